@@ -1,0 +1,28 @@
+"""Shared fixtures and the markers that make tests skip, saying why, on machines that lack
+what they need (a hardware PMU, the msr PMU, root)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``hwpmu`` run only where a hardware PMU answers."""
+    from tests.helpers import hardware_pmu_error
+
+    err = hardware_pmu_error()
+    if err is None:
+        return
+    skip = pytest.mark.skip(reason=f"no hardware PMU here: cycles gives {err}")
+    for item in items:
+        if "hwpmu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def root_only() -> None:
+    """Skip unless running as root (needed to switch to uid 65534)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to test the unprivileged path with setpriv")

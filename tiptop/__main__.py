@@ -1,0 +1,5 @@
+"""``python -m tiptop``: the same as the ``tiptop`` command."""
+
+from tiptop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The exception vocabulary of tiptop; imports nothing from tiptop.
+
+One base, :class:`TiptopError`, and a few subclasses that also inherit the builtin they
+resemble (the PyNaCl habit), so callers may catch either. Everything a user can cause ends
+as one of these and is turned into one line and an exit code by ``cli.main``.
+"""
+
+from __future__ import annotations
+
+
+class TiptopError(Exception):
+    """Base of every error tiptop raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(TiptopError, ValueError):
+    """A bad command-line option or value."""
+
+    exit_code = 2
+
+
+class SpecError(TiptopError, ValueError):
+    """A bad configuration file, screen, counter, column or expression.
+
+    ``path``, ``line`` and ``column`` locate the problem (1-based; ``None`` when unknown).
+    ``str()`` gives ``path:line:column: message``, the form compilers use.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        where = [str(p) for p in (self.path, self.line, self.column) if p is not None]
+        return ":".join([*where, " " + self.message]) if where else self.message
+
+
+class EventError(TiptopError, LookupError):
+    """An event name that cannot be turned into a ``perf_event_attr`` on this machine."""
+
+
+class TaskGone(TiptopError, ProcessLookupError):
+    """The task vanished between two looks at ``/proc``; callers drop its row silently."""
+
+
+class AccessDenied(TiptopError, PermissionError):
+    """The kernel refused access to a task or an event (EACCES/EPERM)."""

@@ -1,0 +1,113 @@
+"""The records a configuration file turns into: screens, counters, columns, options.
+
+Pure data (frozen dataclasses), shared by the XML and YAML readers, the exporters, the
+built-in screens and the sampler. Records end in ``Spec`` to keep them apart from runtime
+objects. Imports nothing from tiptop but ``errors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tiptop.errors import SpecError
+
+#: Variables every column expression may use without declaring them (tiptop-original.md
+#: section 6.4, plus INTERVAL, the length of the refresh interval in seconds).
+BUILTINS = ("CPU_TOT", "CPU_SYS", "CPU_USER", "PROC_ID", "INTERVAL")
+
+
+def delta_key(alias: str) -> str:
+    """The evaluation-environment key of ``delta(alias)``; the bare alias is its absolute value."""
+    return f"delta({alias})"
+
+
+@dataclass(frozen=True)
+class NumericEvent:
+    """An event given the original's way: a ``perf_event_attr`` type and config number."""
+
+    type: int
+    config: int
+
+
+@dataclass(frozen=True)
+class NamedEvent:
+    """An event given by name (``cycles``, ``cpu/event=0x3c/``, ``FP_ASSIST.ANY``), resolved
+    against this machine by ``tiptop.events`` when a screen is bound, never while loading."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """The CPU that ``arch``/``model`` gating compares against: ``arch`` is ``"x86"``,
+    ``"arm64"``..., ``model`` the original's ``%02X_%02X`` family_model string or ``None``."""
+
+    arch: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    """One ``<counter>``: an alias bound to an event.
+
+    ``config`` and ``type`` keep the text the user wrote (for export); ``event`` is what it
+    means. ``line``/``column`` locate the declaration for messages.
+    """
+
+    alias: str
+    event: NumericEvent | NamedEvent
+    config: str
+    type: str | None = None
+    arch: str | None = None
+    model: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One ``<column>``: a header, a printf format for one double, and an expression.
+
+    The header's width is the cell width for ``-``/``?`` placeholders. ``threshold``, when
+    set, highlights cells whose value exceeds it (``threshold_below`` for "less is worse").
+    """
+
+    header: str
+    format: str
+    expr: str
+    desc: str = "(unknown)"
+    threshold: float | None = None
+    threshold_below: bool = False
+    line: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class ScreenSpec:
+    """A named set of counters and the columns computed from them."""
+
+    name: str
+    desc: str
+    counters: tuple[CounterSpec, ...] = ()
+    columns: tuple[ColumnSpec, ...] = ()
+    #: Where it came from: a file path, or ``"builtin"``.
+    source: str = "builtin"
+
+    def counter(self, alias: str) -> CounterSpec:
+        """The counter declared as ``alias``."""
+        for c in self.counters:
+            if c.alias == alias:
+                return c
+        raise KeyError(alias)
+
+
+@dataclass
+class ConfigSpec:
+    """A whole loaded file: options in file order (last one wins), screens, and every
+    problem met while loading (each a :class:`SpecError` with path, line and column; the
+    faulty column or counter was dropped, the rest kept)."""
+
+    path: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    screens: list[ScreenSpec] = field(default_factory=list)
+    problems: list[SpecError] = field(default_factory=list)
