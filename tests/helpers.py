@@ -30,10 +30,80 @@ def hardware_pmu_error() -> str | None:
     libc.syscall.restype = ctypes.c_long
     buf = (ctypes.c_char * 128).from_buffer(attr)
     fd = libc.syscall(
-        ctypes.c_long(nr), buf, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(-1),
+        ctypes.c_long(nr),
+        buf,
+        ctypes.c_int(0),
+        ctypes.c_int(-1),
+        ctypes.c_int(-1),
         ctypes.c_ulong(8),
     )
     if fd < 0:
         return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
     os.close(fd)
     return None
+
+
+#: Where the repository lives, for PYTHONPATH in subprocesses.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Top-level modules tiptop needs at run time (and their own dependencies).
+_RUNTIME_MODULES = (
+    "cffi", "_cffi_backend", "pycparser", "numpy", "psutil", "yaml", "urwid", "wcwidth",
+    "typing_extensions",
+)  # fmt: skip
+
+
+@functools.cache
+def nobody_site() -> str:
+    """A world-readable copy (hard links where possible) of tiptop's run-time dependencies.
+
+    The interpreter's site-packages may sit under a 0700 home (``/root/.pyenv``) that uid
+    65534 cannot traverse; then ``setpriv --reuid=65534 python3`` finds no numpy. The copy
+    lives for the test session (removed at interpreter exit).
+    """
+    import atexit
+    import importlib.util
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    site = tempfile.mkdtemp(prefix="tiptop-nobody-site-")
+    os.chmod(site, 0o755)
+    atexit.register(shutil.rmtree, site, True)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    for name in _RUNTIME_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        src = origin.parent if origin.name == "__init__.py" else origin
+        dst = os.path.join(site, src.name)
+        if src.is_dir():
+            shutil.copytree(src, dst, copy_function=link)
+            libs = src.parent / f"{src.name}.libs"  # auditwheel's vendored libraries
+            if libs.is_dir():
+                shutil.copytree(libs, os.path.join(site, libs.name), copy_function=link)
+        else:
+            link(str(src), dst)
+    for root, dirs, files in os.walk(site):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), os.stat(os.path.join(root, f)).st_mode | 0o444)
+    return site
+
+
+def nobody_command(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``setpriv`` argv running ``python3 args...`` as uid/gid 65534, and its environment
+    (PYTHONPATH = the repository + :func:`nobody_site`)."""
+    import sys
+
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, *args]
+    env = {**os.environ, "PYTHONPATH": f"{REPO}:{nobody_site()}", "HOME": "/tmp"}
+    return cmd, env

@@ -23,4 +23,547 @@ CONTRACT (implemented by the counter-engine work; cli, batch and live depend on 
     Every distinct problem met so far, one line each (the error log).
 ``Sampler.close() -> None``
     Close every fd.
+
+IMPLEMENTATION NOTES
+
+*Process rows use inherit mode; thread rows (-H) use per-thread groups* (peers.md 4.5).
+In process mode every thread that exists when a process is first seen gets one group per
+PMU opened with ``inherit=1, inherit_thread=1``; threads created later are counted by the
+kernel into their creator's group (and folded in when they exit: ``sync_child_event``),
+never opened on their own, so nothing is counted twice, threads shorter than a refresh
+are caught, and ``inherit_thread`` (Linux 5.13+) keeps forked child *processes* out of
+the parent (they are rows of their own). Groups of attach-time threads that exit stay
+open until the whole process ends: their final counts stay readable, so a process total
+never goes down. On kernels that reject ``inherit_thread`` (EINVAL) it is dropped once
+and said so. With -H each thread gets ``inherit=0`` groups, opened when /proc shows it
+and closed when it is gone: exact per-thread rows.
+
+*Refresh.* ``start()`` is the primer: tasks found then (and any task first seen by a later
+refresh) get their groups opened and a baseline read, and are shown from the next refresh
+on, which covers a full interval. An event is probed once, on ourselves, at bind time; an
+event that fails there is reported once (``explain_open_error``) and never opened per
+task. fds are budgeted (soft RLIMIT_NOFILE, raised to the hard limit, minus a reserve);
+busy tasks are opened first; out of fds, idle tasks' groups are closed (unless
+``collect=False``) and every task left without counters is retried at later refreshes.
+The first ``refresh()`` after ``start()`` is iteration 0; a ``refresh()`` without
+``start()`` (or after ``reconfigure``) starts, returns an empty frame, and the next one is
+iteration 0. Dead tasks: groups are closed at once; with ``sticky`` their row shows the
+last interval (final reads) and is then repeated, frozen, with ``dead=True``.
 """
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.counters import CounterPlan, GroupDef, Readout, Unit, read_units, unit_totals
+from tiptop.errors import EventError, SpecError, TaskGone
+from tiptop.events import EventBinding, resolve, resolve_numeric
+from tiptop.frame import Frame
+from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
+from tiptop.perf.backend import Backend
+from tiptop.perf.explain import (
+    explain_open_error,
+    is_privileged,
+    kernel_counting_allowed,
+    raise_fd_limit,
+    read_paranoid,
+)
+from tiptop.spec.expr import compile_column
+from tiptop.spec.model import NamedEvent, ScreenSpec, delta_key
+from tiptop.tasks import Scan, Task, TaskScanner, list_threads, read_stat
+
+#: fds kept free for everything else tiptop opens (files, terminal, /proc reads).
+FD_RESERVE = 64
+_OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
+
+
+@dataclass
+class SamplerConfig:
+    """What to watch and how (see the module contract)."""
+
+    threads: bool = False
+    kernel: bool = False
+    only_pid: int | None = None
+    only_name: str | None = None
+    match_cmdline: bool = False
+    uid: int | None = None
+    collect: bool = True
+    cpu_threshold: float = 0.00001
+    sticky: bool = False
+
+
+class _State:
+    """The sampler's side of one watched task."""
+
+    __slots__ = ("denied", "pending", "retired", "units")
+
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        #: Counts of groups closed while the task lived (reclaim), per alias.
+        self.retired: np.ndarray | None = None
+        #: Waiting for fds (budget, reclaim): retried at later refreshes.
+        self.pending = False
+        #: Refused for good (EACCES...): never retried for this identity.
+        self.denied = False
+
+
+class Sampler:
+    """Turns a screen into frames, one per :meth:`refresh` (see the module contract)."""
+
+    def __init__(
+        self,
+        screen: ScreenSpec,
+        config: SamplerConfig | None = None,
+        *,
+        backend: Backend | None = None,
+        proc_root: str = "/proc",
+        sysfs_root: str = "/sys",
+    ) -> None:
+        if backend is None:
+            from tiptop.perf.group import PerfBackend
+
+            backend = PerfBackend()
+        self.screen = screen
+        self.config = config or SamplerConfig()
+        self.proc_root = proc_root
+        self.sysfs_root = sysfs_root
+        self._backend = backend
+        self.messages: list[str] = []
+        self._fresh: list[str] = []
+        self._said: set[object] = set()
+        self._paranoid = read_paranoid()
+        self._privileged = is_privileged()
+        soft, _ = raise_fd_limit()
+        try:
+            in_use = len(os.listdir("/proc/self/fd"))
+        except OSError:
+            in_use = 16
+        self.fd_budget = max(soft - in_use - FD_RESERVE, 0)
+        self.fds_used = 0
+        self._inherit_thread = True
+        self._spawned: dict[int, tuple[int, list[Unit]]] = {}
+        self._dead = Frame.empty()
+        self._bind()
+        self._reset()
+
+    # ------------------------------------------------------------------ messages
+    def _say(self, line: str, key: object = None) -> None:
+        """Record a problem once (per ``key`` when given, else per text)."""
+        key = line if key is None else key
+        if key not in self._said:
+            self._said.add(key)
+            self.messages.append(line)
+            self._fresh.append(line)
+
+    # ------------------------------------------------------------------ binding
+    def _attr(self, a: Attr) -> Attr:
+        process_mode = not self.config.threads
+        return a.replace(
+            read_format=GROUP_READ_FORMAT,
+            exclude_kernel=not self._kernel,
+            exclude_hv=True,
+            pinned=False,
+            disabled=False,
+            enable_on_exec=False,
+            inherit=process_mode,
+            inherit_thread=process_mode and self._inherit_thread,
+        )
+
+    def _probe(self, b: EventBinding) -> bool:
+        """Open the event once on ourselves; report a failure once."""
+        try:
+            self._backend.open_group(0, [self._attr(b.attr)]).close()
+            return True
+        except OSError as e:
+            if e.errno == errno.EINVAL and self._attr(b.attr).inherit_thread:
+                try:
+                    self._backend.open_group(
+                        0, [self._attr(b.attr).replace(inherit_thread=False)]
+                    ).close()
+                except OSError:
+                    pass
+                else:
+                    self._inherit_thread = False
+                    self._say(
+                        "this kernel has no inherit_thread (Linux < 5.13): a process row "
+                        "also counts the children it forks"
+                    )
+                    return True
+            self._say(
+                explain_open_error(
+                    e, b.name, paranoid=self._paranoid, privileged=self._privileged,
+                    kernel=self._kernel,
+                )
+            )  # fmt: skip
+            return False
+
+    def _bind(self) -> None:
+        """Resolve the screen's counters here, probe them, build the plan and columns."""
+        cfg = self.config
+        self._kernel = False
+        if cfg.kernel:
+            if kernel_counting_allowed(self._paranoid, self._privileged):
+                self._kernel = True
+            else:
+                self._say(
+                    f"kernel counting (-K) is not allowed: perf_event_paranoid is "
+                    f"{self._paranoid} and we are neither root nor CAP_PERFMON; "
+                    "counting user space only"
+                )
+        aliases = tuple(c.alias for c in self.screen.counters)
+        by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
+        n_bind = np.zeros(len(aliases), np.int64)
+        for j, c in enumerate(self.screen.counters):
+            try:
+                if isinstance(c.event, NamedEvent):
+                    bindings = resolve(c.event.name, sysfs_root=self.sysfs_root)
+                else:
+                    bindings = resolve_numeric(
+                        c.event.type, c.event.config, sysfs_root=self.sysfs_root
+                    )
+            except EventError as e:
+                self._say(f"counter {c.alias!r} of screen {self.screen.name!r}: {e}")
+                continue
+            for b in bindings:
+                if self._probe(b):
+                    by_pmu.setdefault(b.pmu, []).append((j, b))
+                    n_bind[j] += 1
+        groups = [
+            GroupDef(
+                pmu,
+                tuple(self._attr(b.attr) for _, b in members),
+                np.array([j for j, _ in members], np.int64),
+            )
+            for pmu, members in by_pmu.items()
+        ]
+        self.plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
+        self._columns = []
+        for col in self.screen.columns:
+            try:
+                self._columns.append(compile_column(col.expr))
+            except SpecError as e:
+                self._say(f"column {col.header.strip()!r} of screen {self.screen.name!r}: {e}")
+                self._columns.append(None)
+        idx = {a: j for j, a in enumerate(aliases)}
+        self._col_aliases = [
+            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
+            for ce in self._columns
+        ]
+
+    def _reset(self) -> None:
+        cfg = self.config
+        self._scanner = TaskScanner(
+            self.proc_root, threads=cfg.threads, uid=cfg.uid, only_pid=cfg.only_pid,
+            only_name=cfg.only_name, match_cmdline=cfg.match_cmdline,
+        )  # fmt: skip
+        self._started = False
+        self._iteration = 0
+        self._pending: dict[int, Task] = {}
+        self._tasks: list[Task] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """The primer scan: discover tasks, open their counters, take baselines."""
+        self._started = True
+        self._iteration = 0
+        scan = self._scanner.scan()
+        self._tasks = scan.tasks
+        self._open_new(scan)
+
+    def refresh(self) -> Frame:
+        """A frame covering the time since the previous start/refresh."""
+        headers = tuple(c.header for c in self.screen.columns)
+        if not self._started:
+            self.start()
+            return Frame.empty(headers, self.plan.aliases, threads=self.config.threads)
+        scan = self._scanner.scan()
+        sticky = self.config.sticky
+        dying: list[Task] = []
+        for t in scan.gone:
+            self._pending.pop(id(t), None)
+            if sticky:
+                dying.append(t)
+            else:
+                self._close_task(t)
+        shown = [t for t in scan.tasks if not t.new]
+        rows = shown + dying
+        frame = self._evaluate(rows, scan, headers)
+        frame.dead[len(shown) :] = True
+        for t in dying:
+            self._close_task(t)
+        if dying:
+            self._dead = _concat(self._dead, _take(frame, slice(len(shown), None)))
+        if sticky and len(self._dead):
+            frame = _concat(_take(frame, slice(0, len(shown))), self._dead)
+        self._tasks = scan.tasks
+        self._open_new(scan)
+        frame.messages = self._fresh
+        self._fresh = []
+        self._iteration += 1
+        return frame
+
+    def reconfigure(self, screen: ScreenSpec | None = None, **config_changes: object) -> None:
+        """Switch screen or config; everything is reopened at the next refresh."""
+        self.close()
+        if screen is not None:
+            self.screen = screen
+        self.config = dataclasses.replace(self.config, **config_changes)  # type: ignore[arg-type]
+        self._dead = Frame.empty()
+        self._bind()
+        self._reset()
+
+    def close(self) -> None:
+        """Close every fd."""
+        for t in self._tasks:
+            self._close_task(t)
+        for _, units in self._spawned.values():
+            for u in units:
+                u.close()
+        self._spawned.clear()
+        self._tasks = []
+        self.fds_used = 0
+
+    def attach_spawned(self, pid: int) -> None:
+        """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
+        child that has not exec'd yet; adopted as its task's counters once /proc shows it."""
+        starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
+        units: list[Unit] = []
+        try:
+            for g, gdef in enumerate(self.plan.groups):
+                attrs = [a.replace(enable_on_exec=True, disabled=True) for a in gdef.attrs]
+                units.append(Unit(self._backend.open_group(pid, attrs), g))
+        except OSError as e:
+            for u in units:
+                u.close()
+            self._say(
+                explain_open_error(
+                    e, f"PID {pid}", paranoid=self._paranoid, privileged=self._privileged,
+                    kernel=self._kernel,
+                )
+            )  # fmt: skip
+            return
+        self.fds_used += sum(u.group.n_fds for u in units)
+        self._spawned[pid] = (starttime, units)
+
+    # ------------------------------------------------------------------ groups
+    def _close_task(self, t: Task, *, keep: bool = False) -> None:
+        st = t.data
+        if not isinstance(st, _State):
+            return
+        if keep and st.units:
+            totals = unit_totals(self.plan, st.units)
+            st.retired = totals if st.retired is None else st.retired + totals
+        for u in st.units:
+            self.fds_used -= u.group.n_fds
+            u.close()
+        st.units = []
+
+    def _open_new(self, scan: Scan) -> None:
+        """Open groups on new tasks and retry waiting ones, busy first."""
+        for t in scan.new:
+            t.data = _State()
+        todo = scan.new + [t for t in self._pending.values() if not t.new]
+        todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
+        for t in todo:
+            self._open_task(t, scan)
+
+    def _open_task(self, t: Task, scan: Scan) -> None:
+        st: _State = t.data  # type: ignore[assignment]
+        spawned = self._spawned.pop(t.tid, None)
+        if spawned is not None and spawned[0] == t.starttime:
+            st.units = spawned[1]
+            return
+        if not self.plan.groups or st.denied:
+            return
+        try:
+            tids = [t.tid] if self.config.threads else list_threads(self.proc_root, t.pid)
+        except TaskGone:
+            return
+        need = len(tids) * self.plan.fds_per_thread
+        if self.fds_used + need > self.fd_budget:
+            busy = t.new or t.cpu_total >= self.config.cpu_threshold
+            if self.config.collect and busy:
+                self._reclaim(need, t)
+            if self.fds_used + need > self.fd_budget:
+                self._wait(t, f"out of file descriptors (budget {self.fd_budget}): some "
+                           "tasks are not counted (retried when fds free up)", "fds")  # fmt: skip
+                return
+        units: list[Unit] = []
+        for tid in tids:
+            for g, gdef in enumerate(self.plan.groups):
+                try:
+                    units.append(Unit(self._backend.open_group(tid, gdef.attrs), g))
+                except OSError as e:
+                    if e.errno == errno.ESRCH:  # the thread exited meanwhile: drop it
+                        break
+                    for u in units:
+                        u.close()
+                    if e.errno in _OUT_OF_FDS:
+                        self.fd_budget = self.fds_used
+                        self._wait(t, explain_open_error(
+                            e, "counters", paranoid=self._paranoid,
+                            privileged=self._privileged, kernel=self._kernel,
+                        ))  # fmt: skip
+                        return
+                    st.denied = True
+                    self._pending.pop(id(t), None)
+                    self._say(
+                        key=("denied", e.errno),
+                        line=
+                        "cannot watch some tasks (first: PID "
+                        f"{t.pid} {t.name!r}): "
+                        + explain_open_error(
+                            e, self.plan.groups[g].pmu, paranoid=self._paranoid,
+                            privileged=self._privileged, kernel=self._kernel,
+                        ).split(": ", 1)[1],
+                    )  # fmt: skip
+                    return
+        st.units = units
+        st.pending = False
+        self._pending.pop(id(t), None)
+        self.fds_used += sum(u.group.n_fds for u in units)
+
+    def _wait(self, t: Task, why: str, key: object = None) -> None:
+        """``t`` gets no counters now; it is retried at later refreshes."""
+        st: _State = t.data  # type: ignore[assignment]
+        st.pending = True
+        self._pending[id(t)] = t
+        self._say(why, key)
+
+    def _reclaim(self, need: int, keep: Task) -> None:
+        """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget."""
+        threshold = self.config.cpu_threshold
+        for t in self._tasks:
+            if self.fds_used + need <= self.fd_budget:
+                return
+            st = t.data
+            if t is keep or t.new or not isinstance(st, _State) or not st.units:
+                continue
+            if t.cpu_total < threshold:
+                self._close_task(t, keep=True)
+                st.pending = True
+                self._pending[id(t)] = t
+
+    # ------------------------------------------------------------------ evaluation
+    def _evaluate(self, rows: list[Task], scan: Scan, headers: tuple[str, ...]) -> Frame:
+        plan = self.plan
+        n, k = len(rows), len(plan.aliases)
+        states = [t.data if isinstance(t.data, _State) else _State() for t in rows]
+        readout, failed = read_units(plan, [s.units for s in states])
+        for i, u, e in failed:
+            st = states[i]
+            st.units.remove(u)
+            self.fds_used -= u.group.n_fds
+            u.close()
+            if e.errno != errno.ESRCH and not st.units:
+                # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
+                self._wait(
+                    rows[i],
+                    f"reading counters failed ({errno.errorcode.get(e.errno or 0, e.errno)}): "
+                    "reopening them",
+                )
+        status = readout.statuses(plan)
+        total_status = readout.statuses(plan, cumulative=True)
+        total = readout.total
+        if any(s.retired is not None for s in states):
+            total = total + np.stack(
+                [np.zeros(k) if s.retired is None else s.retired for s in states]
+            )
+        delta = np.where(status == Status.OK, readout.delta, np.nan)
+        total = np.where(total_status == Status.OK, total, np.nan)
+        c_running = readout.running_fraction(plan)
+
+        interval = scan.interval
+        ok = np.zeros(n, STATUS_DTYPE)
+        env: dict[str, tuple[np.ndarray, np.ndarray]] = {
+            "CPU_TOT": (np.array([t.cpu_total for t in rows]), ok),
+            "CPU_SYS": (np.array([t.cpu_sys for t in rows]), ok),
+            "CPU_USER": (np.array([t.cpu_user for t in rows]), ok),
+            "PROC_ID": (np.array([t.processor for t in rows], np.float64), ok),
+            "INTERVAL": (np.full(n, interval), ok),
+        }
+        for j, a in enumerate(plan.aliases):
+            env[a] = (total[:, j], total_status[:, j])
+            env[delta_key(a)] = (delta[:, j], status[:, j])
+        nc = len(self._columns)
+        values = np.full((n, nc), np.nan)
+        cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
+        running = np.ones((n, nc))
+        for c, ce in enumerate(self._columns):
+            if ce is None:
+                continue
+            v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
+            values[:, c] = v
+            cstatus[:, c] = s
+            idx = self._col_aliases[c]
+            if idx is not None and idx.size and n:
+                r = np.fmin.reduce(c_running[:, idx], axis=1)
+                running[:, c] = np.where(np.isnan(r), 1.0, r)
+        threads = self.config.threads
+        return Frame(
+            iteration=self._iteration,
+            timestamp=time.time(),
+            interval=interval,
+            threads=threads,
+            headers=headers,
+            counters=plan.aliases,
+            tid=np.array([t.tid for t in rows], np.int64),
+            pid=np.array([t.pid for t in rows], np.int64),
+            marker=[_marker(t, threads) for t in rows],
+            user=[t.user for t in rows],
+            name=[t.name for t in rows],
+            cmdline=[t.cmdline for t in rows],
+            num_threads=np.array([t.num_threads for t in rows], np.int64),
+            dead=np.zeros(n, bool),
+            cpu_total=env["CPU_TOT"][0],
+            values=values,
+            status=cstatus,
+            running=running,
+            counter_delta=np.where(status == Status.UNREADABLE, np.nan, readout.raw),
+            counter_running=c_running,
+            counter_status=status,
+            tasks_total=scan.threads_total,
+        )
+
+
+def _marker(t: Task, threads: bool) -> str:
+    if t.tid != t.pid:
+        return "-"
+    return "+" if t.num_threads > 1 else " "
+
+
+_ROW_FIELDS = [
+    f.name
+    for f in dataclasses.fields(Frame)
+    if f.name not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
+                      "tasks_total", "messages")
+]  # fmt: skip
+
+
+def _take(f: Frame, rows: slice) -> Frame:
+    """Some rows of a frame."""
+    return dataclasses.replace(f, **{name: getattr(f, name)[rows] for name in _ROW_FIELDS})
+
+
+def _concat(a: Frame, b: Frame) -> Frame:
+    """``a``'s rows then ``b``'s; the frame facts are ``a``'s (``b`` may be headerless)."""
+    if not len(b):
+        return a
+    if not len(a) and a.values.shape[1] != b.values.shape[1]:
+        return dataclasses.replace(b, iteration=a.iteration, timestamp=a.timestamp,
+                                   interval=a.interval, messages=a.messages)  # fmt: skip
+    out = {}
+    for name in _ROW_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
+    return dataclasses.replace(a, **out)
+
+
+__all__ = ["Readout", "Sampler", "SamplerConfig"]

@@ -13,4 +13,301 @@ header's width when a placeholder), ``status`` (per cell), ``multiplexed`` (per 
 ``over_threshold`` (per cell bool), ``command``, ``dead``, ``watched``.
 ``header(screen, view) -> str``: the column header with the sort column in ``[ ]``.
 ``format_row(row, view) -> str``: one row as the original prints it (without prefixes).
+
+Layout rules follow tiptop-original.md section 8.2 (the original's ``build_rows()``): the
+row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, each cell and
+one space, then the name or command line. Imports only ``frame``, ``spec``, ``cells`` and
+``errors``.
 """
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tiptop.cells import PLACEHOLDER, Status
+from tiptop.errors import SpecError
+from tiptop.frame import Frame
+from tiptop.spec.model import ColumnSpec, ScreenSpec
+
+#: The original's default ``--cpu-min`` (percent).
+DEFAULT_CPU_THRESHOLD = 0.00001
+
+
+@dataclass
+class View:
+    """How rows are chosen, ordered and shown (the live keys change these fields)."""
+
+    #: -1 = PID, 0..k-1 = the screen's columns, k = COMMAND (k = number of columns).
+    sort_column: int = 0
+    descending: bool = True
+    show_idle: bool = False
+    cpu_threshold: float = DEFAULT_CPU_THRESHOLD
+    show_user: bool = False
+    show_cmdline: bool = False
+    #: ``-w``: an ``int`` matches the row's tid; a ``str`` is a substring of name/cmdline.
+    watch: int | str | None = None
+    sticky: bool = False
+    pid_width: int = 5
+
+
+@dataclass
+class Row:
+    """One visible row, already formatted."""
+
+    tid: int
+    pid: int
+    marker: str
+    user: str
+    cells: list[str]
+    status: list[Status]
+    multiplexed: list[bool]
+    over_threshold: list[bool]
+    command: str
+    dead: bool = False
+    watched: bool = False
+    #: Index of the row in the frame it came from (for csv/json and live lookups).
+    index: int = -1
+    values: list[float] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- printf
+
+
+# One conversion of C's printf(3) for a double: %[flags][width][.precision]conversion.
+# Length modifiers (l, L) are accepted and ignored, as printf ignores ``l`` for doubles.
+_CONV = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<prec>\d*))?(?:[lL])?(?P<conv>.)")
+
+
+def compile_format(fmt: str) -> Callable[[float], str]:
+    """Compile a column's printf format for ONE double into a function.
+
+    Accepted: literal text, ``%%``, and exactly one ``%[-+ #0][width][.prec][fFeEgG]``
+    (printf(3)). The conversion becomes a Python format spec, so user text is never used
+    with the ``%`` operator. Raises :class:`SpecError` for anything else.
+    """
+    return _compile_format(fmt)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_format(fmt: str) -> Callable[[float], str]:
+    parts: list[str] = []  # literal pieces around the conversion
+    spec: str | None = None
+    pos = 0
+    literal: list[str] = []
+    while pos < len(fmt):
+        ch = fmt[pos]
+        if ch != "%":
+            literal.append(ch)
+            pos += 1
+            continue
+        if fmt.startswith("%%", pos):
+            literal.append("%")
+            pos += 2
+            continue
+        m = _CONV.match(fmt, pos)
+        if m is None or m.group("conv") not in "fFeEgG":
+            bad = m.group("conv") if m else "end of format"
+            raise SpecError(f"format {fmt!r}: unsupported conversion {bad!r} (use f, e or g)")
+        if spec is not None:
+            raise SpecError(f"format {fmt!r}: more than one conversion (one value per cell)")
+        parts.append("".join(literal))
+        literal = []
+        spec = _py_spec(m.group("flags"), m.group("width"), m.group("prec"), m.group("conv"))
+        pos = m.end()
+    if spec is None:
+        raise SpecError(f"format {fmt!r}: no conversion (need one of %f, %e, %g)")
+    prefix, suffix = parts[0], "".join(literal)
+    template = "{:" + spec + "}"
+
+    def fmt_one(value: float) -> str:
+        return prefix + template.format(value) + suffix
+
+    return fmt_one
+
+
+def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
+    """printf flags/width/precision/conversion as a ``format()`` spec (same output)."""
+    align = "<" if "-" in flags else ""
+    sign = "+" if "+" in flags else (" " if " " in flags else "")
+    alt = "#" if "#" in flags else ""
+    zero = "0" if ("0" in flags and not align) else ""
+    # printf: a precision of "." alone means 0; absent means 6 (Python's default too).
+    precision = "" if prec is None else "." + (prec or "0")
+    return f"{align}{sign}{alt}{zero}{width}{precision}{conv}"
+
+
+def format_cell(column: ColumnSpec, value: float, status: Status) -> str:
+    """One cell: the value through the column's format, or the status placeholder
+    (``-`` for a zero divisor, ``?`` for unreadable/not counted) right-aligned to the
+    header's width (tiptop-original.md section 12, "Mirror")."""
+    if status != Status.OK or value != value:  # NaN is never shown as a number
+        ph = PLACEHOLDER.get(Status(status), "?") if status != Status.OK else "?"
+        return ph.rjust(len(column.header))
+    return compile_format(column.format)(value)
+
+
+def check_formats(screen: ScreenSpec) -> None:
+    """Raise :class:`SpecError` (with the column's location) if a format cannot be used."""
+    for col in screen.columns:
+        try:
+            compile_format(col.format)
+        except SpecError as exc:
+            raise SpecError(
+                f"screen '{screen.name}', column '{col.header.strip()}': {exc.message}",
+                screen.source if screen.source != "builtin" else None,
+                col.line,
+                col.column,
+            ) from None
+
+
+def pid_width_for(pid_max: int) -> int:
+    """The id column width: 5, plus the digits of ``pid_max - 1`` beyond 5 (2.3.2 rule)."""
+    return 5 + max(0, len(str(max(pid_max - 1, 1))) - 5)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _command(frame: Frame, i: int, show_cmdline: bool) -> str:
+    if show_cmdline and frame.cmdline[i]:
+        return frame.cmdline[i]
+    return frame.name[i]
+
+
+def _watched(frame: Frame, i: int, view: View) -> bool:
+    w = view.watch
+    if w is None:
+        return False
+    if isinstance(w, int):
+        return int(frame.tid[i]) == w
+    return w in _command(frame, i, view.show_cmdline)
+
+
+def visible(frame: Frame, view: View) -> np.ndarray:
+    """Boolean mask of the rows shown: idle rows (``cpu_total < cpu_threshold``) are hidden
+    unless ``show_idle``; dead rows are shown (the sampler keeps them after their last
+    interval only in sticky mode); watched rows are always shown."""
+    n = len(frame)
+    if view.show_idle or n == 0:
+        return np.ones(n, bool)
+    cpu = np.nan_to_num(frame.cpu_total, nan=0.0)
+    mask = cpu >= view.cpu_threshold
+    if view.watch is not None:
+        mask |= np.fromiter((_watched(frame, i, view) for i in range(n)), bool, n)
+    return mask
+
+
+def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
+    """The indices ``idx`` sorted on the view's column: stable; non-OK cells last in
+    either direction; PID numerically; COMMAND by string."""
+    if len(idx) == 0:
+        return idx
+    col = view.sort_column
+    if col < 0:
+        key = frame.tid[idx].astype(np.float64)
+        bad = np.zeros(len(idx), bool)
+    elif col >= ncols:
+        cmds = [_command(frame, int(i), view.show_cmdline) for i in idx]
+        perm = sorted(range(len(idx)), key=cmds.__getitem__, reverse=view.descending)
+        return idx[np.asarray(perm, np.int64)]
+    else:
+        key = frame.values[idx, col].astype(np.float64)
+        bad = (frame.status[idx, col] != Status.OK) | np.isnan(key)
+        key = np.where(bad, 0.0, key)
+    if view.descending:
+        key = -key
+    # np.lexsort is stable; the last key is primary: OK cells first, then by value.
+    return idx[np.lexsort((key, bad))]
+
+
+def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
+    """The visible rows of ``frame``, filtered and sorted per ``view``, cells formatted."""
+    columns = screen.columns
+    ncols = len(columns)
+    idx = np.flatnonzero(visible(frame, view))
+    idx = order(frame, idx, view, ncols)
+    fmts = [compile_format(c.format) for c in columns]
+    placeholders = {s: [ph.rjust(len(c.header)) for c in columns] for s, ph in PLACEHOLDER.items()}
+    multiplexed = frame.multiplexed()
+    over = _over_threshold(frame, columns)
+    out: list[Row] = []
+    values = frame.values
+    status = frame.status
+    for i in idx.tolist():
+        vals = values[i].tolist()
+        sts = status[i].tolist()
+        cells = [
+            fmts[j](v) if s == 0 and v == v else placeholders[Status(s or 3)][j]
+            for j, (v, s) in enumerate(zip(vals, sts, strict=True))
+        ]
+        out.append(
+            Row(
+                tid=int(frame.tid[i]),
+                pid=int(frame.pid[i]),
+                marker=frame.marker[i] or " ",
+                user=frame.user[i],
+                cells=cells,
+                status=[Status(s) for s in sts],
+                multiplexed=multiplexed[i].tolist(),
+                over_threshold=over[i].tolist(),
+                command=_command(frame, i, view.show_cmdline),
+                dead=bool(frame.dead[i]),
+                watched=_watched(frame, i, view),
+                index=i,
+                values=vals,
+            )
+        )
+    return out
+
+
+def _over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:
+    over = np.zeros(frame.values.shape, bool)
+    ok = frame.status == Status.OK
+    for j, c in enumerate(columns):
+        if c.threshold is None:
+            continue
+        v = frame.values[:, j]
+        hit = v < c.threshold if c.threshold_below else v > c.threshold
+        over[:, j] = hit & ok[:, j]
+    return over
+
+
+# --------------------------------------------------------------------------- text
+
+
+def header(screen: ScreenSpec, view: View) -> str:
+    """The header line (section 8.2): id, optional user, columns, COMMAND; the sort
+    column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
+    k = len(screen.columns)
+    s = view.sort_column
+    parts = [" " * max(view.pid_width - 4, 0)]
+    parts.append("[PID]" if s == -1 else " PID ")
+    if view.show_user:
+        parts.append(" user      ")
+    for j, col in enumerate(screen.columns):
+        parts.append("[" if s == j else ("]" if s == j - 1 and s >= 0 else " "))
+        parts.append(col.header)
+    parts.append("[" if s == k else ("]" if s == k - 1 and s >= 0 else " "))
+    parts.append("COMMAND")
+    parts.append("]" if s == k else " ")
+    return "".join(parts)
+
+
+def format_row(row: Row, view: View, width: int | None = None) -> str:
+    """One row as the original prints it, without prefixes and without ``DEAD``/``<---``
+    (batch appends those). ``width`` cuts the line (live mode); batch never cuts, so full
+    command lines survive (a defect of the original fixed)."""
+    parts = [f"{row.tid:>{view.pid_width}d}{row.marker} "]
+    if view.show_user:
+        parts.append(f"{row.user:<10s} ")
+    for cell in row.cells:
+        parts.append(cell)
+        parts.append(" ")
+    parts.append(row.command)
+    line = "".join(parts)
+    return line if width is None else line[:width]

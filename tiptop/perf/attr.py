@@ -16,9 +16,7 @@ FORMAT_TOTAL_TIME_RUNNING = 1 << 1
 FORMAT_ID = 1 << 2
 FORMAT_GROUP = 1 << 3
 #: What every group leader asks for: one read() gives nr, enabled, running, (value, id)*.
-GROUP_READ_FORMAT = (
-    FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING | FORMAT_ID | FORMAT_GROUP
-)
+GROUP_READ_FORMAT = FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING | FORMAT_ID | FORMAT_GROUP
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,20 @@ records and compiled expressions out. Pure: no I/O beyond reading the file it is
 sysfs; binding counters to this machine is ``tiptop.events``' job.
 """
 
+from __future__ import annotations
+
+from tiptop.spec.build import OPTIONS, TYPES
+from tiptop.spec.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
+from tiptop.spec.loader import (
+    builtin_screens,
+    event_text,
+    export_xml,
+    export_yaml,
+    find_config,
+    load_file,
+    load_text,
+    required_events,
+)
 from tiptop.spec.model import (
     BUILTINS,
     ColumnSpec,
@@ -17,6 +31,10 @@ from tiptop.spec.model import (
 
 __all__ = [
     "BUILTINS",
+    "OPTIONS",
+    "PREDEFINED",
+    "TYPES",
+    "ColumnExpr",
     "ColumnSpec",
     "ConfigSpec",
     "CounterSpec",
@@ -24,5 +42,15 @@ __all__ = [
     "NumericEvent",
     "ScreenSpec",
     "Target",
+    "builtin_screens",
+    "compile_column",
     "delta_key",
+    "evaluate_config",
+    "event_text",
+    "export_xml",
+    "export_yaml",
+    "find_config",
+    "load_file",
+    "load_text",
+    "required_events",
 ]

@@ -21,4 +21,280 @@ CONTRACT (implemented by the screens work; the sampler depends on exactly this):
 ``evaluate_config(text) -> int``
     The original's counter ``config`` expression (predefined names, decimal/hex, ``|``,
     ``or``, ``and``, ``shl``, ``shr``) as a uint64. Raises ``SpecError``.
+
+Additions beyond the contract: ``ColumnExpr.keys`` (the env keys it reads),
+``ColumnExpr.text``, ``evaluate(env, n=None)`` (``n`` rows when ``env`` is empty or the
+expression is constant), ``PREDEFINED`` (the config names). A key missing from ``env``
+reads as ``Status.UNREADABLE``. Columns compile to a tree of closures over whole numpy
+arrays: the per-refresh cost is a few numpy calls per operator, independent of row count.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.errors import SpecError
+from tiptop.spec import syntax
+from tiptop.spec.model import BUILTINS, delta_key
+from tiptop.spec.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
+
+__all__ = ["PREDEFINED", "ColumnExpr", "compile_column", "evaluate_config"]
+
+#: Names accepted in a counter ``config`` (tiptop-original.md section 4.4; values from
+#: ``<linux/perf_event.h>``: perf_hw_id, perf_hw_cache_id, _op_id and _op_result_id).
+PREDEFINED: dict[str, int] = {
+    "CPU_CYCLES": 0,
+    "INSTRUCTIONS": 1,
+    "CACHE_REFERENCES": 2,
+    "CACHE_MISSES": 3,
+    "BRANCH_INSTRUCTIONS": 4,
+    "BRANCH_MISSES": 5,
+    "BUS_CYCLES": 6,
+    "L1D": 0,
+    "L1I": 1,
+    "LL": 2,
+    "DTLB": 3,
+    "ITLB": 4,
+    "BPU": 5,
+    "OP_READ": 0,
+    "OP_WRITE": 1,
+    "OP_PREFETCH": 2,
+    "RESULT_ACCESS": 0,
+    "RESULT_MISS": 1,
+}
+
+_U64 = (1 << 64) - 1
+_OK = int(Status.OK)
+_DIV0 = int(Status.DIV0)
+_UNREADABLE = int(Status.UNREADABLE)
+
+Env = Mapping[str, tuple[np.ndarray, np.ndarray]]
+# A compiled node: env -> (values, status); either may be a scalar (broadcast at the end).
+_Fn = Callable[[Env], tuple[Any, Any]]
+
+
+def _locate(
+    err: ExprSyntaxError | SpecError,
+    offset: int,
+    path: str | None,
+    line: int | None,
+    column: int | None,
+) -> SpecError:
+    """A SpecError at ``offset`` of the text, which starts at 1-based ``column`` (or 1)."""
+    return SpecError(err.message, path, line, (column or 1) + offset)
+
+
+class ColumnExpr:
+    """A compiled column expression (see the module contract)."""
+
+    __slots__ = ("_fn", "aliases", "builtins", "const", "keys", "text")
+
+    def __init__(
+        self,
+        text: str,
+        fn: _Fn,
+        keys: frozenset[str],
+        aliases: frozenset[str],
+        builtins: frozenset[str],
+        const: bool,
+    ) -> None:
+        self.text = text
+        self._fn = fn
+        self.keys = keys
+        self.aliases = aliases
+        self.builtins = builtins
+        self.const = const
+
+    def __repr__(self) -> str:
+        return f"ColumnExpr({self.text!r})"
+
+    def evaluate(self, env: Env, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(values float64[n], status uint8[n])`` for the rows of ``env``."""
+        if n is None:
+            n = _rows(env, self.keys)
+        with np.errstate(all="ignore"):
+            v, s = self._fn(env)
+        values = np.array(np.broadcast_to(v, (n,)), dtype=np.float64)
+        status = np.array(np.broadcast_to(s, (n,)), dtype=STATUS_DTYPE)
+        values[status != _OK] = np.nan
+        return values, status
+
+
+def _rows(env: Env, keys: frozenset[str]) -> int:
+    for k in keys:
+        if k in env:
+            return len(env[k][0])
+    for v, _s in env.values():
+        return len(v)
+    return 0
+
+
+def compile_column(
+    text: str, *, path: str | None = None, line: int | None = None, column: int | None = None
+) -> ColumnExpr:
+    """Compile a column expression once; raises SpecError located in the text."""
+    try:
+        tree = syntax.parse(text)
+        for node in syntax.walk(tree):
+            if isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
+                raise ExprSyntaxError(
+                    f"bit operator {node.op!r} is only allowed in a counter config", node.pos
+                )
+    except ExprSyntaxError as err:
+        raise _locate(err, err.offset, path, line, column) from None
+    keys: set[str] = set()
+    aliases: set[str] = set()
+    builtins: set[str] = set()
+    fn, const = _compile(tree, keys, aliases, builtins)
+    return ColumnExpr(
+        text, fn, frozenset(keys), frozenset(aliases), frozenset(builtins), const is not None
+    )
+
+
+def _compile(
+    node: Node, keys: set[str], aliases: set[str], builtins: set[str]
+) -> tuple[_Fn, float | None]:
+    """A closure for ``node`` and its constant value (``None`` unless constant-folded)."""
+    if isinstance(node, Num):
+        value = float(node.value)
+        return _const(value), value
+    if isinstance(node, Name) or (isinstance(node, Call) and node.func == "delta"):
+        name = node.name if isinstance(node, Name) else node.args[0].name  # type: ignore[union-attr]
+        if name in BUILTINS:  # built-ins first; delta() has no effect on them (section 6.4)
+            builtins.add(name)
+            key = name
+        else:
+            aliases.add(name)
+            key = name if isinstance(node, Name) else delta_key(name)
+        keys.add(key)
+        return _var(key), None
+    if isinstance(node, Neg):
+        fn, c = _compile(node.operand, keys, aliases, builtins)
+        if c is not None:
+            return _const(-c), -c
+        return (lambda env: _neg(fn(env))), None
+    if isinstance(node, Call):  # min / max
+        parts = [_compile(a, keys, aliases, builtins) for a in node.args]
+        ufunc = np.minimum if node.func == "min" else np.maximum
+        if all(c is not None for _f, c in parts):
+            value = float(ufunc.reduce([c for _f, c in parts]))
+            return _const(value), value
+        return _minmax(ufunc, [f for f, _c in parts]), None
+    assert isinstance(node, BinOp)
+    lf, lc = _compile(node.left, keys, aliases, builtins)
+    rf, rc = _compile(node.right, keys, aliases, builtins)
+    if lc is not None and rc is not None and not (node.op == "/" and rc == 0):
+        with np.errstate(all="ignore"):
+            value = float(_ARITH[node.op](np.float64(lc), np.float64(rc)))
+        return _const(value), value
+    if node.op == "/":
+        return _div(lf, rf), None
+    return _arith(_ARITH[node.op], lf, rf), None
+
+
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+
+
+def _const(value: float) -> _Fn:
+    return lambda env: (value, _OK)
+
+
+def _var(key: str) -> _Fn:
+    def fn(env: Env) -> tuple[Any, Any]:
+        try:
+            v, s = env[key]
+        except KeyError:
+            return np.nan, _UNREADABLE
+        return v, s
+
+    return fn
+
+
+def _neg(vs: tuple[Any, Any]) -> tuple[Any, Any]:
+    return -vs[0], vs[1]
+
+
+def _worst(a: Any, b: Any) -> Any:
+    # Statuses are ordered so the worst is the maximum (tiptop.cells.combine).
+    if isinstance(a, int) and a == _OK:
+        return b
+    if isinstance(b, int) and b == _OK:
+        return a
+    return np.maximum(a, b)
+
+
+def _arith(ufunc: np.ufunc, lf: _Fn, rf: _Fn) -> _Fn:
+    def fn(env: Env) -> tuple[Any, Any]:
+        a, sa = lf(env)
+        b, sb = rf(env)
+        return ufunc(a, b), _worst(sa, sb)
+
+    return fn
+
+
+def _div(lf: _Fn, rf: _Fn) -> _Fn:
+    # The original shows '-' when the divisor is 0 (tiptop.1: "When an expression would
+    # result in a division by zero, a '-' sign is printed"); an unreadable operand wins.
+    def fn(env: Env) -> tuple[Any, Any]:
+        a, sa = lf(env)
+        b, sb = rf(env)
+        s = _worst(sa, sb)
+        zero = np.equal(b, 0)
+        s = np.where(zero, np.maximum(s, _DIV0), s).astype(STATUS_DTYPE)
+        return np.divide(a, b), s
+
+    return fn
+
+
+def _minmax(ufunc: np.ufunc, fns: list[_Fn]) -> _Fn:
+    def fn(env: Env) -> tuple[Any, Any]:
+        v, s = fns[0](env)
+        for f in fns[1:]:
+            b, sb = f(env)
+            v = ufunc(v, b)
+            s = _worst(s, sb)
+        return v, s
+
+    return fn
+
+
+def evaluate_config(text: str) -> int:
+    """The value of a counter ``config`` expression (section 6.5) as a uint64."""
+    try:
+        return _config(syntax.parse(text))
+    except ExprSyntaxError as err:
+        raise SpecError(f"{err.message} (at column {err.offset + 1} of {text!r})") from None
+
+
+def _config(node: Node) -> int:
+    if isinstance(node, Num):
+        if isinstance(node.value, float) and not node.value.is_integer():
+            raise ExprSyntaxError(f"config constant {node.text!r} is not an integer", node.pos)
+        value = int(node.value)
+    elif isinstance(node, Name):
+        if node.name not in PREDEFINED:
+            raise ExprSyntaxError(f"unknown config name {node.name!r}", node.pos)
+        value = PREDEFINED[node.name]
+    elif isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
+        a, b = _config(node.left), _config(node.right)
+        if node.op == "or":
+            value = a | b
+        elif node.op == "and":
+            value = a & b
+        elif node.op == "shr":
+            value = a >> b
+        else:
+            if b > 64:
+                raise ExprSyntaxError("shift count over 64", node.pos)
+            value = a << b
+    else:
+        pos = node.pos
+        what = node.op if isinstance(node, BinOp) else "-" if isinstance(node, Neg) else node.func  # type: ignore[union-attr]
+        raise ExprSyntaxError(f"{what!r} is not allowed in a counter config", pos)
+    if value > _U64:
+        raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)
+    return value

@@ -1,0 +1,1 @@
+"""Hardware-counter tests: exact in the emulated-PMU guest (``run.sh``), looser on a real PMU."""

@@ -1,0 +1,236 @@
+"""Built-in screens: the original's data verbatim, gating, every expression compiles and
+reads only declared counters, widths line up; the config-file lookup order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tiptop.spec import (
+    BUILTINS,
+    NamedEvent,
+    NumericEvent,
+    ScreenSpec,
+    Target,
+    builtin_screens,
+    compile_column,
+    export_yaml,
+    find_config,
+    load_text,
+    required_events,
+)
+from tiptop.spec.loader import BUILTIN_FILES
+from tiptop.spec.model import ConfigSpec
+
+TARGETS = [
+    Target(),
+    Target("arm64", None),
+    Target("x86", "BF_44"),  # this VM (AMD family 0x1A in the original's encoding)
+    Target("x86", "06_1E"),  # Nehalem
+    Target("x86", "06_25"),  # Westmere
+    Target("x86", "06_2A"),  # Sandy Bridge
+    Target("x86", "06_3F"),  # Haswell-EP
+    Target("x86", "06_55"),  # Skylake-SP
+    Target("x86", "06_8F"),  # Sapphire Rapids
+]
+
+
+def by_name(target: Target) -> dict[str, ScreenSpec]:
+    return {s.name: s for s in builtin_screens(target)}
+
+
+def cols(s: ScreenSpec) -> list[tuple[str, str, str, str]]:
+    return [(c.header, c.format, c.desc, c.expr) for c in s.columns]
+
+
+def test_default_is_the_original() -> None:
+    s = builtin_screens(Target())[0]
+    assert (s.name, s.desc) == ("default", "Screen by default")
+    assert [(c.alias, c.event) for c in s.counters] == [
+        ("CYCLE", NumericEvent(0, 0)),
+        ("INSN", NumericEvent(0, 1)),
+        ("MISS", NumericEvent(0, 3)),
+        ("BR", NumericEvent(0, 5)),
+        ("BUS", NumericEvent(0, 6)),
+    ]
+    assert cols(s) == [
+        (" %CPU", "%5.1f", "Total CPU usage", "CPU_TOT"),
+        (" %SYS", "%5.1f", "System CPU usage", "CPU_SYS"),
+        ("   P", " %3.0f", "Processor where last seen", "PROC_ID"),
+        ("  Mcycle", "%8.2f", "Cycles (millions)", "delta(CYCLE) / 1e6"),
+        ("  Minstr", "%8.2f", "Instructions (millions)", "delta(INSN) / 1e6"),
+        ("  IPC", " %4.2f", "Executed instructions per cycle", "delta(INSN)/delta(CYCLE)"),
+        (" %MISS", "%6.2f", "Cache miss per 100 instructions", "100*delta(MISS)/delta(INSN)"),
+        (" %BMIS", "%6.2f", "Mispredicted branches per 100 instructions",
+         "100*delta(BR)/delta(INSN)"),
+        (" %BUS", "%5.1f", "Bus cycles per executed instruction", "delta(BUS)/delta(INSN)"),
+    ]  # fmt: skip
+    # the original's batch header: '  PID [ %CPU] %SYS    P   Mcycle ...' (one space
+    # between columns, the sort column's brackets in place of the spaces around it)
+    assert " ".join(c.header for c in s.columns[1:]) == (
+        " %SYS    P   Mcycle   Minstr   IPC  %MISS  %BMIS  %BUS"
+    )
+
+
+def test_branch_is_the_original() -> None:
+    s = builtin_screens(Target())[1]
+    assert (s.name, s.desc) == ("branch", "Branch prediction statistics")
+    assert [(c.alias, c.event) for c in s.counters] == [
+        ("INSTR", NumericEvent(0, 1)),
+        ("BR", NumericEvent(0, 4)),
+        ("BMISS", NumericEvent(0, 5)),
+    ]
+    assert cols(s) == [
+        ("  %CPU", " %5.1f", "CPU usage", "CPU_TOT"),
+        ("   %MIS/I", "   %6.2f", "Mispredictions per 100 instructions",
+         "100 * delta(BMISS) / delta(INSTR)"),
+        ("   %MISP", "   %5.2f", "Mispredictions per 100 branch instructions",
+         "100 * delta(BMISS) / delta(BR)"),
+        ("  %BR/I", "  %5.1f", "Proportion of branch instructions",
+         "100 * delta(BR) / delta(INSTR)"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target", "names"),
+    [
+        (Target(), ["default", "branch", "cache", "topdown", "sched"]),
+        (Target("x86", "BF_44"), ["default", "branch", "cache", "topdown", "sched"]),
+        (Target("x86", "06_1E"), ["default", "branch", "uOps", "FP", "mem", "imix", "fp",
+                                  "cache", "topdown", "sched"]),
+        (Target("x86", "06_2A"), ["default", "branch", "uOps", "FP", "mem", "fp", "cache",
+                                  "topdown", "sched"]),
+        (Target("x86", "06_3F"), ["default", "branch", "fp", "cache", "topdown", "memory",
+                                  "sched"]),
+        (Target("x86", "06_8F"), ["default", "branch", "cache", "topdown", "sched"]),
+    ],
+)  # fmt: skip
+def test_screens_offered_per_cpu(target: Target, names: list[str]) -> None:
+    assert [s.name for s in builtin_screens(target)] == names
+
+
+def test_model_specific_variants() -> None:
+    snb, nhm = by_name(Target("x86", "06_2A")), by_name(Target("x86", "06_1E"))
+    # section 5.3: Assist is 0x1eca on A-2 and 0x01f7 on A-4/A-6; macrof and L2d* not on A-2
+    assert snb["FP"].counter("Assist").event == NumericEvent(4, 0x1ECA)
+    assert nhm["FP"].counter("Assist").event == NumericEvent(4, 0x01F7)
+    assert [c.header for c in snb["uOps"].columns][-1] == "  uPI"
+    assert [c.header for c in nhm["uOps"].columns][-1] == " macrof"
+    assert snb["mem"].counter("L1MissI").event == NumericEvent(4, 0x0280)
+    assert nhm["mem"].counter("L1MissI").event == NumericEvent(4, 0x0081)
+    assert len(snb["mem"].columns) == 8 and len(nhm["mem"].columns) == 10
+    # fp: FP_ASSIST.ALL on Nehalem, FP_ASSIST.ANY (cmask 1) from Sandy Bridge on
+    assert nhm["fp"].counter("A").event == NumericEvent(4, 0x01F7)
+    assert snb["fp"].counter("A").event == NamedEvent("cpu/event=0xca,umask=0x1e,cmask=1/")
+    # topdown: perf metrics on Icelake+, raw 4-wide before, generic elsewhere
+    assert required_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
+        "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"
+    ]  # fmt: skip
+    hsw, skx = by_name(Target("x86", "06_3F")), by_name(Target("x86", "06_55"))
+    assert hsw["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x03,cmask=1/")
+    assert skx["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x01,cmask=1/")
+    assert required_events(by_name(Target())["topdown"]) == [
+        "cycles", "instructions", "stalled-cycles-frontend", "stalled-cycles-backend"
+    ]  # fmt: skip
+    assert len(hsw["memory"].counters) == 6
+
+
+def test_required_events() -> None:
+    s = by_name(Target())
+    assert required_events(s["default"]) == [
+        "cycles", "instructions", "cache-misses", "branch-misses", "bus-cycles"
+    ]  # fmt: skip
+    assert required_events(s["sched"]) == [
+        "task-clock", "context-switches", "cpu-migrations", "page-faults"
+    ]  # fmt: skip
+    assert required_events(s["cache"]) == [
+        "instructions", "L1-dcache-load-misses", "LLC-load-misses"
+    ]  # fmt: skip
+    assert required_events(by_name(Target("x86", "06_2A"))["uOps"]) == [
+        "cycles", "instructions", "r1c2"
+    ]  # fmt: skip
+    cfg = load_text(
+        '<tiptop><screen name="s"><counter alias="A" type="HW_CACHE" config="L1D | '
+        '(OP_READ shl 8) | (RESULT_MISS shl 16)"/><counter alias="B" type="9" config="7"/>'
+        '<column header="x" format="%f" expr="delta(A)+delta(B)"/></screen></tiptop>',
+        Target(),
+    )
+    assert required_events(cfg.screens[0]) == ["L1-dcache-load-misses", "type=9,config=0x7"]
+
+
+def test_sched_needs_no_pmu() -> None:
+    s = by_name(Target())["sched"]
+    assert all(isinstance(c.event, NamedEvent) for c in s.counters)
+    assert {c.event.name for c in s.counters} <= {  # type: ignore[union-attr]
+        "task-clock", "context-switches", "cpu-migrations", "page-faults"
+    }  # fmt: skip
+    assert any("INTERVAL" in c.expr for c in s.columns)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
+    for s in builtin_screens(target):
+        declared = {c.alias for c in s.counters}
+        used: set[str] = set()
+        assert s.source == "builtin"
+        for col in s.columns:
+            expr = compile_column(col.expr)
+            assert expr.aliases <= declared, (s.name, col.header)
+            assert expr.builtins <= set(BUILTINS)
+            used |= expr.aliases
+            # every cell prints at its header's width (placeholders use that width too)
+            assert len(col.format % 0.5) == len(col.header), (s.name, col.header)
+        assert used == declared, s.name  # no unused counter takes an fd
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_builtin_files_load_without_errors(target: Target) -> None:
+    from importlib import resources
+
+    pkg = resources.files("tiptop.spec").joinpath("screens")
+    for name in BUILTIN_FILES:
+        cfg = load_text(pkg.joinpath(name).read_bytes(), target, yaml=True)
+        bad = [e for e in cfg.problems if "mismatch)" not in e.message
+               and "skipped on this CPU" not in e.message]  # fmt: skip
+        assert bad == [], name
+
+
+def test_builtins_export_and_reload() -> None:
+    target = Target("x86", "06_1E")
+    screens = builtin_screens(target)
+    again = load_text(export_yaml(ConfigSpec(screens=screens)), target, yaml=True)
+    assert [s.name for s in again.screens] == [s.name for s in screens]
+    assert [cols(s) for s in again.screens] == [cols(s) for s in screens]
+
+
+def test_find_config_order(tmp_path: Path) -> None:
+    home, cwd, xdg, wdir, tdir = (tmp_path / n for n in ("home", "cwd", "xdg", "w", "t"))
+    for d in (home, cwd, xdg / "tiptop", wdir, tdir):
+        d.mkdir(parents=True)
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    assert find_config(None, env, str(cwd), str(home)) is None
+    files = [
+        home / ".tiptoprc",
+        xdg / "tiptop" / "tiptoprc",
+        xdg / "tiptop" / "tiptop.yaml",
+        cwd / ".tiptoprc",
+        tdir / ".tiptoprc",
+        wdir / ".tiptoprc",
+    ]
+    for f in files:  # each new file outranks all the ones before it
+        f.write_text("<tiptop/>")
+        got = find_config(str(wdir), {**env, "TIPTOP": str(tdir)}, str(cwd), str(home))
+        assert got == str(f)
+    # -W and $TIPTOP may name a file; a relative one is taken from cwd
+    (cwd / "mine.yaml").write_text("")
+    assert find_config("mine.yaml", env, str(cwd), str(home)) == str(cwd / "mine.yaml")
+    assert find_config(None, {"TIPTOP": str(cwd / "mine.yaml")}, str(cwd), str(home)) == str(
+        cwd / "mine.yaml"
+    )
+    # no XDG_CONFIG_HOME: ~/.config
+    (home / ".config" / "tiptop").mkdir(parents=True)
+    (home / ".config" / "tiptop" / "tiptoprc").write_text("")
+    os.remove(cwd / ".tiptoprc")
+    assert find_config(None, {}, str(cwd), str(home)) == str(home / ".config/tiptop/tiptoprc")

@@ -1,0 +1,110 @@
+"""One-line explanations of open failures, and the privilege/limit helpers."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+
+import pytest
+
+from tiptop.perf.explain import (
+    explain_open_error,
+    is_privileged,
+    kernel_counting_allowed,
+    raise_fd_limit,
+    read_paranoid,
+)
+
+
+def err(code: int) -> OSError:
+    return OSError(code, os.strerror(code))
+
+
+def explain(code: int, event: str = "cycles", **kw: object) -> str:
+    args = {"paranoid": 2, "privileged": False, "kernel": False, **kw}
+    return explain_open_error(err(code), event, **args)  # type: ignore[arg-type]
+
+
+def test_enoent_names_errno_and_no_pmu() -> None:
+    line = explain(errno.ENOENT)
+    assert line.startswith("cycles: ENOENT: ")
+    assert "no hardware PMU visible" in line
+    assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("code", "needles"),
+    [
+        (errno.ENODEV, ["ENODEV", "not supported by this CPU"]),
+        (errno.EOPNOTSUPP, ["EOPNOTSUPP", "hardware feature"]),
+        (errno.ESRCH, ["ESRCH", "no longer exists"]),
+        (errno.EINVAL, ["EINVAL", "encoding", "group too large"]),
+        (errno.E2BIG, ["E2BIG", "size"]),
+        (errno.EBUSY, ["EBUSY", "exclusive"]),
+        (errno.EMFILE, ["EMFILE", "ulimit -n"]),
+        (errno.EIO, ["EIO", "Input/output error"]),
+    ],
+)
+def test_each_errno(code: int, needles: list[str]) -> None:
+    line = explain(code)
+    for n in needles:
+        assert n in line
+    assert "\n" not in line
+
+
+def test_eacces_kernel_counting_names_paranoid_level() -> None:
+    line = explain(errno.EACCES, "task-clock", kernel=True, paranoid=2)
+    assert "EACCES" in line and "perf_event_paranoid is 2" in line
+    assert "CAP_PERFMON" in line and "paranoid < 2" in line
+
+
+def test_eacces_other_users_task() -> None:
+    line = explain(errno.EACCES, kernel=False, paranoid=2)
+    assert "another user" in line and "not dumpable" in line
+
+
+def test_paranoid_3_debian() -> None:
+    line = explain(errno.EACCES, paranoid=3)
+    assert "perf_event_paranoid is 3" in line and "disabled for unprivileged" in line
+
+
+def test_eperm_privileged_points_at_seccomp() -> None:
+    line = explain(errno.EPERM, privileged=True, paranoid=2)
+    assert "EPERM" in line and "seccomp" in line
+
+
+def test_kernel_counting_allowed() -> None:
+    assert kernel_counting_allowed(2, True)
+    assert kernel_counting_allowed(1, False)
+    assert kernel_counting_allowed(-1, False)
+    assert not kernel_counting_allowed(2, False)
+    assert not kernel_counting_allowed(None, False)
+
+
+def test_read_paranoid(tmp_path: os.PathLike[str]) -> None:
+    d = os.path.join(tmp_path, "sys", "kernel")
+    os.makedirs(d)
+    with open(os.path.join(d, "perf_event_paranoid"), "w") as f:
+        f.write("3\n")
+    assert read_paranoid(str(tmp_path)) == 3
+    assert read_paranoid(str(tmp_path) + "/missing") is None
+    real = read_paranoid()
+    if os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            assert real == int(f.read())
+
+
+def test_is_privileged_as_root_matches_euid() -> None:
+    if os.geteuid() == 0:
+        assert is_privileged()
+
+
+def test_raise_fd_limit() -> None:
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        soft, hard = raise_fd_limit()
+        assert (soft, hard) == resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert hard == before[1] and soft == hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, before)

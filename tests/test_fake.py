@@ -1,0 +1,71 @@
+"""tiptop.perf.fake: the scripted backend follows the Backend protocol and its own model."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from tiptop.perf.attr import Attr
+from tiptop.perf.fake import FakeBackend, FakeClock
+
+CYCLES = Attr(type=0, config=0)
+INSNS = Attr(type=0, config=1)
+
+
+def test_rates_and_times_follow_the_clock() -> None:
+    b = FakeBackend()
+    b.script(7, (0, 0), 1000.0)
+    b.script(7, (0, 1), lambda t: 500 * t * t)
+    g = b.open_group(7, [CYCLES, INSNS])
+    b.clock.advance(2.0)
+    r = g.read()
+    assert r.values.tolist() == [2000, 2000]
+    assert (r.time_enabled, r.time_running) == (2_000_000_000, 2_000_000_000)
+
+
+def test_multiplexing_scales_down_values_and_running() -> None:
+    b = FakeBackend(FakeClock(10.0))
+    b.script(7, (0, 0), 1000.0, mux=0.25, on_cpu=0.5)
+    g = b.open_group(7, [CYCLES])
+    b.clock.advance(4.0)
+    r = g.read()
+    assert r.time_enabled == 2_000_000_000  # on a CPU half the time
+    assert r.time_running == 500_000_000  # scheduled on the PMU a quarter of that
+    assert r.values.tolist() == [500]  # 1000/s * 2 s on CPU * 0.25
+
+
+def test_scripted_errors_and_fd_accounting() -> None:
+    b = FakeBackend()
+    b.event_errors[(0, 0)] = errno.ENOENT
+    b.tid_errors[9] = errno.EACCES
+    with pytest.raises(OSError) as e:
+        b.open_group(7, [INSNS, CYCLES])
+    assert e.value.errno == errno.ENOENT and e.value.member == 1  # type: ignore[attr-defined]
+    with pytest.raises(OSError) as e:
+        b.open_group(9, [INSNS])
+    assert e.value.errno == errno.EACCES
+    g = b.open_group(7, [INSNS, INSNS])
+    assert b.open_fds == 2
+    b.max_fds = 3
+    with pytest.raises(OSError) as e:
+        b.open_group(8, [INSNS, INSNS])
+    assert e.value.errno == errno.EMFILE
+    g.close()
+    g.close()
+    assert b.open_fds == 0
+    with pytest.raises(OSError):
+        g.read()
+
+
+def test_dead_task_keeps_final_counts_and_refuses_opens() -> None:
+    b = FakeBackend()
+    b.script(7, (0, 1), 100.0)
+    g = b.open_group(7, [INSNS])
+    b.clock.advance(1.0)
+    b.kill(7)
+    b.clock.advance(5.0)
+    assert g.read().values.tolist() == [100]
+    with pytest.raises(OSError) as e:
+        b.open_group(7, [INSNS])
+    assert e.value.errno == errno.ESRCH

@@ -1,0 +1,184 @@
+"""End to end in a real terminal: live mode runs inside tmux, keys are typed with
+``send-keys`` and the screen is read back with ``capture-pane`` after each one.
+
+The program is driven through ``tiptop.live.run`` by a small script with a scripted
+sampler (hand-built frames, as in ``test_live_widgets.py``), so the test runs anywhere;
+``test_real_tiptop_in_tmux`` runs ``python3 -m tiptop`` itself where the sampler exists.
+Each test uses its own tmux server socket and kills only that server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+DRIVER = """
+import sys
+sys.path.insert(0, {repo!r})
+from tests.test_live_widgets import BRANCH, DEFAULT, ScriptedSampler
+from tiptop import live
+from tiptop.options import Options
+
+code = live.run(Options(delay=2.0), ScriptedSampler(6), [DEFAULT, BRANCH])
+print("EXIT", code, flush=True)
+"""
+
+
+class Tmux:
+    """One private tmux server (``-L``) running one command in a 120x40 window."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.sock = f"tiptop-live-{os.getpid()}-{time.monotonic_ns()}"
+        env = dict(os.environ, TERM="xterm-256color")
+        env.pop("TMUX", None)
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            str(cwd),
+            " ".join(_quote(c) for c in command),
+            env=env,
+        )
+        self.tmux("set-option", "-t", "t", "remain-on-exit", "on")
+
+    def tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.sock, *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=env,
+        )
+        assert out.returncode == 0, f"tmux {args[0]}: {out.stderr.strip()}"
+        return out.stdout
+
+    def screen(self) -> list[str]:
+        return self.tmux("capture-pane", "-p", "-t", "t").splitlines()
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def wait(self, ok: Callable[[list[str]], bool], what: str, timeout: float = 10) -> list[str]:
+        end = time.monotonic() + timeout
+        while True:
+            lines = self.screen()
+            if ok(lines):
+                return lines
+            if time.monotonic() > end:
+                pytest.fail(f"timed out waiting for {what}; screen:\n" + "\n".join(lines))
+            time.sleep(0.05)
+
+    def dead(self) -> bool:
+        return self.tmux("list-panes", "-t", "t", "-F", "#{pane_dead}").strip() == "1"
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=10)
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def has(text: str) -> Callable[[list[str]], bool]:
+    return lambda lines: any(text in line for line in lines)
+
+
+@pytest.fixture
+def driven(tmp_path: Path) -> Iterator[Tmux]:
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER.format(repo=str(REPO)))
+    t = Tmux([sys.executable, str(script)], tmp_path)
+    try:
+        yield t
+    finally:
+        t.kill()
+
+
+def test_keys_in_a_real_terminal(driven: Tmux) -> None:
+    t = driven
+    lines = t.wait(has("task5"), "the first refresh")
+    lines = t.wait(has("6 displayed"), "the tasks line")
+    assert lines[0].startswith("tiptop -")
+    assert lines[1].startswith("Tasks:  11 total,   6 displayed")
+    assert lines[1].rstrip().endswith("screen  0: default")
+    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert lines[4].startswith("  100   50.0  2.00   0.50 task0")
+
+    t.keys("h")
+    lines = t.wait(has("Help (h to close)"), "the help window")
+    assert any("%CPU : Total CPU usage" in line for line in lines)
+    t.keys("h")
+    t.wait(lambda ls: not has("Help (h to close)")(ls), "the help window to close")
+
+    t.keys("Right")
+    lines = t.wait(has("screen  1: branch"), "the second screen")
+    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    t.wait(has("task0"), "rows of the second screen")
+
+    t.keys("<")
+    lines = t.wait(lambda ls: "PID]" in ls[3], "the sort marker on PID")
+    assert lines[3].startswith(" [PID]")
+
+    t.keys("H")
+    lines = t.wait(has("Show threads On"), "the threads message")
+    assert "[threads]" in lines[0]
+
+    t.keys("d")
+    t.wait(has("Change delay from 2.00 to: "), "the delay prompt")
+    t.keys("0", ".", "5", "Enter")
+    t.wait(has("Delay set to 0.50"), "the new delay")
+
+    t.keys("q")
+    # The terminal is restored (urwid leaves the alternate screen) and run() returned 0.
+    lines = t.wait(has("EXIT 0"), "the program to quit")
+    assert not any("tiptop -" in line for line in lines)
+
+
+def test_resize_keeps_running(driven: Tmux) -> None:
+    t = driven
+    t.wait(has("task0"), "the first refresh")
+    t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "15")
+    lines = t.wait(lambda ls: len(ls) == 15 and "task0" in "".join(ls), "the 60x15 layout")
+    assert all(len(line) <= 60 for line in lines)
+    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    t.tmux("resize-window", "-t", "t", "-x", "15", "-y", "5")
+    t.wait(has("Terminal too"), "the too-small message")
+    assert not t.dead()
+    t.tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
+    t.wait(has("screen  0: default"), "the full layout again")
+    t.keys("q")
+    t.wait(lambda ls: t.dead(), "the program to quit")
+
+
+def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
+    import tiptop.sampler
+
+    if not hasattr(tiptop.sampler, "Sampler"):
+        pytest.skip("tiptop.sampler.Sampler is not implemented yet")
+    t = Tmux([sys.executable, "-m", "tiptop", "-d", "0.5", "-i"], tmp_path)
+    try:
+        lines = t.wait(has("Tasks:"), "the real program's screen", timeout=20)
+        assert lines[0].startswith("tiptop -")
+        t.keys("Right")
+        t.wait(has("screen  1: branch"), "the second screen", timeout=10)
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()

@@ -1,0 +1,93 @@
+"""options: argv parsing (original and modern forms) and the defaults < rc < argv merge."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiptop.errors import UsageError
+from tiptop.options import merge, parse_argv
+
+
+def _opts(argv: list[str], rc: dict[str, str] | None = None, ptiptop: bool = False):
+    actions, command = parse_argv(argv, ptiptop=ptiptop)
+    opts, warnings = merge(rc, actions)
+    opts.command = command
+    return opts, warnings
+
+
+def test_forms_are_equivalent() -> None:
+    for argv in (["-d", "2.5"], ["-d2.5"], ["--delay=2.5"], ["--delay", "2.5"]):
+        assert _opts(argv)[0].delay == 2.5
+    o, _ = _opts(["-bi", "-n3", "--cpu-min=1.5", "-S", "branch", "--", "ls", "-l"])
+    assert (o.batch, o.show_idle, o.max_iter, o.cpu_threshold, o.screen) == (
+        True,
+        True,
+        3,
+        1.5,
+        "branch",
+    )
+    assert o.command == ["ls", "-l"]
+
+
+def test_toggles_invert_rc_and_values_override() -> None:
+    rc = {"show_threads": "1", "show_cmdline": "1", "delay": "5", "sticky": "0"}
+    o, w = _opts(["-H", "-c", "--sticky"], rc)
+    assert (o.show_threads, o.show_cmdline, o.sticky, o.delay) == (False, False, True, 5.0)
+    assert _opts(["-d", "1"], rc)[0].delay == 1.0
+    assert w == []
+
+
+def test_rc_or_set_cannot_be_cleared() -> None:
+    rc = {"show_epoch": "1"}
+    o, _ = _opts([], {**rc})
+    assert o.show_epoch
+    # OR-set: a later "0" in the file does not clear it (dict keeps the last value, so
+    # apply twice through the merge by listing both in file order is not possible;
+    # check the semantics directly instead).
+    from tiptop.options import Options, apply_rc
+
+    o = Options(show_epoch=True)
+    apply_rc(o, {"show_epoch": "0", "show_user": "0"})
+    assert o.show_epoch is True and o.show_user is False
+
+
+def test_rc_bad_values_warn() -> None:
+    o, w = _opts([], {"delay": "0.001", "watch_uid": "nosuchuser_x", "batch": "1"})
+    assert o.delay == 2.0 and not o.batch
+    assert len(w) == 2 and all(x.startswith("config file:") for x in w)
+
+
+def test_targets_and_users() -> None:
+    o, _ = _opts(["-p", "123", "-w", "fire"])
+    assert (o.only_pid, o.only_name, o.watch_pid, o.watch_name) == (123, None, None, "fire")
+    assert _opts(["-p", "0"])[0].only_name == "0"  # the original's atoi rule
+    o, _ = _opts(["-u", "root"])
+    assert (o.uid, o.user_name) == (0, "root")
+    assert _opts(["-u", "65534"])[0].uid == 65534
+
+
+def test_ptiptop_patterns() -> None:
+    o, _ = _opts(["firefox", "-b"], ptiptop=True)
+    assert o.only_name == "firefox" and o.batch
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["-d", "0.001"], "at least 0.01"),
+        (["-d", "abc"], "not a number"),
+        (["-d"], "missing value after -d"),
+        (["-n", "-1"], "must not be negative"),
+        (["-x"], "unknown option '-x'"),
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--"], "no command after --"),
+        (["-u", "nosuchuser_x"], "does not exist"),
+        (["--format", "xml"], "not one of text, csv, json"),
+        (["--epoch=1"], "takes no value"),
+        (["stray"], "unexpected argument"),
+        (["--cpu-min", "nan"], "non-negative"),
+    ],
+)
+def test_usage_errors(argv: list[str], fragment: str) -> None:
+    with pytest.raises(UsageError, match=fragment.replace("(", r"\(")):
+        _opts(argv)

@@ -1,0 +1,72 @@
+"""Pure parsing and scaling of group reads, on bytes built with ``struct``."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from tiptop.perf import multiplexed, not_counted, parse_group_read, running_fraction, scale
+from tiptop.perf.group import group_read_size, pack_group_read
+
+
+def test_read_size() -> None:
+    assert group_read_size(1) == 40
+    assert group_read_size(4) == 24 + 16 * 4
+
+
+def test_parse_in_order() -> None:
+    buf = struct.pack("<7Q", 2, 24_600_000, 24_500_000, 24_600_123, 31, 12208, 32)
+    r = parse_group_read(buf, [31, 32])
+    assert r.values.tolist() == [24_600_123, 12208]
+    assert r.values.dtype == np.uint64
+    assert (r.time_enabled, r.time_running) == (24_600_000, 24_500_000)
+
+
+def test_parse_maps_ids_not_positions() -> None:
+    buf = pack_group_read([30, 10, 20], [103, 101, 102], 5, 4)
+    r = parse_group_read(buf, [101, 102, 103])
+    assert r.values.tolist() == [10, 20, 30]
+
+
+def test_parse_full_u64_range() -> None:
+    big = 2**64 - 1
+    r = parse_group_read(pack_group_read([big], [7], 1, 1), [7])
+    assert int(r.values[0]) == big
+
+
+@pytest.mark.parametrize(
+    ("buf", "ids", "msg"),
+    [
+        (b"", [1], "too short"),
+        (struct.pack("<3Q", 2, 1, 1), [1, 2], "too short for nr=2"),
+        (pack_group_read([1, 2], [5, 6], 1, 1), [5, 9], "event id 9 missing"),
+    ],
+)
+def test_parse_errors(buf: bytes, ids: list[int], msg: str) -> None:
+    with pytest.raises(ValueError, match=msg):
+        parse_group_read(buf, ids)
+
+
+def test_scale_seeds_example() -> None:
+    """seeds.md: (value 1000, delta_enabled 2e9, delta_running 1e9) -> 2000."""
+    out = scale(np.array([1000]), np.array([2e9]), np.array([1e9]))
+    assert out.tolist() == [2000.0]
+
+
+def test_scale_rules() -> None:
+    v = np.array([1000, 1000, 1000, 0])
+    ena = np.array([2e9, 1e9, 1e9, 0])
+    run = np.array([1e9, 1e9, 0, 0])
+    assert scale(v, ena, run).tolist() == [2000.0, 1000.0, 1000.0, 0.0]
+    assert not_counted(run).tolist() == [False, False, True, True]
+    assert multiplexed(ena, run).tolist() == [True, False, False, False]
+    assert running_fraction(ena, run).tolist() == [0.5, 1.0, 0.0, 1.0]
+
+
+def test_scale_two_dimensional_per_group_times() -> None:
+    v = np.array([[100, 200], [300, 400]])
+    ena = np.array([4, 10])
+    run = np.array([1, 10])
+    assert scale(v, ena, run).tolist() == [[400.0, 800.0], [300.0, 400.0]]

@@ -1,0 +1,139 @@
+"""table: printf for one double, placeholders, header layout (section 8.2), sort, filter."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.framekit import SCREEN, frame
+from tiptop.cells import Status
+from tiptop.errors import SpecError
+from tiptop.table import View, compile_format, format_row, header, pid_width_for, rows
+
+
+@pytest.mark.parametrize(
+    ("fmt", "value", "expected"),
+    [
+        ("%5.1f", 3.14159, "  3.1"),
+        (" %4.2f", 1.5, " 1.50"),
+        ("%-8.2f|", 2.0, "2.00    |"),
+        ("%+e", 1234.5, "+1.234500e+03"),
+        ("%g%%", 0.5, "0.5%"),
+        ("%08.3f", -3.5, "-003.500"),
+        ("%.f", 2.6, "3"),
+        ("%5.1f", 1000.0, "1000.0"),  # wider than the header: not cut, as in C
+        ("x%{}", 1.0, None),
+    ],
+)
+def test_printf_matches_c(fmt: str, value: float, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(SpecError):
+            compile_format(fmt)
+        return
+    assert compile_format(fmt)(value) == expected
+    assert expected == fmt % value  # Python's % follows C printf for these
+
+
+@pytest.mark.parametrize("fmt", ["%d", "%s", "%5.1f %5.1f", "plain", "%n"])
+def test_printf_refuses(fmt: str) -> None:
+    with pytest.raises(SpecError):
+        compile_format(fmt)
+
+
+def test_header_default_and_sorted() -> None:
+    assert header(SCREEN, View()) == "  PID [ %CPU]  Mcycle   IPC COMMAND "
+    assert header(SCREEN, View(sort_column=2)) == "  PID   %CPU   Mcycle[  IPC]COMMAND "
+    assert header(SCREEN, View(sort_column=-1, show_user=True)) == (
+        " [PID] user        %CPU   Mcycle   IPC COMMAND "
+    )
+    assert header(SCREEN, View(sort_column=3)) == "  PID   %CPU   Mcycle   IPC[COMMAND]"
+    assert header(SCREEN, View(pid_width=7)).startswith("    PID [")
+
+
+def test_row_layout_and_placeholders() -> None:
+    f = frame(
+        [
+            {
+                "tid": 14185,
+                "cpu": 99.3,
+                "mcyc": 201.89,
+                "ipc": 1.0,
+                "marker": "+",
+                "name": "python3",
+            },
+            {
+                "tid": 2404,
+                "cpu": 1.0,
+                "mcyc": 0,
+                "ipc": 0,
+                "name": "bash",
+                "status": [Status.OK, Status.OK, Status.DIV0],
+            },
+            {
+                "tid": 7,
+                "cpu": 0.5,
+                "mcyc": 0,
+                "ipc": 0,
+                "name": "x",
+                "status": [Status.OK, Status.UNREADABLE, Status.NOT_COUNTED],
+            },
+        ]
+    )
+    v = View()
+    out = [format_row(r, v) for r in rows(f, SCREEN, v)]
+    assert out == [
+        "14185+  99.3   201.89  1.00 python3",
+        " 2404    1.0     0.00     - bash",
+        "    7    0.5        ?     ? x",
+    ]
+
+
+def test_sort_non_ok_last_both_directions_and_stable() -> None:
+    f = frame(
+        [
+            {"tid": 1, "cpu": 5, "mcyc": 1, "ipc": 0, "status": [0, 0, Status.DIV0]},
+            {"tid": 2, "cpu": 5, "mcyc": 1, "ipc": 2.0},
+            {"tid": 3, "cpu": 5, "mcyc": 1, "ipc": 0.5},
+            {"tid": 4, "cpu": 5, "mcyc": 1, "ipc": 2.0},
+        ]
+    )
+    desc = [r.tid for r in rows(f, SCREEN, View(sort_column=2))]
+    asc = [r.tid for r in rows(f, SCREEN, View(sort_column=2, descending=False))]
+    assert desc == [2, 4, 3, 1]
+    assert asc == [3, 2, 4, 1]
+    assert [r.tid for r in rows(f, SCREEN, View(sort_column=-1))] == [4, 3, 2, 1]
+
+
+def test_sort_command_by_string_and_pid_numeric() -> None:
+    f = frame(
+        [
+            {"tid": t, "cpu": 1, "mcyc": 0, "ipc": 0, "name": n}
+            for t, n in [(9, "b"), (10, "a"), (100, "c")]
+        ]
+    )
+    assert [r.command for r in rows(f, SCREEN, View(sort_column=3, descending=False))] == [
+        "a",
+        "b",
+        "c",
+    ]
+    assert [r.tid for r in rows(f, SCREEN, View(sort_column=-1))] == [100, 10, 9]
+
+
+def test_idle_filter_watch_and_cmdline() -> None:
+    f = frame(
+        [
+            {"tid": 1, "cpu": 0.0, "mcyc": 0, "ipc": 0, "name": "idle"},
+            {"tid": 2, "cpu": 3.0, "mcyc": 0, "ipc": 0, "name": "busy", "cmdline": "busy --x"},
+            {"tid": 3, "cpu": 0.0, "mcyc": 0, "ipc": 0, "name": "watched"},
+        ]
+    )
+    assert [r.tid for r in rows(f, SCREEN, View())] == [2]
+    assert [r.tid for r in rows(f, SCREEN, View(show_idle=True))] == [2, 1, 3]
+    r = rows(f, SCREEN, View(watch="watch"))
+    assert [(x.tid, x.watched) for x in r] == [(2, False), (3, True)]
+    assert rows(f, SCREEN, View(show_cmdline=True))[0].command == "busy --x"
+    assert rows(f, SCREEN, View(watch=2))[0].watched
+
+
+def test_pid_width() -> None:
+    assert pid_width_for(32768) == 5
+    assert pid_width_for(4194304) == 7

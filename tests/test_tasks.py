@@ -1,0 +1,153 @@
+"""tiptop.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU, on fake and
+real /proc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakeproc import FakeProc, stat_line
+from tiptop.errors import TaskGone
+from tiptop.tasks import CLK_TCK, TaskScanner, parse_stat, read_stat, safe_text
+
+
+def test_parse_stat_comm_with_spaces_and_parens() -> None:
+    line = stat_line(42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99,
+                     processor=5)  # fmt: skip
+    st = parse_stat(line.encode())
+    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5)
+
+
+def test_parse_stat_real_self() -> None:
+    st = read_stat(f"/proc/{os.getpid()}/stat")
+    assert st.state == "R"
+    assert st.comm == Path("/proc/self/comm").read_text().strip()
+    assert 0 <= st.processor < os.cpu_count()  # type: ignore[operator]
+
+
+def test_safe_text_keeps_one_line() -> None:
+    assert safe_text("a\nb\tc\x1b") == "a\\nb\\tc\\x1b"
+
+
+def test_read_stat_of_vanished_task_is_taskgone() -> None:
+    with pytest.raises(TaskGone):
+        read_stat("/proc/999999999/stat")
+
+
+def test_ownership_non_root_sees_own_real_uid_only(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "mine", uid=1000)
+    fp.add(11, "root", uid=0)
+    fp.add(12, "other", uid=1001)
+    names = {t.name for t in TaskScanner(str(tmp_path), euid=1000).scan().tasks}
+    assert names == {"mine"}
+    everyone = {t.name for t in TaskScanner(str(tmp_path), euid=0).scan().tasks}
+    assert everyone == {"mine", "root", "other"}
+    # -u filters for real (the original's -u did nothing).
+    only = {t.name for t in TaskScanner(str(tmp_path), euid=0, uid=1001).scan().tasks}
+    assert only == {"other"}
+
+
+def test_name_and_cmdline_full_and_safe(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "tmux: server", cmdline=b"tmux\0new\0-s\0a b\nc\0")
+    fp.add(11, "kworker/0:1")
+    t10, t11 = sorted(TaskScanner(str(tmp_path)).scan().tasks, key=lambda t: t.tid)
+    assert t10.name == "tmux: server"
+    assert t10.cmdline == "tmux new -s a b\\nc"
+    assert t11.cmdline == "[kworker/0:1]"
+
+
+def test_pid_reuse_is_a_new_task(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "first", starttime=500, utime=1000)
+    sc = TaskScanner(str(tmp_path))
+    (a,) = sc.scan().new
+    fp.remove(10)
+    fp.add(10, "second", starttime=900, utime=5)
+    scan = sc.scan()
+    (b,) = scan.tasks
+    assert scan.gone == [a]
+    assert scan.new == [b]
+    assert (b.name, b.starttime) == ("second", 900)
+    # The new task's CPU is not a delta against the old one's 1000 ticks.
+    assert b.cpu_total == 0.0
+    scan = sc.scan()
+    assert scan.tasks[0] is b and not scan.new
+
+
+def test_cpu_percent_from_deltas(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "busy", utime=100, stime=50)
+    sc = TaskScanner(str(tmp_path))
+    sc.scan()
+    t0 = time.monotonic()
+    time.sleep(0.2)
+    fp.set_stat(10, "busy", utime=100 + 15, stime=50 + 5)
+    scan = sc.scan()
+    (t,) = scan.tasks
+    want = 100 * 20 / (scan.interval * CLK_TCK)
+    assert t.cpu_total == pytest.approx(want)
+    assert t.cpu_user == pytest.approx(want * 15 / 20)
+    assert t.cpu_sys == pytest.approx(want * 5 / 20)
+    assert 0.19 < scan.interval < time.monotonic() - t0 + 0.01
+
+
+def test_vanished_and_zombie(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "a")
+    fp.add(11, "b")
+    fp.add(12, "leader", tids=(13,))
+    sc = TaskScanner(str(tmp_path))
+    sc.scan()
+    fp.remove(10)
+    fp.set_stat(11, "b", state="Z")
+    # A zombie leader whose thread still runs keeps its process alive.
+    fp.set_stat(12, "leader", state="Z", threads=2)
+    scan = sc.scan()
+    assert sorted(t.tid for t in scan.gone) == [10, 11]
+    assert [t.tid for t in scan.tasks] == [12]
+
+
+def test_threads_mode_lists_threads(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(20, "app", tids=(21, 22))
+    sc = TaskScanner(str(tmp_path), threads=True)
+    scan = sc.scan()
+    assert sorted((t.tid, t.pid) for t in scan.tasks) == [(20, 20), (21, 20), (22, 20)]
+    fp.remove(20, 22)
+    assert [t.tid for t in sc.scan().gone] == [22]
+
+
+def test_exec_refreshes_name_and_cmdline(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "sh", cmdline=b"sh\0")
+    sc = TaskScanner(str(tmp_path))
+    (t,) = sc.scan().tasks
+    (tmp_path / "10" / "cmdline").write_bytes(b"python3\0x.py\0")
+    fp.set_stat(10, "python3")
+    (t2,) = sc.scan().tasks
+    assert t2 is t and (t.name, t.cmdline) == ("python3", "python3 x.py")
+
+
+def test_real_busy_and_sleeping_children() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.3)
+        sc = TaskScanner()
+        sc.scan()
+        time.sleep(1.0)
+        got = {t.tid: t for t in sc.scan().tasks}
+        assert 80 <= got[busy.pid].cpu_total <= 105
+        assert got[sleeper.pid].cpu_total < 5
+        assert got[sleeper.pid].name == "sleep" and got[sleeper.pid].cmdline == "sleep 30"
+    finally:
+        for p in (busy, sleeper):
+            p.kill()
+            p.wait()

@@ -1,0 +1,336 @@
+"""Batch mode (``tiptop -b``): text compatible with the original, csv, and json lines.
+
+Text layout is tiptop-original.md section 8: a preamble, the header printed once, one row
+per visible task, and an empty line after each iteration that printed rows; ``--timestamp``
+(``%6d ``) and ``--epoch`` (``%10u ``) prefixes; `` DEAD`` and `` <---`` suffixes.
+
+Unlike the original, no primer iteration is printed: the sampler's ``start()`` only takes
+baselines, and the first printed iteration comes one full ``delay`` later, so every printed
+row covers a real interval of the same length (the original printed a row of near-zero
+deltas, then a 200 ms interval; scripts had to throw both away).
+
+Output is flushed after every iteration. A closed pipe (``tiptop -b | head``) ends the run
+quietly with status 0; any other write error is a :class:`TiptopError` (one line).
+Imports only ``table``, ``frame``, ``options``, ``cells`` and ``errors``; the sampler and
+screen are passed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import select
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from tiptop.cells import STATUS_NAME, Status
+from tiptop.errors import TiptopError
+from tiptop.frame import Frame
+from tiptop.options import Options
+from tiptop.table import View, format_row, header, rows
+
+# --------------------------------------------------------------------------- text
+
+
+def preamble(options: Options, screen_index: int, screen_name: str, now: float) -> list[str]:
+    """The lines printed once before the header (section 8.1), without the header."""
+    try:
+        with open("/proc/uptime") as f:
+            up = int(float(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        up = 0
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    lines = [
+        f"tiptop - up {up // 86400} days, {up % 86400 // 3600}:{up % 3600 // 60:02d}, "
+        f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}",
+        time.strftime("%a %b %e %H:%M:%S %Z %Y", time.localtime(now)),
+        f"delay: {options.delay:.2f}  idle: {int(options.show_idle)}  "
+        f"threads: {int(options.show_threads)}",
+    ]
+    if options.watch_pid is not None:
+        lines.append(f"watching pid {options.watch_pid}")
+    elif options.watch_name is not None:
+        lines.append(f"watching pid '{options.watch_name}'")
+    if options.only_pid is not None:
+        lines.append(f"only pid {options.only_pid}")
+    elif options.only_name is not None:
+        lines.append(f"only pid '{options.only_name}'")
+    if options.uid is not None:
+        lines.append(f"watching uid {options.uid} '{options.user_name}'")
+    lines.append(f"Screen {screen_index}: {screen_name}")
+    lines.append("")
+    return lines
+
+
+class TextWriter:
+    """The original's batch text."""
+
+    def __init__(self, out: IO[str], options: Options, screen: Any, screen_index: int) -> None:
+        self.out = out
+        self.options = options
+        self.screen = screen
+        self.screen_index = screen_index
+        self.view: View = options.view()
+
+    def begin(self, now: float) -> None:
+        """Preamble and the header line (printed once, never repeated)."""
+        lines = preamble(self.options, self.screen_index, self.screen.name, now)
+        prefix = ("timest " if self.options.show_timestamp else "") + (
+            "     epoch " if self.options.show_epoch else ""
+        )
+        lines.append(prefix + header(self.screen, self.view))
+        self.out.write("\n".join(lines) + "\n")
+
+    def frame(self, frame: Frame, iteration: int) -> int:
+        """Write one iteration; returns the number of rows written."""
+        prefix = ""
+        if self.options.show_timestamp:
+            prefix += f"{iteration:6d} "
+        if self.options.show_epoch:
+            prefix += f"{int(frame.timestamp):10d} "
+        out = []
+        for row in rows(frame, self.screen, self.view):
+            line = prefix + format_row(row, self.view)
+            if row.dead:
+                line += " DEAD"
+            if row.watched:
+                line += " <---"
+            out.append(line)
+        if out:
+            self.out.write("\n".join(out) + "\n\n")
+        return len(out)
+
+
+# --------------------------------------------------------------------------- csv / json
+
+
+def field_names(screen: Any) -> tuple[list[str], list[str]]:
+    """Stable machine names: each column's header with spaces stripped (made unique with
+    ``_2``...), and each counter's alias. Documented in docs/guide.md."""
+    seen: dict[str, int] = {}
+    cols = []
+    for col in screen.columns:
+        name = col.header.strip() or "column"
+        seen[name] = seen.get(name, 0) + 1
+        cols.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return cols, [c.alias for c in screen.counters]
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+class RecordWriter:
+    """One record per row: csv (one header line) or json (one object per line)."""
+
+    BASE = ("timestamp", "iteration", "interval", "pid", "tid", "user", "command", "dead")
+
+    def __init__(
+        self, out: IO[str], options: Options, screen: Any, screen_index: int, fmt: str
+    ) -> None:
+        self.out = out
+        self.screen = screen
+        self.view: View = options.view()
+        self.json = fmt == "json"
+        self.columns, self.counters = field_names(screen)
+        self.csv = None if self.json else csv.writer(out, lineterminator="\n")
+
+    def begin(self, now: float) -> None:
+        """The csv header line (nothing for json)."""
+        if self.csv is not None:
+            names = list(self.BASE)
+            for c in self.columns:
+                names += [c, f"{c}_status"]
+            for a in self.counters:
+                names += [f"{a}_delta", f"{a}_running"]
+            self.csv.writerow(names)
+
+    def frame(self, frame: Frame, iteration: int) -> int:
+        """Write every visible row of one iteration."""
+        # Counter columns of the frame in the screen's order (by alias).
+        kidx = [frame.counters.index(a) if a in frame.counters else -1 for a in self.counters]
+        n = 0
+        for row in rows(frame, self.screen, self.view):
+            i = row.index
+            values = [
+                _num(v) if s == Status.OK else None
+                for v, s in zip(row.values, row.status, strict=True)
+            ]
+            statuses = [STATUS_NAME[s] for s in row.status]
+            deltas: list[float | None] = []
+            running: list[float | None] = []
+            for k in kidx:
+                ok = k >= 0 and frame.counter_status[i, k] == Status.OK
+                deltas.append(_num(float(frame.counter_delta[i, k])) if ok else None)
+                running.append(_num(float(frame.counter_running[i, k])) if k >= 0 else None)
+            base = [
+                round(frame.timestamp, 6),
+                iteration,
+                round(frame.interval, 6),
+                row.pid,
+                row.tid,
+                row.user,
+                row.command,
+                row.dead,
+            ]
+            if self.json:
+                rec = dict(zip(self.BASE, base, strict=True))
+                rec["columns"] = dict(zip(self.columns, values, strict=True))
+                rec["status"] = dict(zip(self.columns, statuses, strict=True))
+                rec["counters"] = {
+                    a: {"delta": d, "running": r}
+                    for a, d, r in zip(self.counters, deltas, running, strict=True)
+                }
+                self.out.write(json.dumps(rec, allow_nan=False) + "\n")
+            else:
+                assert self.csv is not None
+                line: list[Any] = [*base[:7], int(row.dead)]
+                for v, s in zip(values, statuses, strict=True):
+                    line += ["" if v is None else repr(v), s]
+                for d, r in zip(deltas, running, strict=True):
+                    line += ["" if d is None else repr(d), "" if r is None else repr(r)]
+                self.csv.writerow(line)
+            n += 1
+        return n
+
+
+def make_writer(
+    out: IO[str], options: Options, screen: Any, screen_index: int
+) -> TextWriter | RecordWriter:
+    """The writer for ``options.format``."""
+    if options.format == "text":
+        return TextWriter(out, options, screen, screen_index)
+    return RecordWriter(out, options, screen, screen_index, options.format)
+
+
+# --------------------------------------------------------------------------- loop
+
+
+class Stop:
+    """Why the loop should end early: a signal (set by cli's handlers) or a reader gone."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+
+def reader_gone(fd: int) -> bool:
+    """True when ``fd`` is a pipe whose reading end is closed (poll(2) reports POLLERR on
+    the write end of a pipe with no readers), so an idle run notices ``| head`` early."""
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLERR)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in p.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> None:
+    """Sleep until ``deadline`` (monotonic) in short slices, returning early when a stop
+    is requested, the output reader went away, or the spawned child exited."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or stop.requested:
+            return
+        if out_fd is not None and reader_gone(out_fd):
+            raise BrokenPipeError
+        if child is not None and child.exited():
+            return
+        time.sleep(min(left, 0.02 if child is not None else 0.05))
+
+
+def run(
+    options: Options,
+    sampler: Any,
+    screen: Any,
+    screen_index: int,
+    out: IO[str],
+    err: IO[str],
+    *,
+    started: bool = False,
+    stop: Stop | None = None,
+    child: Any = None,
+    on_frame: Callable[[Frame], None] | None = None,
+) -> int:
+    """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
+    spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
+    returns 0. Sampler messages go to ``err`` as they appear, one line each."""
+    stop = stop or Stop()
+    writer = make_writer(out, options, screen, screen_index)
+    try:
+        out_fd: int | None = out.fileno()
+    except (OSError, AttributeError, ValueError):
+        out_fd = None
+    printed_msgs = 0
+
+    def flush_messages() -> None:
+        nonlocal printed_msgs
+        msgs = list(sampler.messages)
+        for m in msgs[printed_msgs:]:
+            err.write(f"tiptop: {m}\n")
+        printed_msgs = len(msgs)
+        err.flush()
+
+    try:
+        with _writing():
+            writer.begin(time.time())
+            out.flush()
+        if not started:
+            sampler.start()
+        flush_messages()
+        deadline = time.monotonic()
+        iteration = 0
+        while options.max_iter == 0 or iteration < options.max_iter:
+            deadline += options.delay
+            _wait_until(deadline, stop, out_fd, child)
+            if stop.requested:
+                break
+            child_done = child is not None and child.exited()
+            frame = sampler.refresh()
+            with _writing():
+                writer.frame(frame, iteration)
+                out.flush()
+            flush_messages()
+            if on_frame is not None:
+                on_frame(frame)
+            iteration += 1
+            if child_done:
+                break
+        with _writing():
+            out.flush()
+    except BrokenPipeError:
+        _silence_stdout(out_fd)
+        return 0
+    return 0
+
+
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """Turn a write error other than EPIPE (ENOSPC, EIO, a closed file) into one line."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise TiptopError(f"cannot write output: {reason}") from None
+    except ValueError as exc:  # write to a closed file object
+        raise TiptopError(f"cannot write output: {exc}") from None
+
+
+def _silence_stdout(fd: int | None) -> None:
+    """After EPIPE, point the fd at /dev/null so the interpreter's final flush of the
+    buffered stream cannot raise again (Python docs, "Note on SIGPIPE")."""
+    if fd is None:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)

@@ -1,0 +1,229 @@
+"""Counter sets of the sampler: the per-task group plan, open groups, and batched reads.
+
+A screen's counters become a :class:`CounterPlan`: one group per PMU (software events in
+their own, each hardware PMU its own; on hybrid CPUs a generic event gives one binding
+per core PMU, hence one group per core PMU), because the kernel refuses groups that mix
+hardware PMUs (peers.md 4.6). Every open group on one thread is a :class:`Unit`; it keeps
+its opening read (``base``) and its previous read (``last``) as the kernel's own
+``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
+perf_event_open(2) "read_format"), so that a refresh joins the bytes of every unit of a
+group kind and turns them into one numpy matrix: no per-task numpy work.
+
+Deltas of values and times are taken modulo 2**64 (the counters are u64); a delta above
+2**63 can only be a counter that went backwards and counts as 0. Scaling follows perf:
+``Δvalue * Δenabled / Δrunning`` when ``0 < Δrunning < Δenabled``; a counter summed over
+several PMUs (hybrid) is never scaled, its raw counts are summed (peers.md 4.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.perf.attr import Attr
+from tiptop.perf.backend import Group
+
+_U64 = np.dtype("<u8")
+_HALF = np.uint64(1 << 63)
+
+
+@dataclass(frozen=True)
+class GroupDef:
+    """One group kind opened on every task: its PMU, attrs, and each member's alias index."""
+
+    pmu: str
+    attrs: tuple[Attr, ...]
+    alias_index: np.ndarray  # int64 (m,)
+
+    @property
+    def width(self) -> int:
+        """Words in one read: 3 + 2 * members."""
+        return 3 + 2 * len(self.attrs)
+
+
+@dataclass
+class CounterPlan:
+    """What to open on each task for a screen, and how members map to aliases."""
+
+    aliases: tuple[str, ...]
+    groups: list[GroupDef]
+    #: Per alias: at least one binding opened at probe time.
+    available: np.ndarray
+    #: Per alias: summed over several PMUs (hybrid), so never scaled.
+    multi: np.ndarray
+
+    @property
+    def fds_per_thread(self) -> int:
+        """File descriptors one thread costs."""
+        return sum(len(g.attrs) for g in self.groups)
+
+
+def pack_reading(values: np.ndarray, time_enabled: int, time_running: int) -> bytes:
+    """A ``GroupReading`` as the kernel's group-read words (ids left 0)."""
+    m = len(values)
+    words = np.zeros(3 + 2 * m, _U64)
+    words[0] = m
+    words[1] = time_enabled
+    words[2] = time_running
+    words[3::2] = values
+    return words.tobytes()
+
+
+class Unit:
+    """One open group on one thread, with its first and previous reads."""
+
+    __slots__ = ("base", "gdef", "group", "last", "raw")
+
+    def __init__(self, group: Group, gdef: int) -> None:
+        self.group = group
+        self.gdef = gdef
+        # The kernel backend's CounterGroup gives raw bytes; any other backend its
+        # GroupReading, packed to the same words.
+        self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
+        try:
+            self.base = self.last = self.read()
+        except BaseException:
+            group.close()
+            raise
+
+    def read(self) -> bytes:
+        """The group's words now. Raises ``OSError``."""
+        if self.raw:
+            return self.group.read_raw()  # type: ignore[attr-defined]
+        r = self.group.read()
+        return pack_reading(r.values, r.time_enabled, r.time_running)
+
+    def close(self) -> None:
+        """Close the group's fds."""
+        self.group.close()
+
+
+@dataclass
+class Readout:
+    """Per (row, alias) sums over the rows' units, as flat ``(n, k)`` float64 matrices."""
+
+    raw: np.ndarray  # raw interval delta
+    delta: np.ndarray  # scaled interval delta
+    enabled: np.ndarray  # Σ Δtime_enabled of the groups holding the alias
+    running: np.ndarray  # Σ Δtime_running
+    total: np.ndarray  # scaled value since attach
+    total_enabled: np.ndarray
+    total_running: np.ndarray
+    nread: np.ndarray  # units read that hold the alias
+
+    def statuses(self, plan: CounterPlan, cumulative: bool = False) -> np.ndarray:
+        """UNREADABLE where nothing was read, NOT_COUNTED where the task ran (enabled time
+        advanced: per-task contexts only tick while the task is on a CPU) but the group was
+        never scheduled on the PMU (Δrunning == 0), else OK."""
+        ena = self.total_enabled if cumulative else self.enabled
+        run = self.total_running if cumulative else self.running
+        st = np.zeros(ena.shape, STATUS_DTYPE)
+        st[(ena > 0) & (run == 0)] = Status.NOT_COUNTED
+        st[(self.nread == 0) | ~plan.available[None, :]] = Status.UNREADABLE
+        return st
+
+    def running_fraction(self, plan: CounterPlan) -> np.ndarray:
+        """Δrunning/Δenabled per counter: 1.0 when nothing was enabled, nan when unread;
+        for a hybrid counter, relative to one PMU's enabled time (its groups split it)."""
+        nb = np.ones(len(plan.aliases))
+        for g in plan.groups:
+            for a in set(g.alias_index.tolist()):
+                nb[a] += 1
+        nb = np.maximum(nb - 1, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(self.enabled > 0, self.running * nb / self.enabled, 1.0)
+        frac = np.minimum(frac, 1.0)
+        frac[self.nread == 0] = np.nan
+        return frac
+
+
+def _scale(v: np.ndarray, ena: np.ndarray, run: np.ndarray) -> np.ndarray:
+    mux = (run > 0) & (run < ena)
+    factor = np.divide(ena, run, out=np.ones(ena.shape), where=mux)
+    return v * factor[:, None]
+
+
+def _delta(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    d = cur - prev  # u64 arithmetic wraps modulo 2**64
+    d[d > _HALF] = 0
+    return d
+
+
+def read_units(
+    plan: CounterPlan, units_per_row: Sequence[Sequence[Unit]]
+) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
+    """Read every unit once and sum per (row, alias). Returns the readout and the units
+    whose read failed as ``(row, unit, error)`` (their ``last`` is unchanged)."""
+    n, k = len(units_per_row), len(plan.aliases)
+    size = n * k
+    acc = {f: np.zeros(size) for f in Readout.__dataclass_fields__}
+    failed: list[tuple[int, Unit, OSError]] = []
+    per_g: list[list[tuple[int, Unit]]] = [[] for _ in plan.groups]
+    for i, us in enumerate(units_per_row):
+        for u in us:
+            per_g[u.gdef].append((i, u))
+    for g, items in enumerate(per_g):
+        if not items:
+            continue
+        gdef = plan.groups[g]
+        bufs: list[bytes] = []
+        rows: list[int] = []
+        ok: list[Unit] = []
+        for i, u in items:
+            try:
+                bufs.append(u.read())
+            except OSError as e:
+                failed.append((i, u, e))
+                continue
+            rows.append(i)
+            ok.append(u)
+        if not ok:
+            continue
+        w = gdef.width
+        cur = np.frombuffer(b"".join(bufs), _U64).reshape(-1, w)
+        prev = np.frombuffer(b"".join([u.last for u in ok]), _U64).reshape(-1, w)
+        base = np.frombuffer(b"".join([u.base for u in ok]), _U64).reshape(-1, w)
+        for u, b in zip(ok, bufs, strict=True):
+            u.last = b
+        d = _delta(cur, prev)
+        t = _delta(cur, base)
+        dv = d[:, 3::2].astype(np.float64)
+        tv = t[:, 3::2].astype(np.float64)
+        de, dr = d[:, 1].astype(np.float64), d[:, 2].astype(np.float64)
+        te, tr = t[:, 1].astype(np.float64), t[:, 2].astype(np.float64)
+        multi = plan.multi[gdef.alias_index]
+        ds = np.where(multi[None, :], dv, _scale(dv, de, dr))
+        ts = np.where(multi[None, :], tv, _scale(tv, te, tr))
+        flat = (np.asarray(rows, np.int64)[:, None] * k + gdef.alias_index[None, :]).ravel()
+        m = len(gdef.attrs)
+        for name, vals in (
+            ("raw", dv),
+            ("delta", ds),
+            ("total", ts),
+            ("enabled", np.repeat(de, m)),
+            ("running", np.repeat(dr, m)),
+            ("total_enabled", np.repeat(te, m)),
+            ("total_running", np.repeat(tr, m)),
+            ("nread", np.ones(flat.size)),
+        ):
+            acc[name] += np.bincount(flat, weights=vals.ravel(), minlength=size)
+    out = Readout(**{f: a.reshape(n, k) for f, a in acc.items()})
+    return out, failed
+
+
+def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
+    """Scaled counts since attach of some units, per alias, from their last reads (what a
+    task keeps when its groups are closed while it lives: reclaim, read error)."""
+    out = np.zeros(len(plan.aliases))
+    for u in units:
+        gdef = plan.groups[u.gdef]
+        t = _delta(np.frombuffer(u.last, _U64)[None, :], np.frombuffer(u.base, _U64)[None, :])
+        tv = t[:, 3::2].astype(np.float64)
+        te, tr = t[:, 1].astype(np.float64), t[:, 2].astype(np.float64)
+        multi = plan.multi[gdef.alias_index]
+        ts = np.where(multi[None, :], tv, _scale(tv, te, tr))
+        np.add.at(out, gdef.alias_index, ts[0])
+    return out

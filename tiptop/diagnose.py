@@ -1,0 +1,183 @@
+"""``--check``, ``--list-events`` and the per-screen availability shown by
+``--list-screens``: what this machine lets tiptop count, and why not.
+
+Every probe opens the event on tiptop itself (``pid=0, cpu=-1``), counting user mode only,
+which is what ``perf_event_paranoid <= 2`` allows any user (perf_event_open(2), "the
+perf_event_paranoid file"); a failure is reported with its real errno.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import resource
+from typing import Any
+
+from tiptop.errors import EventError
+
+#: Generic events (perf list names), software events and a few cache events.
+GENERIC = (
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "branch-instructions",
+    "branch-misses",
+    "bus-cycles",
+    "stalled-cycles-frontend",
+    "stalled-cycles-backend",
+    "ref-cycles",
+)
+SOFTWARE = (
+    "cpu-clock",
+    "task-clock",
+    "page-faults",
+    "context-switches",
+    "cpu-migrations",
+    "minor-faults",
+    "major-faults",
+    "alignment-faults",
+    "emulation-faults",
+)
+CACHE = (
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
+    "L1-icache-load-misses",
+    "LLC-loads",
+    "LLC-load-misses",
+    "dTLB-load-misses",
+    "iTLB-load-misses",
+    "branch-loads",
+    "branch-load-misses",
+)
+
+
+def _bindings(event: Any) -> list[Any]:
+    """An event record (NamedEvent/NumericEvent) or a name, resolved on this machine."""
+    from tiptop import events
+
+    if isinstance(event, str):
+        return events.resolve(event)
+    if hasattr(event, "name"):
+        return events.resolve(event.name)
+    return events.resolve_numeric(event.type, event.config)
+
+
+def probe(event: Any) -> str | None:
+    """``None`` when ``event`` opens on this process, else a short reason with the errno."""
+    from tiptop.perf import PerfBackend
+
+    try:
+        bindings = _bindings(event)
+    except EventError as exc:
+        return str(exc)
+    last = "no binding"
+    backend = PerfBackend()
+    for b in bindings:
+        try:
+            group = backend.open_group(0, [b.attr])
+        except OSError as exc:
+            code = exc.errno or 0
+            last = f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"
+            continue
+        group.close()
+        return None
+    return last
+
+
+def screen_counters(screen: Any) -> tuple[int, int, str]:
+    """``(usable, total, first reason)`` over the screen's counters."""
+    ok, reason = 0, ""
+    for c in screen.counters:
+        why = probe(c.event)
+        if why is None:
+            ok += 1
+        elif not reason:
+            reason = f"{c.alias}: {why}"
+    return ok, len(screen.counters), reason
+
+
+def screen_status(screen: Any) -> str:
+    """One phrase for ``--list-screens``: runs here, partly, or not, and why."""
+    ok, total, reason = screen_counters(screen)
+    if ok == total:
+        return "runs here"
+    if ok == 0:
+        return f"cannot count here: {reason}"
+    return f"{ok} of {total} counters here; {reason}"
+
+
+def list_events(sysfs_root: str = "/sys") -> str:
+    """Generic, software and cache events, then each sysfs PMU's aliases, with status."""
+    lines: list[str] = []
+
+    def section(title: str, names: list[str] | tuple[str, ...]) -> None:
+        lines.append(f"{title}:")
+        for name in names:
+            why = probe(name)
+            lines.append(f"  {name:40s} {'available' if why is None else why}")
+
+    section("Generic hardware events", GENERIC)
+    section("Software events", SOFTWARE)
+    section("Cache events", CACHE)
+    try:
+        from tiptop.events import sysfs
+
+        for pmu_name in sysfs.list_pmus(sysfs_root):
+            pmu = sysfs.Pmu(sysfs_root, pmu_name)
+            try:
+                aliases = pmu.aliases()
+            except OSError:
+                aliases = []
+            if aliases:
+                section(f"PMU {pmu_name} (sysfs aliases)", [f"{pmu_name}/{a}/" for a in aliases])
+    except ImportError:
+        lines.append("(sysfs PMU listing unavailable in this build)")
+    return "\n".join(lines) + "\n"
+
+
+def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
+    """A readable report: kernel, paranoid level, PMUs, capabilities, fd limits, which
+    screens work, and what to change to get more."""
+    from tiptop.perf import is_privileged, read_paranoid
+
+    paranoid = read_paranoid()
+    privileged = is_privileged()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lines = [
+        f"kernel: {platform.system()} {platform.release()} ({platform.machine()})",
+        f"perf_event_paranoid: {paranoid if paranoid is not None else 'missing'}",
+        f"user: uid {os.getuid()}, euid {os.geteuid()}; privileged (root or CAP_PERFMON/"
+        f"CAP_SYS_ADMIN): {'yes' if privileged else 'no'}",
+        f"open files limit: soft {soft}, hard {hard} (one fd per event per thread)",
+    ]
+    try:
+        from tiptop.events import sysfs
+
+        pmus = sysfs.list_pmus(sysfs_root)
+        lines.append(f"PMUs in sysfs: {', '.join(pmus) if pmus else 'none'}")
+    except (ImportError, OSError):
+        pass
+    hw = probe("cycles")
+    sw = probe("task-clock")
+    lines.append(f"hardware counters (cycles): {'yes' if hw is None else 'no: ' + hw}")
+    lines.append(f"software counters (task-clock): {'yes' if sw is None else 'no: ' + sw}")
+    if loaded is not None:
+        lines.append("screens:")
+        for i, s in enumerate(loaded.screens):
+            lines.append(f"  {i:2d} {s.name}: {screen_status(s)}")
+    advice = []
+    if paranoid is None:
+        advice.append("this kernel has no perf events (CONFIG_PERF_EVENTS off)")
+    elif not privileged and paranoid >= 2:
+        advice.append(
+            "only your own tasks, user mode only: run as root or sysctl "
+            "kernel.perf_event_paranoid=1 to watch every task and use -K"
+        )
+    if hw is not None:
+        advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
+    if soft < 4096 and soft < hard:
+        advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")
+    lines.append("to get more: " + ("; ".join(advice) if advice else "nothing to change"))
+    return "\n".join(lines) + "\n"

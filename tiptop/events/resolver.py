@@ -1,0 +1,156 @@
+"""Turn an event name (or a type/config pair) into bindings for this machine.
+
+Tried in this order (peers.md 3.6): ``pmu/terms/`` syntax, raw ``rNNNN``, perf's generic
+hardware, cache and software names and the original's upper-case names, bare aliases of
+the core PMU's ``events/``, and finally vendor names through libpfm4. On hybrid CPUs a
+generic hardware or cache event becomes one binding per core PMU, with the PMU's type in
+``config[63:32]`` (uapi perf_event.h, ``PERF_PMU_TYPE_SHIFT``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tiptop.errors import EventError
+from tiptop.events import names, sysfs
+from tiptop.events.binding import EventBinding
+from tiptop.perf import pfm
+from tiptop.perf.attr import Attr
+from tiptop.perf.consts import PERF_PMU_TYPE_SHIFT, PerfType
+
+_PMU_SYNTAX = re.compile(r"^([A-Za-z0-9_.\-]+)/(.*)/$")
+_RAW = re.compile(r"^r([0-9a-fA-F]{1,16})$")
+_VENDOR = re.compile(r"^([A-Za-z0-9_]+::)?[A-Za-z][A-Za-z0-9_]*([.:][A-Za-z0-9_=.:]+)*$")
+
+
+def _generic(name: str, type_: int, config: int, sysfs_root: str) -> list[EventBinding]:
+    """A HARDWARE or HW_CACHE event; one binding per core PMU when hybrid."""
+    cores = sysfs.core_pmus(sysfs_root)
+    if cores and cores != ["cpu"]:
+        out = []
+        for pmu_name in cores:
+            ptype = sysfs.Pmu(sysfs_root, pmu_name).type
+            attr = Attr(type=int(type_), config=config | (ptype << PERF_PMU_TYPE_SHIFT))
+            out.append(EventBinding(f"{pmu_name}/{name}/", pmu_name, attr))
+        return out
+    attr = Attr(type=int(type_), config=int(config))
+    return [EventBinding(name, cores[0] if cores else "cpu", attr)]
+
+
+def _builtin(name: str, sysfs_root: str) -> list[EventBinding] | None:
+    """Generic hardware, cache, software and predefined names; None if not one."""
+    low = name.lower()
+    if low in names.HARDWARE:
+        return _generic(name, PerfType.HARDWARE, int(names.HARDWARE[low]), sysfs_root)
+    if name in names.PREDEFINED:
+        hw = names.PREDEFINED[name]
+        return _generic(name, PerfType.HARDWARE, int(hw), sysfs_root)
+    if low in names.SOFTWARE:
+        attr = Attr(type=int(PerfType.SOFTWARE), config=int(names.SOFTWARE[low]))
+        return [EventBinding(name, "software", attr)]
+    cache = names.parse_cache_name(name)
+    if cache is not None:
+        return _generic(name, PerfType.HW_CACHE, cache, sysfs_root)
+    return None
+
+
+def _from_terms(
+    pmu: sysfs.Pmu, name: str, terms: list[tuple[str, str | None]], sysfs_root: str
+) -> list[EventBinding]:
+    """``pmu/terms/``: aliases expand in place, then every term is encoded."""
+    expanded: list[tuple[str, str | None]] = []
+    scale, unit = 1.0, ""
+    for key, value in terms:
+        if key == "name" and value:
+            name = value
+            continue
+        if value is None and key not in pmu.formats and key not in ("config", "config1"):
+            alias = pmu.alias(key)
+            if alias is not None:
+                expanded += sysfs.parse_terms(alias[0])
+                scale, unit = alias[1], alias[2]
+                continue
+            low = key.lower()
+            if len(terms) == 1 and (low in names.HARDWARE or names.parse_cache_name(key)):
+                # cpu_core/cycles/: the generic event on that core PMU only.
+                type_ = PerfType.HARDWARE if low in names.HARDWARE else PerfType.HW_CACHE
+                config = names.HARDWARE.get(low) or names.parse_cache_name(key) or 0
+                if sysfs.is_hybrid(sysfs_root):
+                    config |= pmu.type << PERF_PMU_TYPE_SHIFT
+                attr = Attr(type=int(type_), config=int(config))
+                return [EventBinding(name, pmu.name, attr)]
+        expanded.append((key, value))
+    words = sysfs.encode_terms(pmu, expanded, name)
+    attr = Attr(type=pmu.type, **words)
+    return [EventBinding(name, pmu.name, attr, scale, unit)]
+
+
+def _core_alias(name: str, sysfs_root: str) -> list[EventBinding] | None:
+    """A bare alias (``slots``, ``topdown-retiring``) from the core PMU(s)' events/."""
+    out = []
+    for pmu_name in sysfs.core_pmus(sysfs_root):
+        pmu = sysfs.Pmu(sysfs_root, pmu_name)
+        if pmu.alias(name) is not None:
+            out += _from_terms(pmu, f"{pmu_name}/{name}/", [(name, None)], sysfs_root)
+    return out or None
+
+
+def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
+    """Every binding ``name`` stands for on this machine; ``EventError`` if none.
+
+    One binding except for generic events on hybrid CPUs (one per core PMU).
+    """
+    name = name.strip()
+    if not name:
+        raise EventError("empty event name")
+    m = _PMU_SYNTAX.match(name)
+    if m:
+        pmu = sysfs.Pmu(sysfs_root, m.group(1))
+        terms = sysfs.parse_terms(m.group(2))
+        if not terms:
+            raise EventError(f"{name}: no terms between the slashes")
+        return _from_terms(pmu, name, terms, sysfs_root)
+    m = _RAW.match(name)
+    if m:
+        attr = Attr(type=int(PerfType.RAW), config=int(m.group(1), 16))
+        return [EventBinding(name, "cpu", attr)]
+    found = _builtin(name, sysfs_root) or _core_alias(name, sysfs_root)
+    if found:
+        return found
+    if _VENDOR.match(name) and ("." in name or ":" in name or name.isupper()):
+        attr = pfm.encode(name)  # EventError when libpfm4 is missing or does not know it
+        return [EventBinding(name, "cpu", attr)]
+    raise EventError(
+        f"unknown event {name!r}: use a perf name (cycles, instructions, "
+        "L1-dcache-load-misses, task-clock, ...), rNNNN, pmu/term=value,.../ or a vendor "
+        "name such as FP_ASSIST.ANY (needs libpfm4)"
+    )
+
+
+def resolve_numeric(type: int, config: int, *, sysfs_root: str = "/sys") -> list[EventBinding]:
+    """Bindings for the original's ``type``/``config`` pair (hybrid-expanded when generic)."""
+    if type == PerfType.HARDWARE and config >> PERF_PMU_TYPE_SHIFT == 0:
+        try:
+            label = names.HARDWARE_NAME[config]  # type: ignore[index]
+        except KeyError:
+            label = f"hardware/0x{config:x}/"
+        return _generic(label, PerfType.HARDWARE, config, sysfs_root)
+    if type == PerfType.HW_CACHE and config >> PERF_PMU_TYPE_SHIFT == 0:
+        return _generic(names.cache_name(config), PerfType.HW_CACHE, config, sysfs_root)
+    if type == PerfType.SOFTWARE:
+        label = names.SOFTWARE_NAME.get(config, f"software/0x{config:x}/")  # type: ignore[call-overload]
+        return [EventBinding(label, "software", Attr(type=int(type), config=int(config)))]
+    if type == PerfType.RAW:
+        return [EventBinding(f"r{config:x}", "cpu", Attr(type=int(type), config=int(config)))]
+    pmu_name = next(
+        (p for p in sysfs.list_pmus(sysfs_root) if _pmu_type(sysfs_root, p) == type), None
+    )
+    label = f"{pmu_name}/config=0x{config:x}/" if pmu_name else f"type{type}/0x{config:x}/"
+    return [EventBinding(label, pmu_name or "", Attr(type=type, config=config))]
+
+
+def _pmu_type(sysfs_root: str, name: str) -> int | None:
+    try:
+        return sysfs.Pmu(sysfs_root, name).type
+    except EventError:
+        return None

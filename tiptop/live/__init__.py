@@ -1,0 +1,40 @@
+"""Live mode: the interactive, top-like urwid screen (the original's ncurses mode).
+
+``run(options, sampler, screens)`` is the whole public surface; ``cli.main`` calls it when
+stdout is a terminal and ``-b`` is not given. Imports ``table``, ``frame``, ``options``,
+``cells`` and ``errors`` only (the sampler is handed in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tiptop.live.app import Exporter
+    from tiptop.sampler import Sampler
+
+
+def run(
+    options: Any,
+    sampler: Sampler,
+    screens: Sequence[Any],
+    *,
+    exporter: Exporter | None = None,
+    screen_index: int | None = None,
+    started: bool = False,
+) -> int:
+    """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
+
+    Calls ``sampler.start()`` first, then ``sampler.refresh()`` 0.2 s later and every
+    ``options.delay`` seconds or at once on a key. ``screens`` are the ScreenSpecs the
+    Left/Right keys rotate through. ``exporter(options, screens) -> str`` gives the text
+    the ``W`` key writes to ``./.tiptoprc`` (``W`` says so when it is not given).
+    ``screen_index`` is the index in ``screens`` of the sampler's screen (found from
+    ``sampler.screen`` or ``options.screen`` when not given); ``started=True`` when the
+    caller already called ``sampler.start()`` (the ``--`` spawn path).
+    """
+    from tiptop.live.app import LiveApp
+
+    app = LiveApp(options, sampler, screens, exporter=exporter, screen_index=screen_index)
+    return app.run(started=started)

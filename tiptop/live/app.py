@@ -1,0 +1,347 @@
+"""The live-mode controller: owns the urwid ``MainLoop``, the refresh alarm and the keys.
+
+Data flow is one way: the controller asks the sampler for a :class:`~tiptop.frame.Frame`,
+asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
+no data logic of its own; key handlers only change the table ``View``, the sampler's
+configuration (``Sampler.reconfigure``) or the options record, as the original's
+``handle_key()`` does (tiptop-original.md section 3.2). Imports ``table``, ``frame``,
+``options``, ``cells`` and ``errors`` only; the sampler is handed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import os
+import platform
+import signal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import urwid
+
+from tiptop import table
+from tiptop.cells import Status
+from tiptop.frame import Frame
+from tiptop.live import palette as P
+from tiptop.live.keys import KeyHandlers
+from tiptop.live.prompts import Prompt
+from tiptop.live.widgets import (
+    LiveScreen,
+    TaskTable,
+    footer_markup,
+    header_markup,
+    help_lines,
+    place,
+    tasks_markup,
+    tasks_text,
+    title_markup,
+)
+
+if TYPE_CHECKING:
+    from tiptop.sampler import Sampler
+
+#: The original's first refresh comes 200 ms after start-up (tiptop-original.md 3.1).
+FIRST_DELAY = 0.2
+
+#: Keys that only move the view; every other key refreshes at once, like the original's
+#: ``select()`` on stdin returning early.
+NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
+
+#: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
+#: passes ``tiptop.spec``'s XML exporter; live may not import ``spec``).
+Exporter = Callable[[Any, Sequence[Any]], str]
+
+
+def _screen_index(options: Any, sampler: Any, screens: Sequence[Any]) -> int:
+    """The index of the screen the sampler was built with (or ``options.screen``)."""
+    current = getattr(sampler, "screen", None)
+    for i, s in enumerate(screens):
+        if s is current:
+            return i
+    for i, s in enumerate(screens):
+        if current is not None and s == current:
+            return i
+    want = getattr(options, "screen", None)
+    if isinstance(want, int):
+        return want if 0 <= want < len(screens) else 0
+    if isinstance(want, str) and want:
+        if want.isdigit() and int(want) < len(screens):
+            return int(want)
+        for i, s in enumerate(screens):
+            if want in s.name:
+                return i
+    return 0
+
+
+def target_line(target: Any) -> str:
+    """The help window's first line: ``Target: x86, model = 19_11`` or the like."""
+    if target is None:
+        return f"Target: {platform.machine() or 'unknown'}"
+    arch, model = getattr(target, "arch", None), getattr(target, "model", None)
+    if arch and model:
+        return f"Target: {arch}, model = {model}"
+    return f"Target: {arch}" if arch else "Unknown processor"
+
+
+class LiveApp(KeyHandlers):
+    """One live session: state, refresh cycle and drawing; the keys are in ``KeyHandlers``."""
+
+    def __init__(
+        self,
+        options: Any,
+        sampler: Sampler,
+        screens: Sequence[Any],
+        *,
+        exporter: Exporter | None = None,
+        screen_index: int | None = None,
+    ) -> None:
+        self.options = copy.copy(options)
+        self.sampler = sampler
+        self.screens = list(screens)
+        self.exporter = exporter
+        if screen_index is None or not 0 <= screen_index < len(self.screens):
+            screen_index = _screen_index(options, sampler, self.screens)
+        self.screen_index = screen_index
+        view = getattr(options, "view", None)
+        self.view: table.View = (
+            view()
+            if callable(view)
+            else table.View(
+                show_idle=bool(getattr(options, "show_idle", False)),
+                show_user=bool(getattr(options, "show_user", False)),
+                show_cmdline=bool(getattr(options, "show_cmdline", False)),
+                watch=getattr(options, "watch", None),
+                sticky=bool(getattr(options, "sticky", False)),
+            )
+        )
+        if getattr(options, "pid_width", None):
+            self.view.pid_width = options.pid_width
+        self.delay = float(getattr(options, "delay", 2.0))
+        self.max_iter = int(getattr(options, "max_iter", 0) or 0)
+        self.refreshes = 0
+        self.frame = Frame.empty(self._headers(), iteration=0)
+        self.rows: list[table.Row] = []
+        self.message = ""
+        self.prompt: Prompt | None = None
+        self.notice: str | None = None
+        self.loop: urwid.MainLoop | None = None
+        self._alarm: Any = None
+        self.quit_code: int | None = None
+        self.table = TaskTable(self._format_row)
+        self.widget = LiveScreen(
+            {
+                "title": lambda cols: title_markup(cols, self.indicators()),
+                "tasks": self._tasks_line,
+                "message": self._message_line,
+                "header": lambda cols: header_markup(cols, table.header(self.screen, self.view)),
+                "notice": self._notice_line,
+                "footer": self._footer_line,
+            },
+            self.table,
+        )
+        self._update_help()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def screen(self) -> Any:
+        """The ScreenSpec on display."""
+        return self.screens[self.screen_index]
+
+    def _headers(self) -> tuple[str, ...]:
+        return tuple(c.header for c in self.screen.columns)
+
+    def _opt(self, name: str, default: Any = None) -> Any:
+        return getattr(self.options, name, default)
+
+    def _set_opt(self, name: str, value: Any) -> None:
+        with contextlib.suppress(AttributeError, dataclasses.FrozenInstanceError):
+            setattr(self.options, name, value)
+
+    def indicators(self) -> list[str]:
+        """The title line's mode indicators, in the original's order."""
+        o = self._opt
+        flags = [
+            ("[conf]", bool(o("config_path") or o("config_loaded"))),
+            ("[root]", os.geteuid() == 0),
+            ("[uid]", o("uid") is not None),
+            ("[pid]", o("only_pid") is not None or bool(o("only_name"))),
+            ("[kernel]", bool(o("show_kernel"))),
+            ("[sticky]", self.view.sticky),
+            ("[threads]", bool(o("show_threads"))),
+            ("[idle]", self.view.show_idle),
+        ]
+        return [name for name, on in flags if on]
+
+    # ------------------------------------------------------------------ lines
+
+    def _tasks_line(self, cols: int) -> Any:
+        dead = int(self.frame.dead.sum()) if self.view.sticky else None
+        left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
+        return tasks_markup(cols, left, self.screen_index, self.screen.name)
+
+    def _message_line(self, cols: int) -> Any:
+        text = self.prompt.display() if self.prompt else self.message
+        return place(cols, [(0, text, P.MESSAGE)]) if text else ""
+
+    def _notice_line(self, cols: int) -> Any:
+        return place(cols, [(0, self.notice, P.NOTICE)]) if self.notice else None
+
+    def _footer_line(self, cols: int) -> Any:
+        scaled = any(any(r.multiplexed) for r in self.table.visible())
+        return footer_markup(
+            cols,
+            self.frame.iteration if self._opt("show_timestamp") else None,
+            bool(self.sampler.messages),
+            int(self.frame.timestamp) if self._opt("show_epoch") else None,
+            scaled,
+        )
+
+    def _format_row(self, row: table.Row) -> str:
+        return table.format_row(row, self.view)
+
+    def _update_help(self) -> None:
+        cols = [(c.header, c.desc) for c in self.screen.columns]
+        target = self._opt("target") or getattr(self.sampler, "target", None)
+        self.widget.help = help_lines(target_line(target), self.screen.desc, cols)
+
+    def _update_notice(self) -> None:
+        """Say why hardware columns show ``?`` when whole counters could not be read."""
+        f = self.frame
+        self.notice = None
+        if len(f) == 0 or not f.counters:
+            return
+        dead = (f.counter_status == Status.UNREADABLE).all(axis=0)
+        aliases = [a for a, d in zip(f.counters, dead, strict=True) if d]
+        if not aliases:
+            return
+        msgs = list(self.sampler.messages)
+        why = next((m for m in msgs if any(a in m for a in aliases)), msgs[0] if msgs else "")
+        self.notice = f"{', '.join(aliases)} not counted" + (f": {why}" if why else "")
+
+    # ------------------------------------------------------------------ refresh
+
+    def rebuild(self) -> None:
+        """Recompute the rows from the current frame and view (no sampling)."""
+        self.rows = table.rows(self.frame, self.screen, self.view)
+        self.table.set_rows(self.rows, self._format_row)
+        self.widget.errors.set_messages(self.sampler.messages)
+        self.widget.changed()
+
+    def refresh(self) -> None:
+        """Take one frame from the sampler and show it."""
+        self.frame = self.sampler.refresh()
+        self.refreshes += 1
+        self._update_notice()
+        self.rebuild()
+        if self.max_iter and self.refreshes >= self.max_iter:
+            self.quit(0)
+
+    def restart(self, **config: Any) -> None:
+        """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
+        table until the next refresh, 0.2 s later, as at start-up."""
+        screen = config.pop("screen", None)
+        self.sampler.reconfigure(screen=screen, **config)
+        self.refreshes = 0
+        self.frame = Frame.empty(self._headers(), threads=bool(self._opt("show_threads")))
+        self.notice = None
+        self._update_help()
+        self.rebuild()
+        self._arm(FIRST_DELAY)
+
+    def quit(self, code: int = 0) -> None:
+        """Leave the main loop (from a key or after ``-n`` refreshes)."""
+        self.quit_code = code
+        if self.loop is not None:
+            raise urwid.ExitMainLoop()
+
+    def _tick(self, loop: Any = None, data: Any = None) -> None:
+        self._alarm = None
+        self.refresh()
+        self._arm(self.delay)
+
+    def _arm(self, seconds: float) -> None:
+        if self.loop is None:
+            return
+        if self._alarm is not None:
+            self.loop.remove_alarm(self._alarm)
+        self._alarm = self.loop.set_alarm_in(seconds, self._tick)
+
+    # ------------------------------------------------------------------ input
+
+    def on_key(self, key: Any) -> bool:
+        """Handle one key (urwid's ``unhandled_input``). True when it was used."""
+        if not isinstance(key, str):
+            return False
+        if self.prompt is not None:
+            self.prompt_key(key)
+            self.widget.changed()
+            return True
+        if key in NAV_KEYS:
+            target = self.widget.errors if self.widget.window == "errors" else self.table
+            target.scroll(key)
+            self.widget.changed()
+            return True
+        self.message = ""
+        restarted = self.dispatch(key)
+        if not restarted and self.quit_code is None and self.prompt is None:
+            # Any key refreshes at once and the next full delay starts from here.
+            self.refresh()
+            self._arm(self.delay)
+        self.widget.changed()
+        return True
+
+    def prompt_key(self, key: str) -> None:
+        """Feed a key to the open prompt; Enter runs its action, Esc cancels it."""
+        assert self.prompt is not None
+        done = self.prompt.feed(key)
+        if done is None:
+            return
+        prompt, self.prompt = self.prompt, None
+        if done:
+            restarted = prompt.accept(prompt.text)
+            if not restarted and self.prompt is None:
+                self.refresh()
+                self._arm(self.delay)
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, screen: urwid.BaseScreen | None = None, *, started: bool = False) -> int:
+        """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit."""
+        if not started:
+            self.sampler.start()
+        if screen is None:
+            screen = urwid.display.raw.Screen()
+            screen.set_terminal_properties(colors=_colours())
+        self.loop = urwid.MainLoop(
+            self.widget,
+            P.PALETTE,
+            screen=screen,
+            unhandled_input=self.on_key,
+            handle_mouse=False,
+        )
+        self._arm(FIRST_DELAY)
+        try:
+            self.loop.run()
+        except KeyboardInterrupt:
+            return 128 + signal.SIGINT
+        finally:
+            if getattr(self.loop.screen, "_started", False):
+                self.loop.screen.stop()
+        return self.quit_code or 0
+
+
+def _colours() -> int:
+    """16 colours, or 1 (the mono palette) for ``NO_COLOR``/dumb or colourless terminals."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM", "dumb") in ("dumb", ""):
+        return 1
+    try:
+        import curses
+
+        curses.setupterm()
+        n = curses.tigetnum("colors")
+    except Exception:  # no terminfo entry: assume the common case
+        return 16
+    return 16 if n >= 8 else 1

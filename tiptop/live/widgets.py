@@ -1,0 +1,409 @@
+"""The urwid widgets of live mode: fixed-position lines, the task table, help and error logs.
+
+Pure projection: every widget is handed finished text (table rows, messages) and decides
+only where it goes and with which attribute. Positions follow the original's ncurses
+layout (tiptop-original.md section 3.1). The task table and the error log are box widgets
+that format only the lines that are visible, so thousands of rows cost nothing to draw.
+Imports nothing from tiptop but the palette (the rows come from ``tiptop.table``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import urwid
+
+from tiptop.live import palette as P
+
+#: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
+Markup = Any
+
+#: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
+#: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
+MIN_COLS = 20
+MIN_ROWS = 7
+
+#: Title-line indicators and their offsets from the right edge (the original's
+#: ``mvprintw(0, COLS - n, ...)`` positions; tiptop-original.md section 3.1).
+INDICATOR_OFFSETS = {
+    "[conf]": 60,
+    "[root]": 54,
+    "[uid]": 48,
+    "[pid]": 43,
+    "[kernel]": 38,
+    "[sticky]": 30,
+    "[threads]": 22,
+    "[idle]": 13,
+}
+
+
+def place(width: int, pieces: Sequence[tuple[int, str, str | None]]) -> list[Markup]:
+    """Markup for one line of ``width`` columns with each ``(column, text, attr)`` piece at
+    its column. A piece that would start inside an earlier one moves right after it; text
+    past the right edge is cut (the original drops or clips what does not fit)."""
+    out: list[Markup] = []
+    pos = 0
+    for col, text, attr in sorted(pieces, key=lambda p: p[0]):
+        col = max(col, pos)
+        if col >= width or not text:
+            continue
+        if col > pos:
+            out.append(" " * (col - pos))
+        text = text[: width - col]
+        out.append((attr, text) if attr else text)
+        pos = col + len(text)
+    return out or [""]
+
+
+def title_markup(cols: int, indicators: Sequence[str]) -> list[Markup]:
+    """Line 0: ``tiptop -`` and the mode indicators, each drawn only where it fits."""
+    pieces: list[tuple[int, str, str | None]] = [(0, "tiptop -", P.TITLE)]
+    for ind in indicators:
+        col = cols - INDICATOR_OFFSETS.get(ind, 7)
+        if col >= len("tiptop - ") and col + len(ind) <= cols:
+            pieces.append((col, ind, None))
+    return place(cols, pieces)
+
+
+def tasks_text(total: int, displayed: int, dead: int | None) -> str:
+    """``Tasks: %3d total, %3d displayed`` and, in sticky mode, ``, %3d dead``."""
+    text = f"Tasks: {total:3d} total, {displayed:3d} displayed"
+    if dead is not None:
+        text += f", {dead:3d} dead"
+    return text
+
+
+def tasks_markup(cols: int, left: str, screen_index: int, screen_name: str) -> list[Markup]:
+    """Line 1: the task counts, and ``screen %2d: name`` ending at the right edge."""
+    right = f"screen {screen_index:2d}: {screen_name}"
+    start = max(cols - len(right), len(left) + 1)
+    return place(cols, [(0, left, None), (start, right, None)])
+
+
+def footer_markup(
+    cols: int,
+    iteration: int | None,
+    errors: bool,
+    epoch: int | None,
+    scaled: bool,
+) -> list[Markup]:
+    """The last line: ``Iteration: %u`` at 0 (--timestamp), ``[errors]`` at 30, our
+    ``[scaled]`` legend at 39 when a visible cell was multiplexed, ``Epoch: %ju`` at
+    COLS-18 (--epoch)."""
+    pieces: list[tuple[int, str, str | None]] = []
+    if iteration is not None:
+        pieces.append((0, f"Iteration: {iteration}", None))
+    if errors:
+        pieces.append((30, "[errors]", P.ERRORS))
+    if scaled:
+        pieces.append((39, "[scaled]", P.SCALED))
+    if epoch is not None:
+        pieces.append((max(cols - 18, 0), f"Epoch: {epoch}", None))
+    return place(cols, pieces)
+
+
+def header_markup(cols: int, header: str) -> list[Markup]:
+    """The column header in reverse video, padded to COLS-1, the sort column ``[ ]`` bold."""
+    text = header[: cols - 1].ljust(cols - 1)
+    lo, hi = text.find("["), text.find("]")
+    if 0 <= lo < hi:
+        return [
+            (P.HEADER, text[:lo]),
+            (P.HEADER_SORT, text[lo : hi + 1]),
+            (P.HEADER, text[hi + 1 :]),
+        ]
+    return [(P.HEADER, text)]
+
+
+def row_markup(row: Any, line: str) -> list[Markup]:
+    """One task row: the whole line green (watched) or red (dead), and each cell over its
+    threshold or scaled by multiplexing in its own attribute.
+
+    ``line`` is ``table.format_row(row, view)`` already cut to the screen; cells are found
+    in it in order, so the layout stays the table's alone. Every row carries its own
+    attribute, so a dead row's red cannot leak onto the next (defect 17 of the original).
+    """
+    base = P.DEAD if row.dead else P.WATCHED if row.watched else None
+    spans: list[tuple[int, int, str]] = []
+    over, scaled = row.over_threshold, row.multiplexed
+    if any(over) or any(scaled):
+        pos = 0
+        for i, cell in enumerate(row.cells):
+            j = line.find(cell, pos) if cell else -1
+            if j < 0:
+                break
+            pos = j + len(cell)
+            attr = P.OVER if over[i] else P.SCALED if scaled[i] else None
+            if attr:
+                spans.append((j, pos, attr))
+    out: list[Markup] = []
+    pos = 0
+    for lo, hi, attr in spans:
+        if lo > pos:
+            out.append((base, line[pos:lo]))
+        out.append((attr, line[lo:hi]))
+        pos = hi
+    if pos < len(line) or not out:
+        out.append((base, line[pos:]))
+    return out
+
+
+class Line(urwid.Widget):
+    """A one-line flow widget whose markup is recomputed from the width at each render."""
+
+    _sizing = frozenset([urwid.Sizing.FLOW])
+    ignore_focus = True
+
+    def __init__(self, compose: Callable[[int], Markup]) -> None:
+        super().__init__()
+        self.compose = compose
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        return 1
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        (cols,) = size
+        return urwid.Text(self.compose(cols), wrap="clip").render((cols,))
+
+
+def _stack(canvases: list[urwid.Canvas], cols: int, rows: int) -> urwid.Canvas:
+    if len(canvases) < rows:
+        canvases.append(urwid.SolidCanvas(" ", cols, rows - len(canvases)))
+    return urwid.CanvasCombine([(c, None, False) for c in canvases])
+
+
+class Scroller(urwid.Widget):
+    """A box widget showing lines ``top .. top+height`` of ``count`` lazily built lines.
+
+    ``line(i, cols)`` gives line ``i``'s markup; only visible lines are ever built. Up/Down,
+    PgUp/PgDn and Home/End move the view (the original cannot show more tasks than the
+    terminal has lines; we can).
+    """
+
+    _sizing = frozenset([urwid.Sizing.BOX])
+    ignore_focus = True
+
+    def __init__(self, line: Callable[[int, int], Markup], count: int = 0) -> None:
+        super().__init__()
+        self.line = line
+        self.count = count
+        self.top = 0
+        self.height = 1
+
+    def set_count(self, count: int) -> None:
+        """Change the number of lines, keeping the view where it was when possible."""
+        self.count = count
+        self._invalidate()
+
+    def clamp(self) -> None:
+        """Keep ``top`` inside ``0 .. count - height``."""
+        self.top = max(0, min(self.top, self.count - self.height))
+
+    def scroll(self, key: str) -> bool:
+        """Move the view for a navigation key; False when the key is not one."""
+        page = max(self.height - 1, 1)
+        moves = {"up": -1, "down": 1, "page up": -page, "page down": page}
+        if key in moves:
+            self.top += moves[key]
+        elif key == "home":
+            self.top = 0
+        elif key == "end":
+            self.top = self.count
+        else:
+            return False
+        self.clamp()
+        self._invalidate()
+        return True
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        cols, rows = size
+        self.height = rows
+        self.clamp()
+        canvases = [
+            urwid.Text(self.line(i, cols), wrap="clip").render((cols,))
+            for i in range(self.top, min(self.top + rows, self.count))
+        ]
+        return _stack(canvases, cols, rows)
+
+
+class TaskTable(Scroller):
+    """The task rows: ``table.Row`` objects formatted by ``format_row`` only when shown,
+    cut to COLS-1 like the original's rows."""
+
+    def __init__(self, format_row: Callable[[Any], str]) -> None:
+        super().__init__(self._row_line)
+        self.format_row = format_row
+        self.rows: Sequence[Any] = ()
+
+    def set_rows(self, rows: Sequence[Any], format_row: Callable[[Any], str]) -> None:
+        """Show new rows (formatted lazily with ``format_row``)."""
+        self.rows = rows
+        self.format_row = format_row
+        self.set_count(len(rows))
+
+    def visible(self) -> Sequence[Any]:
+        """The rows currently on screen (after the last render)."""
+        return self.rows[self.top : self.top + self.height]
+
+    def _row_line(self, i: int, cols: int) -> Markup:
+        row = self.rows[i]
+        return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
+
+
+def help_lines(target: str, desc: str, columns: Sequence[tuple[str, str]]) -> list[Markup]:
+    """The help window's text: the target line (reverse), the screen description, then
+    ``header: description`` per column, headers stripped and padded to the widest, then a
+    legend of the colours (our addition)."""
+    heads = [h.strip() for h, _ in columns]
+    width = max((len(h) for h in heads), default=0)
+    lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
+    lines += [f"{h.ljust(width)}: {d}" for h, (_, d) in zip(heads, columns, strict=True)]
+    lines += [
+        "",
+        [
+            (P.WATCHED, "watched"),
+            "  ",
+            (P.DEAD, "dead"),
+            "  ",
+            (P.OVER, "over threshold"),
+            "  ",
+            (P.SCALED, "scaled"),
+            " (counters multiplexed)",
+        ],
+    ]
+    return lines
+
+
+def help_window(lines: Sequence[Markup]) -> urwid.Widget:
+    """The ``h`` window: a box titled `` Help (h to close)``."""
+    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
+    return urwid.AttrMap(urwid.LineBox(body, title="Help (h to close)"), P.WINDOW)
+
+
+class ErrorLog(urwid.Widget):
+    """The ``e`` window's body: ``BEGIN`` (or ``.....`` when scrolled), the error lines,
+    ``END`` (or ``.....``), and the scroll position ``%d %`` on the last line."""
+
+    _sizing = frozenset([urwid.Sizing.BOX])
+    ignore_focus = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: Sequence[str] = ()
+        self.top = 0
+        self.height = 3
+
+    def set_messages(self, messages: Sequence[str]) -> None:
+        """Show this list of messages (the sampler's error log)."""
+        self.messages = messages
+        self._invalidate()
+
+    def _room(self) -> int:
+        return max(self.height - 3, 1)
+
+    def scroll(self, key: str) -> bool:
+        """Scroll for a navigation key; False when the key is not one."""
+        room, n = self._room(), len(self.messages)
+        moves = {"up": -1, "down": 1, "page up": -room, "page down": room}
+        if key in moves:
+            self.top += moves[key]
+        elif key == "home":
+            self.top = 0
+        elif key == "end":
+            self.top = n
+        else:
+            return False
+        self.top = max(0, min(self.top, n - room))
+        self._invalidate()
+        return True
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        cols, rows = size
+        self.height = rows
+        room, n = self._room(), len(self.messages)
+        self.top = max(0, min(self.top, n - room))
+        end = min(self.top + room, n)
+        lines = ["BEGIN" if self.top == 0 else "....."]
+        lines += list(self.messages[self.top : end])
+        lines.append("END" if end >= n else ".....")
+        pct = 100 if n <= room else round(100 * end / n)
+        canvases = [urwid.Text(t, wrap="clip").render((cols,)) for t in lines[: rows - 1]]
+        if len(canvases) < rows - 1:
+            canvases.append(urwid.SolidCanvas(" ", cols, rows - 1 - len(canvases)))
+        canvases.append(urwid.Text(f" {pct} % ", align="right", wrap="clip").render((cols,)))
+        return urwid.CanvasCombine([(c, None, False) for c in canvases])
+
+
+def error_window(log: ErrorLog) -> urwid.Widget:
+    """The ``e`` window: a box titled `` %d errors detected (e to close) ``."""
+    # urwid's LineBox adds the spaces around the title.
+    title = f"{len(log.messages)} errors detected (e to close)"
+    return urwid.AttrMap(urwid.LineBox(log, title=title), P.WINDOW)
+
+
+def too_small(cols: int, rows: int) -> urwid.Canvas:
+    """What a terminal below ``MIN_COLS`` x ``MIN_ROWS`` shows instead of the screen."""
+    text = f"Terminal too small:\n{cols}x{rows} < {MIN_COLS}x{MIN_ROWS}\nq quits"
+    canvas = urwid.CompositeCanvas(urwid.Text(text, wrap="any").render((cols,)))
+    extra = canvas.rows() - rows
+    if extra > 0:
+        canvas.trim_end(extra)
+    elif extra < 0:
+        canvas.pad_trim_top_bottom(0, -extra)
+    return canvas
+
+
+class LiveScreen(urwid.Widget):
+    """The whole live screen, laid out afresh for the size of every render (so a resize
+    simply re-lays it): title, tasks line, message line, header, rows, an optional notice,
+    the footer, and the help or error window on top.
+
+    ``lines`` maps ``title``, ``tasks``, ``message``, ``header``, ``notice`` and ``footer``
+    to a function of the width giving that line's markup (``notice`` may give ``None``:
+    no notice line).
+    """
+
+    _sizing = frozenset([urwid.Sizing.BOX])
+    ignore_focus = True
+
+    def __init__(self, lines: dict[str, Callable[[int], Markup]], table: TaskTable) -> None:
+        super().__init__()
+        self.lines = {k: Line(f) for k, f in lines.items()}
+        self.table = table
+        self.errors = ErrorLog()
+        #: ``None``, ``"help"`` or ``"errors"``.
+        self.window: str | None = None
+        self.help: Sequence[Markup] = ()
+
+    def changed(self) -> None:
+        """Ask urwid to draw again."""
+        # Each line's text is computed at render time, so urwid's canvas cache must not
+        # keep an old one.
+        for w in (*self.lines.values(), self.table, self.errors, self):
+            w._invalidate()
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        cols, rows = size
+        if cols < MIN_COLS or rows < MIN_ROWS:
+            return too_small(cols, rows)
+        parts: list[Any] = [("pack", self.lines[k]) for k in ("title", "tasks", "message")]
+        parts += [("pack", self.lines["header"]), self.table]
+        if self.lines["notice"].compose(cols) is not None:
+            parts.append(("pack", self.lines["notice"]))
+        parts.append(("pack", self.lines["footer"]))
+        body: urwid.Widget = urwid.Pile(parts)
+        if self.window == "help":
+            h = min(len(self.help) + 2, rows)
+            w = min(70, cols - 5)
+            y = max(rows - h - 2, 0)
+            body = urwid.Overlay(
+                help_window(self.help), body, ("fixed left", 5), w, ("fixed top", y), h
+            )
+        elif self.window == "errors":
+            # tiptop-original.md 3.2: LINES - displayed_rows - 5 high, at least 10, at most LINES.
+            h = min(max(rows - len(self.table.rows) - 5, 10), rows)
+            body = urwid.Overlay(
+                error_window(self.errors), body, "left", cols, ("fixed top", rows - h), h
+            )
+        return body.render(size)

@@ -1,0 +1,52 @@
+"""The kernel-facing counter layer: ``perf_event_open`` groups read with one ``read()``.
+
+Public surface: :class:`Attr`, the backend protocol (:class:`Backend`, :class:`Group`,
+:class:`GroupReading`), the real backend (:class:`PerfBackend`, :class:`CounterGroup`,
+:func:`open_group`), the raw syscall (:func:`perf_event_open`), the interval scaling
+helpers, and the error explanations.
+"""
+
+from __future__ import annotations
+
+from tiptop.perf._ffi import perf_event_open
+from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
+from tiptop.perf.backend import Backend, Group, GroupReading
+from tiptop.perf.explain import (
+    explain_open_error,
+    is_privileged,
+    kernel_counting_allowed,
+    raise_fd_limit,
+    read_paranoid,
+)
+from tiptop.perf.group import (
+    CounterGroup,
+    PerfBackend,
+    multiplexed,
+    not_counted,
+    open_group,
+    parse_group_read,
+    running_fraction,
+    scale,
+)
+
+__all__ = [
+    "GROUP_READ_FORMAT",
+    "Attr",
+    "Backend",
+    "CounterGroup",
+    "Group",
+    "GroupReading",
+    "PerfBackend",
+    "explain_open_error",
+    "is_privileged",
+    "kernel_counting_allowed",
+    "multiplexed",
+    "not_counted",
+    "open_group",
+    "parse_group_read",
+    "perf_event_open",
+    "raise_fd_limit",
+    "read_paranoid",
+    "running_fraction",
+    "scale",
+]

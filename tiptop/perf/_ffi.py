@@ -1,0 +1,176 @@
+"""The only cffi code in tiptop: ``perf_event_open(2)`` and the optional libpfm4 calls.
+
+ABI mode (``ffi.dlopen``), so no compiler is needed at install time. ``struct
+perf_event_attr`` is copied from ``include/uapi/linux/perf_event.h`` at
+``PERF_ATTR_SIZE_VER8`` (136 bytes); the bitfield block is declared with cffi bitfields so
+that the compiler's allocation rules (LSB first on little-endian) are followed, and the
+layout is proven by ``tests/test_perf_ffi.py``. glibc has no wrapper for the syscall
+("glibc provides no wrapper", perf_event_open(2)), so it goes through variadic
+``syscall(2)`` with every argument cast to its C type.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import threading
+from typing import Any
+
+import cffi
+
+from tiptop.errors import EventError, TiptopError
+from tiptop.perf.attr import Attr
+
+ffi = cffi.FFI()
+ffi.cdef(
+    """
+    struct perf_event_attr {
+        uint32_t type;
+        uint32_t size;
+        uint64_t config;
+        uint64_t sample_period;
+        uint64_t sample_type;
+        uint64_t read_format;
+        uint64_t disabled : 1, inherit : 1, pinned : 1, exclusive : 1,
+                 exclude_user : 1, exclude_kernel : 1, exclude_hv : 1, exclude_idle : 1,
+                 mmap : 1, comm : 1, freq : 1, inherit_stat : 1,
+                 enable_on_exec : 1, task : 1, watermark : 1, precise_ip : 2,
+                 mmap_data : 1, sample_id_all : 1, exclude_host : 1, exclude_guest : 1,
+                 exclude_callchain_kernel : 1, exclude_callchain_user : 1, mmap2 : 1,
+                 comm_exec : 1, use_clockid : 1, context_switch : 1, write_backward : 1,
+                 namespaces : 1, ksymbol : 1, bpf_event : 1, aux_output : 1, cgroup : 1,
+                 text_poke : 1, build_id : 1, inherit_thread : 1, remove_on_exec : 1,
+                 sigtrap : 1, reserved_1 : 26;
+        uint32_t wakeup_events;
+        uint32_t bp_type;
+        uint64_t config1;
+        uint64_t config2;
+        uint64_t branch_sample_type;
+        uint64_t sample_regs_user;
+        uint32_t sample_stack_user;
+        int32_t clockid;
+        uint64_t sample_regs_intr;
+        uint32_t aux_watermark;
+        uint16_t sample_max_stack;
+        uint16_t reserved_2;
+        uint32_t aux_sample_size;
+        uint32_t reserved_3;
+        uint64_t sig_data;
+        uint64_t config3;
+    };
+    long syscall(long number, ...);
+
+    /* libpfm4 (perfmon/pfmlib.h, pfmlib_perf_event.h); pfm_os_t is an enum -> int. */
+    typedef struct {
+        struct perf_event_attr *attr;
+        char **fstr;
+        size_t size;
+        int idx;
+        int cpu;
+        int flags;
+        int pad0;
+    } pfm_perf_encode_arg_t;
+    int pfm_initialize(void);
+    const char *pfm_strerror(int code);
+    int pfm_get_os_event_encoding(const char *str, int dfl_plm, int os, void *arg);
+    """
+)
+
+#: ``sizeof(struct perf_event_attr)`` as declared (PERF_ATTR_SIZE_VER8).
+ATTR_SIZE = ffi.sizeof("struct perf_event_attr")
+#: PERF_ATTR_SIZE_VER0: the smallest size the kernel accepts.
+ATTR_SIZE_VER0 = 64
+
+#: ``__NR_perf_event_open`` per ``platform.machine()`` (arch/x86/entry/syscalls/syscall_64.tbl
+#: and include/uapi/asm-generic/unistd.h, used by arm64 and riscv64).
+SYSCALL_NUMBERS = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241}
+
+_libc = ffi.dlopen(None)
+
+# Fields of Attr copied one to one into the C struct.
+_ATTR_FIELDS = (
+    "type", "config", "config1", "config2", "config3", "read_format", "disabled", "inherit",
+    "inherit_thread", "pinned", "exclude_user", "exclude_kernel", "exclude_hv", "exclude_idle",
+    "enable_on_exec",
+)  # fmt: skip
+
+
+def syscall_number(machine: str | None = None) -> int:
+    """``__NR_perf_event_open`` for ``machine`` (default: this one); TiptopError if unknown."""
+    machine = machine or platform.machine()
+    try:
+        return SYSCALL_NUMBERS[machine]
+    except KeyError:
+        raise TiptopError(
+            f"perf_event_open: unsupported architecture {machine!r} "
+            f"(known: {', '.join(sorted(set(SYSCALL_NUMBERS)))})"
+        ) from None
+
+
+def new_attr(attr: Attr, size: int = ATTR_SIZE) -> Any:
+    """A zeroed ``struct perf_event_attr *`` filled from ``attr`` with ``size`` set."""
+    c = ffi.new("struct perf_event_attr *")
+    for name in _ATTR_FIELDS:
+        setattr(c, name, int(getattr(attr, name)))
+    c.size = size
+    return c
+
+
+def attr_bytes(attr: Attr) -> bytes:
+    """The exact bytes handed to the kernel for ``attr`` (for layout tests)."""
+    return bytes(ffi.buffer(new_attr(attr)))
+
+
+def perf_event_open(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -> int:
+    """Open one event; returns the fd or raises ``OSError`` with the kernel's errno.
+
+    E2BIG means our struct is larger than this kernel's and the extra bytes are not zero;
+    the kernel then writes the size it expects into ``size`` (perf_event_open(2), E2BIG),
+    so retry once with that size when every byte past it is zero.
+    """
+    nr = ffi.cast("long", syscall_number())
+    c = new_attr(attr)
+    for _attempt in range(2):
+        fd = _libc.syscall(
+            nr, c, ffi.cast("int", pid), ffi.cast("int", cpu), ffi.cast("int", group_fd),
+            ffi.cast("unsigned long", flags),
+        )  # fmt: skip
+        if fd >= 0:
+            return int(fd)
+        err = ffi.errno
+        if err != errno.E2BIG:
+            break
+        want = int(c.size)
+        raw = bytes(ffi.buffer(c))
+        if not (ATTR_SIZE_VER0 <= want < ATTR_SIZE) or any(raw[want:]):
+            break
+        c.size = want
+    raise OSError(err, os.strerror(err))
+
+
+# ----------------------------------------------------------------------------- libpfm4
+
+_pfm_lock = threading.Lock()
+_pfm: Any = None
+
+
+def pfm_lib() -> Any:
+    """The initialised libpfm4 library (loaded once), or ``EventError`` saying how to get it."""
+    global _pfm
+    with _pfm_lock:
+        if _pfm is None:
+            try:
+                lib = ffi.dlopen("libpfm.so.4")
+            except OSError as e:
+                raise EventError(
+                    "libpfm4 is not installed (libpfm.so.4 not found: "
+                    f"{e}); install it (Debian: apt install libpfm4) or give the event "
+                    "as cpu/event=0x..,umask=0x../"
+                ) from None
+            rc = lib.pfm_initialize()
+            if rc != 0:
+                msg = ffi.string(lib.pfm_strerror(rc)).decode(errors="replace")
+                raise EventError(f"libpfm4 failed to initialise: {msg}")
+            _pfm = lib
+        return _pfm

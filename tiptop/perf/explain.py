@@ -1,0 +1,152 @@
+"""Turn a failed ``perf_event_open`` into one line saying what it means and what to do.
+
+Meanings follow the ERRORS section of perf_event_open(2) and the kernel's
+``perf_allow_kernel()`` (``sysctl_perf_event_paranoid > 1 && !perfmon_capable()`` ->
+EACCES); the wording borrows from perf's ``evsel__open_strerror``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+
+#: Capability bits (include/uapi/linux/capability.h).
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+
+_PARANOID_MEANING = {
+    -1: "no restrictions",
+    0: "no raw tracepoint access",
+    1: "no CPU-wide events",
+    2: "user-space counting only",
+}
+
+
+def read_paranoid(proc_root: str = "/proc") -> int | None:
+    """``/proc/sys/kernel/perf_event_paranoid``, or None when absent or unreadable."""
+    try:
+        with open(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _cap_eff(proc_root: str = "/proc") -> int:
+    try:
+        with open(os.path.join(proc_root, "self/status")) as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def is_privileged(proc_root: str = "/proc") -> bool:
+    """Root, or CAP_PERFMON (5.8+) or CAP_SYS_ADMIN in CapEff (the kernel's perfmon_capable)."""
+    if os.geteuid() == 0:
+        return True
+    caps = _cap_eff(proc_root)
+    return bool(caps & (1 << CAP_PERFMON) or caps & (1 << CAP_SYS_ADMIN))
+
+
+def kernel_counting_allowed(paranoid: int | None, privileged: bool) -> bool:
+    """Whether ``exclude_kernel=0`` may be asked for: privileged, or paranoid < 2."""
+    return privileged or (paranoid is not None and paranoid < 2)
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """Raise RLIMIT_NOFILE's soft limit to the hard one; returns the new (soft, hard).
+
+    One fd per event per task adds up quickly (peers.md 4.3); atop and memstrack do this.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft, hard
+
+
+def _paranoid_text(paranoid: int | None) -> str:
+    if paranoid is None:
+        return "perf_event_paranoid is unreadable"
+    meaning = _PARANOID_MEANING.get(paranoid, "perf_event_open disabled for unprivileged users")
+    if paranoid > 2:
+        meaning = "perf_event_open disabled for unprivileged users (Debian/Ubuntu patch)"
+    return f"perf_event_paranoid is {paranoid} ({meaning})"
+
+
+def _in_container() -> bool:
+    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+
+
+def explain_open_error(
+    err: OSError, event: str, *, paranoid: int | None, privileged: bool, kernel: bool
+) -> str:
+    """One line: ``event: ERRNAME: meaning; what to do``.
+
+    ``kernel`` says whether kernel-mode counting (exclude_kernel=0) was asked for.
+    """
+    code = err.errno or 0
+    # EOPNOTSUPP == ENOTSUP on Linux; errorcode picks the latter, the man page the former.
+    name = "EOPNOTSUPP" if code == errno.EOPNOTSUPP else errno.errorcode.get(code, f"errno {code}")
+    head = f"{event}: {name}"
+    if code in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):
+        if code == errno.ENOENT:
+            why = (
+                "no hardware PMU visible (a VM or container without a virtual PMU?) or the "
+                "event is not supported by this CPU/kernel; software events still work"
+            )
+        elif code == errno.ENODEV:
+            why = "the event is not supported by this CPU (or this core type)"
+        else:
+            why = "the event needs a hardware feature this machine lacks (no PMU interrupt?)"
+        return f"{head}: {why}"
+    if code in (errno.EACCES, errno.EPERM):
+        para = _paranoid_text(paranoid)
+        if kernel and not privileged and (paranoid is None or paranoid >= 2):
+            return (
+                f"{head}: permission denied: {para}; counting kernel mode needs root, "
+                "CAP_PERFMON or perf_event_paranoid < 2 (drop -K, or run "
+                "sysctl kernel.perf_event_paranoid=1)"
+            )
+        if paranoid is not None and paranoid > 2 and not privileged:
+            return (
+                f"{head}: permission denied: {para}; run as root, grant CAP_PERFMON, "
+                "or sysctl kernel.perf_event_paranoid=2"
+            )
+        if code == errno.EPERM and (_in_container() or privileged):
+            return (
+                f"{head}: operation not permitted: in a container this is usually the "
+                "seccomp profile or missing CAP_PERFMON/CAP_SYS_ADMIN; "
+                f"{para}"
+            )
+        return (
+            f"{head}: permission denied: the task belongs to another user or is not "
+            f"dumpable ({para}); run as root or with CAP_PERFMON to watch it"
+        )
+    if code == errno.EMFILE or code == errno.ENFILE:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return (
+            f"{head}: too many open files (one per event per task; limit {soft}, hard "
+            f"{hard}): raise it with ulimit -n, or watch fewer tasks or events"
+        )
+    if code == errno.ESRCH:
+        return f"{head}: the task no longer exists (it exited)"
+    if code == errno.EINVAL:
+        return (
+            f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
+            "an unsupported flag, or a group too large to fit the counters; check the event "
+            "or use fewer counters per screen"
+        )
+    if code == errno.E2BIG:
+        return f"{head}: this kernel rejected the perf_event_attr size (kernel too old?)"
+    if code == errno.EBUSY:
+        return f"{head}: another tool has exclusive use of the PMU; stop it and retry"
+    if code == errno.EBADF:
+        return f"{head}: the group leader was closed (its task exited?)"
+    return f"{head}: {err.strerror or os.strerror(code)}"

@@ -1,0 +1,174 @@
+"""A FAKE counter backend with scripted, hardware-like counts: for tests and demos only.
+
+Nothing here touches the kernel. :class:`FakeBackend` follows the same protocol as the
+real one (``tiptop.perf.backend.Backend``) so the sampler can be tested where the machine
+cannot help: hardware counts on a PMU-less VM, multiplexing, errors on demand, and an fd
+limit. Counts follow a controllable clock (:class:`FakeClock`), never the wall clock.
+
+Model of one group on one task, ``t`` seconds after it was opened:
+
+* ``time_enabled = t * on_cpu`` (ns): per-task events only advance while the task runs,
+  so a task scripted with ``on_cpu=0`` looks asleep;
+* ``time_running = time_enabled * mux``: the fraction of that time the PMU actually
+  counted this group (perf_event_open(2), "time_enabled ... time_running");
+* each member's value is ``count(e) * mux`` where ``count`` is a rate per second or a
+  callable of ``e``, the seconds the task spent on a CPU: what the kernel would have
+  counted while the group was scheduled. Software groups (leader of type 1) are never
+  multiplexed, as in the kernel.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tiptop.perf.attr import Attr
+from tiptop.perf.backend import GroupReading
+
+#: An event as the fake knows it: ``(type, config)`` of its attr.
+EventKey = tuple[int, int]
+Count = float | Callable[[float], float]
+#: PERF_TYPE_SOFTWARE (include/uapi/linux/perf_event.h).
+SOFTWARE = 1
+
+
+class FakeClock:
+    """A clock that only moves when told to (seconds)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FakeTask:
+    """Script for one tid: counts per event, CPU presence and multiplexing."""
+
+    counts: dict[EventKey, Count] = field(default_factory=dict)
+    #: Fraction of wall time the task is on a CPU (drives time_enabled).
+    on_cpu: float = 1.0
+    #: Fraction of enabled time the group is scheduled on the PMU (1.0 = no multiplexing).
+    mux: float = 1.0
+    #: Once set (a clock time), the task is dead: opens give ESRCH, reads freeze here.
+    died_at: float | None = None
+
+
+class FakeGroup:
+    """A fake open group; reads come from the owning backend's script and clock."""
+
+    def __init__(self, backend: FakeBackend, tid: int, keys: list[EventKey], fds: int) -> None:
+        self._backend = backend
+        self.tid = tid
+        self.keys = keys
+        self.n_fds = fds
+        self.opened_at = backend.clock()
+        self.reads = 0
+
+    def read(self) -> GroupReading:
+        """Cumulative counts since open, following the script (see the module doc)."""
+        if self.n_fds == 0:
+            raise OSError(errno.EBADF, "fake group is closed")
+        b = self._backend
+        err = b.read_errors.get(self.tid)
+        if err is not None:
+            raise OSError(err, os.strerror(err))
+        self.reads += 1
+        task = b.task(self.tid)
+        end = b.clock() if task.died_at is None else min(b.clock(), task.died_at)
+        t = max(end - self.opened_at, 0.0)
+        enabled = t * task.on_cpu
+        # Software events always fit (the software PMU never multiplexes).
+        mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux
+        running = enabled * mux
+        values = []
+        for key in self.keys:
+            c = task.counts.get(key, b.default_rate)
+            full = c(enabled) if callable(c) else c * enabled
+            values.append(int(full * mux))
+        return GroupReading(
+            np.array(values, dtype=np.uint64), int(enabled * 1e9), int(running * 1e9)
+        )
+
+    def close(self) -> None:
+        """Give the fds back to the backend; idempotent."""
+        if self.n_fds:
+            self._backend.open_fds -= self.n_fds
+            self._backend.groups.discard(self)
+            self.n_fds = 0
+
+
+class FakeBackend:
+    """A scripted backend (see the module doc). Everything is public for tests to poke.
+
+    ``event_errors`` maps an event key to an errno raised when that event is opened on any
+    task (ENOENT: "no such event here"); ``tid_errors`` maps a tid to an errno raised for
+    any open on it (EACCES: "not yours"; ESRCH: "gone"); ``max_fds`` makes opens fail with
+    EMFILE past that many fds. ``opens`` records every successful ``(tid, attrs)``.
+    """
+
+    def __init__(self, clock: FakeClock | None = None, *, default_rate: Count = 0.0) -> None:
+        self.clock = clock or FakeClock()
+        self.default_rate = default_rate
+        self.tasks: dict[int, FakeTask] = {}
+        self.event_errors: dict[EventKey, int] = {}
+        self.tid_errors: dict[int, int] = {}
+        self.read_errors: dict[int, int] = {}
+        self.max_fds: int | None = None
+        self.open_fds = 0
+        self.groups: set[FakeGroup] = set()
+        self.opens: list[tuple[int, tuple[Attr, ...]]] = []
+
+    def task(self, tid: int) -> FakeTask:
+        """The script of ``tid`` (created empty on first use)."""
+        return self.tasks.setdefault(tid, FakeTask())
+
+    def script(
+        self, tid: int, event: EventKey, count: Count, *, on_cpu: float | None = None,
+        mux: float | None = None,
+    ) -> None:  # fmt: skip
+        """Make ``event`` on ``tid`` count ``count`` (a rate per second or ``f(t)``)."""
+        t = self.task(tid)
+        t.counts[event] = count
+        if on_cpu is not None:
+            t.on_cpu = on_cpu
+        if mux is not None:
+            t.mux = mux
+
+    def kill(self, tid: int) -> None:
+        """The task exits now: later opens fail with ESRCH, reads keep the final counts."""
+        self.task(tid).died_at = self.clock()
+
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> FakeGroup:
+        """Open a fake group, applying the scripted errors in the kernel's order."""
+        if not attrs:
+            raise ValueError("a counter group needs at least one event")
+        for k, a in enumerate(attrs):
+            err = self.event_errors.get((a.type, a.config))
+            if err is not None:
+                e = OSError(err, os.strerror(err))
+                e.member = k  # type: ignore[attr-defined]
+                raise e
+        err = self.tid_errors.get(tid)
+        if err is None and tid in self.tasks and self.tasks[tid].died_at is not None:
+            err = errno.ESRCH
+        if err is None and self.max_fds is not None and self.open_fds + len(attrs) > self.max_fds:
+            err = errno.EMFILE
+        if err is not None:
+            e = OSError(err, os.strerror(err))
+            e.member = 0  # type: ignore[attr-defined]
+            raise e
+        g = FakeGroup(self, tid, [(a.type, a.config) for a in attrs], len(attrs))
+        self.open_fds += len(attrs)
+        self.groups.add(g)
+        self.opens.append((tid, tuple(attrs)))
+        return g

@@ -1,0 +1,101 @@
+"""``tiptop [options] -- command args``: run a command with counters from its first
+instruction (tiptop-original.md section 9.6, fixed).
+
+The child is forked and blocks reading a pipe; the caller attaches counters with
+``enable_on_exec`` and ``inherit`` (``Sampler.attach_spawned``, perf_event_open(2):
+"enable_on_exec ... counter is enabled when the process calls exec"), then releases it and
+the child ``execvp``s. An exec failure is one line on stderr and exit status 127 (the
+shell's convention). :meth:`Spawned.exited` notices the end *without reaping*
+(``waitid(WNOWAIT)``), so the last interval can still be read before :meth:`Spawned.reap`
+collects the status: the exit code, or 128 + signal number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+
+class Spawned:
+    """A forked child waiting on a pipe before it execs the command."""
+
+    def __init__(self, pid: int, gate: int) -> None:
+        self.pid = pid
+        self._gate = gate  # write end of the pipe the child blocks on
+        self.status: int | None = None
+
+    def release(self) -> None:
+        """Let the child exec the command."""
+        if self._gate >= 0:
+            try:
+                os.write(self._gate, b"g")
+            finally:
+                os.close(self._gate)
+                self._gate = -1
+
+    def exited(self) -> bool:
+        """True once the child has ended (it stays a zombie until :meth:`reap`)."""
+        if self.status is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None
+
+    def reap(self) -> int:
+        """Wait for the child and return its status the shell's way."""
+        if self.status is None:
+            try:
+                _, st = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                st = 0
+            self.status = os.waitstatus_to_exitcode(st)
+            if self.status < 0:  # killed by a signal
+                self.status = 128 - self.status
+        return self.status
+
+    def kill(self) -> None:
+        """End the child (used when attaching failed or tiptop was interrupted)."""
+        self.release_closed()
+        if self.status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self.reap()
+
+    def release_closed(self) -> None:
+        """Close the gate without releasing: a blocked child then reads EOF and exits."""
+        if self._gate >= 0:
+            os.close(self._gate)
+            self._gate = -1
+
+
+def fork_blocked(argv: Sequence[str]) -> Spawned:
+    """Fork a child that waits for :meth:`Spawned.release`, then execs ``argv``."""
+    if not argv:
+        raise ValueError("empty command")
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        try:
+            os.close(w)
+            go = os.read(r, 1)
+            os.close(r)
+            if not go:  # tiptop gave up before releasing us
+                os._exit(127)
+            # Python ignores SIGPIPE; a command expects the default (as subprocess does).
+            for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvp(argv[0], list(argv))
+        except OSError as exc:
+            msg = f"tiptop: cannot run '{argv[0]}': {exc.strerror}\n"
+            os.write(2, msg.encode(errors="replace"))
+        finally:
+            os._exit(127)
+    os.close(r)
+    return Spawned(pid, w)

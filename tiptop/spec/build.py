@@ -1,0 +1,336 @@
+"""From a reader's raw items to checked :class:`ScreenSpec` records: one semantics for XML
+and YAML (tiptop-original.md sections 4.2-4.5).
+
+Readers produce :class:`RawScreen`s (attribute text plus positions, in document order); this
+module applies the original's rules: defaults ``(no name)``/``(no desc)``/``(unknown)``,
+counters declared before use, the last declaration of an alias wins, ``type`` names or
+numbers (``strtol`` base 0), ``arch``/``model`` gating (substring match of the
+``%02X_%02X`` model string), unused counters dropped. Every problem becomes a
+:class:`SpecError` with path, line and column in ``problems``; only the faulty counter or
+column is dropped, never the rest of the file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tiptop.errors import SpecError
+from tiptop.spec.expr import compile_column, evaluate_config
+from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec, Target
+
+#: ``perf_event_attr.type`` names accepted in ``type`` (``enum perf_type_id``).
+TYPES: dict[str, int] = {
+    "HARDWARE": 0,
+    "SOFTWARE": 1,
+    "TRACEPOINT": 2,
+    "HW_CACHE": 3,
+    "RAW": 4,
+}
+
+#: Option names of ``<options>`` and how the command line applies them (section 4.3):
+#: ``float``/``int``/``str`` assign (last one wins), ``or`` is the original's OR-set
+#: (``x = x || atoi(v)``: a file can switch the flag on, never off).
+OPTIONS: dict[str, str] = {
+    "delay": "float",
+    "cpu_threshold": "float",
+    "show_cmdline": "or",
+    "show_epoch": "or",
+    "show_kernel": "or",
+    "show_timestamp": "or",
+    "debug": "or",
+    "show_user": "int",
+    "show_threads": "int",
+    "idle": "int",
+    "sticky": "int",
+    "max_iter": "int",
+    "watch_name": "str",
+    "watch_uid": "int",
+}
+
+#: Names the original's ``W`` export writes but never reads back: ignored without a note.
+IGNORED_OPTIONS = frozenset({"batch", "only_pid", "only_name"})
+
+# One printf conversion for one double (C's %[flags][width][.precision]conv).
+_FORMAT = re.compile(r"(?:[^%]|%%)*%[-+ #0]*[0-9]*(?:\.[0-9]*)?[eEfFgG](?:[^%]|%%)*\Z", re.S)
+# Something that can only be an event name (perf/sysfs/libpfm4 spellings), never XML junk.
+_EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
+
+
+@dataclass
+class RawItem:
+    """One ``<counter>`` or ``<column>`` as written: attribute text and where it is."""
+
+    kind: str  # "counter" | "column"
+    attrs: dict[str, str]
+    line: int | None = None
+    column: int | None = None
+    #: Position (line, 1-based column) of each attribute value's first character.
+    value_pos: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+
+@dataclass
+class RawScreen:
+    """One ``<screen>`` as written; ``arch``/``model`` gate the whole screen (our addition)."""
+
+    name: str | None
+    desc: str | None
+    items: list[RawItem] = field(default_factory=list)
+    line: int | None = None
+    column: int | None = None
+    arch: str | None = None
+    model: str | None = None
+
+
+def gate(arch: str | None, model: str | None, target: Target) -> str | None:
+    """``None`` when ``arch``/``model`` admit ``target``, else ``"arch"`` or ``"model"``.
+
+    As the original (section 4.4): ``arch`` compares case-insensitively; ``model`` matches
+    when the target's ``%02X_%02X`` string is a substring of the list. An unknown target
+    matches no gate.
+    """
+    if arch is not None and (target.arch is None or arch.lower() != target.arch.lower()):
+        return "arch"
+    if model is not None and (target.model is None or target.model not in model):
+        return "model"
+    return None
+
+
+def parse_type(text: str) -> int:
+    """A ``type`` attribute: a name of :data:`TYPES` or a number (``strtol`` base 0)."""
+    t = text.strip()
+    if t in TYPES:
+        return TYPES[t]
+    try:
+        value = int(t, 0)
+    except ValueError:
+        if re.fullmatch(r"0[0-7]+", t):  # C octal, which Python's base 0 refuses
+            value = int(t, 8)
+        else:
+            raise SpecError(f"Bad type '{text}'") from None
+    if not 0 <= value < 1 << 32:
+        raise SpecError(f"Bad type '{text}'")
+    return value
+
+
+def parse_event(config: str, type_text: str | None) -> NumericEvent | NamedEvent:
+    """What a counter's ``config``/``type`` mean; raises SpecError (message without place)."""
+    if type_text is not None:
+        return NumericEvent(parse_type(type_text), evaluate_config(config))
+    try:
+        return NumericEvent(TYPES["HARDWARE"], evaluate_config(config))
+    except SpecError:
+        if _EVENT_NAME.match(config.strip()):
+            return NamedEvent(config.strip())
+        raise
+
+
+def check_format(fmt: str) -> None:
+    """Refuse a ``format`` that is not one printf conversion of a double."""
+    if not _FORMAT.match(fmt):
+        raise SpecError(f"Bad format '{fmt}': need exactly one %f/%e/%g conversion")
+    try:
+        fmt % 1.0
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"Bad format '{fmt}': {exc}") from None
+
+
+def parse_threshold(text: str) -> float:
+    """A ``threshold`` attribute: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"Bad threshold '{text}'") from None
+    if not math.isfinite(value):
+        raise SpecError(f"Bad threshold '{text}'")
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    """``1/0``, ``yes/no``, ``true/false`` (any case)."""
+    t = text.strip().lower()
+    if t in ("1", "yes", "true", "on"):
+        return True
+    if t in ("0", "no", "false", "off", ""):
+        return False
+    raise SpecError(f"Bad boolean '{text}'")
+
+
+def build_options(
+    items: list[tuple[str | None, str | None, int | None, int | None]],
+    path: str | None,
+    problems: list[SpecError],
+) -> dict[str, str]:
+    """``(name, value, line, column)`` in file order to the options dict (last one wins)."""
+    out: dict[str, str] = {}
+    for name, value, line, col in items:
+        if name is None or value is None:
+            problems.append(SpecError("Option needs a name and a value", path, line, col))
+        elif name in OPTIONS:
+            out[name] = value
+        elif name not in IGNORED_OPTIONS:
+            problems.append(SpecError(f"Unknown option '{name}' ignored", path, line, col))
+    return out
+
+
+def build_screen(
+    raw: RawScreen, target: Target, path: str | None, problems: list[SpecError]
+) -> ScreenSpec | None:
+    """The checked screen, or ``None`` when its own gate excludes ``target``."""
+    name = raw.name or "(no name)"
+    desc = raw.desc if raw.desc is not None else "(no desc)"
+    why = gate(raw.arch, raw.model, target)
+    if why is not None:
+        problems.append(
+            SpecError(f"Skipping screen '{name}' ({why} mismatch)", path, raw.line, raw.column)
+        )
+        return None
+    counters: dict[str, CounterSpec] = {}
+    skipped: set[str] = set()
+    columns: list[tuple[ColumnSpec, frozenset[str]]] = []
+
+    def problem(msg: str, item: RawItem, attr: str | None = None) -> None:
+        line, col = item.value_pos.get(attr, (item.line, item.column)) if attr else (None, None)
+        if line is None:
+            line, col = item.line, item.column
+        problems.append(SpecError(msg, path, line, col))
+
+    for item in raw.items:
+        a = item.attrs
+        if item.kind == "counter":
+            spec = _counter(item, name, target, problem)
+            if isinstance(spec, str):
+                skipped.add(spec)
+            elif spec is not None:
+                if spec.alias in counters:
+                    problem(
+                        f"Counter '{spec.alias}' declared again in screen '{name}':"
+                        " the last declaration wins",
+                        item,
+                        "alias",
+                    )
+                    del counters[spec.alias]
+                counters[spec.alias] = spec
+            continue
+        header = a.get("header")
+        if not header:
+            problem(f"Need a header for a column in screen '{name}'", item, "header")
+            continue
+        fmt, text = a.get("format"), a.get("expr")
+        if not fmt:
+            problem(f"Need a format for column '{header}' in screen '{name}'", item, "format")
+            continue
+        if text is None or not text.strip():
+            problem(f"Need an expression for column '{header}' in screen '{name}'", item, "expr")
+            continue
+        try:
+            check_format(fmt)
+        except SpecError as err:
+            problem(f"{err.message} in column '{header}', screen '{name}'", item, "format")
+            continue
+        line, col = item.value_pos.get("expr", (item.line, item.column))
+        try:
+            compiled = compile_column(text, path=path, line=line, column=col)
+        except SpecError as err:
+            err.message = (
+                f"Invalid expression in column '{header}', screen '{name}':"
+                f" {err.message}; column ignored"
+            )
+            err.args = (err.message,)
+            problems.append(err)
+            continue
+        missing = sorted(compiled.aliases - counters.keys())
+        if missing:
+            gone = [m for m in missing if m in skipped]
+            if gone:
+                msg = (
+                    f"Column '{header}' in screen '{name}' needs counter '{gone[0]}',"
+                    " skipped on this CPU: column ignored"
+                )
+            else:
+                msg = f"Undeclared counter '{missing[0]}' in screen '{name}': column ignored"
+            problem(msg, item, "expr")
+            continue
+        threshold, below = None, False
+        try:
+            if a.get("threshold") not in (None, ""):
+                threshold = parse_threshold(a["threshold"])
+            if a.get("threshold_below") is not None:
+                below = parse_bool(a["threshold_below"])
+        except SpecError as err:
+            problem(f"{err.message} in column '{header}', screen '{name}': ignored", item)
+        columns.append(
+            (
+                ColumnSpec(
+                    header=header,
+                    format=fmt,
+                    expr=text,
+                    desc=a["desc"] if a.get("desc") is not None else "(unknown)",
+                    threshold=threshold,
+                    threshold_below=below,
+                    line=item.line,
+                    column=item.column,
+                ),
+                compiled.aliases,
+            )
+        )
+    used = set().union(*(al for _c, al in columns)) if columns else set()
+    for alias, spec in list(counters.items()):
+        if alias not in used:
+            problems.append(
+                SpecError(
+                    f"Unused counter '{alias}' in screen '{name}'", path, spec.line, spec.column
+                )
+            )
+            del counters[alias]
+    return ScreenSpec(
+        name=name,
+        desc=desc,
+        counters=tuple(counters.values()),
+        columns=tuple(c for c, _a in columns),
+        source=path or "builtin",
+    )
+
+
+def _counter(
+    item: RawItem, screen: str, target: Target, problem: Callable[..., None]
+) -> CounterSpec | str | None:
+    """The counter, its alias when gated out, or ``None`` after reporting a problem."""
+    a = item.attrs
+    alias = a.get("alias")
+    if not alias:
+        problem(f"Need a alias for a counter in screen '{screen}'", item, "alias")
+        return None
+    config = a.get("config")
+    if config is None or not config.strip():
+        problem(f"Need a config for counter '{alias}' in screen '{screen}'", item, "config")
+        return None
+    why = gate(a.get("arch"), a.get("model"), target)
+    if why is not None:
+        problem(f"Skipping counter '{alias}' in screen '{screen}' ({why} mismatch)", item)
+        return alias
+    try:
+        if a.get("type") is not None:
+            parse_type(a["type"])
+    except SpecError:
+        problem(f"Bad type '{a['type']}': ignoring counter '{alias}'", item, "type")
+        return None
+    try:
+        event = parse_event(config, a.get("type"))
+    except SpecError as err:
+        problem(
+            f"Bad config '{config}': ignoring counter '{alias}' ({err.message})", item, "config"
+        )
+        return None
+    return CounterSpec(
+        alias=alias,
+        event=event,
+        config=config,
+        type=a.get("type"),
+        arch=a.get("arch"),
+        model=a.get("model"),
+        line=item.line,
+        column=item.column,
+    )
