@@ -6,7 +6,11 @@ them, and reports the CPU time (``time.process_time``: user + system of this pro
 ``refresh()`` takes, divided by N. Target: below 20 us per task at 1000 tasks.
 
     python3 benchmarks/refresh_cost.py [--sizes 100,1000,5000] [--refreshes 20]
-        [--modes threads,processes] [--profile]
+        [--modes threads,processes] [--screen sw|mux] [--profile]
+
+``--screen mux`` uses 10 ``instructions`` counters instead (needs a hardware PMU): more
+events than a PMU has counters, so the binder splits them into several multiplexed groups
+and each task costs one read per group.
 """
 
 from __future__ import annotations
@@ -48,6 +52,13 @@ SCREEN = ScreenSpec(
     ),
 )
 
+MUX_SCREEN = ScreenSpec(
+    "mux",
+    "10 hardware events, split into multiplexed groups",
+    counters=tuple(CounterSpec(f"I{i}", NamedEvent("instructions"), "instr") for i in range(10)),
+    columns=tuple(ColumnSpec(f"{'I' + str(i):>6}", "%6.0f", f"delta(I{i})") for i in range(10)),
+)
+
 THREADS_CHILD = """
 import sys, threading
 threading.stack_size(64 * 1024)
@@ -81,9 +92,13 @@ def start_processes(n: int, tmp: str) -> tuple[list[subprocess.Popen[str]], Samp
     return procs, SamplerConfig(only_name=name)  # type: ignore[return-value]
 
 
-def measure(cfg: SamplerConfig, refreshes: int, profile: bool) -> tuple[int, float, int]:
+def measure(
+    cfg: SamplerConfig, refreshes: int, profile: bool, screen: ScreenSpec = SCREEN
+) -> tuple[int, float, int]:
     """(rows, CPU seconds per refresh, fds) for ``refreshes`` refreshes."""
-    s = Sampler(SCREEN, cfg)
+    s = Sampler(screen, cfg)
+    if len(s.plan.groups) > 1:
+        print(f"  ({screen.name}: {[len(g.attrs) for g in s.plan.groups]} events per group)")
     try:
         s.start()
         s.refresh()
@@ -108,6 +123,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--refreshes", type=int, default=20)
     ap.add_argument("--modes", default="threads,processes")
+    ap.add_argument("--screen", choices=("sw", "mux"), default="sw")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -124,7 +140,8 @@ def main() -> None:
                 procs, cfg = start_threads(n) if mode == "threads" else start_processes(n, tmp)
                 try:
                     time.sleep(0.2)
-                    rows, cpu, fds = measure(cfg, args.refreshes, args.profile)
+                    screen = MUX_SCREEN if args.screen == "mux" else SCREEN
+                    rows, cpu, fds = measure(cfg, args.refreshes, args.profile, screen)
                 finally:
                     for p in procs:
                         p.kill()

@@ -3,17 +3,29 @@ no traceback; -h/-v/--version answer without probing the PMU."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.helpers import hardware_pmu_error
 
 TIPTOP = [sys.executable, "-m", "tiptop"]
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, timeout: float = 60, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*TIPTOP, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        [*TIPTOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
     )
 
 
@@ -25,7 +37,7 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         (["-bi", "-q"], 2, "unknown option '-q'"),
         (["--nope"], 2, "unknown option '--nope'"),
         (["--"], 2, "no command after --"),
-        (["-u", "no_such_user_zz"], 2, "user name 'no_such_user_zz' does not exist"),
+        (["-u", "no_such_user_zz"], 2, "User name 'no_such_user_zz' does not exist."),
         (["-n", "many"], 2, "not a whole number"),
         (["--format=xml"], 2, "not one of text, csv, json"),
         (["-W", "/nonexistent/dir"], 2, "does not exist"),
@@ -50,3 +62,105 @@ def test_help_and_versions() -> None:
     assert r.returncode == 0 and r.stdout.startswith("This is tiptop version ")
     r = run("--version")
     assert r.returncode == 0 and "No warranty." in r.stdout
+
+
+#: A screen that can never count: the kernel answers ENOENT for a PMU type no PMU has.
+NO_PMU_RC = """<tiptop>
+  <screen name="default" desc="nothing counts here">
+    <counter alias="C" config="0" type="1999" />
+    <column header="   Cnt" format="%6.0f" desc="count" expr="delta(C)" />
+  </screen>
+</tiptop>
+"""
+
+
+def test_list_screens_format_and_availability(tmp_path: Path) -> None:
+    (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
+    r = run("-W", str(tmp_path), "--list-screens")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Available screens:"
+    # ' %2d: '%s', %s' (section 2) then our [can run here / why not].
+    pat = re.compile(r"^ ?(\d{1,2}): '([^']+)', (.*)  \[(.+)\]$")
+    parsed = [pat.match(x) for x in lines[1:]]
+    assert all(parsed), lines
+    names = [m.group(2) for m in parsed if m]
+    assert [int(m.group(1)) for m in parsed if m] == list(range(len(names)))
+    # The file's "default" replaces the built-in one in place (no duplicate).
+    assert names[:2] == ["default", "branch"] and names.count("default") == 1
+    assert "sched" in names
+    why = {m.group(2): m.group(4) for m in parsed if m}
+    assert why["default"] == "cannot count here: C: ENOENT (No such file or directory)"
+    assert why["sched"] == "runs here"  # software events open everywhere
+    assert lines[1] == " 0: 'default', nothing counts here  [" + why["default"] + "]"
+
+
+def test_list_events_software_and_unsupported() -> None:
+    r = run("--list-events")
+    assert r.returncode == 0, r.stderr
+    status = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("  "):
+            name, _, rest = line.strip().partition(" ")
+            status[name] = rest.strip()
+    for sw in ("task-clock", "page-faults", "context-switches", "cpu-migrations"):
+        assert status[sw] == "available", (sw, status[sw])
+    if hardware_pmu_error() is None:
+        assert status["cycles"] == "available"
+        # bus-cycles is not supported by this CPU (AMD) / VM: its errno is shown.
+        if status["bus-cycles"] != "available":
+            assert re.match(r"E[A-Z]+ \(", status["bus-cycles"]), status["bus-cycles"]
+    else:
+        assert status["cycles"].startswith(hardware_pmu_error() or "?")
+
+
+def test_check_report(tmp_path: Path) -> None:
+    (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
+    r = run("-W", str(tmp_path), "--check")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
+    assert f"perf_event_paranoid: {paranoid}\n" in out
+    pmus = sorted(os.listdir("/sys/bus/event_source/devices"))
+    assert f"PMUs in sysfs: {', '.join(pmus)}\n" in out
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert f"open files limit: soft {soft}, hard {hard} " in out
+    assert "   0 default: cannot count here: C: ENOENT" in out
+    assert re.search(r"^ +\d+ sched: runs here$", out, re.M)
+    hw = "yes" if hardware_pmu_error() is None else "no: "
+    assert f"hardware counters (cycles): {hw}" in out
+    assert "software counters (task-clock): yes" in out
+    assert out.splitlines()[-1].startswith("to get more: ")
+
+
+@pytest.mark.parametrize("ext", ["yaml", "xml"])
+def test_export_then_load_gives_same_screens(tmp_path: Path, ext: str) -> None:
+    (tmp_path / "rc").mkdir()
+    (tmp_path / "rc" / ".tiptoprc").write_text(NO_PMU_RC)
+    out = tmp_path / f"screens.{ext}"
+    r = run("-W", str(tmp_path / "rc"), "--export", str(out))
+    assert r.returncode == 0 and r.stdout == f"screens written to {out}\n", r.stderr
+    before = run("-W", str(tmp_path / "rc"), "--list-screens").stdout
+    after = run("-W", str(out), "--list-screens").stdout
+    only = run("-W", str(out), "--only-conf", "--list-screens").stdout
+    assert before.count("\n") >= 6
+    assert after == before and only == before
+    # And the screens themselves, not only their names: load both in-process.
+    from tiptop.cli import load_screens
+
+    a = load_screens(str(tmp_path / "rc")).screens
+    b = load_screens(str(out)).screens
+    key = [(s.name, s.desc, [(c.alias, c.event) for c in s.counters],
+            [(c.header, c.format, c.expr) for c in s.columns]) for s in a]  # fmt: skip
+    assert key == [
+        (s.name, s.desc, [(c.alias, c.event) for c in s.counters],
+         [(c.header, c.format, c.expr) for c in s.columns]) for s in b
+    ]  # fmt: skip
+
+
+def test_export_write_error_is_one_line() -> None:
+    r = run("--export", "/proc/nope/screens.xml")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "cannot write '/proc/nope/screens.xml'" in r.stderr

@@ -108,3 +108,34 @@ def test_raise_fd_limit() -> None:
         assert hard == before[1] and soft == hard
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, before)
+
+
+@pytest.mark.parametrize(
+    ("pmu", "cores", "needles", "not_in"),
+    [
+        # A type no sysfs PMU has: never blamed on a missing hardware PMU.
+        ("", ["cpu"], ["ENOENT", "no PMU of this machine has that event type"], "hardware PMU"),
+        ("", [], ["no PMU of this machine has that event type"], "hardware PMU"),
+        # A core event on a machine that has the core PMU: the CPU lacks the event.
+        ("cpu", ["cpu"], ["PMU (cpu) does not support this event"], "no hardware PMU"),
+        (
+            "cpu_atom",
+            ["cpu_atom", "cpu_core"],
+            ["(cpu_atom, cpu_core) does not support"],
+            "no hardware PMU",
+        ),
+        # A core event and no core PMU in sysfs: the VM case.
+        ("cpu", [], ["no hardware PMU visible"], "does not support"),
+        # Another PMU (msr, software, uncore...): that PMU lacks the config.
+        ("msr", ["cpu"], ["the msr PMU does not support this event"], "hardware PMU"),
+    ],
+)
+def test_enoent_names_the_right_cause(
+    pmu: str, cores: list[str], needles: list[str], not_in: str
+) -> None:
+    line = explain(errno.ENOENT, "ev", event_pmu=pmu, core_pmus=cores)
+    assert line.startswith("ev: ENOENT: ")
+    for n in needles:
+        assert n in line
+    assert not_in not in line
+    assert "\n" not in line

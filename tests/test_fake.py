@@ -69,3 +69,26 @@ def test_dead_task_keeps_final_counts_and_refuses_opens() -> None:
     with pytest.raises(OSError) as e:
         b.open_group(7, [INSNS])
     assert e.value.errno == errno.ESRCH
+
+
+def test_group_larger_than_the_pmu_is_einval_and_groups_take_turns() -> None:
+    b = FakeBackend()
+    b.max_group_size[0] = 3
+    b.script(7, (0, 1), 1000.0)
+    with pytest.raises(OSError) as e:
+        b.open_group(7, [INSNS] * 4)
+    assert e.value.errno == errno.EINVAL and e.value.member == 3  # type: ignore[attr-defined]
+    assert b.open_fds == 0
+    g1 = b.open_group(7, [INSNS] * 3)
+    g2 = b.open_group(7, [INSNS] * 2)  # 5 events > 3 counters: the two groups alternate
+    other = b.open_group(8, [INSNS] * 3)  # another task's groups do not compete
+    sw = b.open_group(7, [Attr(type=1, config=2)] * 4)  # the software PMU has no limit
+    b.clock.advance(2.0)
+    r1, r2 = g1.read(), g2.read()
+    assert (r1.time_enabled, r1.time_running) == (2_000_000_000, 1_000_000_000)
+    assert r1.values.tolist() == [1000] * 3  # 1000/s * 2 s, counted half the time
+    assert r2.time_running == 1_000_000_000 and r2.values.tolist() == [1000] * 2
+    assert other.read().time_running == 2_000_000_000
+    assert sw.read().time_running == 2_000_000_000
+    g2.close()
+    assert g1.read().time_running == 2_000_000_000  # alone again: fits

@@ -25,7 +25,21 @@ RULES: dict[str, set[str]] = {
     "spec": {"errors", "cells"},
     "frame": {"cells"},
     "counters": {"perf", "cells", "errors"},  # the sampler's counter-set half
-    "sampler": {"perf", "events", "tasks", "spec", "frame", "cells", "errors", "counters"},
+    # binding: screen counters -> probed, packed groups; assemble: readout -> Frame rows.
+    "binding": {"perf", "events", "spec", "counters", "errors", "cells"},
+    "assemble": {"counters", "frame", "spec", "tasks", "cells"},
+    "sampler": {
+        "perf",
+        "events",
+        "tasks",
+        "spec",
+        "frame",
+        "cells",
+        "errors",
+        "counters",
+        "binding",
+        "assemble",
+    },
     "table": {"frame", "spec", "cells", "errors"},
     "options": {"errors", "spec", "cells", "table"},
     "diagnose": {"perf", "events", "spec", "cells", "errors"},  # --check, --list-events

@@ -21,7 +21,7 @@ from tests.helpers import hardware_pmu_error
 from tiptop.cells import Status
 from tiptop.frame import Frame
 from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
 
 CHILD = textwrap.dedent(
     """
@@ -265,6 +265,83 @@ def test_no_pmu_enoent_reported_once_for_real(child: Child) -> None:
         assert len([m for m in s.messages if "ENOENT" in m]) == 1
         i = only(f, child.pid)
         assert f.status[i, 0] == Status.UNREADABLE and f.status[i, 1] == Status.OK
+    finally:
+        s.close()
+
+
+def unknown_pmu_type() -> int:
+    """A perf type number no PMU of this kernel has (max sysfs type + 1000)."""
+    types = [0]
+    for d in Path("/sys/bus/event_source/devices").glob("*/type"):
+        types.append(int(d.read_text()))
+    return max(types) + 1000
+
+
+def test_unknown_type_enoent_reported_once_for_real(child: Child) -> None:
+    """On every machine: a type no PMU claims makes the kernel answer ENOENT
+    (perf_init_event() finds no PMU); only that counter's cells are '?'."""
+    t = unknown_pmu_type()
+    scr = ScreenSpec(
+        "bad", "unknown type",
+        counters=(CounterSpec("U", NumericEvent(type=t, config=0), "0", str(t)),
+                  CounterSpec("PF", NamedEvent("page-faults"), "page-faults")),
+        columns=(ColumnSpec("    U", "%5.0f", "delta(U)"),
+                 ColumnSpec("   PF", "%5.0f", "delta(PF)"),
+                 ColumnSpec(" U/PF", "%5.2f", "delta(U)/delta(PF)")),
+    )  # fmt: skip
+    s = Sampler(scr, SamplerConfig(only_pid=child.pid))
+    try:
+        s.start()
+        seen = list(s.messages)
+        frames = []
+        for _ in range(3):
+            child.do("pages 16")
+            frames.append(s.refresh())
+        enoent = [m for m in s.messages if "ENOENT" in m]
+        assert len(enoent) == 1, s.messages
+        assert enoent[0].startswith(f"type{t}/0x0/: ENOENT: no PMU of this machine has")
+        assert "no hardware PMU" not in enoent[0]
+        # Reported once: with start()'s messages, carried by the first frame only.
+        assert [m for m in frames[0].messages if "ENOENT" in m] == enoent
+        assert enoent[0] in seen and all(not f.messages for f in frames[1:])
+        for f in frames:
+            i = only(f, child.pid)
+            assert f.status[i].tolist() == [Status.UNREADABLE, Status.OK, Status.UNREADABLE]
+            assert f.counter_status[i].tolist() == [Status.UNREADABLE, Status.OK]
+            assert f.values[i, 1] >= 16
+        # Never opened per task: only the page-faults group is, one fd per thread.
+        assert s.plan.fds_per_thread == 1
+        assert s.fds_used == len(os.listdir(f"/proc/{child.pid}/task")) == 2
+    finally:
+        s.close()
+
+
+@pytest.mark.skipif(
+    not Path("/sys/bus/event_source/devices/msr/events/tsc").exists(),
+    reason="no msr PMU with a tsc event (x86 only)",
+)
+def test_msr_tsc_opens_without_exclude_bits(child: Child) -> None:
+    """``msr/tsc/`` refuses every exclude_* bit (EINVAL, PERF_PMU_CAP_NO_EXCLUDE): the
+    binder clears them for that PMU, and the TSC counts while the task runs."""
+    scr = ScreenSpec(
+        "msr", "msr",
+        counters=(CounterSpec("TSC", NamedEvent("msr/tsc/"), "msr/tsc/"),
+                  CounterSpec("TC", NamedEvent("task-clock"), "task-clock")),
+        columns=(ColumnSpec("  GHz", "%5.2f", "delta(TSC)/delta(TC)"),),
+    )  # fmt: skip
+    s = Sampler(scr, SamplerConfig(only_pid=child.pid))
+    try:
+        assert s.messages == []
+        (msr,) = [g for g in s.plan.groups if g.pmu == "msr"]
+        (a,) = msr.attrs
+        assert not (a.exclude_kernel or a.exclude_hv or a.exclude_user or a.exclude_idle)
+        s.start()
+        child.do("burn 0.2")
+        f = s.refresh()
+        i = only(f, child.pid)
+        assert f.status[i, 0] == Status.OK
+        # TSC ticks per on-CPU nanosecond: the TSC frequency in GHz.
+        assert 0.5 < f.values[i, 0] < 10, f.values[i]
     finally:
         s.close()
 

@@ -253,3 +253,95 @@ def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]
     assert all(not a.inherit for _, attrs in b.opens[-3:] for a in attrs)
     s.close()
     assert b.open_fds == 0
+
+
+def hw_screen(uses: list[str], n: int = 5) -> ScreenSpec:
+    """``n`` hardware counters X0..X(n-1) (config i), a software one, the given columns."""
+    hw = [CounterSpec(f"X{i}", NumericEvent(0, i), str(i), "HARDWARE") for i in range(n)]
+    counters = (*hw, CounterSpec("F", NumericEvent(*PF), "2", "SOFTWARE"))
+    columns = tuple(ColumnSpec(f"{c:>10}", "%10.2f", c) for c in [*uses, "delta(F)"])
+    return ScreenSpec("split", "split groups", counters=counters, columns=columns)
+
+
+def make_screen(env, scr: ScreenSpec) -> Sampler:  # type: ignore[no-untyped-def]
+    fp, b = env
+    return Sampler(
+        scr, SamplerConfig(), backend=b, proc_root=str(fp.root),
+        sysfs_root=str(fp.root.parent / "nosys"),
+    )  # fmt: skip
+
+
+def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  # type: ignore[no-untyped-def]
+    fp, b = env
+    b.max_group_size[0] = 3  # a 3-counter PMU: 5 events cannot run at once
+    fp.add(10, "app")
+    for i in range(5):
+        b.script(10, (0, i), (i + 1) * 1e9)
+    b.script(10, PF, 10)
+    # First use: X0 with X3, then X1, X2, X4. Screen-order greedy would give [X0 X1 X2]
+    # [X3 X4] and split both columns; by column: [X0 X3] [X1 X2 X4].
+    scr = hw_screen(["delta(X0)/delta(X3)", "delta(X1)+delta(X2)+delta(X4)"])
+    s = make_screen(env, scr)
+    hw = [g.alias_index.tolist() for g in s.plan.groups if g.pmu != "software"]
+    assert hw == [[0, 3], [1, 2, 4]]
+    split = [m for m in s.messages if "split into 2 groups" in m]
+    assert len(split) == 1 and "5 events" in split[0]
+    assert all(len(attrs) <= 3 for tid, attrs in b.opens)
+    s.start()
+    b.clock.advance(2.0)
+    f = s.refresh()
+    i = row(f, 10)
+    assert (f.status[i] == Status.OK).all()
+    # The two groups take turns: each counted half the time, and is scaled back by 2.
+    assert f.counter_running[i].tolist() == [0.5] * 5 + [1.0]
+    assert f.counter_delta[i].tolist() == [1e9, 2e9, 3e9, 4e9, 5e9, 20]
+    assert f.values[i].tolist() == [0.25, 20e9, 20.0]
+    assert f.running[i].tolist() == [0.5, 0.5, 1.0]
+    assert f.multiplexed()[i].tolist() == [True, True, False]
+    assert s.messages.count(split[0]) == 1  # said once, not per task or refresh
+
+
+def test_split_spreads_events_evenly_and_splits_a_too_wide_column(env) -> None:  # type: ignore[no-untyped-def]
+    _, b = env
+    b.max_group_size[0] = 6
+    scr = hw_screen([f"delta(X{i})" for i in range(10)], n=10)
+    s = make_screen(env, scr)
+    # Greedy needs 2 groups (6 + 4); spread evenly: 5 + 5.
+    assert [len(g.attrs) for g in s.plan.groups if g.pmu != "software"] == [5, 5]
+    b.max_group_size[0] = 3
+    wide = hw_screen(["delta(X0)+delta(X1)+delta(X2)+delta(X3)", "delta(X4)"])
+    s2 = make_screen(env, wide)
+    # One column needs 4 counters of 3: event by event, then evenly: [X0 X1 X2] [X3 X4].
+    hw = [g.alias_index.tolist() for g in s2.plan.groups if g.pmu != "software"]
+    assert hw == [[0, 1, 2], [3, 4]]
+
+
+def test_groups_that_fit_are_not_split(env) -> None:  # type: ignore[no-untyped-def]
+    _, b = env
+    b.max_group_size[0] = 5
+    s = make_screen(env, hw_screen(["delta(X0)", "delta(X4)"]))
+    assert [g.alias_index.tolist() for g in s.plan.groups] == [[0, 4, 1, 2, 3], [5]]
+    assert not any("split" in m for m in s.messages)
+
+
+def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: ignore[no-untyped-def]
+    fp, b = env
+    fp.add(10, "one")
+    fp.add(11, "three", tids=(12, 13))
+    for sticky in (False, True):
+        s = make(env, sticky=sticky)
+        first = s.refresh()  # an implicit start: no rows yet, but the count is known
+        assert len(first) == 0 and first.tasks_total == 4
+        b.clock.advance(1.0)
+        assert s.refresh().tasks_total == 4
+        fp.remove(10)
+        b.clock.advance(1.0)
+        f = s.refresh()
+        assert f.tasks_total == 3 and f.dead.tolist() == ([False, True] if sticky else [False])
+        fp.remove(11)
+        b.clock.advance(1.0)
+        f = s.refresh()  # nothing alive: only the sticky dead rows, still the frame's count
+        assert f.tasks_total == 0 and len(f) == (2 if sticky else 0)
+        s.close()
+        fp.add(10, "one")
+        fp.add(11, "three", tids=(12, 13))

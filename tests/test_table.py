@@ -137,3 +137,48 @@ def test_idle_filter_watch_and_cmdline() -> None:
 def test_pid_width() -> None:
     assert pid_width_for(32768) == 5
     assert pid_width_for(4194304) == 7
+
+
+def test_narrow_format_is_padded_to_its_header() -> None:
+    # "%4.1f" under a 6-wide header: without padding the value rows sit two columns left of
+    # the '?' rows and of the header (what the live screen showed with such a screen).
+    from dataclasses import replace
+
+    from tiptop.spec.model import ColumnSpec
+
+    narrow = replace(
+        SCREEN, columns=(ColumnSpec("  %CPU", "%4.1f", "CPU_TOT"), *SCREEN.columns[1:])
+    )
+    f = frame(
+        [
+            {"tid": 10, "cpu": 5.0, "mcyc": 1.0, "ipc": 1.0},
+            {"tid": 11, "cpu": 1.0, "mcyc": 1.0, "ipc": 1.0, "status": [Status.UNREADABLE, 0, 0]},
+        ]
+    )
+    v = View(sort_column=-1)
+    out = [format_row(r, v) for r in rows(f, narrow, v)]
+    assert header(narrow, v) == " [PID]   %CPU   Mcycle   IPC COMMAND "
+    assert out == ["   11       ?     1.00  1.00 proc", "   10     5.0     1.00  1.00 proc"]
+
+
+def test_frame_with_other_columns_keeps_the_layout() -> None:
+    # A frame taken for another screen (fewer cells) still gives one cell per column.
+    f = frame([{"tid": 3, "cpu": 2.0, "mcyc": 1.0, "ipc": 0.5}]).take(slice(None))
+    f.values, f.status, f.running = f.values[:, :2], f.status[:, :2], f.running[:, :2]
+    (r,) = rows(f, SCREEN, View())
+    assert r.cells == ["  2.0", "    1.00", "    ?"]
+    assert format_row(r, View()) == "    3    2.0     1.00     ? proc"
+
+
+def test_options_carry_the_pid_width() -> None:
+    from tiptop.options import Options
+
+    v = Options(pid_width=pid_width_for(4194304)).view()
+    assert v.pid_width == 7
+    assert (
+        header(SCREEN, v).index("PID")
+        == format_row(
+            rows(frame([{"tid": 1234567, "cpu": 1, "mcyc": 0, "ipc": 0}]), SCREEN, v)[0], v
+        ).index("1234567")
+        + 4
+    )

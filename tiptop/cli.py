@@ -236,8 +236,24 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
     builtins: list[Any] = []
     if not only_conf:
         builtins = list(loader.builtin_screens(target))
-    first = [s for s in builtins if s.name in ("default", "branch")]
-    rest = [s for s in builtins if s.name not in ("default", "branch")]
+    # A config screen named like a built-in replaces it in the built-in's place, so a file
+    # written by --export or the W key (every screen, built-ins included) loads back as
+    # the same list; the original appended copies (defect 13: duplicates on reload).
+    by_name: dict[str, Any] = {}
+    for s in conf_screens:
+        by_name.setdefault(s.name, s)
+    used: set[int] = set()
+
+    def swap(builtin: Any) -> Any:
+        mine = by_name.get(builtin.name)
+        if mine is None:
+            return builtin
+        used.add(id(mine))
+        return mine
+
+    first = [swap(s) for s in builtins if s.name in ("default", "branch")]
+    rest = [swap(s) for s in builtins if s.name not in ("default", "branch")]
+    conf_screens = [s for s in conf_screens if id(s) not in used]
     result.screens = first + conf_screens + rest
     if not result.screens:
         raise TiptopError("no screen to show (--only-conf without screens in the config file)")
@@ -292,10 +308,12 @@ def _check_privileges(opts: Any) -> None:
 
     paranoid = read_paranoid()
     if opts.show_kernel and not kernel_counting_allowed(paranoid, is_privileged()):
+        # The original's two sentences (tiptop-original.md section 2, ``-K``) on one line,
+        # with the level found and the way out.
         raise TiptopError(
-            f"kernel mode (-K) not available: perf_event_paranoid is {paranoid} and you "
-            "are not root (no CAP_PERFMON); run sysctl kernel.perf_event_paranoid=1 or "
-            "drop -K"
+            "Kernel mode (-K --kernel) not available. You are not root, the binary is not "
+            f"setuid, and the paranoia level is too high (perf_event_paranoid is {paranoid}; "
+            "sysctl kernel.perf_event_paranoid=1 allows it)."
         )
 
 
@@ -306,6 +324,7 @@ def run_monitor(opts: Any, loaded: ScreenSet, prog: str) -> int:
 
     index, screen = pick_screen(loaded.screens, opts.screen)
     table.check_formats(screen)
+    opts.pid_width = table.pid_width_for(read_pid_max())
     _check_privileges(opts)
     if opts.only_pid is not None and not os.path.exists(f"/proc/{opts.only_pid}"):
         raise TiptopError(f"-p {opts.only_pid}: no such process")
@@ -342,8 +361,17 @@ def run_monitor(opts: Any, loaded: ScreenSet, prog: str) -> int:
         if live:
             from tiptop import live as live_mode
 
-            live_mode.run(opts, sampler, loaded.screens)
-            return child.reap() if child is not None else 0
+            code = live_mode.run(
+                opts,
+                sampler,
+                loaded.screens,
+                screen_index=index,
+                started=child is not None,
+                exporter=export_current,
+            )
+            if child is not None and code == 0 and child.exited():
+                return child.reap()  # the command ended first: its status, as in batch
+            return code  # 130 after Ctrl-C; a command still running is ended below
         old = {
             sig: signal.signal(sig, lambda *_: setattr(stop, "requested", True))
             for sig in (signal.SIGTERM, signal.SIGINT)
@@ -379,6 +407,25 @@ def run_monitor(opts: Any, loaded: ScreenSet, prog: str) -> int:
                     raise TiptopError(f"cannot write output: {exc.strerror}") from None
 
 
+def read_pid_max(path: str = "/proc/sys/kernel/pid_max") -> int:
+    """The kernel's ``pid_max`` (proc(5)); 32768, the historical default, when unreadable."""
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 32768
+
+
+def export_current(options: Any, screens: Sequence[Any]) -> str:
+    """The live ``W`` key's text: the current options and every screen as an XML
+    ``.tiptoprc`` (tiptop-original.md section 4.6; values escaped, unlike the original).
+    Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""
+    from tiptop.options import to_rc
+    from tiptop.spec import ConfigSpec, export_xml
+
+    return export_xml(ConfigSpec(path=None, options=to_rc(options), screens=list(screens)))
+
+
 def _fallback_screen(loaded: ScreenSet, index: int, screen: Any, prog: str) -> tuple[int, Any]:
     """Without any usable hardware event, start on ``sched`` (software events) and say so."""
     from tiptop import diagnose
@@ -391,7 +438,7 @@ def _fallback_screen(loaded: ScreenSet, index: int, screen: Any, prog: str) -> t
             _err_line(
                 prog,
                 f"screen '{screen.name}' cannot count here ({reason}); "
-                "showing screen 'sched' (software events) instead",
+                "starting on screen 'sched' (software events)",
             )
             return i, s
     return index, screen

@@ -10,6 +10,7 @@ formatting are ``tiptop.table``'s job, not the frame's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,3 +104,47 @@ class Frame:
     def multiplexed(self) -> np.ndarray:
         """Cells whose value was scaled because their counters ran part of the interval."""
         return (self.running < 1.0) & (self.status == Status.OK)
+
+    def take(self, rows: slice | np.ndarray) -> Frame:
+        """Some rows of the frame (a slice, an index array or a boolean mask); the frame
+        facts (iteration, headers, tasks_total, messages...) are kept."""
+        out = {}
+        for name in ROW_FIELDS:
+            x = getattr(self, name)
+            if isinstance(x, list):
+                x = x[rows] if isinstance(rows, slice) else [x[i] for i in _indices(rows)]
+            else:
+                x = x[rows]
+            out[name] = x
+        return dataclasses.replace(self, **out)
+
+    def concat(self, other: Frame) -> Frame:
+        """This frame's rows then ``other``'s; the frame facts are this frame's (``other``
+        may be a headerless empty frame, or this one may be: then ``other``'s headers)."""
+        if not len(other):
+            return self
+        if not len(self) and self.values.shape[1] != other.values.shape[1]:
+            return dataclasses.replace(
+                other, iteration=self.iteration, timestamp=self.timestamp,
+                interval=self.interval, tasks_total=self.tasks_total, messages=self.messages,
+            )  # fmt: skip
+        out = {}
+        for name in ROW_FIELDS:
+            x, y = getattr(self, name), getattr(other, name)
+            out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
+        return dataclasses.replace(self, **out)
+
+
+def _indices(rows: np.ndarray) -> list[int]:
+    rows = np.asarray(rows)
+    return np.flatnonzero(rows).tolist() if rows.dtype == bool else rows.tolist()
+
+
+#: The per-row fields of a Frame (arrays and lists of length ``n``).
+ROW_FIELDS: tuple[str, ...] = tuple(
+    f.name
+    for f in dataclasses.fields(Frame)
+    if f.name
+    not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
+            "tasks_total", "messages")
+)  # fmt: skip

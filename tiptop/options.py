@@ -55,6 +55,9 @@ class Options:
     config_dir: str | None = None  # -W
     debug: bool = False  # -g
     command: list[str] = field(default_factory=list)  # -- cmd args
+    #: Width of the PID column: 5, or more when pid_max has more digits (2.3.2's rule;
+    #: set by cli from /proc/sys/kernel/pid_max so 7-digit PIDs do not shift their row).
+    pid_width: int = 5
     # New in this implementation.
     format: str = "text"  # --format
     export: str | None = None  # --export FILE
@@ -82,6 +85,7 @@ class Options:
             show_cmdline=self.show_cmdline,
             watch=self.watch,
             sticky=self.sticky,
+            pid_width=self.pid_width,
         )
 
 
@@ -148,7 +152,8 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
     try:
         entry = pwd.getpwnam(text)
     except KeyError:
-        raise UsageError(f"{where}: user name '{text}' does not exist") from None
+        # The original's message (tiptop-original.md section 2, ``-u``).
+        raise UsageError(f"User name '{text}' does not exist.") from None
     return entry.pw_uid, entry.pw_name
 
 
@@ -388,6 +393,31 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         setattr(opts, name, value)
     else:  # pragma: no cover - the parser only produces the names above
         raise UsageError(f"unknown option {where}")
+
+
+def to_rc(opts: Options) -> dict[str, str]:
+    """The options as a config file's ``<options>`` block (names of section 4.3), for the
+    live ``W`` key: reading the block back with :func:`apply_rc` gives the same values.
+    ``watch_name`` only when set, as the original writes it; ``-u`` as ``watch_uid``."""
+    rc = {
+        "delay": repr(opts.delay),
+        "cpu_threshold": repr(opts.cpu_threshold),
+        "max_iter": str(opts.max_iter),
+        "show_cmdline": str(int(opts.show_cmdline)),
+        "show_epoch": str(int(opts.show_epoch)),
+        "show_kernel": str(int(opts.show_kernel)),
+        "show_timestamp": str(int(opts.show_timestamp)),
+        "show_user": str(int(opts.show_user)),
+        "show_threads": str(int(opts.show_threads)),
+        "idle": str(int(opts.show_idle)),
+        "sticky": str(int(opts.sticky)),
+        "debug": str(int(opts.debug)),
+    }
+    if opts.watch_name is not None:
+        rc["watch_name"] = opts.watch_name
+    if opts.uid is not None:
+        rc["watch_uid"] = str(opts.uid)
+    return rc
 
 
 def merge(rc: dict[str, str] | None, actions: list[Action]) -> tuple[Options, list[str]]:

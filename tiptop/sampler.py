@@ -38,6 +38,11 @@ never goes down. On kernels that reject ``inherit_thread`` (EINVAL) it is droppe
 and said so. With -H each thread gets ``inherit=0`` groups, opened when /proc shows it
 and closed when it is gone: exact per-thread rows.
 
+*Modules.* Binding a screen (resolve, probe on ourselves, split groups too large for a PMU
+into several multiplexed groups) is ``tiptop.binding``; the counter plan, units and batched
+reads are ``tiptop.counters``; turning a readout into a ``Frame`` is ``tiptop.assemble``.
+This module keeps the task lifecycle: scans, opens, the fd budget, dead and sticky rows.
+
 *Refresh.* ``start()`` is the primer: tasks found then (and any task first seen by a later
 refresh) get their groups opened and a baseline read, and are shown from the next refresh
 on, which covers a full interval. An event is probed once, on ourselves, at bind time; an
@@ -56,27 +61,18 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.counters import CounterPlan, GroupDef, Readout, Unit, read_units, unit_totals
-from tiptop.errors import EventError, SpecError, TaskGone
-from tiptop.events import EventBinding, resolve, resolve_numeric
+from tiptop.assemble import assemble
+from tiptop.binding import Binder
+from tiptop.counters import Readout, Unit, read_units, unit_totals
+from tiptop.errors import TaskGone
 from tiptop.frame import Frame
-from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
 from tiptop.perf.backend import Backend
-from tiptop.perf.explain import (
-    explain_open_error,
-    is_privileged,
-    kernel_counting_allowed,
-    raise_fd_limit,
-    read_paranoid,
-)
-from tiptop.spec.expr import compile_column
-from tiptop.spec.model import NamedEvent, ScreenSpec, delta_key
+from tiptop.perf.explain import is_privileged, raise_fd_limit, read_paranoid
+from tiptop.spec.model import ScreenSpec
 from tiptop.tasks import Scan, Task, TaskScanner, list_threads, read_stat
 
 #: fds kept free for everything else tiptop opens (files, terminal, /proc reads).
@@ -163,99 +159,19 @@ class Sampler:
             self._fresh.append(line)
 
     # ------------------------------------------------------------------ binding
-    def _attr(self, a: Attr) -> Attr:
-        process_mode = not self.config.threads
-        return a.replace(
-            read_format=GROUP_READ_FORMAT,
-            exclude_kernel=not self._kernel,
-            exclude_hv=True,
-            pinned=False,
-            disabled=False,
-            enable_on_exec=False,
-            inherit=process_mode,
-            inherit_thread=process_mode and self._inherit_thread,
-        )
-
-    def _probe(self, b: EventBinding) -> bool:
-        """Open the event once on ourselves; report a failure once."""
-        try:
-            self._backend.open_group(0, [self._attr(b.attr)]).close()
-            return True
-        except OSError as e:
-            if e.errno == errno.EINVAL and self._attr(b.attr).inherit_thread:
-                try:
-                    self._backend.open_group(
-                        0, [self._attr(b.attr).replace(inherit_thread=False)]
-                    ).close()
-                except OSError:
-                    pass
-                else:
-                    self._inherit_thread = False
-                    self._say(
-                        "this kernel has no inherit_thread (Linux < 5.13): a process row "
-                        "also counts the children it forks"
-                    )
-                    return True
-            self._say(
-                explain_open_error(
-                    e, b.name, paranoid=self._paranoid, privileged=self._privileged,
-                    kernel=self._kernel,
-                )
-            )  # fmt: skip
-            return False
-
     def _bind(self) -> None:
-        """Resolve the screen's counters here, probe them, build the plan and columns."""
-        cfg = self.config
-        self._kernel = False
-        if cfg.kernel:
-            if kernel_counting_allowed(self._paranoid, self._privileged):
-                self._kernel = True
-            else:
-                self._say(
-                    f"kernel counting (-K) is not allowed: perf_event_paranoid is "
-                    f"{self._paranoid} and we are neither root nor CAP_PERFMON; "
-                    "counting user space only"
-                )
-        aliases = tuple(c.alias for c in self.screen.counters)
-        by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
-        n_bind = np.zeros(len(aliases), np.int64)
-        for j, c in enumerate(self.screen.counters):
-            try:
-                if isinstance(c.event, NamedEvent):
-                    bindings = resolve(c.event.name, sysfs_root=self.sysfs_root)
-                else:
-                    bindings = resolve_numeric(
-                        c.event.type, c.event.config, sysfs_root=self.sysfs_root
-                    )
-            except EventError as e:
-                self._say(f"counter {c.alias!r} of screen {self.screen.name!r}: {e}")
-                continue
-            for b in bindings:
-                if self._probe(b):
-                    by_pmu.setdefault(b.pmu, []).append((j, b))
-                    n_bind[j] += 1
-        groups = [
-            GroupDef(
-                pmu,
-                tuple(self._attr(b.attr) for _, b in members),
-                np.array([j for j, _ in members], np.int64),
-            )
-            for pmu, members in by_pmu.items()
-        ]
-        self.plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
-        self._columns = []
-        for col in self.screen.columns:
-            try:
-                self._columns.append(compile_column(col.expr))
-            except SpecError as e:
-                self._say(f"column {col.header.strip()!r} of screen {self.screen.name!r}: {e}")
-                self._columns.append(None)
-        idx = {a: j for j, a in enumerate(aliases)}
-        self._col_aliases = [
-            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
-            for ce in self._columns
-        ]
+        """Bind the screen here (``tiptop.binding``): plan, columns, kernel/inherit flags."""
+        self._binder = Binder(
+            self._backend, threads=self.config.threads, kernel=self.config.kernel,
+            sysfs_root=self.sysfs_root, paranoid=self._paranoid, privileged=self._privileged,
+            say=self._say, inherit_thread=self._inherit_thread,
+        )  # fmt: skip
+        bound = self._binder.bind(self.screen)
+        self.plan = bound.plan
+        self._columns = bound.columns
+        self._col_aliases = bound.col_aliases
+        self._kernel = bound.kernel
+        self._inherit_thread = bound.inherit_thread
 
     def _reset(self) -> None:
         cfg = self.config
@@ -267,6 +183,7 @@ class Sampler:
         self._iteration = 0
         self._pending: dict[int, Task] = {}
         self._tasks: list[Task] = []
+        self._tasks_total = 0
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -275,6 +192,7 @@ class Sampler:
         self._iteration = 0
         scan = self._scanner.scan()
         self._tasks = scan.tasks
+        self._tasks_total = scan.threads_total
         self._open_new(scan)
 
     def refresh(self) -> Frame:
@@ -282,7 +200,10 @@ class Sampler:
         headers = tuple(c.header for c in self.screen.columns)
         if not self._started:
             self.start()
-            return Frame.empty(headers, self.plan.aliases, threads=self.config.threads)
+            frame = Frame.empty(headers, self.plan.aliases, threads=self.config.threads)
+            frame.tasks_total = self._tasks_total
+            frame.messages, self._fresh = self._fresh, []
+            return frame
         scan = self._scanner.scan()
         sticky = self.config.sticky
         dying: list[Task] = []
@@ -299,9 +220,9 @@ class Sampler:
         for t in dying:
             self._close_task(t)
         if dying:
-            self._dead = _concat(self._dead, _take(frame, slice(len(shown), None)))
+            self._dead = self._dead.concat(frame.take(slice(len(shown), None)))
         if sticky and len(self._dead):
-            frame = _concat(_take(frame, slice(0, len(shown))), self._dead)
+            frame = frame.take(slice(0, len(shown))).concat(self._dead)
         self._tasks = scan.tasks
         self._open_new(scan)
         frame.messages = self._fresh
@@ -342,12 +263,7 @@ class Sampler:
         except OSError as e:
             for u in units:
                 u.close()
-            self._say(
-                explain_open_error(
-                    e, f"PID {pid}", paranoid=self._paranoid, privileged=self._privileged,
-                    kernel=self._kernel,
-                )
-            )  # fmt: skip
+            self._say(self._binder.explain(e, f"PID {pid}"))
             return
         self.fds_used += sum(u.group.n_fds for u in units)
         self._spawned[pid] = (starttime, units)
@@ -407,10 +323,7 @@ class Sampler:
                         u.close()
                     if e.errno in _OUT_OF_FDS:
                         self.fd_budget = self.fds_used
-                        self._wait(t, explain_open_error(
-                            e, "counters", paranoid=self._paranoid,
-                            privileged=self._privileged, kernel=self._kernel,
-                        ))  # fmt: skip
+                        self._wait(t, self._binder.explain(e, "counters"))
                         return
                     st.denied = True
                     self._pending.pop(id(t), None)
@@ -419,9 +332,8 @@ class Sampler:
                         line=
                         "cannot watch some tasks (first: PID "
                         f"{t.pid} {t.name!r}): "
-                        + explain_open_error(
-                            e, self.plan.groups[g].pmu, paranoid=self._paranoid,
-                            privileged=self._privileged, kernel=self._kernel,
+                        + self._binder.explain(
+                            e, gdef.pmu or "?", gdef.pmu
                         ).split(": ", 1)[1],
                     )  # fmt: skip
                     return
@@ -454,7 +366,6 @@ class Sampler:
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, rows: list[Task], scan: Scan, headers: tuple[str, ...]) -> Frame:
         plan = self.plan
-        n, k = len(rows), len(plan.aliases)
         states = [t.data if isinstance(t.data, _State) else _State() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
         for i, u, e in failed:
@@ -469,101 +380,12 @@ class Sampler:
                     f"reading counters failed ({errno.errorcode.get(e.errno or 0, e.errno)}): "
                     "reopening them",
                 )
-        status = readout.statuses(plan)
-        total_status = readout.statuses(plan, cumulative=True)
-        total = readout.total
-        if any(s.retired is not None for s in states):
-            total = total + np.stack(
-                [np.zeros(k) if s.retired is None else s.retired for s in states]
-            )
-        delta = np.where(status == Status.OK, readout.delta, np.nan)
-        total = np.where(total_status == Status.OK, total, np.nan)
-        c_running = readout.running_fraction(plan)
-
-        interval = scan.interval
-        ok = np.zeros(n, STATUS_DTYPE)
-        env: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            "CPU_TOT": (np.array([t.cpu_total for t in rows]), ok),
-            "CPU_SYS": (np.array([t.cpu_sys for t in rows]), ok),
-            "CPU_USER": (np.array([t.cpu_user for t in rows]), ok),
-            "PROC_ID": (np.array([t.processor for t in rows], np.float64), ok),
-            "INTERVAL": (np.full(n, interval), ok),
-        }
-        for j, a in enumerate(plan.aliases):
-            env[a] = (total[:, j], total_status[:, j])
-            env[delta_key(a)] = (delta[:, j], status[:, j])
-        nc = len(self._columns)
-        values = np.full((n, nc), np.nan)
-        cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
-        running = np.ones((n, nc))
-        for c, ce in enumerate(self._columns):
-            if ce is None:
-                continue
-            v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
-            values[:, c] = v
-            cstatus[:, c] = s
-            idx = self._col_aliases[c]
-            if idx is not None and idx.size and n:
-                r = np.fmin.reduce(c_running[:, idx], axis=1)
-                running[:, c] = np.where(np.isnan(r), 1.0, r)
-        threads = self.config.threads
-        return Frame(
-            iteration=self._iteration,
-            timestamp=time.time(),
-            interval=interval,
-            threads=threads,
-            headers=headers,
-            counters=plan.aliases,
-            tid=np.array([t.tid for t in rows], np.int64),
-            pid=np.array([t.pid for t in rows], np.int64),
-            marker=[_marker(t, threads) for t in rows],
-            user=[t.user for t in rows],
-            name=[t.name for t in rows],
-            cmdline=[t.cmdline for t in rows],
-            num_threads=np.array([t.num_threads for t in rows], np.int64),
-            dead=np.zeros(n, bool),
-            cpu_total=env["CPU_TOT"][0],
-            values=values,
-            status=cstatus,
-            running=running,
-            counter_delta=np.where(status == Status.UNREADABLE, np.nan, readout.raw),
-            counter_running=c_running,
-            counter_status=status,
-            tasks_total=scan.threads_total,
-        )
-
-
-def _marker(t: Task, threads: bool) -> str:
-    if t.tid != t.pid:
-        return "-"
-    return "+" if t.num_threads > 1 else " "
-
-
-_ROW_FIELDS = [
-    f.name
-    for f in dataclasses.fields(Frame)
-    if f.name not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
-                      "tasks_total", "messages")
-]  # fmt: skip
-
-
-def _take(f: Frame, rows: slice) -> Frame:
-    """Some rows of a frame."""
-    return dataclasses.replace(f, **{name: getattr(f, name)[rows] for name in _ROW_FIELDS})
-
-
-def _concat(a: Frame, b: Frame) -> Frame:
-    """``a``'s rows then ``b``'s; the frame facts are ``a``'s (``b`` may be headerless)."""
-    if not len(b):
-        return a
-    if not len(a) and a.values.shape[1] != b.values.shape[1]:
-        return dataclasses.replace(b, iteration=a.iteration, timestamp=a.timestamp,
-                                   interval=a.interval, messages=a.messages)  # fmt: skip
-    out = {}
-    for name in _ROW_FIELDS:
-        x, y = getattr(a, name), getattr(b, name)
-        out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
-    return dataclasses.replace(a, **out)
+        retired = [s.retired for s in states]
+        return assemble(
+            rows, plan, readout, retired, self._columns, self._col_aliases,
+            iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
+            headers=headers, tasks_total=scan.threads_total,
+        )  # fmt: skip
 
 
 __all__ = ["Readout", "Sampler", "SamplerConfig"]

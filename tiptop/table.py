@@ -22,6 +22,7 @@ one space, then the name or command line. Imports only ``frame``, ``spec``, ``ce
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -143,12 +144,15 @@ def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
 
 def format_cell(column: ColumnSpec, value: float, status: Status) -> str:
     """One cell: the value through the column's format, or the status placeholder
-    (``-`` for a zero divisor, ``?`` for unreadable/not counted) right-aligned to the
-    header's width (tiptop-original.md section 12, "Mirror")."""
+    (``-`` for a zero divisor, ``?`` for unreadable/not counted), either right-aligned to
+    the header's width (tiptop-original.md section 12, "Mirror"). A value whose format is
+    narrower than its header is padded too, so it sits under the header like a
+    placeholder does; a wider one overflows, as printf's would."""
+    width = len(column.header)
     if status != Status.OK or value != value:  # NaN is never shown as a number
         ph = PLACEHOLDER.get(Status(status), "?") if status != Status.OK else "?"
-        return ph.rjust(len(column.header))
-    return compile_format(column.format)(value)
+        return ph.rjust(width)
+    return compile_format(column.format)(value).rjust(width)
 
 
 def check_formats(screen: ScreenSpec) -> None:
@@ -229,10 +233,12 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
     """The visible rows of ``frame``, filtered and sorted per ``view``, cells formatted."""
     columns = screen.columns
     ncols = len(columns)
+    frame = conform(frame, ncols)
     idx = np.flatnonzero(visible(frame, view))
     idx = order(frame, idx, view, ncols)
     fmts = [compile_format(c.format) for c in columns]
-    placeholders = {s: [ph.rjust(len(c.header)) for c in columns] for s, ph in PLACEHOLDER.items()}
+    widths = [len(c.header) for c in columns]
+    placeholders = {s: [ph.rjust(w) for w in widths] for s, ph in PLACEHOLDER.items()}
     multiplexed = frame.multiplexed()
     over = _over_threshold(frame, columns)
     out: list[Row] = []
@@ -241,8 +247,10 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
     for i in idx.tolist():
         vals = values[i].tolist()
         sts = status[i].tolist()
+        # Every cell is at least its header's width (rjust is a no-op for the usual
+        # format as wide as its header), so rows line up under the header.
         cells = [
-            fmts[j](v) if s == 0 and v == v else placeholders[Status(s or 3)][j]
+            fmts[j](v).rjust(widths[j]) if s == 0 and v == v else placeholders[Status(s or 3)][j]
             for j, (v, s) in enumerate(zip(vals, sts, strict=True))
         ]
         out.append(
@@ -263,6 +271,25 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
             )
         )
     return out
+
+
+def conform(frame: Frame, ncols: int) -> Frame:
+    """``frame`` with exactly ``ncols`` cell columns: a frame taken for another screen (a
+    screen switch racing a refresh) would otherwise print fewer cells than the header has
+    columns, shifting every later column; missing cells read ``?`` (UNREADABLE), extra
+    ones are dropped."""
+    have = frame.values.shape[1]
+    if have == ncols:
+        return frame
+    n = len(frame)
+    keep = min(have, ncols)
+    values = np.full((n, ncols), np.nan)
+    status = np.full((n, ncols), Status.UNREADABLE, frame.status.dtype)
+    running = np.ones((n, ncols))
+    values[:, :keep] = frame.values[:, :keep]
+    status[:, :keep] = frame.status[:, :keep]
+    running[:, :keep] = frame.running[:, :keep]
+    return dataclasses.replace(frame, values=values, status=status, running=running)
 
 
 def _over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:

@@ -13,6 +13,8 @@ import subprocess
 
 import pytest
 
+from tests.helpers import nobody_command
+from tests.hwpmu import runner
 from tests.hwpmu.conftest import IN_GUEST, REAL_PMU_RTOL, tiptop_env
 from tests.hwpmu.runner import run_around
 
@@ -21,24 +23,50 @@ pytestmark = pytest.mark.hwpmu
 NOBODY = 65534
 
 
-def _nobody_can_run_tiptop() -> str | None:
-    """Why uid 65534 cannot import tiptop's dependencies here (e.g. a Python under /root)."""
-    r = subprocess.run(
-        ["python3", "-c", "import numpy, psutil, cffi, yaml, tiptop.cli"],
-        capture_output=True,
-        text=True,
-        env=tiptop_env(),
-        user=NOBODY,
-        group=NOBODY,
-        extra_groups=[],
-        cwd="/",
-        timeout=120,
-    )
-    return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["?"])[-1]
+def _nobody_can_run_tiptop(argv: list[str], env: dict[str, str], user: int | None) -> str | None:
+    """Why ``argv -c 'import ...'`` (run as ``user``) cannot import tiptop and its
+    dependencies as uid 65534 (None when it can)."""
+    try:
+        r = subprocess.run(
+            [*argv, "-c", "import os, numpy, psutil, cffi, yaml, tiptop.cli; print(os.getuid())"],
+            capture_output=True,
+            text=True,
+            env=env,
+            user=user,
+            group=user,
+            extra_groups=[] if user is not None else None,
+            cwd="/",
+            timeout=120,
+        )
+    except OSError as exc:
+        return f"{argv[0]}: {exc.strerror}"
+    if r.returncode != 0:
+        return (r.stderr.strip().splitlines() or ["?"])[-1]
+    return None if r.stdout.strip() == str(NOBODY) else f"ran as uid {r.stdout.strip()}"
 
 
-def test_unprivileged_counts_own_not_roots(root_only, loop_children, report) -> None:
-    why = _nobody_can_run_tiptop()
+def _tiptop_for_nobody(monkeypatch: pytest.MonkeyPatch) -> tuple[str | None, int | None]:
+    """Make ``run_around`` run tiptop as uid 65534: ``(why not, user= for run_around)``.
+
+    In the guest the dependencies are Debian packages and plain ``python3`` works. On a
+    host whose interpreter sits under a 0700 home (pyenv in /root), this interpreter runs
+    through ``setpriv`` (as ``tests.helpers.nobody_command`` does) with a world-readable
+    copy of the dependencies (``tests.helpers.nobody_site``).
+    """
+    why = _nobody_can_run_tiptop(["python3"], tiptop_env(), NOBODY)
+    if why is None or IN_GUEST:
+        return why, NOBODY
+    argv, env = nobody_command([])
+    env = {**tiptop_env(), "PYTHONPATH": env["PYTHONPATH"], "HOME": "/tmp"}
+    if _nobody_can_run_tiptop(argv, env, None) is not None:
+        return why, NOBODY
+    monkeypatch.setattr(runner, "tiptop_cmd", lambda *a: [*argv, "-m", "tiptop", *a])
+    monkeypatch.setattr(runner, "tiptop_env", lambda: env)
+    return None, None
+
+
+def test_unprivileged_counts_own_not_roots(root_only, loop_children, report, monkeypatch) -> None:
+    why, user = _tiptop_for_nobody(monkeypatch)
     if why is not None:
         assert not IN_GUEST, why
         pytest.skip(f"uid 65534 cannot run this Python's tiptop here: {why}")
@@ -48,7 +76,7 @@ def test_unprivileged_counts_own_not_roots(root_only, loop_children, report) -> 
     out, _ = run_around(
         [mine, roots],
         ["-b", "-i", "--format", "json", "-p", "tiptop-kloop", "-n", "2", "-d", "1"],
-        user=NOBODY,
+        user=user,
     )
     recs = [json.loads(line) for line in out.splitlines() if line.strip()]
     pids = {r["pid"] for r in recs}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+from collections.abc import Sequence
 
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21
@@ -84,12 +85,52 @@ def _in_container() -> bool:
     return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
 
 
+def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
+    """What ENOENT means, given the event's PMU and the core PMUs sysfs shows.
+
+    The kernel answers ENOENT when no PMU claims the attr's ``type`` (perf_init_event()
+    tries them all), and when a PMU knows the type but not the config (a generic event
+    the CPU lacks). Only with no core PMU in sysfs is "no hardware PMU" the likely cause.
+    """
+    if core_pmus is None:  # nothing known about this machine: the two usual causes
+        return (
+            "no hardware PMU visible (a VM or container without a virtual PMU?) or the "
+            "event is not supported by this CPU/kernel; software events still work"
+        )
+    if event_pmu == "":
+        return (
+            "no PMU of this machine has that event type (the types are in "
+            "/sys/bus/event_source/devices/*/type); check the counter's type"
+        )
+    if event_pmu is None or event_pmu == "cpu" or event_pmu in core_pmus:
+        if not core_pmus:
+            return (
+                "no hardware PMU visible (a VM or container without a virtual PMU?); "
+                "software events still work"
+            )
+        return (
+            f"the CPU's PMU ({', '.join(core_pmus)}) does not support this event on this "
+            "CPU model/kernel; see tiptop --list-events"
+        )
+    return f"the {event_pmu} PMU does not support this event (type/config) on this kernel"
+
+
 def explain_open_error(
-    err: OSError, event: str, *, paranoid: int | None, privileged: bool, kernel: bool
+    err: OSError,
+    event: str,
+    *,
+    paranoid: int | None,
+    privileged: bool,
+    kernel: bool,
+    event_pmu: str | None = None,
+    core_pmus: Sequence[str] | None = None,
 ) -> str:
     """One line: ``event: ERRNAME: meaning; what to do``.
 
     ``kernel`` says whether kernel-mode counting (exclude_kernel=0) was asked for.
+    ``event_pmu`` (the binding's PMU name; ``""`` for a type no sysfs PMU has) and
+    ``core_pmus`` (the CPU PMUs sysfs shows, ``[]`` for none) make the ENOENT line exact;
+    without ``core_pmus`` it names both usual causes.
     """
     code = err.errno or 0
     # EOPNOTSUPP == ENOTSUP on Linux; errorcode picks the latter, the man page the former.
@@ -97,10 +138,7 @@ def explain_open_error(
     head = f"{event}: {name}"
     if code in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):
         if code == errno.ENOENT:
-            why = (
-                "no hardware PMU visible (a VM or container without a virtual PMU?) or the "
-                "event is not supported by this CPU/kernel; software events still work"
-            )
+            why = _enoent_why(event_pmu, core_pmus)
         elif code == errno.ENODEV:
             why = "the event is not supported by this CPU (or this core type)"
         else:

@@ -88,7 +88,7 @@ class FakeGroup:
         t = max(end - self.opened_at, 0.0)
         enabled = t * task.on_cpu
         # Software events always fit (the software PMU never multiplexes).
-        mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux
+        mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux * b.share(self)
         running = enabled * mux
         values = []
         for key in self.keys:
@@ -114,6 +114,13 @@ class FakeBackend:
     task (ENOENT: "no such event here"); ``tid_errors`` maps a tid to an errno raised for
     any open on it (EACCES: "not yours"; ESRCH: "gone"); ``max_fds`` makes opens fail with
     EMFILE past that many fds. ``opens`` records every successful ``(tid, attrs)``.
+
+    ``max_group_size`` maps an attr ``type`` (the leader's) to the number of counters of
+    that fake PMU: a larger group fails with EINVAL, as x86 ``validate_group()`` does,
+    with ``member`` at the first event that does not fit. When the groups of that type
+    open on one tid hold more events than the counters, the fake multiplexes them in turn:
+    each is scheduled ``1 / number of such groups`` of the time (what the kernel's
+    rotation gives groups that cannot run together), on top of the task's scripted ``mux``.
     """
 
     def __init__(self, clock: FakeClock | None = None, *, default_rate: Count = 0.0) -> None:
@@ -124,6 +131,7 @@ class FakeBackend:
         self.tid_errors: dict[int, int] = {}
         self.read_errors: dict[int, int] = {}
         self.max_fds: int | None = None
+        self.max_group_size: dict[int, int] = {}
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
@@ -144,6 +152,18 @@ class FakeBackend:
         if mux is not None:
             t.mux = mux
 
+    def share(self, group: FakeGroup) -> float:
+        """Fraction of time ``group`` is scheduled on its fake PMU (1.0 unless the groups
+        of its type on its tid need more than ``max_group_size`` counters together)."""
+        type_ = group.keys[0][0]
+        counters = self.max_group_size.get(type_)
+        if counters is None:
+            return 1.0
+        peers = [g for g in self.groups if g.tid == group.tid and g.keys[0][0] == type_]
+        if sum(len(g.keys) for g in peers) <= counters:
+            return 1.0
+        return 1.0 / len(peers)
+
     def kill(self, tid: int) -> None:
         """The task exits now: later opens fail with ESRCH, reads keep the final counts."""
         self.task(tid).died_at = self.clock()
@@ -158,6 +178,11 @@ class FakeBackend:
                 e = OSError(err, os.strerror(err))
                 e.member = k  # type: ignore[attr-defined]
                 raise e
+        limit = self.max_group_size.get(attrs[0].type)
+        if limit is not None and len(attrs) > limit:
+            e = OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            e.member = limit  # type: ignore[attr-defined]
+            raise e
         err = self.tid_errors.get(tid)
         if err is None and tid in self.tasks and self.tasks[tid].died_at is not None:
             err = errno.ESRCH

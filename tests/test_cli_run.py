@@ -1,0 +1,241 @@
+"""The command as a user runs it, monitoring for real: batch and live (in tmux) against the
+real kernel, the failures a user can cause while monitoring (one line, non-zero exit), the
+uid 65534 path, the fallback to the software screen, and rows lining up under the header."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import nobody_command
+from tests.test_cli import NO_PMU_RC
+from tests.test_live_tmux import Tmux, has
+from tiptop.perf.explain import read_paranoid
+
+TIPTOP = [sys.executable, "-m", "tiptop"]
+REPO = Path(__file__).resolve().parent.parent
+
+#: A screen built to break alignment: a format narrower than its header (``%4.1f`` under
+#: ``    %CPU``, ``%3.1f`` under ``  F/F``), a counter that never opens (``?``), a ratio that
+#: is ``-`` for idle tasks and a number for busy ones.
+ALIGN_RC = """<tiptop>
+  <screen name="align" desc="widths">
+    <counter alias="F" config="2" type="SOFTWARE" />
+    <counter alias="C" config="0" type="1999" />
+    <column header="    %CPU" format="%4.1f" desc="cpu" expr="CPU_TOT" />
+    <column header="   Cnt" format="%6.0f" desc="count" expr="delta(C)" />
+    <column header="  F/F" format="%3.1f" desc="ratio" expr="delta(F) / delta(F)" />
+    <column header=" FLT" format="%4.0f" desc="faults" expr="delta(F)" />
+  </screen>
+</tiptop>
+"""
+
+ROW = re.compile(r"^ *\d+[-+ ] ")
+
+
+def run(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*TIPTOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        **kw,
+    )
+
+
+def misaligned(header: str, rows: list[str], ncells: int) -> list[str]:
+    """Rows whose first ``ncells`` cells do not end where the header's columns end."""
+    ends = [m.end() for m in re.finditer(r"\S+", header.replace("[", " ").replace("]", " "))]
+    want = ends[1 : 1 + ncells]
+    bad = []
+    for row in rows:
+        got = [m.end() for m in re.finditer(r"\S+", row)][1 : 1 + ncells]
+        if got != want:
+            bad.append(row)
+    return bad
+
+
+def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
+    (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
+    code = "import time\nx = []\nwhile True: time.sleep(0.01); x.append(bytearray(1 << 16))"
+    busy = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.2)
+        r = run("-W", str(tmp_path), "-S", "align", "-b", "-n", "2", "-d", "0.5", "-i")
+    finally:
+        busy.kill()
+        busy.wait()
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    header = next(x for x in lines if "COMMAND" in x)
+    assert header == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND "
+    rows = [x for x in lines if ROW.match(x)]
+    assert len(rows) > 10
+    mine = [x for x in rows if x.split()[0].rstrip("+-") == str(busy.pid)]
+    # The busy child faults (numbers in F/F and FLT); idle tasks show '-' under F/F.
+    assert mine and any(x.split()[3] == "1.0" for x in mine), mine
+    assert any(x.split()[3] == "-" for x in rows)
+    assert all(x.split()[2] == "?" for x in rows)
+    assert misaligned(header, rows, 4) == []
+
+
+def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
+    t = Tmux([*TIPTOP, "-W", str(tmp_path), "-S", "align", "-d", "0.3", "-i"], tmp_path)
+    try:
+        lines = t.wait(lambda ls: sum(bool(ROW.match(x)) for x in ls) > 10, "rows", timeout=20)
+        time.sleep(0.7)  # a couple of refreshes with real intervals
+        lines = t.screen()
+        header = lines[3]
+        assert header.rstrip() == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND"
+        rows = [x for x in lines[4:] if ROW.match(x)]
+        assert rows and misaligned(header, rows, 4) == []
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
+def test_batch_prints_exactly_n_full_intervals() -> None:
+    t0 = time.monotonic()
+    r = run("-b", "-n", "3", "-d", "0.2", "-i", "--format", "json", "-S", "sched")
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert sorted({x["iteration"] for x in recs}) == [0, 1, 2]
+    # No primer: the first printed iteration already covers one full delay.
+    first = [x["interval"] for x in recs if x["iteration"] == 0]
+    assert all(0.18 <= i <= 0.4 for i in first), first
+    assert elapsed >= 0.6
+    # Text mode on the default screen: three blocks, each ended by an empty line.
+    r = run("-b", "-n", "3", "-d", "0.2", "-i", "--timestamp")
+    assert r.returncode == 0, r.stderr
+    body = r.stdout.split("\n")
+    head = next(i for i, x in enumerate(body) if "COMMAND" in x)
+    iters = [int(x.split()[0]) for x in body[head + 1 :] if x]
+    assert sorted(set(iters)) == [0, 1, 2]
+    assert r.stdout.endswith("\n\n") and r.stdout.count("\n\n") == 4  # preamble + 3 blocks
+
+
+def test_no_pmu_starts_on_sched_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
+    r = run("-W", str(tmp_path), "-b", "-n", "1", "-d", "0.1", "-i")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        "tiptop: screen 'default' cannot count here (C: ENOENT (No such file or directory)); "
+        "starting on screen 'sched' (software events)"
+    ]
+    assert re.search(r"^Screen \d+: sched$", r.stdout, re.M)
+    # -S names the screen: no fallback, the cells say '?'.
+    r = run("-W", str(tmp_path), "-S", "default", "-b", "-n", "1", "-d", "0.1", "-i")
+    assert "Screen 0: default" in r.stdout and "starting on" not in r.stderr
+
+
+def test_output_to_full_device_is_one_line() -> None:
+    r = run("-b", "-n", "2", "-d", "0.1", "-S", "sched", "-o", "/dev/full")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == "tiptop: cannot write output: No space left on device\n"
+
+
+def test_no_such_pid() -> None:
+    r = run("-b", "-n", "1", "-p", "999999")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == "tiptop: -p 999999: no such process\n"
+
+
+def test_kernel_mode_refused_for_nobody(root_only: None) -> None:
+    if read_paranoid() != 2:
+        pytest.skip(f"needs perf_event_paranoid=2 (it is {read_paranoid()})")
+    cmd, env = nobody_command(["-m", "tiptop", "-K", "-b", "-n", "1", "-d", "0.1"])
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr == (
+        "tiptop: Kernel mode (-K --kernel) not available. You are not root, the binary is "
+        "not setuid, and the paranoia level is too high (perf_event_paranoid is 2; sysctl "
+        "kernel.perf_event_paranoid=1 allows it).\n"
+    )
+
+
+# --------------------------------------------------------------------------- live
+
+
+def _wrapped(tmp_path: Path, args: list[str]) -> list[str]:
+    """Run tiptop ARGS and write its exit status to ``tmp_path/status`` (Ctrl-C reaches
+    only tiptop: the wrapper's own SIGINT handler is reset to the default across exec)."""
+    script = tmp_path / "wrap.py"
+    script.write_text(
+        "import signal, subprocess, sys\n"
+        "signal.signal(signal.SIGINT, lambda *a: None)\n"
+        f"r = subprocess.call({[*TIPTOP, *args]!r})\n"
+        f"open({str(tmp_path / 'status')!r}, 'w').write(str(r))\n"
+    )
+    return [sys.executable, str(script)]
+
+
+def _status(tmp_path: Path, timeout: float = 10) -> int:
+    """The wrapped tiptop's exit status, once it has ended."""
+    path = tmp_path / "status"
+    end = time.monotonic() + timeout
+    while not path.exists() or not path.read_text():
+        assert time.monotonic() < end, "tiptop did not exit"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+@pytest.fixture
+def tmux_needed() -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+
+
+def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
+    t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched"]), tmp_path)
+    try:
+        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.keys("C-c")
+        assert _status(tmp_path) == 130
+    finally:
+        t.kill()
+
+
+def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -> None:
+    t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched", "-i"]), tmp_path)
+    try:
+        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.keys("W")
+        t.wait(has(".tiptoprc written"), "the W message")
+        t.keys("W")
+        t.wait(has(".tiptoprc not written: already exists"), "the refusal")
+        t.keys("q")
+        assert _status(tmp_path) == 0
+    finally:
+        t.kill()
+    from tiptop.cli import host_target, load_screens
+    from tiptop.spec import load_file
+
+    conf = load_file(str(tmp_path / ".tiptoprc"), host_target())
+    assert conf.problems == []
+    assert conf.options["delay"] == "0.3" and conf.options["idle"] == "1"
+    assert [s.name for s in conf.screens] == [s.name for s in load_screens(None).screens]
+
+
+def test_live_spawned_command_status(tmp_path: Path, tmux_needed: None) -> None:
+    args = ["-d", "0.2", "-S", "sched", "--", "sh", "-c", "sleep 0.3; exit 3"]
+    t = Tmux(_wrapped(tmp_path, args), tmp_path)
+    try:
+        t.wait(has("screen  "), "the live screen", timeout=20)
+        time.sleep(1.0)  # the command ends; live mode stays until q
+        t.keys("q")
+        assert _status(tmp_path) == 3  # the command's status
+    finally:
+        t.kill()

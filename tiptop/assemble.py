@@ -1,0 +1,112 @@
+"""Row assembly: one refresh's counter readout and task facts become a :class:`Frame`.
+
+The sampler reads the counters (``tiptop.counters.read_units``); this module turns that
+readout into cells, all rows at once with numpy: an interval delta is shown only where its
+status is OK (``-`` and ``?`` come from the status matrix, ``tiptop.cells``), totals add
+the counts of groups closed while the task lived (reclaim), every column expression is
+evaluated over the whole row set (``tiptop.spec.expr``), and a cell's running fraction is
+the smallest ``Δrunning/Δenabled`` of the counters it reads: with split groups
+(``tiptop.binding``) each counter carries its own group's fraction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.counters import CounterPlan, Readout
+from tiptop.frame import Frame
+from tiptop.spec.expr import ColumnExpr
+from tiptop.spec.model import delta_key
+from tiptop.tasks import Task
+
+
+def marker(t: Task, threads: bool) -> str:
+    """The original's row marker: ``-`` other thread, ``+`` multi-threaded process, ``" "``."""
+    if t.tid != t.pid:
+        return "-"
+    return "+" if t.num_threads > 1 else " "
+
+
+def assemble(
+    rows: Sequence[Task],
+    plan: CounterPlan,
+    readout: Readout,
+    retired: Sequence[np.ndarray | None],
+    columns: Sequence[ColumnExpr | None],
+    col_aliases: Sequence[np.ndarray | None],
+    *,
+    iteration: int,
+    interval: float,
+    threads: bool,
+    headers: tuple[str, ...],
+    tasks_total: int,
+) -> Frame:
+    """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
+
+    ``readout`` has one row per task of ``rows``; ``retired[i]`` (or None) is the per-alias
+    total of task ``i``'s groups closed earlier; ``col_aliases[c]`` the alias indices column
+    ``c`` reads (for its running fraction)."""
+    n, k = len(rows), len(plan.aliases)
+    status = readout.statuses(plan)
+    total_status = readout.statuses(plan, cumulative=True)
+    total = readout.total
+    if any(r is not None for r in retired):
+        total = total + np.stack([np.zeros(k) if r is None else r for r in retired])
+    delta = np.where(status == Status.OK, readout.delta, np.nan)
+    total = np.where(total_status == Status.OK, total, np.nan)
+    c_running = readout.running_fraction(plan)
+
+    ok = np.zeros(n, STATUS_DTYPE)
+    cpu_total = np.array([t.cpu_total for t in rows], np.float64)
+    env: dict[str, tuple[np.ndarray, np.ndarray]] = {
+        "CPU_TOT": (cpu_total, ok),
+        "CPU_SYS": (np.array([t.cpu_sys for t in rows], np.float64), ok),
+        "CPU_USER": (np.array([t.cpu_user for t in rows], np.float64), ok),
+        "PROC_ID": (np.array([t.processor for t in rows], np.float64), ok),
+        "INTERVAL": (np.full(n, interval), ok),
+    }
+    for j, a in enumerate(plan.aliases):
+        env[a] = (total[:, j], total_status[:, j])
+        env[delta_key(a)] = (delta[:, j], status[:, j])
+    nc = len(columns)
+    values = np.full((n, nc), np.nan)
+    cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
+    running = np.ones((n, nc))
+    for c, ce in enumerate(columns):
+        if ce is None:
+            continue
+        v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
+        values[:, c] = v
+        cstatus[:, c] = s
+        idx = col_aliases[c]
+        if idx is not None and idx.size and n:
+            r = np.fmin.reduce(c_running[:, idx], axis=1)
+            running[:, c] = np.where(np.isnan(r), 1.0, r)
+    return Frame(
+        iteration=iteration,
+        timestamp=time.time(),
+        interval=interval,
+        threads=threads,
+        headers=headers,
+        counters=plan.aliases,
+        tid=np.array([t.tid for t in rows], np.int64),
+        pid=np.array([t.pid for t in rows], np.int64),
+        marker=[marker(t, threads) for t in rows],
+        user=[t.user for t in rows],
+        name=[t.name for t in rows],
+        cmdline=[t.cmdline for t in rows],
+        num_threads=np.array([t.num_threads for t in rows], np.int64),
+        dead=np.zeros(n, bool),
+        cpu_total=cpu_total,
+        values=values,
+        status=cstatus,
+        running=running,
+        counter_delta=np.where(status == Status.UNREADABLE, np.nan, readout.raw),
+        counter_running=c_running,
+        counter_status=status,
+        tasks_total=tasks_total,
+    )

@@ -1,0 +1,273 @@
+"""Binding a screen's counters to this machine: resolve, probe on ourselves, form groups.
+
+Every counter of a screen is resolved to its event bindings (``tiptop.events``), each
+binding is opened once on ourselves with the attrs the sampler will use (the *probe*); a
+binding that fails there is reported once, with its errno explained, and never opened per
+task. The bindings that open are grouped per PMU, because the kernel refuses a group that
+mixes hardware PMUs (peers.md 4.6).
+
+*Groups too large for the PMU are split, as perf does.* A hardware PMU has a few counters
+(AMD Zen: 6, Intel cores: 4-8 per thread); a group must fit them all at once, or its open
+fails with EINVAL (x86 ``validate_group()``; ENOSPC on some other PMUs). When a PMU's group
+fails its probe while each event alone opened, its events are packed greedily into several
+groups, each checked by opening it on ourselves: events are taken in order of first use by
+the screen's columns, a column's events are kept together in one group whenever they fit
+in one, and a new group starts when the current one would stop opening; the events are then
+spread evenly over that many groups when they can be. The kernel then
+time-multiplexes the groups (perf_event_open(2), "time_enabled ... time_running"); each
+group has its own enabled/running times, so every event is scaled by its own group's
+``enabled / running``. A ratio whose operands land in different groups is therefore the
+ratio of two separately scaled estimates (what ``perf stat`` prints for events that do not
+share a group): exact for uniform workloads, approximate for phased ones.
+
+*Attrs.* Counting only (no sampling), ``PERF_FORMAT_GROUP`` reads, user space only unless
+``-K`` is allowed, ``inherit`` (+ ``inherit_thread``, Linux 5.13+) in process mode. PMUs that
+reject every ``exclude_*`` bit (``msr``: the kernel sets ``PERF_PMU_CAP_NO_EXCLUDE`` for
+it, arch/x86/events/msr.c) get none: their counts (TSC, APERF...) are not per-mode anyway.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiptop.counters import CounterPlan, GroupDef
+from tiptop.errors import EventError, SpecError
+from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
+from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
+from tiptop.perf.backend import Backend
+from tiptop.perf.explain import explain_open_error, kernel_counting_allowed
+from tiptop.spec.expr import ColumnExpr, compile_column
+from tiptop.spec.model import NamedEvent, ScreenSpec
+
+#: PMUs whose events refuse any exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE).
+NO_EXCLUDE_PMUS = frozenset({"msr"})
+#: errnos of a group that does not fit the PMU's counters (each member alone opens).
+_TOO_LARGE = (errno.EINVAL, errno.ENOSPC)
+
+
+@dataclass
+class Bound:
+    """A screen bound to this machine: the counter plan and the compiled columns."""
+
+    plan: CounterPlan
+    #: Per screen column: its compiled expression, or None when it did not compile.
+    columns: list[ColumnExpr | None]
+    #: Per screen column: indices (into ``plan.aliases``) of the counters it reads.
+    col_aliases: list[np.ndarray | None]
+    #: Kernel-mode counting is on (``-K`` asked and allowed).
+    kernel: bool
+    #: ``inherit_thread`` is used (the kernel knows it).
+    inherit_thread: bool
+
+
+class Binder:
+    """Binds screens for one sampler (see the module doc); problems go to ``say``."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        threads: bool,
+        kernel: bool,
+        sysfs_root: str,
+        paranoid: int | None,
+        privileged: bool,
+        say: Callable[..., None],
+        inherit_thread: bool = True,
+    ) -> None:
+        self.backend = backend
+        self.threads = threads
+        self.sysfs_root = sysfs_root
+        self.paranoid = paranoid
+        self.privileged = privileged
+        self.say = say
+        self.inherit_thread = inherit_thread
+        self.kernel = False
+        if kernel:
+            if kernel_counting_allowed(paranoid, privileged):
+                self.kernel = True
+            else:
+                say(
+                    f"kernel counting (-K) is not allowed: perf_event_paranoid is "
+                    f"{paranoid} and we are neither root nor CAP_PERFMON; "
+                    "counting user space only"
+                )
+        self._cores = sysfs.core_pmus(sysfs_root)
+
+    # ------------------------------------------------------------------ attrs
+    def attr(self, b: EventBinding) -> Attr:
+        """The attr one binding is opened with, per task and when probed."""
+        process_mode = not self.threads
+        exclude = b.pmu not in NO_EXCLUDE_PMUS
+        return b.attr.replace(
+            read_format=GROUP_READ_FORMAT,
+            exclude_kernel=exclude and not self.kernel,
+            exclude_hv=exclude,
+            exclude_user=False,
+            exclude_idle=False,
+            pinned=False,
+            disabled=False,
+            enable_on_exec=False,
+            inherit=process_mode,
+            inherit_thread=process_mode and self.inherit_thread,
+        )
+
+    def explain(self, e: OSError, what: str, pmu: str | None = None) -> str:
+        """One line for a failed open (``explain_open_error`` with this machine's facts)."""
+        return explain_open_error(
+            e, what, paranoid=self.paranoid, privileged=self.privileged, kernel=self.kernel,
+            event_pmu=pmu, core_pmus=self._cores,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ probes
+    def _opens(self, attrs: Sequence[Attr]) -> bool:
+        """Whether a group of ``attrs`` opens on ourselves (closed again at once)."""
+        try:
+            self.backend.open_group(0, attrs).close()
+        except OSError:
+            return False
+        return True
+
+    def probe(self, b: EventBinding) -> bool:
+        """Open the event once on ourselves; report a failure once."""
+        try:
+            self.backend.open_group(0, [self.attr(b)]).close()
+            return True
+        except OSError as e:
+            if (
+                e.errno == errno.EINVAL
+                and self.attr(b).inherit_thread
+                and self._opens([self.attr(b).replace(inherit_thread=False)])
+            ):
+                self.inherit_thread = False
+                self.say(
+                    "this kernel has no inherit_thread (Linux < 5.13): a process row "
+                    "also counts the children it forks"
+                )
+                return True
+            self.say(self.explain(e, b.name, b.pmu))
+            return False
+
+    def pack(
+        self, members: list[tuple[int, EventBinding]], column_of: dict[int, int]
+    ) -> list[list[tuple[int, EventBinding]]]:
+        """Split one PMU's members into groups that each open (see the module doc).
+
+        ``members`` are in first-use order; ``column_of`` maps an alias index to the
+        first column using it (members of one column are kept together when they fit).
+        The greedy packing fixes the number of groups; the members are then spread evenly
+        over that many groups when they can be (5 + 5 rather than 6 + 4): every group gets
+        the same share of the PMU, and the PMU's last counter, which a hypervisor or the
+        NMI watchdog may be sharing, is left free."""
+        if len(members) < 2 or self._opens([self.attr(b) for _, b in members]):
+            return [members]
+        chunks: list[list[tuple[int, EventBinding]]] = []
+        for m in members:
+            c = column_of.get(m[0], -1 - m[0])
+            if chunks and column_of.get(chunks[-1][0][0], -1 - chunks[-1][0][0]) == c:
+                chunks[-1].append(m)
+            else:
+                chunks.append([m])
+        groups = self._greedy(chunks, len(members))
+        if len(groups) > 1:
+            even = self._greedy(chunks, -(-len(members) // len(groups)))
+            if len(even) == len(groups):
+                groups = even
+        return groups
+
+    def _greedy(
+        self, chunks: list[list[tuple[int, EventBinding]]], cap: int
+    ) -> list[list[tuple[int, EventBinding]]]:
+        """Fill groups of at most ``cap`` members in order; a chunk (one column's events)
+        goes whole into the current group, else whole into a new one, else event by event.
+        """
+
+        def fits(ms: list[tuple[int, EventBinding]]) -> bool:
+            return len(ms) <= cap and (len(ms) < 2 or self._opens([self.attr(b) for _, b in ms]))
+
+        groups: list[list[tuple[int, EventBinding]]] = []
+        cur: list[tuple[int, EventBinding]] = []
+        for chunk in chunks:
+            if fits(cur + chunk):
+                cur = cur + chunk
+                continue
+            if cur:
+                groups.append(cur)
+            if fits(chunk):
+                cur = list(chunk)
+                continue
+            cur = []
+            for m in chunk:  # one column alone is too large: event by event
+                if cur and not fits([*cur, m]):
+                    groups.append(cur)
+                    cur = []
+                cur.append(m)
+        if cur:
+            groups.append(cur)
+        return groups
+
+    # ------------------------------------------------------------------ screens
+    def bind(self, screen: ScreenSpec) -> Bound:
+        """Resolve and probe ``screen``'s counters here; build the plan and columns."""
+        aliases = tuple(c.alias for c in screen.counters)
+        idx = {a: j for j, a in enumerate(aliases)}
+        columns: list[ColumnExpr | None] = []
+        for col in screen.columns:
+            try:
+                columns.append(compile_column(col.expr))
+            except SpecError as e:
+                self.say(f"column {col.header.strip()!r} of screen {screen.name!r}: {e}")
+                columns.append(None)
+        # First use by the columns, in screen order (aliases of one column by name).
+        column_of: dict[int, int] = {}
+        for c, ce in enumerate(columns):
+            for a in sorted(ce.aliases) if ce else ():
+                if a in idx:
+                    column_of.setdefault(idx[a], c)
+        order = sorted(range(len(aliases)), key=lambda j: (column_of.get(j, len(columns)), j))
+
+        by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
+        n_bind = np.zeros(len(aliases), np.int64)
+        for j in order:
+            c = screen.counters[j]
+            try:
+                if isinstance(c.event, NamedEvent):
+                    bindings = resolve(c.event.name, sysfs_root=self.sysfs_root)
+                else:
+                    bindings = resolve_numeric(
+                        c.event.type, c.event.config, sysfs_root=self.sysfs_root
+                    )
+            except EventError as e:
+                self.say(f"counter {c.alias!r} of screen {screen.name!r}: {e}")
+                continue
+            for b in bindings:
+                if self.probe(b):
+                    by_pmu.setdefault(b.pmu, []).append((j, b))
+                    n_bind[j] += 1
+        groups: list[GroupDef] = []
+        for pmu, members in by_pmu.items():
+            packed = self.pack(members, column_of)
+            if len(packed) > 1:
+                self.say(
+                    f"{len(members)} events of PMU {pmu or '?'} do not fit its counters "
+                    f"together: split into {len(packed)} groups that the kernel "
+                    "multiplexes (values are scaled estimates)"
+                )
+            for ms in packed:
+                groups.append(
+                    GroupDef(
+                        pmu,
+                        tuple(self.attr(b) for _, b in ms),
+                        np.array([j for j, _ in ms], np.int64),
+                    )
+                )
+        plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
+        col_aliases = [
+            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
+            for ce in columns
+        ]
+        return Bound(plan, columns, col_aliases, self.kernel, self.inherit_thread)
