@@ -70,3 +70,43 @@ def test_scale_two_dimensional_per_group_times() -> None:
     ena = np.array([4, 10])
     run = np.array([1, 10])
     assert scale(v, ena, run).tolist() == [[400.0, 800.0], [300.0, 400.0]]
+
+
+class _RawGroup:
+    """A kernel-like group whose read words list the members in a given id order."""
+
+    def __init__(self, ids: list[int], order: list[int], values: list[int]) -> None:
+        self.ids = np.asarray(ids, np.uint64)
+        self.n_fds = len(ids)
+        self._buf = pack_group_read([values[k] for k in order], [ids[k] for k in order], 10, 10)
+
+    def read_raw(self) -> bytes:
+        return self._buf
+
+    def read(self):  # type: ignore[no-untyped-def]
+        return parse_group_read(self._buf, self.ids)
+
+    def close(self) -> None:
+        self.n_fds = 0
+
+
+def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
+    """The batched reads use the raw words by position only once the ids are seen in open
+    order; otherwise the unit parses each read by id (values never land on the wrong
+    counter)."""
+    from tiptop.counters import Unit
+
+    in_order = Unit(_RawGroup([7, 9], [0, 1], [100, 200]), 0)
+    assert in_order.raw
+    swapped = Unit(_RawGroup([7, 9], [1, 0], [100, 200]), 0)
+    assert not swapped.raw
+    assert np.frombuffer(swapped.base, np.uint64)[3::2].tolist() == [100, 200]
+
+
+def test_unit_deltas_wrap_modulo_2_64() -> None:
+    """A u64 counter that wraps gives its true delta; one that goes backwards gives 0."""
+    from tiptop.counters import _delta
+
+    cur = np.array([[5, 2**63 - 1]], np.uint64)
+    prev = np.array([[2**64 - 3, 2**63]], np.uint64)
+    assert _delta(cur, prev).tolist() == [[8, 0]]

@@ -250,8 +250,7 @@ def test_unprivileged_paranoid_2_b22(root_only: None) -> None:
 # ------------------------------------------------------------------------- hardware
 
 
-@pytest.mark.hwpmu
-def test_instructions_cycles_group_on_self() -> None:
+def _ins_cyc_on_self() -> tuple[np.ndarray, int]:
     (ins,) = resolve("instructions")
     (cyc,) = resolve("cycles")
     with open_group(0, [ins.attr, cyc.attr]) as g:
@@ -260,8 +259,40 @@ def test_instructions_cycles_group_on_self() -> None:
         for i in range(300_000):
             total += i
         b = g.read()
-    d = b.values.astype(np.int64) - a.values.astype(np.int64)
-    assert d[0] > 1_000_000  # a Python loop of 300k iterations retires many instructions
-    assert d[1] > 0
-    assert 0.05 < d[0] / d[1] < 10.0  # plausible IPC (peers.md 4.2 sanity check)
-    assert b.time_running > 0
+    return b.values.astype(np.int64) - a.values.astype(np.int64), b.time_running
+
+
+@pytest.mark.hwpmu
+def test_instructions_cycles_group_on_self() -> None:
+    """Up to 3 tries: under a hypervisor whose guest PMU has 6 counters, a moment when all
+    6 are in use on this task (another monitor's groups beside ours) leaves one of them
+    silently at 0 with time_running == time_enabled (measured on this AMD VM), which no
+    guest can tell from a real 0; one clean measurement must pass."""
+    tries = []
+    for k in range(3):
+        d, running = _ins_cyc_on_self()
+        tries.append((d.tolist(), running))
+        # Many instructions for 300k Python iterations; a plausible IPC (peers.md 4.2).
+        if d[0] > 1_000_000 and d[1] > 0 and 0.05 < d[0] / d[1] < 10.0 and running > 0:
+            return
+        time.sleep(0.5 * k)
+    others = _other_perf_users()
+    if others:
+        pytest.skip(f"other perf users hold this PMU's counters ({others}): {tries}")
+    pytest.fail(f"no plausible instructions/cycles reading in 3 tries: {tries}")
+
+
+def _other_perf_users() -> list[str]:
+    """``PID comm`` of the other processes holding perf_event fds now."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{f}") == "anon_inode:[perf_event]" for f in fds):
+                with open(f"/proc/{pid}/comm") as c:
+                    out.append(f"{pid} {c.read().strip()}")
+        except OSError:
+            continue
+    return out

@@ -99,6 +99,11 @@ def test_multiplexing_scaled_and_not_counted(env) -> None:  # type: ignore[no-un
     assert f.status[j, 1] == Status.NOT_COUNTED
     assert np.isnan(f.values[j, 1])
     assert f.status[j, 3] == Status.OK  # the software group is its own group
+    # Said once, for the hardware PMU only.
+    said = [m for m in s.messages if "never ran" in m]
+    assert said == f.messages and len(said) == 1 and "PMU cpu" in said[0], s.messages
+    b.clock.advance(1.0)
+    assert s.refresh().messages == []
 
 
 def test_unavailable_event_reported_once(env) -> None:  # type: ignore[no-untyped-def]
@@ -345,3 +350,107 @@ def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: i
         s.close()
         fp.add(10, "one")
         fp.add(11, "three", tids=(12, 13))
+
+
+HYBRID = str(Path(__file__).parent / "data" / "sysfs" / "hybrid")
+CORE, ATOM = 4, 8  # PMU types of cpu_core and cpu_atom in the hybrid tree
+
+
+def test_hybrid_counter_sums_raw_counts_of_both_core_pmus(env) -> None:  # type: ignore[no-untyped-def]
+    """A generic event on a hybrid CPU is one group per core PMU on each task; a counter's
+    value is the sum of both PMUs' raw counts, never extrapolated by enabled/running (each
+    group runs only while the task is on its PMU's CPUs, peers.md 4.6)."""
+    fp, b = env
+    fp.add(10, "app")
+    for pmu, cyc, ins in ((CORE, 2e9, 4e9), (ATOM, 1e9, 1e9)):
+        b.script(10, (0, pmu << 32), cyc)  # cycles: config 0 with the PMU type on top
+        b.script(10, (0, pmu << 32 | 1), ins)
+    b.script(10, PF, 10)
+    b.task(10).cpu_share = {CORE: 0.75, ATOM: 0.25}
+    s = Sampler(screen(), SamplerConfig(), backend=b, proc_root=str(fp.root), sysfs_root=HYBRID)
+    assert [g.pmu for g in s.plan.groups] == ["cpu_atom", "cpu_core", "software"]
+    assert s.plan.multi.tolist() == [True, True, False]
+    s.start()
+    assert sorted(
+        (tid, tuple((a.type, a.config) for a in attrs)) for tid, attrs in b.opens if tid == 10
+    ) == [
+        (10, ((0, CORE << 32), (0, CORE << 32 | 1))),
+        (10, ((0, ATOM << 32), (0, ATOM << 32 | 1))),
+        (10, (PF,)),
+    ]
+    b.clock.advance(4.0)
+    f = s.refresh()
+    i = row(f, 10)
+    # core: 2e9/s * 4 s * 0.75 = 6e9 cycles and 12e9 instructions; atom: 1e9 and 1e9.
+    # Summed raw: 7e9 and 13e9 (scaling each group by enabled/running would give 12e9, 16e9).
+    assert f.counter_delta[i].tolist() == [7e9, 13e9, 40]
+    assert f.values[i, 1:].tolist() == [7000.0, 13e9 / 7e9, 40.0, 7e9]
+    assert f.status[i].tolist() == [Status.OK] * 5
+    # The two groups share the task's time: together they ran all of it, not multiplexed.
+    assert f.counter_running[i].tolist() == [1.0, 1.0, 1.0]
+    assert not f.multiplexed()[i].any()
+    s.close()
+    assert b.open_fds == 0
+
+
+def test_dying_row_read_error_is_not_retried_on_a_reused_pid(env) -> None:  # type: ignore[no-untyped-def]
+    """A sticky row whose final read fails is not put back in the retry queue: it would
+    be retried forever and, once its PID is reused, get groups opened on the new process
+    for a row no one shows (fds never closed)."""
+    fp, b = env
+    fp.add(10, "dies", starttime=100)
+    s = make(env, sticky=True)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    fp.remove(10)
+    b.read_errors[10] = errno.EIO
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.dead.tolist() == [True] and s.fds_used == 0 == b.open_fds
+    del b.read_errors[10]
+    fp.add(10, "new", starttime=200)
+    b.clock.advance(1.0)
+    s.refresh()
+    assert b.open_fds == s.fds_used == 3  # the new process's groups only
+    s.close()
+    assert b.open_fds == 0
+
+
+def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ignore[no-untyped-def]
+    """One thread's group of a process failing to read (EIO) is dropped, but what it had
+    counted stays in the process total ("a process total never goes down")."""
+    fp, b = env
+    fp.add(10, "app", tids=(11,))
+    b.script(10, CY, 1e9)
+    b.script(11, CY, 3e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    assert s.refresh().values[0, 4] == 4e9
+    (bad,) = [u for u in s._tasks[0].data.units if u.gdef == 0 and u.group.tid == 11]
+    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.values[0, 1] == 1000.0  # this interval: thread 10's cycles only
+    assert f.values[0, 4] == 5e9  # 4e9 before, + 1e9: thread 11's 3e9 are kept
+    assert s.fds_used == b.open_fds == 3 + 1  # thread 10's groups, thread 11's sw one
+    assert [m for m in f.messages if "EIO" in m] == []  # groups left: nothing to reopen
+
+
+def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: ignore[no-untyped-def]
+    """Counters attached to a spawned child are adopted only by the same identity; when
+    /proc shows another process under that PID they are closed, not leaked; attaching to
+    a PID that is already gone is silent."""
+    fp, b = env
+    fp.add(10, "child", starttime=100)
+    s = make(env)
+    s.attach_spawned(10)
+    assert b.open_fds == s.fds_used == 3
+    s.attach_spawned(4242)  # no such process: nothing to attach, nothing raised
+    fp.remove(10)
+    fp.add(10, "other", starttime=300)
+    s.start()
+    assert b.open_fds == s.fds_used == 3  # the new identity's own groups only
+    s.close()
+    assert b.open_fds == 0

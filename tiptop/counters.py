@@ -85,6 +85,13 @@ class Unit:
         self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
         try:
             self.base = self.last = self.read()
+            # The raw words are used by position: the kernel lists the leader then the
+            # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
+            # open order. Checked once by id; otherwise each read is parsed by id.
+            ids = np.asarray(getattr(group, "ids", ()), _U64)
+            if self.raw and not np.array_equal(np.frombuffer(self.base, _U64)[4::2], ids):
+                self.raw = False
+                self.base = self.last = self.read()
         except BaseException:
             group.close()
             raise

@@ -54,6 +54,15 @@ The first ``refresh()`` after ``start()`` is iteration 0; a ``refresh()`` withou
 ``start()`` (or after ``reconfigure``) starts, returns an empty frame, and the next one is
 iteration 0. Dead tasks: groups are closed at once; with ``sticky`` their row shows the
 last interval (final reads) and is then repeated, frozen, with ``dead=True``.
+
+*Cells shown '?' although the task ran* (Δtime_enabled > 0, Δtime_running == 0) are the
+kernel's true answer: the group never got the PMU's counters. The usual cause is another
+monitor (perf, a second tiptop) holding groups on the same tasks, created earlier: a
+task-context group that does not fit is rotated in only at the multiplexing tick while its
+task is on the CPU, which a task running microseconds at a time almost never is (see
+``_note_unscheduled``, which says so once per PMU). Failed reads keep what the group had
+counted in the task's total; a task that is gone is never retried; counters attached to a
+spawned child that /proc shows under another identity (or not at all) are closed.
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ import numpy as np
 
 from tiptop.assemble import assemble
 from tiptop.binding import Binder
+from tiptop.cells import Status
 from tiptop.counters import Readout, Unit, read_units, unit_totals
 from tiptop.errors import TaskGone
 from tiptop.frame import Frame
@@ -216,6 +226,7 @@ class Sampler:
         shown = [t for t in scan.tasks if not t.new]
         rows = shown + dying
         frame = self._evaluate(rows, scan, headers)
+        self._note_unscheduled(frame)
         frame.dead[len(shown) :] = True
         for t in dying:
             self._close_task(t)
@@ -254,7 +265,10 @@ class Sampler:
     def attach_spawned(self, pid: int) -> None:
         """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
         child that has not exec'd yet; adopted as its task's counters once /proc shows it."""
-        starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
+        try:
+            starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
+        except TaskGone:  # it is gone already: nothing to count
+            return
         units: list[Unit] = []
         try:
             for g, gdef in enumerate(self.plan.groups):
@@ -285,6 +299,12 @@ class Sampler:
         """Open groups on new tasks and retry waiting ones, busy first."""
         for t in scan.new:
             t.data = _State()
+        if self._pending:  # only tasks of this scan: a gone one is never reopened
+            live = {id(t) for t in scan.tasks}
+            for key in [k for k in self._pending if k not in live]:
+                del self._pending[key]
+        if self._spawned:
+            self._prune_spawned(scan)
         todo = scan.new + [t for t in self._pending.values() if not t.new]
         todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
         for t in todo:
@@ -293,9 +313,11 @@ class Sampler:
     def _open_task(self, t: Task, scan: Scan) -> None:
         st: _State = t.data  # type: ignore[assignment]
         spawned = self._spawned.pop(t.tid, None)
-        if spawned is not None and spawned[0] == t.starttime:
-            st.units = spawned[1]
-            return
+        if spawned is not None:
+            if spawned[0] == t.starttime:
+                st.units = spawned[1]
+                return
+            self._drop_spawned(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:
             return
         try:
@@ -342,6 +364,23 @@ class Sampler:
         self._pending.pop(id(t), None)
         self.fds_used += sum(u.group.n_fds for u in units)
 
+    def _drop_spawned(self, units: list[Unit]) -> None:
+        for u in units:
+            self.fds_used -= u.group.n_fds
+            u.close()
+
+    def _prune_spawned(self, scan: Scan) -> None:
+        """Close counters attached to spawned children that will never be adopted: the
+        child is gone from /proc, or is there under another identity (PID reuse)."""
+        for pid, (starttime, units) in list(self._spawned.items()):
+            try:
+                same = read_stat(f"{self.proc_root}/{pid}/stat").starttime == starttime
+            except TaskGone:
+                same = False
+            if not same:
+                del self._spawned[pid]
+                self._drop_spawned(units)
+
     def _wait(self, t: Task, why: str, key: object = None) -> None:
         """``t`` gets no counters now; it is retried at later refreshes."""
         st: _State = t.data  # type: ignore[assignment]
@@ -363,6 +402,35 @@ class Sampler:
                 st.pending = True
                 self._pending[id(t)] = t
 
+    def _note_unscheduled(self, frame: Frame) -> None:
+        """Say once per PMU that some of its groups were enabled but never scheduled.
+
+        A group that cannot get the PMU's counters (perf_event_open(2), "time_enabled ...
+        time_running") is rotated in only by the multiplexing timer, which rotates the
+        context of the task on the CPU at the tick (kernel/events/core.c,
+        ``perf_rotate_context``, every ``perf_event_mux_interval_ms``): a task that runs
+        for microseconds at a time (kernel threads, daemons) is almost never on the CPU
+        then, so the groups created later than another monitor's never run for it and its
+        cells are ``?`` for as long as the other monitor (perf, a second tiptop) holds its
+        groups. Measured here on a 6-counter AMD PMU: two samplers of the default screen
+        (4 hardware events each) on the same tasks; the later one sees Δrunning == 0 for
+        ~10 kernel threads per interval, and for none once the first closes."""
+        nc = (frame.counter_status == Status.NOT_COUNTED).any(axis=0)
+        if not nc.any():
+            return
+        per_pmu: dict[str, int] = {}
+        for g in self.plan.groups:
+            per_pmu[g.pmu] = per_pmu.get(g.pmu, 0) + 1
+        for g in self.plan.groups:
+            if nc[g.alias_index].any():
+                own = " or by tiptop's own split groups" if per_pmu[g.pmu] > 1 else ""
+                self._say(
+                    f"counters of PMU {g.pmu or '?'} never ran for some tasks while they ran "
+                    f"(its counters were all taken: by another perf user such as perf or a "
+                    f"second tiptop{own}); those cells show '?'",
+                    key=("unscheduled", g.pmu),
+                )
+
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, rows: list[Task], scan: Scan, headers: tuple[str, ...]) -> Frame:
         plan = self.plan
@@ -370,6 +438,9 @@ class Sampler:
         readout, failed = read_units(plan, [s.units for s in states])
         for i, u, e in failed:
             st = states[i]
+            # What the group counted until its last good read stays in the task's total.
+            kept = unit_totals(plan, [u])
+            st.retired = kept if st.retired is None else st.retired + kept
             st.units.remove(u)
             self.fds_used -= u.group.n_fds
             u.close()

@@ -14,7 +14,11 @@ Model of one group on one task, ``t`` seconds after it was opened:
 * each member's value is ``count(e) * mux`` where ``count`` is a rate per second or a
   callable of ``e``, the seconds the task spent on a CPU: what the kernel would have
   counted while the group was scheduled. Software groups (leader of type 1) are never
-  multiplexed, as in the kernel.
+  multiplexed, as in the kernel;
+* on a hybrid CPU a generic event carries its core PMU's type in ``config[63:32]``
+  (perf_event_open(2), "PERF_TYPE_HARDWARE"; peers.md 4.6) and only counts while the task
+  runs on that PMU's CPUs: ``FakeTask.cpu_share`` gives that fraction per PMU type, and
+  multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import numpy as np
 
 from tiptop.perf.attr import Attr
 from tiptop.perf.backend import GroupReading
+from tiptop.perf.consts import PERF_PMU_TYPE_SHIFT
 
 #: An event as the fake knows it: ``(type, config)`` of its attr.
 EventKey = tuple[int, int]
@@ -61,6 +66,8 @@ class FakeTask:
     mux: float = 1.0
     #: Once set (a clock time), the task is dead: opens give ESRCH, reads freeze here.
     died_at: float | None = None
+    #: Hybrid CPUs: fraction of on-CPU time spent on each core PMU (by PMU type).
+    cpu_share: dict[int, float] = field(default_factory=dict)
 
 
 class FakeGroup:
@@ -89,6 +96,8 @@ class FakeGroup:
         enabled = t * task.on_cpu
         # Software events always fit (the software PMU never multiplexes).
         mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux * b.share(self)
+        if task.cpu_share:
+            mux *= task.cpu_share.get(self.keys[0][1] >> PERF_PMU_TYPE_SHIFT, 1.0)
         running = enabled * mux
         values = []
         for key in self.keys:
