@@ -21,13 +21,16 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "perf": {"errors", "cells"},
     "events": {"perf", "errors"},
-    "tasks": {"errors"},
+    "procfs": {"errors"},  # /proc file readers
+    "tasks": {"errors", "procfs"},
     "spec": {"errors", "cells"},
     "frame": {"cells"},
     "counters": {"perf", "cells", "errors"},  # the sampler's counter-set half
     # binding: screen counters -> probed, packed groups; assemble: readout -> Frame rows.
     "binding": {"perf", "events", "spec", "counters", "errors", "cells"},
     "assemble": {"counters", "frame", "spec", "tasks", "cells"},
+    # opener: the sampler's group lifecycle (fd budget, reclaim, spawned process trees).
+    "opener": {"perf", "counters", "tasks", "errors"},
     "sampler": {
         "perf",
         "events",
@@ -39,6 +42,7 @@ RULES: dict[str, set[str]] = {
         "counters",
         "binding",
         "assemble",
+        "opener",
     },
     "table": {"frame", "spec", "cells", "errors"},
     "options": {"errors", "spec", "cells", "table"},

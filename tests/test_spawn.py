@@ -7,6 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -104,3 +105,123 @@ def test_cli_exit_status_passthrough() -> None:
         timeout=60,
     )
     assert r.returncode == 3, r.stderr
+
+
+# ---------------------------------------------------------------------- process trees
+# A grandchild of the spawned command (``sh -c 'python3 ...; sleep'``: the trailing command
+# keeps sh from exec'ing python in its place) touches N fresh pages, then burns CPU.
+TREE_PROG = textwrap.dedent("""
+    import mmap, time
+    n = {n}
+    m = mmap.mmap(-1, n * 4096)
+    m.madvise(mmap.MADV_NOHUGEPAGE)
+    for i in range(0, n * 4096, 4096):
+        m[i] = 1
+    end = time.process_time() + {busy}
+    while time.process_time() < end:
+        pass
+""")
+
+
+def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]:  # type: ignore[type-arg]
+    """Spawn ``sh -c 'python3 TREE_PROG; sleep tail'`` under a Sampler with the ``sched``
+    screen, refresh every 0.1 s while it runs; returns its pid, the frames and messages."""
+    from tiptop import spawn
+    from tiptop.sampler import Sampler, SamplerConfig
+    from tiptop.spec import builtin_screens
+    from tiptop.spec.model import Target
+
+    (scr,) = [s for s in builtin_screens(Target()) if s.name == "sched"]
+    prog = TREE_PROG.format(n=n, busy=busy)
+    child = spawn.fork_blocked(["sh", "-c", f"{sys.executable} -c '{prog}'; sleep {tail}"])
+    s = Sampler(scr, SamplerConfig(only_pid=child.pid))
+    frames = []
+    try:
+        s.attach_spawned(child.pid)
+        s.start()
+        child.release()
+        while not child.exited():
+            time.sleep(0.1)
+            frames.append(s.refresh())
+        return child.pid, frames, s.messages
+    finally:
+        s.close()
+        child.kill()
+
+
+@needs_sampler
+def test_spawned_row_counts_its_process_tree() -> None:
+    """The spawned row counts its python grandchild: exactly N page faults (and more from
+    the interpreter's start) and its CPU burn; the grandchild has no row of its own."""
+    n = 3000
+    pid, frames, messages = run_tree(n, busy=1.0)
+    pf = frames[0].counters.index("PF")
+    tc = frames[0].counters.index("TC")
+    cols = [h.strip() for h in frames[0].headers]
+    faults = clock = cpu_seconds = 0.0
+    cpu_max = 0.0
+    for f in frames:
+        assert set(f.tid.tolist()) <= {pid}, f.tid  # descendants are not rows
+        if len(f.tid):
+            faults += f.counter_delta[0, pf]
+            clock += f.counter_delta[0, tc]
+            cpu = f.values[0, cols.index("%CPU")]
+            cpu_max = max(cpu_max, cpu)
+            cpu_seconds += cpu / 100 * f.interval
+    assert faults >= n, (faults, messages)
+    # task-clock counts the whole tree: the 1 s burn plus the interpreter's start.
+    assert 1.0e9 <= clock <= 1.6e9, clock
+    assert cpu_max > 50, cpu_max
+    # %CPU from /proc follows the same tree, reaped grandchild included (cutime).
+    assert 0.9 <= cpu_seconds <= 1.7, cpu_seconds
+
+
+@needs_sampler
+def test_cli_spawned_command_counts_its_children() -> None:
+    """``tiptop -b --format csv -S sched -- sh -c 'python3 ...; sleep'``: the one row (the
+    shell) carries its python child's N page faults and its CPU burn."""
+    n = 2000
+    prog = TREE_PROG.format(n=n, busy=0.8)
+    cmd = [*TIPTOP, "-b", "--format", "csv", "-d", "0.2", "-S", "sched", "--",
+           "sh", "-c", f"{sys.executable} -c '{prog}'; sleep 0.4"]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert rows and len({x["pid"] for x in rows}) == 1, r.stdout
+    assert sum(float(x["PF_delta"] or 0) for x in rows) >= n, r.stdout
+    assert max(float(x["%CPU"]) for x in rows) > 50, r.stdout
+
+
+@needs_sampler
+def test_spawned_tree_reopened_after_screen_switch() -> None:
+    """After ``reconfigure`` (a screen switch) the tree's groups are reopened on the root
+    and on every live descendant: the grandchild's later N page faults still count."""
+    from tiptop import spawn
+    from tiptop.sampler import Sampler, SamplerConfig
+    from tiptop.spec import builtin_screens
+    from tiptop.spec.model import Target
+
+    n = 2000
+    (scr,) = [s for s in builtin_screens(Target()) if s.name == "sched"]
+    prog = "import time\ntime.sleep(0.6)\n" + TREE_PROG.format(n=n, busy=0.0)
+    child = spawn.fork_blocked(["sh", "-c", f"{sys.executable} -c '{prog}'; sleep 0.3"])
+    s = Sampler(scr, SamplerConfig(only_pid=child.pid))
+    try:
+        s.attach_spawned(child.pid)
+        s.start()
+        child.release()
+        time.sleep(0.3)  # the grandchild is asleep, before its page touches
+        s.refresh()
+        s.reconfigure(scr)
+        s.refresh()  # restarts: the new groups' baseline
+        faults = 0.0
+        while not child.exited():
+            time.sleep(0.1)
+            f = s.refresh()
+            assert set(f.tid.tolist()) <= {child.pid}, f.tid
+            if len(f.tid):
+                faults += f.counter_delta[0, f.counters.index("PF")]
+        assert faults >= n, faults
+    finally:
+        s.close()
+        child.kill()

@@ -13,14 +13,19 @@ import pytest
 
 from tests.fakeproc import FakeProc, stat_line
 from tiptop.errors import TaskGone
-from tiptop.tasks import CLK_TCK, TaskScanner, parse_stat, read_stat, safe_text
+from tiptop.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 
 
 def test_parse_stat_comm_with_spaces_and_parens() -> None:
     line = stat_line(42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99,
                      processor=5)  # fmt: skip
     st = parse_stat(line.encode())
-    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5)
+    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0)
+    # ppid (4), cutime (16), cstime (17): what process trees are summed from.
+    f = line.split(") ")[-1].split()  # f[0] is field 3
+    f[1], f[13], f[14] = "17", "11", "13"
+    st = parse_stat(f"42 (a) (b c)) {' '.join(f)}".encode())
+    assert (st.ppid, st.cutime, st.cstime, st.utime, st.stime) == (17, 11, 13, 7, 3)
 
 
 def test_parse_stat_real_self() -> None:
@@ -179,3 +184,63 @@ def test_real_busy_and_sleeping_children() -> None:
         for p in (busy, sleeper):
             p.kill()
             p.wait()
+
+
+def test_threads_mode_unreadable_thread_is_dropped_not_raised(tmp_path: Path) -> None:
+    """-H: a thread whose stat cannot be read for permission reasons (EACCES: another
+    user's hidepid /proc, a setuid transition) is left out; the scan goes on."""
+    fp = FakeProc(tmp_path)
+    fp.add(20, "app", tids=(21, 22))
+    fp.add(30, "other")
+    denied = f"{tmp_path}/20/task/21/stat"
+
+    def reader(path: str) -> Stat:
+        if path == denied:
+            raise PermissionError(13, "Permission denied", path)
+        return read_stat(path)
+
+    sc = TaskScanner(str(tmp_path), threads=True, stat_reader=reader)
+    scan = sc.scan()
+    assert sorted(t.tid for t in scan.tasks) == [20, 22, 30]
+
+
+def _set_family(root: Path, pid: int, ppid: int, cutime: int = 0, cstime: int = 0) -> None:
+    """Give a fake stat line its ppid (field 4) and cutime/cstime (16, 17)."""
+    path = root / str(pid) / "stat"
+    head, _, rest = path.read_text().rpartition(") ")
+    f = rest.split()  # f[0] is field 3
+    f[1], f[13], f[14] = str(ppid), str(cutime), str(cstime)
+    path.write_text(f"{head}) {' '.join(f)}\n")
+
+
+def test_tree_root_sums_live_descendants_and_reaped_children(tmp_path: Path) -> None:
+    """A tree root's row: CPU of itself + reaped children (cutime/cstime) + every live
+    descendant (with their own reaped children); descendants get no rows."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "sh", utime=5, stime=1, starttime=500)
+    fp.add(11, "make", utime=3, stime=1)
+    fp.add(12, "cc", utime=2, stime=3)
+    fp.add(13, "unrelated", utime=50, stime=50)
+    _set_family(tmp_path, 10, 1, cutime=7, cstime=2)
+    _set_family(tmp_path, 11, 10, cutime=1, cstime=1)
+    _set_family(tmp_path, 12, 11)
+    _set_family(tmp_path, 13, 1)
+    sc = TaskScanner(str(tmp_path))
+    sc.add_tree_root(10, 500)
+    scan = sc.scan()
+    assert sorted(t.tid for t in scan.tasks) == [10, 13]
+    (root,) = [t for t in scan.tasks if t.tid == 10]
+    assert (root.utime, root.stime) == (5 + 7 + 3 + 1 + 2, 1 + 2 + 1 + 1 + 3)
+    assert sorted(sc.tree[10]) == [11, 12]
+    # cc (12) ends and is reaped by make: its 2+3 ticks move into make's cutime/cstime;
+    # sh (10) burns 10 user and 4 system ticks. The root's delta is exactly sh's.
+    fp.remove(12)
+    fp.set_stat(11, "make", utime=3, stime=1)
+    _set_family(tmp_path, 11, 10, cutime=1 + 2, cstime=1 + 3)
+    fp.set_stat(10, "sh", utime=15, stime=5, starttime=500)
+    _set_family(tmp_path, 10, 1, cutime=7, cstime=2)
+    scan = sc.scan()
+    (root,) = [t for t in scan.tasks if t.tid == 10]
+    assert root.cpu_user == pytest.approx(100 * 10 / (scan.interval * CLK_TCK))
+    assert root.cpu_sys == pytest.approx(100 * 4 / (scan.interval * CLK_TCK))
+    assert sc.tree[10] == [11]

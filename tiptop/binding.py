@@ -24,6 +24,17 @@ share a group): exact for uniform workloads, approximate for phased ones.
 ``-K`` is allowed, ``inherit`` (+ ``inherit_thread``, Linux 5.13+) in process mode. PMUs that
 reject every ``exclude_*`` bit (``msr``: the kernel sets ``PERF_PMU_CAP_NO_EXCLUDE`` for
 it, arch/x86/events/msr.c) get none: their counts (TSC, APERF...) are not per-mode anyway.
+
+*Kernel-only software events.* ``context-switches`` and ``cpu-migrations``
+(``PERF_TYPE_SOFTWARE``, ``PERF_COUNT_SW_CONTEXT_SWITCHES`` = 3 and
+``PERF_COUNT_SW_CPU_MIGRATIONS`` = 4, include/uapi/linux/perf_event.h) are raised by the
+scheduler, in kernel context (``perf_sw_event_sched()`` in ``__schedule`` and
+``set_task_cpu``), so with ``exclude_kernel=1`` they never count: seeds.md B15 measured 0
+with it against 45-94 without. A silent 0 would be a lie, so these two are counted in
+kernel mode (``exclude_kernel=0``) whenever kernel counting is allowed (privileged, or
+``perf_event_paranoid`` < 2: ``kernel_counting_allowed``), even without ``-K``; -K changes
+nothing for them. When it is not allowed they are not opened at all: one line says why
+(naming the paranoid level and what would allow it) and their cells are ``?``.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from tiptop.errors import EventError, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
 from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
 from tiptop.perf.backend import Backend
+from tiptop.perf.consts import PerfType, SwId
 from tiptop.perf.explain import explain_open_error, kernel_counting_allowed
 from tiptop.spec.expr import ColumnExpr, compile_column
 from tiptop.spec.model import NamedEvent, ScreenSpec
@@ -47,6 +59,14 @@ from tiptop.spec.model import NamedEvent, ScreenSpec
 NO_EXCLUDE_PMUS = frozenset({"msr"})
 #: errnos of a group that does not fit the PMU's counters (each member alone opens).
 _TOO_LARGE = (errno.EINVAL, errno.ENOSPC)
+#: Software events raised only in kernel context (see the module doc, seeds.md B15).
+KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)})
+
+
+def kernel_only(attr: Attr) -> bool:
+    """Whether ``attr`` is a software event that fires only in kernel context, so that it
+    always reads 0 with ``exclude_kernel=1`` (context switches, CPU migrations)."""
+    return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
 @dataclass
@@ -87,8 +107,10 @@ class Binder:
         self.say = say
         self.inherit_thread = inherit_thread
         self.kernel = False
+        #: Kernel-mode counting may be asked for (used by kernel-only events without -K).
+        self.kernel_allowed = kernel_counting_allowed(paranoid, privileged)
         if kernel:
-            if kernel_counting_allowed(paranoid, privileged):
+            if self.kernel_allowed:
                 self.kernel = True
             else:
                 say(
@@ -103,9 +125,10 @@ class Binder:
         """The attr one binding is opened with, per task and when probed."""
         process_mode = not self.threads
         exclude = b.pmu not in NO_EXCLUDE_PMUS
+        in_kernel = self.kernel or (self.kernel_allowed and kernel_only(b.attr))
         return b.attr.replace(
             read_format=GROUP_READ_FORMAT,
-            exclude_kernel=exclude and not self.kernel,
+            exclude_kernel=exclude and not in_kernel,
             exclude_hv=exclude,
             exclude_user=False,
             exclude_idle=False,
@@ -116,12 +139,29 @@ class Binder:
             inherit_thread=process_mode and self.inherit_thread,
         )
 
-    def explain(self, e: OSError, what: str, pmu: str | None = None) -> str:
-        """One line for a failed open (``explain_open_error`` with this machine's facts)."""
+    def explain(
+        self, e: OSError, what: str, pmu: str | None = None, *, kernel: bool | None = None
+    ) -> str:
+        """One line for a failed open (``explain_open_error`` with this machine's facts);
+        ``kernel`` says whether kernel mode was asked for (default: ``-K`` in effect)."""
         return explain_open_error(
-            e, what, paranoid=self.paranoid, privileged=self.privileged, kernel=self.kernel,
+            e, what, paranoid=self.paranoid, privileged=self.privileged,
+            kernel=self.kernel if kernel is None else kernel,
             event_pmu=pmu, core_pmus=self._cores,
         )  # fmt: skip
+
+    def say_kernel_only(self, names: Sequence[str]) -> None:
+        """Say once, in one line, that ``names`` are not counted: they happen only in the
+        kernel and kernel counting is not allowed here (see the module doc)."""
+        what = ", ".join(dict.fromkeys(names))
+        level = "unreadable" if self.paranoid is None else str(self.paranoid)
+        self.say(
+            f"{what}: happen only in the kernel and would always read 0 without kernel "
+            f"counting, which perf_event_paranoid {level} forbids to non-root users: run as "
+            "root or with CAP_PERFMON, or set kernel.perf_event_paranoid to 1 or lower, to "
+            "count them; their cells show '?'",
+            key=("kernel-only", what),
+        )
 
     # ------------------------------------------------------------------ probes
     def _opens(self, attrs: Sequence[Attr]) -> bool:
@@ -149,7 +189,7 @@ class Binder:
                     "also counts the children it forks"
                 )
                 return True
-            self.say(self.explain(e, b.name, b.pmu))
+            self.say(self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel))
             return False
 
     def pack(
@@ -232,6 +272,7 @@ class Binder:
 
         by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
         n_bind = np.zeros(len(aliases), np.int64)
+        unseen: list[str] = []  # kernel-only events that cannot count here
         for j in order:
             c = screen.counters[j]
             try:
@@ -245,9 +286,14 @@ class Binder:
                 self.say(f"counter {c.alias!r} of screen {screen.name!r}: {e}")
                 continue
             for b in bindings:
+                if kernel_only(b.attr) and not self.kernel_allowed:
+                    unseen.append(b.name)
+                    continue
                 if self.probe(b):
                     by_pmu.setdefault(b.pmu, []).append((j, b))
                     n_bind[j] += 1
+        if unseen:
+            self.say_kernel_only(unseen)
         groups: list[GroupDef] = []
         for pmu, members in by_pmu.items():
             packed = self.pack(members, column_of)

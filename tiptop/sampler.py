@@ -40,8 +40,15 @@ and closed when it is gone: exact per-thread rows.
 
 *Modules.* Binding a screen (resolve, probe on ourselves, split groups too large for a PMU
 into several multiplexed groups) is ``tiptop.binding``; the counter plan, units and batched
-reads are ``tiptop.counters``; turning a readout into a ``Frame`` is ``tiptop.assemble``.
-This module keeps the task lifecycle: scans, opens, the fd budget, dead and sticky rows.
+reads are ``tiptop.counters``; turning a readout into a ``Frame`` is ``tiptop.assemble``;
+opening and closing groups (the fd budget, reclaim, retries, a spawned command's counters)
+is ``tiptop.opener``, a base class of :class:`Sampler`. This module keeps the refresh
+cycle: scans, reads, dead and sticky rows.
+
+*A spawned command (``attach_spawned``) counts its whole process tree* in process mode,
+as ``perf stat -- cmd`` does: its groups inherit into child processes too (no
+``inherit_thread``), and its row's %CPU sums the tree's times; its descendants get no rows
+of their own (``tiptop.opener``, ``TaskScanner.add_tree_root``).
 
 *Refresh.* ``start()`` is the primer: tasks found then (and any task first seen by a later
 refresh) get their groups opened and a baseline read, and are shown from the next refresh
@@ -72,22 +79,16 @@ import errno
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
 from tiptop.assemble import assemble
 from tiptop.binding import Binder
 from tiptop.cells import Status
 from tiptop.counters import Readout, Unit, read_units, unit_totals
-from tiptop.errors import TaskGone
 from tiptop.frame import Frame
+from tiptop.opener import FD_RESERVE, GroupOpener, TaskState
 from tiptop.perf.backend import Backend
 from tiptop.perf.explain import is_privileged, raise_fd_limit, read_paranoid
 from tiptop.spec.model import ScreenSpec
-from tiptop.tasks import Scan, Task, TaskScanner, list_threads, read_stat
-
-#: fds kept free for everything else tiptop opens (files, terminal, /proc reads).
-FD_RESERVE = 64
-_OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
+from tiptop.tasks import Scan, Task, TaskScanner
 
 
 @dataclass
@@ -105,22 +106,7 @@ class SamplerConfig:
     sticky: bool = False
 
 
-class _State:
-    """The sampler's side of one watched task."""
-
-    __slots__ = ("denied", "pending", "retired", "units")
-
-    def __init__(self) -> None:
-        self.units: list[Unit] = []
-        #: Counts of groups closed while the task lived (reclaim), per alias.
-        self.retired: np.ndarray | None = None
-        #: Waiting for fds (budget, reclaim): retried at later refreshes.
-        self.pending = False
-        #: Refused for good (EACCES...): never retried for this identity.
-        self.denied = False
-
-
-class Sampler:
+class Sampler(GroupOpener):
     """Turns a screen into frames, one per :meth:`refresh` (see the module contract)."""
 
     def __init__(
@@ -155,6 +141,7 @@ class Sampler:
         self.fds_used = 0
         self._inherit_thread = True
         self._spawned: dict[int, tuple[int, list[Unit]]] = {}
+        self._trees: dict[int, int] = {}
         self._dead = Frame.empty()
         self._bind()
         self._reset()
@@ -189,6 +176,8 @@ class Sampler:
             self.proc_root, threads=cfg.threads, uid=cfg.uid, only_pid=cfg.only_pid,
             only_name=cfg.only_name, match_cmdline=cfg.match_cmdline,
         )  # fmt: skip
+        for pid, starttime in self._trees.items():  # spawned commands' process trees
+            self._scanner.add_tree_root(pid, starttime)
         self._started = False
         self._iteration = 0
         self._pending: dict[int, Task] = {}
@@ -262,146 +251,7 @@ class Sampler:
         self._tasks = []
         self.fds_used = 0
 
-    def attach_spawned(self, pid: int) -> None:
-        """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
-        child that has not exec'd yet; adopted as its task's counters once /proc shows it."""
-        try:
-            starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
-        except TaskGone:  # it is gone already: nothing to count
-            return
-        units: list[Unit] = []
-        try:
-            for g, gdef in enumerate(self.plan.groups):
-                attrs = [a.replace(enable_on_exec=True, disabled=True) for a in gdef.attrs]
-                units.append(Unit(self._backend.open_group(pid, attrs), g))
-        except OSError as e:
-            for u in units:
-                u.close()
-            self._say(self._binder.explain(e, f"PID {pid}"))
-            return
-        self.fds_used += sum(u.group.n_fds for u in units)
-        self._spawned[pid] = (starttime, units)
-
-    # ------------------------------------------------------------------ groups
-    def _close_task(self, t: Task, *, keep: bool = False) -> None:
-        st = t.data
-        if not isinstance(st, _State):
-            return
-        if keep and st.units:
-            totals = unit_totals(self.plan, st.units)
-            st.retired = totals if st.retired is None else st.retired + totals
-        for u in st.units:
-            self.fds_used -= u.group.n_fds
-            u.close()
-        st.units = []
-
-    def _open_new(self, scan: Scan) -> None:
-        """Open groups on new tasks and retry waiting ones, busy first."""
-        for t in scan.new:
-            t.data = _State()
-        if self._pending:  # only tasks of this scan: a gone one is never reopened
-            live = {id(t) for t in scan.tasks}
-            for key in [k for k in self._pending if k not in live]:
-                del self._pending[key]
-        if self._spawned:
-            self._prune_spawned(scan)
-        todo = scan.new + [t for t in self._pending.values() if not t.new]
-        todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
-        for t in todo:
-            self._open_task(t, scan)
-
-    def _open_task(self, t: Task, scan: Scan) -> None:
-        st: _State = t.data  # type: ignore[assignment]
-        spawned = self._spawned.pop(t.tid, None)
-        if spawned is not None:
-            if spawned[0] == t.starttime:
-                st.units = spawned[1]
-                return
-            self._drop_spawned(spawned[1])  # that child is gone; its PID was reused
-        if not self.plan.groups or st.denied:
-            return
-        try:
-            tids = [t.tid] if self.config.threads else list_threads(self.proc_root, t.pid)
-        except TaskGone:
-            return
-        need = len(tids) * self.plan.fds_per_thread
-        if self.fds_used + need > self.fd_budget:
-            busy = t.new or t.cpu_total >= self.config.cpu_threshold
-            if self.config.collect and busy:
-                self._reclaim(need, t)
-            if self.fds_used + need > self.fd_budget:
-                self._wait(t, f"out of file descriptors (budget {self.fd_budget}): some "
-                           "tasks are not counted (retried when fds free up)", "fds")  # fmt: skip
-                return
-        units: list[Unit] = []
-        for tid in tids:
-            for g, gdef in enumerate(self.plan.groups):
-                try:
-                    units.append(Unit(self._backend.open_group(tid, gdef.attrs), g))
-                except OSError as e:
-                    if e.errno == errno.ESRCH:  # the thread exited meanwhile: drop it
-                        break
-                    for u in units:
-                        u.close()
-                    if e.errno in _OUT_OF_FDS:
-                        self.fd_budget = self.fds_used
-                        self._wait(t, self._binder.explain(e, "counters"))
-                        return
-                    st.denied = True
-                    self._pending.pop(id(t), None)
-                    self._say(
-                        key=("denied", e.errno),
-                        line=
-                        "cannot watch some tasks (first: PID "
-                        f"{t.pid} {t.name!r}): "
-                        + self._binder.explain(
-                            e, gdef.pmu or "?", gdef.pmu
-                        ).split(": ", 1)[1],
-                    )  # fmt: skip
-                    return
-        st.units = units
-        st.pending = False
-        self._pending.pop(id(t), None)
-        self.fds_used += sum(u.group.n_fds for u in units)
-
-    def _drop_spawned(self, units: list[Unit]) -> None:
-        for u in units:
-            self.fds_used -= u.group.n_fds
-            u.close()
-
-    def _prune_spawned(self, scan: Scan) -> None:
-        """Close counters attached to spawned children that will never be adopted: the
-        child is gone from /proc, or is there under another identity (PID reuse)."""
-        for pid, (starttime, units) in list(self._spawned.items()):
-            try:
-                same = read_stat(f"{self.proc_root}/{pid}/stat").starttime == starttime
-            except TaskGone:
-                same = False
-            if not same:
-                del self._spawned[pid]
-                self._drop_spawned(units)
-
-    def _wait(self, t: Task, why: str, key: object = None) -> None:
-        """``t`` gets no counters now; it is retried at later refreshes."""
-        st: _State = t.data  # type: ignore[assignment]
-        st.pending = True
-        self._pending[id(t)] = t
-        self._say(why, key)
-
-    def _reclaim(self, need: int, keep: Task) -> None:
-        """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget."""
-        threshold = self.config.cpu_threshold
-        for t in self._tasks:
-            if self.fds_used + need <= self.fd_budget:
-                return
-            st = t.data
-            if t is keep or t.new or not isinstance(st, _State) or not st.units:
-                continue
-            if t.cpu_total < threshold:
-                self._close_task(t, keep=True)
-                st.pending = True
-                self._pending[id(t)] = t
-
+    # ------------------------------------------------------------------ diagnosis
     def _note_unscheduled(self, frame: Frame) -> None:
         """Say once per PMU that some of its groups were enabled but never scheduled.
 
@@ -434,7 +284,7 @@ class Sampler:
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, rows: list[Task], scan: Scan, headers: tuple[str, ...]) -> Frame:
         plan = self.plan
-        states = [t.data if isinstance(t.data, _State) else _State() for t in rows]
+        states = [t.data if isinstance(t.data, TaskState) else TaskState() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
         for i, u, e in failed:
             st = states[i]

@@ -11,138 +11,35 @@ Each refresh costs one ``stat`` read per task (one per process in process mode, 
 name, command line and user are read once at discovery and again when ``comm`` changes
 (an ``execve``). %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in
 ``sysconf(_SC_CLK_TCK)`` ticks), seeded at discovery so the first value covers a real
-interval. A task that vanishes between two looks (ENOENT/ESRCH) is dropped silently.
+interval. A task that vanishes between two looks (ENOENT/ESRCH) is dropped silently, and
+so is one whose files we may not read (EACCES). Reading the files is ``tiptop.procfs``.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import NamedTuple
 
 from tiptop.errors import TaskGone
+from tiptop.procfs import (
+    CLK_TCK,
+    Stat,
+    list_threads,
+    parse_stat,
+    read_cmdline,
+    read_file,
+    read_real_uid,
+    read_stat,
+    safe_text,
+    user_name,
+)
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-#: Control characters shown as escapes so one task is always one line.
-_SAFE = {c: f"\\x{c:02x}" for c in range(32)} | {
-    ord("\n"): "\\n",
-    ord("\t"): "\\t",
-    ord("\r"): "\\r",
-    0x7F: "\\x7f",
-}
-
-
-class Stat(NamedTuple):
-    """The fields of ``/proc/PID[/task/TID]/stat`` tiptop uses (proc(5) numbering)."""
-
-    comm: str  # (2) between the first '(' and the LAST ')': comm may hold both
-    state: str  # (3)
-    utime: int  # (14) clock ticks in user mode
-    stime: int  # (15) clock ticks in kernel mode
-    num_threads: int  # (20)
-    starttime: int  # (22) clock ticks after boot
-    processor: int  # (39) CPU last executed on
-
-
-def safe_text(text: str) -> str:
-    """``text`` with control characters (newlines included) escaped: always one line."""
-    return text.translate(_SAFE)
-
-
-@lru_cache(maxsize=4096)
-def _comm(raw: bytes) -> str:
-    return safe_text(raw.decode("utf-8", "replace"))
-
-
-def parse_stat(data: bytes) -> Stat:
-    """Parse a stat line. ``comm`` may contain spaces and parentheses, so the fields after
-    it are split from the last ``)``. Raises ``ValueError`` on a malformed line."""
-    open_ = data.find(b"(")
-    close = data.rfind(b")")
-    if open_ < 0 or close < open_:
-        raise ValueError("malformed stat line")
-    f = data[close + 2 :].split()
-    # f[0] is field 3 (state); field N is f[N - 3].
-    return Stat(
-        _comm(data[open_ + 1 : close]),
-        f[0].decode(),
-        int(f[11]),
-        int(f[12]),
-        int(f[17]),
-        int(f[19]),
-        int(f[36]),
-    )
-
-
-def read_file(path: str) -> bytes:
-    """The whole of a small /proc file; ``TaskGone`` when its task has vanished."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError) as e:
-        raise TaskGone(str(e)) from None
-    try:
-        return os.read(fd, 4096)
-    except ProcessLookupError as e:  # ESRCH: the task died while we read
-        raise TaskGone(str(e)) from None
-    finally:
-        os.close(fd)
-
-
-def read_stat(path: str) -> Stat:
-    """:func:`parse_stat` of the file at ``path``; ``TaskGone`` if it vanished."""
-    data = read_file(path)
-    try:
-        return parse_stat(data)
-    except (ValueError, IndexError):
-        raise TaskGone(f"{path}: unreadable") from None
-
-
-def read_real_uid(proc_root: str, pid: int) -> int:
-    """The real uid of a process (first number of ``Uid:`` in ``/proc/PID/status``)."""
-    for line in read_file(f"{proc_root}/{pid}/status").splitlines():
-        if line.startswith(b"Uid:"):
-            return int(line.split()[1])
-    raise TaskGone(f"{proc_root}/{pid}/status: no Uid line")
-
-
-def read_cmdline(proc_root: str, pid: int, comm: str) -> str:
-    """The full command line, NULs as spaces, control characters escaped; ``[comm]``
-    when empty (kernel threads, zombies), as ps(1) does."""
-    try:
-        raw = read_file(f"{proc_root}/{pid}/cmdline")
-    except (TaskGone, PermissionError):
-        raw = b""
-    # /proc/PID/cmdline can exceed one read on long command lines.
-    if len(raw) == 4096:
-        try:
-            with open(f"{proc_root}/{pid}/cmdline", "rb") as f:
-                raw = f.read()
-        except OSError:
-            pass
-    text = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-    return safe_text(text) if text else f"[{comm}]"
-
-
-@lru_cache(maxsize=1024)
-def user_name(uid: int) -> str:
-    """The login name of ``uid`` (cached: passwd lookups are slow), or the number."""
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
-
-
-def list_threads(proc_root: str, pid: int) -> list[int]:
-    """The thread ids of a process, now; ``TaskGone`` if it has vanished."""
-    try:
-        return [int(e.name) for e in os.scandir(f"{proc_root}/{pid}/task") if e.name.isdigit()]
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError) as e:
-        raise TaskGone(str(e)) from None
+__all__ = [
+    "CLK_TCK", "Scan", "Stat", "Task", "TaskScanner", "alive", "list_threads", "parse_stat",
+    "read_cmdline", "read_file", "read_real_uid", "read_stat", "safe_text", "user_name",
+]  # fmt: skip
 
 
 @dataclass(eq=False, slots=True)
@@ -209,7 +106,20 @@ class TaskScanner:
     ``threads`` selects thread rows (``-H``); ``uid`` keeps only that real uid;
     ``only_pid``/``only_name`` (substring of the name, or of the command line with
     ``match_cmdline``) restrict discovery as ``-p`` does. ``euid`` defaults to ours;
-    0 means every process is visible.
+    0 means every process is visible. ``stat_reader`` reads one stat file (tests inject
+    failures through it).
+
+    *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
+    root's row stands for its whole process tree, as its counters do (``inherit`` without
+    ``inherit_thread``). Its CPU times are the sum, over the root and every live
+    descendant (found through ``ppid``, field 4), of ``utime + stime + cutime + cstime``
+    (fields 14-17): ``cutime``/``cstime`` hold the times of the children a process has
+    waited for, recursively (proc(5), getrusage(2) ``RUSAGE_CHILDREN``), so a descendant
+    that has ended and been reaped inside the tree stays counted, and a zombie still counts
+    its own times until its parent reaps it. Not covered: descendants reparented out of the
+    tree (their parent exited first: they are re-parented to init or a subreaper) and the
+    moment between a child's reap and our read of its parent (shown in the next interval).
+    Descendants get no rows of their own. With ``-H`` trees are not followed.
     """
 
     def __init__(
@@ -222,8 +132,14 @@ class TaskScanner:
         only_name: str | None = None,
         match_cmdline: bool = False,
         euid: int | None = None,
+        stat_reader: Callable[[str], Stat] | None = None,
     ) -> None:
         self.proc_root = proc_root
+        self._read_stat = stat_reader or read_stat
+        #: pid -> starttime of the process-tree roots (see the class doc).
+        self.tree_roots: dict[int, int] = {}
+        #: Live descendants of each tree root present in the last scan.
+        self.tree: dict[int, list[int]] = {}
         self.threads = threads
         self.uid = uid
         self.only_pid = only_pid
@@ -267,13 +183,18 @@ class TaskScanner:
             entries = list(os.scandir(root))
         except OSError:
             entries = []
+        rstat = self._read_stat
+        trees = self.tree_roots if not self.threads else None
+        # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
+        fam: dict[int, tuple[int, int, int]] = {}
+        roots: list[tuple[int, _Proc, Stat]] = []
         for entry in entries:
             name = entry.name
             if not name.isdigit():
                 continue
             pid = int(name)
             try:
-                st = read_stat(f"{root}/{name}/stat")
+                st = rstat(f"{root}/{name}/stat")
                 p = procs.get(pid)
                 # New identity, or an exec (comm changed): look at it (again).
                 if p is None or p.starttime != st.starttime or p.comm != st.comm:
@@ -281,6 +202,15 @@ class TaskScanner:
             except (TaskGone, PermissionError):
                 continue
             live_pids.add(pid)
+            if trees:
+                fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
+                if trees.get(pid) == st.starttime and not (
+                    st.state in "ZX" and st.num_threads <= 1
+                ):
+                    if p.watched:
+                        threads_total += st.num_threads
+                        roots.append((pid, p, st))
+                    continue
             # A zombie leader whose other threads still run is a live process (its
             # nr_threads still counts them; proc(5) "num_threads").
             if not p.watched or (st.state in "ZX" and st.num_threads <= 1):
@@ -291,21 +221,62 @@ class TaskScanner:
                 continue
             try:
                 tids = list_threads(root, pid)
-            except TaskGone:
+            except (TaskGone, PermissionError):
                 continue
             for tid in tids:
                 try:
-                    tst = read_stat(f"{root}/{pid}/task/{tid}/stat")
-                except TaskGone:
+                    tst = rstat(f"{root}/{pid}/task/{tid}/stat")
+                except (TaskGone, PermissionError):  # gone, or hidden from us: no row
                     continue
                 if tst.state in "ZX":
                     continue
                 self._update(seen, new, old, tid, pid, p, tst, interval)
         for pid in [q for q in procs if q not in live_pids]:
             del procs[pid]
+        if trees is not None:
+            self.tree = {}
+        if roots:
+            new = self._fold_trees(roots, fam, seen, new, old, interval)
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
+
+    def add_tree_root(self, pid: int, starttime: int) -> None:
+        """Make process ``(pid, starttime)`` a tree root (see the class doc)."""
+        self.tree_roots[pid] = starttime
+
+    def _fold_trees(
+        self,
+        roots: list[tuple[int, _Proc, Stat]],
+        fam: dict[int, tuple[int, int, int]],
+        seen: dict[int, Task],
+        new: list[Task],
+        old: dict[int, Task],
+        interval: float,
+    ) -> list[Task]:
+        """Give each tree root its tree's CPU times and drop its descendants' rows."""
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in fam.items():
+            children.setdefault(ppid, []).append(pid)
+        hidden: set[int] = set()
+        for pid, p, st in roots:
+            desc: list[int] = []
+            todo = list(children.get(pid, ()))
+            while todo:
+                c = todo.pop()
+                if c in hidden or c == pid:
+                    continue
+                hidden.add(c)
+                desc.append(c)
+                todo.extend(children.get(c, ()))
+            self.tree[pid] = desc
+            user = st.utime + st.cutime + sum(fam[c][1] for c in desc)
+            system = st.stime + st.cstime + sum(fam[c][2] for c in desc)
+            self._update(seen, new, old, pid, pid, p, st._replace(utime=user, stime=system),
+                         interval)  # fmt: skip
+        for c in hidden:
+            seen.pop(c, None)
+        return [t for t in new if t.pid not in hidden] if hidden else new
 
     def _update(
         self,
