@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,6 +13,9 @@ import pytest
 
 import tiptop.sampler
 from tests.helpers import nobody_command
+from tiptop import batch
+from tiptop.frame import Frame
+from tiptop.options import Options
 
 pytestmark = pytest.mark.skipif(
     not hasattr(tiptop.sampler, "Sampler"), reason="tiptop.sampler.Sampler not implemented yet"
@@ -49,6 +54,84 @@ def test_head_closes_quietly() -> None:
     )
     assert time.monotonic() - t0 < 1.0 + 1.0  # interpreter start-up allowance
     assert r.stderr == "" and len(r.stdout.splitlines()) == 3
+
+
+#: The diagnostics a run may print besides its output: an event that cannot be opened
+#: here (``tiptop: bus-cycles: ENOENT: ...``) or the fall back to the software screen.
+DIAGNOSTIC = re.compile(
+    r"tiptop: (\S+: E[A-Z]+: .+|screen '[^']+' cannot count here .+; starting on screen .+)"
+)
+
+
+def _startup_seconds() -> float:
+    """Interpreter start-up plus every import a monitoring run makes, timed the same way."""
+    t0 = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-c", "import numpy, psutil, tiptop.cli, tiptop.sampler, tiptop.batch"],
+        check=True,
+        timeout=60,
+    )
+    return time.monotonic() - t0
+
+
+def test_head_closes_quietly_on_the_default_screen() -> None:
+    """``tiptop -b -n 1000 -d 0.05 | head -3`` exactly as a user types it (the default
+    screen, whose hardware events may be partly missing): done within a second after
+    start-up, 3 lines, and nothing on stderr but one-line diagnostics (no traceback, no
+    "Exception ignored" from a flush into the closed pipe)."""
+    startup = _startup_seconds()
+    t0 = time.monotonic()
+    r = subprocess.run(
+        f"{sys.executable} -m tiptop -b -n 1000 -d 0.05 | head -3",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    took = time.monotonic() - t0
+    assert took < startup + 1.0, (took, startup)
+    assert len(r.stdout.splitlines()) == 3, r.stdout
+    assert r.stdout.startswith("tiptop - up ")
+    assert "Traceback" not in r.stderr and "Exception" not in r.stderr, r.stderr
+    bad = [x for x in r.stderr.splitlines() if not DIAGNOSTIC.fullmatch(x)]
+    assert bad == [], r.stderr
+
+
+def test_messages_are_dropped_once_the_reader_is_gone() -> None:
+    """A reader that leaves while the sampler starts (``| head`` read the preamble and
+    exited): the run ends with status 0 and the sampler's diagnostics are not printed,
+    since nobody reads the output they explain."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "w") as out:
+        err = io.StringIO()
+        sampler = _TalkingSampler(read_end)
+        opts = Options(batch=True, max_iter=3, delay=0.01)
+        code = batch.run(opts, sampler, sampler.screen, 0, out, err)
+    assert code == 0
+    assert sampler.started and sampler.refreshes == 0
+    assert err.getvalue() == ""
+
+
+class _TalkingSampler:
+    """A stand-in sampler with one problem to report, whose ``start`` closes the pipe's
+    reading end (hardware counts are not needed to test where its messages go)."""
+
+    def __init__(self, reader: int) -> None:
+        from tiptop.spec.model import ColumnSpec, ScreenSpec
+
+        self.screen = ScreenSpec("s", "s", columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),))
+        self.messages = ["bus-cycles: ENOENT: not supported here"]
+        self.reader = reader
+        self.started = False
+        self.refreshes = 0
+
+    def start(self) -> None:
+        self.started = True
+        os.close(self.reader)
+
+    def refresh(self) -> Frame:
+        self.refreshes += 1
+        return Frame.empty((" %CPU",))
 
 
 def test_unprivileged_sees_only_own_rows(root_only: None) -> None:

@@ -5,27 +5,29 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import hardware_pmu_error
+from tests.helpers import hardware_pmu_error, nobody_command
 
 TIPTOP = [sys.executable, "-m", "tiptop"]
 
 
-def run(
-    *args: str, timeout: float = 60, cwd: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def run(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m tiptop args`` as a user runs it, stdin closed; ``kw`` go to
+    ``subprocess.run`` (``cwd``, ``env``)."""
     return subprocess.run(
         [*TIPTOP, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
-        cwd=cwd,
+        **kw,
     )
 
 
@@ -37,11 +39,27 @@ def run(
         (["-bi", "-q"], 2, "unknown option '-q'"),
         (["--nope"], 2, "unknown option '--nope'"),
         (["--"], 2, "no command after --"),
+        (["-b", "--", ""], 2, "empty command name after --"),
         (["-u", "no_such_user_zz"], 2, "User name 'no_such_user_zz' does not exist."),
         (["-n", "many"], 2, "not a whole number"),
         (["--format=xml"], 2, "not one of text, csv, json"),
         (["-W", "/nonexistent/dir"], 2, "does not exist"),
         (["--export", "/tmp/screens.txt"], 2, "must end in .yaml"),
+        # Odd values: refused with one line, never accepted by Python's lenient parsers
+        # nor left to overflow later (a delay past select(2)'s range, a uid past uid_t).
+        (["-d", "nan"], 2, "not a number of seconds"),
+        (["-d", "inf"], 2, "not a number of seconds"),
+        (["-d", "1e300"], 2, "at most 604800 s"),
+        (["-d", "1_0"], 2, "not a number of seconds"),
+        (["-n", "1_000"], 2, "not a whole number"),
+        (["-n", "-1"], 2, "must not be negative"),
+        (["-n", "\uff15"], 2, "not a whole number"),  # a full-width 5
+        (["-u", "99999999999999999999"], 2, "neither a user name nor a uid"),
+        (["-p", ""], 2, "-p: empty value"),
+        (["-w", ""], 2, "-w: empty value"),
+        (["-S", ""], 2, "-S: empty value"),
+        (["-S", "99"], 2, "no screen number 99"),
+        (["-o", "/nonexistent/dir/x", "-b"], 1, "cannot open '/nonexistent/dir/x'"),
     ],
 )
 def test_user_errors_are_one_line(argv: list[str], code: int, fragment: str) -> None:
@@ -164,3 +182,53 @@ def test_export_write_error_is_one_line() -> None:
     r = run("--export", "/proc/nope/screens.xml")
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "cannot write '/proc/nope/screens.xml'" in r.stderr
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["-v"], ["--version"], ["--list-screens"]])
+def test_closed_stdout_is_quiet(argv: list[str]) -> None:
+    """Output into a pipe nobody reads (``tiptop -h | true``): status 0, nothing on stderr
+    (BrokenPipeError is an OSError: it must not be reported as a file error)."""
+    r_end, w_end = os.pipe()
+    os.close(r_end)
+    try:
+        r = subprocess.run(
+            [*TIPTOP, *argv], stdout=w_end, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    finally:
+        os.close(w_end)
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_non_utf8_arguments_are_written_back_as_bytes(tmp_path: Path) -> None:
+    """A ``-p`` name from non-UTF-8 bytes, in a strict UTF-8 locale (not the C locale,
+    where Python would escape by itself): the preamble shows the same bytes, no error."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    argv = [*TIPTOP, "-b", "-n", "1", "-d", "0.01", "-S", "sched", "-p", os.fsdecode(b"\xff")]
+    r = subprocess.run(argv, capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert b"only pid '\xff'\n" in r.stdout
+    out = tmp_path / "x.txt"
+    r = subprocess.run([*argv, "-o", str(out)], capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert b"only pid '\xff'\n" in out.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("where", "fragment"),
+    [
+        ("/root", "-W: '/root/.tiptoprc': Permission denied"),
+        ("/root/.tiptoprc", "-W: '/root/.tiptoprc': Permission denied"),
+        ("/etc/shadow", "/etc/shadow: cannot read: Permission denied"),
+    ],
+)
+def test_unreadable_w_is_said_not_skipped(root_only: None, where: str, fragment: str) -> None:
+    """As uid 65534, a ``-W`` the user cannot reach is one line naming the real reason,
+    never "does not exist" nor a run without the file."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    if not os.path.isdir("/root") or os.stat("/root").st_mode & 0o005:
+        pytest.skip("/root is searchable by others here")
+    cmd, env = nobody_command(["-m", "tiptop", "-W", where, "-b", "-n", "1", "-S", "sched"])
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
+    assert r.returncode in (1, 2) and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [f"tiptop: {fragment}"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import nobody_command
-from tests.test_cli import NO_PMU_RC
+from tests.test_cli import NO_PMU_RC, run
 from tests.test_live_tmux import Tmux, has
 from tiptop.perf.explain import read_paranoid
 
@@ -38,17 +38,6 @@ ALIGN_RC = """<tiptop>
 """
 
 ROW = re.compile(r"^ *\d+[-+ ] ")
-
-
-def run(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*TIPTOP, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        **kw,
-    )
 
 
 def misaligned(header: str, rows: list[str], ncells: int) -> list[str]:
@@ -237,5 +226,34 @@ def test_live_spawned_command_status(tmp_path: Path, tmux_needed: None) -> None:
         time.sleep(1.0)  # the command ends; live mode stays until q
         t.keys("q")
         assert _status(tmp_path) == 3  # the command's status
+    finally:
+        t.kill()
+
+
+def test_live_help_and_tasks_line_from_the_real_command(tmp_path: Path, tmux_needed: None) -> None:
+    """The real command in a terminal: the help window names this CPU as the original
+    does (``Target: x86, model = %02X_%02X`` from /proc/cpuinfo, via cli's host_target),
+    and the ``Tasks:`` line never shows ``0 total`` (the count is unknown until the first
+    refresh, and this test run is itself a tracked task)."""
+    from tiptop.cli import host_target
+    from tiptop.live.app import target_line
+
+    expected = target_line(host_target())
+    if host_target().arch == "x86":
+        assert re.fullmatch(r"Target: x86, model = [0-9A-F]{2}_[0-9A-F]{2}", expected)
+    t = Tmux(_wrapped(tmp_path, ["-d", "0.05", "-S", "sched"]), tmp_path)
+    try:
+        seen: list[str] = []
+
+        def tasks_counted(screen: list[str]) -> bool:
+            seen.append(screen[1])
+            return screen[1].startswith("Tasks:")
+
+        t.wait(tasks_counted, "the Tasks line", timeout=20)
+        assert not any("  0 total" in line for line in seen), seen
+        t.keys("h")
+        t.wait(has(expected), "the help window's target line")
+        t.keys("q")
+        assert _status(tmp_path) == 0
     finally:
         t.kill()

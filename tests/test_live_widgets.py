@@ -7,6 +7,7 @@ Frames are built by hand here (a scripted sampler hands them out); the end-to-en
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
-from tiptop.spec.model import ColumnSpec, ScreenSpec
+from tiptop.spec.model import ColumnSpec, ScreenSpec, Target
 
 COLS = (
     ColumnSpec(" %CPU", "%5.1f", "CPU_TOT", "Total CPU usage"),
@@ -225,7 +226,13 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
     assert text(app)[2].rstrip() == "Change delay from 2.00 to: _"
     keys(app, "0", ".", "0", "0", "1", "enter")
     assert app.delay == 2.0
-    assert text(app)[2].strip() == "Delay must be at least 0.01 s (delay stays 2.00)"
+    assert text(app)[2].strip() == (
+        "Delay must be at least 0.01 s and at most 604800 s (delay stays 2.00)"
+    )
+    keys(app, "d", *"1e300", "enter")  # would overflow the event loop's timer
+    assert app.delay == 2.0 and "at most 604800 s" in text(app)[2]
+    keys(app, "d", *"1_0", "enter")  # Python's float() takes it; C's scanf does not
+    assert app.delay == 2.0 and text(app)[2].strip() == "Not a number: '1_0' (delay stays 2.00)"
     keys(app, "s", "0", ".", "5", "x", "backspace", "enter")
     assert app.delay == 0.5
     assert text(app)[2].strip() == "Delay set to 0.50"
@@ -419,3 +426,76 @@ def test_kernel_key_refused_when_unprivileged(root_only: None) -> None:
     assert text(app)[2].strip() == "Kernel mode On"
     assert "[kernel]" in text(app)[0]
     assert sampler.reconfigured[-1] == {"screen": None, "kernel": True}
+
+
+def test_help_window_shows_the_target_cli_found() -> None:
+    """The original's ``Target: x86, model = %02X_%02X`` (section 3.2), from
+    ``Options.target`` as cli sets it from /proc/cpuinfo, not the bare machine name."""
+    app, _ = new_app(target=Target("x86", "1A_11"))
+    keys(app, "h")
+    body = [line[6:75].rstrip(" │") for line in text(app, (100, 14))]
+    assert "Target: x86, model = 1A_11" in body
+
+
+def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
+    """No ``Tasks:   0 total`` before the first refresh (or after a restart)."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH])
+    line = text(app)[1]
+    assert "Tasks" not in line and line.rstrip().endswith("screen  0: default")
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    keys(app, "H")  # threads: the sampler restarts, counts are unknown again
+    assert "Tasks" not in text(app)[1]
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   9 total")
+
+
+def test_conf_indicator_follows_the_config_file() -> None:
+    """``[conf]`` at COLS-60 when a configuration file was read (section 3.1)."""
+    assert "[conf]" not in text(new_app()[0])[0]
+    line = text(new_app(config_path="/tmp/.tiptoprc")[0])[0]
+    assert line.index("[conf]") == 100 - 60
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        (["9" * 30, "enter", "enter"], "failed: Invalid argument"),  # past pid_t
+        (["1", "enter", "9" * 30, "enter"], "failed: Invalid argument"),  # past int
+        (["²", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
+        (["1", "enter", "³", "enter"], "Not valid"),
+    ],
+)
+def test_kill_prompt_odd_numbers_give_a_message(typed: list[str], message: str) -> None:
+    app, _ = new_app()
+    keys(app, "k", *_chars(typed))
+    assert message in text(app)[2]
+
+
+def _chars(typed: list[str]) -> list[str]:
+    out: list[str] = []
+    for t in typed:
+        out += [t] if t == "enter" else list(t)
+    return out
+
+
+def test_error_file_gets_each_new_message_once() -> None:
+    """``-E file`` in live mode: the sampler's messages are logged there as they appear
+    (the original's error log file), not only in the ``e`` window."""
+    log = io.StringIO()
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], error_log=log)
+    sampler.messages.append("bus-cycles: ENOENT: not here")
+    app.refresh()
+    app.refresh()
+    sampler.messages.append("pid 7: EACCES: not yours")
+    app.refresh()
+    assert log.getvalue().splitlines() == [
+        "tiptop: bus-cycles: ENOENT: not here",
+        "tiptop: pid 7: EACCES: not yours",
+    ]
+    log.close()  # a log that can no longer be written: said once, the screen stays up
+    sampler.messages.append("third")
+    app.refresh()
+    assert text(app)[2].startswith("-E: cannot write the error log")

@@ -85,9 +85,56 @@ def test_ptiptop_patterns() -> None:
         (["--format", "xml"], "not one of text, csv, json"),
         (["--epoch=1"], "takes no value"),
         (["stray"], "unexpected argument"),
-        (["--cpu-min", "nan"], "non-negative"),
+        (["--cpu-min", "nan"], "is not a number"),
+        (["--cpu-min", "-1"], "non-negative"),
+        (["--cpu-min", "1e400"], "non-negative"),  # overflows to inf
+        (["-d", "infinity"], "not a number of seconds"),
+        (["-d", " 2"], "not a number of seconds"),
+        (["-d", "604801"], "at most 604800 s"),
+        (["-n", "0x10"], "not a whole number"),
+        (["-u", "4294967295"], "neither a user name nor a uid"),  # (uid_t) -1
+        (["-u", "a\0b"], "does not exist"),  # getpwnam raises ValueError on NUL
+        (["-p", ""], "-p: empty value"),
+        (["--watch="], "--watch: empty value"),
     ],
 )
 def test_usage_errors(argv: list[str], fragment: str) -> None:
     with pytest.raises(UsageError, match=fragment.replace("(", r"\(")):
         _opts(argv)
+
+
+def test_strict_numbers_still_take_what_c_takes() -> None:
+    """Decimal forms strtod/atoi accept keep working after the strict parsing."""
+    o, _ = _opts(["-d", "0.5", "-n", "+3", "--cpu-min", "1e-1"])
+    assert (o.delay, o.max_iter, o.cpu_threshold) == (0.5, 3, 0.1)
+    assert _opts(["-d", ".25"])[0].delay == 0.25
+    assert _opts(["-d", "604800"])[0].delay == 604800.0
+    assert _opts(["-p", "+12"])[0].only_pid == 12
+    assert _opts(["-u", "4294967294"])[0].uid == 4294967294
+
+
+def test_rc_atoi_semantics() -> None:
+    """The rc file's integers are C ``atoi``: leading digits, else 0."""
+    from tiptop.options import Options, apply_rc
+
+    o = Options()
+    assert apply_rc(o, {"max_iter": "  12abc", "idle": "x1", "sticky": "-3"}) == []
+    assert (o.max_iter, o.show_idle, o.sticky) == (12, False, True)
+
+
+def test_rc_odd_values_are_warned_or_ignored() -> None:
+    """rc values a user can get wrong: one warning line each, the default kept; an empty
+    ``watch_name`` (which would mark every task) is ignored like an absent one."""
+    from tiptop.options import Options, apply_rc
+
+    o = Options()
+    warnings = apply_rc(
+        o,
+        {"delay": "1e300", "watch_uid": "no_such_user_zz", "watch_name": "", "max_iter": "9" * 30},
+    )
+    assert warnings == [
+        "config file: option 'delay': delay must be at least 0.01 s and at most 604800 s "
+        "(got '1e300'), ignored",
+        "config file: User name 'no_such_user_zz' does not exist, ignored",
+    ]
+    assert (o.delay, o.uid, o.watch_name, o.max_iter) == (2.0, None, None, int("9" * 30))

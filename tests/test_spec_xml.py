@@ -142,6 +142,9 @@ def test_named_events_types_duplicates_unused() -> None:
         ("<nottiptop/>", "root node != <tiptop>"),
         ("", "malformed XML"),
         ("<tiptop>&undefined;</tiptop>", "malformed XML"),
+        # A str holding bytes decoded with surrogateescape (not valid UTF-8): the XML
+        # parser's own error, not UnicodeEncodeError.
+        ("<tiptop><screen name='\udcff'/></tiptop>", "malformed XML"),
     ],
 )
 def test_fatal_errors(text: str, needle: str) -> None:

@@ -21,6 +21,7 @@ from tiptop.table import View, compile_format, format_row, header, pid_width_for
         ("%08.3f", -3.5, "-003.500"),
         ("%.f", 2.6, "3"),
         ("%5.1f", 1000.0, "1000.0"),  # wider than the header: not cut, as in C
+        ("%999.1f", 1.0, " " * 996 + "1.0"),  # the widest field accepted
         ("x%{}", 1.0, None),
     ],
 )
@@ -33,7 +34,19 @@ def test_printf_matches_c(fmt: str, value: float, expected: str | None) -> None:
     assert expected == fmt % value  # Python's % follows C printf for these
 
 
-@pytest.mark.parametrize("fmt", ["%d", "%s", "%5.1f %5.1f", "plain", "%n"])
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "%d",
+        "%s",
+        "%5.1f %5.1f",
+        "plain",
+        "%n",
+        "%1000f",  # would build a 1000-character cell per row
+        "%99999999999999999999f",  # ValueError inside format(), not a SpecError
+        "%.99999999999999999f",
+    ],
+)
 def test_printf_refuses(fmt: str) -> None:
     with pytest.raises(SpecError):
         compile_format(fmt)

@@ -260,7 +260,8 @@ def run(
 ) -> int:
     """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
-    returns 0. Sampler messages go to ``err`` as they appear, one line each."""
+    returns 0. Sampler messages go to ``err`` as they appear, one line each, while the
+    output still has a reader (after ``| head`` has gone they would explain nothing)."""
     stop = stop or Stop()
     writer = make_writer(out, options, screen, screen_index)
     try:
@@ -271,6 +272,8 @@ def run(
 
     def flush_messages() -> None:
         nonlocal printed_msgs
+        if out_fd is not None and reader_gone(out_fd):
+            raise BrokenPipeError  # nobody reads the output these lines would explain
         msgs = list(sampler.messages)
         for m in msgs[printed_msgs:]:
             err.write(f"tiptop: {m}\n")

@@ -81,6 +81,9 @@ class Row:
 
 # One conversion of C's printf(3) for a double: %[flags][width][.precision]conversion.
 # Length modifiers (l, L) are accepted and ignored, as printf ignores ``l`` for doubles.
+#: The widest field width or precision a format may ask for (three digits).
+MAX_FIELD = 999
+
 _CONV = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<prec>\d*))?(?:[lL])?(?P<conv>.)")
 
 
@@ -116,6 +119,11 @@ def _compile_format(fmt: str) -> Callable[[float], str]:
             raise SpecError(f"format {fmt!r}: unsupported conversion {bad!r} (use f, e or g)")
         if spec is not None:
             raise SpecError(f"format {fmt!r}: more than one conversion (one value per cell)")
+        for what in ("width", "prec"):
+            if len(m.group(what) or "") > 3:
+                # A cell is a screen column: Python would build a string of that size
+                # (gigabytes for %1000000000f) or raise ValueError past its own limit.
+                raise SpecError(f"format {fmt!r}: {what} above {MAX_FIELD} is not a column")
         parts.append("".join(literal))
         literal = []
         spec = _py_spec(m.group("flags"), m.group("width"), m.group("prec"), m.group("conv"))

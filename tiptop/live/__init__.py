@@ -8,7 +8,7 @@ stdout is a terminal and ``-b`` is not given. Imports ``table``, ``frame``, ``op
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tiptop.live.app import Exporter
@@ -23,6 +23,7 @@ def run(
     exporter: Exporter | None = None,
     screen_index: int | None = None,
     started: bool = False,
+    error_log: IO[str] | None = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -32,9 +33,18 @@ def run(
     the ``W`` key writes to ``./.tiptoprc`` (``W`` says so when it is not given).
     ``screen_index`` is the index in ``screens`` of the sampler's screen (found from
     ``sampler.screen`` or ``options.screen`` when not given); ``started=True`` when the
-    caller already called ``sampler.start()`` (the ``--`` spawn path).
+    caller already called ``sampler.start()`` (the ``--`` spawn path). ``error_log``
+    (``-E``) gets each new sampler message as a ``tiptop: ...`` line, as batch mode's
+    stderr does.
     """
     from tiptop.live.app import LiveApp
 
-    app = LiveApp(options, sampler, screens, exporter=exporter, screen_index=screen_index)
+    app = LiveApp(
+        options,
+        sampler,
+        screens,
+        exporter=exporter,
+        screen_index=screen_index,
+        error_log=error_log,
+    )
     return app.run(started=started)

@@ -17,7 +17,7 @@ import os
 import platform
 import signal
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import urwid
 
@@ -32,12 +32,12 @@ from tiptop.live.widgets import (
     TaskTable,
     footer_markup,
     header_markup,
-    help_lines,
     place,
     tasks_markup,
     tasks_text,
     title_markup,
 )
+from tiptop.live.windows import help_lines
 
 if TYPE_CHECKING:
     from tiptop.sampler import Sampler
@@ -96,8 +96,12 @@ class LiveApp(KeyHandlers):
         *,
         exporter: Exporter | None = None,
         screen_index: int | None = None,
+        error_log: IO[str] | None = None,
     ) -> None:
         self.options = copy.copy(options)
+        #: ``-E``: where each new sampler message is also written, one line each.
+        self.error_log = error_log
+        self._logged = 0
         self.sampler = sampler
         self.screens = list(screens)
         self.exporter = exporter
@@ -121,6 +125,8 @@ class LiveApp(KeyHandlers):
         self.delay = float(getattr(options, "delay", 2.0))
         self.max_iter = int(getattr(options, "max_iter", 0) or 0)
         self.refreshes = 0
+        #: False until a frame has told how many tasks are tracked (start-up, restart).
+        self.counted = False
         self.frame = Frame.empty(self._headers(), iteration=0)
         self.rows: list[table.Row] = []
         self.message = ""
@@ -178,8 +184,11 @@ class LiveApp(KeyHandlers):
     # ------------------------------------------------------------------ lines
 
     def _tasks_line(self, cols: int) -> Any:
-        dead = int(self.frame.dead.sum()) if self.view.sticky else None
-        left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
+        # Before the first frame the count is unknown: nothing rather than a wrong 0.
+        left = ""
+        if self.counted:
+            dead = int(self.frame.dead.sum()) if self.view.sticky else None
+            left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
         return tasks_markup(cols, left, self.screen_index, self.screen.name)
 
     def _message_line(self, cols: int) -> Any:
@@ -234,10 +243,27 @@ class LiveApp(KeyHandlers):
         """Take one frame from the sampler and show it."""
         self.frame = self.sampler.refresh()
         self.refreshes += 1
+        self.counted = True
+        self._log_messages()
         self._update_notice()
         self.rebuild()
         if self.max_iter and self.refreshes >= self.max_iter:
             self.quit(0)
+
+    def _log_messages(self) -> None:
+        """Append the sampler's new messages to ``-E``'s file; a write error there is
+        said once on the message line, never raised (the screen must stay up)."""
+        if self.error_log is None:
+            return
+        msgs = list(self.sampler.messages)
+        try:
+            for m in msgs[self._logged :]:
+                self.error_log.write(f"tiptop: {m}\n")
+            self.error_log.flush()
+        except (OSError, ValueError) as exc:
+            self.error_log = None
+            self.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
+        self._logged = len(msgs)
 
     def restart(self, **config: Any) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
@@ -245,6 +271,7 @@ class LiveApp(KeyHandlers):
         screen = config.pop("screen", None)
         self.sampler.reconfigure(screen=screen, **config)
         self.refreshes = 0
+        self.counted = False
         self.frame = Frame.empty(self._headers(), threads=bool(self._opt("show_threads")))
         self.notice = None
         self._update_help()

@@ -10,13 +10,14 @@ is refused with a message instead of silently becoming 1.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from typing import Any
 
 from tiptop.errors import UsageError
 from tiptop.live.prompts import Prompt
-from tiptop.options import MIN_DELAY, parse_user
+from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_user
 
 #: The ``W`` key's file, in the current directory, as the original writes it.
 RC_NAME = ".tiptoprc"
@@ -104,22 +105,23 @@ class KeyHandlers:
         self.restart(screen=self.screen)
         return True
 
-    def _threads(self) -> bool:
-        on = not self._opt("show_threads", False)
-        self._set_opt("show_threads", on)
-        self.message = f"Show threads {'On' if on else 'Off'}"
-        self.restart(threads=on)
+    def _toggle_counting(self, option: str, config: str, label: str) -> bool:
+        """Invert ``option``, say ``label On``/``Off`` and reopen the counters with the
+        sampler's ``config`` field set to match."""
+        on = not self._opt(option, False)
+        self._set_opt(option, on)
+        self.message = f"{label} {'On' if on else 'Off'}"
+        self.restart(**{config: on})
         return True
+
+    def _threads(self) -> bool:
+        return self._toggle_counting("show_threads", "threads", "Show threads")
 
     def _kernel(self) -> bool:
         if not kernel_allowed():
             self.message = "Kernel mode not available (not root and paranoia level too high)."
             return False
-        on = not self._opt("show_kernel", False)
-        self._set_opt("show_kernel", on)
-        self.message = f"Kernel mode {'On' if on else 'Off'}"
-        self.restart(kernel=on)
-        return True
+        return self._toggle_counting("show_kernel", "kernel", "Kernel mode")
 
     def _sticky(self) -> bool:
         self.view.sticky = not self.view.sticky
@@ -156,7 +158,7 @@ class KeyHandlers:
 
     def _kill_pid(self, text: str) -> bool:
         text = text.strip()
-        if not text.isdigit() or int(text) == 0:
+        if not _digits(text) or int(text) == 0:
             self.message = "Not valid"
             return False
         pid = int(text)
@@ -165,13 +167,15 @@ class KeyHandlers:
 
     def _kill(self, pid: int, text: str) -> bool:
         text = text.strip()
-        if text and not text.isdigit():
+        if text and not _digits(text):
             self.message = "Not valid"
             return False
         sig = int(text) if text else 0
         sig = sig or signal.SIGTERM  # empty or zero means 15, as in the original
         try:
             os.kill(pid, sig)
+        except OverflowError:  # past pid_t or int: no such process or signal can exist
+            self.message = f"Kill of PID '{pid}' with '{sig}' failed: {os.strerror(errno.EINVAL)}"
         except OSError as exc:
             self.message = f"Kill of PID '{pid}' with '{sig}' failed: {os.strerror(exc.errno or 0)}"
         else:
@@ -271,22 +275,20 @@ def kernel_allowed() -> bool:
 def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:
     """A delay typed at the ``d`` prompt; UsageError with a one-line reason when it is not
     a number or is below the minimum (the original silently used 1 s instead)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"Not a number: '{text}'") from None
-    if not minimum <= value < float("inf"):
-        raise UsageError(f"Delay must be at least {minimum} s")
+    value = decimal(text)
+    if value is None:
+        raise UsageError(f"Not a number: '{text}'")
+    if not minimum <= value <= MAX_DELAY:
+        raise UsageError(f"Delay must be at least {minimum} s and at most {MAX_DELAY:.0f} s")
     return value
 
 
 def _target(text: str) -> tuple[int | None, str | None]:
     """A ``-p``/``-w`` style answer: a non-zero number is a PID, other text a name,
     blank clears."""
-    if not text:
-        return None, None
-    try:
-        pid = int(text, 10)
-    except ValueError:
-        return None, text
-    return (pid, None) if pid > 0 else (None, text)
+    return parse_target(text) if text else (None, None)
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes ``²`` and other digits int() refuses)."""
+    return text.isascii() and text.isdigit()

@@ -4,7 +4,8 @@ Pure projection: every widget is handed finished text (table rows, messages) and
 only where it goes and with which attribute. Positions follow the original's ncurses
 layout (tiptop-original.md section 3.1). The task table and the error log are box widgets
 that format only the lines that are visible, so thousands of rows cost nothing to draw.
-Imports nothing from tiptop but the palette (the rows come from ``tiptop.table``).
+The help and error windows are in :mod:`.windows`. Imports nothing from tiptop but the
+palette and the windows (the rows come from ``tiptop.table``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import urwid
 
 from tiptop.live import palette as P
+from tiptop.live.windows import ErrorLog, error_window, help_window, scrolled
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
 Markup = Any
@@ -202,16 +204,10 @@ class Scroller(urwid.Widget):
 
     def scroll(self, key: str) -> bool:
         """Move the view for a navigation key; False when the key is not one."""
-        page = max(self.height - 1, 1)
-        moves = {"up": -1, "down": 1, "page up": -page, "page down": page}
-        if key in moves:
-            self.top += moves[key]
-        elif key == "home":
-            self.top = 0
-        elif key == "end":
-            self.top = self.count
-        else:
+        top = scrolled(self.top, key, self.count, self.height - 1)
+        if top is None:
             return False
+        self.top = top
         self.clamp()
         self._invalidate()
         return True
@@ -249,97 +245,6 @@ class TaskTable(Scroller):
     def _row_line(self, i: int, cols: int) -> Markup:
         row = self.rows[i]
         return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
-
-
-def help_lines(target: str, desc: str, columns: Sequence[tuple[str, str]]) -> list[Markup]:
-    """The help window's text: the target line (reverse), the screen description, then
-    ``header: description`` per column, headers stripped and padded to the widest, then a
-    legend of the colours (our addition)."""
-    heads = [h.strip() for h, _ in columns]
-    width = max((len(h) for h in heads), default=0)
-    lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
-    lines += [f"{h.ljust(width)}: {d}" for h, (_, d) in zip(heads, columns, strict=True)]
-    lines += [
-        "",
-        [
-            (P.WATCHED, "watched"),
-            "  ",
-            (P.DEAD, "dead"),
-            "  ",
-            (P.OVER, "over threshold"),
-            "  ",
-            (P.SCALED, "scaled"),
-            " (counters multiplexed)",
-        ],
-    ]
-    return lines
-
-
-def help_window(lines: Sequence[Markup]) -> urwid.Widget:
-    """The ``h`` window: a box titled `` Help (h to close)``."""
-    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
-    return urwid.AttrMap(urwid.LineBox(body, title="Help (h to close)"), P.WINDOW)
-
-
-class ErrorLog(urwid.Widget):
-    """The ``e`` window's body: ``BEGIN`` (or ``.....`` when scrolled), the error lines,
-    ``END`` (or ``.....``), and the scroll position ``%d %`` on the last line."""
-
-    _sizing = frozenset([urwid.Sizing.BOX])
-    ignore_focus = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: Sequence[str] = ()
-        self.top = 0
-        self.height = 3
-
-    def set_messages(self, messages: Sequence[str]) -> None:
-        """Show this list of messages (the sampler's error log)."""
-        self.messages = messages
-        self._invalidate()
-
-    def _room(self) -> int:
-        return max(self.height - 3, 1)
-
-    def scroll(self, key: str) -> bool:
-        """Scroll for a navigation key; False when the key is not one."""
-        room, n = self._room(), len(self.messages)
-        moves = {"up": -1, "down": 1, "page up": -room, "page down": room}
-        if key in moves:
-            self.top += moves[key]
-        elif key == "home":
-            self.top = 0
-        elif key == "end":
-            self.top = n
-        else:
-            return False
-        self.top = max(0, min(self.top, n - room))
-        self._invalidate()
-        return True
-
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        cols, rows = size
-        self.height = rows
-        room, n = self._room(), len(self.messages)
-        self.top = max(0, min(self.top, n - room))
-        end = min(self.top + room, n)
-        lines = ["BEGIN" if self.top == 0 else "....."]
-        lines += list(self.messages[self.top : end])
-        lines.append("END" if end >= n else ".....")
-        pct = 100 if n <= room else round(100 * end / n)
-        canvases = [urwid.Text(t, wrap="clip").render((cols,)) for t in lines[: rows - 1]]
-        if len(canvases) < rows - 1:
-            canvases.append(urwid.SolidCanvas(" ", cols, rows - 1 - len(canvases)))
-        canvases.append(urwid.Text(f" {pct} % ", align="right", wrap="clip").render((cols,)))
-        return urwid.CanvasCombine([(c, None, False) for c in canvases])
-
-
-def error_window(log: ErrorLog) -> urwid.Widget:
-    """The ``e`` window: a box titled `` %d errors detected (e to close) ``."""
-    # urwid's LineBox adds the spaces around the title.
-    title = f"{len(log.messages)} errors detected (e to close)"
-    return urwid.AttrMap(urwid.LineBox(log, title=title), P.WINDOW)
 
 
 def too_small(cols: int, rows: int) -> urwid.Canvas:

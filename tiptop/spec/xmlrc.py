@@ -103,7 +103,7 @@ def _value_positions(lines: list[str], el: _Elem) -> dict[str, tuple[int | None,
 def load_xml(data: bytes | str, target: Target, path: str | None = None) -> ConfigSpec:
     """A whole XML file; fatal problems raise SpecError, the rest go to ``problems``."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogateescape")  # bytes a str decoded leniently
     if len(data) > MAX_BYTES:
         raise SpecError(f"file larger than {MAX_BYTES} bytes: refused", path)
     root = _parse_tree(data, path)

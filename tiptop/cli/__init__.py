@@ -1,0 +1,189 @@
+"""The ``tiptop`` and ``ptiptop`` commands: parse, merge options, pick a screen, run.
+
+Every option of the original (tiptop-original.md section 2) plus modern spellings
+(``--delay=2``, ``-d2``, ``-bi``) and ``--format``, ``--list-events``, ``--check``,
+``--export``. Everything a user can get wrong ends here as one line on stderr and an exit
+code (2 for usage errors), never a traceback. ``-h``, ``-v``, ``--version`` and
+``--list-screens`` never probe the PMU first (a defect of the original fixed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from tiptop import __version__
+from tiptop.cli.run import read_pid_max, run_monitor
+from tiptop.cli.screens import (
+    ScreenSet,
+    export_current,
+    export_screens,
+    format_list,
+    host_target,
+    load_screens,
+    pick_screen,
+)
+from tiptop.errors import TiptopError
+from tiptop.options import Action, merge, parse_argv
+
+__all__ = [
+    "USAGE",
+    "ScreenSet",
+    "export_current",
+    "host_target",
+    "load_screens",
+    "main",
+    "main_ptiptop",
+    "pick_screen",
+    "read_pid_max",
+    "run_monitor",
+]
+
+USAGE = """\
+Usage: {prog} [option] [-- command args]
+	-b             run in batch mode
+	-c             use command line instead of process name
+	--cpu-min m    minimum %CPU to display a process
+	-d delay       delay in seconds between refreshes (0.01 to 604800)
+	-E filename    file where errors are logged
+	--epoch        add epoch at beginning of each line
+	-h --help      print this message
+	-H             show threads
+	-K --kernel    show kernel activity
+	-i             also display idle processes
+	--list-screens display list of available screens
+	-n num         max number of refreshes
+	--no-collect   no attempt to collect idle processes when out of files
+	-o outfile     output file in batch mode
+	--only-conf    disable default screen, only configuration
+	-p --pid pid|name  only display task with this PID/name
+	-S num|name    screen number (or part of its name) to display
+	--sticky       keep final status of dead processes
+	--timestamp    add timestamp at beginning of each line
+	-u user|uid    only show user's processes
+	-U             show user name
+	-v             print version and exit
+	--version      print legalese and exit
+	-W path        directory holding .tiptoprc (or a config file)
+	-w pid|name    watch this process (highlighted)
+	--format f     batch output: text (default), csv or json
+	--list-events  list events and whether they open here
+	--check        explain what this machine allows, and how to get more
+	--export FILE  write the screens to FILE (.yaml/.yml or .xml)
+	-- cmd args    run cmd and monitor it (and its children) from its first instruction
+"""
+
+
+def _flag(actions: list[Action], name: str) -> bool:
+    return any(a.name == name and a.kind == "flag" for a in actions)
+
+
+def _last_value(actions: list[Action], name: str) -> str | None:
+    values = [a.value for a in actions if a.name == name and a.kind == "set"]
+    return values[-1] if values else None
+
+
+def _print_version(out: IO[str], legalese: bool) -> None:
+    if legalese:
+        out.write(
+            f"tiptop {__version__}.\n"
+            "Python reimplementation of tiptop 2.3.1 (C) 2011-2015 Inria.\n"
+            "This is free software (GPL-2.0-or-later). No warranty.\n"
+        )
+    else:
+        out.write(f"This is tiptop version {__version__} (tiptop-perf, Python).\n")
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run ``tiptop``; returns the exit status (0 ok, 1 error, 2 usage, or the status of
+    the command run after ``--``)."""
+    if argv is None:
+        argv = sys.argv[1:]
+    if prog is None:
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "tiptop"
+        if "ptiptop" not in prog:
+            prog = "tiptop"
+    _tolerant_stdout()
+    try:
+        code = _main(list(argv), prog)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's exit
+        return code
+    except TiptopError as exc:
+        _err_line(prog, str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # ``tiptop --list-events | head -1``: quietly done
+        _devnull_stdout()
+        return 0
+    except OSError as exc:  # a file we had to read or write
+        where = f" '{exc.filename}'" if exc.filename else ""
+        _err_line(prog, f"{exc.strerror or exc}{where}")
+        return 1
+
+
+def main_ptiptop() -> int:
+    """``ptiptop PATTERN... [OPTIONS]``: unknown arguments are ``-p`` patterns."""
+    return main(sys.argv[1:], prog="ptiptop")
+
+
+def _err_line(prog: str, message: str) -> None:
+    try:
+        sys.stderr.write(f"{prog}: {message}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+
+
+def _devnull_stdout() -> None:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, sys.stdout.fileno())
+    os.close(fd)
+
+
+def _tolerant_stdout() -> None:
+    """Write bytes that are not valid in the locale's encoding (a ``-p`` name or process
+    name taken from non-UTF-8 bytes) back as the same bytes instead of raising
+    UnicodeEncodeError: Python does so by itself only in the C/POSIX locale (PEP 540)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(
+                    errors="surrogateescape" if stream is sys.stdout else "backslashreplace"
+                )
+
+
+def _main(argv: list[str], prog: str) -> int:
+    actions, command = parse_argv(argv, ptiptop="ptiptop" in prog)
+    # One-shot answers first: no config, no PMU probe.
+    if _flag(actions, "help"):
+        sys.stdout.write(USAGE.format(prog=prog))
+        return 0
+    if _flag(actions, "version") or _flag(actions, "legalese"):
+        _print_version(sys.stdout, _flag(actions, "legalese"))
+        return 0
+    merge({}, actions)  # validate every command-line value before reading any file
+    config_dir = _last_value(actions, "config_dir")
+    loaded = load_screens(config_dir, only_conf=_flag(actions, "only_conf"))
+    opts, warnings = merge(loaded.options, actions)
+    opts.command = command
+    for w in [*warnings, *loaded.problems]:
+        _err_line(prog, w)
+    if opts.list_screens:
+        sys.stdout.write(format_list(loaded, probe=True))
+        return 0
+    if opts.export:
+        export_screens(loaded, opts.export)
+        sys.stdout.write(f"screens written to {opts.export}\n")
+        return 0
+    if opts.list_events or opts.check:
+        from tiptop import diagnose
+
+        out = diagnose.list_events() if opts.list_events else diagnose.check(loaded)
+        sys.stdout.write(out)
+        return 0
+    return run_monitor(opts, loaded, lambda line: _err_line(prog, line))

@@ -1,0 +1,208 @@
+"""The screens a run can show: built-ins around the config file's, ``-S``, ``--export``.
+
+Reading the host (``/proc/cpuinfo`` for the ``arch``/``model`` gating of tiptop-original.md
+section 4.4) and the rc file search live here, in the command layer, so ``tiptop.spec``
+stays pure.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiptop.errors import TiptopError, UsageError
+from tiptop.spec.model import Target
+
+
+@dataclass
+class ScreenSet:
+    """The screens in the original's order and what the config file said."""
+
+    screens: list[Any] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    path: str | None = None
+
+
+def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
+    """This CPU as the config's ``arch``/``model`` gating sees it (section 4.4): ``x86``
+    and ``%02X_%02X`` family_model from /proc/cpuinfo, or the machine name elsewhere."""
+    machine = platform.machine()
+    if machine in ("x86_64", "i686", "i386"):
+        fam = mod = None
+        try:
+            with open(cpuinfo) as f:
+                for line in f:
+                    key, _, val = line.partition(":")
+                    key = key.strip()
+                    if key == "cpu family" and fam is None:
+                        fam = int(val)
+                    elif key == "model" and mod is None:
+                        mod = int(val)
+                    if fam is not None and mod is not None:
+                        break
+        except (OSError, ValueError):
+            pass
+        model = f"{fam:02X}_{mod:02X}" if fam is not None and mod is not None else None
+        return Target("x86", model)
+    return Target({"aarch64": "arm64"}.get(machine, machine), None)
+
+
+def config_path(config_dir: str | None) -> str | None:
+    """The rc file (``tiptop.spec.loader.find_config``: ``-W`` directory or file,
+    ``$TIPTOP``, ``./.tiptoprc``, XDG, ``~/.tiptoprc``); a ``-W`` that does not exist is
+    a usage error."""
+    from tiptop.spec.loader import find_config
+
+    if config_dir is not None:
+        _check_w(config_dir)
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current directory was removed under us: no ./.tiptoprc
+        cwd = "/nonexistent"
+    return find_config(config_dir, os.environ, cwd, os.environ.get("HOME"))
+
+
+def _check_w(config_dir: str) -> None:
+    """``-W``: the path must exist, and a directory's ``.tiptoprc``, when there is one,
+    must be reachable: a file the user named is never skipped in silence (stat(2):
+    EACCES on a directory without search permission reads as "no such file" to
+    ``os.path.exists``)."""
+    path = os.path.expanduser(config_dir)
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(f"-W: '{config_dir}' does not exist") from None
+    except OSError as exc:
+        raise UsageError(f"-W: '{config_dir}': {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        rc = os.path.join(path, ".tiptoprc")
+        try:
+            os.stat(rc)
+        except FileNotFoundError:
+            pass  # no file there: the next places are searched (section 4.1)
+        except OSError as exc:
+            raise UsageError(f"-W: '{rc}': {exc.strerror}") from None
+
+
+def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSet:
+    """Built-in screens (unless ``--only-conf``) around the config file's screens:
+    ``default`` and ``branch`` first, then the file's, then the other built-ins."""
+    from tiptop.spec import loader
+
+    target = host_target()
+    result = ScreenSet()
+    path = config_path(config_dir)
+    conf_screens: list[Any] = []
+    if path is not None:
+        conf = loader.load_file(path, target)
+        result.path = path
+        result.options = dict(conf.options)
+        conf_screens = list(conf.screens)
+        result.problems = [str(p) for p in conf.problems]
+    builtins: list[Any] = []
+    if not only_conf:
+        builtins = list(loader.builtin_screens(target))
+    # A config screen named like a built-in replaces it in the built-in's place, so a file
+    # written by --export or the W key (every screen, built-ins included) loads back as
+    # the same list; the original appended copies (defect 13: duplicates on reload).
+    by_name: dict[str, Any] = {}
+    for s in conf_screens:
+        by_name.setdefault(s.name, s)
+    used: set[int] = set()
+
+    def swap(builtin: Any) -> Any:
+        mine = by_name.get(builtin.name)
+        if mine is None:
+            return builtin
+        used.add(id(mine))
+        return mine
+
+    first = [swap(s) for s in builtins if s.name in ("default", "branch")]
+    rest = [swap(s) for s in builtins if s.name not in ("default", "branch")]
+    conf_screens = [s for s in conf_screens if id(s) not in used]
+    result.screens = first + conf_screens + rest
+    if not result.screens:
+        raise TiptopError("no screen to show (--only-conf without screens in the config file)")
+    return result
+
+
+def pick_screen(screens: Sequence[Any], wanted: str | None) -> tuple[int, Any]:
+    """``-S``: a number, else the first screen whose name contains the text."""
+    if wanted is None:
+        return 0, screens[0]
+    try:
+        index = int(wanted, 10)
+    except ValueError:
+        for i, s in enumerate(screens):
+            if wanted in s.name:
+                return i, s
+        raise UsageError(f"-S: no screen named like '{wanted}' (see --list-screens)") from None
+    if not 0 <= index < len(screens):
+        raise UsageError(f"-S: no screen number {index} (0 to {len(screens) - 1})")
+    return index, screens[index]
+
+
+def format_list(screens: ScreenSet, probe: bool) -> str:
+    """``--list-screens``: ``%2d: 'name', description`` per screen and, with ``probe``,
+    whether its counters open here."""
+    lines = ["Available screens:"]
+    availability: dict[str, str] = {}
+    if probe:
+        from tiptop import diagnose
+
+        availability = {s.name: diagnose.screen_status(s) for s in screens.screens}
+    for i, s in enumerate(screens.screens):
+        line = f"{i:2d}: '{s.name}', {s.desc}"
+        if s.name in availability:
+            line += f"  [{availability[s.name]}]"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def export_screens(loaded: ScreenSet, path: str) -> None:
+    """``--export FILE``: every screen and the file's options as YAML or XML (by suffix)."""
+    from tiptop.spec.loader import export_xml, export_yaml
+    from tiptop.spec.model import ConfigSpec
+
+    if not path.endswith((".xml", ".yaml", ".yml")):
+        raise UsageError(f"--export: '{path}' must end in .yaml, .yml or .xml")
+    writer = export_xml if path.endswith(".xml") else export_yaml
+    text = writer(ConfigSpec(path=None, options=dict(loaded.options), screens=loaded.screens))
+    try:
+        with open(path, "w", errors="surrogateescape") as f:
+            f.write(text)
+    except OSError as exc:
+        raise TiptopError(f"cannot write '{path}': {exc.strerror}") from None
+
+
+def export_current(options: Any, screens: Sequence[Any]) -> str:
+    """The live ``W`` key's text: the current options and every screen as an XML
+    ``.tiptoprc`` (tiptop-original.md section 4.6; values escaped, unlike the original).
+    Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""
+    from tiptop.options import to_rc
+    from tiptop.spec import ConfigSpec, export_xml
+
+    return export_xml(ConfigSpec(path=None, options=to_rc(options), screens=list(screens)))
+
+
+def fallback_screen(loaded: ScreenSet, index: int, screen: Any, say: Any) -> tuple[int, Any]:
+    """Without any usable hardware event, start on ``sched`` (software events) and
+    ``say`` so (one line)."""
+    from tiptop import diagnose
+
+    ok, total, reason = diagnose.screen_counters(screen)
+    if total == 0 or ok > 0:
+        return index, screen
+    for i, s in enumerate(loaded.screens):
+        if s.name == "sched":
+            say(
+                f"screen '{screen.name}' cannot count here ({reason}); "
+                "starting on screen 'sched' (software events)"
+            )
+            return i, s
+    return index, screen

@@ -1,0 +1,249 @@
+"""Every run-time option in one record, and the one place where sources are merged.
+
+Order (tiptop-original.md sections 2 and 4.3): built-in defaults, then the rc file's
+``<options>``, then the command line. As in the original, command-line *toggles invert*
+the value the file set, options with a value replace it, and the file's ``show_cmdline``,
+``show_epoch``, ``show_kernel``, ``show_timestamp`` and ``debug`` are OR-set (``x = x ||
+atoi(v)``) while the others are assigned. The command line is parsed into a list of
+:class:`Action` by :mod:`.argv`; value parsers are in :mod:`.values`. Imports only
+``errors``, ``spec.model`` and ``table``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tiptop.errors import UsageError
+from tiptop.options.argv import Action, parse_argv
+from tiptop.options.values import (
+    MAX_DELAY,
+    MIN_DELAY,
+    atoi,
+    decimal,
+    parse_count,
+    parse_delay,
+    parse_float,
+    parse_target,
+    parse_user,
+)
+from tiptop.spec.model import Target
+from tiptop.table import DEFAULT_CPU_THRESHOLD, View
+
+__all__ = [
+    "FORMATS",
+    "MAX_DELAY",
+    "MIN_DELAY",
+    "Action",
+    "Options",
+    "apply_actions",
+    "apply_rc",
+    "decimal",
+    "merge",
+    "parse_argv",
+    "parse_count",
+    "parse_delay",
+    "parse_float",
+    "parse_target",
+    "parse_user",
+    "to_rc",
+]
+
+FORMATS = ("text", "csv", "json")
+
+
+@dataclass
+class Options:
+    """All options, with the original's defaults."""
+
+    batch: bool = False
+    show_cmdline: bool = False  # -c
+    cpu_threshold: float = DEFAULT_CPU_THRESHOLD  # --cpu-min (percent)
+    delay: float = 2.0  # -d
+    error_file: str | None = None  # -E
+    show_epoch: bool = False  # --epoch
+    show_threads: bool = False  # -H
+    show_idle: bool = False  # -i
+    show_kernel: bool = False  # -K
+    max_iter: int = 0  # -n (0 = forever)
+    collect: bool = True  # --no-collect clears it
+    output: str | None = None  # -o
+    only_conf: bool = False  # --only-conf
+    only_pid: int | None = None  # -p PID
+    only_name: str | None = None  # -p NAME
+    screen: str | None = None  # -S (number or name part); None = the first screen
+    sticky: bool = False  # --sticky
+    show_timestamp: bool = False  # --timestamp
+    uid: int | None = None  # -u (filters for real)
+    user_name: str | None = None  # -u, the name shown in the batch preamble
+    show_user: bool = False  # -U
+    watch_pid: int | None = None  # -w PID
+    watch_name: str | None = None  # -w NAME
+    config_dir: str | None = None  # -W
+    debug: bool = False  # -g
+    command: list[str] = field(default_factory=list)  # -- cmd args
+    #: Width of the PID column: 5, or more when pid_max has more digits (2.3.2's rule;
+    #: set by cli from /proc/sys/kernel/pid_max so 7-digit PIDs do not shift their row).
+    pid_width: int = 5
+    #: This CPU (``arch``, ``model``) for the live help window's ``Target:`` line; set by
+    #: cli from /proc/cpuinfo (tiptop-original.md section 3.2, "Help window").
+    target: Target | None = None
+    #: The configuration file read, if any (the live title's ``[conf]`` indicator).
+    config_path: str | None = None
+    # New in this implementation.
+    format: str = "text"  # --format
+    export: str | None = None  # --export FILE
+    # One-shot actions (print and exit).
+    help: bool = False
+    version: bool = False
+    legalese: bool = False  # --version
+    list_screens: bool = False
+    list_events: bool = False
+    check: bool = False
+
+    @property
+    def watch(self) -> int | str | None:
+        """The ``-w`` target as ``table.View`` wants it."""
+        return self.watch_pid if self.watch_pid is not None else self.watch_name
+
+    def view(self) -> View:
+        """The presentation settings these options imply (sorted on column 0)."""
+        return View(
+            sort_column=0,
+            descending=True,
+            show_idle=self.show_idle,
+            cpu_threshold=self.cpu_threshold,
+            show_user=self.show_user,
+            show_cmdline=self.show_cmdline,
+            watch=self.watch,
+            sticky=self.sticky,
+            pid_width=self.pid_width,
+        )
+
+
+# --------------------------------------------------------------------------- rc file
+
+#: rc options applied with ``x = x || atoi(v)`` (tiptop-original.md section 4.3).
+_OR_SET = {
+    "show_cmdline": "show_cmdline",
+    "show_epoch": "show_epoch",
+    "show_kernel": "show_kernel",
+    "show_timestamp": "show_timestamp",
+    "debug": "debug",
+}
+#: rc options assigned ``atoi(v) != 0``.
+_ASSIGN_BOOL = {
+    "show_user": "show_user",
+    "show_threads": "show_threads",
+    "idle": "show_idle",
+    "sticky": "sticky",
+}
+#: Names the original's ``W`` dump writes but never reads back; ignored here too.
+_IGNORED = {"batch", "only_pid", "only_name"}
+
+
+def apply_rc(opts: Options, rc: dict[str, str]) -> list[str]:
+    """Apply a config file's ``<options>`` to ``opts``; return one warning line per
+    value that could not be used (unknown names are ignored, as in the original)."""
+    warnings: list[str] = []
+    for name, value in rc.items():
+        try:
+            if name in _OR_SET:
+                attr = _OR_SET[name]
+                setattr(opts, attr, getattr(opts, attr) or atoi(value) != 0)
+            elif name in _ASSIGN_BOOL:
+                setattr(opts, _ASSIGN_BOOL[name], atoi(value) != 0)
+            elif name == "delay":
+                opts.delay = parse_delay(value, "option 'delay'")
+            elif name == "cpu_threshold":
+                opts.cpu_threshold = parse_float(value, "option 'cpu_threshold'")
+            elif name == "max_iter":
+                opts.max_iter = max(atoi(value), 0)
+            elif name == "watch_name":
+                if value:  # an empty name is in every name: it would mark every task
+                    opts.watch_name, opts.watch_pid = value, None
+            elif name == "watch_uid":
+                # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take
+                # the value as -u does (and, like -u here, it filters).
+                opts.uid, opts.user_name = parse_user(value, "option 'watch_uid'")
+            elif name in _IGNORED:
+                continue
+        except UsageError as exc:
+            warnings.append(f"config file: {str(exc).rstrip('.')}, ignored")
+    return warnings
+
+
+def apply_actions(opts: Options, actions: list[Action]) -> None:
+    """Apply parsed command-line items in order; toggles invert the current value."""
+    for act in actions:
+        where = act.spelled or act.name
+        if act.kind == "toggle":
+            setattr(opts, act.name, not getattr(opts, act.name))
+        elif act.kind == "flag":
+            setattr(opts, act.name, True)
+        elif act.kind == "clear":
+            setattr(opts, act.name, False)
+        else:
+            _apply_value(opts, act.name, act.value or "", where)
+
+
+def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
+    if name == "delay":
+        opts.delay = parse_delay(value, where)
+    elif name == "cpu_threshold":
+        opts.cpu_threshold = parse_float(value, where)
+    elif name == "max_iter":
+        opts.max_iter = parse_count(value, where)
+    elif name in ("only", "watch"):
+        if not value:
+            # An empty name is in every name: it would select (or mark) every task.
+            raise UsageError(f"{where}: empty value")
+        pid, text = parse_target(value)
+        if name == "only":
+            opts.only_pid, opts.only_name = pid, text
+        else:
+            opts.watch_pid, opts.watch_name = pid, text
+    elif name == "user":
+        opts.uid, opts.user_name = parse_user(value, where)
+    elif name == "format":
+        if value not in FORMATS:
+            raise UsageError(f"{where}: '{value}' is not one of {', '.join(FORMATS)}")
+        opts.format = value
+    elif name in ("screen", "output", "error_file", "config_dir", "export"):
+        if not value:
+            raise UsageError(f"{where}: empty value")
+        setattr(opts, name, value)
+    else:  # pragma: no cover - the parser only produces the names above
+        raise UsageError(f"unknown option {where}")
+
+
+def to_rc(opts: Options) -> dict[str, str]:
+    """The options as a config file's ``<options>`` block (names of section 4.3), for the
+    live ``W`` key: reading the block back with :func:`apply_rc` gives the same values.
+    ``watch_name`` only when set, as the original writes it; ``-u`` as ``watch_uid``."""
+    rc = {
+        "delay": repr(opts.delay),
+        "cpu_threshold": repr(opts.cpu_threshold),
+        "max_iter": str(opts.max_iter),
+        "show_cmdline": str(int(opts.show_cmdline)),
+        "show_epoch": str(int(opts.show_epoch)),
+        "show_kernel": str(int(opts.show_kernel)),
+        "show_timestamp": str(int(opts.show_timestamp)),
+        "show_user": str(int(opts.show_user)),
+        "show_threads": str(int(opts.show_threads)),
+        "idle": str(int(opts.show_idle)),
+        "sticky": str(int(opts.sticky)),
+        "debug": str(int(opts.debug)),
+    }
+    if opts.watch_name is not None:
+        rc["watch_name"] = opts.watch_name
+    if opts.uid is not None:
+        rc["watch_uid"] = str(opts.uid)
+    return rc
+
+
+def merge(rc: dict[str, str] | None, actions: list[Action]) -> tuple[Options, list[str]]:
+    """Defaults < rc ``<options>`` < command line; returns the options and rc warnings."""
+    opts = Options()
+    warnings = apply_rc(opts, rc or {})
+    apply_actions(opts, actions)
+    return opts, warnings

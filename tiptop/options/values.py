@@ -1,0 +1,102 @@
+"""Parsers for option values, shared by the command line, the rc file and live prompts.
+
+Numbers are read strictly: ASCII decimal only, as C's ``strtod``/``atoi`` would (so
+``1_000``, ``0x10``, full-width digits and ``infinity`` are refused with one line, where
+Python's ``int``/``float`` would quietly accept some of them). Every error is a
+:class:`~tiptop.errors.UsageError` whose text names the option (``where``).
+"""
+
+from __future__ import annotations
+
+import math
+import pwd
+import re
+
+from tiptop.errors import UsageError
+
+#: Smallest accepted refresh delay in seconds (the original silently replaced smaller
+#: values by 1; we refuse them with a message).
+MIN_DELAY = 0.01
+#: Largest accepted refresh delay (one week): the event loop's timers (select(2) timeouts)
+#: overflow on absurd values, so they are refused instead of ending in a traceback.
+MAX_DELAY = 7 * 86400.0
+#: Largest uid: ``uid_t`` is 32 bits and ``(uid_t) -1`` means "no uid" (setresuid(2)).
+MAX_UID = 2**32 - 2
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+_WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
+
+
+def decimal(text: str) -> float | None:
+    """A decimal number (``2``, ``0.5``, ``1e-2``), or None when ``text`` is not one."""
+    return float(text) if _DECIMAL.fullmatch(text) else None
+
+
+def _int(text: str) -> int | None:
+    """A decimal integer (``12``, ``-1``), or None when ``text`` is not one."""
+    return int(text, 10) if _WHOLE.fullmatch(text) else None
+
+
+def parse_delay(text: str, where: str = "-d") -> float:
+    """A refresh delay in seconds, from :data:`MIN_DELAY` to :data:`MAX_DELAY`."""
+    value = decimal(text)
+    if value is None:
+        raise UsageError(f"{where}: '{text}' is not a number of seconds")
+    if not MIN_DELAY <= value <= MAX_DELAY:
+        raise UsageError(
+            f"{where}: delay must be at least {MIN_DELAY} s and at most {MAX_DELAY:.0f} s "
+            f"(got '{text}')"
+        )
+    return value
+
+
+def parse_float(text: str, where: str) -> float:
+    """A finite, non-negative decimal number."""
+    value = decimal(text)
+    if value is None:
+        raise UsageError(f"{where}: '{text}' is not a number")
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{where}: '{text}' must be a non-negative number")
+    return value
+
+
+def parse_count(text: str, where: str) -> int:
+    """A non-negative decimal integer."""
+    value = _int(text)
+    if value is None:
+        raise UsageError(f"{where}: '{text}' is not a whole number")
+    if value < 0:
+        raise UsageError(f"{where}: '{text}' must not be negative")
+    return value
+
+
+def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
+    """``(uid, name)`` for a user name or numeric uid; a numeric uid without a passwd
+    entry is accepted and shown as its number (the original hit an ``assert``)."""
+    if text[:1].isdigit():
+        uid = _int(text)
+        if uid is None or uid > MAX_UID:
+            raise UsageError(f"{where}: '{text}' is neither a user name nor a uid")
+        try:
+            return uid, pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return uid, str(uid)
+    try:
+        entry = pwd.getpwnam(text)
+    except (KeyError, ValueError):  # ValueError: an embedded NUL
+        # The original's message (tiptop-original.md section 2, ``-u``).
+        raise UsageError(f"User name '{text}' does not exist.") from None
+    return entry.pw_uid, entry.pw_name
+
+
+def parse_target(text: str) -> tuple[int | None, str | None]:
+    """A ``-p``/``-w`` argument: a PID when it reads as a positive integer (the original's
+    ``atoi(arg) != 0`` rule, without atoi's prefix parsing), else a name."""
+    pid = _int(text)
+    return (pid, None) if pid is not None and pid > 0 else (None, text)
+
+
+def atoi(text: str) -> int:
+    """C ``atoi``: leading integer, 0 when there is none (the rc file's semantics)."""
+    m = re.match(r"\s*([+-]?\d+)", text, re.ASCII)
+    return int(m.group(1)) if m else 0
