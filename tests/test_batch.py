@@ -1,4 +1,4 @@
-"""Batch mode end to end against the real kernel (skips until the sampler is present)."""
+"""Batch mode end to end against the real kernel."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-import tiptop.sampler
 from tests.helpers import nobody_command
 from tiptop import batch
 from tiptop.frame import Frame
 from tiptop.options import Options
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(tiptop.sampler, "Sampler"), reason="tiptop.sampler.Sampler not implemented yet"
-)
 TIPTOP = [sys.executable, "-m", "tiptop"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

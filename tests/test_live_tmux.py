@@ -10,6 +10,7 @@ Each test uses its own tmux server socket and kills only that server.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,6 +101,18 @@ def has(text: str) -> Callable[[list[str]], bool]:
     return lambda lines: any(text in line for line in lines)
 
 
+def shown(screen: int) -> Callable[[list[str]], bool]:
+    """The tasks line of screen ``screen`` says some tasks are displayed, and rows follow."""
+
+    def ok(lines: list[str]) -> bool:
+        if len(lines) < 5 or f"screen  {screen}:" not in lines[1]:
+            return False
+        m = re.match(r"Tasks:\s+\d+ total,\s+(\d+) displayed", lines[1])
+        return bool(m and int(m.group(1)) > 0 and lines[4].strip())
+
+    return ok
+
+
 @pytest.fixture
 def driven(tmp_path: Path) -> Iterator[Tmux]:
     script = tmp_path / "driver.py"
@@ -168,16 +181,18 @@ def test_resize_keeps_running(driven: Tmux) -> None:
 
 
 def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
-    import tiptop.sampler
-
-    if not hasattr(tiptop.sampler, "Sampler"):
-        pytest.skip("tiptop.sampler.Sampler is not implemented yet")
-    t = Tmux([sys.executable, "-m", "tiptop", "-d", "0.5", "-i"], tmp_path)
+    """The real program, delay 4 s: after Right the second screen shows rows at its first
+    refresh, 0.2 s after the key, not an empty ``0 displayed`` table for a whole delay."""
+    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i"], tmp_path)
     try:
-        lines = t.wait(has("Tasks:"), "the real program's screen", timeout=20)
+        lines = t.wait(shown(0), "the real program's first rows", timeout=20)
         assert lines[0].startswith("tiptop -")
         t.keys("Right")
-        t.wait(has("screen  1: branch"), "the second screen", timeout=10)
+        t0 = time.monotonic()
+        # Before the fix: "N total,   0 displayed" until ~4.2 s after the key.
+        lines = t.wait(shown(1), "rows of the second screen", timeout=2.0)
+        assert time.monotonic() - t0 < 2.0
+        assert lines[3].lstrip().startswith("PID") and re.match(r" *\d+", lines[4]), lines
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:

@@ -68,7 +68,11 @@ def make_frame(n: int = 4, *, iteration: int = 4) -> Frame:
 
 
 class ScriptedSampler:
-    """A stand-in for ``tiptop.sampler.Sampler`` handing out hand-built frames."""
+    """A stand-in for ``tiptop.sampler.Sampler`` handing out hand-built frames.
+
+    It keeps the real sampler's priming rule (``tiptop.sampler`` contract): after
+    construction or ``reconfigure`` it is unstarted, and a ``refresh()`` then only primes
+    it and hands back an empty frame that counts the tasks but shows none."""
 
     def __init__(self, n: int = 4) -> None:
         self.n = n
@@ -76,12 +80,20 @@ class ScriptedSampler:
         self.screen = DEFAULT
         self.reconfigured: list[dict[str, Any]] = []
         self.refreshes = 0
+        self.starts = 0
+        self.started = False
 
     def start(self) -> None:
-        pass
+        self.starts += 1
+        self.started = True
 
     def refresh(self) -> Frame:
         self.refreshes += 1
+        if not self.started:
+            self.start()
+            empty = Frame.empty(tuple(c.header for c in self.screen.columns), ("C",))
+            empty.tasks_total = self.n + 5
+            return empty
         f = make_frame(self.n)
         k = len(self.screen.columns)  # only the screen's columns, like the real sampler
         f.headers = f.headers[:k]
@@ -90,6 +102,7 @@ class ScriptedSampler:
 
     def reconfigure(self, screen: ScreenSpec | None = None, **changes: Any) -> None:
         self.reconfigured.append({"screen": screen, **changes})
+        self.started = False
         if screen is not None:
             self.screen = screen
 
@@ -97,6 +110,7 @@ class ScriptedSampler:
 def new_app(n: int = 4, **opts: Any) -> tuple[LiveApp, ScriptedSampler]:
     sampler = ScriptedSampler(n)
     app = LiveApp(Options(**opts), sampler, [DEFAULT, BRANCH], exporter=lambda o, s: "<tiptop/>")
+    sampler.start()  # as LiveApp.run() does
     app.refresh()
     return app, sampler
 
@@ -441,6 +455,7 @@ def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
     """No ``Tasks:   0 total`` before the first refresh (or after a restart)."""
     sampler = ScriptedSampler(4)
     app = LiveApp(Options(), sampler, [DEFAULT, BRANCH])
+    sampler.start()
     line = text(app)[1]
     assert "Tasks" not in line and line.rstrip().endswith("screen  0: default")
     app.refresh()
@@ -449,6 +464,39 @@ def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
     assert "Tasks" not in text(app)[1]
     app.refresh()
     assert text(app)[1].startswith("Tasks:   9 total")
+
+
+def test_screen_switch_shows_rows_at_the_first_refresh() -> None:
+    """After a restart (Right: the sampler is reconfigured) the refresh 0.2 s later shows
+    the tasks: ``restart`` primes the sampler, so that refresh is not the priming scan's
+    empty frame (``4 total, 0 displayed`` for a whole delay)."""
+    app, sampler = new_app()
+    keys(app, "right")
+    assert sampler.reconfigured[-1]["screen"] is BRANCH
+    assert sampler.started and sampler.starts == 2  # run()'s (here new_app's) and the restart's
+    app.refresh()  # the 0.2 s alarm
+    lines = text(app)
+    assert lines[1].startswith("Tasks:   9 total,   4 displayed")
+    assert lines[1].rstrip().endswith("screen  1: branch")
+    assert [x.rstrip() for x in lines[4:8]] == [
+        "  100   50.0  2.00 task0",
+        "  101   33.7  1.00 task1",
+        "  102   17.3     - task2",
+        "  103    1.0  1.00 task3",
+    ]
+
+
+def test_max_iter_counts_shown_frames_after_a_restart() -> None:
+    """``-n 2``: after a screen switch, two refreshes with rows, the first of them 0.2 s
+    after the key, then the program quits (no empty frame counted as one of them)."""
+    app, sampler = new_app(max_iter=2)
+    keys(app, "right")
+    app.refresh()
+    assert app.quit_code is None
+    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    app.refresh()
+    assert app.quit_code == 0
+    assert sampler.refreshes == 3  # new_app's, then the two after the switch
 
 
 def test_conf_indicator_follows_the_config_file() -> None:

@@ -209,10 +209,14 @@ def test_thread_rows(child: Child) -> None:
         child.do("t1exit 0.2")
         time.sleep(0.1)  # join() returns at CLONE_CHILD_CLEARTID, a moment before release
         f = s.refresh()
-        # t1 died during the interval: without sticky its row is gone and its fds closed.
-        assert f.tid.tolist() == [child.pid]
-        assert t1 not in f.tid
+        # t1 died during the interval: its row shows that last interval once, dead (its
+        # 0.2 s burn), and its fds are closed; without sticky it is gone afterwards.
+        assert f.tid.tolist() == [child.pid, t1]
+        assert f.dead.tolist() == [False, True]
+        assert 0.19e9 <= f.values[1, 2] <= 0.3e9, f.values[1, 2]
         assert s.fds_used == 2  # one software group of two events, main thread only
+        f = s.refresh()
+        assert f.tid.tolist() == [child.pid]
     finally:
         s.close()
 
@@ -464,3 +468,38 @@ def test_attach_spawned_counts_from_exec_only() -> None:
     finally:
         s.close()
         os.waitpid(pid, 0)
+
+
+def test_task_busy_until_exit_shows_its_last_interval_once() -> None:
+    """A task (no sticky) that spins ~0.6 s right up to its exit between two refreshes
+    1 s apart: its row appears once, dead, with that interval's task-clock and a %CPU
+    from its zombie's final times that agrees with it; then it is gone, fds closed."""
+    spin = "e = time.process_time() + 0.6\nwhile time.process_time() < e: pass"
+    prog = f"import sys, time\nsys.stdin.readline()\n{spin}"
+    p = subprocess.Popen([sys.executable, "-c", prog], stdin=subprocess.PIPE)
+    s = Sampler(screen(), SamplerConfig(only_pid=p.pid))
+    try:
+        time.sleep(0.2)  # the interpreter is up and blocked on stdin
+        s.start()
+        f = s.refresh()
+        assert f.tid.tolist() == [p.pid] and not f.dead.any()
+        t0 = time.monotonic()
+        p.stdin.write(b"go\n")  # type: ignore[union-attr]
+        p.stdin.flush()  # type: ignore[union-attr]
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # a zombie: not reaped yet
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+        f = s.refresh()
+        assert f.tid.tolist() == [p.pid], f.tid
+        assert f.dead.tolist() == [True]
+        cpu, tc = f.values[0, 0], f.values[0, 2] / 1e9
+        assert 0.55 <= tc <= 0.75, tc  # the spin (and the exit) in this interval
+        assert cpu > 40, cpu
+        # %CPU (from /proc, clock ticks) and task-clock tell the same story.
+        assert abs(cpu / 100 * f.interval - tc) <= 0.05, (cpu, f.interval, tc)
+        assert s.fds_used == 0
+        f = s.refresh()  # shown once: without sticky the dead row is not repeated
+        assert len(f) == 0
+    finally:
+        s.close()
+        p.kill()
+        p.wait()

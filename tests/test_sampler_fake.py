@@ -155,9 +155,12 @@ def test_vanished_task_no_message_fds_closed(env) -> None:  # type: ignore[no-un
     fp.remove(10)
     b.clock.advance(1.0)
     f = s.refresh()
-    assert f.tid.tolist() == [11]
+    # Read one last time, shown once, dead; its fds closed at once.
+    assert f.tid.tolist() == [11, 10] and f.dead.tolist() == [False, True]
     assert b.open_fds == 3 == s.fds_used
     assert f.messages == [] and s.messages == []
+    b.clock.advance(1.0)
+    assert s.refresh().tid.tolist() == [11]
 
 
 def test_sticky_dead_rows_keep_last_values(env) -> None:  # type: ignore[no-untyped-def]
@@ -191,7 +194,8 @@ def test_pid_reuse_never_mixes(env) -> None:  # type: ignore[no-untyped-def]
     fp.add(10, "new", starttime=200)
     b.clock.advance(1.0)
     f = s.refresh()
-    assert len(f) == 0  # the new one is shown from the next refresh
+    # The old process's last interval, dead; the new one is shown from the next refresh.
+    assert f.name == ["old"] and f.dead.tolist() == [True]
     # Two groups (cpu, software) for the old process, two more for the new one.
     assert [tid for tid, _ in b.opens if tid == 10] == [10] * 4
     b.clock.advance(1.0)
@@ -342,11 +346,11 @@ def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: i
         fp.remove(10)
         b.clock.advance(1.0)
         f = s.refresh()
-        assert f.tasks_total == 3 and f.dead.tolist() == ([False, True] if sticky else [False])
+        assert f.tasks_total == 3 and f.dead.tolist() == [False, True]
         fp.remove(11)
         b.clock.advance(1.0)
-        f = s.refresh()  # nothing alive: only the sticky dead rows, still the frame's count
-        assert f.tasks_total == 0 and len(f) == (2 if sticky else 0)
+        f = s.refresh()  # nothing alive: only dead rows, still the frame's count
+        assert f.tasks_total == 0 and len(f) == (2 if sticky else 1) and f.dead.all()
         s.close()
         fp.add(10, "one")
         fp.add(11, "three", tids=(12, 13))

@@ -11,12 +11,8 @@ import time
 
 import pytest
 
-import tiptop.sampler
-
 TIPTOP = [sys.executable, "-m", "tiptop"]
-needs_sampler = pytest.mark.skipif(
-    not hasattr(tiptop.sampler, "Sampler"), reason="tiptop.sampler.Sampler not implemented yet"
-)
+
 
 RC = """<tiptop><screen name="faults" desc="page faults">
 <counter alias="PF" config="page-faults"/>
@@ -39,7 +35,6 @@ PROG = textwrap.dedent("""
 """)
 
 
-@needs_sampler
 @pytest.mark.parametrize("n", [500, 3000])
 def test_page_faults_exact(tmp_path, n: int) -> None:
     (tmp_path / ".tiptoprc").write_text(RC)
@@ -96,7 +91,6 @@ def test_exit_status_and_signal() -> None:
     assert child.reap() == 128 + 15
 
 
-@needs_sampler
 def test_cli_exit_status_passthrough() -> None:
     r = subprocess.run(
         [*TIPTOP, "-b", "-d", "0.1", "-S", "sched", "--", "sh", "-c", "exit 3"],
@@ -149,7 +143,6 @@ def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]: 
         child.kill()
 
 
-@needs_sampler
 def test_spawned_row_counts_its_process_tree() -> None:
     """The spawned row counts its python grandchild: exactly N page faults (and more from
     the interpreter's start) and its CPU burn; the grandchild has no row of its own."""
@@ -176,7 +169,6 @@ def test_spawned_row_counts_its_process_tree() -> None:
     assert 0.9 <= cpu_seconds <= 1.7, cpu_seconds
 
 
-@needs_sampler
 def test_cli_spawned_command_counts_its_children() -> None:
     """``tiptop -b --format csv -S sched -- sh -c 'python3 ...; sleep'``: the one row (the
     shell) carries its python child's N page faults and its CPU burn."""
@@ -192,7 +184,6 @@ def test_cli_spawned_command_counts_its_children() -> None:
     assert max(float(x["%CPU"]) for x in rows) > 50, r.stdout
 
 
-@needs_sampler
 def test_spawned_tree_reopened_after_screen_switch() -> None:
     """After ``reconfigure`` (a screen switch) the tree's groups are reopened on the root
     and on every live descendant: the grandchild's later N page faults still count."""
@@ -225,3 +216,23 @@ def test_spawned_tree_reopened_after_screen_switch() -> None:
     finally:
         s.close()
         child.kill()
+
+
+def test_cli_spawned_command_busy_until_exit_prints_its_last_interval() -> None:
+    """``tiptop -b --format csv -S sched -d 2 -- python3 -c '<spin 0.8 s>'``: the command
+    ends before the first refresh; its one row (dead) carries that interval's task-clock
+    and a %CPU taken from its final times, before tiptop reaps it."""
+    spin = "import time\ne = time.process_time() + 0.8\nwhile time.process_time() < e: pass"
+    cmd = [*TIPTOP, "-b", "--format", "csv", "-S", "sched", "-d", "2", "--",
+           sys.executable, "-c", spin]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 1, r.stdout
+    (row,) = rows
+    assert row["dead"] == "1", row
+    tc = float(row["TC_delta"]) / 1e9
+    assert 0.8 <= tc <= 1.2, row  # the spin plus the interpreter's start and exit
+    cpu = float(row["%CPU"])
+    assert cpu > 30, row
+    assert abs(cpu / 100 * float(row["interval"]) - tc) <= 0.05, row

@@ -244,3 +244,44 @@ def test_tree_root_sums_live_descendants_and_reaped_children(tmp_path: Path) -> 
     assert root.cpu_user == pytest.approx(100 * 10 / (scan.interval * CLK_TCK))
     assert root.cpu_sys == pytest.approx(100 * 4 / (scan.interval * CLK_TCK))
     assert sc.tree[10] == [11]
+
+
+def test_zombie_final_times_give_its_last_interval(tmp_path: Path) -> None:
+    """A task seen as a zombie (not reaped yet) is gone, with the %CPU of its final
+    interval from its final stat; one reaped before we looked keeps its previous value.
+    A zombie tree root counts its waited-for children's final times too; with -H the
+    zombie leader's own thread stat is used."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "spin", utime=0, stime=0)
+    fp.add(11, "gone", utime=0, stime=0)
+    fp.add(12, "sh", utime=1, stime=0, starttime=500)
+    _set_family(tmp_path, 12, 1)
+    sc = TaskScanner(str(tmp_path))
+    sc.add_tree_root(12, 500)
+    sc.scan()
+    fp.set_stat(10, "spin", state="Z", utime=30, stime=6)
+    fp.remove(11)
+    fp.set_stat(12, "sh", state="Z", utime=3, stime=1, starttime=500)
+    _set_family(tmp_path, 12, 1, cutime=40, cstime=2)
+    scan = sc.scan()
+    assert scan.tasks == []
+    by = {t.tid: t for t in scan.gone}
+    assert sorted(by) == [10, 11, 12]
+    tick = 100 / (scan.interval * CLK_TCK)
+    assert by[10].cpu_user == pytest.approx(30 * tick)
+    assert by[10].cpu_total == pytest.approx(36 * tick)
+    assert by[10].state == "Z"
+    assert by[11].cpu_total == 0.0  # reaped first: nothing more to know
+    assert by[12].cpu_total == pytest.approx((2 + 1 + 40 + 2) * tick)
+    # -H: a multi-threaded process's last thread ends; the process stat sums every
+    # thread, the leader's row takes its own.
+    fp.add(20, "app", tids=(21,))
+    sc = TaskScanner(str(tmp_path), threads=True, only_pid=20)
+    sc.scan()
+    fp.remove(20, tid=21)
+    fp.set_stat(20, "app", state="Z", threads=1, utime=99, stime=99)
+    fp.set_stat(20, "app", tid=20, state="Z", threads=1, utime=8, stime=2)
+    scan = sc.scan()
+    by = {t.tid: t for t in scan.gone}
+    assert sorted(by) == [20, 21]
+    assert by[20].cpu_total == pytest.approx(10 * 100 / (scan.interval * CLK_TCK))

@@ -24,7 +24,7 @@ from tiptop.spec.model import delta_key
 from tiptop.tasks import Task
 
 
-def marker(t: Task, threads: bool) -> str:
+def marker(t: Task) -> str:
     """The original's row marker: ``-`` other thread, ``+`` multi-threaded process, ``" "``."""
     if t.tid != t.pid:
         return "-"
@@ -95,7 +95,7 @@ def assemble(
         counters=plan.aliases,
         tid=np.array([t.tid for t in rows], np.int64),
         pid=np.array([t.pid for t in rows], np.int64),
-        marker=[marker(t, threads) for t in rows],
+        marker=[marker(t) for t in rows],
         user=[t.user for t in rows],
         name=[t.name for t in rows],
         cmdline=[t.cmdline for t in rows],

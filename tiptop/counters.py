@@ -159,6 +159,18 @@ def _delta(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
     return d
 
 
+def _counts(
+    plan: CounterPlan, gdef: GroupDef, d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """From ``(n, width)`` group-word deltas of one group kind: the raw member counts, the
+    scaled ones (a counter summed over several PMUs is never scaled), Δtime_enabled and
+    Δtime_running, as float64."""
+    v = d[:, 3::2].astype(np.float64)
+    ena, run = d[:, 1].astype(np.float64), d[:, 2].astype(np.float64)
+    multi = plan.multi[gdef.alias_index]
+    return v, np.where(multi[None, :], v, _scale(v, ena, run)), ena, run
+
+
 def read_units(
     plan: CounterPlan, units_per_row: Sequence[Sequence[Unit]]
 ) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
@@ -195,15 +207,8 @@ def read_units(
         base = np.frombuffer(b"".join([u.base for u in ok]), _U64).reshape(-1, w)
         for u, b in zip(ok, bufs, strict=True):
             u.last = b
-        d = _delta(cur, prev)
-        t = _delta(cur, base)
-        dv = d[:, 3::2].astype(np.float64)
-        tv = t[:, 3::2].astype(np.float64)
-        de, dr = d[:, 1].astype(np.float64), d[:, 2].astype(np.float64)
-        te, tr = t[:, 1].astype(np.float64), t[:, 2].astype(np.float64)
-        multi = plan.multi[gdef.alias_index]
-        ds = np.where(multi[None, :], dv, _scale(dv, de, dr))
-        ts = np.where(multi[None, :], tv, _scale(tv, te, tr))
+        dv, ds, de, dr = _counts(plan, gdef, _delta(cur, prev))
+        _, ts, te, tr = _counts(plan, gdef, _delta(cur, base))
         flat = (np.asarray(rows, np.int64)[:, None] * k + gdef.alias_index[None, :]).ravel()
         m = len(gdef.attrs)
         for name, vals in (
@@ -228,9 +233,6 @@ def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
     for u in units:
         gdef = plan.groups[u.gdef]
         t = _delta(np.frombuffer(u.last, _U64)[None, :], np.frombuffer(u.base, _U64)[None, :])
-        tv = t[:, 3::2].astype(np.float64)
-        te, tr = t[:, 1].astype(np.float64), t[:, 2].astype(np.float64)
-        multi = plan.multi[gdef.alias_index]
-        ts = np.where(multi[None, :], tv, _scale(tv, te, tr))
+        _, ts, _, _ = _counts(plan, gdef, t)
         np.add.at(out, gdef.alias_index, ts[0])
     return out

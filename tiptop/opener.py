@@ -53,16 +53,20 @@ _OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
 class TaskState:
     """The sampler's side of one watched task."""
 
-    __slots__ = ("denied", "pending", "retired", "units")
+    __slots__ = ("denied", "retired", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
-        #: Counts of groups closed while the task lived (reclaim), per alias.
+        #: Counts of groups closed while the task lived (reclaim, read error), per alias.
         self.retired: np.ndarray | None = None
-        #: Waiting for fds (budget, reclaim): retried at later refreshes.
-        self.pending = False
         #: Refused for good (EACCES...): never retried for this identity.
         self.denied = False
+
+    def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
+        """Keep what ``units`` counted (to their last read) in the task's total, before
+        they are closed while the task lives."""
+        kept = unit_totals(plan, units)
+        self.retired = kept if self.retired is None else self.retired + kept
 
 
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
@@ -143,8 +147,7 @@ class GroupOpener:
         if not isinstance(st, TaskState):
             return
         if keep and st.units:
-            totals = unit_totals(self.plan, st.units)
-            st.retired = totals if st.retired is None else st.retired + totals
+            st.retire(self.plan, st.units)
         for u in st.units:
             self.fds_used -= u.group.n_fds
             u.close()
@@ -224,14 +227,11 @@ class GroupOpener:
                     )
                     return
         st.units = units
-        st.pending = False
         self._pending.pop(id(t), None)
         self.fds_used += sum(u.group.n_fds for u in units)
 
     def _wait(self, t: Task, why: str, key: object = None) -> None:
         """``t`` gets no counters now; it is retried at later refreshes."""
-        st: TaskState = t.data  # type: ignore[assignment]
-        st.pending = True
         self._pending[id(t)] = t
         self._say(why, key)
 
@@ -246,5 +246,4 @@ class GroupOpener:
                 continue
             if t.cpu_total < threshold:
                 self._close_task(t, keep=True)
-                st.pending = True
                 self._pending[id(t)] = t

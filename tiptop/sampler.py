@@ -59,8 +59,9 @@ busy tasks are opened first; out of fds, idle tasks' groups are closed (unless
 ``collect=False``) and every task left without counters is retried at later refreshes.
 The first ``refresh()`` after ``start()`` is iteration 0; a ``refresh()`` without
 ``start()`` (or after ``reconfigure``) starts, returns an empty frame, and the next one is
-iteration 0. Dead tasks: groups are closed at once; with ``sticky`` their row shows the
-last interval (final reads) and is then repeated, frozen, with ``dead=True``.
+iteration 0. Dead tasks: their groups are read one last time and closed, and their row
+shows that last interval with ``dead=True`` (its %CPU from the zombie's final times when
+/proc still shows it, ``tiptop.tasks``); with ``sticky`` that row is then repeated, frozen.
 
 *Cells shown '?' although the task ran* (Δtime_enabled > 0, Δtime_running == 0) are the
 kernel's true answer: the group never got the PMU's counters. The usual cause is another
@@ -82,7 +83,7 @@ from dataclasses import dataclass
 from tiptop.assemble import assemble
 from tiptop.binding import Binder
 from tiptop.cells import Status
-from tiptop.counters import Readout, Unit, read_units, unit_totals
+from tiptop.counters import Unit, read_units
 from tiptop.frame import Frame
 from tiptop.opener import FD_RESERVE, GroupOpener, TaskState
 from tiptop.perf.backend import Backend
@@ -204,25 +205,24 @@ class Sampler(GroupOpener):
             frame.messages, self._fresh = self._fresh, []
             return frame
         scan = self._scanner.scan()
-        sticky = self.config.sticky
-        dying: list[Task] = []
-        for t in scan.gone:
+        # Tasks gone since the last scan are read one last time and shown in this frame,
+        # dead (the original reads a zombie's counters once more and removes dead tasks
+        # after the iteration is shown: tiptop-original.md 9.5); only ``sticky`` keeps
+        # them afterwards, frozen.
+        dying = scan.gone
+        for t in dying:
             self._pending.pop(id(t), None)
-            if sticky:
-                dying.append(t)
-            else:
-                self._close_task(t)
         shown = [t for t in scan.tasks if not t.new]
-        rows = shown + dying
-        frame = self._evaluate(rows, scan, headers)
+        frame = self._evaluate(shown + dying, scan, headers)
         self._note_unscheduled(frame)
         frame.dead[len(shown) :] = True
         for t in dying:
             self._close_task(t)
-        if dying:
-            self._dead = self._dead.concat(frame.take(slice(len(shown), None)))
-        if sticky and len(self._dead):
-            frame = frame.take(slice(0, len(shown))).concat(self._dead)
+        if self.config.sticky:
+            if dying:
+                self._dead = self._dead.concat(frame.take(slice(len(shown), None)))
+            if len(self._dead):
+                frame = frame.take(slice(0, len(shown))).concat(self._dead)
         self._tasks = scan.tasks
         self._open_new(scan)
         frame.messages = self._fresh
@@ -289,8 +289,7 @@ class Sampler(GroupOpener):
         for i, u, e in failed:
             st = states[i]
             # What the group counted until its last good read stays in the task's total.
-            kept = unit_totals(plan, [u])
-            st.retired = kept if st.retired is None else st.retired + kept
+            st.retire(plan, [u])
             st.units.remove(u)
             self.fds_used -= u.group.n_fds
             u.close()
@@ -309,4 +308,4 @@ class Sampler(GroupOpener):
         )  # fmt: skip
 
 
-__all__ = ["Readout", "Sampler", "SamplerConfig"]
+__all__ = ["Sampler", "SamplerConfig"]

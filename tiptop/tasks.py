@@ -11,15 +11,18 @@ Each refresh costs one ``stat`` read per task (one per process in process mode, 
 name, command line and user are read once at discovery and again when ``comm`` changes
 (an ``execve``). %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in
 ``sysconf(_SC_CLK_TCK)`` ticks), seeded at discovery so the first value covers a real
-interval. A task that vanishes between two looks (ENOENT/ESRCH) is dropped silently, and
-so is one whose files we may not read (EACCES). Reading the files is ``tiptop.procfs``.
+interval. A task seen ended (a zombie its parent has not reaped yet) has its final CPU
+times taken, so its last interval's %CPU is right, and is then reported gone. A task that
+vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
+it a zombie keeps the %CPU of its previous interval), and so is one whose files we may not
+read (EACCES). Reading the files is ``tiptop.procfs``.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
@@ -37,7 +40,7 @@ from tiptop.procfs import (
 )
 
 __all__ = [
-    "CLK_TCK", "Scan", "Stat", "Task", "TaskScanner", "alive", "list_threads", "parse_stat",
+    "CLK_TCK", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
     "read_cmdline", "read_file", "read_real_uid", "read_stat", "safe_text", "user_name",
 ]  # fmt: skip
 
@@ -202,18 +205,26 @@ class TaskScanner:
             except (TaskGone, PermissionError):
                 continue
             live_pids.add(pid)
+            # A zombie leader whose other threads still run is a live process (its
+            # nr_threads still counts them; proc(5) "num_threads").
+            ended = st.state in "ZX" and st.num_threads <= 1
             if trees:
                 fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
-                if trees.get(pid) == st.starttime and not (
-                    st.state in "ZX" and st.num_threads <= 1
-                ):
-                    if p.watched:
+                if trees.get(pid) == st.starttime:
+                    if p.watched and ended:
+                        # Its live descendants were re-parented when it exited (exit(2)):
+                        # its own times and its waited-for children's are the whole tree.
+                        _, u, s = fam[pid]
+                        self._last_look(old, pid, st._replace(utime=u, stime=s), interval)
+                    elif p.watched:
                         threads_total += st.num_threads
                         roots.append((pid, p, st))
                     continue
-            # A zombie leader whose other threads still run is a live process (its
-            # nr_threads still counts them; proc(5) "num_threads").
-            if not p.watched or (st.state in "ZX" and st.num_threads <= 1):
+            if not p.watched:
+                continue
+            if ended:
+                if pid in old:
+                    self._last_look(old, pid, self._own_stat(pid, st), interval)
                 continue
             threads_total += st.num_threads
             if not self.threads:
@@ -229,6 +240,7 @@ class TaskScanner:
                 except (TaskGone, PermissionError):  # gone, or hidden from us: no row
                     continue
                 if tst.state in "ZX":
+                    self._last_look(old, tid, tst, interval)
                     continue
                 self._update(seen, new, old, tid, pid, p, tst, interval)
         for pid in [q for q in procs if q not in live_pids]:
@@ -278,6 +290,23 @@ class TaskScanner:
             seen.pop(c, None)
         return [t for t in new if t.pid not in hidden] if hidden else new
 
+    def _last_look(self, old: dict[int, Task], tid: int, st: Stat, interval: float) -> None:
+        """A watched task seen ended (a zombie, not reaped yet): its final CPU times give
+        its last interval's %CPU (proc(5): a zombie's ``stat`` stays readable until its
+        parent waits for it). It is then left out of the scan, hence reported gone."""
+        t = old.get(tid)
+        if t is not None and t.starttime == st.starttime:
+            _account(t, st, interval)
+
+    def _own_stat(self, pid: int, st: Stat) -> Stat:
+        """With ``-H`` the leader thread's own ``stat`` (its row's times), else ``st``."""
+        if not self.threads:
+            return st
+        try:
+            return self._read_stat(f"{self.proc_root}/{pid}/task/{pid}/stat")
+        except (TaskGone, PermissionError):
+            return st
+
     def _update(
         self,
         seen: dict[int, Task],
@@ -291,18 +320,7 @@ class TaskScanner:
     ) -> None:
         t = old.get(tid)
         if t is not None and t.starttime == st.starttime:
-            if interval > 0:
-                scale = 100.0 / (interval * CLK_TCK)
-                du = max(st.utime - t.utime, 0)
-                ds = max(st.stime - t.stime, 0)
-                t.cpu_user = du * scale
-                t.cpu_sys = ds * scale
-                t.cpu_total = (du + ds) * scale
-            t.utime = st.utime
-            t.stime = st.stime
-            t.state = st.state
-            t.processor = st.processor
-            t.num_threads = st.num_threads
+            _account(t, st, interval)
             if t.name != p.comm or t.cmdline != p.cmdline:
                 t.name, t.cmdline, t.uid, t.user = p.comm, p.cmdline, p.uid, p.user
             t.new = False
@@ -320,6 +338,23 @@ class TaskScanner:
         seen[tid] = t
 
 
+def _account(t: Task, st: Stat, interval: float) -> None:
+    """Update ``t`` from its new ``stat``: %CPU over ``interval`` from the utime/stime
+    deltas (proc(5) fields 14, 15, in clock ticks), state, CPU, thread count."""
+    if interval > 0:
+        scale = 100.0 / (interval * CLK_TCK)
+        du = max(st.utime - t.utime, 0)
+        ds = max(st.stime - t.stime, 0)
+        t.cpu_user = du * scale
+        t.cpu_sys = ds * scale
+        t.cpu_total = (du + ds) * scale
+    t.utime = st.utime
+    t.stime = st.stime
+    t.state = st.state
+    t.processor = st.processor
+    t.num_threads = st.num_threads
+
+
 @dataclass(slots=True)
 class _Proc:
     pid: int
@@ -329,20 +364,3 @@ class _Proc:
     user: str
     cmdline: str
     watched: bool
-
-
-def alive(proc_root: str, tasks: Iterable[Task]) -> list[Task]:
-    """The tasks among ``tasks`` whose identity is still present in ``/proc`` now."""
-    out = []
-    for t in tasks:
-        path = (
-            f"{proc_root}/{t.pid}/stat"
-            if t.tid == t.pid
-            else f"{proc_root}/{t.pid}/task/{t.tid}/stat"
-        )
-        try:
-            if read_stat(path).starttime == t.starttime:
-                out.append(t)
-        except TaskGone:
-            pass
-    return out

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import nobody_command
 from tests.hwpmu import runner
 from tests.hwpmu.conftest import IN_GUEST, REAL_PMU_RTOL, tiptop_env
-from tests.hwpmu.runner import run_around
+from tests.hwpmu.runner import run_counted
 
 pytestmark = pytest.mark.hwpmu
 
@@ -71,15 +71,16 @@ def test_unprivileged_counts_own_not_roots(root_only, loop_children, report, mon
         assert not IN_GUEST, why
         pytest.skip(f"uid 65534 cannot run this Python's tiptop here: {why}")
     k, n = 4, 2_000_000
-    mine = loop_children(k, n, user=NOBODY)
-    roots = loop_children(k, n)
-    out, _ = run_around(
-        [mine, roots],
-        ["-b", "-i", "--format", "json", "-p", "tiptop-kloop", "-n", "2", "-d", "1"],
+    (mine, roots), out, _ = run_counted(
+        lambda: [loop_children(k, n, user=NOBODY), loop_children(k, n)],
+        lambda cs: ["-b", "-i", "--format", "json", "-p", "tiptop-kloop", "-n", "3", "-d", "1"],
         user=user,
     )
     recs = [json.loads(line) for line in out.splitlines() if line.strip()]
     pids = {r["pid"] for r in recs}
+    first = [r for r in recs if r["pid"] == mine.pid and r["iteration"] == 0]
+    assert len(first) == 1, out  # counted from start-up: a row in iteration 0 already
+    assert first[0]["counters"]["INSN"]["delta"] == 0, first  # released only after it
     assert roots.pid not in pids, "root's process shown to uid 65534"
     ins = sum(r["counters"]["INSN"]["delta"] for r in recs if r["pid"] == mine.pid)
     report(f"uid 65534, K={k} N={n}: own INSN={int(ins)}; root's pid shown: {roots.pid in pids}")

@@ -267,9 +267,16 @@ class LiveApp(KeyHandlers):
 
     def restart(self, **config: Any) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
-        table until the next refresh, 0.2 s later, as at start-up."""
+        table until the next refresh, 0.2 s later, as at start-up.
+
+        The sampler is primed here, as ``run()`` primes it: ``reconfigure`` leaves it
+        unstarted, and a ``refresh()`` of an unstarted sampler is only its priming scan
+        (an empty frame, sampler contract), which would show ``0 displayed`` for a whole
+        delay and count as one of ``-n``'s refreshes. Primed now, the refresh 0.2 s later
+        shows real rows covering those 0.2 s."""
         screen = config.pop("screen", None)
         self.sampler.reconfigure(screen=screen, **config)
+        self.sampler.start()
         self.refreshes = 0
         self.counted = False
         self.frame = Frame.empty(self._headers(), threads=bool(self._opt("show_threads")))
