@@ -9,22 +9,19 @@ import mmap
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.helpers import hardware_pmu_error
+from tests.helpers import hardware_pmu_error, nobody_command
 from tiptop.events import resolve
 from tiptop.perf import Attr, PerfBackend, explain_open_error, open_group, read_paranoid
 
 PAGE = mmap.PAGESIZE
 TASK_CLOCK = Attr(type=1, config=1)
 PAGE_FAULTS = Attr(type=1, config=2)
-REPO = Path(__file__).resolve().parent.parent
 
 
 def touch_pages(n: int) -> None:
@@ -197,48 +194,13 @@ print("\n".join(res))
 """
 
 
-def _site_for_nobody() -> str:
-    """A world-readable copy (hard links when possible) of cffi and numpy: the installed
-    site-packages may sit under a 0700 home that uid 65534 cannot traverse."""
-    import _cffi_backend
-    import cffi
-    import pycparser
-
-    site = tempfile.mkdtemp(prefix="tiptop-site-")
-    os.chmod(site, 0o755)
-    srcs = [Path(m.__file__).parent for m in (cffi, pycparser, np)]  # type: ignore[arg-type]
-    srcs.append(Path(_cffi_backend.__file__))  # type: ignore[arg-type]
-    libs = Path(np.__file__).parent.parent / "numpy.libs"
-    srcs += [libs] if libs.exists() else []
-
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    for src in srcs:
-        dst = os.path.join(site, src.name)
-        if src.is_dir():
-            shutil.copytree(src, dst, copy_function=link)
-        else:
-            link(str(src), dst)
-    return site
-
-
 def test_unprivileged_paranoid_2_b22(root_only: None) -> None:
     if read_paranoid() != 2:
         pytest.skip(f"expects perf_event_paranoid 2, found {read_paranoid()}")
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-           sys.executable, "-c", _UNPRIV, str(os.getpid())]  # fmt: skip
-    site = _site_for_nobody()
-    try:
-        env = {**os.environ, "PYTHONPATH": f"{REPO}:{site}", "HOME": "/tmp"}
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp", env=env)
-    finally:
-        shutil.rmtree(site, ignore_errors=True)
+    cmd, env = nobody_command(["-c", _UNPRIV, str(os.getpid())])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp", env=env)
     assert out.returncode == 0, out.stderr
     lines = dict(line.split(":", 1) for line in out.stdout.splitlines())
     assert lines["child-user"] == "ok"
