@@ -50,8 +50,11 @@ from tiptop.errors import EventError, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
 from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
 from tiptop.perf.backend import Backend
-from tiptop.perf.consts import PerfType, SwId
-from tiptop.perf.explain import explain_open_error, kernel_counting_allowed
+from tiptop.perf.explain import (
+    explain_open_error,
+    kernel_counting_allowed,
+    kernel_only,
+)
 from tiptop.spec.expr import ColumnExpr, compile_column
 from tiptop.spec.model import NamedEvent, ScreenSpec
 
@@ -59,14 +62,6 @@ from tiptop.spec.model import NamedEvent, ScreenSpec
 NO_EXCLUDE_PMUS = frozenset({"msr"})
 #: errnos of a group that does not fit the PMU's counters (each member alone opens).
 _TOO_LARGE = (errno.EINVAL, errno.ENOSPC)
-#: Software events raised only in kernel context (see the module doc, seeds.md B15).
-KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)})
-
-
-def kernel_only(attr: Attr) -> bool:
-    """Whether ``attr`` is a software event that fires only in kernel context, so that it
-    always reads 0 with ``exclude_kernel=1`` (context switches, CPU migrations)."""
-    return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
 @dataclass

@@ -66,7 +66,8 @@ def _bindings(event: Any) -> list[Any]:
 
 def probe(event: Any) -> str | None:
     """``None`` when ``event`` opens on this process, else a short reason with the errno."""
-    from tiptop.perf import PerfBackend
+    from tiptop.perf import PerfBackend, is_privileged, read_paranoid
+    from tiptop.perf.explain import kernel_counting_allowed, kernel_only
 
     try:
         bindings = _bindings(event)
@@ -75,6 +76,15 @@ def probe(event: Any) -> str | None:
     last = "no binding"
     backend = PerfBackend()
     for b in bindings:
+        if kernel_only(b.attr):
+            paranoid = read_paranoid()
+            if not kernel_counting_allowed(paranoid, is_privileged()):
+                # Counted in user mode it would always read 0 (seeds.md B15).
+                last = (
+                    f"kernel-only event: needs root, CAP_PERFMON or "
+                    f"perf_event_paranoid < 2 (it is {paranoid})"
+                )
+                continue
         try:
             group = backend.open_group(0, [b.attr])
         except OSError as exc:
@@ -172,8 +182,9 @@ def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
         advice.append("this kernel has no perf events (CONFIG_PERF_EVENTS off)")
     elif not privileged and paranoid >= 2:
         advice.append(
-            "only your own tasks, user mode only: run as root or sysctl "
-            "kernel.perf_event_paranoid=1 to watch every task and use -K"
+            "only your own tasks, user mode only: run as root (or with CAP_PERFMON) to "
+            "watch every task; sysctl kernel.perf_event_paranoid=1 allows -K and counting "
+            "context switches and migrations of your own tasks"
         )
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")

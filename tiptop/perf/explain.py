@@ -12,6 +12,9 @@ import os
 import resource
 from collections.abc import Sequence
 
+from tiptop.perf.attr import Attr
+from tiptop.perf.consts import PerfType, SwId
+
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
@@ -55,6 +58,17 @@ def is_privileged(proc_root: str = "/proc") -> bool:
 def kernel_counting_allowed(paranoid: int | None, privileged: bool) -> bool:
     """Whether ``exclude_kernel=0`` may be asked for: privileged, or paranoid < 2."""
     return privileged or (paranoid is not None and paranoid < 2)
+
+
+#: Software events raised only in kernel context: with ``exclude_kernel=1`` they always read
+#: 0 (seeds.md B15), so they are worth opening only when kernel counting is allowed.
+KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)})
+
+
+def kernel_only(attr: Attr) -> bool:
+    """Whether ``attr`` is a software event that fires only in kernel context, so that it
+    always reads 0 with ``exclude_kernel=1`` (context switches, CPU migrations)."""
+    return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
 def raise_fd_limit() -> tuple[int, int]:

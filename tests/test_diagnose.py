@@ -1,0 +1,46 @@
+"""``--check`` and ``--list-screens`` as an unprivileged user: kernel-only software events
+(context switches, migrations) are reported as not countable instead of "runs here", since
+user-only counting would always read 0 for them (seeds.md B15)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import nobody_command
+from tiptop.perf import read_paranoid
+
+
+def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd, env = nobody_command(["-m", "tiptop", *args])
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/tmp", timeout=60)
+
+
+def test_sched_screen_status_names_kernel_only_events(root_only: None) -> None:
+    if read_paranoid() != 2:
+        pytest.skip(f"expects perf_event_paranoid 2, found {read_paranoid()}")
+    r = _as_nobody("--list-screens")
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if "'sched'" in x]
+    assert line.endswith(
+        "[2 of 4 counters here; CS: kernel-only event: needs root, CAP_PERFMON or "
+        "perf_event_paranoid < 2 (it is 2)]"
+    ), line
+    r = _as_nobody("--check")
+    assert r.returncode == 0, r.stderr
+    (advice,) = [x for x in r.stdout.splitlines() if x.startswith("to get more: ")]
+    assert "run as root (or with CAP_PERFMON) to watch every task" in advice
+    assert "perf_event_paranoid=1 allows -K" in advice
+
+
+def test_sched_screen_runs_here_for_root(root_only: None) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "tiptop", "--list-screens"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (line,) = [x for x in r.stdout.splitlines() if "'sched'" in x]
+    assert line.endswith("[runs here]"), line
