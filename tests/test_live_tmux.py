@@ -183,7 +183,7 @@ def test_resize_keeps_running(driven: Tmux) -> None:
 def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
     """The real program, delay 4 s: after Right the second screen shows rows at its first
     refresh, 0.2 s after the key, not an empty ``0 displayed`` table for a whole delay."""
-    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i"], tmp_path)
+    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i", "-S", "0"], tmp_path)
     try:
         lines = t.wait(shown(0), "the real program's first rows", timeout=20)
         assert lines[0].startswith("tiptop -")

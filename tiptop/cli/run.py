@@ -62,11 +62,12 @@ def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int
     check_privileges(opts)
     if opts.only_pid is not None and not os.path.exists(f"/proc/{opts.only_pid}"):
         raise TiptopError(f"-p {opts.only_pid}: no such process")
+    # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
+    out = open_output(opts.output, "-o")
+    errf = open_output(opts.error_file, "-E")
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say)
     live = not opts.batch and opts.output is None and sys.stdout.isatty()
-    out = open_output(opts.output, "-o")
-    errf = open_output(opts.error_file, "-E")
     child = None
     if opts.command:
         from tiptop import spawn
