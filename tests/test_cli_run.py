@@ -130,6 +130,22 @@ def test_no_pmu_starts_on_sched_and_says_so(tmp_path: Path) -> None:
     assert "Screen 0: default" in r.stdout and "starting on" not in r.stderr
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_no_pmu_fallback_is_said_on_the_message_line(tmp_path: Path) -> None:
+    """Live mode takes the terminal over: the fallback notice must reach the screen, not a
+    stderr line that the first draw wipes out."""
+    (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
+    t = Tmux([*TIPTOP, "-W", str(tmp_path), "-d", "0.5", "-i"], tmp_path)
+    try:
+        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice", timeout=20)
+        assert "cannot count here (C: ENOENT" in lines[2], lines[:4]
+        assert re.search(r"screen +\d+: sched", lines[1]), lines[1]
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
 def test_output_to_full_device_is_one_line() -> None:
     r = run("-b", "-n", "2", "-d", "0.1", "-S", "sched", "-o", "/dev/full")
     assert r.returncode == 1 and r.stdout == ""

@@ -65,9 +65,11 @@ def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
-    if opts.screen is None:
-        index, screen = fallback_screen(loaded, index, screen, say)
     live = not opts.batch and opts.output is None and sys.stdout.isatty()
+    # In live mode the terminal is about to be taken over: notices go on its message line.
+    notices: list[str] = []
+    if opts.screen is None:
+        index, screen = fallback_screen(loaded, index, screen, notices.append if live else say)
     child = None
     if opts.command:
         from tiptop import spawn
@@ -104,6 +106,7 @@ def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int
                 started=child is not None,
                 exporter=export_current,
                 error_log=errf,
+                message="; ".join(notices),
             )
             if child is not None and code == 0 and child.exited():
                 return child.reap()  # the command ended first: its status, as in batch

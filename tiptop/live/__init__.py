@@ -24,6 +24,7 @@ def run(
     screen_index: int | None = None,
     started: bool = False,
     error_log: IO[str] | None = None,
+    message: str = "",
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -35,7 +36,7 @@ def run(
     ``sampler.screen`` or ``options.screen`` when not given); ``started=True`` when the
     caller already called ``sampler.start()`` (the ``--`` spawn path). ``error_log``
     (``-E``) gets each new sampler message as a ``tiptop: ...`` line, as batch mode's
-    stderr does.
+    stderr does. ``message`` is shown on the message line until the first key.
     """
     from tiptop.live.app import LiveApp
 
@@ -46,5 +47,6 @@ def run(
         exporter=exporter,
         screen_index=screen_index,
         error_log=error_log,
+        message=message,
     )
     return app.run(started=started)

@@ -97,6 +97,7 @@ class LiveApp(KeyHandlers):
         exporter: Exporter | None = None,
         screen_index: int | None = None,
         error_log: IO[str] | None = None,
+        message: str = "",
     ) -> None:
         self.options = copy.copy(options)
         #: ``-E``: where each new sampler message is also written, one line each.
@@ -129,7 +130,9 @@ class LiveApp(KeyHandlers):
         self.counted = False
         self.frame = Frame.empty(self._headers(), iteration=0)
         self.rows: list[table.Row] = []
-        self.message = ""
+        #: The message line; starts with what the command line had to say (e.g. the
+        #: no-PMU fallback to ``sched``), which would be lost on a cleared terminal.
+        self.message = message
         self.prompt: Prompt | None = None
         self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
