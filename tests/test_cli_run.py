@@ -146,6 +146,24 @@ def test_live_no_pmu_fallback_is_said_on_the_message_line(tmp_path: Path) -> Non
         t.kill()
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_config_problems_reach_the_error_window(tmp_path: Path) -> None:
+    """A bad configuration line printed to stderr would be wiped by live mode's first draw:
+    the message line says how many there are, and ``e`` lists them with file:line:column."""
+    bad = REPO / "tests" / "data" / "bad.tiptoprc"
+    t = Tmux([*TIPTOP, "-W", str(bad), "-S", "sched", "-d", "0.5"], tmp_path)
+    try:
+        lines = t.wait(has("problems in the configuration"), "the notice", timeout=20)
+        assert re.search(r"\b8 problems in the configuration \('e' lists them\)", lines[2]), lines
+        t.keys("e")
+        lines = t.wait(has("bad.tiptoprc:14:50: Invalid expression"), "the error window")
+        assert any("bad.tiptoprc:10:50: Bad type 'NOPE'" in x for x in lines), lines
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
 def test_output_to_full_device_is_one_line() -> None:
     r = run("-b", "-n", "2", "-d", "0.1", "-S", "sched", "-o", "/dev/full")
     assert r.returncode == 1 and r.stdout == ""

@@ -148,6 +148,10 @@ class Sampler(GroupOpener):
         self._reset()
 
     # ------------------------------------------------------------------ messages
+    def note(self, line: str) -> None:
+        """Add a problem found outside the sampler (a configuration file's) to the log."""
+        self._say(line)
+
     def _say(self, line: str, key: object = None) -> None:
         """Record a problem once (per ``key`` when given, else per text)."""
         key = line if key is None else key

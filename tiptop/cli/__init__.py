@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from tiptop import __version__
-from tiptop.cli.run import read_pid_max, run_monitor
+from tiptop.cli.run import is_live, read_pid_max, run_monitor
 from tiptop.cli.screens import (
     ScreenSet,
     export_current,
@@ -171,8 +171,13 @@ def _main(argv: list[str], prog: str) -> int:
     loaded = load_screens(config_dir, only_conf=_flag(actions, "only_conf"))
     opts, warnings = merge(loaded.options, actions)
     opts.command = command
-    for w in [*warnings, *loaded.problems]:
-        _err_line(prog, w)
+    problems = [str(w) for w in [*warnings, *loaded.problems]]
+    one_shot = opts.list_screens or opts.export or opts.list_events or opts.check
+    # Live mode would wipe stderr lines at its first draw: its error log gets them instead.
+    deferred = problems if not one_shot and is_live(opts) else []
+    if not deferred:
+        for line in problems:
+            _err_line(prog, line)
     if opts.list_screens:
         sys.stdout.write(format_list(loaded, probe=True))
         return 0
@@ -186,4 +191,4 @@ def _main(argv: list[str], prog: str) -> int:
         out = diagnose.list_events() if opts.list_events else diagnose.check(loaded)
         sys.stdout.write(out)
         return 0
-    return run_monitor(opts, loaded, lambda line: _err_line(prog, line))
+    return run_monitor(opts, loaded, lambda line: _err_line(prog, line), deferred)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
@@ -48,9 +48,17 @@ def read_pid_max(path: str = "/proc/sys/kernel/pid_max") -> int:
         return 32768
 
 
-def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
+def is_live(opts: Any) -> bool:
+    """Whether this run takes the terminal over (live mode) rather than printing batches."""
+    return not opts.batch and opts.output is None and sys.stdout.isatty()
+
+
+def run_monitor(
+    opts: Any, loaded: ScreenSet, say: Callable[[str], None], problems: Sequence[str] = ()
+) -> int:
     """Start sampling and hand over to live mode or the batch loop; ``say`` prints one
-    diagnostic line."""
+    diagnostic line. ``problems`` (configuration warnings not printed yet, in live mode)
+    go to the live error log and a notice on the message line."""
     from tiptop import batch, table
     from tiptop.sampler import Sampler, SamplerConfig
 
@@ -65,9 +73,12 @@ def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
-    live = not opts.batch and opts.output is None and sys.stdout.isatty()
+    live = is_live(opts)
     # In live mode the terminal is about to be taken over: notices go on its message line.
     notices: list[str] = []
+    if problems:
+        n = len(problems)
+        notices.append(f"{n} problem{'s' if n > 1 else ''} in the configuration ('e' lists them)")
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, notices.append if live else say)
     child = None
@@ -91,6 +102,8 @@ def run_monitor(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int
     sampler = None
     try:
         sampler = Sampler(screen, config)
+        for line in problems:
+            sampler.note(line)
         if child is not None:
             sampler.attach_spawned(child.pid)
             sampler.start()
