@@ -503,3 +503,56 @@ def test_task_busy_until_exit_shows_its_last_interval_once() -> None:
         s.close()
         p.kill()
         p.wait()
+
+
+def test_task_reaped_by_its_parent_gets_its_cpu_from_its_counters() -> None:
+    """A task its parent reaps at once (a shell's command, most short jobs) is gone from
+    /proc before we look: its last interval's %CPU comes from its counters' on-CPU time
+    (Δtime_enabled), not the stale previous value, and the sys/user split shows '?'."""
+    spin = "e = time.process_time() + 0.6\nwhile time.process_time() < e: pass"
+    worker = f"import sys, time\nsys.stdin.readline()\n{spin}"
+    # The parent starts the worker, reports its pid, and reaps it the moment it exits.
+    parent = (
+        "import subprocess, sys\n"
+        f"w = subprocess.Popen([sys.executable, '-c', {worker!r}], stdin=subprocess.PIPE)\n"
+        "print(w.pid, flush=True)\n"
+        "sys.stdin.readline(); w.stdin.write(b'go\\n'); w.stdin.flush(); w.wait()\n"
+        "sys.stdin.readline()\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    pid = int(p.stdout.readline())  # type: ignore[union-attr]
+    cpu_screen = ScreenSpec(
+        "cpu",
+        "cpu",
+        counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
+        columns=(
+            ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
+            ColumnSpec(" %SYS", "%5.1f", "CPU_SYS"),
+            ColumnSpec("  TC", "%6.3f", "delta(TC)/1e9"),
+        ),
+    )
+    s = Sampler(cpu_screen, SamplerConfig(only_pid=pid))
+    try:
+        time.sleep(0.2)  # the worker's interpreter is up and blocked on stdin
+        s.start()
+        f = s.refresh()
+        assert f.tid.tolist() == [pid] and not f.dead.any()
+        t0 = time.monotonic()
+        p.stdin.write(b"go\n")  # type: ignore[union-attr]
+        p.stdin.flush()  # type: ignore[union-attr]
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+        assert not os.path.exists(f"/proc/{pid}")  # reaped by its parent, unseen by us
+        f = s.refresh()
+        assert f.tid.tolist() == [pid] and f.dead.tolist() == [True]
+        cpu, tc = f.values[0, 0], f.values[0, 2]
+        assert 0.55 <= tc <= 0.75, tc
+        assert f.status[0, 0] == Status.OK and cpu > 40, (cpu, f.status[0])
+        assert abs(cpu / 100 * f.interval - tc) <= 0.05, (cpu, f.interval, tc)
+        assert f.status[0, 1] == Status.UNREADABLE  # the sys/user split died with it
+    finally:
+        s.close()
+        p.stdin.write(b"\n")  # type: ignore[union-attr]
+        p.stdin.close()  # type: ignore[union-attr]
+        p.wait()

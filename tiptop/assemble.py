@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.counters import CounterPlan, Readout
+from tiptop.counters import CounterPlan, Readout, on_cpu_seconds
 from tiptop.frame import Frame
 from tiptop.spec.expr import ColumnExpr
 from tiptop.spec.model import delta_key
@@ -44,12 +44,16 @@ def assemble(
     threads: bool,
     headers: tuple[str, ...],
     tasks_total: int,
+    reaped: np.ndarray | None = None,
 ) -> Frame:
     """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
 
     ``readout`` has one row per task of ``rows``; ``retired[i]`` (or None) is the per-alias
     total of task ``i``'s groups closed earlier; ``col_aliases[c]`` the alias indices column
-    ``c`` reads (for its running fraction)."""
+    ``c`` reads (for its running fraction).
+    ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
+    zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
+    and its system/user split is unknown (``?``)."""
     n, k = len(rows), len(plan.aliases)
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
@@ -62,10 +66,18 @@ def assemble(
 
     ok = np.zeros(n, STATUS_DTYPE)
     cpu_total = np.array([t.cpu_total for t in rows], np.float64)
+    tot_st = split_st = ok
+    if reaped is not None and reaped.any() and interval > 0:
+        est = 100.0 * on_cpu_seconds(readout, plan) / interval
+        cpu_total = np.where(reaped, est, cpu_total)
+        unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
+        tot_st = np.where(np.isnan(cpu_total), unknown, ok).astype(STATUS_DTYPE)
+        cpu_total = np.nan_to_num(cpu_total)
+        split_st = unknown
     env: dict[str, tuple[np.ndarray, np.ndarray]] = {
-        "CPU_TOT": (cpu_total, ok),
-        "CPU_SYS": (np.array([t.cpu_sys for t in rows], np.float64), ok),
-        "CPU_USER": (np.array([t.cpu_user for t in rows], np.float64), ok),
+        "CPU_TOT": (cpu_total, tot_st),
+        "CPU_SYS": (np.array([t.cpu_sys for t in rows], np.float64), split_st),
+        "CPU_USER": (np.array([t.cpu_user for t in rows], np.float64), split_st),
         "PROC_ID": (np.array([t.processor for t in rows], np.float64), ok),
         "INTERVAL": (np.full(n, interval), ok),
     }

@@ -135,16 +135,30 @@ class Readout:
     def running_fraction(self, plan: CounterPlan) -> np.ndarray:
         """Δrunning/Δenabled per counter: 1.0 when nothing was enabled, nan when unread;
         for a hybrid counter, relative to one PMU's enabled time (its groups split it)."""
-        nb = np.ones(len(plan.aliases))
-        for g in plan.groups:
-            for a in set(g.alias_index.tolist()):
-                nb[a] += 1
-        nb = np.maximum(nb - 1, 1)
+        nb = _groups_per_alias(plan)
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.where(self.enabled > 0, self.running * nb / self.enabled, 1.0)
         frac = np.minimum(frac, 1.0)
         frac[self.nread == 0] = np.nan
         return frac
+
+
+def _groups_per_alias(plan: CounterPlan) -> np.ndarray:
+    """How many of the plan's groups hold each alias (2 for a hybrid counter), at least 1."""
+    nb = np.zeros(len(plan.aliases))
+    for g in plan.groups:
+        nb[np.unique(g.alias_index)] += 1
+    return np.maximum(nb, 1)
+
+
+def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
+    """Per row, the seconds the task ran during the interval, from its groups' Δenabled:
+    a per-task event's context clock only ticks while the task is on a CPU (seeds.md B18),
+    and an inherited group's read adds its children's times (kernel/events/core.c
+    ``__perf_read_group_add``). nan for a row with nothing read."""
+    per_alias = readout.enabled / _groups_per_alias(plan)[None, :]
+    secs = per_alias.max(axis=1, initial=0.0) / 1e9
+    return np.where(readout.nread.max(axis=1, initial=0.0) > 0, secs, np.nan)
 
 
 def _scale(v: np.ndarray, ena: np.ndarray, run: np.ndarray) -> np.ndarray:

@@ -80,6 +80,8 @@ import errno
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from tiptop.assemble import assemble
 from tiptop.binding import Binder
 from tiptop.cells import Status
@@ -217,7 +219,8 @@ class Sampler(GroupOpener):
         for t in dying:
             self._pending.pop(id(t), None)
         shown = [t for t in scan.tasks if not t.new]
-        frame = self._evaluate(shown + dying, scan, headers)
+        reaped = np.array([False] * len(shown) + [not t.final for t in dying], bool)
+        frame = self._evaluate(shown + dying, scan, headers, reaped)
         self._note_unscheduled(frame)
         frame.dead[len(shown) :] = True
         for t in dying:
@@ -286,7 +289,13 @@ class Sampler(GroupOpener):
                 )
 
     # ------------------------------------------------------------------ evaluation
-    def _evaluate(self, rows: list[Task], scan: Scan, headers: tuple[str, ...]) -> Frame:
+    def _evaluate(
+        self,
+        rows: list[Task],
+        scan: Scan,
+        headers: tuple[str, ...],
+        reaped: np.ndarray | None = None,
+    ) -> Frame:
         plan = self.plan
         states = [t.data if isinstance(t.data, TaskState) else TaskState() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
@@ -308,7 +317,7 @@ class Sampler(GroupOpener):
         return assemble(
             rows, plan, readout, retired, self._columns, self._col_aliases,
             iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
-            headers=headers, tasks_total=scan.threads_total,
+            headers=headers, tasks_total=scan.threads_total, reaped=reaped,
         )  # fmt: skip
 
 

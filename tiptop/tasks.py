@@ -14,8 +14,8 @@ name, command line and user are read once at discovery and again when ``comm`` c
 interval. A task seen ended (a zombie its parent has not reaped yet) has its final CPU
 times taken, so its last interval's %CPU is right, and is then reported gone. A task that
 vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
-it a zombie keeps the %CPU of its previous interval), and so is one whose files we may not
-read (EACCES). Reading the files is ``tiptop.procfs``.
+it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
+on-CPU time), and so is one whose files we may not read (EACCES). Reading the files is ``tiptop.procfs``.
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ class Task:
     cpu_sys: float = 0.0
     cpu_user: float = 0.0
     new: bool = True
+    #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
+    #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
+    final: bool = False
     #: Free slot for the sampler's per-task state.
     data: object = field(default=None, repr=False)
 
@@ -297,6 +300,7 @@ class TaskScanner:
         t = old.get(tid)
         if t is not None and t.starttime == st.starttime:
             _account(t, st, interval)
+            t.final = True
 
     def _own_stat(self, pid: int, st: Stat) -> Stat:
         """With ``-H`` the leader thread's own ``stat`` (its row's times), else ``st``."""
