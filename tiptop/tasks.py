@@ -15,7 +15,8 @@ interval. A task seen ended (a zombie its parent has not reaped yet) has its fin
 times taken, so its last interval's %CPU is right, and is then reported gone. A task that
 vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
 it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
-on-CPU time), and so is one whose files we may not read (EACCES). Reading the files is ``tiptop.procfs``.
+on-CPU time), and so is one whose files we may not read (EACCES). Reading the files is
+``tiptop.procfs``.
 """
 
 from __future__ import annotations
