@@ -8,6 +8,9 @@ import functools
 import os
 import platform
 import struct
+import subprocess
+import sys
+from typing import Any
 
 _NR = {"x86_64": 298, "aarch64": 241}
 
@@ -41,6 +44,23 @@ def hardware_pmu_error() -> str | None:
         return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
     os.close(fd)
     return None
+
+
+#: ``python -m tiptop`` with this interpreter.
+TIPTOP = [sys.executable, "-m", "tiptop"]
+
+
+def run(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m tiptop args`` as a user runs it, stdin closed; ``kw`` go to
+    ``subprocess.run`` (``cwd``, ``env``)."""
+    return subprocess.run(
+        [*TIPTOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        **kw,
+    )
 
 
 #: Where the repository lives, for PYTHONPATH in subprocesses.
@@ -102,8 +122,6 @@ def nobody_site() -> str:
 def nobody_command(args: list[str]) -> tuple[list[str], dict[str, str]]:
     """``setpriv`` argv running ``python3 args...`` as uid/gid 65534, and its environment
     (PYTHONPATH = the repository + :func:`nobody_site`)."""
-    import sys
-
     cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, *args]
     env = {**os.environ, "PYTHONPATH": f"{REPO}:{nobody_site()}", "HOME": "/tmp"}
     return cmd, env

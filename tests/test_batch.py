@@ -9,22 +9,14 @@ import subprocess
 import sys
 import time
 
-from tests.helpers import nobody_command
+from tests.helpers import nobody_command, run
 from tiptop import batch
 from tiptop.frame import Frame
 from tiptop.options import Options
 
-TIPTOP = [sys.executable, "-m", "tiptop"]
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def test_three_iterations_structure() -> None:
-    r = subprocess.run(
-        [*TIPTOP, "-b", "-n", "3", "-d", "0.2", "-i", "--timestamp", "-S", "sched"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run("-b", "-n", "3", "-d", "0.2", "-i", "--timestamp", "-S", "sched")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split("\n")
     assert lines[0].startswith("tiptop - up ")
@@ -148,12 +140,7 @@ def test_unprivileged_sees_only_own_rows(root_only: None) -> None:
 
 
 def test_user_filter(root_only: None) -> None:
-    r = subprocess.run(
-        [*TIPTOP, "-b", "-n", "1", "-d", "0.2", "-i", "-U", "-u", "root", "-S", "sched"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run("-b", "-n", "1", "-d", "0.2", "-i", "-U", "-u", "root", "-S", "sched")
     rows = [x for x in r.stdout.split("\n")[7:] if x.strip()]
     assert rows and all(x.split()[1] == "root" for x in rows)
     assert "watching uid 0 'root'" in r.stdout

@@ -7,28 +7,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helpers import hardware_pmu_error, nobody_command
-
-TIPTOP = [sys.executable, "-m", "tiptop"]
-
-
-def run(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
-    """``python -m tiptop args`` as a user runs it, stdin closed; ``kw`` go to
-    ``subprocess.run`` (``cwd``, ``env``)."""
-    return subprocess.run(
-        [*TIPTOP, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        **kw,
-    )
+from tests.helpers import TIPTOP, hardware_pmu_error, nobody_command, run
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import nobody_command
-from tests.test_cli import NO_PMU_RC, run
+from tests.helpers import TIPTOP, nobody_command, run
+from tests.test_cli import NO_PMU_RC
 from tests.test_live_tmux import Tmux, has
 from tiptop.perf.explain import read_paranoid
 
-TIPTOP = [sys.executable, "-m", "tiptop"]
 REPO = Path(__file__).resolve().parent.parent
 
 #: A screen built to break alignment: a format narrower than its header (``%4.1f`` under

@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-TIPTOP = [sys.executable, "-m", "tiptop"]
-
+from tests.helpers import TIPTOP, run
 
 RC = """<tiptop><screen name="faults" desc="page faults">
 <counter alias="PF" config="page-faults"/>
@@ -92,12 +91,7 @@ def test_exit_status_and_signal() -> None:
 
 
 def test_cli_exit_status_passthrough() -> None:
-    r = subprocess.run(
-        [*TIPTOP, "-b", "-d", "0.1", "-S", "sched", "--", "sh", "-c", "exit 3"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run("-b", "-d", "0.1", "-S", "sched", "--", "sh", "-c", "exit 3")
     assert r.returncode == 3, r.stderr
 
 
