@@ -26,8 +26,8 @@ import sys
 import tempfile
 import time
 
-from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
 SCREEN = ScreenSpec(
     "bench",

@@ -6,7 +6,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.frame import Frame
-from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
 SCREEN = ScreenSpec(
     name="default",

@@ -10,9 +10,9 @@ import sys
 import time
 
 from tests.helpers import nobody_command, run
-from tiptop import batch
 from tiptop.frame import Frame
 from tiptop.options import Options
+from tiptop.outputs import batch
 
 
 def test_three_iterations_structure() -> None:
@@ -53,7 +53,11 @@ def _startup_seconds() -> float:
     """Interpreter start-up plus every import a monitoring run makes, timed the same way."""
     t0 = time.monotonic()
     subprocess.run(
-        [sys.executable, "-c", "import numpy, psutil, tiptop.cli, tiptop.sampler, tiptop.batch"],
+        [
+            sys.executable,
+            "-c",
+            "import numpy, psutil, tiptop.cli, tiptop.engine.sampler, tiptop.outputs.batch",
+        ],
         check=True,
         timeout=60,
     )
@@ -103,7 +107,7 @@ class _TalkingSampler:
     reading end (hardware counts are not needed to test where its messages go)."""
 
     def __init__(self, reader: int) -> None:
-        from tiptop.spec.model import ColumnSpec, ScreenSpec
+        from tiptop.screens.model import ColumnSpec, ScreenSpec
 
         self.screen = ScreenSpec("s", "s", columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),))
         self.messages = ["bus-cycles: ENOENT: not supported here"]

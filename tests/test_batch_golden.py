@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from tests.framekit import SCREEN, frame
-from tiptop.batch import RecordWriter, TextWriter
 from tiptop.cells import Status
 from tiptop.options import Options
+from tiptop.outputs.batch import RecordWriter, TextWriter
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 

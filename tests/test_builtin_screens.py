@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tiptop.spec import (
+from tiptop.screens import (
     BUILTINS,
     NamedEvent,
     NumericEvent,
@@ -21,8 +21,8 @@ from tiptop.spec import (
     load_text,
     required_events,
 )
-from tiptop.spec.loader import BUILTIN_FILES
-from tiptop.spec.model import ConfigSpec
+from tiptop.screens.loader import BUILTIN_FILES
+from tiptop.screens.model import ConfigSpec
 
 TARGETS = [
     Target(),
@@ -189,7 +189,7 @@ def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
 def test_builtin_files_load_without_errors(target: Target) -> None:
     from importlib import resources
 
-    pkg = resources.files("tiptop.spec").joinpath("screens")
+    pkg = resources.files("tiptop.screens").joinpath("builtin")
     for name in BUILTIN_FILES:
         cfg = load_text(pkg.joinpath(name).read_bytes(), target, yaml=True)
         bad = [e for e in cfg.problems if "mismatch)" not in e.message

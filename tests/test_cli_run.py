@@ -17,7 +17,7 @@ import pytest
 from tests.helpers import TIPTOP, nobody_command, run
 from tests.test_cli import NO_PMU_RC
 from tests.test_live_tmux import Tmux, has
-from tiptop.perf.explain import read_paranoid
+from tiptop.kernel.explain import read_paranoid
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -243,7 +243,7 @@ def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -
     finally:
         t.kill()
     from tiptop.cli import host_target, load_screens
-    from tiptop.spec import load_file
+    from tiptop.screens import load_file
 
     conf = load_file(str(tmp_path / ".tiptoprc"), host_target())
     assert conf.problems == []

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.helpers import nobody_command
-from tiptop.perf import read_paranoid
+from tiptop.kernel import read_paranoid
 
 
 def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:

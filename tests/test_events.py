@@ -12,7 +12,7 @@ import pytest
 from tiptop.errors import EventError
 from tiptop.events import EventBinding, is_hybrid, resolve, resolve_numeric
 from tiptop.events.sysfs import Format, parse_format
-from tiptop.perf import pfm
+from tiptop.kernel import pfm
 
 DATA = Path(__file__).parent / "data" / "sysfs"
 INTEL, AMD, HYBRID, NOPMU = (str(DATA / n) for n in ("intel", "amd", "hybrid", "nopmu"))
@@ -205,7 +205,7 @@ def test_errors(name: str, root: str, needle: str) -> None:
 
 
 def test_vendor_name_without_libpfm_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tiptop.perf import _ffi
+    from tiptop.kernel import _ffi
 
     def missing() -> None:
         raise EventError("libpfm4 is not installed; install it or use cpu/event=0x..,umask=0x../")

@@ -8,7 +8,7 @@ import resource
 
 import pytest
 
-from tiptop.perf.explain import (
+from tiptop.kernel.explain import (
     explain_open_error,
     is_privileged,
     kernel_counting_allowed,

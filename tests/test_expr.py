@@ -7,7 +7,7 @@ import pytest
 
 from tiptop.cells import Status
 from tiptop.errors import SpecError
-from tiptop.spec.expr import compile_column, evaluate_config
+from tiptop.screens.expr import compile_column, evaluate_config
 
 OK, DIV0, NC, UNR = Status.OK, Status.DIV0, Status.NOT_COUNTED, Status.UNREADABLE
 

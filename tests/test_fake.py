@@ -1,4 +1,4 @@
-"""tiptop.perf.fake: the scripted backend follows the Backend protocol and its own model."""
+"""The scripted fake backend (tests.support) follows the Backend protocol and its model."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
-from tiptop.perf.attr import Attr
-from tiptop.perf.fake import FakeBackend, FakeClock
+from tests.support.fake_backend import FakeBackend, FakeClock
+from tiptop.kernel.attr import Attr
 
 CYCLES = Attr(type=0, config=0)
 INSNS = Attr(type=0, config=1)

@@ -1,7 +1,7 @@
 """The one-way import rule (aesthetics.md section 3), checked with ``ast`` over tiptop/.
 
 Each top-level part of the package may import only the parts listed for it; imports under
-``if TYPE_CHECKING:`` are exempt (live gets the sampler passed in). ``tiptop/perf/_ffi.py``
+``if TYPE_CHECKING:`` are exempt (live gets the sampler passed in). ``tiptop/kernel/_ffi.py``
 is the only file that may import cffi. A module that is in no layer fails the test: the
 table must say where a new part belongs.
 """
@@ -19,36 +19,18 @@ PKG = Path(__file__).resolve().parent.parent / "tiptop"
 RULES: dict[str, set[str]] = {
     "errors": set(),
     "cells": set(),
-    "perf": {"errors", "cells"},
-    "events": {"perf", "errors"},
-    "procfs": {"errors"},  # /proc file readers
-    "tasks": {"errors", "procfs"},
-    "spec": {"errors", "cells"},
+    # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
+    "kernel": {"errors", "cells"},
+    "events": {"kernel", "errors"},
+    "screens": {"errors", "cells"},
     "frame": {"cells"},
-    "counters": {"perf", "cells", "errors"},  # the sampler's counter-set half
-    # binding: screen counters -> probed, packed groups; assemble: readout -> Frame rows.
-    "binding": {"perf", "events", "spec", "counters", "errors", "cells"},
-    "assemble": {"counters", "frame", "spec", "tasks", "cells"},
-    # opener: the sampler's group lifecycle (fd budget, reclaim, spawned process trees).
-    "opener": {"perf", "counters", "tasks", "errors"},
-    "sampler": {
-        "perf",
-        "events",
-        "tasks",
-        "spec",
-        "frame",
-        "cells",
-        "errors",
-        "counters",
-        "binding",
-        "assemble",
-        "opener",
-    },
-    "table": {"frame", "spec", "cells", "errors"},
-    "options": {"errors", "spec", "cells", "table"},
-    "diagnose": {"perf", "events", "spec", "cells", "errors"},  # --check, --list-events
+    # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
+    "engine": {"kernel", "events", "screens", "frame", "cells", "errors"},
+    "table": {"frame", "screens", "cells", "errors"},
+    "options": {"errors", "screens", "cells", "table"},
+    "diagnose": {"kernel", "events", "screens", "cells", "errors"},  # --check, --list-events
     "live": {"table", "frame", "options", "cells", "errors"},
-    "batch": {"table", "frame", "options", "cells", "errors"},
+    "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},
     "cli": {"*"},
     "__main__": {"cli"},
@@ -57,7 +39,7 @@ RULES: dict[str, set[str]] = {
 
 
 def layer_of(path: Path) -> str:
-    """``tiptop/perf/group.py`` -> ``perf``; ``tiptop/tasks.py`` -> ``tasks``."""
+    """``tiptop/kernel/group.py`` -> ``kernel``; ``tiptop/tasks.py`` -> ``tasks``."""
     rel = path.relative_to(PKG)
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
@@ -93,14 +75,44 @@ def imports(path: Path) -> list[tuple[int, str]]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            if mod == "tiptop":  # from tiptop import events
-                out += [(node.lineno, f"tiptop.{a.name}") for a in node.names]
-            else:
-                out.append((node.lineno, mod))
+            # ``from tiptop import events``, ``from tiptop.engine import tasks``: the module
+            # imported is the name when it is a module of its own.
+            subs = [f"{mod}.{a.name}" for a in node.names if _is_module(f"{mod}.{a.name}")]
+            out += [(node.lineno, m) for m in subs] if subs else [(node.lineno, mod)]
     return out
 
 
+def _is_module(dotted: str) -> bool:
+    """Whether ``tiptop.a.b`` names a module or package of tiptop (not a class)."""
+    parts = dotted.split(".")
+    if parts[0] != "tiptop":
+        return False
+    base = PKG.joinpath(*parts[1:])
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
 FILES = sorted(PKG.rglob("*.py"))
+
+
+#: The engine's modules in refresh order: each may import only the ones before it, so one
+#: refresh flows one way (scan -> plan -> attach -> readout -> evaluate; the sampler
+#: sequences them). docs/architecture.md draws this path.
+ENGINE_ORDER = ("tasks", "readout", "plan", "attach", "evaluate", "sampler")
+
+
+@pytest.mark.parametrize("path", sorted((PKG / "engine").glob("*.py")), ids=lambda p: p.name)
+def test_engine_modules_import_only_earlier_steps(path: Path) -> None:
+    if path.stem == "__init__":
+        return
+    assert path.stem in ENGINE_ORDER, f"add engine/{path.name} to ENGINE_ORDER"
+    mine = ENGINE_ORDER.index(path.stem)
+    bad = []
+    for line, mod in imports(path):
+        parts = mod.split(".")
+        inner = parts[:2] == ["tiptop", "engine"] and len(parts) > 2
+        if inner and (parts[2] not in ENGINE_ORDER or ENGINE_ORDER.index(parts[2]) >= mine):
+            bad.append(f"line {line}: engine.{path.stem} may not import {mod}")
+    assert not bad, "; ".join(bad)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -115,8 +127,8 @@ def test_imports_go_one_way(path: Path) -> None:
     bad = []
     for line, mod in imports(path):
         parts = mod.split(".")
-        if parts[0] == "cffi" and path.relative_to(PKG).as_posix() != "perf/_ffi.py":
-            bad.append(f"line {line}: cffi outside perf/_ffi.py")
+        if parts[0] == "cffi" and path.relative_to(PKG).as_posix() != "kernel/_ffi.py":
+            bad.append(f"line {line}: cffi outside kernel/_ffi.py")
         if parts[0] != "tiptop" or len(parts) < 2:
             continue
         target = parts[1]
@@ -128,10 +140,10 @@ def test_imports_go_one_way(path: Path) -> None:
 def test_the_checker_catches_a_bad_import() -> None:
     """The rule checker itself must be able to fail (a test that cannot fail is a defect)."""
     bad = PKG / "frame.py"
-    src = "from tiptop import sampler\nfrom .perf import group\nimport cffi\n"
+    src = "from tiptop.engine import sampler\nfrom .kernel import group\nimport cffi\n"
     tree_imports = [m for _, m in imports_of_text(src, bad)]
-    assert "tiptop.sampler" in tree_imports
-    assert "tiptop.perf" in tree_imports  # resolved against frame.py's package
+    assert "tiptop.engine.sampler" in tree_imports
+    assert "tiptop.kernel.group" in tree_imports  # resolved against frame.py's package
     assert "cffi" in tree_imports
 
 
@@ -148,7 +160,7 @@ def imports_of_text(src: str, as_path: Path) -> list[tuple[int, str]]:
 def test_type_checking_imports_are_exempt() -> None:
     src = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from tiptop.sampler import Sampler\n"
+        "if TYPE_CHECKING:\n    from tiptop.engine.sampler import Sampler\n"
         "from tiptop import table\n"
     )
     mods = [m for _, m in imports_of_text(src, PKG / "live" / "app.py")]

@@ -24,7 +24,7 @@ from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
-from tiptop.spec.model import ColumnSpec, ScreenSpec, Target
+from tiptop.screens.model import ColumnSpec, ScreenSpec, Target
 
 COLS = (
     ColumnSpec(" %CPU", "%5.1f", "CPU_TOT", "Total CPU usage"),
@@ -68,9 +68,9 @@ def make_frame(n: int = 4, *, iteration: int = 4) -> Frame:
 
 
 class ScriptedSampler:
-    """A stand-in for ``tiptop.sampler.Sampler`` handing out hand-built frames.
+    """A stand-in for ``tiptop.engine.sampler.Sampler`` handing out hand-built frames.
 
-    It keeps the real sampler's priming rule (``tiptop.sampler`` contract): after
+    It keeps the real sampler's priming rule (``tiptop.engine.sampler`` contract): after
     construction or ``reconfigure`` it is unstarted, and a ``refresh()`` then only primes
     it and hands back an empty frame that counts the tasks but shows none."""
 

@@ -9,9 +9,9 @@ import struct
 import pytest
 
 from tiptop.errors import TiptopError
-from tiptop.perf import _ffi, perf_event_open
-from tiptop.perf.attr import Attr
-from tiptop.perf.consts import PERF_FLAG_FD_CLOEXEC, Ioctl
+from tiptop.kernel import _ffi, perf_event_open
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, Ioctl
 
 OFFSETS = {
     "type": 0, "size": 4, "config": 8, "sample_period": 16, "sample_type": 24,

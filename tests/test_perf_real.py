@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import hardware_pmu_error, nobody_command
 from tiptop.events import resolve
-from tiptop.perf import Attr, PerfBackend, explain_open_error, open_group, read_paranoid
+from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group, read_paranoid
 
 PAGE = mmap.PAGESIZE
 TASK_CLOCK = Attr(type=1, config=1)
@@ -167,7 +167,7 @@ def test_msr_tsc_per_task_b23() -> None:
 
 _UNPRIV = r"""
 import errno, os, sys
-from tiptop.perf import Attr, open_group, explain_open_error, read_paranoid
+from tiptop.kernel import Attr, open_group, explain_open_error, read_paranoid
 res = []
 pid = os.fork()
 if pid == 0:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
-from tiptop.batch import TextWriter
+from tests.support.fake_backend import FakeBackend
+from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.options import Options
-from tiptop.perf.fake import FakeBackend
-from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec import Target, builtin_screens
+from tiptop.outputs.batch import TextWriter
+from tiptop.screens import Target, builtin_screens
 
 CYCLES, INSN, MISSES, BMISS, BUS = (0, 0), (0, 1), (0, 3), (0, 5), (0, 6)
 
@@ -50,7 +50,7 @@ def test_default_screen_through_sampler_and_batch(
     fp = FakeProc(tmp_path / "proc")
     b = FakeBackend()
     # The task scanner measures intervals with time.monotonic: make it the fake clock.
-    monkeypatch.setattr("tiptop.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
     fp.add(100, "compute", processor=1)
     fp.add(300, "server", tids=(301,))
     fp.add(400, "idle")

@@ -19,9 +19,9 @@ import pytest
 
 from tests.helpers import hardware_pmu_error
 from tiptop.cells import Status
+from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.frame import Frame
-from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
 
 CHILD = textwrap.dedent(
     """
@@ -381,8 +381,8 @@ def _fill_pmu_pinned(pid: int):  # type: ignore[no-untyped-def]
     """A pinned group of as many ``cycles`` as the PMU takes, on ``pid``: no flexible group
     can get a counter while ``pid`` runs (pinned groups are scheduled first, and a group is
     scheduled whole or not at all, kernel/events/core.c ``group_sched_in``)."""
-    from tiptop.perf.attr import Attr
-    from tiptop.perf.group import open_group
+    from tiptop.kernel.attr import Attr
+    from tiptop.kernel.group import open_group
 
     cycles = Attr(0, 0)
     n = 1

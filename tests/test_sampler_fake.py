@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from tests.fakeproc import FakeProc
+from tests.support.fake_backend import FakeBackend
 from tiptop.cells import Status
-from tiptop.perf.fake import FakeBackend
-from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec.model import ColumnSpec, CounterSpec, NumericEvent, ScreenSpec
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.screens.model import ColumnSpec, CounterSpec, NumericEvent, ScreenSpec
 
 CY, IN, PF = (0, 0), (0, 1), (1, 2)  # cycles, instructions, page-faults (type, config)
 

@@ -21,10 +21,10 @@ import pytest
 
 from tests.helpers import nobody_command
 from tiptop.cells import Status
-from tiptop.perf.explain import is_privileged, kernel_counting_allowed, read_paranoid
-from tiptop.sampler import Sampler, SamplerConfig
-from tiptop.spec import builtin_screens
-from tiptop.spec.model import ScreenSpec, Target
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.kernel.explain import is_privileged, kernel_counting_allowed, read_paranoid
+from tiptop.screens import builtin_screens
+from tiptop.screens.model import ScreenSpec, Target
 
 K = 200
 
@@ -82,9 +82,9 @@ def test_context_switches_counted_without_minus_k() -> None:
 DRIVER = textwrap.dedent(
     """
     import json, subprocess, sys, time
-    from tiptop.sampler import Sampler, SamplerConfig
-    from tiptop.spec import builtin_screens
-    from tiptop.spec.model import Target
+    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.screens import builtin_screens
+    from tiptop.screens.model import Target
     token = sys.argv[1]
     mine = subprocess.Popen(["/bin/sh", "-c", "read x", token], stdin=subprocess.PIPE)
     (scr,) = [s for s in builtin_screens(Target()) if s.name == "sched"]

@@ -115,9 +115,9 @@ def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]: 
     """Spawn ``sh -c 'python3 TREE_PROG; sleep tail'`` under a Sampler with the ``sched``
     screen, refresh every 0.1 s while it runs; returns its pid, the frames and messages."""
     from tiptop import spawn
-    from tiptop.sampler import Sampler, SamplerConfig
-    from tiptop.spec import builtin_screens
-    from tiptop.spec.model import Target
+    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.screens import builtin_screens
+    from tiptop.screens.model import Target
 
     (scr,) = [s for s in builtin_screens(Target()) if s.name == "sched"]
     prog = TREE_PROG.format(n=n, busy=busy)
@@ -182,9 +182,9 @@ def test_spawned_tree_reopened_after_screen_switch() -> None:
     """After ``reconfigure`` (a screen switch) the tree's groups are reopened on the root
     and on every live descendant: the grandchild's later N page faults still count."""
     from tiptop import spawn
-    from tiptop.sampler import Sampler, SamplerConfig
-    from tiptop.spec import builtin_screens
-    from tiptop.spec.model import Target
+    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.screens import builtin_screens
+    from tiptop.screens.model import Target
 
     n = 2000
     (scr,) = [s for s in builtin_screens(Target()) if s.name == "sched"]

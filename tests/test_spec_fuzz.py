@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tiptop.errors import SpecError
-from tiptop.spec import Target, compile_column, evaluate_config, load_text
+from tiptop.screens import Target, compile_column, evaluate_config, load_text
 
 TOKENS = ["delta", "(", ")", "A", "B", "CPU_TOT", "INTERVAL", "min", "max", ",", "+", "-",
           "*", "/", "|", "or", "and", "shl", "shr", "^", "1", "0", "2.5", "1e6", "1e", "0x1f",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tiptop.errors import SpecError
-from tiptop.spec import (
+from tiptop.screens import (
     ConfigSpec,
     NamedEvent,
     NumericEvent,

@@ -8,7 +8,7 @@ import pytest
 
 from tests.test_spec_xml import EXAMPLE, NHM, SNB, bare
 from tiptop.errors import SpecError
-from tiptop.spec import NamedEvent, NumericEvent, Target, export_yaml, load_file, load_text
+from tiptop.screens import NamedEvent, NumericEvent, Target, export_yaml, load_file, load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

@@ -157,7 +157,7 @@ def test_narrow_format_is_padded_to_its_header() -> None:
     # the '?' rows and of the header (what the live screen showed with such a screen).
     from dataclasses import replace
 
-    from tiptop.spec.model import ColumnSpec
+    from tiptop.screens.model import ColumnSpec
 
     narrow = replace(
         SCREEN, columns=(ColumnSpec("  %CPU", "%4.1f", "CPU_TOT"), *SCREEN.columns[1:])

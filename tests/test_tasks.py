@@ -1,4 +1,4 @@
-"""tiptop.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU, on fake and
+"""tiptop.engine.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU, on fake and
 real /proc."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc, stat_line
+from tiptop.engine.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 from tiptop.errors import TaskGone
-from tiptop.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 
 
 def test_parse_stat_comm_with_spaces_and_parens() -> None:

@@ -14,13 +14,13 @@ import textwrap
 import pytest
 
 from tests.helpers import nobody_command
-from tiptop.perf.explain import read_paranoid
+from tiptop.kernel.explain import read_paranoid
 
 DRIVER = textwrap.dedent(
     """
     import json, os, subprocess, sys, time
-    from tiptop.sampler import Sampler, SamplerConfig
-    from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
     token = sys.argv[1]
     # /bin/sh, not sys.executable: uid 65534 may not reach the interpreter's own path.
     # A shell blocked in its read builtin: no child process to outlive it.

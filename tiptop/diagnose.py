@@ -66,8 +66,8 @@ def _bindings(event: Any) -> list[Any]:
 
 def probe(event: Any) -> str | None:
     """``None`` when ``event`` opens on this process, else a short reason with the errno."""
-    from tiptop.perf import PerfBackend, is_privileged, read_paranoid
-    from tiptop.perf.explain import kernel_counting_allowed, kernel_only
+    from tiptop.kernel import PerfBackend, is_privileged, read_paranoid
+    from tiptop.kernel.explain import kernel_counting_allowed, kernel_only
 
     try:
         bindings = _bindings(event)
@@ -150,7 +150,7 @@ def list_events(sysfs_root: str = "/sys") -> str:
 def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
     """A readable report: kernel, paranoid level, PMUs, capabilities, fd limits, which
     screens work, and what to change to get more."""
-    from tiptop.perf import is_privileged, read_paranoid
+    from tiptop.kernel import is_privileged, read_paranoid
 
     paranoid = read_paranoid()
     privileged = is_privileged()

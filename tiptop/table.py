@@ -33,7 +33,7 @@ import numpy as np
 from tiptop.cells import PLACEHOLDER, Status
 from tiptop.errors import SpecError
 from tiptop.frame import Frame
-from tiptop.spec.model import ColumnSpec, ScreenSpec
+from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 #: The original's default ``--cpu-min`` (percent).
 DEFAULT_CPU_THRESHOLD = 0.00001

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.hwpmu.conftest import IN_GUEST
-from tiptop.spec.model import ColumnSpec, CounterSpec, NumericEvent, ScreenSpec
+from tiptop.screens.model import ColumnSpec, CounterSpec, NumericEvent, ScreenSpec
 
 pytestmark = pytest.mark.hwpmu
 
@@ -40,8 +40,8 @@ def _screen() -> ScreenSpec:
 
 
 def test_multiplexed_counters_scaled_and_marked(loop_children, report) -> None:
-    from tiptop import sampler as sampler_mod
     from tiptop import table
+    from tiptop.engine import sampler as sampler_mod
 
     k = 4
     n = 25_000_000 if IN_GUEST else 250_000_000

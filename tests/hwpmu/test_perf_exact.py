@@ -1,4 +1,4 @@
-"""Exact instruction counts through tiptop's own kernel layer (``tiptop.perf``), attached by pid.
+"""Exact instruction counts through tiptop's own kernel layer (``tiptop.kernel``), attached by pid.
 
 A child runs a loop of exactly K instructions per iteration (kloop.c); the counters are opened
 on its pid from outside while it is blocked, as a top user's monitor would (perf_event_open(2):
@@ -22,7 +22,7 @@ SIZES = [100_000, 300_000, 1_000_000, 2_000_000, 5_000_000]
 
 def _count(make, k: int, n: int) -> tuple[int, int, int, int]:
     """(instructions, cycles, enabled, running) deltas of one ``kloop k n`` run, by pid."""
-    from tiptop.perf import Attr, PerfBackend
+    from tiptop.kernel import Attr, PerfBackend
 
     child = make(k, n)
     group = PerfBackend().open_group(

@@ -26,7 +26,7 @@ def open_output(path: str | None, what: str) -> IO[str] | None:
 
 def check_privileges(opts: Any) -> None:
     """``-K`` without the right to count kernel events is an error, as in the original."""
-    from tiptop.perf import is_privileged, kernel_counting_allowed, read_paranoid
+    from tiptop.kernel import is_privileged, kernel_counting_allowed, read_paranoid
 
     paranoid = read_paranoid()
     if opts.show_kernel and not kernel_counting_allowed(paranoid, is_privileged()):
@@ -59,8 +59,9 @@ def run_monitor(
     """Start sampling and hand over to live mode or the batch loop; ``say`` prints one
     diagnostic line. ``problems`` (configuration warnings not printed yet, in live mode)
     go to the live error log and a notice on the message line."""
-    from tiptop import batch, table
-    from tiptop.sampler import Sampler, SamplerConfig
+    from tiptop import table
+    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.outputs import batch
 
     index, screen = pick_screen(loaded.screens, opts.screen)
     table.check_formats(screen)

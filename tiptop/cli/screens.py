@@ -1,7 +1,7 @@
 """The screens a run can show: built-ins around the config file's, ``-S``, ``--export``.
 
 Reading the host (``/proc/cpuinfo`` for the ``arch``/``model`` gating of tiptop-original.md
-section 4.4) and the rc file search live here, in the command layer, so ``tiptop.spec``
+section 4.4) and the rc file search live here, in the command layer, so ``tiptop.screens``
 stays pure.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiptop.errors import TiptopError, UsageError
-from tiptop.spec.model import Target
+from tiptop.screens.model import Target
 
 
 @dataclass
@@ -53,10 +53,10 @@ def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
 
 
 def config_path(config_dir: str | None) -> str | None:
-    """The rc file (``tiptop.spec.loader.find_config``: ``-W`` directory or file,
+    """The rc file (``tiptop.screens.loader.find_config``: ``-W`` directory or file,
     ``$TIPTOP``, ``./.tiptoprc``, XDG, ``~/.tiptoprc``); a ``-W`` that does not exist is
     a usage error."""
-    from tiptop.spec.loader import find_config
+    from tiptop.screens.loader import find_config
 
     if config_dir is not None:
         _check_w(config_dir)
@@ -92,7 +92,7 @@ def _check_w(config_dir: str) -> None:
 def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSet:
     """Built-in screens (unless ``--only-conf``) around the config file's screens:
     ``default`` and ``branch`` first, then the file's, then the other built-ins."""
-    from tiptop.spec import loader
+    from tiptop.screens import loader
 
     target = host_target()
     result = ScreenSet()
@@ -166,8 +166,8 @@ def format_list(screens: ScreenSet, probe: bool) -> str:
 
 def export_screens(loaded: ScreenSet, path: str) -> None:
     """``--export FILE``: every screen and the file's options as YAML or XML (by suffix)."""
-    from tiptop.spec.loader import export_xml, export_yaml
-    from tiptop.spec.model import ConfigSpec
+    from tiptop.screens.loader import export_xml, export_yaml
+    from tiptop.screens.model import ConfigSpec
 
     if not path.endswith((".xml", ".yaml", ".yml")):
         raise UsageError(f"--export: '{path}' must end in .yaml, .yml or .xml")
@@ -185,7 +185,7 @@ def export_current(options: Any, screens: Sequence[Any]) -> str:
     ``.tiptoprc`` (tiptop-original.md section 4.6; values escaped, unlike the original).
     Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""
     from tiptop.options import to_rc
-    from tiptop.spec import ConfigSpec, export_xml
+    from tiptop.screens import ConfigSpec, export_xml
 
     return export_xml(ConfigSpec(path=None, options=to_rc(options), screens=list(screens)))
 

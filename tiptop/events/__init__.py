@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from tiptop.events.binding import EventBinding
+from tiptop.events.bindings import EventBinding
 from tiptop.events.resolver import resolve, resolve_numeric
 from tiptop.events.sysfs import core_pmus, is_hybrid
 

@@ -7,7 +7,7 @@ operation and an optional result, joined by ``-``.
 
 from __future__ import annotations
 
-from tiptop.perf.consts import HwCacheId, HwCacheOp, HwCacheResult, HwId, SwId, hw_cache_config
+from tiptop.kernel.consts import HwCacheId, HwCacheOp, HwCacheResult, HwId, SwId, hw_cache_config
 
 #: perf's hardware event names (and aliases) -> config.
 HARDWARE = {

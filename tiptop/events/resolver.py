@@ -13,10 +13,10 @@ import re
 
 from tiptop.errors import EventError
 from tiptop.events import names, sysfs
-from tiptop.events.binding import EventBinding
-from tiptop.perf import pfm
-from tiptop.perf.attr import Attr
-from tiptop.perf.consts import PERF_PMU_TYPE_SHIFT, PerfType
+from tiptop.events.bindings import EventBinding
+from tiptop.kernel import pfm
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT, PerfType
 
 _PMU_SYNTAX = re.compile(r"^([A-Za-z0-9_.\-]+)/(.*)/$")
 _RAW = re.compile(r"^r([0-9a-fA-F]{1,16})$")

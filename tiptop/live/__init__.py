@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tiptop.engine.sampler import Sampler
     from tiptop.live.app import Exporter
-    from tiptop.sampler import Sampler
 
 
 def run(

@@ -40,7 +40,7 @@ from tiptop.live.widgets import (
 from tiptop.live.windows import help_lines
 
 if TYPE_CHECKING:
-    from tiptop.sampler import Sampler
+    from tiptop.engine.sampler import Sampler
 
 #: The original's first refresh comes 200 ms after start-up (tiptop-original.md 3.1).
 FIRST_DELAY = 0.2
@@ -50,7 +50,7 @@ FIRST_DELAY = 0.2
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
 
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
-#: passes ``tiptop.spec``'s XML exporter; live may not import ``spec``).
+#: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
 Exporter = Callable[[Any, Sequence[Any]], str]
 
 

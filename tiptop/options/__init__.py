@@ -26,7 +26,7 @@ from tiptop.options.values import (
     parse_target,
     parse_user,
 )
-from tiptop.spec.model import Target
+from tiptop.screens.model import Target
 from tiptop.table import DEFAULT_CPU_THRESHOLD, View
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Any
 import cffi
 
 from tiptop.errors import EventError, TiptopError
-from tiptop.perf.attr import Attr
+from tiptop.kernel.attr import Attr
 
 ffi = cffi.FFI()
 ffi.cdef(

@@ -1,12 +1,12 @@
 """Row assembly: one refresh's counter readout and task facts become a :class:`Frame`.
 
-The sampler reads the counters (``tiptop.counters.read_units``); this module turns that
+The sampler reads the counters (``tiptop.engine.readout.read_units``); this module turns that
 readout into cells, all rows at once with numpy: an interval delta is shown only where its
 status is OK (``-`` and ``?`` come from the status matrix, ``tiptop.cells``), totals add
 the counts of groups closed while the task lived (reclaim), every column expression is
-evaluated over the whole row set (``tiptop.spec.expr``), and a cell's running fraction is
+evaluated over the whole row set (``tiptop.screens.expr``), and a cell's running fraction is
 the smallest ``Δrunning/Δenabled`` of the counters it reads: with split groups
-(``tiptop.binding``) each counter carries its own group's fraction.
+(``tiptop.engine.plan``) each counter carries its own group's fraction.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.counters import CounterPlan, Readout, on_cpu_seconds
+from tiptop.engine.readout import CounterPlan, Readout, on_cpu_seconds
+from tiptop.engine.tasks import Task
 from tiptop.frame import Frame
-from tiptop.spec.expr import ColumnExpr
-from tiptop.spec.model import delta_key
-from tiptop.tasks import Task
+from tiptop.screens.expr import ColumnExpr
+from tiptop.screens.model import delta_key
 
 
 def marker(t: Task) -> str:

@@ -8,17 +8,17 @@ helpers, and the error explanations.
 
 from __future__ import annotations
 
-from tiptop.perf._ffi import perf_event_open
-from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
-from tiptop.perf.backend import Backend, Group, GroupReading
-from tiptop.perf.explain import (
+from tiptop.kernel._ffi import perf_event_open
+from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.kernel.backend import Backend, Group, GroupReading
+from tiptop.kernel.explain import (
     explain_open_error,
     is_privileged,
     kernel_counting_allowed,
     raise_fd_limit,
     read_paranoid,
 )
-from tiptop.perf.group import (
+from tiptop.kernel.group import (
     CounterGroup,
     PerfBackend,
     multiplexed,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tiptop.perf.attr import Attr
+from tiptop.kernel.attr import Attr
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
-"""Screens: configuration files (XML ``.tiptoprc`` and YAML) in, :mod:`tiptop.spec.model`
+"""Screens: configuration files (XML ``.tiptoprc`` and YAML) in, :mod:`tiptop.screens.model`
 records and compiled expressions out. Pure: no I/O beyond reading the file it is given, no
 sysfs; binding counters to this machine is ``tiptop.events``' job.
 """
 
 from __future__ import annotations
 
-from tiptop.spec.build import OPTIONS, TYPES
-from tiptop.spec.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
-from tiptop.spec.loader import (
+from tiptop.screens.build import OPTIONS, TYPES
+from tiptop.screens.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
+from tiptop.screens.loader import (
     builtin_screens,
     event_text,
     export_xml,
@@ -17,7 +17,7 @@ from tiptop.spec.loader import (
     load_text,
     required_events,
 )
-from tiptop.spec.model import (
+from tiptop.screens.model import (
     BUILTINS,
     ColumnSpec,
     ConfigSpec,

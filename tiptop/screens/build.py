@@ -18,8 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
-from tiptop.spec.expr import compile_column, evaluate_config
-from tiptop.spec.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec, Target
+from tiptop.screens.expr import compile_column, evaluate_config
+from tiptop.screens.model import (
+    ColumnSpec,
+    CounterSpec,
+    NamedEvent,
+    NumericEvent,
+    ScreenSpec,
+    Target,
+)
 
 #: ``perf_event_attr.type`` names accepted in ``type`` (``enum perf_type_id``).
 TYPES: dict[str, int] = {

@@ -1,6 +1,6 @@
 """``Attr``: a ``struct perf_event_attr`` as a frozen dataclass; pure Python.
 
-Only the fields a counting (not sampling) monitor uses. ``tiptop.perf._ffi`` turns it into
+Only the fields a counting (not sampling) monitor uses. ``tiptop.kernel._ffi`` turns it into
 the C struct; everything else handles this record. Bit positions and field meanings follow
 ``include/uapi/linux/perf_event.h`` and perf_event_open(2).
 """

@@ -1,7 +1,7 @@
 """Opening and closing the sampler's counter groups: the fd budget, reclaim, retries, and
-the counters of a spawned command (the task-lifecycle half of ``tiptop.sampler``).
+the counters of a spawned command (the task-lifecycle half of ``tiptop.engine.sampler``).
 
-:class:`GroupOpener` is a base class of ``tiptop.sampler.Sampler`` and works on the
+:class:`GroupOpener` is a base class of ``tiptop.engine.sampler.Sampler`` and works on the
 sampler's own state (``plan``, ``config``, ``fds_used``, ``fd_budget``...); it exists so
 that each module stays small. See the sampler's module doc for the rules.
 
@@ -33,17 +33,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tiptop.counters import Unit, unit_totals
+from tiptop.engine.readout import Unit, unit_totals
+from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
 from tiptop.errors import TaskGone
-from tiptop.perf.attr import Attr
-from tiptop.tasks import Scan, Task, list_threads, read_stat
+from tiptop.kernel.attr import Attr
 
 if TYPE_CHECKING:
-    from tiptop.binding import Binder
-    from tiptop.counters import CounterPlan
-    from tiptop.perf.backend import Backend
-    from tiptop.sampler import SamplerConfig
-    from tiptop.tasks import TaskScanner
+    from tiptop.engine.plan import Binder
+    from tiptop.engine.readout import CounterPlan
+    from tiptop.engine.sampler import SamplerConfig
+    from tiptop.engine.tasks import TaskScanner
+    from tiptop.kernel.backend import Backend
 
 #: fds kept free for everything else tiptop opens (files, terminal, /proc reads).
 FD_RESERVE = 64

@@ -39,16 +39,17 @@ and said so. With -H each thread gets ``inherit=0`` groups, opened when /proc sh
 and closed when it is gone: exact per-thread rows.
 
 *Modules.* Binding a screen (resolve, probe on ourselves, split groups too large for a PMU
-into several multiplexed groups) is ``tiptop.binding``; the counter plan, units and batched
-reads are ``tiptop.counters``; turning a readout into a ``Frame`` is ``tiptop.assemble``;
+into several multiplexed groups) is ``tiptop.engine.plan``; the counter plan, units and
+batched reads are ``tiptop.engine.readout``; turning a readout into a ``Frame`` is
+``tiptop.engine.evaluate``;
 opening and closing groups (the fd budget, reclaim, retries, a spawned command's counters)
-is ``tiptop.opener``, a base class of :class:`Sampler`. This module keeps the refresh
+is ``tiptop.engine.attach``, a base class of :class:`Sampler`. This module keeps the refresh
 cycle: scans, reads, dead and sticky rows.
 
 *A spawned command (``attach_spawned``) counts its whole process tree* in process mode,
 as ``perf stat -- cmd`` does: its groups inherit into child processes too (no
 ``inherit_thread``), and its row's %CPU sums the tree's times; its descendants get no rows
-of their own (``tiptop.opener``, ``TaskScanner.add_tree_root``).
+of their own (``tiptop.engine.attach``, ``TaskScanner.add_tree_root``).
 
 *Refresh.* ``start()`` is the primer: tasks found then (and any task first seen by a later
 refresh) get their groups opened and a baseline read, and are shown from the next refresh
@@ -61,7 +62,7 @@ The first ``refresh()`` after ``start()`` is iteration 0; a ``refresh()`` withou
 ``start()`` (or after ``reconfigure``) starts, returns an empty frame, and the next one is
 iteration 0. Dead tasks: their groups are read one last time and closed, and their row
 shows that last interval with ``dead=True`` (its %CPU from the zombie's final times when
-/proc still shows it, ``tiptop.tasks``); with ``sticky`` that row is then repeated, frozen.
+/proc still shows it, ``tiptop.engine.tasks``); with ``sticky`` that row is then repeated, frozen.
 
 *Cells shown '?' although the task ran* (Δtime_enabled > 0, Δtime_running == 0) are the
 kernel's true answer: the group never got the PMU's counters. The usual cause is another
@@ -82,16 +83,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.assemble import assemble
-from tiptop.binding import Binder
 from tiptop.cells import Status
-from tiptop.counters import Unit, read_units
+from tiptop.engine.attach import FD_RESERVE, GroupOpener, TaskState
+from tiptop.engine.evaluate import assemble
+from tiptop.engine.plan import Binder
+from tiptop.engine.readout import Unit, read_units
+from tiptop.engine.tasks import Scan, Task, TaskScanner
 from tiptop.frame import Frame
-from tiptop.opener import FD_RESERVE, GroupOpener, TaskState
-from tiptop.perf.backend import Backend
-from tiptop.perf.explain import is_privileged, raise_fd_limit, read_paranoid
-from tiptop.spec.model import ScreenSpec
-from tiptop.tasks import Scan, Task, TaskScanner
+from tiptop.kernel.backend import Backend
+from tiptop.kernel.explain import is_privileged, raise_fd_limit, read_paranoid
+from tiptop.screens.model import ScreenSpec
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Sampler(GroupOpener):
         sysfs_root: str = "/sys",
     ) -> None:
         if backend is None:
-            from tiptop.perf.group import PerfBackend
+            from tiptop.kernel.group import PerfBackend
 
             backend = PerfBackend()
         self.screen = screen
@@ -164,7 +165,7 @@ class Sampler(GroupOpener):
 
     # ------------------------------------------------------------------ binding
     def _bind(self) -> None:
-        """Bind the screen here (``tiptop.binding``): plan, columns, kernel/inherit flags."""
+        """Bind the screen here (``tiptop.engine.plan``): plan, columns, kernel/inherit flags."""
         self._binder = Binder(
             self._backend, threads=self.config.threads, kernel=self.config.kernel,
             sysfs_root=self.sysfs_root, paranoid=self._paranoid, privileged=self._privileged,

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from importlib import resources
 
 from tiptop.errors import SpecError
-from tiptop.spec.model import ConfigSpec, NamedEvent, NumericEvent, ScreenSpec, Target
-from tiptop.spec.xmlrc import MAX_BYTES, export_xml, load_xml
-from tiptop.spec.yamlrc import export_yaml, load_yaml
+from tiptop.screens.model import ConfigSpec, NamedEvent, NumericEvent, ScreenSpec, Target
+from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
+from tiptop.screens.yamlrc import export_yaml, load_yaml
 
 __all__ = [
     "BUILTIN_FILES",
@@ -99,7 +99,7 @@ def builtin_screens(target: Target) -> list[ScreenSpec]:
     """
     out: list[ScreenSpec] = []
     names: set[str] = set()
-    pkg = resources.files("tiptop.spec").joinpath("screens")
+    pkg = resources.files("tiptop.screens").joinpath("builtin")
     for name in BUILTIN_FILES:
         data = pkg.joinpath(name).read_bytes()
         config = load_yaml(data, target, f"builtin:{name}")

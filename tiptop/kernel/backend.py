@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from tiptop.perf.attr import Attr
+from tiptop.kernel.attr import Attr
 
 
 @dataclass(frozen=True)

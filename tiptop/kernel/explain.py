@@ -12,8 +12,8 @@ import os
 import resource
 from collections.abc import Sequence
 
-from tiptop.perf.attr import Attr
-from tiptop.perf.consts import PerfType, SwId
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.consts import PerfType, SwId
 
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21

@@ -1,6 +1,6 @@
 """The kernel backend: one perf event group per task, read with one ``read()``.
 
-Follows ``tiptop/perf/backend.py``. Every group uses ``PERF_FORMAT_GROUP | ID |
+Follows ``tiptop/kernel/backend.py``. Every group uses ``PERF_FORMAT_GROUP | ID |
 TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING``, so a read returns
 ``nr, time_enabled, time_running, {value, id} * nr`` (perf_event_open(2), "read_format"),
 which is parsed with ``numpy.frombuffer``. Values are mapped to members by the ids from
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tiptop.perf._ffi import perf_event_open
-from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
-from tiptop.perf.backend import GroupReading
-from tiptop.perf.consts import PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP, Ioctl
+from tiptop.kernel._ffi import perf_event_open
+from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.kernel.backend import GroupReading
+from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP, Ioctl
 
 _U64 = np.dtype("<u8")
 _HEADER = 3  # nr, time_enabled, time_running
@@ -178,7 +178,7 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
 
 
 class PerfBackend:
-    """The real kernel backend (``tiptop.perf.backend.Backend``)."""
+    """The real kernel backend (``tiptop.kernel.backend.Backend``)."""
 
     def open_group(self, tid: int, attrs: Sequence[Attr]) -> CounterGroup:
         """See :func:`open_group`."""

@@ -1,7 +1,7 @@
 """A FAKE counter backend with scripted, hardware-like counts: for tests and demos only.
 
 Nothing here touches the kernel. :class:`FakeBackend` follows the same protocol as the
-real one (``tiptop.perf.backend.Backend``) so the sampler can be tested where the machine
+real one (``tiptop.kernel.backend.Backend``) so the sampler can be tested where the machine
 cannot help: hardware counts on a PMU-less VM, multiplexing, errors on demand, and an fd
 limit. Counts follow a controllable clock (:class:`FakeClock`), never the wall clock.
 
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tiptop.perf.attr import Attr
-from tiptop.perf.backend import GroupReading
-from tiptop.perf.consts import PERF_PMU_TYPE_SHIFT
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import GroupReading
+from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT
 
 #: An event as the fake knows it: ``(type, config)`` of its attr.
 EventKey = tuple[int, int]

@@ -45,18 +45,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.counters import CounterPlan, GroupDef
+from tiptop.engine.readout import CounterPlan, GroupDef
 from tiptop.errors import EventError, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
-from tiptop.perf.attr import GROUP_READ_FORMAT, Attr
-from tiptop.perf.backend import Backend
-from tiptop.perf.explain import (
+from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.kernel.backend import Backend
+from tiptop.kernel.explain import (
     explain_open_error,
     kernel_counting_allowed,
     kernel_only,
 )
-from tiptop.spec.expr import ColumnExpr, compile_column
-from tiptop.spec.model import NamedEvent, ScreenSpec
+from tiptop.screens.expr import ColumnExpr, compile_column
+from tiptop.screens.model import NamedEvent, ScreenSpec
 
 #: PMUs whose events refuse any exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE).
 NO_EXCLUDE_PMUS = frozenset({"msr"})

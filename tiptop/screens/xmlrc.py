@@ -13,8 +13,8 @@ import re
 from xml.parsers import expat
 
 from tiptop.errors import SpecError
-from tiptop.spec.build import RawItem, RawScreen, build_options, build_screen
-from tiptop.spec.model import ConfigSpec, Target
+from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
+from tiptop.screens.model import ConfigSpec, Target
 
 #: Largest configuration file read (XML or YAML), in bytes.
 MAX_BYTES = 1 << 20

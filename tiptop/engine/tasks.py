@@ -16,7 +16,7 @@ times taken, so its last interval's %CPU is right, and is then reported gone. A 
 vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
 it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
 on-CPU time), and so is one whose files we may not read (EACCES). Reading the files is
-``tiptop.procfs``.
+``tiptop.kernel.procfs``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
-from tiptop.procfs import (
+from tiptop.kernel.procfs import (
     CLK_TCK,
     Stat,
     list_threads,

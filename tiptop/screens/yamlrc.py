@@ -20,7 +20,7 @@ Schema (everything optional except where the XML form requires it)::
 
 Only PyYAML's safe loader is used (its composer, to keep line/column marks); anchors and
 aliases are refused (a YAML "billion laughs" expands through them), as are files over
-:data:`tiptop.spec.xmlrc.MAX_BYTES`.
+:data:`tiptop.screens.xmlrc.MAX_BYTES`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from typing import Any
 import yaml
 
 from tiptop.errors import SpecError
-from tiptop.spec.build import RawItem, RawScreen, build_options, build_screen
-from tiptop.spec.model import ConfigSpec, Target
-from tiptop.spec.xmlrc import MAX_BYTES
+from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
+from tiptop.screens.model import ConfigSpec, Target
+from tiptop.screens.xmlrc import MAX_BYTES
 
 _COUNTER_KEYS = ("config", "type", "arch", "model")
 _COLUMN_KEYS = ("header", "format", "expr", "desc", "threshold", "threshold_below")

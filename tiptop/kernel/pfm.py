@@ -9,9 +9,9 @@ dropped, since the sampler decides ``exclude_*`` itself.
 from __future__ import annotations
 
 from tiptop.errors import EventError
-from tiptop.perf import _ffi
-from tiptop.perf.attr import Attr
-from tiptop.perf.consts import PFM_ERR_NOTFOUND, PFM_OS_PERF_EVENT_EXT, PFM_PLM3
+from tiptop.kernel import _ffi
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.consts import PFM_ERR_NOTFOUND, PFM_OS_PERF_EVENT_EXT, PFM_PLM3
 
 
 def to_pfm_syntax(name: str) -> str:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.perf.attr import Attr
-from tiptop.perf.backend import Group
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import Group
 
 _U64 = np.dtype("<u8")
 _HALF = np.uint64(1 << 63)

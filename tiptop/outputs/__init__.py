@@ -1,0 +1,1 @@
+"""What tiptop writes: batch text, csv and json (and the formats that join them)."""
