@@ -7,6 +7,13 @@ import os
 
 import pytest
 
+# Subprocesses (``python -m tiptop``) import the tiptop of this checkout, not whichever one
+# pip installed in editable mode (a second worktree would otherwise test the first's code).
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_REPO, os.environ.get("PYTHONPATH", "")) if p
+)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``hwpmu`` run only where a hardware PMU answers."""
