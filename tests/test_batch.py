@@ -11,6 +11,7 @@ import time
 
 from tests.helpers import nobody_command, run
 from tiptop.frame import Frame
+from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.outputs import batch
 
@@ -110,7 +111,8 @@ class _TalkingSampler:
         from tiptop.screens.model import ColumnSpec, ScreenSpec
 
         self.screen = ScreenSpec("s", "s", columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),))
-        self.messages = ["bus-cycles: ENOENT: not supported here"]
+        self.messages = MessageLog()
+        self.messages.say("enoent", "bus-cycles: ENOENT: not supported here")
         self.reader = reader
         self.started = False
         self.refreshes = 0

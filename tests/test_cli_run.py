@@ -17,7 +17,7 @@ import pytest
 from tests.helpers import TIPTOP, nobody_command, run
 from tests.test_cli import NO_PMU_RC
 from tests.test_live_tmux import Tmux, has
-from tiptop.kernel.explain import read_paranoid
+from tiptop.host import Host
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -176,8 +176,8 @@ def test_no_such_pid() -> None:
 
 
 def test_kernel_mode_refused_for_nobody(root_only: None) -> None:
-    if read_paranoid() != 2:
-        pytest.skip(f"needs perf_event_paranoid=2 (it is {read_paranoid()})")
+    if Host.read().paranoid != 2:
+        pytest.skip(f"needs perf_event_paranoid=2 (it is {Host.read().paranoid})")
     cmd, env = nobody_command(["-m", "tiptop", "-K", "-b", "-n", "1", "-d", "0.1"])
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
     assert (r.returncode, r.stdout) == (1, ""), r.stderr

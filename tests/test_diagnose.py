@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.helpers import nobody_command
-from tiptop.kernel import read_paranoid
+from tiptop.host import Host
 
 
 def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
@@ -19,8 +19,8 @@ def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_sched_screen_status_names_kernel_only_events(root_only: None) -> None:
-    if read_paranoid() != 2:
-        pytest.skip(f"expects perf_event_paranoid 2, found {read_paranoid()}")
+    if Host.read().paranoid != 2:
+        pytest.skip(f"expects perf_event_paranoid 2, found {Host.read().paranoid}")
     r = _as_nobody("--list-screens")
     assert r.returncode == 0, r.stderr
     (line,) = [x for x in r.stdout.splitlines() if "'sched'" in x]

@@ -1,20 +1,13 @@
-"""One-line explanations of open failures, and the privilege/limit helpers."""
+"""One-line explanations of open failures."""
 
 from __future__ import annotations
 
 import errno
 import os
-import resource
 
 import pytest
 
-from tiptop.kernel.explain import (
-    explain_open_error,
-    is_privileged,
-    kernel_counting_allowed,
-    raise_fd_limit,
-    read_paranoid,
-)
+from tiptop.kernel.explain import explain_open_error
 
 
 def err(code: int) -> OSError:
@@ -74,40 +67,14 @@ def test_eperm_privileged_points_at_seccomp() -> None:
     assert "EPERM" in line and "seccomp" in line
 
 
-def test_kernel_counting_allowed() -> None:
-    assert kernel_counting_allowed(2, True)
-    assert kernel_counting_allowed(1, False)
-    assert kernel_counting_allowed(-1, False)
-    assert not kernel_counting_allowed(2, False)
-    assert not kernel_counting_allowed(None, False)
+def test_emfile_names_the_host_limits() -> None:
+    line = explain(errno.EMFILE, fd_limits=(1024, 4096))
+    assert "limit 1024, hard 4096" in line
 
 
-def test_read_paranoid(tmp_path: os.PathLike[str]) -> None:
-    d = os.path.join(tmp_path, "sys", "kernel")
-    os.makedirs(d)
-    with open(os.path.join(d, "perf_event_paranoid"), "w") as f:
-        f.write("3\n")
-    assert read_paranoid(str(tmp_path)) == 3
-    assert read_paranoid(str(tmp_path) + "/missing") is None
-    real = read_paranoid()
-    if os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            assert real == int(f.read())
-
-
-def test_is_privileged_as_root_matches_euid() -> None:
-    if os.geteuid() == 0:
-        assert is_privileged()
-
-
-def test_raise_fd_limit() -> None:
-    before = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        soft, hard = raise_fd_limit()
-        assert (soft, hard) == resource.getrlimit(resource.RLIMIT_NOFILE)
-        assert hard == before[1] and soft == hard
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, before)
+def test_eperm_in_a_container_points_at_seccomp() -> None:
+    assert "seccomp" in explain(errno.EPERM, in_container=True)
+    assert "seccomp" not in explain(errno.EPERM, in_container=False)
 
 
 @pytest.mark.parametrize(

@@ -19,17 +19,26 @@ PKG = Path(__file__).resolve().parent.parent / "tiptop"
 RULES: dict[str, set[str]] = {
     "errors": set(),
     "cells": set(),
+    "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
+    "messages": set(),  # the one message log
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
-    "kernel": {"errors", "cells"},
+    "kernel": {"errors", "cells", "host"},
     "events": {"kernel", "errors"},
     "screens": {"errors", "cells"},
-    "frame": {"cells"},
+    "frame": {"cells", "messages"},
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
-    "engine": {"kernel", "events", "screens", "frame", "cells", "errors"},
+    "engine": {"kernel", "events", "screens", "frame", "cells", "errors", "host", "messages"},
     "table": {"frame", "screens", "cells", "errors"},
     "options": {"errors", "screens", "cells", "table"},
-    "diagnose": {"kernel", "events", "screens", "cells", "errors"},  # --check, --list-events
-    "live": {"table", "frame", "options", "cells", "errors"},
+    "diagnose": {
+        "kernel",
+        "events",
+        "screens",
+        "cells",
+        "errors",
+        "host",
+    },  # --check, --list-events
+    "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},
     "cli": {"*"},

@@ -17,7 +17,8 @@ import pytest
 
 from tests.helpers import hardware_pmu_error, nobody_command
 from tiptop.events import resolve
-from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group, read_paranoid
+from tiptop.host import Host
+from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group
 
 PAGE = mmap.PAGESIZE
 TASK_CLOCK = Attr(type=1, config=1)
@@ -167,7 +168,8 @@ def test_msr_tsc_per_task_b23() -> None:
 
 _UNPRIV = r"""
 import errno, os, sys
-from tiptop.kernel import Attr, open_group, explain_open_error, read_paranoid
+from tiptop.kernel import Attr, open_group, explain_open_error
+from tiptop.host import Host
 res = []
 pid = os.fork()
 if pid == 0:
@@ -182,7 +184,7 @@ try:
     res.append("self-kernel:ok")
 except OSError as e:
     res.append("self-kernel:" + errno.errorcode[e.errno])
-    res.append("explain:" + explain_open_error(e, "task-clock", paranoid=read_paranoid(),
+    res.append("explain:" + explain_open_error(e, "task-clock", paranoid=Host.read().paranoid,
                                                privileged=False, kernel=True))
 try:
     open_group(int(sys.argv[1]), [Attr(type=1, config=1)]).close()
@@ -195,8 +197,8 @@ print("\n".join(res))
 
 
 def test_unprivileged_paranoid_2_b22(root_only: None) -> None:
-    if read_paranoid() != 2:
-        pytest.skip(f"expects perf_event_paranoid 2, found {read_paranoid()}")
+    if Host.read().paranoid != 2:
+        pytest.skip(f"expects perf_event_paranoid 2, found {Host.read().paranoid}")
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
     cmd, env = nobody_command(["-c", _UNPRIV, str(os.getpid())])

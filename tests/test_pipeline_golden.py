@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
+from tests.support import host_at
 from tests.support.fake_backend import FakeBackend
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.options import Options
@@ -63,8 +64,8 @@ def test_default_screen_through_sampler_and_batch(
 
     (default,) = [s for s in builtin_screens(Target()) if s.name == "default"]
     sampler = Sampler(
-        default, SamplerConfig(), backend=b, proc_root=str(fp.root),
-        sysfs_root=str(tmp_path / "nosys"),
+        default, SamplerConfig(), backend=b,
+        host=host_at(str(fp.root), str(tmp_path / "nosys")),
     )  # fmt: skip
     opts = Options(delay=2.0, show_idle=True)
     out = io.StringIO()
@@ -85,8 +86,8 @@ def test_default_screen_through_sampler_and_batch(
         frame = sampler.refresh()
         writer.frame(frame, it)
     # One line, once, for the event this "machine" lacks.
-    enoent = [m for m in sampler.messages if "ENOENT" in m]
-    assert len(enoent) == 1 and "no hardware PMU" in enoent[0], sampler.messages
+    enoent = [m for m in sampler.messages.lines() if "ENOENT" in m]
+    assert len(enoent) == 1 and "no hardware PMU" in enoent[0], sampler.messages.lines()
     sampler.close()
     text = out.getvalue().split("\n", 2)[2]  # drop uptime/load and date lines
     assert text == GOLDEN

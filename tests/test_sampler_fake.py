@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.fakeproc import FakeProc
+from tests.support import host_at
 from tests.support.fake_backend import FakeBackend
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
@@ -43,12 +44,13 @@ def env(tmp_path: Path) -> tuple[FakeProc, FakeBackend]:
     return fp, FakeBackend()
 
 
-def make(env: tuple[FakeProc, FakeBackend], **cfg: object) -> Sampler:
+def make(env: tuple[FakeProc, FakeBackend], fd_budget: int | None = None, **cfg: object) -> Sampler:
+    """A sampler of the fake tree; ``fd_budget`` fds for counters when given (a host whose
+    soft limit leaves exactly that after the reserve of 64)."""
     fp, b = env
-    return Sampler(
-        screen(), SamplerConfig(**cfg), backend=b, proc_root=str(fp.root),  # type: ignore[arg-type]
-        sysfs_root=str(fp.root.parent / "nosys"),
-    )  # fmt: skip
+    limit = {} if fd_budget is None else {"fd_soft": fd_budget + 64, "fds_in_use": 0}
+    host = host_at(str(fp.root), str(fp.root.parent / "nosys"), **limit)
+    return Sampler(screen(), SamplerConfig(**cfg), backend=b, host=host)  # type: ignore[arg-type]
 
 
 def row(frame, tid: int) -> int:  # type: ignore[no-untyped-def]
@@ -100,10 +102,13 @@ def test_multiplexing_scaled_and_not_counted(env) -> None:  # type: ignore[no-un
     assert np.isnan(f.values[j, 1])
     assert f.status[j, 3] == Status.OK  # the software group is its own group
     # Said once, for the hardware PMU only.
-    said = [m for m in s.messages if "never ran" in m]
-    assert said == f.messages and len(said) == 1 and "PMU cpu" in said[0], s.messages
+    said = [m for m in s.messages.lines() if "never ran" in m]
+    assert len(said) == 1 and "PMU cpu" in said[0], s.messages.lines()
+    assert s.messages.about("C") is not None and s.messages.about("TC") is None
+    n = len(s.messages)
     b.clock.advance(1.0)
-    assert s.refresh().messages == []
+    s.refresh()
+    assert s.messages.since(n)[0] == []
 
 
 def test_unavailable_event_reported_once(env) -> None:  # type: ignore[no-untyped-def]
@@ -114,14 +119,15 @@ def test_unavailable_event_reported_once(env) -> None:  # type: ignore[no-untype
     b.event_errors[CY] = errno.ENOENT
     s = make(env)
     s.start()
-    msgs = [m for m in s.messages if "ENOENT" in m]
+    msgs = [m for m in s.messages.lines() if "ENOENT" in m]
     assert len(msgs) == 1 and msgs[0].startswith("cycles: ENOENT")
-    for k in range(3):
+    n = len(s.messages)
+    for _ in range(3):
         b.clock.advance(1.0)
         f = s.refresh()
-        # The first frame carries what start() found; later ones repeat nothing.
-        assert [m for m in f.messages if "ENOENT" in m] == (msgs if k == 0 else [])
-    assert [m for m in s.messages if "ENOENT" in m] == msgs
+        # Said at start; later refreshes repeat nothing.
+        assert s.messages.since(n)[0] == []
+    assert [m for m in s.messages.lines() if "ENOENT" in m] == msgs
     # Never opened per task; its cells are unreadable, the others fine.
     assert all((a.type, a.config) != CY for tid, attrs in b.opens if tid for a in attrs)
     i = row(f, 11)
@@ -142,7 +148,7 @@ def test_denied_task_once_and_not_retried(env) -> None:  # type: ignore[no-untyp
         f = s.refresh()
     assert len(b.opens) == opens
     assert (f.status[:, 1:] == Status.UNREADABLE).all()
-    assert len([m for m in s.messages if "EACCES" in m or "permission" in m]) == 1
+    assert len([m for m in s.messages.lines() if "EACCES" in m or "permission" in m]) == 1
 
 
 def test_vanished_task_no_message_fds_closed(env) -> None:  # type: ignore[no-untyped-def]
@@ -158,7 +164,7 @@ def test_vanished_task_no_message_fds_closed(env) -> None:  # type: ignore[no-un
     # Read one last time, shown once, dead; its fds closed at once.
     assert f.tid.tolist() == [11, 10] and f.dead.tolist() == [False, True]
     assert b.open_fds == 3 == s.fds_used
-    assert f.messages == [] and s.messages == []
+    assert s.messages.lines() == []
     b.clock.advance(1.0)
     assert s.refresh().tid.tolist() == [11]
 
@@ -209,11 +215,10 @@ def test_fd_budget_busy_first_reclaim_and_retry(env) -> None:  # type: ignore[no
     fp, b = env
     fp.add(10, "idle", utime=0)
     fp.add(11, "busy", utime=9000)  # lifetime average: busy
-    s = make(env)
-    s.fd_budget = 3  # room for one task (3 events)
+    s = make(env, fd_budget=3)  # room for one task (3 events)
     s.start()
     assert s.fds_used == 3 and {g.tid for g in b.groups} == {11}
-    assert any("out of file descriptors" in m for m in s.messages)
+    assert any("out of file descriptors" in m for m in s.messages.lines())
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[row(f, 10), 3] == Status.UNREADABLE
@@ -236,8 +241,7 @@ def test_fd_budget_busy_first_reclaim_and_retry(env) -> None:  # type: ignore[no
 def test_no_collect_never_reclaims(env) -> None:  # type: ignore[no-untyped-def]
     fp, b = env
     fp.add(10, "idle")
-    s = make(env, collect=False)
-    s.fd_budget = 3
+    s = make(env, fd_budget=3, collect=False)
     s.start()
     fp.add(12, "newbusy", utime=9000)
     b.clock.advance(1.0)
@@ -275,8 +279,8 @@ def hw_screen(uses: list[str], n: int = 5) -> ScreenSpec:
 def make_screen(env, scr: ScreenSpec) -> Sampler:  # type: ignore[no-untyped-def]
     fp, b = env
     return Sampler(
-        scr, SamplerConfig(), backend=b, proc_root=str(fp.root),
-        sysfs_root=str(fp.root.parent / "nosys"),
+        scr, SamplerConfig(), backend=b,
+        host=host_at(str(fp.root), str(fp.root.parent / "nosys")),
     )  # fmt: skip
 
 
@@ -293,7 +297,7 @@ def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  
     s = make_screen(env, scr)
     hw = [g.alias_index.tolist() for g in s.plan.groups if g.pmu != "software"]
     assert hw == [[0, 3], [1, 2, 4]]
-    split = [m for m in s.messages if "split into 2 groups" in m]
+    split = [m for m in s.messages.lines() if "split into 2 groups" in m]
     assert len(split) == 1 and "5 events" in split[0]
     assert all(len(attrs) <= 3 for tid, attrs in b.opens)
     s.start()
@@ -307,7 +311,7 @@ def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  
     assert f.values[i].tolist() == [0.25, 20e9, 20.0]
     assert f.running[i].tolist() == [0.5, 0.5, 1.0]
     assert f.multiplexed()[i].tolist() == [True, True, False]
-    assert s.messages.count(split[0]) == 1  # said once, not per task or refresh
+    assert s.messages.lines().count(split[0]) == 1  # said once, not per task or refresh
 
 
 def test_split_spreads_events_evenly_and_splits_a_too_wide_column(env) -> None:  # type: ignore[no-untyped-def]
@@ -330,7 +334,7 @@ def test_groups_that_fit_are_not_split(env) -> None:  # type: ignore[no-untyped-
     b.max_group_size[0] = 5
     s = make_screen(env, hw_screen(["delta(X0)", "delta(X4)"]))
     assert [g.alias_index.tolist() for g in s.plan.groups] == [[0, 4, 1, 2, 3], [5]]
-    assert not any("split" in m for m in s.messages)
+    assert not any("split" in m for m in s.messages.lines())
 
 
 def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: ignore[no-untyped-def]
@@ -371,7 +375,7 @@ def test_hybrid_counter_sums_raw_counts_of_both_core_pmus(env) -> None:  # type:
         b.script(10, (0, pmu << 32 | 1), ins)
     b.script(10, PF, 10)
     b.task(10).cpu_share = {CORE: 0.75, ATOM: 0.25}
-    s = Sampler(screen(), SamplerConfig(), backend=b, proc_root=str(fp.root), sysfs_root=HYBRID)
+    s = Sampler(screen(), SamplerConfig(), backend=b, host=host_at(str(fp.root), HYBRID))
     assert [g.pmu for g in s.plan.groups] == ["cpu_atom", "cpu_core", "software"]
     assert s.plan.multi.tolist() == [True, True, False]
     s.start()
@@ -432,14 +436,15 @@ def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ign
     s.start()
     b.clock.advance(1.0)
     assert s.refresh().values[0, 4] == 4e9
-    (bad,) = [u for u in s._tasks[0].data.units if u.gdef == 0 and u.group.tid == 11]
+    units = s._attacher._counters[(10, 1000)].units  # identity: (tid, starttime)
+    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
     bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.values[0, 1] == 1000.0  # this interval: thread 10's cycles only
     assert f.values[0, 4] == 5e9  # 4e9 before, + 1e9: thread 11's 3e9 are kept
     assert s.fds_used == b.open_fds == 3 + 1  # thread 10's groups, thread 11's sw one
-    assert [m for m in f.messages if "EIO" in m] == []  # groups left: nothing to reopen
+    assert [m for m in s.messages.lines() if "EIO" in m] == []  # groups left: not reopened
 
 
 def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: ignore[no-untyped-def]

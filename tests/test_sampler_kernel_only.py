@@ -22,7 +22,7 @@ import pytest
 from tests.helpers import nobody_command
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
-from tiptop.kernel.explain import is_privileged, kernel_counting_allowed, read_paranoid
+from tiptop.host import Host
 from tiptop.screens import builtin_screens
 from tiptop.screens.model import ScreenSpec, Target
 
@@ -46,7 +46,7 @@ def sched_screen() -> ScreenSpec:
 
 
 def test_context_switches_counted_without_minus_k() -> None:
-    if not kernel_counting_allowed(read_paranoid(), is_privileged()):
+    if not Host.read().kernel_counting_allowed:
         pytest.skip("kernel counting is not allowed here (not root, perf_event_paranoid >= 2)")
     p = subprocess.Popen(
         [sys.executable, "-c", SLEEPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -69,7 +69,7 @@ def test_context_switches_counted_without_minus_k() -> None:
         csw = [c.strip() for c in f.headers].index("CSW/s")
         assert f.status[i, csw] == Status.OK
         assert f.values[i, csw] == pytest.approx(delta / f.interval)
-        assert not any("only in the kernel" in m for m in s.messages), s.messages
+        assert not any("only in the kernel" in m for m in s.messages.lines()), s.messages.lines()
         # The other software events stay user-only without -K.
         flags = {a.config: a.exclude_kernel for g in s.plan.groups for a in g.attrs}
         assert flags == {1: True, 2: True, 3: False, 4: False}, flags
@@ -102,7 +102,7 @@ DRIVER = textwrap.dedent(
         "headers": [h.strip() for h in f.headers],
         "status": [[int(x) for x in row] for row in f2.status],
         "opened": sorted(a.config for g in s.plan.groups for a in g.attrs),
-        "messages": s.messages,
+        "messages": s.messages.lines(),
     }
     s.close()
     mine.kill()
@@ -116,7 +116,7 @@ DRIVER = textwrap.dedent(
 def test_unprivileged_kernel_only_events_are_unreadable_and_said_once() -> None:
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    paranoid = read_paranoid()
+    paranoid = Host.read().paranoid
     if paranoid is None or paranoid < 2:
         pytest.skip(f"needs perf_event_paranoid >= 2 (it is {paranoid})")
     token = f"tiptop-konly-{os.getpid()}"

@@ -131,7 +131,7 @@ def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]: 
         while not child.exited():
             time.sleep(0.1)
             frames.append(s.refresh())
-        return child.pid, frames, s.messages
+        return child.pid, frames, s.messages.lines()
     finally:
         s.close()
         child.kill()

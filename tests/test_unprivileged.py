@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from tests.helpers import nobody_command
-from tiptop.kernel.explain import read_paranoid
+from tiptop.host import Host
 
 DRIVER = textwrap.dedent(
     """
@@ -38,7 +38,7 @@ DRIVER = textwrap.dedent(
         "self": os.getpid(),
         "rows": [[int(t), u, [int(x) for x in st]] for t, u, st in zip(f.tid, f.user, f.status)],
         "exclude_kernel": [a.exclude_kernel for g in s.plan.groups for a in g.attrs],
-        "messages": s.messages,
+        "messages": s.messages.lines(),
         "fds": s.fds_used,
     }
     s.close()
@@ -53,7 +53,7 @@ DRIVER = textwrap.dedent(
 def test_unprivileged_user_only_and_own_tasks() -> None:
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    paranoid = read_paranoid()
+    paranoid = Host.read().paranoid
     if paranoid != 2:
         pytest.skip(f"needs perf_event_paranoid=2 to test its message (it is {paranoid})")
     token = f"tiptop-unpriv-{os.getpid()}"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import platform
-import resource
 from typing import Any
 
 from tiptop.errors import EventError
+from tiptop.host import Host
 
 #: Generic events (perf list names), software events and a few cache events.
 GENERIC = (
@@ -64,10 +64,10 @@ def _bindings(event: Any) -> list[Any]:
     return events.resolve_numeric(event.type, event.config)
 
 
-def probe(event: Any) -> str | None:
+def probe(event: Any, host: Host) -> str | None:
     """``None`` when ``event`` opens on this process, else a short reason with the errno."""
-    from tiptop.kernel import PerfBackend, is_privileged, read_paranoid
-    from tiptop.kernel.explain import kernel_counting_allowed, kernel_only
+    from tiptop.kernel import PerfBackend
+    from tiptop.kernel.explain import kernel_only
 
     try:
         bindings = _bindings(event)
@@ -77,8 +77,8 @@ def probe(event: Any) -> str | None:
     backend = PerfBackend()
     for b in bindings:
         if kernel_only(b.attr):
-            paranoid = read_paranoid()
-            if not kernel_counting_allowed(paranoid, is_privileged()):
+            paranoid = host.paranoid
+            if not host.kernel_counting_allowed:
                 # Counted in user mode it would always read 0 (seeds.md B15).
                 last = (
                     f"kernel-only event: needs root, CAP_PERFMON or "
@@ -96,11 +96,11 @@ def probe(event: Any) -> str | None:
     return last
 
 
-def screen_counters(screen: Any) -> tuple[int, int, str]:
+def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:
     """``(usable, total, first reason)`` over the screen's counters."""
     ok, reason = 0, ""
     for c in screen.counters:
-        why = probe(c.event)
+        why = probe(c.event, host)
         if why is None:
             ok += 1
         elif not reason:
@@ -108,9 +108,9 @@ def screen_counters(screen: Any) -> tuple[int, int, str]:
     return ok, len(screen.counters), reason
 
 
-def screen_status(screen: Any) -> str:
+def screen_status(screen: Any, host: Host) -> str:
     """One phrase for ``--list-screens``: runs here, partly, or not, and why."""
-    ok, total, reason = screen_counters(screen)
+    ok, total, reason = screen_counters(screen, host)
     if ok == total:
         return "runs here"
     if ok == 0:
@@ -118,14 +118,14 @@ def screen_status(screen: Any) -> str:
     return f"{ok} of {total} counters here; {reason}"
 
 
-def list_events(sysfs_root: str = "/sys") -> str:
+def list_events(host: Host) -> str:
     """Generic, software and cache events, then each sysfs PMU's aliases, with status."""
     lines: list[str] = []
 
     def section(title: str, names: list[str] | tuple[str, ...]) -> None:
         lines.append(f"{title}:")
         for name in names:
-            why = probe(name)
+            why = probe(name, host)
             lines.append(f"  {name:40s} {'available' if why is None else why}")
 
     section("Generic hardware events", GENERIC)
@@ -134,8 +134,8 @@ def list_events(sysfs_root: str = "/sys") -> str:
     try:
         from tiptop.events import sysfs
 
-        for pmu_name in sysfs.list_pmus(sysfs_root):
-            pmu = sysfs.Pmu(sysfs_root, pmu_name)
+        for pmu_name in sysfs.list_pmus(host.sysfs_root):
+            pmu = sysfs.Pmu(host.sysfs_root, pmu_name)
             try:
                 aliases = pmu.aliases()
             except OSError:
@@ -147,36 +147,34 @@ def list_events(sysfs_root: str = "/sys") -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
+def check(host: Host, loaded: Any = None) -> str:
     """A readable report: kernel, paranoid level, PMUs, capabilities, fd limits, which
     screens work, and what to change to get more."""
-    from tiptop.kernel import is_privileged, read_paranoid
-
-    paranoid = read_paranoid()
-    privileged = is_privileged()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    paranoid = host.paranoid
+    privileged = host.privileged
+    soft, hard = host.fd_soft, host.fd_hard
     lines = [
         f"kernel: {platform.system()} {platform.release()} ({platform.machine()})",
         f"perf_event_paranoid: {paranoid if paranoid is not None else 'missing'}",
-        f"user: uid {os.getuid()}, euid {os.geteuid()}; privileged (root or CAP_PERFMON/"
+        f"user: uid {host.uid}, euid {host.euid}; privileged (root or CAP_PERFMON/"
         f"CAP_SYS_ADMIN): {'yes' if privileged else 'no'}",
         f"open files limit: soft {soft}, hard {hard} (one fd per event per thread)",
     ]
     try:
         from tiptop.events import sysfs
 
-        pmus = sysfs.list_pmus(sysfs_root)
+        pmus = sysfs.list_pmus(host.sysfs_root)
         lines.append(f"PMUs in sysfs: {', '.join(pmus) if pmus else 'none'}")
     except (ImportError, OSError):
         pass
-    hw = probe("cycles")
-    sw = probe("task-clock")
+    hw = probe("cycles", host)
+    sw = probe("task-clock", host)
     lines.append(f"hardware counters (cycles): {'yes' if hw is None else 'no: ' + hw}")
     lines.append(f"software counters (task-clock): {'yes' if sw is None else 'no: ' + sw}")
     if loaded is not None:
         lines.append("screens:")
         for i, s in enumerate(loaded.screens):
-            lines.append(f"  {i:2d} {s.name}: {screen_status(s)}")
+            lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
     advice = []
     if paranoid is None:
         advice.append("this kernel has no perf events (CONFIG_PERF_EVENTS off)")

@@ -49,9 +49,33 @@ class EventError(TiptopError, LookupError):
     """An event name that cannot be turned into a ``perf_event_attr`` on this machine."""
 
 
-class TaskGone(TiptopError, ProcessLookupError):
-    """The task vanished between two looks at ``/proc``; callers drop its row silently."""
+class CounterError(TiptopError, OSError):
+    """The kernel refused to open or read a counter; ``errno`` is the kernel's own.
+
+    Raised at the kernel boundary (``tiptop.kernel.errors.translate``) as one of the kinds
+    below, so callers test a kind instead of errno values; ``member`` is the index of the
+    group member that failed, when known.
+    """
+
+    member: int | None = None
 
 
-class AccessDenied(TiptopError, PermissionError):
-    """The kernel refused access to a task or an event (EACCES/EPERM)."""
+class TaskGone(CounterError, ProcessLookupError):
+    """The task vanished (ESRCH, or between two looks at ``/proc``); its row is dropped."""
+
+
+class AccessDenied(CounterError, PermissionError):
+    """EACCES/EPERM: the task belongs to another user, or the paranoid level forbids it."""
+
+
+class OutOfFds(CounterError):
+    """EMFILE/ENFILE: no file descriptor left for one more counter."""
+
+
+class EventRefused(CounterError):
+    """EINVAL/ENOSPC: a bad encoding, an unsupported flag, or a group too large to fit
+    the PMU's counters (x86 ``validate_group()``)."""
+
+
+class EventUnsupported(CounterError):
+    """ENOENT/EOPNOTSUPP/ENODEV and the like: this machine cannot count that event."""

@@ -1,4 +1,6 @@
-"""One refresh's result: the contract between sampling and display; imports only ``cells``.
+"""One refresh's result and where it comes from: the contract between sampling and display.
+
+Imports only ``cells`` and ``messages``.
 
 A :class:`Frame` holds, for the rows of one refresh (processes, or threads with ``-H``),
 the row facts (ids, names, user, liveness), the evaluated columns as a float64 matrix with a
@@ -11,11 +13,13 @@ formatting are ``tiptop.table``'s job, not the frame's.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.messages import MessageLog
 
 
 @dataclass
@@ -58,8 +62,6 @@ class Frame:
 
     #: Number of tasks tracked in total (every thread), for the live "Tasks:" line.
     tasks_total: int = 0
-    #: Problems first seen at this refresh, one line each (already deduplicated).
-    messages: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -107,7 +109,7 @@ class Frame:
 
     def take(self, rows: slice | np.ndarray) -> Frame:
         """Some rows of the frame (a slice, an index array or a boolean mask); the frame
-        facts (iteration, headers, tasks_total, messages...) are kept."""
+        facts (iteration, headers, tasks_total...) are kept."""
         out = {}
         for name in ROW_FIELDS:
             x = getattr(self, name)
@@ -126,7 +128,7 @@ class Frame:
         if not len(self) and self.values.shape[1] != other.values.shape[1]:
             return dataclasses.replace(
                 other, iteration=self.iteration, timestamp=self.timestamp,
-                interval=self.interval, tasks_total=self.tasks_total, messages=self.messages,
+                interval=self.interval, tasks_total=self.tasks_total,
             )  # fmt: skip
         out = {}
         for name in ROW_FIELDS:
@@ -146,5 +148,44 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     for f in dataclasses.fields(Frame)
     if f.name
     not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
-            "tasks_total", "messages")
+            "tasks_total")
 )  # fmt: skip
+
+
+class FrameSource(Protocol):
+    """Where frames come from: the sampler (``tiptop.engine.sampler``), a replayed
+    recording, or a test's scripted source. The live view, the batch writers and every
+    other consumer take frames through this protocol only.
+
+    ``start()`` takes baselines (nothing is shown for it); ``refresh()`` gives the frame
+    covering the time since the previous ``start``/``refresh``; ``reconfigure(screen=...,
+    **changes)`` switches screen or settings and the next ``refresh`` starts afresh;
+    ``messages`` is the message log every consumer reads with its own cursor; ``close()``
+    releases everything.
+    """
+
+    messages: MessageLog
+
+    @property
+    def screen(self) -> Any:
+        """The screen (``tiptop.screens.model.ScreenSpec``) being evaluated."""
+        ...
+
+    def start(self) -> None:
+        """Take baselines; the next :meth:`refresh` covers a real interval."""
+        ...
+
+    def refresh(self) -> Frame:
+        """The frame of the time since the previous start/refresh."""
+        ...
+
+    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+        """Switch screen or settings; the next refresh starts afresh."""
+        ...
+
+    def close(self) -> None:
+        """Release every resource."""
+        ...
+
+
+__all__ = ["ROW_FIELDS", "Frame", "FrameSource"]

@@ -64,7 +64,7 @@ def test_multiplexed_counters_scaled_and_marked(loop_children, report) -> None:
         f"running={np.round(running, 3).tolist()} "
         f"max_rel_err={np.abs(values / (k * n) - 1).max():.5f}"
     )
-    assert (frame.status[i] == 0).all(), (frame.status[i], sampler.messages)
+    assert (frame.status[i] == 0).all(), (frame.status[i], sampler.messages.lines())
     assert (running < 1.0).all() and (running > 0.0).all(), running
     assert (raw < values).all()  # the raw deltas were scaled up
     np.testing.assert_allclose(values, k * n, rtol=0.01)

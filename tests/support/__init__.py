@@ -1,0 +1,18 @@
+"""Test support: the scripted fake backend, and hosts for fake /proc and sysfs trees."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tiptop.host import Host
+
+
+def host_at(proc_root: str, sysfs_root: str = "/sys", **facts: object) -> Host:
+    """This machine's Host with other /proc and sysfs roots (a fake tree) and ``facts``
+    changed (``euid=1000``, ``paranoid=1``...)."""
+    return dataclasses.replace(
+        Host.read(),
+        proc_root=proc_root,
+        sysfs_root=sysfs_root,
+        **facts,  # type: ignore[arg-type]
+    )

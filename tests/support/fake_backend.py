@@ -33,6 +33,7 @@ import numpy as np
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import GroupReading
 from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT
+from tiptop.kernel.errors import translate
 
 #: An event as the fake knows it: ``(type, config)`` of its attr.
 EventKey = tuple[int, int]
@@ -84,11 +85,11 @@ class FakeGroup:
     def read(self) -> GroupReading:
         """Cumulative counts since open, following the script (see the module doc)."""
         if self.n_fds == 0:
-            raise OSError(errno.EBADF, "fake group is closed")
+            raise translate(OSError(errno.EBADF, "fake group is closed"))
         b = self._backend
         err = b.read_errors.get(self.tid)
         if err is not None:
-            raise OSError(err, os.strerror(err))
+            raise translate(OSError(err, os.strerror(err)))
         self.reads += 1
         task = b.task(self.tid)
         end = b.clock() if task.died_at is None else min(b.clock(), task.died_at)
@@ -186,12 +187,12 @@ class FakeBackend:
             if err is not None:
                 e = OSError(err, os.strerror(err))
                 e.member = k  # type: ignore[attr-defined]
-                raise e
+                raise translate(e)
         limit = self.max_group_size.get(attrs[0].type)
         if limit is not None and len(attrs) > limit:
             e = OSError(errno.EINVAL, os.strerror(errno.EINVAL))
             e.member = limit  # type: ignore[attr-defined]
-            raise e
+            raise translate(e)
         err = self.tid_errors.get(tid)
         if err is None and tid in self.tasks and self.tasks[tid].died_at is not None:
             err = errno.ESRCH
@@ -200,7 +201,7 @@ class FakeBackend:
         if err is not None:
             e = OSError(err, os.strerror(err))
             e.member = 0  # type: ignore[attr-defined]
-            raise e
+            raise translate(e)
         g = FakeGroup(self, tid, [(a.type, a.config) for a in attrs], len(attrs))
         self.open_fds += len(attrs)
         self.groups.add(g)

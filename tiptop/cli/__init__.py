@@ -27,6 +27,7 @@ from tiptop.cli.screens import (
     pick_screen,
 )
 from tiptop.errors import TiptopError
+from tiptop.host import Host
 from tiptop.options import Action, merge, parse_argv
 
 __all__ = [
@@ -179,7 +180,7 @@ def _main(argv: list[str], prog: str) -> int:
         for line in problems:
             _err_line(prog, line)
     if opts.list_screens:
-        sys.stdout.write(format_list(loaded, probe=True))
+        sys.stdout.write(format_list(loaded, Host.read()))
         return 0
     if opts.export:
         export_screens(loaded, opts.export)
@@ -188,7 +189,8 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.list_events or opts.check:
         from tiptop import diagnose
 
-        out = diagnose.list_events() if opts.list_events else diagnose.check(loaded)
+        host = Host.read()
+        out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
-    return run_monitor(opts, loaded, lambda line: _err_line(prog, line), deferred)
+    return run_monitor(opts, loaded, Host.read(), lambda line: _err_line(prog, line), deferred)

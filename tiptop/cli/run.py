@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
 from tiptop.errors import TiptopError
+from tiptop.host import Host
 
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
@@ -24,19 +25,11 @@ def open_output(path: str | None, what: str) -> IO[str] | None:
         raise TiptopError(f"{what}: cannot open '{path}': {exc.strerror}") from None
 
 
-def check_privileges(opts: Any) -> None:
+def check_privileges(opts: Any, host: Host) -> None:
     """``-K`` without the right to count kernel events is an error, as in the original."""
-    from tiptop.kernel import is_privileged, kernel_counting_allowed, read_paranoid
-
-    paranoid = read_paranoid()
-    if opts.show_kernel and not kernel_counting_allowed(paranoid, is_privileged()):
-        # The original's two sentences (tiptop-original.md section 2, ``-K``) on one line,
-        # with the level found and the way out.
-        raise TiptopError(
-            "Kernel mode (-K --kernel) not available. You are not root, the binary is not "
-            f"setuid, and the paranoia level is too high (perf_event_paranoid is {paranoid}; "
-            "sysctl kernel.perf_event_paranoid=1 allows it)."
-        )
+    refusal = host.kernel_refusal()
+    if opts.show_kernel and refusal is not None:
+        raise TiptopError(refusal)
 
 
 def read_pid_max(path: str = "/proc/sys/kernel/pid_max") -> int:
@@ -53,41 +46,15 @@ def is_live(opts: Any) -> bool:
     return not opts.batch and opts.output is None and sys.stdout.isatty()
 
 
-def run_monitor(
-    opts: Any, loaded: ScreenSet, say: Callable[[str], None], problems: Sequence[str] = ()
-) -> int:
-    """Start sampling and hand over to live mode or the batch loop; ``say`` prints one
-    diagnostic line. ``problems`` (configuration warnings not printed yet, in live mode)
-    go to the live error log and a notice on the message line."""
-    from tiptop import table
+def make_sampler(opts: Any, screen: Any, host: Host, problems: Sequence[str] = ()) -> Any:
+    """The one place a ``Sampler`` (the live frame source) is built from the options;
+    ``problems`` (configuration warnings) start its message log."""
     from tiptop.engine.sampler import Sampler, SamplerConfig
-    from tiptop.outputs import batch
+    from tiptop.messages import MessageLog
 
-    index, screen = pick_screen(loaded.screens, opts.screen)
-    table.check_formats(screen)
-    opts.pid_width = table.pid_width_for(read_pid_max())
-    opts.target = host_target()
-    opts.config_path = loaded.path
-    check_privileges(opts)
-    if opts.only_pid is not None and not os.path.exists(f"/proc/{opts.only_pid}"):
-        raise TiptopError(f"-p {opts.only_pid}: no such process")
-    # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
-    out = open_output(opts.output, "-o")
-    errf = open_output(opts.error_file, "-E")
-    live = is_live(opts)
-    # In live mode the terminal is about to be taken over: notices go on its message line.
-    notices: list[str] = []
-    if problems:
-        n = len(problems)
-        notices.append(f"{n} problem{'s' if n > 1 else ''} in the configuration ('e' lists them)")
-    if opts.screen is None:
-        index, screen = fallback_screen(loaded, index, screen, notices.append if live else say)
-    child = None
-    if opts.command:
-        from tiptop import spawn
-
-        child = spawn.fork_blocked(opts.command)
-        opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
+    log = MessageLog()
+    for line in problems:
+        log.say(f"config:{line}", line)
     config = SamplerConfig(
         threads=opts.show_threads,
         kernel=opts.show_kernel,
@@ -99,54 +66,57 @@ def run_monitor(
         cpu_threshold=opts.cpu_threshold,
         sticky=opts.sticky,
     )
-    stop = batch.Stop()
+    return Sampler(screen, config, host=host, messages=log)
+
+
+def run_monitor(
+    opts: Any,
+    loaded: ScreenSet,
+    host: Host,
+    say: Callable[[str], None],
+    problems: Sequence[str] = (),
+) -> int:
+    """Start sampling and hand over to live mode or the batch loop; ``say`` prints one
+    diagnostic line. ``problems`` (configuration warnings not printed yet, in live mode)
+    go to the live error log and a notice on the message line."""
+    from tiptop import table
+
+    index, screen = pick_screen(loaded.screens, opts.screen)
+    table.check_formats(screen)
+    opts.pid_width = table.pid_width_for(read_pid_max())
+    opts.target = host_target()
+    opts.config_path = loaded.path
+    check_privileges(opts, host)
+    if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):
+        raise TiptopError(f"-p {opts.only_pid}: no such process")
+    # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
+    out = open_output(opts.output, "-o")
+    errf = open_output(opts.error_file, "-E")
+    live = is_live(opts)
+    # In live mode the terminal is about to be taken over: notices go on its message line.
+    notices: list[str] = []
+    if problems:
+        n = len(problems)
+        notices.append(f"{n} problem{'s' if n > 1 else ''} in the configuration ('e' lists them)")
+    if opts.screen is None:
+        say_notice = notices.append if live else say
+        index, screen = fallback_screen(loaded, index, screen, say_notice, host)
+    child = None
+    if opts.command:
+        from tiptop import spawn
+
+        child = spawn.fork_blocked(opts.command)
+        opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
     sampler = None
     try:
-        sampler = Sampler(screen, config)
-        for line in problems:
-            sampler.note(line)
+        sampler = make_sampler(opts, screen, host, problems)
         if child is not None:
             sampler.attach_spawned(child.pid)
             sampler.start()
             child.release()
         if live:
-            from tiptop import live as live_mode
-
-            code = live_mode.run(
-                opts,
-                sampler,
-                loaded.screens,
-                screen_index=index,
-                started=child is not None,
-                exporter=export_current,
-                error_log=errf,
-                message="; ".join(notices),
-            )
-            if child is not None and code == 0 and child.exited():
-                return child.reap()  # the command ended first: its status, as in batch
-            return code  # 130 after Ctrl-C; a command still running is ended below
-        old = {
-            sig: signal.signal(sig, lambda *_: setattr(stop, "requested", True))
-            for sig in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            batch.run(
-                opts,
-                sampler,
-                screen,
-                index,
-                out or sys.stdout,
-                errf or sys.stderr,
-                started=child is not None,
-                stop=stop,
-                child=child,
-            )
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-        if child is not None and stop.requested and not child.exited():
-            os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
-        return child.reap() if child is not None else 0
+            return _run_live(opts, sampler, loaded, index, host, child, errf, notices)
+        return _run_batch(opts, sampler, screen, index, child, out, errf)
     finally:
         if child is not None and child.status is None and not child.exited():
             child.kill()
@@ -158,3 +128,64 @@ def run_monitor(
                     f.close()
                 except OSError as exc:
                     raise TiptopError(f"cannot write output: {exc.strerror}") from None
+
+
+def _run_live(
+    opts: Any,
+    sampler: Any,
+    loaded: ScreenSet,
+    index: int,
+    host: Host,
+    child: Any,
+    errf: IO[str] | None,
+    notices: list[str],
+) -> int:
+    """Live mode until ``q``, Ctrl-C or ``-n``; with a spawned command that ended first,
+    its exit status, as in batch."""
+    from tiptop import live as live_mode
+
+    code = live_mode.run(
+        opts,
+        sampler,
+        loaded.screens,
+        host=host,
+        screen_index=index,
+        started=child is not None,
+        exporter=export_current,
+        error_log=errf,
+        message="; ".join(notices),
+    )
+    if child is not None and code == 0 and child.exited():
+        return child.reap()
+    return code  # 130 after Ctrl-C; a command still running is ended by the caller
+
+
+def _run_batch(
+    opts: Any,
+    sampler: Any,
+    screen: Any,
+    index: int,
+    child: Any,
+    out: IO[str] | None,
+    errf: IO[str] | None,
+) -> int:
+    """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
+    status when there is one."""
+    from tiptop.outputs import batch
+
+    stop = batch.Stop()
+    old = {
+        sig: signal.signal(sig, lambda *_: setattr(stop, "requested", True))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        batch.run(
+            opts, sampler, screen, index, out or sys.stdout, errf or sys.stderr,
+            started=child is not None, stop=stop, child=child,
+        )  # fmt: skip
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if child is not None and stop.requested and not child.exited():
+        os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
+    return child.reap() if child is not None else 0

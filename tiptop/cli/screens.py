@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiptop.errors import TiptopError, UsageError
+from tiptop.host import Host
 from tiptop.screens.model import Target
 
 
@@ -147,15 +148,15 @@ def pick_screen(screens: Sequence[Any], wanted: str | None) -> tuple[int, Any]:
     return index, screens[index]
 
 
-def format_list(screens: ScreenSet, probe: bool) -> str:
-    """``--list-screens``: ``%2d: 'name', description`` per screen and, with ``probe``,
+def format_list(screens: ScreenSet, host: Host | None) -> str:
+    """``--list-screens``: ``%2d: 'name', description`` per screen and, given the ``host``,
     whether its counters open here."""
     lines = ["Available screens:"]
     availability: dict[str, str] = {}
-    if probe:
+    if host is not None:
         from tiptop import diagnose
 
-        availability = {s.name: diagnose.screen_status(s) for s in screens.screens}
+        availability = {s.name: diagnose.screen_status(s, host) for s in screens.screens}
     for i, s in enumerate(screens.screens):
         line = f"{i:2d}: '{s.name}', {s.desc}"
         if s.name in availability:
@@ -190,12 +191,14 @@ def export_current(options: Any, screens: Sequence[Any]) -> str:
     return export_xml(ConfigSpec(path=None, options=to_rc(options), screens=list(screens)))
 
 
-def fallback_screen(loaded: ScreenSet, index: int, screen: Any, say: Any) -> tuple[int, Any]:
+def fallback_screen(
+    loaded: ScreenSet, index: int, screen: Any, say: Any, host: Host
+) -> tuple[int, Any]:
     """Without any usable hardware event, start on ``sched`` (software events) and
     ``say`` so (one line)."""
     from tiptop import diagnose
 
-    ok, total, reason = diagnose.screen_counters(screen)
+    ok, total, reason = diagnose.screen_counters(screen, host)
     if total == 0 or ok > 0:
         return index, screen
     for i, s in enumerate(loaded.screens):

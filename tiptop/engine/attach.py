@@ -1,25 +1,32 @@
-"""Opening and closing the sampler's counter groups: the fd budget, reclaim, retries, and
-the counters of a spawned command (the task-lifecycle half of ``tiptop.engine.sampler``).
+"""Attaching and detaching counter groups: the fd budget, reclaim, retries, and the
+counters of a spawned command. The sampler *holds* one :class:`Attacher`.
 
-:class:`GroupOpener` is a base class of ``tiptop.engine.sampler.Sampler`` and works on the
-sampler's own state (``plan``, ``config``, ``fds_used``, ``fd_budget``...); it exists so
-that each module stays small. See the sampler's module doc for the rules.
+Per-task counters are kept by task identity ``(tid, starttime)`` (proc(5), ``stat``
+field 22), so a reused PID never inherits another task's counters.
 
-*fds.* Every open group costs one fd per member (peers.md 4.3). The budget is the soft
-RLIMIT_NOFILE (raised to the hard limit) minus what is in use and a reserve; busy tasks are
-opened first; out of fds, idle tasks' groups are closed (``collect``) and their counts so far
-kept in the task's total, and every task left without counters is retried at later
-refreshes. EMFILE/ENFILE from the kernel shrink the budget to what is open.
+*fds.* Every open group costs one fd per member (perf_event_open(2) returns one fd per
+event). The budget is the soft RLIMIT_NOFILE (raised to the hard limit) minus what is in
+use and a reserve (``Host.fd_budget``); busy tasks are opened first; out of fds, idle
+tasks' groups are closed (unless ``collect`` is off) and their counts so far kept in the
+task's total, and every task left without counters is retried at later refreshes. EMFILE
+or ENFILE from the kernel shrink the budget to what is open.
+
+*Process rows* (perf_event_open(2), "inherit"): every thread that exists when a process
+is first seen gets one group per PMU opened with ``inherit=1, inherit_thread=1``; threads
+created later are counted by the kernel into their creator's group and folded in when
+they exit (kernel/events/core.c, ``perf_event_exit_task`` -> ``sync_child_event``), so
+nothing is counted twice and threads shorter than a refresh are caught. Groups of
+attach-time threads that exit stay open until the whole process ends: their final counts
+stay readable, so a process total never goes down. With ``-H`` each thread gets
+``inherit=0`` groups: exact per-thread rows.
 
 *A spawned command counts its whole process tree* (``tiptop -- cmd``, as ``perf stat --
 cmd``). In process mode its groups are opened with ``inherit=1`` and *without*
 ``inherit_thread``: every thread and child process it creates later gets a copy of the
-group (perf_event_open(2), "inherit"), and when one exits the kernel adds its counts to the
-parent event (kernel/events/core.c, ``perf_event_exit_task`` -> ``sync_child_event``), so
-short-lived descendants are counted exactly. Its row's %CPU follows the same tree
-(``TaskScanner.add_tree_root``). Groups reopened later on that tree (a screen switch, a
-retry) are opened on every thread of the root and of each live descendant, each with
-the same attrs: processes forked afterwards fold into them, nothing is counted twice. With
+group, and when one exits the kernel adds its counts to the parent event, so short-lived
+descendants are counted exactly. Groups reopened later on that tree (a screen switch, a
+retry) are opened on every thread of the root and of each live descendant, each with the
+same attrs: processes forked afterwards fold into them, nothing is counted twice. With
 ``-H`` the spawned command's threads are rows of their own and its children are not
 followed (per-thread groups do not inherit).
 """
@@ -28,30 +35,26 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.engine.readout import Unit, unit_totals
+from tiptop.engine.readout import CounterPlan, Readout, Unit, read_units, unit_totals
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
-from tiptop.errors import TaskGone
+from tiptop.errors import CounterError, OutOfFds, TaskGone
 from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import Backend
+from tiptop.messages import MessageLog
 
-if TYPE_CHECKING:
-    from tiptop.engine.plan import Binder
-    from tiptop.engine.readout import CounterPlan
-    from tiptop.engine.sampler import SamplerConfig
-    from tiptop.engine.tasks import TaskScanner
-    from tiptop.kernel.backend import Backend
-
-#: fds kept free for everything else tiptop opens (files, terminal, /proc reads).
-FD_RESERVE = 64
-_OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
+#: Identity of a task: ``(tid, starttime)``.
+Identity = tuple[int, int]
+#: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
+Explain = Callable[[OSError, str, "str | None"], str]
 
 
-class TaskState:
-    """The sampler's side of one watched task."""
+class TaskCounters:
+    """The counters of one watched task."""
 
     __slots__ = ("denied", "retired", "units")
 
@@ -69,67 +72,143 @@ class TaskState:
         self.retired = kept if self.retired is None else self.retired + kept
 
 
+@dataclass
+class Counts:
+    """What one refresh read for its rows: the readout and each row's retired totals."""
+
+    readout: Readout
+    retired: list[np.ndarray | None]
+
+
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
     """``attrs`` for a process tree's groups: inherited by threads and child processes."""
     return [a.replace(inherit=True, inherit_thread=False) for a in attrs]
 
 
-class GroupOpener:
-    """Opens, budgets, reclaims and closes the groups of the sampler's tasks."""
+class Attacher:
+    """Opens, budgets, reads, reclaims and closes the groups of the watched tasks."""
 
-    # The sampler's state this half works on (set by Sampler.__init__/_bind/_reset).
-    plan: CounterPlan
-    config: SamplerConfig
-    proc_root: str
-    fd_budget: int
-    fds_used: int
-    _backend: Backend
-    _binder: Binder
-    _scanner: TaskScanner
-    _pending: dict[int, Task]
-    _tasks: list[Task]
-    #: pid -> (starttime, units) of spawned children not adopted yet.
-    _spawned: dict[int, tuple[int, list[Unit]]]
-    #: pid -> starttime of spawned commands: their rows stand for their process tree.
-    _trees: dict[int, int]
+    def __init__(
+        self,
+        backend: Backend,
+        plan: CounterPlan,
+        log: MessageLog,
+        explain: Explain,
+        *,
+        proc_root: str,
+        fd_budget: int,
+        threads: bool,
+        collect: bool,
+        cpu_threshold: float,
+    ) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.log = log
+        self.explain = explain
+        self.proc_root = proc_root
+        self.fd_budget = fd_budget
+        self.fds_used = 0
+        self.threads = threads
+        self.collect = collect
+        self.cpu_threshold = cpu_threshold
+        self._counters: dict[Identity, TaskCounters] = {}
+        self._pending: dict[Identity, Task] = {}
+        #: tid -> (starttime, units) of spawned children not adopted yet.
+        self._spawned: dict[int, tuple[int, list[Unit]]] = {}
+        #: pid -> starttime of spawned commands: their rows stand for their process tree.
+        self.trees: dict[int, int] = {}
 
-    def _say(self, line: str, key: object = None) -> None:
-        """Record a problem once (the sampler's message log)."""
-        raise NotImplementedError
+    # ------------------------------------------------------------------ readout
+    def read(self, rows: Sequence[Task]) -> Counts:
+        """Read every group of ``rows`` once (``tiptop.engine.readout``). A group whose
+        read fails is closed with what it counted kept in the task's total; the task is
+        reopened at a later refresh unless it is gone."""
+        plan = self.plan
+        states = [self._counters.get(t.key) or TaskCounters() for t in rows]
+        readout, failed = read_units(plan, [s.units for s in states])
+        for i, u, e in failed:
+            st = states[i]
+            st.retire(plan, [u])
+            st.units.remove(u)
+            self.fds_used -= u.group.n_fds
+            u.close()
+            if not isinstance(e, TaskGone) and not st.units:
+                # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
+                self._wait(rows[i], f"read-failed:{e.errno}",
+                           f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
+        return Counts(readout, [s.retired for s in states])
+
+    # ------------------------------------------------------------------ lifecycle
+    def detach(self, tasks: Sequence[Task]) -> None:
+        """Close the groups of tasks that are gone and forget them."""
+        for t in tasks:
+            self._pending.pop(t.key, None)
+            st = self._counters.pop(t.key, None)
+            if st is not None:
+                self._close(st)
+
+    def attach(self, scan: Scan, tree: dict[int, list[int]]) -> None:
+        """Open groups on the scan's new tasks and retry waiting ones, busy first.
+        ``tree`` maps each tree root to its live descendants (``TaskScanner.tree``)."""
+        for t in scan.new:
+            self._counters[t.key] = TaskCounters()
+        if self._pending:  # only tasks of this scan: a gone one is never reopened
+            live = {t.key for t in scan.tasks}
+            for key in [k for k in self._pending if k not in live]:
+                del self._pending[key]
+        if self._spawned:
+            self._prune_spawned()
+        todo = scan.new + [t for t in self._pending.values() if not t.new]
+        todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
+        for t in todo:
+            self._open_task(t, scan.tasks, tree)
+
+    def close(self) -> None:
+        """Close every fd (the tasks are forgotten; spawned counters too)."""
+        for st in self._counters.values():
+            self._close(st)
+        self._counters.clear()
+        self._pending.clear()
+        for _, units in self._spawned.values():
+            for u in units:
+                u.close()
+        self._spawned.clear()
+        self.fds_used = 0
 
     # ------------------------------------------------------------------ spawned
-    def attach_spawned(self, pid: int) -> None:
+    def attach_spawned(self, pid: int) -> int | None:
         """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
         child that has not exec'd yet; adopted as its task's counters once /proc shows it.
-        In process mode they count the child's whole process tree (see the module doc)."""
+        In process mode they count the child's whole process tree (see the module doc).
+        Returns the child's starttime, or None when it is gone or nothing could open."""
         try:
             starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
-        except TaskGone:  # it is gone already: nothing to count
-            return
-        tree = not self.config.threads
+        except TaskGone:
+            return None
+        tree = not self.threads
         units: list[Unit] = []
         try:
             for g, gdef in enumerate(self.plan.groups):
                 attrs = tree_attrs(gdef.attrs) if tree else list(gdef.attrs)
                 attrs = [a.replace(enable_on_exec=True, disabled=True) for a in attrs]
-                units.append(Unit(self._backend.open_group(pid, attrs), g))
-        except OSError as e:
+                units.append(Unit(self.backend.open_group(pid, attrs), g))
+        except CounterError as e:
             for u in units:
                 u.close()
-            self._say(self._binder.explain(e, f"PID {pid}"))
-            return
+            self.log.say(f"spawned:{e.errno}", self.explain(e, f"PID {pid}", None))
+            return None
         self.fds_used += sum(u.group.n_fds for u in units)
         self._spawned[pid] = (starttime, units)
         if tree:
-            self._trees[pid] = starttime
-            self._scanner.add_tree_root(pid, starttime)
+            self.trees[pid] = starttime
+        return starttime
 
-    def _drop_spawned(self, units: list[Unit]) -> None:
+    def _drop_units(self, units: list[Unit]) -> None:
         for u in units:
             self.fds_used -= u.group.n_fds
             u.close()
 
-    def _prune_spawned(self, scan: Scan) -> None:
+    def _prune_spawned(self) -> None:
         """Close counters attached to spawned children that will never be adopted: the
         child is gone from /proc, or is there under another identity (PID reuse)."""
         for pid, (starttime, units) in list(self._spawned.items()):
@@ -139,111 +218,108 @@ class GroupOpener:
                 same = False
             if not same:
                 del self._spawned[pid]
-                self._drop_spawned(units)
+                self._drop_units(units)
 
     # ------------------------------------------------------------------ groups
-    def _close_task(self, t: Task, *, keep: bool = False) -> None:
-        st = t.data
-        if not isinstance(st, TaskState):
-            return
+    def _close(self, st: TaskCounters, *, keep: bool = False) -> None:
         if keep and st.units:
             st.retire(self.plan, st.units)
-        for u in st.units:
-            self.fds_used -= u.group.n_fds
-            u.close()
+        self._drop_units(st.units)
         st.units = []
 
-    def _open_new(self, scan: Scan) -> None:
-        """Open groups on new tasks and retry waiting ones, busy first."""
-        for t in scan.new:
-            t.data = TaskState()
-        if self._pending:  # only tasks of this scan: a gone one is never reopened
-            live = {id(t) for t in scan.tasks}
-            for key in [k for k in self._pending if k not in live]:
-                del self._pending[key]
-        if self._spawned:
-            self._prune_spawned(scan)
-        todo = scan.new + [t for t in self._pending.values() if not t.new]
-        todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
-        for t in todo:
-            self._open_task(t)
-
-    def _targets(self, t: Task) -> tuple[list[int], bool]:
+    def _targets(self, t: Task, tree: dict[int, list[int]]) -> tuple[list[int], bool]:
         """The tids to open ``t``'s groups on, and whether they are a process tree's."""
-        if self.config.threads:
+        if self.threads:
             return [t.tid], False
         tids = list_threads(self.proc_root, t.pid)
-        if self._trees.get(t.pid) != t.starttime:
+        if self.trees.get(t.pid) != t.starttime:
             return tids, False
-        for d in self._scanner.tree.get(t.pid, ()):
+        for d in tree.get(t.pid, ()):
             with contextlib.suppress(TaskGone, PermissionError):
                 tids += list_threads(self.proc_root, d)
         return tids, True
 
-    def _open_task(self, t: Task) -> None:
-        st: TaskState = t.data  # type: ignore[assignment]
+    def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
+        st = self._counters.setdefault(t.key, TaskCounters())
         spawned = self._spawned.pop(t.tid, None)
         if spawned is not None:
             if spawned[0] == t.starttime:
                 st.units = spawned[1]
                 return
-            self._drop_spawned(spawned[1])  # that child is gone; its PID was reused
+            self._drop_units(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:
             return
         try:
-            tids, tree = self._targets(t)
+            tids, is_tree = self._targets(t, tree)
         except (TaskGone, PermissionError):
             return
         need = len(tids) * self.plan.fds_per_thread
         if self.fds_used + need > self.fd_budget:
-            busy = t.new or t.cpu_total >= self.config.cpu_threshold
-            if self.config.collect and busy:
-                self._reclaim(need, t)
+            busy = t.new or t.cpu_total >= self.cpu_threshold
+            if self.collect and busy:
+                self._reclaim(need, t, tasks)
             if self.fds_used + need > self.fd_budget:
-                self._wait(t, f"out of file descriptors (budget {self.fd_budget}): some "
-                           "tasks are not counted (retried when fds free up)", "fds")  # fmt: skip
+                self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
+                           "some tasks are not counted (retried when fds free up)")  # fmt: skip
                 return
+        units = self._open_units(t, st, tids, is_tree)
+        if units is None:
+            return
+        st.units = units
+        self._pending.pop(t.key, None)
+        self.fds_used += sum(u.group.n_fds for u in units)
+
+    def _open_units(
+        self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool
+    ) -> list[Unit] | None:
+        """Every group of the plan on every tid; None (nothing left open) on a failure
+        that is not a thread's exit."""
         units: list[Unit] = []
         for tid in tids:
             for g, gdef in enumerate(self.plan.groups):
-                attrs = tree_attrs(gdef.attrs) if tree else gdef.attrs
+                attrs = tree_attrs(gdef.attrs) if is_tree else gdef.attrs
                 try:
-                    units.append(Unit(self._backend.open_group(tid, attrs), g))
-                except OSError as e:
-                    if e.errno == errno.ESRCH:  # the thread exited meanwhile: drop it
-                        break
+                    units.append(Unit(self.backend.open_group(tid, attrs), g))
+                except TaskGone:  # the thread exited meanwhile: drop it
+                    break
+                except CounterError as e:
                     for u in units:
                         u.close()
-                    if e.errno in _OUT_OF_FDS:
-                        self.fd_budget = self.fds_used
-                        self._wait(t, self._binder.explain(e, "counters"))
-                        return
-                    st.denied = True
-                    self._pending.pop(id(t), None)
-                    why = self._binder.explain(e, gdef.pmu or "?", gdef.pmu).split(": ", 1)[1]
-                    self._say(
-                        f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}",
-                        key=("denied", e.errno),
-                    )
-                    return
-        st.units = units
-        self._pending.pop(id(t), None)
-        self.fds_used += sum(u.group.n_fds for u in units)
+                    self._refused(t, st, e, gdef.pmu)
+                    return None
+        return units
 
-    def _wait(self, t: Task, why: str, key: object = None) -> None:
+    def _refused(self, t: Task, st: TaskCounters, e: CounterError, pmu: str) -> None:
+        """An open failed on ``t``: out of fds is retried later; anything else is final
+        for this task's identity (said once per errno)."""
+        if isinstance(e, OutOfFds):
+            self.fd_budget = self.fds_used
+            self._wait(t, "fds-kernel", self.explain(e, "counters", None))
+            return
+        st.denied = True
+        self._pending.pop(t.key, None)
+        why = self.explain(e, pmu or "?", pmu).split(": ", 1)[1]
+        self.log.say(
+            f"denied:{e.errno}", f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}"
+        )
+
+    def _wait(self, t: Task, key: str, why: str) -> None:
         """``t`` gets no counters now; it is retried at later refreshes."""
-        self._pending[id(t)] = t
-        self._say(why, key)
+        self._pending[t.key] = t
+        self.log.say(key, why)
 
-    def _reclaim(self, need: int, keep: Task) -> None:
+    def _reclaim(self, need: int, keep: Task, tasks: Sequence[Task]) -> None:
         """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget."""
-        threshold = self.config.cpu_threshold
-        for t in self._tasks:
+        for t in tasks:
             if self.fds_used + need <= self.fd_budget:
                 return
-            st = t.data
-            if t is keep or t.new or not isinstance(st, TaskState) or not st.units:
+            st = self._counters.get(t.key)
+            if t is keep or t.new or st is None or not st.units:
                 continue
-            if t.cpu_total < threshold:
-                self._close_task(t, keep=True)
-                self._pending[id(t)] = t
+            if t.cpu_total < self.cpu_threshold:
+                self._close(st, keep=True)
+                self._pending[t.key] = t
+
+
+def _errname(e: OSError) -> str:
+    return errno.errorcode.get(e.errno or 0, str(e.errno))

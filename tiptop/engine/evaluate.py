@@ -45,6 +45,7 @@ def assemble(
     headers: tuple[str, ...],
     tasks_total: int,
     reaped: np.ndarray | None = None,
+    dead: np.ndarray | None = None,
 ) -> Frame:
     """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
 
@@ -53,7 +54,8 @@ def assemble(
     ``c`` reads (for its running fraction).
     ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
-    and its system/user split is unknown (``?``)."""
+    and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
+    exited: this is its last interval."""
     n, k = len(rows), len(plan.aliases)
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
@@ -112,7 +114,7 @@ def assemble(
         name=[t.name for t in rows],
         cmdline=[t.cmdline for t in rows],
         num_threads=np.array([t.num_threads for t in rows], np.int64),
-        dead=np.zeros(n, bool),
+        dead=np.zeros(n, bool) if dead is None else dead,
         cpu_total=cpu_total,
         values=values,
         status=cstatus,

@@ -39,33 +39,28 @@ nothing for them. When it is not allowed they are not opened at all: one line sa
 
 from __future__ import annotations
 
-import errno
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.engine.readout import CounterPlan, GroupDef
-from tiptop.errors import EventError, SpecError
+from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
+from tiptop.host import Host
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import Backend
-from tiptop.kernel.explain import (
-    explain_open_error,
-    kernel_counting_allowed,
-    kernel_only,
-)
+from tiptop.kernel.explain import explain_open_error, kernel_only
+from tiptop.messages import MessageLog
 from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
 #: PMUs whose events refuse any exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE).
 NO_EXCLUDE_PMUS = frozenset({"msr"})
-#: errnos of a group that does not fit the PMU's counters (each member alone opens).
-_TOO_LARGE = (errno.EINVAL, errno.ENOSPC)
 
 
 @dataclass
-class Bound:
+class ScreenPlan:
     """A screen bound to this machine: the counter plan and the compiled columns."""
 
     plan: CounterPlan
@@ -79,41 +74,39 @@ class Bound:
     inherit_thread: bool
 
 
-class Binder:
-    """Binds screens for one sampler (see the module doc); problems go to ``say``."""
+class Planner:
+    """Plans screens for one sampler (see the module doc); problems go to ``log``."""
 
     def __init__(
         self,
         backend: Backend,
+        host: Host,
+        log: MessageLog,
         *,
         threads: bool,
         kernel: bool,
-        sysfs_root: str,
-        paranoid: int | None,
-        privileged: bool,
-        say: Callable[..., None],
         inherit_thread: bool = True,
     ) -> None:
         self.backend = backend
+        self.host = host
         self.threads = threads
-        self.sysfs_root = sysfs_root
-        self.paranoid = paranoid
-        self.privileged = privileged
-        self.say = say
+        self.sysfs_root = host.sysfs_root
+        self.log = log
         self.inherit_thread = inherit_thread
         self.kernel = False
         #: Kernel-mode counting may be asked for (used by kernel-only events without -K).
-        self.kernel_allowed = kernel_counting_allowed(paranoid, privileged)
+        self.kernel_allowed = host.kernel_counting_allowed
         if kernel:
             if self.kernel_allowed:
                 self.kernel = True
             else:
-                say(
+                log.say(
+                    "kernel-refused",
                     f"kernel counting (-K) is not allowed: perf_event_paranoid is "
-                    f"{paranoid} and we are neither root nor CAP_PERFMON; "
-                    "counting user space only"
+                    f"{host.paranoid} and we are neither root nor CAP_PERFMON; "
+                    "counting user space only",
                 )
-        self._cores = sysfs.core_pmus(sysfs_root)
+        self._cores = sysfs.core_pmus(host.sysfs_root)
 
     # ------------------------------------------------------------------ attrs
     def attr(self, b: EventBinding) -> Attr:
@@ -140,22 +133,25 @@ class Binder:
         """One line for a failed open (``explain_open_error`` with this machine's facts);
         ``kernel`` says whether kernel mode was asked for (default: ``-K`` in effect)."""
         return explain_open_error(
-            e, what, paranoid=self.paranoid, privileged=self.privileged,
+            e, what, paranoid=self.host.paranoid, privileged=self.host.privileged,
+            in_container=self.host.in_container,
+            fd_limits=(self.host.fd_soft, self.host.fd_hard),
             kernel=self.kernel if kernel is None else kernel,
             event_pmu=pmu, core_pmus=self._cores,
         )  # fmt: skip
 
-    def say_kernel_only(self, names: Sequence[str]) -> None:
+    def say_kernel_only(self, names: Sequence[str], aliases: Sequence[str]) -> None:
         """Say once, in one line, that ``names`` are not counted: they happen only in the
         kernel and kernel counting is not allowed here (see the module doc)."""
         what = ", ".join(dict.fromkeys(names))
-        level = "unreadable" if self.paranoid is None else str(self.paranoid)
-        self.say(
+        level = "unreadable" if self.host.paranoid is None else str(self.host.paranoid)
+        self.log.say(
+            f"kernel-only:{what}",
             f"{what}: happen only in the kernel and would always read 0 without kernel "
             f"counting, which perf_event_paranoid {level} forbids to non-root users: run as "
             "root or with CAP_PERFMON, or set kernel.perf_event_paranoid to 1 or lower, to "
             "count them; their cells show '?'",
-            key=("kernel-only", what),
+            subject=tuple(dict.fromkeys(aliases)),
         )
 
     # ------------------------------------------------------------------ probes
@@ -163,28 +159,33 @@ class Binder:
         """Whether a group of ``attrs`` opens on ourselves (closed again at once)."""
         try:
             self.backend.open_group(0, attrs).close()
-        except OSError:
+        except CounterError:
             return False
         return True
 
-    def probe(self, b: EventBinding) -> bool:
-        """Open the event once on ourselves; report a failure once."""
+    def probe(self, b: EventBinding, alias: str = "") -> bool:
+        """Open the event once on ourselves; report a failure once (about ``alias``)."""
         try:
             self.backend.open_group(0, [self.attr(b)]).close()
             return True
-        except OSError as e:
+        except CounterError as e:
             if (
-                e.errno == errno.EINVAL
+                isinstance(e, EventRefused)
                 and self.attr(b).inherit_thread
                 and self._opens([self.attr(b).replace(inherit_thread=False)])
             ):
                 self.inherit_thread = False
-                self.say(
+                self.log.say(
+                    "no-inherit-thread",
                     "this kernel has no inherit_thread (Linux < 5.13): a process row "
-                    "also counts the children it forks"
+                    "also counts the children it forks",
                 )
                 return True
-            self.say(self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel))
+            self.log.say(
+                f"probe:{b.pmu}:{b.name}:{e.errno}",
+                self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel),
+                subject=alias,
+            )
             return False
 
     def pack(
@@ -246,7 +247,7 @@ class Binder:
         return groups
 
     # ------------------------------------------------------------------ screens
-    def bind(self, screen: ScreenSpec) -> Bound:
+    def plan(self, screen: ScreenSpec) -> ScreenPlan:
         """Resolve and probe ``screen``'s counters here; build the plan and columns."""
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
@@ -255,7 +256,10 @@ class Binder:
             try:
                 columns.append(compile_column(col.expr))
             except SpecError as e:
-                self.say(f"column {col.header.strip()!r} of screen {screen.name!r}: {e}")
+                self.log.say(
+                    f"column:{screen.name}:{col.header}",
+                    f"column {col.header.strip()!r} of screen {screen.name!r}: {e}",
+                )
                 columns.append(None)
         # First use by the columns, in screen order (aliases of one column by name).
         column_of: dict[int, int] = {}
@@ -267,7 +271,7 @@ class Binder:
 
         by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
         n_bind = np.zeros(len(aliases), np.int64)
-        unseen: list[str] = []  # kernel-only events that cannot count here
+        unseen: list[tuple[str, str]] = []  # kernel-only events that cannot count here
         for j in order:
             c = screen.counters[j]
             try:
@@ -278,25 +282,30 @@ class Binder:
                         c.event.type, c.event.config, sysfs_root=self.sysfs_root
                     )
             except EventError as e:
-                self.say(f"counter {c.alias!r} of screen {screen.name!r}: {e}")
+                self.log.say(
+                    f"counter:{screen.name}:{c.alias}",
+                    f"counter {c.alias!r} of screen {screen.name!r}: {e}",
+                    subject=c.alias,
+                )
                 continue
             for b in bindings:
                 if kernel_only(b.attr) and not self.kernel_allowed:
-                    unseen.append(b.name)
+                    unseen.append((b.name, c.alias))
                     continue
-                if self.probe(b):
+                if self.probe(b, c.alias):
                     by_pmu.setdefault(b.pmu, []).append((j, b))
                     n_bind[j] += 1
         if unseen:
-            self.say_kernel_only(unseen)
+            self.say_kernel_only([n for n, _ in unseen], [a for _, a in unseen])
         groups: list[GroupDef] = []
         for pmu, members in by_pmu.items():
             packed = self.pack(members, column_of)
             if len(packed) > 1:
-                self.say(
+                self.log.say(
+                    f"split:{pmu}",
                     f"{len(members)} events of PMU {pmu or '?'} do not fit its counters "
                     f"together: split into {len(packed)} groups that the kernel "
-                    "multiplexes (values are scaled estimates)"
+                    "multiplexes (values are scaled estimates)",
                 )
             for ms in packed:
                 groups.append(
@@ -311,4 +320,4 @@ class Binder:
             np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
             for ce in columns
         ]
-        return Bound(plan, columns, col_aliases, self.kernel, self.inherit_thread)
+        return ScreenPlan(plan, columns, col_aliases, self.kernel, self.inherit_thread)

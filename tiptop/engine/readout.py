@@ -83,6 +83,7 @@ class Unit:
         # The kernel backend's CounterGroup gives raw bytes; any other backend its
         # GroupReading, packed to the same words.
         self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
+        opened = False
         try:
             self.base = self.last = self.read()
             # The raw words are used by position: the kernel lists the leader then the
@@ -92,9 +93,10 @@ class Unit:
             if self.raw and not np.array_equal(np.frombuffer(self.base, _U64)[4::2], ids):
                 self.raw = False
                 self.base = self.last = self.read()
-        except BaseException:
-            group.close()
-            raise
+            opened = True
+        finally:
+            if not opened:  # a failed first read: nothing stays open
+                group.close()
 
     def read(self) -> bytes:
         """The group's words now. Raises ``OSError``."""

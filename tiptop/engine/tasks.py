@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
@@ -75,8 +75,6 @@ class Task:
     #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
-    #: Free slot for the sampler's per-task state.
-    data: object = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple[int, int]:

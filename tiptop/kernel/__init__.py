@@ -13,10 +13,6 @@ from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import Backend, Group, GroupReading
 from tiptop.kernel.explain import (
     explain_open_error,
-    is_privileged,
-    kernel_counting_allowed,
-    raise_fd_limit,
-    read_paranoid,
 )
 from tiptop.kernel.group import (
     CounterGroup,
@@ -38,15 +34,11 @@ __all__ = [
     "GroupReading",
     "PerfBackend",
     "explain_open_error",
-    "is_privileged",
-    "kernel_counting_allowed",
     "multiplexed",
     "not_counted",
     "open_group",
     "parse_group_read",
     "perf_event_open",
-    "raise_fd_limit",
-    "read_paranoid",
     "running_fraction",
     "scale",
 ]

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 from collections.abc import Sequence
 
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.consts import PerfType, SwId
-
-#: Capability bits (include/uapi/linux/capability.h).
-CAP_SYS_ADMIN = 21
-CAP_PERFMON = 38
 
 _PARANOID_MEANING = {
     -1: "no restrictions",
@@ -25,39 +20,6 @@ _PARANOID_MEANING = {
     1: "no CPU-wide events",
     2: "user-space counting only",
 }
-
-
-def read_paranoid(proc_root: str = "/proc") -> int | None:
-    """``/proc/sys/kernel/perf_event_paranoid``, or None when absent or unreadable."""
-    try:
-        with open(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _cap_eff(proc_root: str = "/proc") -> int:
-    try:
-        with open(os.path.join(proc_root, "self/status")) as f:
-            for line in f:
-                if line.startswith("CapEff:"):
-                    return int(line.split()[1], 16)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def is_privileged(proc_root: str = "/proc") -> bool:
-    """Root, or CAP_PERFMON (5.8+) or CAP_SYS_ADMIN in CapEff (the kernel's perfmon_capable)."""
-    if os.geteuid() == 0:
-        return True
-    caps = _cap_eff(proc_root)
-    return bool(caps & (1 << CAP_PERFMON) or caps & (1 << CAP_SYS_ADMIN))
-
-
-def kernel_counting_allowed(paranoid: int | None, privileged: bool) -> bool:
-    """Whether ``exclude_kernel=0`` may be asked for: privileged, or paranoid < 2."""
-    return privileged or (paranoid is not None and paranoid < 2)
 
 
 #: Software events raised only in kernel context: with ``exclude_kernel=1`` they always read
@@ -71,21 +33,6 @@ def kernel_only(attr: Attr) -> bool:
     return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
-def raise_fd_limit() -> tuple[int, int]:
-    """Raise RLIMIT_NOFILE's soft limit to the hard one; returns the new (soft, hard).
-
-    One fd per event per task adds up quickly (peers.md 4.3); atop and memstrack do this.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    return soft, hard
-
-
 def _paranoid_text(paranoid: int | None) -> str:
     if paranoid is None:
         return "perf_event_paranoid is unreadable"
@@ -93,10 +40,6 @@ def _paranoid_text(paranoid: int | None) -> str:
     if paranoid > 2:
         meaning = "perf_event_open disabled for unprivileged users (Debian/Ubuntu patch)"
     return f"perf_event_paranoid is {paranoid} ({meaning})"
-
-
-def _in_container() -> bool:
-    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
 
 
 def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
@@ -138,13 +81,16 @@ def explain_open_error(
     kernel: bool,
     event_pmu: str | None = None,
     core_pmus: Sequence[str] | None = None,
+    in_container: bool = False,
+    fd_limits: tuple[int, int] | None = None,
 ) -> str:
     """One line: ``event: ERRNAME: meaning; what to do``.
 
     ``kernel`` says whether kernel-mode counting (exclude_kernel=0) was asked for.
     ``event_pmu`` (the binding's PMU name; ``""`` for a type no sysfs PMU has) and
     ``core_pmus`` (the CPU PMUs sysfs shows, ``[]`` for none) make the ENOENT line exact;
-    without ``core_pmus`` it names both usual causes.
+    without ``core_pmus`` it names both usual causes. ``in_container`` and ``fd_limits``
+    (soft, hard) are the host's (``tiptop.host.Host``).
     """
     code = err.errno or 0
     # EOPNOTSUPP == ENOTSUP on Linux; errorcode picks the latter, the man page the former.
@@ -171,7 +117,7 @@ def explain_open_error(
                 f"{head}: permission denied: {para}; run as root, grant CAP_PERFMON, "
                 "or sysctl kernel.perf_event_paranoid=2"
             )
-        if code == errno.EPERM and (_in_container() or privileged):
+        if code == errno.EPERM and (in_container or privileged):
             return (
                 f"{head}: operation not permitted: in a container this is usually the "
                 "seccomp profile or missing CAP_PERFMON/CAP_SYS_ADMIN; "
@@ -182,10 +128,10 @@ def explain_open_error(
             f"dumpable ({para}); run as root or with CAP_PERFMON to watch it"
         )
     if code == errno.EMFILE or code == errno.ENFILE:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limits = f"; limit {fd_limits[0]}, hard {fd_limits[1]}" if fd_limits else ""
         return (
-            f"{head}: too many open files (one per event per task; limit {soft}, hard "
-            f"{hard}): raise it with ulimit -n, or watch fewer tasks or events"
+            f"{head}: too many open files (one per event per task{limits}): raise it with "
+            "ulimit -n, or watch fewer tasks or events"
         )
     if code == errno.ESRCH:
         return f"{head}: the task no longer exists (it exited)"

@@ -24,6 +24,7 @@ from tiptop.kernel._ffi import perf_event_open
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import GroupReading
 from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP, Ioctl
+from tiptop.kernel.errors import translated
 
 _U64 = np.dtype("<u8")
 _HEADER = 3  # nr, time_enabled, time_running
@@ -98,7 +99,8 @@ class CounterGroup:
         """One ``read()`` of the leader; ``OSError`` on failure or a short read."""
         if not self.fds:
             raise OSError(errno.EBADF, "counter group is closed")
-        buf = os.read(self.fds[0], self._bufsize)
+        with translated():
+            buf = os.read(self.fds[0], self._bufsize)
         if len(buf) < self._bufsize:
             # 0 bytes: a pinned event in error state (perf_event_open(2), "pinned").
             raise OSError(errno.EIO, f"short read of perf group ({len(buf)} bytes)")
@@ -181,8 +183,9 @@ class PerfBackend:
     """The real kernel backend (``tiptop.kernel.backend.Backend``)."""
 
     def open_group(self, tid: int, attrs: Sequence[Attr]) -> CounterGroup:
-        """See :func:`open_group`."""
-        return open_group(tid, attrs)
+        """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
+        with translated():
+            return open_group(tid, attrs)
 
 
 # ----------------------------------------------------------------------- scaling helpers

@@ -1,8 +1,8 @@
 """Live mode: the interactive, top-like urwid screen (the original's ncurses mode).
 
-``run(options, sampler, screens)`` is the whole public surface; ``cli.main`` calls it when
+``run(options, source, screens)`` is the whole public surface; ``cli.main`` calls it when
 stdout is a terminal and ``-b`` is not given. Imports ``table``, ``frame``, ``options``,
-``cells`` and ``errors`` only (the sampler is handed in).
+``cells`` and ``errors`` only (the frame source is handed in).
 """
 
 from __future__ import annotations
@@ -11,15 +11,17 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tiptop.engine.sampler import Sampler
+    from tiptop.frame import FrameSource
+    from tiptop.host import Host
     from tiptop.live.app import Exporter
 
 
 def run(
     options: Any,
-    sampler: Sampler,
+    source: FrameSource,
     screens: Sequence[Any],
     *,
+    host: Host | None = None,
     exporter: Exporter | None = None,
     screen_index: int | None = None,
     started: bool = False,
@@ -28,22 +30,24 @@ def run(
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
-    Calls ``sampler.start()`` first, then ``sampler.refresh()`` 0.2 s later and every
+    Calls ``source.start()`` first, then ``source.refresh()`` 0.2 s later and every
     ``options.delay`` seconds or at once on a key. ``screens`` are the ScreenSpecs the
     Left/Right keys rotate through. ``exporter(options, screens) -> str`` gives the text
     the ``W`` key writes to ``./.tiptoprc`` (``W`` says so when it is not given).
-    ``screen_index`` is the index in ``screens`` of the sampler's screen (found from
-    ``sampler.screen`` or ``options.screen`` when not given); ``started=True`` when the
-    caller already called ``sampler.start()`` (the ``--`` spawn path). ``error_log``
-    (``-E``) gets each new sampler message as a ``tiptop: ...`` line, as batch mode's
+    ``screen_index`` is the index in ``screens`` of the source's screen (found from
+    ``source.screen`` or ``options.screen`` when not given); ``started=True`` when the
+    caller already called ``source.start()`` (the ``--`` spawn path). ``host`` says what
+    this machine allows (the ``K`` key). ``error_log`` (``-E``) gets each new message
+    as a ``tiptop: ...`` line, as batch mode's
     stderr does. ``message`` is shown on the message line until the first key.
     """
     from tiptop.live.app import LiveApp
 
     app = LiveApp(
         options,
-        sampler,
+        source,
         screens,
+        host=host,
         exporter=exporter,
         screen_index=screen_index,
         error_log=error_log,

@@ -1,11 +1,11 @@
 """The live-mode controller: owns the urwid ``MainLoop``, the refresh alarm and the keys.
 
-Data flow is one way: the controller asks the sampler for a :class:`~tiptop.frame.Frame`,
+Data flow is one way: the controller asks the frame source for a :class:`~tiptop.frame.Frame`,
 asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
 no data logic of its own; key handlers only change the table ``View``, the sampler's
 configuration (``Sampler.reconfigure``) or the options record, as the original's
 ``handle_key()`` does (tiptop-original.md section 3.2). Imports ``table``, ``frame``,
-``options``, ``cells`` and ``errors`` only; the sampler is handed in.
+``options``, ``cells``, ``errors`` and ``host`` only; the frame source is handed in.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import os
 import platform
 import signal
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import urwid
 
 from tiptop import table
 from tiptop.cells import Status
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource
+from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.keys import KeyHandlers
 from tiptop.live.prompts import Prompt
@@ -38,9 +39,6 @@ from tiptop.live.widgets import (
     title_markup,
 )
 from tiptop.live.windows import help_lines
-
-if TYPE_CHECKING:
-    from tiptop.engine.sampler import Sampler
 
 #: The original's first refresh comes 200 ms after start-up (tiptop-original.md 3.1).
 FIRST_DELAY = 0.2
@@ -91,9 +89,10 @@ class LiveApp(KeyHandlers):
     def __init__(
         self,
         options: Any,
-        sampler: Sampler,
+        source: FrameSource,
         screens: Sequence[Any],
         *,
+        host: Host | None = None,
         exporter: Exporter | None = None,
         screen_index: int | None = None,
         error_log: IO[str] | None = None,
@@ -103,11 +102,13 @@ class LiveApp(KeyHandlers):
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
-        self.sampler = sampler
+        self.source = source
+        #: What this machine allows (the ``K`` key asks it); read here when not given.
+        self.host = host if host is not None else Host.read(raise_fds=False)
         self.screens = list(screens)
         self.exporter = exporter
         if screen_index is None or not 0 <= screen_index < len(self.screens):
-            screen_index = _screen_index(options, sampler, self.screens)
+            screen_index = _screen_index(options, source, self.screens)
         self.screen_index = screen_index
         view = getattr(options, "view", None)
         self.view: table.View = (
@@ -174,7 +175,7 @@ class LiveApp(KeyHandlers):
         o = self._opt
         flags = [
             ("[conf]", bool(o("config_path") or o("config_loaded"))),
-            ("[root]", os.geteuid() == 0),
+            ("[root]", self.host.root),
             ("[uid]", o("uid") is not None),
             ("[pid]", o("only_pid") is not None or bool(o("only_name"))),
             ("[kernel]", bool(o("show_kernel"))),
@@ -206,7 +207,7 @@ class LiveApp(KeyHandlers):
         return footer_markup(
             cols,
             self.frame.iteration if self._opt("show_timestamp") else None,
-            bool(self.sampler.messages),
+            bool(self.source.messages),
             int(self.frame.timestamp) if self._opt("show_epoch") else None,
             scaled,
         )
@@ -216,7 +217,7 @@ class LiveApp(KeyHandlers):
 
     def _update_help(self) -> None:
         cols = [(c.header, c.desc) for c in self.screen.columns]
-        target = self._opt("target") or getattr(self.sampler, "target", None)
+        target = self._opt("target") or getattr(self.source, "target", None)
         self.widget.help = help_lines(target_line(target), self.screen.desc, cols)
 
     def _update_notice(self) -> None:
@@ -229,8 +230,10 @@ class LiveApp(KeyHandlers):
         aliases = [a for a, d in zip(f.counters, dead, strict=True) if d]
         if not aliases:
             return
-        msgs = list(self.sampler.messages)
-        why = next((m for m in msgs if any(a in m for a in aliases)), msgs[0] if msgs else "")
+        log = self.source.messages
+        about = next((m for m in map(log.about, aliases) if m is not None), None)
+        first = next(iter(log), None)
+        why = about.line if about else first.line if first else ""
         self.notice = f"{', '.join(aliases)} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
@@ -239,12 +242,12 @@ class LiveApp(KeyHandlers):
         """Recompute the rows from the current frame and view (no sampling)."""
         self.rows = table.rows(self.frame, self.screen, self.view)
         self.table.set_rows(self.rows, self._format_row)
-        self.widget.errors.set_messages(self.sampler.messages)
+        self.widget.errors.set_messages(self.source.messages.lines())
         self.widget.changed()
 
     def refresh(self) -> None:
         """Take one frame from the sampler and show it."""
-        self.frame = self.sampler.refresh()
+        self.frame = self.source.refresh()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -258,15 +261,14 @@ class LiveApp(KeyHandlers):
         said once on the message line, never raised (the screen must stay up)."""
         if self.error_log is None:
             return
-        msgs = list(self.sampler.messages)
+        fresh, self._logged = self.source.messages.since(self._logged)
         try:
-            for m in msgs[self._logged :]:
-                self.error_log.write(f"tiptop: {m}\n")
+            for m in fresh:
+                self.error_log.write(f"tiptop: {m.line}\n")
             self.error_log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
             self.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
-        self._logged = len(msgs)
 
     def restart(self, **config: Any) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
@@ -278,8 +280,8 @@ class LiveApp(KeyHandlers):
         delay and count as one of ``-n``'s refreshes. Primed now, the refresh 0.2 s later
         shows real rows covering those 0.2 s."""
         screen = config.pop("screen", None)
-        self.sampler.reconfigure(screen=screen, **config)
-        self.sampler.start()
+        self.source.reconfigure(screen=screen, **config)
+        self.source.start()
         self.refreshes = 0
         self.counted = False
         self.frame = Frame.empty(self._headers(), threads=bool(self._opt("show_threads")))
@@ -348,7 +350,7 @@ class LiveApp(KeyHandlers):
     def run(self, screen: urwid.BaseScreen | None = None, *, started: bool = False) -> int:
         """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit."""
         if not started:
-            self.sampler.start()
+            self.source.start()
         if screen is None:
             screen = urwid.display.raw.Screen()
             screen.set_terminal_properties(colors=_colours())

@@ -28,7 +28,8 @@ class KeyHandlers:
 
     # Provided by LiveApp (declared for readers and type checkers).
     options: Any
-    sampler: Any
+    source: Any
+    host: Any
     screens: list[Any]
     screen_index: int
     view: Any
@@ -118,7 +119,7 @@ class KeyHandlers:
         return self._toggle_counting("show_threads", "threads", "Show threads")
 
     def _kernel(self) -> bool:
-        if not kernel_allowed():
+        if not self.host.kernel_counting_allowed:
             self.message = "Kernel mode not available (not root and paranoia level too high)."
             return False
         return self._toggle_counting("show_kernel", "kernel", "Kernel mode")
@@ -258,18 +259,6 @@ class KeyHandlers:
 
     @property
     def screen(self) -> Any: ...  # pragma: no cover
-
-
-def kernel_allowed() -> bool:
-    """Counting kernel events needs euid 0 or ``perf_event_paranoid < 2``
-    (perf_event_open(2), "/proc/sys/kernel/perf_event_paranoid")."""
-    if os.geteuid() == 0:
-        return True
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read().strip()) < 2
-    except (OSError, ValueError):
-        return False
 
 
 def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:

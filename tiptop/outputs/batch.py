@@ -11,8 +11,8 @@ deltas, then a 200 ms interval; scripts had to throw both away).
 
 Output is flushed after every iteration. A closed pipe (``tiptop -b | head``) ends the run
 quietly with status 0; any other write error is a :class:`TiptopError` (one line).
-Imports only ``table``, ``frame``, ``options``, ``cells`` and ``errors``; the sampler and
-screen are passed in.
+Imports only ``table``, ``frame``, ``options``, ``cells`` and ``errors``; the frame source
+(``tiptop.frame.FrameSource``) and screen are passed in.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from tiptop.cells import STATUS_NAME, Status
 from tiptop.errors import TiptopError
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.table import View, format_row, header, rows
 
@@ -247,7 +247,7 @@ def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> 
 
 def run(
     options: Options,
-    sampler: Any,
+    source: FrameSource,
     screen: Any,
     screen_index: int,
     out: IO[str],
@@ -260,7 +260,7 @@ def run(
 ) -> int:
     """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
-    returns 0. Sampler messages go to ``err`` as they appear, one line each, while the
+    returns 0. The source's messages go to ``err`` as they appear, one line each, while the
     output still has a reader (after ``| head`` has gone they would explain nothing)."""
     stop = stop or Stop()
     writer = make_writer(out, options, screen, screen_index)
@@ -268,16 +268,15 @@ def run(
         out_fd: int | None = out.fileno()
     except (OSError, AttributeError, ValueError):
         out_fd = None
-    printed_msgs = 0
+    cursor = 0
 
     def flush_messages() -> None:
-        nonlocal printed_msgs
+        nonlocal cursor
         if out_fd is not None and reader_gone(out_fd):
             raise BrokenPipeError  # nobody reads the output these lines would explain
-        msgs = list(sampler.messages)
-        for m in msgs[printed_msgs:]:
-            err.write(f"tiptop: {m}\n")
-        printed_msgs = len(msgs)
+        fresh, cursor = source.messages.since(cursor)
+        for m in fresh:
+            err.write(f"tiptop: {m.line}\n")
         err.flush()
 
     try:
@@ -285,7 +284,7 @@ def run(
             writer.begin(time.time())
             out.flush()
         if not started:
-            sampler.start()
+            source.start()
         flush_messages()
         deadline = time.monotonic()
         iteration = 0
@@ -295,7 +294,7 @@ def run(
             if stop.requested:
                 break
             child_done = child is not None and child.exited()
-            frame = sampler.refresh()
+            frame = source.refresh()
             with _writing():
                 writer.frame(frame, iteration)
                 out.flush()

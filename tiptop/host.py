@@ -1,0 +1,150 @@
+"""The facts of this machine and this process that decide what tiptop may count.
+
+One :class:`Host` is read by the command line (:meth:`Host.read`) and passed down to the
+engine, the live view and ``--check``, so that no module reads ``perf_event_paranoid`` or
+its own capabilities again, and the rules below are unit-tested with a ``Host`` that says
+"uid 1000, paranoid 2" instead of through ``setpriv``. Imports nothing from tiptop.
+
+*Rules* (perf_event_open(2), "perf_event related configuration files"; the kernel's
+``perf_allow_kernel()`` and ``perfmon_capable()``, include/linux/perf_event.h and
+include/linux/capability.h):
+
+- *privileged* means euid 0, or ``CAP_PERFMON`` (Linux 5.8+) or ``CAP_SYS_ADMIN`` in the
+  effective set: such a process may count kernel mode whatever the paranoid level;
+- kernel-mode counting (``exclude_kernel=0``, ``-K``) is allowed when privileged or when
+  ``perf_event_paranoid`` < 2; at 2 (the usual default) only user mode is counted;
+- a non-root user watches the processes whose *real* uid is its effective uid (the
+  original tiptop's rule; the kernel's ``ptrace_may_access`` check refuses the others).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+
+#: Capability bits (include/uapi/linux/capability.h).
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+
+
+@dataclass(frozen=True)
+class Host:
+    """What this machine and process allow; see the module doc for the rules."""
+
+    proc_root: str = "/proc"
+    sysfs_root: str = "/sys"
+    uid: int = 0
+    euid: int = 0
+    #: ``/proc/sys/kernel/perf_event_paranoid``; None when absent (no perf events).
+    paranoid: int | None = 2
+    #: ``CapEff`` of this process (a bit mask).
+    capabilities: int = 0
+    #: RLIMIT_NOFILE after :meth:`read` raised the soft limit to the hard one.
+    fd_soft: int = 1024
+    fd_hard: int = 1024
+    #: fds this process had open when the host was read.
+    fds_in_use: int = 16
+    #: ``sysconf(_SC_CLK_TCK)``: the unit of ``/proc/PID/stat`` times.
+    clk_tck: int = 100
+    #: ``/.dockerenv`` or ``/run/.containerenv`` exists.
+    in_container: bool = False
+
+    @classmethod
+    def read(
+        cls, proc_root: str = "/proc", sysfs_root: str = "/sys", *, raise_fds: bool = True
+    ) -> Host:
+        """This machine's facts; with ``raise_fds`` the soft fd limit is raised to the
+        hard one first (one fd per event per task adds up quickly: perf_event_open(2)
+        returns one fd per event)."""
+        soft, hard = _raise_fd_limit() if raise_fds else resource.getrlimit(resource.RLIMIT_NOFILE)
+        try:
+            in_use = len(os.listdir(os.path.join(proc_root, "self/fd")))
+        except OSError:
+            in_use = 16
+        return cls(
+            proc_root=proc_root,
+            sysfs_root=sysfs_root,
+            uid=os.getuid(),
+            euid=os.geteuid(),
+            paranoid=_read_paranoid(proc_root),
+            capabilities=_cap_eff(proc_root),
+            fd_soft=soft,
+            fd_hard=hard,
+            fds_in_use=in_use,
+            clk_tck=os.sysconf("SC_CLK_TCK"),
+            in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+        )
+
+    @property
+    def root(self) -> bool:
+        """Effective uid 0."""
+        return self.euid == 0
+
+    @property
+    def privileged(self) -> bool:
+        """Root, or CAP_PERFMON or CAP_SYS_ADMIN effective (the kernel's perfmon_capable)."""
+        caps = self.capabilities
+        return self.root or bool(caps & (1 << CAP_PERFMON) or caps & (1 << CAP_SYS_ADMIN))
+
+    @property
+    def kernel_counting_allowed(self) -> bool:
+        """Whether ``exclude_kernel=0`` may be asked for: privileged, or paranoid < 2."""
+        return self.privileged or (self.paranoid is not None and self.paranoid < 2)
+
+    def kernel_refusal(self) -> str | None:
+        """Why ``-K`` (and the live ``K`` key) is refused here, or None when it is allowed:
+        the original's two sentences on one line, with the level found and the way out."""
+        if self.kernel_counting_allowed:
+            return None
+        return (
+            "Kernel mode (-K --kernel) not available. You are not root, the binary is not "
+            f"setuid, and the paranoia level is too high (perf_event_paranoid is "
+            f"{self.paranoid}; sysctl kernel.perf_event_paranoid=1 allows it)."
+        )
+
+    def may_watch(self, real_uid: int) -> bool:
+        """Whether a process of real uid ``real_uid`` is shown (own processes only unless
+        root; see the module doc)."""
+        return self.root or real_uid == self.euid
+
+    @property
+    def fd_budget(self) -> int:
+        """fds counters may take: the soft limit less what is open and a reserve of 64
+        for everything else tiptop opens (files, the terminal, ``/proc`` reads)."""
+        return max(self.fd_soft - self.fds_in_use - FD_RESERVE, 0)
+
+
+#: fds kept free for everything else tiptop opens.
+FD_RESERVE = 64
+
+
+def _read_paranoid(proc_root: str) -> int | None:
+    try:
+        with open(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _cap_eff(proc_root: str) -> int:
+    try:
+        with open(os.path.join(proc_root, "self/status")) as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _raise_fd_limit() -> tuple[int, int]:
+    """Raise RLIMIT_NOFILE's soft limit to the hard one; returns the new (soft, hard)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft, hard
