@@ -14,6 +14,8 @@ import platform
 import resource
 from typing import Any
 
+import psutil
+
 from tiptop.errors import EventError
 
 #: Generic events (perf list names), software events and a few cache events.
@@ -147,9 +149,28 @@ def list_events(sysfs_root: str = "/sys") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _machine() -> str:
+    """CPUs (logical, and physical cores where psutil can tell) and memory, from psutil."""
+    logical = psutil.cpu_count(logical=True) or "?"
+    physical = psutil.cpu_count(logical=False) or "?"
+    try:
+        memory = f"{psutil.virtual_memory().total / 2**30:.1f} GiB"
+    except (OSError, RuntimeError):
+        memory = "?"
+    return f"CPUs: {logical} logical, {physical} physical cores; memory: {memory}"
+
+
+def _open_fds() -> int | str:
+    """How many files tiptop itself has open (they count against the limit too)."""
+    try:
+        return psutil.Process().num_fds()
+    except psutil.Error:
+        return "?"
+
+
 def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
-    """A readable report: kernel, paranoid level, PMUs, capabilities, fd limits, which
-    screens work, and what to change to get more."""
+    """A readable report: kernel, CPUs and memory, paranoid level, PMUs, capabilities, fd
+    limits, which screens work, and what to change to get more."""
     from tiptop.kernel import is_privileged, read_paranoid
 
     paranoid = read_paranoid()
@@ -157,10 +178,12 @@ def check(loaded: Any = None, sysfs_root: str = "/sys") -> str:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     lines = [
         f"kernel: {platform.system()} {platform.release()} ({platform.machine()})",
+        _machine(),
         f"perf_event_paranoid: {paranoid if paranoid is not None else 'missing'}",
         f"user: uid {os.getuid()}, euid {os.geteuid()}; privileged (root or CAP_PERFMON/"
         f"CAP_SYS_ADMIN): {'yes' if privileged else 'no'}",
-        f"open files limit: soft {soft}, hard {hard} (one fd per event per thread)",
+        f"open files limit: soft {soft}, hard {hard} (one fd per event per thread; "
+        f"{_open_fds()} open now)",
     ]
     try:
         from tiptop.events import sysfs
