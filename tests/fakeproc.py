@@ -27,6 +27,8 @@ class FakeProc:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         (root / "uptime").write_text(f"{uptime:.2f} 0.00\n")
+        # Boot time (proc(5) /proc/stat "btime"): psutil < 7 reads it to build a Process.
+        (root / "stat").write_text("btime 1700000000\n")
 
     def add(
         self, pid: int, comm: str, *, uid: int = 0, cmdline: bytes = b"",

@@ -151,3 +151,28 @@ def test_user_filter(root_only: None) -> None:
     assert rows and all(x.split()[1] == "root" for x in rows)
     assert "watching uid 0 'root'" in r.stdout
     assert os.geteuid() == 0
+
+
+def test_preamble_uptime_and_load_are_this_machines() -> None:
+    """The first preamble line: uptime (psutil's boot time) agrees with /proc/uptime to the
+    minute, and the load averages are /proc/loadavg's (both kernel figures, proc(5))."""
+
+    def loadavg() -> list[float]:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+
+    before = loadavg()
+    line = batch.preamble(Options(), 0, "default", time.time())[0]
+    after = loadavg()
+    m = re.fullmatch(
+        r"tiptop - up (\d+) days, (\d+):(\d\d), load average: ([\d.]+), ([\d.]+), ([\d.]+)",
+        line,
+    )
+    assert m, line
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    shown = int(m[1]) * 86400 + int(m[2]) * 3600 + int(m[3]) * 60
+    assert shown <= up < shown + 60 + 2, (line, up)
+    # The kernel updates the averages every 5 s: one update may fall between the reads.
+    for got, b, a in zip((m[4], m[5], m[6]), before, after, strict=True):
+        assert min(a, b) - 0.01 <= float(got) <= max(a, b) + 0.01, (line, before, after)

@@ -128,6 +128,17 @@ def test_check_report(tmp_path: Path) -> None:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert f"open files limit: soft {soft}, hard {hard} " in out
+    assert re.search(r"; \d+ open now\)\n", out)
+    # CPUs and memory (psutil) against the kernel's own files: sysfs topology, meminfo.
+    cpus = Path("/sys/devices/system/cpu")
+    cores = {
+        (t.joinpath("physical_package_id").read_text(), t.joinpath("core_id").read_text())
+        for t in cpus.glob("cpu[0-9]*/topology")
+    }
+    mem_kib = next(int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines()
+                   if x.startswith("MemTotal:"))  # fmt: skip
+    want = f"CPUs: {os.cpu_count()} logical, {len(cores)} physical cores; "
+    assert f"{want}memory: {mem_kib / 2**20:.1f} GiB\n" in out
     assert "   0 default: cannot count here: C: ENOENT" in out
     assert re.search(r"^ +\d+ sched: runs here$", out, re.M)
     hw = "yes" if hardware_pmu_error() is None else "no: "

@@ -13,6 +13,8 @@ import os
 import platform
 from typing import Any
 
+import psutil
+
 from tiptop.errors import EventError
 from tiptop.host import Host
 
@@ -147,18 +149,39 @@ def list_events(host: Host) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _machine() -> str:
+    """CPUs (logical, and physical cores where psutil can tell) and memory, from psutil."""
+    logical = psutil.cpu_count(logical=True) or "?"
+    physical = psutil.cpu_count(logical=False) or "?"
+    try:
+        memory = f"{psutil.virtual_memory().total / 2**30:.1f} GiB"
+    except (OSError, RuntimeError):
+        memory = "?"
+    return f"CPUs: {logical} logical, {physical} physical cores; memory: {memory}"
+
+
+def _open_fds() -> int | str:
+    """How many files tiptop itself has open (they count against the limit too)."""
+    try:
+        return psutil.Process().num_fds()
+    except psutil.Error:
+        return "?"
+
+
 def check(host: Host, loaded: Any = None) -> str:
-    """A readable report: kernel, paranoid level, PMUs, capabilities, fd limits, which
-    screens work, and what to change to get more."""
+    """A readable report: kernel, CPUs and memory, paranoid level, PMUs, capabilities, fd
+    limits, which screens work, and what to change to get more."""
     paranoid = host.paranoid
     privileged = host.privileged
     soft, hard = host.fd_soft, host.fd_hard
     lines = [
         f"kernel: {platform.system()} {platform.release()} ({platform.machine()})",
+        _machine(),
         f"perf_event_paranoid: {paranoid if paranoid is not None else 'missing'}",
         f"user: uid {host.uid}, euid {host.euid}; privileged (root or CAP_PERFMON/"
         f"CAP_SYS_ADMIN): {'yes' if privileged else 'no'}",
-        f"open files limit: soft {soft}, hard {hard} (one fd per event per thread)",
+        f"open files limit: soft {soft}, hard {hard} (one fd per event per thread; "
+        f"{_open_fds()} open now)",
     ]
     try:
         from tiptop.events import sysfs

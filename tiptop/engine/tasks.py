@@ -7,16 +7,19 @@ a non-root user sees the processes whose *real* uid (``Uid:`` of ``/proc/PID/sta
 is its effective uid; root sees everything. ``-u`` filters on top of that.
 
 Each refresh costs one ``stat`` read per task (one per process in process mode, where
-``/proc/PID/stat`` already sums the times of every thread, live and dead, proc(5)); the
-name, command line and user are read once at discovery and again when ``comm`` changes
-(an ``execve``). %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in
+``/proc/PID/stat`` already sums the times of every thread, live and dead, proc(5)), read by
+hand: about 11 us a task with parsing, where psutil's ``Process.cpu_times()`` alone costs
+about 18 us (measurements in ``tiptop.kernel.procfs``). The facts of a process identity,
+its real uid, user name and command line, come from psutil, once at discovery and again
+when ``comm`` changes (an ``execve``); they are read through ``facts_reader`` (see
+:class:`TaskScanner`). %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in
 ``sysconf(_SC_CLK_TCK)`` ticks), seeded at discovery so the first value covers a real
 interval. A task seen ended (a zombie its parent has not reaped yet) has its final CPU
 times taken, so its last interval's %CPU is right, and is then reported gone. A task that
 vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
 it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
-on-CPU time), and so is one whose files we may not read (EACCES). Reading the files is
-``tiptop.kernel.procfs``.
+on-CPU time), and so is one whose files we may not read (EACCES). Reading the files (and
+calling psutil) is ``tiptop.kernel.procfs``.
 """
 
 from __future__ import annotations
@@ -25,24 +28,24 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
+    Facts,
     Stat,
     list_threads,
     parse_stat,
-    read_cmdline,
+    read_facts,
     read_file,
-    read_real_uid,
     read_stat,
     safe_text,
-    user_name,
 )
 
 __all__ = [
-    "CLK_TCK", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
-    "read_cmdline", "read_file", "read_real_uid", "read_stat", "safe_text", "user_name",
+    "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
+    "read_facts", "read_file", "read_stat", "safe_text",
 ]  # fmt: skip
 
 
@@ -112,7 +115,8 @@ class TaskScanner:
     ``only_pid``/``only_name`` (substring of the name, or of the command line with
     ``match_cmdline``) restrict discovery as ``-p`` does. ``euid`` defaults to ours;
     0 means every process is visible. ``stat_reader`` reads one stat file (tests inject
-    failures through it).
+    failures through it); ``facts_reader(pid, comm)`` reads the facts of a new process
+    identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
     root's row stands for its whole process tree, as its counters do (``inherit`` without
@@ -138,9 +142,11 @@ class TaskScanner:
         match_cmdline: bool = False,
         euid: int | None = None,
         stat_reader: Callable[[str], Stat] | None = None,
+        facts_reader: Callable[[int, str], Facts] | None = None,
     ) -> None:
         self.proc_root = proc_root
         self._read_stat = stat_reader or read_stat
+        self._read_facts = facts_reader or partial(read_facts, proc_root)
         #: pid -> starttime of the process-tree roots (see the class doc).
         self.tree_roots: dict[int, int] = {}
         #: Live descendants of each tree root present in the last scan.
@@ -161,15 +167,13 @@ class TaskScanner:
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> _Proc:
         """A process seen for the first time (or after an exec): ownership and filters."""
-        root = self.proc_root
-        uid = read_real_uid(root, pid)
-        cmdline = read_cmdline(root, pid, st.comm)
+        uid, user, cmdline = self._read_facts(pid, st.comm)
         watched = (self.euid == 0 or uid == self.euid) and (self.uid is None or uid == self.uid)
         if watched and self.only_pid is not None:
             watched = pid == self.only_pid
         if watched and self.only_name is not None:
             watched = self.only_name in (cmdline if self.match_cmdline else st.comm)
-        return _Proc(pid, st.starttime, st.comm, uid, user_name(uid), cmdline, watched)
+        return _Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched)
 
     def scan(self) -> Scan:
         """Look at ``/proc`` once; see :class:`Scan`."""
@@ -231,20 +235,8 @@ class TaskScanner:
             threads_total += st.num_threads
             if not self.threads:
                 self._update(seen, new, old, pid, pid, p, st, interval)
-                continue
-            try:
-                tids = list_threads(root, pid)
-            except (TaskGone, PermissionError):
-                continue
-            for tid in tids:
-                try:
-                    tst = rstat(f"{root}/{pid}/task/{tid}/stat")
-                except (TaskGone, PermissionError):  # gone, or hidden from us: no row
-                    continue
-                if tst.state in "ZX":
-                    self._last_look(old, tid, tst, interval)
-                    continue
-                self._update(seen, new, old, tid, pid, p, tst, interval)
+            else:
+                self._scan_threads(seen, new, old, pid, p, interval)
         for pid in [q for q in procs if q not in live_pids]:
             del procs[pid]
         if trees is not None:
@@ -254,6 +246,30 @@ class TaskScanner:
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
+
+    def _scan_threads(
+        self,
+        seen: dict[int, Task],
+        new: list[Task],
+        old: dict[int, Task],
+        pid: int,
+        p: _Proc,
+        interval: float,
+    ) -> None:
+        """With ``-H``: one row per live thread of watched process ``pid``."""
+        try:
+            tids = list_threads(self.proc_root, pid)
+        except (TaskGone, PermissionError):
+            return
+        for tid in tids:
+            try:
+                tst = self._read_stat(f"{self.proc_root}/{pid}/task/{tid}/stat")
+            except (TaskGone, PermissionError):  # gone, or hidden from us: no row
+                continue
+            if tst.state in "ZX":
+                self._last_look(old, tid, tst, interval)
+                continue
+            self._update(seen, new, old, tid, pid, p, tst, interval)
 
     def add_tree_root(self, pid: int, starttime: int) -> None:
         """Make process ``(pid, starttime)`` a tree root (see the class doc)."""

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+import psutil
+
 from tiptop.cells import STATUS_NAME, Status
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame, FrameSource
@@ -37,14 +39,14 @@ from tiptop.table import View, format_row, header, rows
 
 
 def preamble(options: Options, screen_index: int, screen_name: str, now: float) -> list[str]:
-    """The lines printed once before the header (section 8.1), without the header."""
+    """The lines printed once before the header (section 8.1), without the header. Uptime
+    is now less psutil's boot time (``btime`` of /proc/stat, proc(5)); 0 if unknown."""
     try:
-        with open("/proc/uptime") as f:
-            up = int(float(f.read().split()[0]))
-    except (OSError, ValueError, IndexError):
+        up = max(int(time.time() - psutil.boot_time()), 0)
+    except (OSError, RuntimeError, ValueError):
         up = 0
     try:
-        load = os.getloadavg()
+        load = psutil.getloadavg()
     except OSError:
         load = (0.0, 0.0, 0.0)
     lines = [
