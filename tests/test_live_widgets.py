@@ -312,6 +312,31 @@ def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.Monkey
     assert not (tmp_path / ".tiptoprc").exists()
 
 
+def test_write_config_says_what_the_exporter_refused(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration the exporter cannot write (``ValueError``) is said on the message
+    line; any other exception is a bug and is not swallowed."""
+    monkeypatch.chdir(tmp_path)
+    app, _ = new_app()
+
+    def refuse(options: Any, screens: Any) -> str:
+        raise ValueError("column 'x' has no header")
+
+    app.exporter = refuse
+    keys(app, "W")
+    assert text(app)[2].strip() == ".tiptoprc not written: column 'x' has no header"
+    assert not (tmp_path / ".tiptoprc").exists()
+
+    def broken(options: Any, screens: Any) -> str:
+        raise RuntimeError("bug")
+
+    app.exporter = broken
+    with pytest.raises(RuntimeError, match="bug"):
+        keys(app, "W")
+    assert not (tmp_path / ".tiptoprc").exists()
+
+
 def test_help_window_lists_columns() -> None:
     app, _ = new_app()
     keys(app, "h")

@@ -126,6 +126,21 @@ def test_failed_member_closes_leader_and_says_which() -> None:
     assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
+def test_interrupted_open_closes_what_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only a kernel error: whatever stops ``open_group`` half way (here Ctrl-C while
+    it asks for the event ids) leaves no fd open."""
+    from tiptop.kernel import group
+
+    def interrupted(fd: int) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(group, "event_id", interrupted)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        open_group(0, [TASK_CLOCK, PAGE_FAULTS])
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
 def test_hardware_event_without_pmu_is_enoent_b21() -> None:
     if hardware_pmu_error() != "ENOENT":
         pytest.skip(f"needs a machine without a hardware PMU (cycles gives {hardware_pmu_error()})")

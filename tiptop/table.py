@@ -150,19 +150,6 @@ def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
     return f"{align}{sign}{alt}{zero}{width}{precision}{conv}"
 
 
-def format_cell(column: ColumnSpec, value: float, status: Status) -> str:
-    """One cell: the value through the column's format, or the status placeholder
-    (``-`` for a zero divisor, ``?`` for unreadable/not counted), either right-aligned to
-    the header's width (tiptop-original.md section 12, "Mirror"). A value whose format is
-    narrower than its header is padded too, so it sits under the header like a
-    placeholder does; a wider one overflows, as printf's would."""
-    width = len(column.header)
-    if status != Status.OK or value != value:  # NaN is never shown as a number
-        ph = PLACEHOLDER.get(Status(status), "?") if status != Status.OK else "?"
-        return ph.rjust(width)
-    return compile_format(column.format)(value).rjust(width)
-
-
 def check_formats(screen: ScreenSpec) -> None:
     """Raise :class:`SpecError` (with the column's location) if a format cannot be used."""
     for col in screen.columns:

@@ -79,7 +79,6 @@ class FakeGroup:
         self.keys = keys
         self.n_fds = fds
         self.opened_at = backend.clock()
-        self.reads = 0
 
     def read(self) -> GroupReading:
         """Cumulative counts since open, following the script (see the module doc)."""
@@ -89,7 +88,6 @@ class FakeGroup:
         err = b.read_errors.get(self.tid)
         if err is not None:
             raise OSError(err, os.strerror(err))
-        self.reads += 1
         task = b.task(self.tid)
         end = b.clock() if task.died_at is None else min(b.clock(), task.died_at)
         t = max(end - self.opened_at, 0.0)

@@ -224,13 +224,14 @@ class KeyHandlers:
 
     def _write_config(self) -> None:
         """Write the current options and every screen to ``./.tiptoprc``, never over an
-        existing file, and say "written" only when it was (defect 13 of the original)."""
+        existing file, and say "written" only when it was (defect 13 of the original). An
+        exporter refuses a configuration it cannot write with ``ValueError``."""
         if self.exporter is None:
             self.message = f"{RC_NAME} not written: no configuration writer available"
             return
         try:
             text = self.exporter(self.options, self.screens)
-        except Exception as exc:  # the exporter is another layer's code; say what broke
+        except ValueError as exc:  # a configuration the exporter cannot write (SpecError)
             self.message = f"{RC_NAME} not written: {exc}"
             return
         try:

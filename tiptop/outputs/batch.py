@@ -24,7 +24,7 @@ import math
 import os
 import select
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 
 from tiptop.cells import STATUS_NAME, Status
@@ -256,7 +256,6 @@ def run(
     started: bool = False,
     stop: Stop | None = None,
     child: Any = None,
-    on_frame: Callable[[Frame], None] | None = None,
 ) -> int:
     """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
@@ -300,8 +299,6 @@ def run(
                 writer.frame(frame, iteration)
                 out.flush()
             flush_messages()
-            if on_frame is not None:
-                on_frame(frame)
             iteration += 1
             if child_done:
                 break

@@ -53,12 +53,11 @@ class Token:
 
 @dataclass(frozen=True)
 class Num:
-    """A constant; ``hex`` tells how it was written."""
+    """A constant; ``text`` is how it was written."""
 
     value: float | int
     text: str
     pos: int
-    hex: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ class _Parser:
         if tok.kind == "num":
             return Num(float(tok.text), tok.text, tok.pos)
         if tok.kind == "hex":
-            return Num(int(tok.text, 16), tok.text, tok.pos, hex=True)
+            return Num(int(tok.text, 16), tok.text, tok.pos)
         if tok.kind == "ident":
             nxt = self.peek()
             if nxt.kind == "op" and nxt.text == "(":
