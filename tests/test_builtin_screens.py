@@ -118,7 +118,8 @@ def test_screens_offered_per_cpu(target: Target, names: list[str]) -> None:
 
 def test_model_specific_variants() -> None:
     snb, nhm = by_name(Target("x86", "06_2A")), by_name(Target("x86", "06_1E"))
-    # section 5.3: Assist is 0x1eca on A-2 and 0x01f7 on; macrof and L2d* not on A-2
+    # docs/original.md 4 (target-x86.c): Assist is 0x1eca on A-2 and 0x01f7 on;
+    # macrof and L2d* not on A-2
     assert snb["FP"].counter("Assist").event == NumericEvent(4, 0x1ECA)
     assert nhm["FP"].counter("Assist").event == NumericEvent(4, 0x01F7)
     assert [c.header for c in snb["uOps"].columns][-1] == "  uPI"

@@ -79,7 +79,7 @@ def probe(event: Any) -> str | None:
         if kernel_only(b.attr):
             paranoid = read_paranoid()
             if not kernel_counting_allowed(paranoid, is_privileged()):
-                # Counted in user mode it would always read 0 (seeds.md B15).
+                # Counted in user mode it would always read 0 (explain.KERNEL_ONLY_SW).
                 last = (
                     f"kernel-only event: needs root, CAP_PERFMON or "
                     f"perf_event_paranoid < 2 (it is {paranoid})"

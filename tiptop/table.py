@@ -14,7 +14,7 @@ header's width when a placeholder), ``status`` (per cell), ``multiplexed`` (per 
 ``header(screen, view) -> str``: the column header with the sort column in ``[ ]``.
 ``format_row(row, view) -> str``: one row as the original prints it (without prefixes).
 
-Layout rules follow tiptop-original.md section 8.2 (the original's ``build_rows()``): the
+Layout rules follow docs/original.md section 6.2 (the original's ``build_rows()``): the
 row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, each cell and
 one space, then the name or command line. Imports only ``frame``, ``spec``, ``cells`` and
 ``errors``.
@@ -303,7 +303,7 @@ def _over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:
 
 
 def header(screen: ScreenSpec, view: View) -> str:
-    """The header line (section 8.2): id, optional user, columns, COMMAND; the sort
+    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND; the sort
     column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
     k = len(screen.columns)
     s = view.sort_column

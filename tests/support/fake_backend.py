@@ -16,7 +16,7 @@ Model of one group on one task, ``t`` seconds after it was opened:
   counted while the group was scheduled. Software groups (leader of type 1) are never
   multiplexed, as in the kernel;
 * on a hybrid CPU a generic event carries its core PMU's type in ``config[63:32]``
-  (perf_event_open(2), "PERF_TYPE_HARDWARE"; peers.md 4.6) and only counts while the task
+  (perf_event_open(2), "PERF_TYPE_HARDWARE") and only counts while the task
   runs on that PMU's CPUs: ``FakeTask.cpu_share`` gives that fraction per PMU type, and
   multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time).
 """

@@ -61,7 +61,9 @@ def kernel_counting_allowed(paranoid: int | None, privileged: bool) -> bool:
 
 
 #: Software events raised only in kernel context: with ``exclude_kernel=1`` they always read
-#: 0 (seeds.md B15), so they are worth opening only when kernel counting is allowed.
+#: 0 (the scheduler raises them with its own registers, ``perf_sw_event_sched()``, and
+#: ``perf_exclude_event()`` in kernel/events/core.c drops what comes from kernel mode), so
+#: they are worth opening only when kernel counting is allowed.
 KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)})
 
 
@@ -74,7 +76,8 @@ def kernel_only(attr: Attr) -> bool:
 def raise_fd_limit() -> tuple[int, int]:
     """Raise RLIMIT_NOFILE's soft limit to the hard one; returns the new (soft, hard).
 
-    One fd per event per task adds up quickly (peers.md 4.3); atop and memstrack do this.
+    One fd per event per task (perf_event_open(2) returns one per event) adds up quickly;
+    atop and memstrack raise the limit too.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:

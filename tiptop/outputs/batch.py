@@ -1,6 +1,6 @@
 """Batch mode (``tiptop -b``): text compatible with the original, csv, and json lines.
 
-Text layout is tiptop-original.md section 8: a preamble, the header printed once, one row
+Text layout is docs/original.md section 6: a preamble, the header printed once, one row
 per visible task, and an empty line after each iteration that printed rows; ``--timestamp``
 (``%6d ``) and ``--epoch`` (``%10u ``) prefixes; `` DEAD`` and `` <---`` suffixes.
 
@@ -37,7 +37,7 @@ from tiptop.table import View, format_row, header, rows
 
 
 def preamble(options: Options, screen_index: int, screen_name: str, now: float) -> list[str]:
-    """The lines printed once before the header (section 8.1), without the header."""
+    """The lines printed once before the header (docs/original.md 6.1), not the header."""
     try:
         with open("/proc/uptime") as f:
             up = int(float(f.read().split()[0]))

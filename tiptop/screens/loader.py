@@ -3,7 +3,7 @@
 Lookup order (:func:`find_config`, docs/screens.md): ``-W`` (a directory holding
 ``.tiptoprc`` as in the original, or a file), ``$TIPTOP`` (directory or file),
 ``./.tiptoprc``, ``$XDG_CONFIG_HOME/tiptop/tiptop.yaml`` then ``.../tiptoprc`` (default
-``~/.config``), ``~/.tiptoprc``. Unlike the original (section 4.1), a ``-W``/``$TIPTOP``
+``~/.config``), ``~/.tiptoprc``. Unlike the original (docs/original.md 2.1), a ``-W``/``$TIPTOP``
 directory without the file falls through to the next place instead of silently using none.
 """
 
