@@ -1,4 +1,4 @@
-"""Golden batch layout (tiptop-original.md section 8) from hand-built frames: header once,
+"""Golden batch layout (docs/original.md section 6) from hand-built frames: header once,
 rows, empty line after each iteration with rows, prefixes, DEAD and <--- markers, - and ?."""
 
 from __future__ import annotations

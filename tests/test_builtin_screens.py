@@ -19,7 +19,6 @@ from tiptop.screens import (
     export_yaml,
     find_config,
     load_text,
-    required_events,
 )
 from tiptop.screens.loader import BUILTIN_FILES
 from tiptop.screens.model import ConfigSpec
@@ -39,6 +38,12 @@ TARGETS = [
 
 def by_name(target: Target) -> dict[str, ScreenSpec]:
     return {s.name: s for s in builtin_screens(target)}
+
+
+def named_events(screen: ScreenSpec) -> list[str]:
+    """The perf names of a screen's counters, in order (every one a :class:`NamedEvent`)."""
+    assert all(isinstance(c.event, NamedEvent) for c in screen.counters)
+    return [c.event.name for c in screen.counters]  # type: ignore[union-attr]
 
 
 def cols(s: ScreenSpec) -> list[tuple[str, str, str, str]]:
@@ -113,7 +118,8 @@ def test_screens_offered_per_cpu(target: Target, names: list[str]) -> None:
 
 def test_model_specific_variants() -> None:
     snb, nhm = by_name(Target("x86", "06_2A")), by_name(Target("x86", "06_1E"))
-    # section 5.3: Assist is 0x1eca on A-2 and 0x01f7 on A-4/A-6; macrof and L2d* not on A-2
+    # docs/original.md 4 (target-x86.c): Assist is 0x1eca on A-2 and 0x01f7 on A-4/A-6;
+    # macrof and L2d* not on A-2
     assert snb["FP"].counter("Assist").event == NumericEvent(4, 0x1ECA)
     assert nhm["FP"].counter("Assist").event == NumericEvent(4, 0x01F7)
     assert [c.header for c in snb["uOps"].columns][-1] == "  uPI"
@@ -125,39 +131,16 @@ def test_model_specific_variants() -> None:
     assert nhm["fp"].counter("A").event == NumericEvent(4, 0x01F7)
     assert snb["fp"].counter("A").event == NamedEvent("cpu/event=0xca,umask=0x1e,cmask=1/")
     # topdown: perf metrics on Icelake+, raw 4-wide before, generic elsewhere
-    assert required_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
+    assert named_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
         "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"
     ]  # fmt: skip
     hsw, skx = by_name(Target("x86", "06_3F")), by_name(Target("x86", "06_55"))
     assert hsw["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x03,cmask=1/")
     assert skx["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x01,cmask=1/")
-    assert required_events(by_name(Target())["topdown"]) == [
+    assert named_events(by_name(Target())["topdown"]) == [
         "cycles", "instructions", "stalled-cycles-frontend", "stalled-cycles-backend"
     ]  # fmt: skip
     assert len(hsw["memory"].counters) == 6
-
-
-def test_required_events() -> None:
-    s = by_name(Target())
-    assert required_events(s["default"]) == [
-        "cycles", "instructions", "cache-misses", "branch-misses", "bus-cycles"
-    ]  # fmt: skip
-    assert required_events(s["sched"]) == [
-        "task-clock", "context-switches", "cpu-migrations", "page-faults"
-    ]  # fmt: skip
-    assert required_events(s["cache"]) == [
-        "instructions", "L1-dcache-load-misses", "LLC-load-misses"
-    ]  # fmt: skip
-    assert required_events(by_name(Target("x86", "06_2A"))["uOps"]) == [
-        "cycles", "instructions", "r1c2"
-    ]  # fmt: skip
-    cfg = load_text(
-        '<tiptop><screen name="s"><counter alias="A" type="HW_CACHE" config="L1D | '
-        '(OP_READ shl 8) | (RESULT_MISS shl 16)"/><counter alias="B" type="9" config="7"/>'
-        '<column header="x" format="%f" expr="delta(A)+delta(B)"/></screen></tiptop>',
-        Target(),
-    )
-    assert required_events(cfg.screens[0]) == ["L1-dcache-load-misses", "type=9,config=0x7"]
 
 
 def test_sched_needs_no_pmu() -> None:

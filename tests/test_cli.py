@@ -81,7 +81,7 @@ def test_list_screens_format_and_availability(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.stderr == "", r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "Available screens:"
-    # ' %2d: '%s', %s' (section 2) then our [can run here / why not].
+    # ' %2d: '%s', %s' (docs/original.md 1) then our [can run here / why not].
     pat = re.compile(r"^ ?(\d{1,2}): '([^']+)', (.*)  \[(.+)\]$")
     parsed = [pat.match(x) for x in lines[1:]]
     assert all(parsed), lines

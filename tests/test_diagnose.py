@@ -1,6 +1,6 @@
 """``--check`` and ``--list-screens`` as an unprivileged user: kernel-only software events
 (context switches, migrations) are reported as not countable instead of "runs here", since
-user-only counting would always read 0 for them (seeds.md B15)."""
+user-only counting would always read 0 for them (kernel/events/core.c perf_exclude_event())."""
 
 from __future__ import annotations
 

@@ -228,7 +228,8 @@ print(b.attr.type, hex(b.attr.config))
 
 
 def test_libpfm_vendor_name_forced_skylake() -> None:
-    """peers.md 3.2: skl::FP_ASSIST:ANY -> type 4, config 0x1001eca (carries cmask=1)."""
+    """skl::FP_ASSIST:ANY -> type 4, config 0x1001eca: event 0xca, umask 0x1e, cmask 1
+    (Intel's Skylake event list) at bits 0-7, 8-15 and 24-31 (the cpu PMU's sysfs format/)."""
     if not pfm.available():
         pytest.skip("libpfm.so.4 is not installed")
     env = {**os.environ, "LIBPFM_FORCE_PMU": "skl"}

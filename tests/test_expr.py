@@ -68,7 +68,7 @@ CASES = [
     ("max(delta(A), delta(U))", None, UNR),
     ("delta(A) / INTERVAL", 3.0, OK),
     ("CPU_TOT / 100", 0.5, OK),
-    ("delta(CPU_TOT)", 50.0, OK),  # delta() has no effect on built-ins (section 6.4)
+    ("delta(CPU_TOT)", 50.0, OK),  # delta() has no effect on built-ins (docs/original.md 3.4)
 ]
 
 

@@ -1,4 +1,4 @@
-"""The one-way import rule (aesthetics.md section 3), checked with ``ast`` over tiptop/.
+"""The one-way import rule (docs/architecture.md), checked with ``ast`` over tiptop/.
 
 Each top-level part of the package may import only the parts listed for it; imports under
 ``if TYPE_CHECKING:`` are exempt (live gets the sampler passed in). ``tiptop/kernel/_ffi.py``

@@ -163,7 +163,7 @@ def test_golden_screen() -> None:
     if os.geteuid() != 0:
         golden[0] = "tiptop -" + " " * 62 + "[sticky]"
     assert lines == golden
-    # The header is padded to COLS-1 (tiptop-original.md 3.1), rows are cut to COLS-1.
+    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1.
     assert attrs(app, (100, 12), 3) == [
         (P.HEADER, 6),
         (P.HEADER_SORT, 7),
@@ -320,6 +320,31 @@ def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.Monkey
     assert not (tmp_path / ".tiptoprc").exists()
 
 
+def test_write_config_says_what_the_exporter_refused(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration the exporter cannot write (``ValueError``) is said on the message
+    line; any other exception is a bug and is not swallowed."""
+    monkeypatch.chdir(tmp_path)
+    app, _ = new_app()
+
+    def refuse(options: Any, screens: Any) -> str:
+        raise ValueError("column 'x' has no header")
+
+    app.exporter = refuse
+    keys(app, "W")
+    assert text(app)[2].strip() == ".tiptoprc not written: column 'x' has no header"
+    assert not (tmp_path / ".tiptoprc").exists()
+
+    def broken(options: Any, screens: Any) -> str:
+        raise RuntimeError("bug")
+
+    app.exporter = broken
+    with pytest.raises(RuntimeError, match="bug"):
+        keys(app, "W")
+    assert not (tmp_path / ".tiptoprc").exists()
+
+
 def test_help_window_lists_columns() -> None:
     app, _ = new_app()
     keys(app, "h")
@@ -444,7 +469,7 @@ def test_kernel_key_refused_when_unprivileged() -> None:
 
 
 def test_help_window_shows_the_target_cli_found() -> None:
-    """The original's ``Target: x86, model = %02X_%02X`` (section 3.2), from
+    """The original's ``Target: x86, model = %02X_%02X`` (docs/original.md 5.4), from
     ``Options.target`` as cli sets it from /proc/cpuinfo, not the bare machine name."""
     app, _ = new_app(target=Target("x86", "1A_11"))
     keys(app, "h")
@@ -501,7 +526,7 @@ def test_max_iter_counts_shown_frames_after_a_restart() -> None:
 
 
 def test_conf_indicator_follows_the_config_file() -> None:
-    """``[conf]`` at COLS-60 when a configuration file was read (section 3.1)."""
+    """``[conf]`` at COLS-60 when a configuration file was read (docs/original.md 5.1)."""
     assert "[conf]" not in text(new_app()[0])[0]
     line = text(new_app(config_path="/tmp/.tiptoprc")[0])[0]
     assert line.index("[conf]") == 100 - 60

@@ -1,4 +1,5 @@
-"""The cffi binding: struct layout (peers.md 5.2), golden bitfield bytes, real errnos."""
+"""The cffi binding: struct layout (include/uapi/linux/perf_event.h), golden bitfield
+bytes, real errnos."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_bitfield_golden_bytes() -> None:
         Attr(type=1, config=2, disabled=True, exclude_kernel=True, inherit_thread=True,
              exclude_hv=False)
     )  # fmt: skip
-    # disabled = bit 0, exclude_kernel = bit 5, inherit_thread = bit 35 (peers.md 5.2).
+    # disabled = bit 0, exclude_kernel = bit 5, inherit_thread = bit 35 (struct
+    # perf_event_attr's bitfields, include/uapi/linux/perf_event.h).
     assert raw[40:48] == bytes.fromhex("2100000008000000")
     assert struct.unpack_from("<IIQ", raw, 0) == (1, 136, 2)
     assert struct.unpack_from("<Q", raw, 32)[0] == 15  # group read format

@@ -1,4 +1,4 @@
-"""Pure parsing and scaling of group reads, on bytes built with ``struct``."""
+"""Pure parsing of group reads, on bytes built with ``struct``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,19 @@ import struct
 import numpy as np
 import pytest
 
-from tiptop.kernel import multiplexed, not_counted, parse_group_read, running_fraction, scale
-from tiptop.kernel.group import group_read_size, pack_group_read
+from tiptop.kernel import parse_group_read
+from tiptop.kernel.group import group_read_size
+
+
+def pack_group_read(
+    values: list[int], ids: list[int], time_enabled: int, time_running: int
+) -> bytes:
+    """The bytes the kernel returns for a ``PERF_FORMAT_GROUP | ID | TOTAL_TIME_*`` read:
+    ``nr, time_enabled, time_running, {value, id} * nr`` (perf_event_open(2), "read_format")."""
+    words = [len(values), time_enabled, time_running]
+    for v, i in zip(values, ids, strict=True):
+        words += [v, i]
+    return struct.pack(f"<{len(words)}Q", *words)
 
 
 def test_read_size() -> None:
@@ -47,29 +58,6 @@ def test_parse_full_u64_range() -> None:
 def test_parse_errors(buf: bytes, ids: list[int], msg: str) -> None:
     with pytest.raises(ValueError, match=msg):
         parse_group_read(buf, ids)
-
-
-def test_scale_seeds_example() -> None:
-    """seeds.md: (value 1000, delta_enabled 2e9, delta_running 1e9) -> 2000."""
-    out = scale(np.array([1000]), np.array([2e9]), np.array([1e9]))
-    assert out.tolist() == [2000.0]
-
-
-def test_scale_rules() -> None:
-    v = np.array([1000, 1000, 1000, 0])
-    ena = np.array([2e9, 1e9, 1e9, 0])
-    run = np.array([1e9, 1e9, 0, 0])
-    assert scale(v, ena, run).tolist() == [2000.0, 1000.0, 1000.0, 0.0]
-    assert not_counted(run).tolist() == [False, False, True, True]
-    assert multiplexed(ena, run).tolist() == [True, False, False, False]
-    assert running_fraction(ena, run).tolist() == [0.5, 1.0, 0.0, 1.0]
-
-
-def test_scale_two_dimensional_per_group_times() -> None:
-    v = np.array([[100, 200], [300, 400]])
-    ena = np.array([4, 10])
-    run = np.array([1, 10])
-    assert scale(v, ena, run).tolist() == [[400.0, 800.0], [300.0, 400.0]]
 
 
 class _RawGroup:

@@ -1,6 +1,10 @@
 """Real ``perf_event_open`` on this kernel: software events everywhere, hardware where a PMU
-answers (``hwpmu``), and the unprivileged path through ``setpriv`` (seeds.md B1, B18, B19,
-B21-B23)."""
+answers (``hwpmu``), and the unprivileged path through ``setpriv``.
+
+Counts are checked against micro-benchmarks whose count is known by construction (the method
+of Korn, Teller & Castillo, "Just how accurate are performance counters?", IPCCC 2001,
+section 2.2): one page fault per page first written (no THP), one PERF_COUNT_SW_PAGE_FAULTS
+per fault (the architecture's fault handler, e.g. arch/x86/mm/fault.c, raises it)."""
 
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ def touch_pages(n: int) -> None:
     m.close()
 
 
-def test_group_read_on_self_b18_b19() -> None:
+def test_group_read_on_self() -> None:
     with PerfBackend().open_group(0, [TASK_CLOCK, PAGE_FAULTS]) as g:
         assert g.n_fds == 2
         touch_pages(3000)
@@ -42,9 +46,10 @@ def test_group_read_on_self_b18_b19() -> None:
     assert r.values.shape == (2,)
     task_clock, faults = (int(v) for v in r.values)
     assert task_clock > 0
-    # Self-monitoring intercept is 0 (seeds.md B1); allow a few interpreter faults.
+    # One fault per page written (module docstring); allow a few interpreter faults.
     assert 3000 <= faults <= 3050
-    # B18: software events are never multiplexed.
+    # Software events are never multiplexed: the software PMU always has room for them
+    # (kernel/events/core.c perf_swevent_add()), so they run whenever the task does.
     assert r.time_enabled == r.time_running > 0
     assert g.n_fds == 0  # closed by the context manager
     g.close()  # idempotent
@@ -62,7 +67,7 @@ def _faults_in_child(n: int) -> int:
     """Page faults of a forked child touching n pages, counted from outside by pid.
 
     Pipe handshake: the counter is opened while the child waits, then the child touches the
-    pages and reports back, so interpreter start-up lies outside the window (seeds.md B1).
+    pages and reports back, so interpreter start-up lies outside the window.
     """
     go_r, go_w = os.pipe()
     done_r, done_w = os.pipe()
@@ -96,7 +101,7 @@ def _faults_in_child(n: int) -> int:
     return int(after.values[0] - before.values[0])
 
 
-def test_child_page_faults_exact_b1() -> None:
+def test_child_page_faults_exact() -> None:
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if thp.exists() and "[always]" in thp.read_text() and not hasattr(mmap, "MADV_NOHUGEPAGE"):
         pytest.skip("THP is 'always' and MADV_NOHUGEPAGE is unavailable")
@@ -127,7 +132,24 @@ def test_failed_member_closes_leader_and_says_which() -> None:
     assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
-def test_hardware_event_without_pmu_is_enoent_b21() -> None:
+def test_interrupted_open_closes_what_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only a kernel error: whatever stops ``open_group`` half way (here Ctrl-C while
+    it asks for the event ids) leaves no fd open."""
+    from tiptop.kernel import group
+
+    def interrupted(fd: int) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(group, "event_id", interrupted)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        open_group(0, [TASK_CLOCK, PAGE_FAULTS])
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
+def test_hardware_event_without_pmu_is_enoent() -> None:
+    """No PMU takes PERF_TYPE_HARDWARE: perf_init_event() (kernel/events/core.c) says
+    ENOENT."""
     if hardware_pmu_error() != "ENOENT":
         pytest.skip(f"needs a machine without a hardware PMU (cycles gives {hardware_pmu_error()})")
     with pytest.raises(OSError) as e:
@@ -143,7 +165,9 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def test_msr_tsc_per_task_b23() -> None:
+def test_msr_tsc_per_task() -> None:
+    """The msr PMU's tsc event (arch/x86/events/msr.c) on a task counts only while the task
+    runs, so TSC ticks per ns of task-clock is the TSC frequency, asleep or not."""
     try:
         (tsc,) = resolve("msr/tsc/")
     except Exception as e:
@@ -196,7 +220,10 @@ print("\n".join(res))
 """
 
 
-def test_unprivileged_paranoid_2_b22(root_only: None) -> None:
+def test_unprivileged_paranoid_2(root_only: None) -> None:
+    """At perf_event_paranoid 2 an unprivileged user may count its own tasks in user mode
+    only, and never another user's task: EACCES (perf_event_open(2), "perf_event related
+    configuration files"; Documentation/admin-guide/perf-security.rst)."""
     if Host.read().paranoid != 2:
         pytest.skip(f"expects perf_event_paranoid 2, found {Host.read().paranoid}")
     if shutil.which("setpriv") is None:
@@ -236,7 +263,8 @@ def test_instructions_cycles_group_on_self() -> None:
     for k in range(3):
         d, running = _ins_cyc_on_self()
         tries.append((d.tolist(), running))
-        # Many instructions for 300k Python iterations; a plausible IPC (peers.md 4.2).
+        # Many instructions for 300k Python iterations, and a plausible IPC (a virtual PMU
+        # can report counts no core could retire).
         if d[0] > 1_000_000 and d[1] > 0 and 0.05 < d[0] / d[1] < 10.0 and running > 0:
             return
         time.sleep(0.5 * k)

@@ -367,7 +367,8 @@ CORE, ATOM = 4, 8  # PMU types of cpu_core and cpu_atom in the hybrid tree
 def test_hybrid_counter_sums_raw_counts_of_both_core_pmus(env) -> None:  # type: ignore[no-untyped-def]
     """A generic event on a hybrid CPU is one group per core PMU on each task; a counter's
     value is the sum of both PMUs' raw counts, never extrapolated by enabled/running (each
-    group runs only while the task is on its PMU's CPUs, peers.md 4.6)."""
+    group runs only while the task is on its PMU's CPUs: arch/x86/events/intel/core.c
+    intel_pmu_filter())."""
     fp, b = env
     fp.add(10, "app")
     for pmu, cyc, ins in ((CORE, 2e9, 4e9), (ATOM, 1e9, 1e9)):

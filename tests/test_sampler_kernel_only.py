@@ -1,10 +1,10 @@
 """Kernel-only software events (context switches, CPU migrations) on the real kernel.
 
-They fire only in kernel context, so user-only counting would show a silent 0 (seeds.md
-B15). Where kernel counting is allowed they are counted in kernel mode even without -K
-(exact voluntary switches of a child doing K nanosleeps); where it is not (uid 65534 at
-perf_event_paranoid 2) their cells are '?' and one line says why, while the other software
-events of the screen still count.
+They fire only in kernel context, so user-only counting would show a silent 0
+(kernel/events/core.c perf_exclude_event()). Where kernel counting is allowed they are
+counted in kernel mode even without -K (exact voluntary switches of a child doing K
+nanosleeps); where it is not (uid 65534 at perf_event_paranoid 2) their cells are '?' and
+one line says why, while the other software events of the screen still count.
 """
 
 from __future__ import annotations

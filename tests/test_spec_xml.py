@@ -1,4 +1,4 @@
-"""The XML .tiptoprc: the original's example, rules of section 4, errors, hostile files,
+"""The XML .tiptoprc: the original's example, rules of docs/original.md 2, errors, hostile files,
 export and reload."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_no_model_means_no_gated_counter() -> None:
     imix = next(s for s in cfg.screens if s.name == "imix")
     assert [c.alias for c in imix.counters] == ["C", "I"]
     assert any("(arch mismatch)" in e.message for e in cfg.problems)
-    # lower-case hex never matches (section 4.4: the original's %02X)
+    # lower-case hex never matches (docs/original.md 2.3: the original's %02X)
     assert load_file(EXAMPLE, Target("x86", "06_2a")).screens[4].columns[-1].header != "%assist"
 
 

@@ -1,4 +1,5 @@
-"""table: printf for one double, placeholders, header layout (section 8.2), sort, filter."""
+"""table: printf for one double, placeholders, header layout (docs/original.md 6.3), sort,
+filter."""
 
 from __future__ import annotations
 

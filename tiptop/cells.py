@@ -36,11 +36,3 @@ STATUS_NAME = {
 }
 
 STATUS_DTYPE = np.uint8
-
-
-def combine(*statuses: np.ndarray) -> np.ndarray:
-    """The status of a result from its operands' statuses (the worst one wins)."""
-    out = statuses[0]
-    for s in statuses[1:]:
-        out = np.maximum(out, s)
-    return out

@@ -81,7 +81,7 @@ def probe(event: Any, host: Host) -> str | None:
         if kernel_only(b.attr):
             paranoid = host.paranoid
             if not host.kernel_counting_allowed:
-                # Counted in user mode it would always read 0 (seeds.md B15).
+                # Counted in user mode it would always read 0 (explain.KERNEL_ONLY_SW).
                 last = (
                     f"kernel-only event: needs root, CAP_PERFMON or "
                     f"perf_event_paranoid < 2 (it is {paranoid})"

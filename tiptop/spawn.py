@@ -1,5 +1,5 @@
 """``tiptop [options] -- command args``: run a command with counters from its first
-instruction (tiptop-original.md section 9.6, fixed).
+instruction (docs/original.md section 7.4, fixed).
 
 The child is forked and blocks reading a pipe; the caller attaches counters with
 ``enable_on_exec`` and ``inherit`` (``Sampler.attach_spawned``, perf_event_open(2):

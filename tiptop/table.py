@@ -14,7 +14,7 @@ header's width when a placeholder), ``status`` (per cell), ``multiplexed`` (per 
 ``header(screen, view) -> str``: the column header with the sort column in ``[ ]``.
 ``format_row(row, view) -> str``: one row as the original prints it (without prefixes).
 
-Layout rules follow tiptop-original.md section 8.2 (the original's ``build_rows()``): the
+Layout rules follow docs/original.md section 6.2 (the original's ``build_rows()``): the
 row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, each cell and
 one space, then the name or command line. Imports only ``frame``, ``spec``, ``cells`` and
 ``errors``.
@@ -148,19 +148,6 @@ def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
     # printf: a precision of "." alone means 0; absent means 6 (Python's default too).
     precision = "" if prec is None else "." + (prec or "0")
     return f"{align}{sign}{alt}{zero}{width}{precision}{conv}"
-
-
-def format_cell(column: ColumnSpec, value: float, status: Status) -> str:
-    """One cell: the value through the column's format, or the status placeholder
-    (``-`` for a zero divisor, ``?`` for unreadable/not counted), either right-aligned to
-    the header's width (tiptop-original.md section 12, "Mirror"). A value whose format is
-    narrower than its header is padded too, so it sits under the header like a
-    placeholder does; a wider one overflows, as printf's would."""
-    width = len(column.header)
-    if status != Status.OK or value != value:  # NaN is never shown as a number
-        ph = PLACEHOLDER.get(Status(status), "?") if status != Status.OK else "?"
-        return ph.rjust(width)
-    return compile_format(column.format)(value).rjust(width)
 
 
 def check_formats(screen: ScreenSpec) -> None:
@@ -316,7 +303,7 @@ def _over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:
 
 
 def header(screen: ScreenSpec, view: View) -> str:
-    """The header line (section 8.2): id, optional user, columns, COMMAND; the sort
+    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND; the sort
     column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
     k = len(screen.columns)
     s = view.sort_column

@@ -21,7 +21,7 @@ from tests.hwpmu.runner import run_counted
 pytestmark = pytest.mark.hwpmu
 
 SIZES = [1_000_000, 2_000_000, 3_000_000, 5_000_000, 8_000_000]
-#: Columns of the default screen that read each counter (tiptop-original.md section 5.1).
+#: Columns of the default screen that read each counter (docs/original.md section 4).
 NEEDS = {"%MISS": "MISS", "%BMIS": "BR", "%BUS": "BUS"}
 
 

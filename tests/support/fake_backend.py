@@ -16,7 +16,7 @@ Model of one group on one task, ``t`` seconds after it was opened:
   counted while the group was scheduled. Software groups (leader of type 1) are never
   multiplexed, as in the kernel;
 * on a hybrid CPU a generic event carries its core PMU's type in ``config[63:32]``
-  (perf_event_open(2), "PERF_TYPE_HARDWARE"; peers.md 4.6) and only counts while the task
+  (perf_event_open(2), "PERF_TYPE_HARDWARE") and only counts while the task
   runs on that PMU's CPUs: ``FakeTask.cpu_share`` gives that fraction per PMU type, and
   multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time).
 """
@@ -80,7 +80,6 @@ class FakeGroup:
         self.keys = keys
         self.n_fds = fds
         self.opened_at = backend.clock()
-        self.reads = 0
 
     def read(self) -> GroupReading:
         """Cumulative counts since open, following the script (see the module doc)."""
@@ -90,7 +89,6 @@ class FakeGroup:
         err = b.read_errors.get(self.tid)
         if err is not None:
             raise translate(OSError(err, os.strerror(err)))
-        self.reads += 1
         task = b.task(self.tid)
         end = b.clock() if task.died_at is None else min(b.clock(), task.died_at)
         t = max(end - self.opened_at, 0.0)

@@ -1,10 +1,10 @@
 """The ``tiptop`` and ``ptiptop`` commands: parse, merge options, pick a screen, run.
 
-Every option of the original (tiptop-original.md section 2) plus modern spellings
+Every option of the original (docs/original.md section 1) plus modern spellings
 (``--delay=2``, ``-d2``, ``-bi``) and ``--format``, ``--list-events``, ``--check``,
 ``--export``. Everything a user can get wrong ends here as one line on stderr and an exit
 code (2 for usage errors), never a traceback. ``-h``, ``-v``, ``--version`` and
-``--list-screens`` never probe the PMU first (a defect of the original fixed).
+``--list-screens`` never probe the PMU first (docs/original.md section 8, defect 3).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The screens a run can show: built-ins around the config file's, ``-S``, ``--export``.
 
-Reading the host (``/proc/cpuinfo`` for the ``arch``/``model`` gating of tiptop-original.md
-section 4.4) and the rc file search live here, in the command layer, so ``tiptop.screens``
+Reading the host (``/proc/cpuinfo`` for the ``arch``/``model`` gating of docs/original.md
+section 2.3) and the rc file search live here, in the command layer, so ``tiptop.screens``
 stays pure.
 """
 
@@ -30,7 +30,7 @@ class ScreenSet:
 
 
 def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
-    """This CPU as the config's ``arch``/``model`` gating sees it (section 4.4): ``x86``
+    """This CPU as the config's ``arch``/``model`` gating sees it (docs/original.md 2.3): ``x86``
     and ``%02X_%02X`` family_model from /proc/cpuinfo, or the machine name elsewhere."""
     machine = platform.machine()
     if machine in ("x86_64", "i686", "i386"):
@@ -85,7 +85,7 @@ def _check_w(config_dir: str) -> None:
         try:
             os.stat(rc)
         except FileNotFoundError:
-            pass  # no file there: the next places are searched (section 4.1)
+            pass  # no file there: the next places are searched (docs/original.md 2.1)
         except OSError as exc:
             raise UsageError(f"-W: '{rc}': {exc.strerror}") from None
 
@@ -110,7 +110,7 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
         builtins = list(loader.builtin_screens(target))
     # A config screen named like a built-in replaces it in the built-in's place, so a file
     # written by --export or the W key (every screen, built-ins included) loads back as
-    # the same list; the original appended copies (defect 13: duplicates on reload).
+    # the same list; the original appended copies (docs/original.md section 8, defect 13).
     by_name: dict[str, Any] = {}
     for s in conf_screens:
         by_name.setdefault(s.name, s)
@@ -183,7 +183,7 @@ def export_screens(loaded: ScreenSet, path: str) -> None:
 
 def export_current(options: Any, screens: Sequence[Any]) -> str:
     """The live ``W`` key's text: the current options and every screen as an XML
-    ``.tiptoprc`` (tiptop-original.md section 4.6; values escaped, unlike the original).
+    ``.tiptoprc`` (docs/original.md section 2.5; values escaped, unlike the original).
     Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""
     from tiptop.options import to_rc
     from tiptop.screens import ConfigSpec, export_xml

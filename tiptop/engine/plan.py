@@ -4,7 +4,8 @@ Every counter of a screen is resolved to its event bindings (``tiptop.events``),
 binding is opened once on ourselves with the attrs the sampler will use (the *probe*); a
 binding that fails there is reported once, with its errno explained, and never opened per
 task. The bindings that open are grouped per PMU, because the kernel refuses a group that
-mixes hardware PMUs (peers.md 4.6).
+mixes hardware PMUs (kernel/events/core.c, ``perf_event_open()``: "Don't allow group of
+multiple hw events from different pmus", EINVAL).
 
 *Groups too large for the PMU are split, as perf does.* A hardware PMU has a few counters
 (AMD Zen: 6, Intel cores: 4-8 per thread); a group must fit them all at once, or its open
@@ -29,12 +30,13 @@ it, arch/x86/events/msr.c) get none: their counts (TSC, APERF...) are not per-mo
 (``PERF_TYPE_SOFTWARE``, ``PERF_COUNT_SW_CONTEXT_SWITCHES`` = 3 and
 ``PERF_COUNT_SW_CPU_MIGRATIONS`` = 4, include/uapi/linux/perf_event.h) are raised by the
 scheduler, in kernel context (``perf_sw_event_sched()`` in ``__schedule`` and
-``set_task_cpu``), so with ``exclude_kernel=1`` they never count: seeds.md B15 measured 0
-with it against 45-94 without. A silent 0 would be a lie, so these two are counted in
-kernel mode (``exclude_kernel=0``) whenever kernel counting is allowed (privileged, or
-``perf_event_paranoid`` < 2: ``kernel_counting_allowed``), even without ``-K``; -K changes
-nothing for them. When it is not allowed they are not opened at all: one line says why
-(naming the paranoid level and what would allow it) and their cells are ``?``.
+``set_task_cpu``), so with ``exclude_kernel=1`` they never count: ``perf_exclude_event()``
+(kernel/events/core.c) drops an event raised with kernel registers. A silent 0 would be a
+lie, so these two are counted in kernel mode (``exclude_kernel=0``) whenever kernel counting
+is allowed (privileged, or ``perf_event_paranoid`` < 2: ``kernel_counting_allowed``), even
+without ``-K``; -K changes nothing for them. When it is not allowed they are not opened at
+all: one line says why (naming the paranoid level and what would allow it) and their cells
+are ``?``.
 """
 
 from __future__ import annotations

@@ -3,16 +3,19 @@
 A screen's counters become a :class:`CounterPlan`: one group per PMU (software events in
 their own, each hardware PMU its own; on hybrid CPUs a generic event gives one binding
 per core PMU, hence one group per core PMU), because the kernel refuses groups that mix
-hardware PMUs (peers.md 4.6). Every open group on one thread is a :class:`Unit`; it keeps
-its opening read (``base``) and its previous read (``last``) as the kernel's own
-``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
+hardware PMUs (kernel/events/core.c, ``perf_event_open()``: "Don't allow group of multiple
+hw events from different pmus", EINVAL). Every open group on one thread is a
+:class:`Unit`; it keeps its opening read (``base``) and its previous read (``last``) as the
+kernel's own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
 perf_event_open(2) "read_format"), so that a refresh joins the bytes of every unit of a
 group kind and turns them into one numpy matrix: no per-task numpy work.
 
 Deltas of values and times are taken modulo 2**64 (the counters are u64); a delta above
 2**63 can only be a counter that went backwards and counts as 0. Scaling follows perf:
 ``Δvalue * Δenabled / Δrunning`` when ``0 < Δrunning < Δenabled``; a counter summed over
-several PMUs (hybrid) is never scaled, its raw counts are summed (peers.md 4.6).
+several PMUs (hybrid) is never scaled, its raw counts are summed: each core PMU counts only
+while the task runs on one of its CPUs (arch/x86/events/intel/core.c ``intel_pmu_filter()``),
+so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent counts.
 """
 
 from __future__ import annotations
@@ -155,8 +158,9 @@ def _groups_per_alias(plan: CounterPlan) -> np.ndarray:
 
 def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
     """Per row, the seconds the task ran during the interval, from its groups' Δenabled:
-    a per-task event's context clock only ticks while the task is on a CPU (seeds.md B18),
-    and an inherited group's read adds its children's times (kernel/events/core.c
+    a per-task event's context clock only ticks while the task is on a CPU
+    (``update_context_time()`` in kernel/events/core.c runs only while the task's context is
+    scheduled in), and an inherited group's read adds its children's times (kernel/events/core.c
     ``__perf_read_group_add``). nan for a row with nothing read."""
     per_alias = readout.enabled / _groups_per_alias(plan)[None, :]
     secs = per_alias.max(axis=1, initial=0.0) / 1e9

@@ -41,7 +41,7 @@ HARDWARE_NAME = {
     HwId.REF_CPU_CYCLES: "ref-cycles",
 }
 
-#: The original tiptop's predefined upper-case names (tiptop-original.md 4.4), plus the
+#: The original tiptop's predefined upper-case names (docs/original.md section 2.3), plus the
 #: three it compiled out, as generic hardware events.
 PREDEFINED = {h.name: h for h in HwId}
 

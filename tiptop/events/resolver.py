@@ -1,10 +1,12 @@
 """Turn an event name (or a type/config pair) into bindings for this machine.
 
-Tried in this order (peers.md 3.6): ``pmu/terms/`` syntax, raw ``rNNNN``, perf's generic
-hardware, cache and software names and the original's upper-case names, bare aliases of
-the core PMU's ``events/``, and finally vendor names through libpfm4. On hybrid CPUs a
-generic hardware or cache event becomes one binding per core PMU, with the PMU's type in
-``config[63:32]`` (uapi perf_event.h, ``PERF_PMU_TYPE_SHIFT``).
+Tried in this order: ``pmu/terms/`` syntax, raw ``rNNNN``, perf's generic hardware, cache
+and software names (the forms perf-list(1) describes) and the original's upper-case names,
+bare aliases of the core PMU's ``events/`` (Documentation/ABI/testing/
+sysfs-bus-event_source-devices-events), and finally vendor names through libpfm4
+(pfm_get_os_event_encoding(3)). On hybrid CPUs a generic hardware or cache event becomes
+one binding per core PMU, with the PMU's type in ``config[63:32]`` (uapi perf_event.h,
+``PERF_PMU_TYPE_SHIFT``).
 """
 
 from __future__ import annotations

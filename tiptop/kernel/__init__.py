@@ -2,8 +2,8 @@
 
 Public surface: :class:`Attr`, the backend protocol (:class:`Backend`, :class:`Group`,
 :class:`GroupReading`), the real backend (:class:`PerfBackend`, :class:`CounterGroup`,
-:func:`open_group`), the raw syscall (:func:`perf_event_open`), the interval scaling
-helpers, and the error explanations.
+:func:`open_group`, :func:`parse_group_read`), the raw syscall (:func:`perf_event_open`),
+and the error explanations.
 """
 
 from __future__ import annotations
@@ -17,12 +17,8 @@ from tiptop.kernel.explain import (
 from tiptop.kernel.group import (
     CounterGroup,
     PerfBackend,
-    multiplexed,
-    not_counted,
     open_group,
     parse_group_read,
-    running_fraction,
-    scale,
 )
 
 __all__ = [
@@ -34,11 +30,7 @@ __all__ = [
     "GroupReading",
     "PerfBackend",
     "explain_open_error",
-    "multiplexed",
-    "not_counted",
     "open_group",
     "parse_group_read",
     "perf_event_open",
-    "running_fraction",
-    "scale",
 ]

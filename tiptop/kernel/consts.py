@@ -5,7 +5,7 @@ Only fixed ABI values live here; dynamic PMU types are read from sysfs by ``tipt
 
 from __future__ import annotations
 
-from enum import IntEnum, IntFlag
+from enum import IntEnum
 
 
 class PerfType(IntEnum):
@@ -86,16 +86,6 @@ def hw_cache_config(cache: int, op: int, result: int) -> int:
 #: "PERF_TYPE_HARDWARE: 0xEEEEEEEE000000AA ... EEEEEEEE: PMU type ID" (uapi perf_event.h):
 #: on hybrid CPUs generic and cache events carry the core PMU's type in config[63:32].
 PERF_PMU_TYPE_SHIFT = 32
-
-
-class ReadFormat(IntFlag):
-    """``enum perf_event_read_format``."""
-
-    TOTAL_TIME_ENABLED = 1 << 0
-    TOTAL_TIME_RUNNING = 1 << 1
-    ID = 1 << 2
-    GROUP = 1 << 3
-    LOST = 1 << 4
 
 
 class Ioctl(IntEnum):

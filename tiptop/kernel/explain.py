@@ -23,7 +23,9 @@ _PARANOID_MEANING = {
 
 
 #: Software events raised only in kernel context: with ``exclude_kernel=1`` they always read
-#: 0 (seeds.md B15), so they are worth opening only when kernel counting is allowed.
+#: 0 (the scheduler raises them with its own registers, ``perf_sw_event_sched()``, and
+#: ``perf_exclude_event()`` in kernel/events/core.c drops what comes from kernel mode), so
+#: they are worth opening only when kernel counting is allowed.
 KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)})
 
 

@@ -4,9 +4,7 @@ Follows ``tiptop/kernel/backend.py``. Every group uses ``PERF_FORMAT_GROUP | ID 
 TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING``, so a read returns
 ``nr, time_enabled, time_running, {value, id} * nr`` (perf_event_open(2), "read_format"),
 which is parsed with ``numpy.frombuffer``. Values are mapped to members by the ids from
-``PERF_EVENT_IOC_ID`` rather than by position. Scaling helpers work on numpy arrays of
-interval deltas (never on cumulative values: ``PERF_EVENT_IOC_RESET`` does not reset the
-times, perf_event_open(2)).
+``PERF_EVENT_IOC_ID`` rather than by position.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,16 +59,6 @@ def parse_group_read(buf: bytes, ids: Sequence[int] | np.ndarray) -> GroupReadin
     return GroupReading(values=values, time_enabled=int(words[1]), time_running=int(words[2]))
 
 
-def pack_group_read(
-    values: Sequence[int], ids: Sequence[int], time_enabled: int, time_running: int
-) -> bytes:
-    """The bytes the kernel would return for a group read (inverse of parse_group_read)."""
-    words = [len(values), time_enabled, time_running]
-    for v, i in zip(values, ids, strict=True):
-        words += [v, i]
-    return struct.pack(f"<{len(words)}Q", *words)
-
-
 def event_id(fd: int) -> int:
     """The kernel's unique id of an open event (``PERF_EVENT_IOC_ID``, Linux 3.12+)."""
     buf = fcntl.ioctl(fd, Ioctl.ID, b"\0" * 8)
@@ -113,14 +100,6 @@ class CounterGroup:
         except ValueError as e:
             raise OSError(errno.EIO, str(e)) from None
 
-    def enable(self) -> None:
-        """Start the whole group (``PERF_EVENT_IOC_ENABLE`` with ``PERF_IOC_FLAG_GROUP``)."""
-        fcntl.ioctl(self.fds[0], Ioctl.ENABLE, PERF_IOC_FLAG_GROUP)
-
-    def disable(self) -> None:
-        """Stop the whole group (``PERF_EVENT_IOC_DISABLE`` with ``PERF_IOC_FLAG_GROUP``)."""
-        fcntl.ioctl(self.fds[0], Ioctl.DISABLE, PERF_IOC_FLAG_GROUP)
-
     def close(self) -> None:
         """Close every fd (members first); idempotent."""
         fds, self.fds = self.fds, []
@@ -157,6 +136,7 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
     first = attrs[0]
     enable_after = not first.disabled and not first.enable_on_exec
     fds: list[int] = []
+    opened = False
     try:
         for k, attr in enumerate(attrs):
             if attr.read_format != GROUP_READ_FORMAT:
@@ -172,10 +152,11 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
         ids = [event_id(fd) for fd in fds]
         if enable_after:
             fcntl.ioctl(fds[0], Ioctl.ENABLE, PERF_IOC_FLAG_GROUP)
-    except BaseException:
-        for fd in reversed(fds):
-            os.close(fd)
-        raise
+        opened = True
+    finally:
+        if not opened:  # whatever stopped us, nothing stays open
+            for fd in reversed(fds):
+                os.close(fd)
     return CounterGroup(tid, fds, ids)
 
 
@@ -186,51 +167,3 @@ class PerfBackend:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
         with translated():
             return open_group(tid, attrs)
-
-
-# ----------------------------------------------------------------------- scaling helpers
-
-
-def _per_row(times: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """Times of shape (n,) broadcast against values of shape (n, k)."""
-    t = np.asarray(times, dtype=np.float64)
-    if like.ndim == 2 and t.ndim == 1:
-        t = t[:, None]
-    return t
-
-
-def scale(
-    delta_value: np.ndarray, delta_enabled: np.ndarray, delta_running: np.ndarray
-) -> np.ndarray:
-    """Multiplexing estimate ``v * Δenabled / Δrunning`` where ``0 < Δrunning < Δenabled``.
-
-    Elsewhere the value is returned unscaled (use :func:`not_counted` for Δrunning == 0).
-    The perf_event_open(2) rule, applied to interval deltas as perf stat does. Values may
-    be (n,) with times (n,), or (n, k) with per-group times (n,).
-    """
-    v = np.asarray(delta_value, dtype=np.float64)
-    ena = _per_row(delta_enabled, v)
-    run = _per_row(delta_running, v)
-    mux = (run > 0) & (run < ena)
-    factor = np.divide(ena, run, out=np.ones(np.broadcast(ena, run).shape), where=mux)
-    return v * factor
-
-
-def running_fraction(delta_enabled: np.ndarray, delta_running: np.ndarray) -> np.ndarray:
-    """``Δrunning / Δenabled`` in [0, 1]; 1.0 where nothing was enabled (no information)."""
-    ena = np.asarray(delta_enabled, dtype=np.float64)
-    run = np.asarray(delta_running, dtype=np.float64)
-    frac = np.divide(run, ena, out=np.ones(np.broadcast(ena, run).shape), where=ena > 0)
-    return np.minimum(frac, 1.0)
-
-
-def not_counted(delta_running: np.ndarray) -> np.ndarray:
-    """True where the group never ran in the interval (Δrunning == 0): shown as ``?``."""
-    return np.asarray(delta_running) == 0
-
-
-def multiplexed(delta_enabled: np.ndarray, delta_running: np.ndarray) -> np.ndarray:
-    """True where the group ran for part of the interval only (``0 < Δrun < Δena``)."""
-    ena = np.asarray(delta_enabled)
-    run = np.asarray(delta_running)
-    return (run > 0) & (run < ena)

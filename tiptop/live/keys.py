@@ -1,4 +1,4 @@
-"""What each key does in live mode (tiptop-original.md section 3.2, ``handle_key()``).
+"""What each key does in live mode (docs/original.md section 5.3, ``handle_key()``).
 
 A mixin for :class:`tiptop.live.app.LiveApp`: each handler changes the table ``View``, the
 options record or the sampler's configuration, and sets the message line. ``dispatch``
@@ -134,7 +134,7 @@ class KeyHandlers:
         self.view.show_cmdline = not self.view.show_cmdline
         self._set_opt("show_cmdline", self.view.show_cmdline)
         if self._opt("only_name"):
-            # The -p name filter matches the command line with -c (section 2).
+            # The -p name filter matches the command line with -c (docs/original.md 1).
             self.restart(match_cmdline=self.view.show_cmdline)
             return True
         return False
@@ -225,13 +225,14 @@ class KeyHandlers:
 
     def _write_config(self) -> None:
         """Write the current options and every screen to ``./.tiptoprc``, never over an
-        existing file, and say "written" only when it was (defect 13 of the original)."""
+        existing file, and say "written" only when it was (docs/original.md 8, defect 13). An
+        exporter refuses a configuration it cannot write with ``ValueError``."""
         if self.exporter is None:
             self.message = f"{RC_NAME} not written: no configuration writer available"
             return
         try:
             text = self.exporter(self.options, self.screens)
-        except Exception as exc:  # the exporter is another layer's code; say what broke
+        except ValueError as exc:  # a configuration the exporter cannot write (SpecError)
             self.message = f"{RC_NAME} not written: {exc}"
             return
         try:

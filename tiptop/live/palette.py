@@ -2,7 +2,7 @@
 
 Each entry is urwid's ``(name, foreground, background, mono)`` tuple. The original draws
 watched tasks green and dead tasks red on the terminal's default background (colour pairs
-1 and 2 with ``use_default_colors()``, tiptop-original.md section 3.1) and the column header
+1 and 2 with ``use_default_colors()``, docs/original.md section 5.1) and the column header
 in reverse video; we keep those and add meanings it lacked: a cell over its column's
 threshold, a cell whose counters were multiplexed (the value was scaled by
 ``time_enabled / time_running``, perf_event_open(2) "read_format"), and the error flag.

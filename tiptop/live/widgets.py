@@ -2,7 +2,7 @@
 
 Pure projection: every widget is handed finished text (table rows, messages) and decides
 only where it goes and with which attribute. Positions follow the original's ncurses
-layout (tiptop-original.md section 3.1). The task table and the error log are box widgets
+layout (docs/original.md section 5.1). The task table and the error log are box widgets
 that format only the lines that are visible, so thousands of rows cost nothing to draw.
 The help and error windows are in :mod:`.windows`. Imports nothing from tiptop but the
 palette and the windows (the rows come from ``tiptop.table``).
@@ -27,7 +27,7 @@ MIN_COLS = 20
 MIN_ROWS = 7
 
 #: Title-line indicators and their offsets from the right edge (the original's
-#: ``mvprintw(0, COLS - n, ...)`` positions; tiptop-original.md section 3.1).
+#: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
 INDICATOR_OFFSETS = {
     "[conf]": 60,
     "[root]": 54,
@@ -124,7 +124,7 @@ def row_markup(row: Any, line: str) -> list[Markup]:
 
     ``line`` is ``table.format_row(row, view)`` already cut to the screen; cells are found
     in it in order, so the layout stays the table's alone. Every row carries its own
-    attribute, so a dead row's red cannot leak onto the next (defect 17 of the original).
+    attribute, so a dead row's red cannot leak onto the next (docs/original.md 8, defect 17).
     """
     base = P.DEAD if row.dead else P.WATCHED if row.watched else None
     spans: list[tuple[int, int, str]] = []
@@ -306,7 +306,7 @@ class LiveScreen(urwid.Widget):
                 help_window(self.help), body, ("fixed left", 5), w, ("fixed top", y), h
             )
         elif self.window == "errors":
-            # tiptop-original.md 3.2: LINES - displayed_rows - 5 high, at least 10, at most LINES.
+            # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.
             h = min(max(rows - len(self.table.rows) - 5, 10), rows)
             body = urwid.Overlay(
                 error_window(self.errors), body, "left", cols, ("fixed top", rows - h), h

@@ -1,6 +1,7 @@
-"""The live mode's pop-up windows: ``h`` (help) and ``e`` (error log), tiptop-original.md
-section 3.2. Each is a box drawn over the screen by :class:`tiptop.live.widgets.LiveScreen`;
-the help text is handed in finished, the error log scrolls like the task table.
+"""The live mode's pop-up windows: ``h`` (help) and ``e`` (error log), docs/original.md
+sections 5.4 and 5.5. Each is a box drawn over the screen by
+:class:`tiptop.live.widgets.LiveScreen`; the help text is handed in finished, the error log
+scrolls like the task table.
 """
 
 from __future__ import annotations

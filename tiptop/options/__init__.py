@@ -1,6 +1,6 @@
 """Every run-time option in one record, and the one place where sources are merged.
 
-Order (tiptop-original.md sections 2 and 4.3): built-in defaults, then the rc file's
+Order (docs/original.md section 1): built-in defaults, then the rc file's
 ``<options>``, then the command line. As in the original, command-line *toggles invert*
 the value the file set, options with a value replace it, and the file's ``show_cmdline``,
 ``show_epoch``, ``show_kernel``, ``show_timestamp`` and ``debug`` are OR-set (``x = x ||
@@ -85,7 +85,7 @@ class Options:
     #: set by cli from /proc/sys/kernel/pid_max so 7-digit PIDs do not shift their row).
     pid_width: int = 5
     #: This CPU (``arch``, ``model``) for the live help window's ``Target:`` line; set by
-    #: cli from /proc/cpuinfo (tiptop-original.md section 3.2, "Help window").
+    #: cli from /proc/cpuinfo (docs/original.md section 5.4, the help window).
     target: Target | None = None
     #: The configuration file read, if any (the live title's ``[conf]`` indicator).
     config_path: str | None = None
@@ -122,7 +122,7 @@ class Options:
 
 # --------------------------------------------------------------------------- rc file
 
-#: rc options applied with ``x = x || atoi(v)`` (tiptop-original.md section 4.3).
+#: rc options applied with ``x = x || atoi(v)`` (docs/original.md section 1).
 _OR_SET = {
     "show_cmdline": "show_cmdline",
     "show_epoch": "show_epoch",
@@ -217,7 +217,7 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
 
 
 def to_rc(opts: Options) -> dict[str, str]:
-    """The options as a config file's ``<options>`` block (names of section 4.3), for the
+    """The options as a config file's ``<options>`` block (docs/original.md section 1), for the
     live ``W`` key: reading the block back with :func:`apply_rc` gives the same values.
     ``watch_name`` only when set, as the original writes it; ``-u`` as ``watch_uid``."""
     rc = {

@@ -1,4 +1,4 @@
-"""The command line as a list of :class:`Action` (tiptop-original.md section 2).
+"""The command line as a list of :class:`Action` (docs/original.md section 1).
 
 Every option of the original, the modern spellings (``--delay=2``, ``-d2``, clustered
 ``-bi``), and long names for the short options. Items are kept in order so that toggles

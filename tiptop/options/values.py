@@ -84,7 +84,7 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
     try:
         entry = pwd.getpwnam(text)
     except (KeyError, ValueError):  # ValueError: an embedded NUL
-        # The original's message (tiptop-original.md section 2, ``-u``).
+        # The original's message (docs/original.md section 1).
         raise UsageError(f"User name '{text}' does not exist.") from None
     return entry.pw_uid, entry.pw_name
 

@@ -1,6 +1,6 @@
 """Batch mode (``tiptop -b``): text compatible with the original, csv, and json lines.
 
-Text layout is tiptop-original.md section 8: a preamble, the header printed once, one row
+Text layout is docs/original.md section 6: a preamble, the header printed once, one row
 per visible task, and an empty line after each iteration that printed rows; ``--timestamp``
 (``%6d ``) and ``--epoch`` (``%10u ``) prefixes; `` DEAD`` and `` <---`` suffixes.
 
@@ -24,7 +24,7 @@ import math
 import os
 import select
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 
 import psutil
@@ -39,8 +39,8 @@ from tiptop.table import View, format_row, header, rows
 
 
 def preamble(options: Options, screen_index: int, screen_name: str, now: float) -> list[str]:
-    """The lines printed once before the header (section 8.1), without the header. Uptime
-    is now less psutil's boot time (``btime`` of /proc/stat, proc(5)); 0 if unknown."""
+    """The lines printed once before the header (docs/original.md 6.1), not the header.
+    Uptime is now less psutil's boot time (``btime`` of /proc/stat, proc(5)); 0 if unknown."""
     try:
         up = max(int(time.time() - psutil.boot_time()), 0)
     except (OSError, RuntimeError, ValueError):
@@ -258,7 +258,6 @@ def run(
     started: bool = False,
     stop: Stop | None = None,
     child: Any = None,
-    on_frame: Callable[[Frame], None] | None = None,
 ) -> int:
     """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
@@ -301,8 +300,6 @@ def run(
                 writer.frame(frame, iteration)
                 out.flush()
             flush_messages()
-            if on_frame is not None:
-                on_frame(frame)
             iteration += 1
             if child_done:
                 break

@@ -9,13 +9,11 @@ from tiptop.screens.build import OPTIONS, TYPES
 from tiptop.screens.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
 from tiptop.screens.loader import (
     builtin_screens,
-    event_text,
     export_xml,
     export_yaml,
     find_config,
     load_file,
     load_text,
-    required_events,
 )
 from tiptop.screens.model import (
     BUILTINS,
@@ -46,11 +44,9 @@ __all__ = [
     "compile_column",
     "delta_key",
     "evaluate_config",
-    "event_text",
     "export_xml",
     "export_yaml",
     "find_config",
     "load_file",
     "load_text",
-    "required_events",
 ]

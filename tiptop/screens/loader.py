@@ -1,9 +1,9 @@
-"""Finding and loading configuration files, the built-in screens, and what a screen needs.
+"""Finding and loading configuration files, and the built-in screens.
 
 Lookup order (:func:`find_config`, docs/screens.md): ``-W`` (a directory holding
 ``.tiptoprc`` as in the original, or a file), ``$TIPTOP`` (directory or file),
 ``./.tiptoprc``, ``$XDG_CONFIG_HOME/tiptop/tiptop.yaml`` then ``.../tiptoprc`` (default
-``~/.config``), ``~/.tiptoprc``. Unlike the original (section 4.1), a ``-W``/``$TIPTOP``
+``~/.config``), ``~/.tiptoprc``. Unlike the original (docs/original.md 2.1), a ``-W``/``$TIPTOP``
 directory without the file falls through to the next place instead of silently using none.
 """
 
@@ -14,20 +14,18 @@ from collections.abc import Mapping
 from importlib import resources
 
 from tiptop.errors import SpecError
-from tiptop.screens.model import ConfigSpec, NamedEvent, NumericEvent, ScreenSpec, Target
+from tiptop.screens.model import ConfigSpec, ScreenSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 from tiptop.screens.yamlrc import export_yaml, load_yaml
 
 __all__ = [
     "BUILTIN_FILES",
     "builtin_screens",
-    "event_text",
     "export_xml",
     "export_yaml",
     "find_config",
     "load_file",
     "load_text",
-    "required_events",
 ]
 
 #: Package-data files of the built-in screens, in the order they are offered.
@@ -114,42 +112,3 @@ def _as_builtin(s: ScreenSpec) -> ScreenSpec:
     from dataclasses import replace
 
     return replace(s, source="builtin")
-
-
-# perf's generic names (tools/perf/util/parse-events.c event_symbols_hw/_sw and the
-# hw_cache tables) for the numeric events of enum perf_hw_id / perf_sw_ids.
-_HW = ("cycles", "instructions", "cache-references", "cache-misses", "branch-instructions",
-       "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend",
-       "ref-cycles")  # fmt: skip
-_SW = ("cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
-       "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy")  # fmt: skip
-_CACHE = ("L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node")
-_OP = ("load", "store", "prefetch")
-
-
-def event_text(event: NumericEvent | NamedEvent) -> str:
-    """A perf-style name for an event (``cycles``, ``L1-dcache-load-misses``, ``r1c2``)."""
-    if isinstance(event, NamedEvent):
-        return event.name
-    t, c = event.type, event.config
-    if t == 0 and c < len(_HW):
-        return _HW[c]
-    if t == 1 and c < len(_SW):
-        return _SW[c]
-    if t == 4:
-        return f"r{c:x}"
-    if t == 3:
-        cache, op, result = c & 0xFF, (c >> 8) & 0xFF, (c >> 16) & 0xFF
-        if cache < len(_CACHE) and op < len(_OP) and result < 2 and c >> 24 == 0:
-            return f"{_CACHE[cache]}-{_OP[op]}{'-misses' if result else 's'}"
-    return f"type={t},config={c:#x}"
-
-
-def required_events(screen: ScreenSpec) -> list[str]:
-    """The events ``screen`` needs, perf-style, in counter order (no duplicates)."""
-    out: list[str] = []
-    for c in screen.counters:
-        text = event_text(c.event)
-        if text not in out:
-            out.append(text)
-    return out

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
 
-#: Variables every column expression may use without declaring them (tiptop-original.md
-#: section 6.4, plus INTERVAL, the length of the refresh interval in seconds).
+#: Variables every column expression may use without declaring them (docs/original.md
+#: section 3.4, plus INTERVAL, the length of the refresh interval in seconds).
 BUILTINS = ("CPU_TOT", "CPU_SYS", "CPU_USER", "PROC_ID", "INTERVAL")
 
 

@@ -1,13 +1,13 @@
 """Tokenizer and parser shared by column and counter-config expressions (no evaluation).
 
-The lexical rules are the original's flex rules (tiptop-original.md section 6.1): numbers
+The lexical rules are the original's flex rules (docs/original.md section 3.1): numbers
 ``[0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)?``, hex ``0x[0-9A-Fa-f]+``, identifiers
 ``[A-Za-z][A-Za-z0-9_]*``, the keywords ``and or shl shr`` and ``|``. Unlike the original,
 an unknown character is an error (flex echoed and dropped it), and trailing junk is an error
-(bison kept the longest valid prefix, so ``2 ^ 3`` read as ``2``; section 6.6).
+(bison kept the longest valid prefix, so ``2 ^ 3`` read as ``2``; docs/original.md 3.6).
 
-Precedence is the original's (section 6.2): ``+ - | or and shl shr`` share the lowest level,
-left-associative; ``* /`` bind tighter; we add unary minus (tighter still) and the
+Precedence is the original's (docs/original.md 3.2): ``+ - | or and shl shr`` share the
+lowest level, left-associative; ``* /`` bind tighter; we add unary minus (tighter still) and the
 functions ``delta(NAME)``, ``min(...)``, ``max(...)``.
 """
 
@@ -53,12 +53,11 @@ class Token:
 
 @dataclass(frozen=True)
 class Num:
-    """A constant; ``hex`` tells how it was written."""
+    """A constant; ``text`` is how it was written."""
 
     value: float | int
     text: str
     pos: int
-    hex: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ class _Parser:
         if tok.kind == "num":
             return Num(float(tok.text), tok.text, tok.pos)
         if tok.kind == "hex":
-            return Num(int(tok.text, 16), tok.text, tok.pos, hex=True)
+            return Num(int(tok.text, 16), tok.text, tok.pos)
         if tok.kind == "ident":
             nxt = self.peek()
             if nxt.kind == "op" and nxt.text == "(":

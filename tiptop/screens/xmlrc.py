@@ -1,4 +1,4 @@
-"""The original's XML ``.tiptoprc`` (tiptop-original.md sections 4.2-4.6): read and write.
+"""The original's XML ``.tiptoprc`` (docs/original.md section 2): read and write.
 
 Reading uses :mod:`xml.parsers.expat` directly, which gives every element's line and column.
 Hostile input is refused, never expanded: any entity declaration (the "billion laughs"
@@ -114,7 +114,7 @@ def load_xml(data: bytes | str, target: Target, path: str | None = None) -> Conf
     options: list[tuple[str | None, str | None, int | None, int | None]] = []
     for el in root.children:
         if el.tag == "options":
-            for opt in el.children:  # children of any element name (section 4.2)
+            for opt in el.children:  # children of any element name (docs/original.md 2.2)
                 options.append(
                     (opt.attrs.get("name"), opt.attrs.get("value"), opt.line, opt.column)
                 )
