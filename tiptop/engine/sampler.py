@@ -198,7 +198,7 @@ class Sampler:
 
         Tasks gone since the last scan are read one last time and shown in this frame,
         dead (the original reads a zombie's counters once more and removes dead tasks
-        after the iteration is shown: docs/original.md); only ``sticky`` keeps them
+        after the iteration is shown: docs/original.md section 7.3); only ``sticky`` keeps them
         afterwards, frozen."""
         shown: list[Task] = [t for t in scan.tasks if not t.new]
         rows = shown + scan.gone

@@ -2,7 +2,7 @@
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task and two
-processes are never mixed. Ownership follows the original (tiptop-original.md section 9.3):
+processes are never mixed. Ownership follows the original (docs/original.md section 7.1):
 a non-root user sees the processes whose *real* uid (``Uid:`` of ``/proc/PID/status``)
 is its effective uid; root sees everything. ``-u`` filters on top of that.
 

@@ -4,7 +4,7 @@ Data flow is one way: the controller asks the frame source for a :class:`~tiptop
 asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
 no data logic of its own; key handlers only change the table ``View``, the sampler's
 configuration (``Sampler.reconfigure``) or the options record, as the original's
-``handle_key()`` does (tiptop-original.md section 3.2). Imports ``table``, ``frame``,
+``handle_key()`` does (docs/original.md section 5.3). Imports ``table``, ``frame``,
 ``options``, ``cells``, ``errors`` and ``host`` only; the frame source is handed in.
 """
 
@@ -40,7 +40,7 @@ from tiptop.live.widgets import (
 )
 from tiptop.live.windows import help_lines
 
-#: The original's first refresh comes 200 ms after start-up (tiptop-original.md 3.1).
+#: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
 
 #: Keys that only move the view; every other key refreshes at once, like the original's
