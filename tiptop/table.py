@@ -69,10 +69,10 @@ class Row:
     multiplexed: list[bool]
     over_threshold: list[bool]
     command: str
+    #: Index of the row in the frame it came from (for csv/json and live lookups).
+    index: int
     dead: bool = False
     watched: bool = False
-    #: Index of the row in the frame it came from (for csv/json and live lookups).
-    index: int = -1
     values: list[float] = field(default_factory=list)
 
 

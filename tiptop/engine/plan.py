@@ -203,10 +203,13 @@ class Planner:
         NMI watchdog may be sharing, is left free."""
         if len(members) < 2 or self._opens([self.attr(b) for _, b in members]):
             return [members]
+        def owner(j: int) -> tuple[str, int]:
+            """The column that first uses alias ``j``, or the alias itself when none does."""
+            return ("column", column_of[j]) if j in column_of else ("alias", j)
+
         chunks: list[list[tuple[int, EventBinding]]] = []
         for m in members:
-            c = column_of.get(m[0], -1 - m[0])
-            if chunks and column_of.get(chunks[-1][0][0], -1 - chunks[-1][0][0]) == c:
+            if chunks and owner(chunks[-1][0][0]) == owner(m[0]):
                 chunks[-1].append(m)
             else:
                 chunks.append([m])

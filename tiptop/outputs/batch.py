@@ -157,7 +157,7 @@ class RecordWriter:
     def frame(self, frame: Frame, iteration: int) -> int:
         """Write every visible row of one iteration."""
         # Counter columns of the frame in the screen's order (by alias).
-        kidx = [frame.counters.index(a) if a in frame.counters else -1 for a in self.counters]
+        kidx = [frame.counters.index(a) if a in frame.counters else None for a in self.counters]
         n = 0
         for row in rows(frame, self.screen, self.view):
             i = row.index
@@ -169,9 +169,13 @@ class RecordWriter:
             deltas: list[float | None] = []
             running: list[float | None] = []
             for k in kidx:
-                ok = k >= 0 and frame.counter_status[i, k] == Status.OK
+                if k is None:  # a counter of the screen that this frame lacks
+                    deltas.append(None)
+                    running.append(None)
+                    continue
+                ok = frame.counter_status[i, k] == Status.OK
                 deltas.append(_num(float(frame.counter_delta[i, k])) if ok else None)
-                running.append(_num(float(frame.counter_running[i, k])) if k >= 0 else None)
+                running.append(_num(float(frame.counter_running[i, k])))
             base = [
                 round(frame.timestamp, 6),
                 iteration,
