@@ -19,16 +19,19 @@ PKG = Path(__file__).resolve().parent.parent / "tiptop"
 RULES: dict[str, set[str]] = {
     "errors": set(),
     "cells": set(),
+    # the perf_event vocabulary: event types, ids and their names (perf's and the original's)
+    "vocab": set(),
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
-    "kernel": {"errors", "cells"},
-    "events": {"kernel", "errors"},
-    "screens": {"errors", "cells"},
+    "kernel": {"errors", "cells", "vocab"},
+    "events": {"kernel", "errors", "vocab"},
+    "screens": {"errors", "cells", "vocab"},
     "frame": {"cells"},
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
     "engine": {"kernel", "events", "screens", "frame", "cells", "errors"},
     "table": {"frame", "screens", "cells", "errors"},
     "options": {"errors", "screens", "cells", "table"},
-    "diagnose": {"kernel", "events", "screens", "cells", "errors"},  # --check, --list-events
+    # --check, --list-events
+    "diagnose": {"kernel", "events", "screens", "cells", "errors", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},

@@ -13,7 +13,7 @@ import resource
 from collections.abc import Sequence
 
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.consts import PerfType, SwId
+from tiptop.vocab import PerfType, SwId
 
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21

@@ -5,8 +5,8 @@ sysfs; binding counters to this machine is ``tiptop.events``' job.
 
 from __future__ import annotations
 
-from tiptop.screens.build import OPTIONS, TYPES
-from tiptop.screens.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
+from tiptop.screens.build import OPTIONS
+from tiptop.screens.expr import ColumnExpr, compile_column, evaluate_config
 from tiptop.screens.loader import (
     builtin_screens,
     event_text,
@@ -32,8 +32,6 @@ from tiptop.screens.model import (
 __all__ = [
     "BUILTINS",
     "OPTIONS",
-    "PREDEFINED",
-    "TYPES",
     "ColumnExpr",
     "ColumnSpec",
     "ConfigSpec",

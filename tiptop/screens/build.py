@@ -27,15 +27,7 @@ from tiptop.screens.model import (
     ScreenSpec,
     Target,
 )
-
-#: ``perf_event_attr.type`` names accepted in ``type`` (``enum perf_type_id``).
-TYPES: dict[str, int] = {
-    "HARDWARE": 0,
-    "SOFTWARE": 1,
-    "TRACEPOINT": 2,
-    "HW_CACHE": 3,
-    "RAW": 4,
-}
+from tiptop.vocab import TYPE_NAMES, PerfType
 
 #: Option names of ``<options>`` and how the command line applies them (section 4.3):
 #: ``float``/``int``/``str`` assign (last one wins), ``or`` is the original's OR-set
@@ -106,10 +98,11 @@ def gate(arch: str | None, model: str | None, target: Target) -> str | None:
 
 
 def parse_type(text: str) -> int:
-    """A ``type`` attribute: a name of :data:`TYPES` or a number (``strtol`` base 0)."""
+    """A ``type`` attribute: a name of :data:`tiptop.vocab.TYPE_NAMES` or a number
+    (``strtol`` base 0)."""
     t = text.strip()
-    if t in TYPES:
-        return TYPES[t]
+    if t in TYPE_NAMES:
+        return TYPE_NAMES[t]
     try:
         value = int(t, 0)
     except ValueError:
@@ -127,7 +120,7 @@ def parse_event(config: str, type_text: str | None) -> NumericEvent | NamedEvent
     if type_text is not None:
         return NumericEvent(parse_type(type_text), evaluate_config(config))
     try:
-        return NumericEvent(TYPES["HARDWARE"], evaluate_config(config))
+        return NumericEvent(int(PerfType.HARDWARE), evaluate_config(config))
     except SpecError:
         if _EVENT_NAME.match(config.strip()):
             return NamedEvent(config.strip())

@@ -24,9 +24,10 @@ CONTRACT (implemented by the screens work; the sampler depends on exactly this):
 
 Additions beyond the contract: ``ColumnExpr.keys`` (the env keys it reads),
 ``ColumnExpr.text``, ``evaluate(env, n=None)`` (``n`` rows when ``env`` is empty or the
-expression is constant), ``PREDEFINED`` (the config names). A key missing from ``env``
-reads as ``Status.UNREADABLE``. Columns compile to a tree of closures over whole numpy
-arrays: the per-refresh cost is a few numpy calls per operator, independent of row count.
+expression is constant). The config names are :data:`tiptop.vocab.CONFIG_NAMES`. A key
+missing from ``env`` reads as ``Status.UNREADABLE``. Columns compile to a tree of closures
+over whole numpy arrays: the per-refresh cost is a few numpy calls per operator,
+independent of row count.
 """
 
 from __future__ import annotations
@@ -41,31 +42,9 @@ from tiptop.errors import SpecError
 from tiptop.screens import syntax
 from tiptop.screens.model import BUILTINS, delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
+from tiptop.vocab import CONFIG_NAMES
 
-__all__ = ["PREDEFINED", "ColumnExpr", "compile_column", "evaluate_config"]
-
-#: Names accepted in a counter ``config`` (tiptop-original.md section 4.4; values from
-#: ``<linux/perf_event.h>``: perf_hw_id, perf_hw_cache_id, _op_id and _op_result_id).
-PREDEFINED: dict[str, int] = {
-    "CPU_CYCLES": 0,
-    "INSTRUCTIONS": 1,
-    "CACHE_REFERENCES": 2,
-    "CACHE_MISSES": 3,
-    "BRANCH_INSTRUCTIONS": 4,
-    "BRANCH_MISSES": 5,
-    "BUS_CYCLES": 6,
-    "L1D": 0,
-    "L1I": 1,
-    "LL": 2,
-    "DTLB": 3,
-    "ITLB": 4,
-    "BPU": 5,
-    "OP_READ": 0,
-    "OP_WRITE": 1,
-    "OP_PREFETCH": 2,
-    "RESULT_ACCESS": 0,
-    "RESULT_MISS": 1,
-}
+__all__ = ["ColumnExpr", "compile_column", "evaluate_config"]
 
 _U64 = (1 << 64) - 1
 _OK = int(Status.OK)
@@ -276,9 +255,9 @@ def _config(node: Node) -> int:
             raise ExprSyntaxError(f"config constant {node.text!r} is not an integer", node.pos)
         value = int(node.value)
     elif isinstance(node, Name):
-        if node.name not in PREDEFINED:
+        if node.name not in CONFIG_NAMES:
             raise ExprSyntaxError(f"unknown config name {node.name!r}", node.pos)
-        value = PREDEFINED[node.name]
+        value = CONFIG_NAMES[node.name]
     elif isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
         a, b = _config(node.left), _config(node.right)
         if node.op == "or":

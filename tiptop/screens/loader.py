@@ -17,6 +17,7 @@ from tiptop.errors import SpecError
 from tiptop.screens.model import ConfigSpec, NamedEvent, NumericEvent, ScreenSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 from tiptop.screens.yamlrc import export_yaml, load_yaml
+from tiptop.vocab import event_name
 
 __all__ = [
     "BUILTIN_FILES",
@@ -116,33 +117,12 @@ def _as_builtin(s: ScreenSpec) -> ScreenSpec:
     return replace(s, source="builtin")
 
 
-# perf's generic names (tools/perf/util/parse-events.c event_symbols_hw/_sw and the
-# hw_cache tables) for the numeric events of enum perf_hw_id / perf_sw_ids.
-_HW = ("cycles", "instructions", "cache-references", "cache-misses", "branch-instructions",
-       "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend",
-       "ref-cycles")  # fmt: skip
-_SW = ("cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
-       "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy")  # fmt: skip
-_CACHE = ("L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node")
-_OP = ("load", "store", "prefetch")
-
-
 def event_text(event: NumericEvent | NamedEvent) -> str:
     """A perf-style name for an event (``cycles``, ``L1-dcache-load-misses``, ``r1c2``)."""
     if isinstance(event, NamedEvent):
         return event.name
     t, c = event.type, event.config
-    if t == 0 and c < len(_HW):
-        return _HW[c]
-    if t == 1 and c < len(_SW):
-        return _SW[c]
-    if t == 4:
-        return f"r{c:x}"
-    if t == 3:
-        cache, op, result = c & 0xFF, (c >> 8) & 0xFF, (c >> 16) & 0xFF
-        if cache < len(_CACHE) and op < len(_OP) and result < 2 and c >> 24 == 0:
-            return f"{_CACHE[cache]}-{_OP[op]}{'-misses' if result else 's'}"
-    return f"type={t},config={c:#x}"
+    return event_name(t, c) or f"type={t},config={c:#x}"
 
 
 def required_events(screen: ScreenSpec) -> list[str]:
