@@ -27,6 +27,7 @@ from tiptop.screens.model import (
     ScreenSpec,
     Target,
 )
+from tiptop.screens.printf import compile_format
 from tiptop.vocab import TYPE_NAMES, PerfType
 
 #: Option names of ``<options>`` and how the command line applies them (section 4.3):
@@ -52,8 +53,6 @@ OPTIONS: dict[str, str] = {
 #: Names the original's ``W`` export writes but never reads back: ignored without a note.
 IGNORED_OPTIONS = frozenset({"batch", "only_pid", "only_name"})
 
-# One printf conversion for one double (C's %[flags][width][.precision]conv).
-_FORMAT = re.compile(r"(?:[^%]|%%)*%[-+ #0]*[0-9]*(?:\.[0-9]*)?[eEfFgG](?:[^%]|%%)*\Z", re.S)
 # Something that can only be an event name (perf/sysfs/libpfm4 spellings), never XML junk.
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
@@ -125,16 +124,6 @@ def parse_event(config: str, type_text: str | None) -> NumericEvent | NamedEvent
         if _EVENT_NAME.match(config.strip()):
             return NamedEvent(config.strip())
         raise
-
-
-def check_format(fmt: str) -> None:
-    """Refuse a ``format`` that is not one printf conversion of a double."""
-    if not _FORMAT.match(fmt):
-        raise SpecError(f"Bad format '{fmt}': need exactly one %f/%e/%g conversion")
-    try:
-        fmt % 1.0
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"Bad format '{fmt}': {exc}") from None
 
 
 def parse_threshold(text: str) -> float:
@@ -226,7 +215,7 @@ def build_screen(
             problem(f"Need an expression for column '{header}' in screen '{name}'", item, "expr")
             continue
         try:
-            check_format(fmt)
+            compile_format(fmt)
         except SpecError as err:
             problem(f"{err.message} in column '{header}', screen '{name}'", item, "format")
             continue
