@@ -5,7 +5,6 @@ sysfs; binding counters to this machine is ``tiptop.events``' job.
 
 from __future__ import annotations
 
-from tiptop.screens.build import OPTIONS
 from tiptop.screens.expr import ColumnExpr, compile_column, evaluate_config
 from tiptop.screens.loader import (
     builtin_screens,
@@ -28,16 +27,18 @@ from tiptop.screens.model import (
     Target,
     delta_key,
 )
+from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
 
 __all__ = [
     "BUILTINS",
-    "OPTIONS",
+    "RC_OPTIONS",
     "ColumnExpr",
     "ColumnSpec",
     "ConfigSpec",
     "CounterSpec",
     "NamedEvent",
     "NumericEvent",
+    "RcOption",
     "ScreenSpec",
     "Target",
     "builtin_screens",

@@ -28,30 +28,8 @@ from tiptop.screens.model import (
     Target,
 )
 from tiptop.screens.printf import compile_format
+from tiptop.screens.rcoptions import IGNORED_OPTIONS, RC_OPTIONS
 from tiptop.vocab import TYPE_NAMES, PerfType
-
-#: Option names of ``<options>`` and how the command line applies them (section 4.3):
-#: ``float``/``int``/``str`` assign (last one wins), ``or`` is the original's OR-set
-#: (``x = x || atoi(v)``: a file can switch the flag on, never off).
-OPTIONS: dict[str, str] = {
-    "delay": "float",
-    "cpu_threshold": "float",
-    "show_cmdline": "or",
-    "show_epoch": "or",
-    "show_kernel": "or",
-    "show_timestamp": "or",
-    "debug": "or",
-    "show_user": "int",
-    "show_threads": "int",
-    "idle": "int",
-    "sticky": "int",
-    "max_iter": "int",
-    "watch_name": "str",
-    "watch_uid": "int",
-}
-
-#: Names the original's ``W`` export writes but never reads back: ignored without a note.
-IGNORED_OPTIONS = frozenset({"batch", "only_pid", "only_name"})
 
 # Something that can only be an event name (perf/sysfs/libpfm4 spellings), never XML junk.
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
@@ -157,7 +135,7 @@ def build_options(
     for name, value, line, col in items:
         if name is None or value is None:
             problems.append(SpecError("Option needs a name and a value", path, line, col))
-        elif name in OPTIONS:
+        elif name in RC_OPTIONS:
             out[name] = value
         elif name not in IGNORED_OPTIONS:
             problems.append(SpecError(f"Unknown option '{name}' ignored", path, line, col))
