@@ -33,6 +33,7 @@ from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 from tiptop.screens.printf import compile_format
+from tiptop.screens.variables import VARIABLES
 
 #: The original's default ``--cpu-min`` (percent).
 DEFAULT_CPU_THRESHOLD = 0.00001
@@ -103,6 +104,12 @@ def check_formats(screen: ScreenSpec) -> None:
                 col.line,
                 col.column,
             ) from None
+
+
+def builtin_variables() -> list[tuple[str, str]]:
+    """``(name, description)`` of each built-in variable of column expressions, in
+    registry order (``tiptop.screens.variables``; the live help window lists them)."""
+    return [(v.name, v.description) for v in VARIABLES]
 
 
 def pid_width_for(pid_max: int) -> int:

@@ -17,7 +17,6 @@ from tiptop.screens.loader import (
     required_events,
 )
 from tiptop.screens.model import (
-    BUILTINS,
     ColumnSpec,
     ConfigSpec,
     CounterSpec,
@@ -28,10 +27,12 @@ from tiptop.screens.model import (
     delta_key,
 )
 from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
+from tiptop.screens.variables import BUILTINS, VARIABLES, RowFacts, Variable
 
 __all__ = [
     "BUILTINS",
     "RC_OPTIONS",
+    "VARIABLES",
     "ColumnExpr",
     "ColumnSpec",
     "ConfigSpec",
@@ -39,8 +40,10 @@ __all__ = [
     "NamedEvent",
     "NumericEvent",
     "RcOption",
+    "RowFacts",
     "ScreenSpec",
     "Target",
+    "Variable",
     "builtin_screens",
     "compile_column",
     "delta_key",

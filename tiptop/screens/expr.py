@@ -10,7 +10,7 @@ CONTRACT (implemented by the screens work; the sampler depends on exactly this):
 ``ColumnExpr.aliases -> frozenset[str]``
     Counter aliases the expression reads (absolute or through ``delta()``).
 ``ColumnExpr.builtins -> frozenset[str]``
-    Which of :data:`tiptop.screens.model.BUILTINS` it reads.
+    Which of :data:`tiptop.screens.variables.BUILTINS` it reads.
 ``ColumnExpr.evaluate(env) -> tuple[numpy.ndarray, numpy.ndarray]``
     ``env`` maps a key to ``(values float64[n], status uint8[n])``: the bare alias for the
     absolute counter value, ``delta_key(alias)`` for its interval delta, and each builtin
@@ -40,8 +40,9 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import SpecError
 from tiptop.screens import syntax
-from tiptop.screens.model import BUILTINS, delta_key
+from tiptop.screens.model import delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
+from tiptop.screens.variables import BUILTINS
 from tiptop.vocab import CONFIG_NAMES
 
 __all__ = ["ColumnExpr", "compile_column", "evaluate_config"]

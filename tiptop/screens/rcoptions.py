@@ -32,7 +32,7 @@ class RcOption:
     how: str
 
 
-#: Every ``<option>`` name, in the original's order (``xml-parser.c option_update``).
+#: Every ``<option>`` name, in the order of docs/screens.md's table.
 RC_OPTIONS: dict[str, RcOption] = {
     "delay": RcOption("delay", "delay"),
     "cpu_threshold": RcOption("cpu_threshold", "float"),
