@@ -21,23 +21,19 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
+    # the perf_event vocabulary: event types, ids and their names (perf's and the original's)
+    "vocab": set(),
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
-    "kernel": {"errors", "cells", "host"},
-    "events": {"kernel", "errors"},
-    "screens": {"errors", "cells"},
+    "kernel": {"errors", "cells", "host", "vocab"},
+    "events": {"kernel", "errors", "vocab"},
+    "screens": {"errors", "cells", "vocab"},
     "frame": {"cells", "messages"},
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
     "engine": {"kernel", "events", "screens", "frame", "cells", "errors", "host", "messages"},
     "table": {"frame", "screens", "cells", "errors"},
     "options": {"errors", "screens", "cells", "table"},
-    "diagnose": {
-        "kernel",
-        "events",
-        "screens",
-        "cells",
-        "errors",
-        "host",
-    },  # --check, --list-events
+    # --check, --list-events
+    "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},

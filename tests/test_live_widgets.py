@@ -27,6 +27,7 @@ from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.screens.model import ColumnSpec, ScreenSpec, Target
+from tiptop.screens.variables import VARIABLES
 
 COLS = (
     ColumnSpec(" %CPU", "%5.1f", "CPU_TOT", "Total CPU usage"),
@@ -357,6 +358,31 @@ def test_help_window_lists_columns() -> None:
     assert any(b.startswith("Target: ") for b in body)
     keys(app, "?")
     assert not any("Help (h to close)" in line for line in text(app, (100, 14)))
+
+
+def test_help_window_lists_the_built_in_variables() -> None:
+    """After the legend, every built-in variable of the registry with its description."""
+    app, _ = new_app()
+    keys(app, "h")
+    body = [line[6:75].rstrip(" │") for line in text(app, (100, 40))]
+    start = body.index("Built-in variables of expressions:")
+    shown = body[start + 1 : start + 1 + len(VARIABLES)]
+    assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
+    assert shown[4] == "INTERVAL: seconds since the previous refresh"
+    for line, v in zip(shown, VARIABLES, strict=True):
+        assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
+
+
+def test_help_window_longer_than_the_terminal_is_cut() -> None:
+    """A help text taller than the terminal shows its top, cut at the bottom, instead of
+    urwid's WidgetError (a Pile cannot overflow its box)."""
+    app, _ = new_app()
+    keys(app, "h")
+    lines = text(app, (100, 9))
+    assert len(lines) == 9
+    assert "Help (h to close)" in lines[0]
+    assert lines[1][6:75].startswith("Target: ")
+    assert lines[-1].strip().startswith("└")
 
 
 def test_error_window_scrolls() -> None:

@@ -22,7 +22,8 @@ from tiptop.table import View, compile_format, format_row, header, pid_width_for
         ("%08.3f", -3.5, "-003.500"),
         ("%.f", 2.6, "3"),
         ("%5.1f", 1000.0, "1000.0"),  # wider than the header: not cut, as in C
-        ("%999.1f", 1.0, " " * 996 + "1.0"),  # the widest field accepted
+        ("%64.1f", 1.0, " " * 61 + "1.0"),  # the widest field accepted
+        ("%6.2lf", 3.14159, "  3.14"),  # C99: l has no effect on f
         ("x%{}", 1.0, None),
     ],
 )
@@ -44,6 +45,10 @@ def test_printf_matches_c(fmt: str, value: float, expected: str | None) -> None:
         "plain",
         "%n",
         "%1000f",  # would build a 1000-character cell per row
+        "%65f",
+        "%.65f",
+        "%Lf",  # a long double
+        "%5.1",
         "%99999999999999999999f",  # ValueError inside format(), not a SpecError
         "%.99999999999999999f",
     ],

@@ -15,33 +15,15 @@ from typing import Any
 
 import psutil
 
+from tiptop import vocab
 from tiptop.errors import EventError
 from tiptop.host import Host
 
-#: Generic events (perf list names), software events and a few cache events.
-GENERIC = (
-    "cycles",
-    "instructions",
-    "cache-references",
-    "cache-misses",
-    "branch-instructions",
-    "branch-misses",
-    "bus-cycles",
-    "stalled-cycles-frontend",
-    "stalled-cycles-backend",
-    "ref-cycles",
-)
-SOFTWARE = (
-    "cpu-clock",
-    "task-clock",
-    "page-faults",
-    "context-switches",
-    "cpu-migrations",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-)
+#: Generic hardware events and software events, by perf's canonical names (``dummy``
+#: counts nothing, ``bpf-output`` is not a count); then a few cache events (checked against
+#: :func:`tiptop.vocab.parse_cache_name` by the tests).
+GENERIC = tuple(vocab.HARDWARE_NAME.values())
+SOFTWARE = tuple(n for n in vocab.SOFTWARE_NAME.values() if n in vocab.SOFTWARE and n != "dummy")
 CACHE = (
     "L1-dcache-loads",
     "L1-dcache-load-misses",

@@ -23,9 +23,7 @@ one space, then the name or command line. Imports only ``frame``, ``spec``, ``ce
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +32,8 @@ from tiptop.cells import PLACEHOLDER, Status
 from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec, ScreenSpec
+from tiptop.screens.printf import compile_format
+from tiptop.screens.variables import VARIABLES
 
 #: The original's default ``--cpu-min`` (percent).
 DEFAULT_CPU_THRESHOLD = 0.00001
@@ -79,77 +79,6 @@ class Row:
 # --------------------------------------------------------------------------- printf
 
 
-# One conversion of C's printf(3) for a double: %[flags][width][.precision]conversion.
-# Length modifiers (l, L) are accepted and ignored, as printf ignores ``l`` for doubles.
-#: The widest field width or precision a format may ask for (three digits).
-MAX_FIELD = 999
-
-_CONV = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<prec>\d*))?(?:[lL])?(?P<conv>.)")
-
-
-def compile_format(fmt: str) -> Callable[[float], str]:
-    """Compile a column's printf format for ONE double into a function.
-
-    Accepted: literal text, ``%%``, and exactly one ``%[-+ #0][width][.prec][fFeEgG]``
-    (printf(3)). The conversion becomes a Python format spec, so user text is never used
-    with the ``%`` operator. Raises :class:`SpecError` for anything else.
-    """
-    return _compile_format(fmt)
-
-
-@functools.lru_cache(maxsize=256)
-def _compile_format(fmt: str) -> Callable[[float], str]:
-    parts: list[str] = []  # literal pieces around the conversion
-    spec: str | None = None
-    pos = 0
-    literal: list[str] = []
-    while pos < len(fmt):
-        ch = fmt[pos]
-        if ch != "%":
-            literal.append(ch)
-            pos += 1
-            continue
-        if fmt.startswith("%%", pos):
-            literal.append("%")
-            pos += 2
-            continue
-        m = _CONV.match(fmt, pos)
-        if m is None or m.group("conv") not in "fFeEgG":
-            bad = m.group("conv") if m else "end of format"
-            raise SpecError(f"format {fmt!r}: unsupported conversion {bad!r} (use f, e or g)")
-        if spec is not None:
-            raise SpecError(f"format {fmt!r}: more than one conversion (one value per cell)")
-        for what in ("width", "prec"):
-            if len(m.group(what) or "") > 3:
-                # A cell is a screen column: Python would build a string of that size
-                # (gigabytes for %1000000000f) or raise ValueError past its own limit.
-                raise SpecError(f"format {fmt!r}: {what} above {MAX_FIELD} is not a column")
-        parts.append("".join(literal))
-        literal = []
-        spec = _py_spec(m.group("flags"), m.group("width"), m.group("prec"), m.group("conv"))
-        pos = m.end()
-    if spec is None:
-        raise SpecError(f"format {fmt!r}: no conversion (need one of %f, %e, %g)")
-    prefix, suffix = parts[0], "".join(literal)
-    template = "{:" + spec + "}"
-
-    def fmt_one(value: float) -> str:
-        return prefix + template.format(value) + suffix
-
-    return fmt_one
-
-
-def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
-    """printf flags/width/precision/conversion as a ``format()`` spec (same output)."""
-    align = "<" if "-" in flags else ""
-    sign = "+" if "+" in flags else (" " if " " in flags else "")
-    alt = "#" if "#" in flags else ""
-    zero = "0" if ("0" in flags and not align) else ""
-    # printf: a precision of "." alone means 0; absent means 6 (Python's default too).
-    precision = "" if prec is None else "." + (prec or "0")
-    return f"{align}{sign}{alt}{zero}{width}{precision}{conv}"
-
-
 def check_formats(screen: ScreenSpec) -> None:
     """Raise :class:`SpecError` (with the column's location) if a format cannot be used."""
     for col in screen.columns:
@@ -162,6 +91,12 @@ def check_formats(screen: ScreenSpec) -> None:
                 col.line,
                 col.column,
             ) from None
+
+
+def builtin_variables() -> list[tuple[str, str]]:
+    """``(name, description)`` of each built-in variable of column expressions, in
+    registry order (``tiptop.screens.variables``; the live help window lists them)."""
+    return [(v.name, v.description) for v in VARIABLES]
 
 
 def pid_width_for(pid_max: int) -> int:

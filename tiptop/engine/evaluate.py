@@ -22,6 +22,7 @@ from tiptop.engine.tasks import Task
 from tiptop.frame import Frame
 from tiptop.screens.expr import ColumnExpr
 from tiptop.screens.model import delta_key
+from tiptop.screens.variables import RowFacts, environment
 
 
 def marker(t: Task) -> str:
@@ -66,40 +67,12 @@ def assemble(
     total = np.where(total_status == Status.OK, total, np.nan)
     c_running = readout.running_fraction(plan)
 
-    ok = np.zeros(n, STATUS_DTYPE)
-    cpu_total = np.array([t.cpu_total for t in rows], np.float64)
-    tot_st = split_st = ok
-    if reaped is not None and reaped.any() and interval > 0:
-        est = 100.0 * on_cpu_seconds(readout, plan) / interval
-        cpu_total = np.where(reaped, est, cpu_total)
-        unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
-        tot_st = np.where(np.isnan(cpu_total), unknown, ok).astype(STATUS_DTYPE)
-        cpu_total = np.nan_to_num(cpu_total)
-        split_st = unknown
-    env: dict[str, tuple[np.ndarray, np.ndarray]] = {
-        "CPU_TOT": (cpu_total, tot_st),
-        "CPU_SYS": (np.array([t.cpu_sys for t in rows], np.float64), split_st),
-        "CPU_USER": (np.array([t.cpu_user for t in rows], np.float64), split_st),
-        "PROC_ID": (np.array([t.processor for t in rows], np.float64), ok),
-        "INTERVAL": (np.full(n, interval), ok),
-    }
+    facts = row_facts(rows, readout, plan, interval, reaped)
+    env = environment(facts)
     for j, a in enumerate(plan.aliases):
         env[a] = (total[:, j], total_status[:, j])
         env[delta_key(a)] = (delta[:, j], status[:, j])
-    nc = len(columns)
-    values = np.full((n, nc), np.nan)
-    cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
-    running = np.ones((n, nc))
-    for c, ce in enumerate(columns):
-        if ce is None:
-            continue
-        v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
-        values[:, c] = v
-        cstatus[:, c] = s
-        idx = col_aliases[c]
-        if idx is not None and idx.size and n:
-            r = np.fmin.reduce(c_running[:, idx], axis=1)
-            running[:, c] = np.where(np.isnan(r), 1.0, r)
+    values, cstatus, running = _evaluate(columns, col_aliases, env, c_running, n)
     return Frame(
         iteration=iteration,
         timestamp=time.time(),
@@ -115,7 +88,7 @@ def assemble(
         cmdline=[t.cmdline for t in rows],
         num_threads=np.array([t.num_threads for t in rows], np.int64),
         dead=np.zeros(n, bool) if dead is None else dead,
-        cpu_total=cpu_total,
+        cpu_total=facts.cpu_total,
         values=values,
         status=cstatus,
         running=running,
@@ -124,3 +97,61 @@ def assemble(
         counter_status=status,
         tasks_total=tasks_total,
     )
+
+
+def row_facts(
+    rows: Sequence[Task],
+    readout: Readout,
+    plan: CounterPlan,
+    interval: float,
+    reaped: np.ndarray | None,
+) -> RowFacts:
+    """What the built-in variables read (``tiptop.screens.variables``) for ``rows``: their
+    CPU times and last CPU; a reaped task's %CPU from its counters' on-CPU time, with its
+    system/user split unknown (``?``)."""
+    n = len(rows)
+    ok = np.zeros(n, STATUS_DTYPE)
+    cpu_total = np.array([t.cpu_total for t in rows], np.float64)
+    tot_st = split_st = ok
+    if reaped is not None and reaped.any() and interval > 0:
+        est = 100.0 * on_cpu_seconds(readout, plan) / interval
+        cpu_total = np.where(reaped, est, cpu_total)
+        unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
+        tot_st = np.where(np.isnan(cpu_total), unknown, ok).astype(STATUS_DTYPE)
+        cpu_total = np.nan_to_num(cpu_total)
+        split_st = unknown
+    return RowFacts(
+        cpu_total=cpu_total,
+        cpu_sys=np.array([t.cpu_sys for t in rows], np.float64),
+        cpu_user=np.array([t.cpu_user for t in rows], np.float64),
+        processor=np.array([t.processor for t in rows], np.float64),
+        interval=interval,
+        total_status=tot_st,
+        split_status=split_st,
+    )
+
+
+def _evaluate(
+    columns: Sequence[ColumnExpr | None],
+    col_aliases: Sequence[np.ndarray | None],
+    env: dict[str, tuple[np.ndarray, np.ndarray]],
+    c_running: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every column over the ``n`` rows: values, statuses and running fractions (the
+    smallest of the counters the column reads)."""
+    nc = len(columns)
+    values = np.full((n, nc), np.nan)
+    cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
+    running = np.ones((n, nc))
+    for c, ce in enumerate(columns):
+        if ce is None:
+            continue
+        v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
+        values[:, c] = v
+        cstatus[:, c] = s
+        idx = col_aliases[c]
+        if idx is not None and idx.size and n:
+            r = np.fmin.reduce(c_running[:, idx], axis=1)
+            running[:, c] = np.where(np.isnan(r), 1.0, r)
+    return values, cstatus, running

@@ -203,6 +203,7 @@ class Planner:
         NMI watchdog may be sharing, is left free."""
         if len(members) < 2 or self._opens([self.attr(b) for _, b in members]):
             return [members]
+
         def owner(j: int) -> tuple[str, int]:
             """The column that first uses alias ``j``, or the alias itself when none does."""
             return ("column", column_of[j]) if j in column_of else ("alias", j)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 
+from tiptop import vocab
 from tiptop.errors import EventError
-from tiptop.events import names, sysfs
+from tiptop.events import sysfs
 from tiptop.events.bindings import EventBinding
 from tiptop.kernel import pfm
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT, PerfType
+from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT
+from tiptop.vocab import PerfType
 
 _PMU_SYNTAX = re.compile(r"^([A-Za-z0-9_.\-]+)/(.*)/$")
 _RAW = re.compile(r"^r([0-9a-fA-F]{1,16})$")
@@ -42,15 +44,14 @@ def _generic(name: str, type_: int, config: int, sysfs_root: str) -> list[EventB
 def _builtin(name: str, sysfs_root: str) -> list[EventBinding] | None:
     """Generic hardware, cache, software and predefined names; None if not one."""
     low = name.lower()
-    if low in names.HARDWARE:
-        return _generic(name, PerfType.HARDWARE, int(names.HARDWARE[low]), sysfs_root)
-    if name in names.PREDEFINED:
-        hw = names.PREDEFINED[name]
-        return _generic(name, PerfType.HARDWARE, int(hw), sysfs_root)
-    if low in names.SOFTWARE:
-        attr = Attr(type=int(PerfType.SOFTWARE), config=int(names.SOFTWARE[low]))
+    if low in vocab.HARDWARE:
+        return _generic(name, PerfType.HARDWARE, int(vocab.HARDWARE[low]), sysfs_root)
+    if name in vocab.HARDWARE_UPPER:
+        return _generic(name, PerfType.HARDWARE, vocab.HARDWARE_UPPER[name], sysfs_root)
+    if low in vocab.SOFTWARE:
+        attr = Attr(type=int(PerfType.SOFTWARE), config=int(vocab.SOFTWARE[low]))
         return [EventBinding(name, "software", attr)]
-    cache = names.parse_cache_name(name)
+    cache = vocab.parse_cache_name(name)
     if cache is not None:
         return _generic(name, PerfType.HW_CACHE, cache, sysfs_root)
     return None
@@ -73,10 +74,10 @@ def _from_terms(
                 scale, unit = alias[1], alias[2]
                 continue
             low = key.lower()
-            if len(terms) == 1 and (low in names.HARDWARE or names.parse_cache_name(key)):
+            if len(terms) == 1 and (low in vocab.HARDWARE or vocab.parse_cache_name(key)):
                 # cpu_core/cycles/: the generic event on that core PMU only.
-                type_ = PerfType.HARDWARE if low in names.HARDWARE else PerfType.HW_CACHE
-                config = names.HARDWARE.get(low) or names.parse_cache_name(key) or 0
+                type_ = PerfType.HARDWARE if low in vocab.HARDWARE else PerfType.HW_CACHE
+                config = vocab.HARDWARE.get(low) or vocab.parse_cache_name(key) or 0
                 if sysfs.is_hybrid(sysfs_root):
                     config |= pmu.type << PERF_PMU_TYPE_SHIFT
                 attr = Attr(type=int(type_), config=int(config))
@@ -132,15 +133,13 @@ def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
 def resolve_numeric(type: int, config: int, *, sysfs_root: str = "/sys") -> list[EventBinding]:
     """Bindings for the original's ``type``/``config`` pair (hybrid-expanded when generic)."""
     if type == PerfType.HARDWARE and config >> PERF_PMU_TYPE_SHIFT == 0:
-        try:
-            label = names.HARDWARE_NAME[config]  # type: ignore[index]
-        except KeyError:
-            label = f"hardware/0x{config:x}/"
+        label = vocab.event_name(type, config) or f"hardware/0x{config:x}/"
         return _generic(label, PerfType.HARDWARE, config, sysfs_root)
     if type == PerfType.HW_CACHE and config >> PERF_PMU_TYPE_SHIFT == 0:
-        return _generic(names.cache_name(config), PerfType.HW_CACHE, config, sysfs_root)
+        label = vocab.event_name(type, config) or f"hw_cache/0x{config:x}/"
+        return _generic(label, PerfType.HW_CACHE, config, sysfs_root)
     if type == PerfType.SOFTWARE:
-        label = names.SOFTWARE_NAME.get(config, f"software/0x{config:x}/")  # type: ignore[call-overload]
+        label = vocab.event_name(type, config) or f"software/0x{config:x}/"
         return [EventBinding(label, "software", Attr(type=int(type), config=int(config)))]
     if type == PerfType.RAW:
         return [EventBinding(f"r{config:x}", "cpu", Attr(type=int(type), config=int(config)))]

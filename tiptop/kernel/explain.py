@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.consts import PerfType, SwId
+from tiptop.vocab import PerfType, SwId
 
 _PARANOID_MEANING = {
     -1: "no restrictions",

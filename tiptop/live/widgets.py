@@ -302,8 +302,9 @@ class LiveScreen(urwid.Widget):
             h = min(len(self.help) + 2, rows)
             w = min(70, cols - 5)
             y = max(rows - h - 2, 0)
+            # A help longer than the terminal is cut at the bottom (a Pile cannot overflow).
             body = urwid.Overlay(
-                help_window(self.help), body, ("fixed left", 5), w, ("fixed top", y), h
+                help_window(self.help[: h - 2]), body, ("fixed left", 5), w, ("fixed top", y), h
             )
         elif self.window == "errors":
             # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.

@@ -11,6 +11,7 @@ from typing import Any
 
 import urwid
 
+from tiptop import table
 from tiptop.live import palette as P
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
@@ -27,10 +28,17 @@ def scrolled(top: int, key: str, count: int, page: int) -> int | None:
     return {"home": 0, "end": count}.get(key)
 
 
-def help_lines(target: str, desc: str, columns: Sequence[tuple[str, str]]) -> list[Markup]:
+def help_lines(
+    target: str,
+    desc: str,
+    columns: Sequence[tuple[str, str]],
+    variables: Sequence[tuple[str, str]] | None = None,
+) -> list[Markup]:
     """The help window's text: the target line (reverse), the screen description, then
     ``header: description`` per column, headers stripped and padded to the widest, then a
-    legend of the colours (our addition)."""
+    legend of the colours and the built-in variables of expressions (``variables``,
+    by default :func:`tiptop.table.builtin_variables`), last since a short terminal
+    clips the window's end (our additions)."""
     heads = [h.strip() for h, _ in columns]
     width = max((len(h) for h in heads), default=0)
     lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
@@ -48,6 +56,10 @@ def help_lines(target: str, desc: str, columns: Sequence[tuple[str, str]]) -> li
             " (counters multiplexed)",
         ],
     ]
+    names = table.builtin_variables() if variables is None else variables
+    width = max((len(n) for n, _ in names), default=0)
+    lines += ["", "Built-in variables of expressions:"]
+    lines += [f"{n.ljust(width)}: {d}" for n, d in names]
     return lines
 
 

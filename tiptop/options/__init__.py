@@ -2,11 +2,11 @@
 
 Order (docs/original.md section 1): built-in defaults, then the rc file's
 ``<options>``, then the command line. As in the original, command-line *toggles invert*
-the value the file set, options with a value replace it, and the file's ``show_cmdline``,
-``show_epoch``, ``show_kernel``, ``show_timestamp`` and ``debug`` are OR-set (``x = x ||
-atoi(v)``) while the others are assigned. The command line is parsed into a list of
-:class:`Action` by :mod:`.argv`; value parsers are in :mod:`.values`. Imports only
-``errors``, ``spec.model`` and ``table``.
+the value the file set, options with a value replace it, and the file's options apply
+as :data:`tiptop.screens.rcoptions.RC_OPTIONS` says (some OR-set, ``x = x || atoi(v)``, the
+others assigned). The command line is parsed into a list of :class:`Action` by
+:mod:`.argv`; value parsers are in :mod:`.values`. Imports only ``errors``, ``screens``,
+``cells`` and ``table``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tiptop.options.values import (
     parse_user,
 )
 from tiptop.screens.model import Target
+from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
 from tiptop.table import DEFAULT_CPU_THRESHOLD, View
 
 __all__ = [
@@ -122,54 +123,44 @@ class Options:
 
 # --------------------------------------------------------------------------- rc file
 
-#: rc options applied with ``x = x || atoi(v)`` (docs/original.md section 1).
-_OR_SET = {
-    "show_cmdline": "show_cmdline",
-    "show_epoch": "show_epoch",
-    "show_kernel": "show_kernel",
-    "show_timestamp": "show_timestamp",
-    "debug": "debug",
-}
-#: rc options assigned ``atoi(v) != 0``.
-_ASSIGN_BOOL = {
-    "show_user": "show_user",
-    "show_threads": "show_threads",
-    "idle": "show_idle",
-    "sticky": "sticky",
-}
-#: Names the original's ``W`` dump writes but never reads back; ignored here too.
-_IGNORED = {"batch", "only_pid", "only_name"}
-
 
 def apply_rc(opts: Options, rc: dict[str, str]) -> list[str]:
-    """Apply a config file's ``<options>`` to ``opts``; return one warning line per
-    value that could not be used (unknown names are ignored, as in the original)."""
+    """Apply a config file's ``<options>`` to ``opts`` as :data:`RC_OPTIONS` says; return
+    one warning line per value that could not be used (unknown names are ignored, as in
+    the original)."""
     warnings: list[str] = []
     for name, value in rc.items():
+        opt = RC_OPTIONS.get(name)
+        if opt is None:
+            continue
         try:
-            if name in _OR_SET:
-                attr = _OR_SET[name]
-                setattr(opts, attr, getattr(opts, attr) or atoi(value) != 0)
-            elif name in _ASSIGN_BOOL:
-                setattr(opts, _ASSIGN_BOOL[name], atoi(value) != 0)
-            elif name == "delay":
-                opts.delay = parse_delay(value, "option 'delay'")
-            elif name == "cpu_threshold":
-                opts.cpu_threshold = parse_float(value, "option 'cpu_threshold'")
-            elif name == "max_iter":
-                opts.max_iter = max(atoi(value), 0)
-            elif name == "watch_name":
-                if value:  # an empty name is in every name: it would mark every task
-                    opts.watch_name, opts.watch_pid = value, None
-            elif name == "watch_uid":
-                # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take
-                # the value as -u does (and, like -u here, it filters).
-                opts.uid, opts.user_name = parse_user(value, "option 'watch_uid'")
-            elif name in _IGNORED:
-                continue
+            _apply_rc_value(opts, opt, value, f"option '{name}'")
         except UsageError as exc:
             warnings.append(f"config file: {str(exc).rstrip('.')}, ignored")
     return warnings
+
+
+def _apply_rc_value(opts: Options, opt: RcOption, value: str, where: str) -> None:
+    """One ``<option>``'s text applied to its field (``tiptop.screens.rcoptions.HOW``)."""
+    if opt.how == "or":
+        setattr(opts, opt.field, getattr(opts, opt.field) or atoi(value) != 0)
+    elif opt.how == "bool":
+        setattr(opts, opt.field, atoi(value) != 0)
+    elif opt.how == "delay":
+        setattr(opts, opt.field, parse_delay(value, where))
+    elif opt.how == "float":
+        setattr(opts, opt.field, parse_float(value, where))
+    elif opt.how == "count":
+        setattr(opts, opt.field, max(atoi(value), 0))
+    elif opt.how == "name":
+        if value:  # an empty name is in every name: it would mark every task
+            opts.watch_name, opts.watch_pid = value, None
+    elif opt.how == "user":
+        # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
+        # -u does (and, like -u here, it filters).
+        opts.uid, opts.user_name = parse_user(value, where)
+    else:  # pragma: no cover - RC_OPTIONS uses only the ways above (tests check it)
+        raise ValueError(f"unknown way {opt.how!r} for {where}")
 
 
 def apply_actions(opts: Options, actions: list[Action]) -> None:
@@ -217,27 +208,20 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
 
 
 def to_rc(opts: Options) -> dict[str, str]:
-    """The options as a config file's ``<options>`` block (docs/original.md section 1), for the
-    live ``W`` key: reading the block back with :func:`apply_rc` gives the same values.
-    ``watch_name`` only when set, as the original writes it; ``-u`` as ``watch_uid``."""
-    rc = {
-        "delay": repr(opts.delay),
-        "cpu_threshold": repr(opts.cpu_threshold),
-        "max_iter": str(opts.max_iter),
-        "show_cmdline": str(int(opts.show_cmdline)),
-        "show_epoch": str(int(opts.show_epoch)),
-        "show_kernel": str(int(opts.show_kernel)),
-        "show_timestamp": str(int(opts.show_timestamp)),
-        "show_user": str(int(opts.show_user)),
-        "show_threads": str(int(opts.show_threads)),
-        "idle": str(int(opts.show_idle)),
-        "sticky": str(int(opts.sticky)),
-        "debug": str(int(opts.debug)),
-    }
-    if opts.watch_name is not None:
-        rc["watch_name"] = opts.watch_name
-    if opts.uid is not None:
-        rc["watch_uid"] = str(opts.uid)
+    """The options as a config file's ``<options>`` block (every name of
+    :data:`RC_OPTIONS`), for the live ``W`` key: reading the block back with
+    :func:`apply_rc` gives the same values. ``watch_name`` and ``watch_uid`` (``-u``) only
+    when set, as the original writes ``watch_name``."""
+    rc: dict[str, str] = {}
+    for name, opt in RC_OPTIONS.items():
+        value = getattr(opts, opt.field)
+        if opt.how in ("delay", "float"):
+            rc[name] = repr(value)
+        elif opt.how in ("name", "user"):
+            if value is not None:
+                rc[name] = str(value)
+        else:
+            rc[name] = str(int(value))
     return rc
 
 

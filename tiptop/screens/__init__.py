@@ -5,8 +5,7 @@ sysfs; binding counters to this machine is ``tiptop.events``' job.
 
 from __future__ import annotations
 
-from tiptop.screens.build import OPTIONS, TYPES
-from tiptop.screens.expr import PREDEFINED, ColumnExpr, compile_column, evaluate_config
+from tiptop.screens.expr import ColumnExpr, compile_column, evaluate_config
 from tiptop.screens.loader import (
     builtin_screens,
     export_xml,
@@ -16,7 +15,6 @@ from tiptop.screens.loader import (
     load_text,
 )
 from tiptop.screens.model import (
-    BUILTINS,
     ColumnSpec,
     ConfigSpec,
     CounterSpec,
@@ -26,20 +24,24 @@ from tiptop.screens.model import (
     Target,
     delta_key,
 )
+from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
+from tiptop.screens.variables import BUILTINS, VARIABLES, RowFacts, Variable
 
 __all__ = [
     "BUILTINS",
-    "OPTIONS",
-    "PREDEFINED",
-    "TYPES",
+    "RC_OPTIONS",
+    "VARIABLES",
     "ColumnExpr",
     "ColumnSpec",
     "ConfigSpec",
     "CounterSpec",
     "NamedEvent",
     "NumericEvent",
+    "RcOption",
+    "RowFacts",
     "ScreenSpec",
     "Target",
+    "Variable",
     "builtin_screens",
     "compile_column",
     "delta_key",

@@ -1,5 +1,5 @@
 """From a reader's raw items to checked :class:`ScreenSpec` records: one semantics for XML
-and YAML (tiptop-original.md sections 4.2-4.5).
+and YAML (docs/original.md sections 2.2-2.4).
 
 Readers produce :class:`RawScreen`s (attribute text plus positions, in document order); this
 module applies the original's rules: defaults ``(no name)``/``(no desc)``/``(unknown)``,
@@ -27,41 +27,10 @@ from tiptop.screens.model import (
     ScreenSpec,
     Target,
 )
+from tiptop.screens.printf import compile_format
+from tiptop.screens.rcoptions import IGNORED_OPTIONS, RC_OPTIONS
+from tiptop.vocab import TYPE_NAMES, PerfType
 
-#: ``perf_event_attr.type`` names accepted in ``type`` (``enum perf_type_id``).
-TYPES: dict[str, int] = {
-    "HARDWARE": 0,
-    "SOFTWARE": 1,
-    "TRACEPOINT": 2,
-    "HW_CACHE": 3,
-    "RAW": 4,
-}
-
-#: Option names of ``<options>`` and how the command line applies them (section 4.3):
-#: ``float``/``int``/``str`` assign (last one wins), ``or`` is the original's OR-set
-#: (``x = x || atoi(v)``: a file can switch the flag on, never off).
-OPTIONS: dict[str, str] = {
-    "delay": "float",
-    "cpu_threshold": "float",
-    "show_cmdline": "or",
-    "show_epoch": "or",
-    "show_kernel": "or",
-    "show_timestamp": "or",
-    "debug": "or",
-    "show_user": "int",
-    "show_threads": "int",
-    "idle": "int",
-    "sticky": "int",
-    "max_iter": "int",
-    "watch_name": "str",
-    "watch_uid": "int",
-}
-
-#: Names the original's ``W`` export writes but never reads back: ignored without a note.
-IGNORED_OPTIONS = frozenset({"batch", "only_pid", "only_name"})
-
-# One printf conversion for one double (C's %[flags][width][.precision]conv).
-_FORMAT = re.compile(r"(?:[^%]|%%)*%[-+ #0]*[0-9]*(?:\.[0-9]*)?[eEfFgG](?:[^%]|%%)*\Z", re.S)
 # Something that can only be an event name (perf/sysfs/libpfm4 spellings), never XML junk.
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
@@ -94,7 +63,7 @@ class RawScreen:
 def gate(arch: str | None, model: str | None, target: Target) -> str | None:
     """``None`` when ``arch``/``model`` admit ``target``, else ``"arch"`` or ``"model"``.
 
-    As the original (section 4.4): ``arch`` compares case-insensitively; ``model`` matches
+    As the original (docs/original.md 2.3): ``arch`` compares case-insensitively; ``model`` matches
     when the target's ``%02X_%02X`` string is a substring of the list. An unknown target
     matches no gate.
     """
@@ -106,10 +75,11 @@ def gate(arch: str | None, model: str | None, target: Target) -> str | None:
 
 
 def parse_type(text: str) -> int:
-    """A ``type`` attribute: a name of :data:`TYPES` or a number (``strtol`` base 0)."""
+    """A ``type`` attribute: a name of :data:`tiptop.vocab.TYPE_NAMES` or a number
+    (``strtol`` base 0)."""
     t = text.strip()
-    if t in TYPES:
-        return TYPES[t]
+    if t in TYPE_NAMES:
+        return TYPE_NAMES[t]
     try:
         value = int(t, 0)
     except ValueError:
@@ -127,21 +97,11 @@ def parse_event(config: str, type_text: str | None) -> NumericEvent | NamedEvent
     if type_text is not None:
         return NumericEvent(parse_type(type_text), evaluate_config(config))
     try:
-        return NumericEvent(TYPES["HARDWARE"], evaluate_config(config))
+        return NumericEvent(int(PerfType.HARDWARE), evaluate_config(config))
     except SpecError:
         if _EVENT_NAME.match(config.strip()):
             return NamedEvent(config.strip())
         raise
-
-
-def check_format(fmt: str) -> None:
-    """Refuse a ``format`` that is not one printf conversion of a double."""
-    if not _FORMAT.match(fmt):
-        raise SpecError(f"Bad format '{fmt}': need exactly one %f/%e/%g conversion")
-    try:
-        fmt % 1.0
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"Bad format '{fmt}': {exc}") from None
 
 
 def parse_threshold(text: str) -> float:
@@ -175,7 +135,7 @@ def build_options(
     for name, value, line, col in items:
         if name is None or value is None:
             problems.append(SpecError("Option needs a name and a value", path, line, col))
-        elif name in OPTIONS:
+        elif name in RC_OPTIONS:
             out[name] = value
         elif name not in IGNORED_OPTIONS:
             problems.append(SpecError(f"Unknown option '{name}' ignored", path, line, col))
@@ -194,111 +154,145 @@ def build_screen(
             SpecError(f"Skipping screen '{name}' ({why} mismatch)", path, raw.line, raw.column)
         )
         return None
-    counters: dict[str, CounterSpec] = {}
-    skipped: set[str] = set()
-    columns: list[tuple[ColumnSpec, frozenset[str]]] = []
-
-    def problem(msg: str, item: RawItem, attr: str | None = None) -> None:
-        line, col = item.value_pos.get(attr, (item.line, item.column)) if attr else (None, None)
-        if line is None:
-            line, col = item.line, item.column
-        problems.append(SpecError(msg, path, line, col))
-
+    b = _Building(name, target, path, problems)
     for item in raw.items:
-        a = item.attrs
         if item.kind == "counter":
-            spec = _counter(item, name, target, problem)
-            if isinstance(spec, str):
-                skipped.add(spec)
-            elif spec is not None:
-                if spec.alias in counters:
-                    problem(
-                        f"Counter '{spec.alias}' declared again in screen '{name}':"
-                        " the last declaration wins",
-                        item,
-                        "alias",
-                    )
-                    del counters[spec.alias]
-                counters[spec.alias] = spec
-            continue
-        header = a.get("header")
-        if not header:
-            problem(f"Need a header for a column in screen '{name}'", item, "header")
-            continue
-        fmt, text = a.get("format"), a.get("expr")
-        if not fmt:
-            problem(f"Need a format for column '{header}' in screen '{name}'", item, "format")
-            continue
-        if text is None or not text.strip():
-            problem(f"Need an expression for column '{header}' in screen '{name}'", item, "expr")
-            continue
-        try:
-            check_format(fmt)
-        except SpecError as err:
-            problem(f"{err.message} in column '{header}', screen '{name}'", item, "format")
-            continue
-        line, col = item.value_pos.get("expr", (item.line, item.column))
-        try:
-            compiled = compile_column(text, path=path, line=line, column=col)
-        except SpecError as err:
-            err.message = (
-                f"Invalid expression in column '{header}', screen '{name}':"
-                f" {err.message}; column ignored"
-            )
-            err.args = (err.message,)
-            problems.append(err)
-            continue
-        missing = sorted(compiled.aliases - counters.keys())
-        if missing:
-            gone = [m for m in missing if m in skipped]
-            if gone:
-                msg = (
-                    f"Column '{header}' in screen '{name}' needs counter '{gone[0]}',"
-                    " skipped on this CPU: column ignored"
-                )
-            else:
-                msg = f"Undeclared counter '{missing[0]}' in screen '{name}': column ignored"
-            problem(msg, item, "expr")
-            continue
-        threshold, below = None, False
-        try:
-            if a.get("threshold") not in (None, ""):
-                threshold = parse_threshold(a["threshold"])
-            if a.get("threshold_below") is not None:
-                below = parse_bool(a["threshold_below"])
-        except SpecError as err:
-            problem(f"{err.message} in column '{header}', screen '{name}': ignored", item)
-        columns.append(
-            (
-                ColumnSpec(
-                    header=header,
-                    format=fmt,
-                    expr=text,
-                    desc=a["desc"] if a.get("desc") is not None else "(unknown)",
-                    threshold=threshold,
-                    threshold_below=below,
-                    line=item.line,
-                    column=item.column,
-                ),
-                compiled.aliases,
-            )
-        )
-    used = set().union(*(al for _c, al in columns)) if columns else set()
-    for alias, spec in list(counters.items()):
-        if alias not in used:
-            problems.append(
-                SpecError(
-                    f"Unused counter '{alias}' in screen '{name}'", path, spec.line, spec.column
-                )
-            )
-            del counters[alias]
+            _add_counter(b, item)
+        else:
+            _add_column(b, item)
+    _drop_unused(b)
     return ScreenSpec(
         name=name,
         desc=desc,
-        counters=tuple(counters.values()),
-        columns=tuple(c for c, _a in columns),
+        counters=tuple(b.counters.values()),
+        columns=tuple(c for c, _a in b.columns),
         source=path or "builtin",
     )
+
+
+@dataclass
+class _Building:
+    """A screen being built, in document order: what is declared so far, and where
+    problems go."""
+
+    name: str
+    target: Target
+    path: str | None
+    problems: list[SpecError]
+    counters: dict[str, CounterSpec] = field(default_factory=dict)
+    #: Aliases of counters gated out on this CPU.
+    skipped: set[str] = field(default_factory=set)
+    #: Each kept column with the counter aliases it reads.
+    columns: list[tuple[ColumnSpec, frozenset[str]]] = field(default_factory=list)
+
+    def problem(self, msg: str, item: RawItem, attr: str | None = None) -> None:
+        """A problem at ``attr``'s value of ``item`` (or at the item itself)."""
+        line, col = item.value_pos.get(attr, (item.line, item.column)) if attr else (None, None)
+        if line is None:
+            line, col = item.line, item.column
+        self.problems.append(SpecError(msg, self.path, line, col))
+
+
+def _add_counter(b: _Building, item: RawItem) -> None:
+    """Declare one counter; a second declaration of an alias replaces the first."""
+    spec = _counter(item, b.name, b.target, b.problem)
+    if isinstance(spec, str):
+        b.skipped.add(spec)
+    elif spec is not None:
+        if spec.alias in b.counters:
+            b.problem(
+                f"Counter '{spec.alias}' declared again in screen '{b.name}':"
+                " the last declaration wins",
+                item,
+                "alias",
+            )
+            del b.counters[spec.alias]
+        b.counters[spec.alias] = spec
+
+
+def _add_column(b: _Building, item: RawItem) -> None:
+    """Keep one column, or report why it is dropped."""
+    a = item.attrs
+    header, fmt, text = a.get("header"), a.get("format"), a.get("expr")
+    if not header:
+        b.problem(f"Need a header for a column in screen '{b.name}'", item, "header")
+        return
+    where = f"column '{header}' in screen '{b.name}'"
+    if not fmt:
+        b.problem(f"Need a format for {where}", item, "format")
+        return
+    if text is None or not text.strip():
+        b.problem(f"Need an expression for {where}", item, "expr")
+        return
+    try:
+        compile_format(fmt)
+    except SpecError as err:
+        b.problem(f"{err.message} in column '{header}', screen '{b.name}'", item, "format")
+        return
+    aliases = _column_aliases(b, item, header, text)
+    if aliases is None:
+        return
+    threshold, below = None, False
+    try:
+        if a.get("threshold") not in (None, ""):
+            threshold = parse_threshold(a["threshold"])
+        if a.get("threshold_below") is not None:
+            below = parse_bool(a["threshold_below"])
+    except SpecError as err:
+        b.problem(f"{err.message} in column '{header}', screen '{b.name}': ignored", item)
+    spec = ColumnSpec(
+        header=header,
+        format=fmt,
+        expr=text,
+        desc=a["desc"] if a.get("desc") is not None else "(unknown)",
+        threshold=threshold,
+        threshold_below=below,
+        line=item.line,
+        column=item.column,
+    )
+    b.columns.append((spec, aliases))
+
+
+def _column_aliases(b: _Building, item: RawItem, header: str, text: str) -> frozenset[str] | None:
+    """The counter aliases a column's expression reads, or ``None`` (reported) when it does
+    not compile or reads a counter not declared before it (or skipped on this CPU)."""
+    line, col = item.value_pos.get("expr", (item.line, item.column))
+    try:
+        compiled = compile_column(text, path=b.path, line=line, column=col)
+    except SpecError as err:
+        err.message = (
+            f"Invalid expression in column '{header}', screen '{b.name}':"
+            f" {err.message}; column ignored"
+        )
+        err.args = (err.message,)
+        b.problems.append(err)
+        return None
+    missing = sorted(compiled.aliases - b.counters.keys())
+    if not missing:
+        return compiled.aliases
+    gone = [m for m in missing if m in b.skipped]
+    if gone:
+        msg = (
+            f"Column '{header}' in screen '{b.name}' needs counter '{gone[0]}',"
+            " skipped on this CPU: column ignored"
+        )
+    else:
+        msg = f"Undeclared counter '{missing[0]}' in screen '{b.name}': column ignored"
+    b.problem(msg, item, "expr")
+    return None
+
+
+def _drop_unused(b: _Building) -> None:
+    """Drop, with a note, the counters no kept column reads (they would take an fd)."""
+    used = set().union(*(al for _c, al in b.columns)) if b.columns else set()
+    for alias, spec in list(b.counters.items()):
+        if alias not in used:
+            b.problems.append(
+                SpecError(
+                    f"Unused counter '{alias}' in screen '{b.name}'", b.path, spec.line, spec.column
+                )
+            )
+            del b.counters[alias]
 
 
 def _counter(

@@ -3,20 +3,20 @@
 CONTRACT (implemented by the screens work; the sampler depends on exactly this):
 
 ``compile_column(text, *, path=None, line=None, column=None) -> ColumnExpr``
-    Parses a column expression (tiptop-original.md section 6 plus unary minus, ``min()``,
+    Parses a column expression (docs/original.md section 3 plus unary minus, ``min()``,
     ``max()``, ``INTERVAL``). Raises :class:`tiptop.errors.SpecError` whose column number
     points into the attribute text.
 
 ``ColumnExpr.aliases -> frozenset[str]``
     Counter aliases the expression reads (absolute or through ``delta()``).
 ``ColumnExpr.builtins -> frozenset[str]``
-    Which of :data:`tiptop.screens.model.BUILTINS` it reads.
+    Which of :data:`tiptop.screens.variables.BUILTINS` it reads.
 ``ColumnExpr.evaluate(env) -> tuple[numpy.ndarray, numpy.ndarray]``
     ``env`` maps a key to ``(values float64[n], status uint8[n])``: the bare alias for the
     absolute counter value, ``delta_key(alias)`` for its interval delta, and each builtin
     name. Returns ``(values, status)``: a zero divisor gives ``Status.DIV0``; any operand
-    whose status is not OK propagates the worst status (``tiptop.cells.combine``); cells
-    that are not OK hold ``nan``.
+    whose status is not OK propagates the worst status (``numpy.maximum`` of the operands'
+    statuses, see ``tiptop.cells``); cells that are not OK hold ``nan``.
 
 ``evaluate_config(text) -> int``
     The original's counter ``config`` expression (predefined names, decimal/hex, ``|``,
@@ -24,9 +24,10 @@ CONTRACT (implemented by the screens work; the sampler depends on exactly this):
 
 Additions beyond the contract: ``ColumnExpr.keys`` (the env keys it reads),
 ``ColumnExpr.text``, ``evaluate(env, n=None)`` (``n`` rows when ``env`` is empty or the
-expression is constant), ``PREDEFINED`` (the config names). A key missing from ``env``
-reads as ``Status.UNREADABLE``. Columns compile to a tree of closures over whole numpy
-arrays: the per-refresh cost is a few numpy calls per operator, independent of row count.
+expression is constant). The config names are :data:`tiptop.vocab.CONFIG_NAMES`. A key
+missing from ``env`` reads as ``Status.UNREADABLE``. Columns compile to a tree of closures
+over whole numpy arrays: the per-refresh cost is a few numpy calls per operator,
+independent of row count.
 """
 
 from __future__ import annotations
@@ -39,33 +40,12 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import SpecError
 from tiptop.screens import syntax
-from tiptop.screens.model import BUILTINS, delta_key
+from tiptop.screens.model import delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
+from tiptop.screens.variables import BUILTINS
+from tiptop.vocab import CONFIG_NAMES
 
-__all__ = ["PREDEFINED", "ColumnExpr", "compile_column", "evaluate_config"]
-
-#: Names accepted in a counter ``config`` (tiptop-original.md section 4.4; values from
-#: ``<linux/perf_event.h>``: perf_hw_id, perf_hw_cache_id, _op_id and _op_result_id).
-PREDEFINED: dict[str, int] = {
-    "CPU_CYCLES": 0,
-    "INSTRUCTIONS": 1,
-    "CACHE_REFERENCES": 2,
-    "CACHE_MISSES": 3,
-    "BRANCH_INSTRUCTIONS": 4,
-    "BRANCH_MISSES": 5,
-    "BUS_CYCLES": 6,
-    "L1D": 0,
-    "L1I": 1,
-    "LL": 2,
-    "DTLB": 3,
-    "ITLB": 4,
-    "BPU": 5,
-    "OP_READ": 0,
-    "OP_WRITE": 1,
-    "OP_PREFETCH": 2,
-    "RESULT_ACCESS": 0,
-    "RESULT_MISS": 1,
-}
+__all__ = ["ColumnExpr", "compile_column", "evaluate_config"]
 
 _U64 = (1 << 64) - 1
 _OK = int(Status.OK)
@@ -164,7 +144,9 @@ def _compile(
         return _const(value), value
     if isinstance(node, Name) or (isinstance(node, Call) and node.func == "delta"):
         name = node.name if isinstance(node, Name) else node.args[0].name  # type: ignore[union-attr]
-        if name in BUILTINS:  # built-ins first; delta() has no effect on them (section 6.4)
+        if (
+            name in BUILTINS
+        ):  # built-ins first; delta() has no effect on them (docs/original.md 3.4)
             builtins.add(name)
             key = name
         else:
@@ -219,7 +201,7 @@ def _neg(vs: tuple[Any, Any]) -> tuple[Any, Any]:
 
 
 def _worst(a: Any, b: Any) -> Any:
-    # Statuses are ordered so the worst is the maximum (tiptop.cells.combine).
+    # Statuses are ordered so the worst is the maximum (numpy.maximum; see tiptop.cells).
     if isinstance(a, int) and a == _OK:
         return b
     if isinstance(b, int) and b == _OK:
@@ -263,7 +245,7 @@ def _minmax(ufunc: np.ufunc, fns: list[_Fn]) -> _Fn:
 
 
 def evaluate_config(text: str) -> int:
-    """The value of a counter ``config`` expression (section 6.5) as a uint64."""
+    """The value of a counter ``config`` expression (docs/original.md 3.5) as a uint64."""
     try:
         return _config(syntax.parse(text))
     except ExprSyntaxError as err:
@@ -276,9 +258,9 @@ def _config(node: Node) -> int:
             raise ExprSyntaxError(f"config constant {node.text!r} is not an integer", node.pos)
         value = int(node.value)
     elif isinstance(node, Name):
-        if node.name not in PREDEFINED:
+        if node.name not in CONFIG_NAMES:
             raise ExprSyntaxError(f"unknown config name {node.name!r}", node.pos)
-        value = PREDEFINED[node.name]
+        value = CONFIG_NAMES[node.name]
     elif isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
         a, b = _config(node.left), _config(node.right)
         if node.op == "or":

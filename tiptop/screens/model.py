@@ -11,10 +11,6 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
 
-#: Variables every column expression may use without declaring them (docs/original.md
-#: section 3.4, plus INTERVAL, the length of the refresh interval in seconds).
-BUILTINS = ("CPU_TOT", "CPU_SYS", "CPU_USER", "PROC_ID", "INTERVAL")
-
 
 def delta_key(alias: str) -> str:
     """The evaluation-environment key of ``delta(alias)``; the bare alias is its absolute value."""
