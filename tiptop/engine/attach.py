@@ -56,10 +56,13 @@ Explain = Callable[[OSError, str, "str | None"], str]
 class TaskCounters:
     """The counters of one watched task."""
 
-    __slots__ = ("denied", "retired", "units")
+    __slots__ = ("denied", "retired", "spawned", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
+        #: Its counters were opened before its exec (``enable_on_exec``): disabled until
+        #: then, so an interval without enabled time does not mean it did not run.
+        self.spawned = False
         #: Counts of groups closed while the task lived (reclaim, read error), per alias.
         self.retired: np.ndarray | None = None
         #: Refused for good (EACCES...): never retried for this identity.
@@ -74,10 +77,18 @@ class TaskCounters:
 
 @dataclass
 class Counts:
-    """What one refresh read for its rows: the readout and each row's retired totals."""
+    """What one refresh read for its rows: the readout, each row's retired totals, and
+    which rows are known not to have run (every read fine, no enabled time; not a spawned
+    command's counters, which are disabled until its exec)."""
 
     readout: Readout
     retired: list[np.ndarray | None]
+    idle: np.ndarray
+
+    def take(self, rows: Sequence[int]) -> Counts:
+        """The counts of some rows, in the given order."""
+        idx = list(rows)
+        return Counts(self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx])
 
 
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
@@ -126,7 +137,12 @@ class Attacher:
         plan = self.plan
         states = [self._counters.get(t.key) or TaskCounters() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
+        idle = readout.idle()
+        for i, st in enumerate(states):
+            if st.spawned:
+                idle[i] = False
         for i, u, e in failed:
+            idle[i] = False
             st = states[i]
             st.retire(plan, [u])
             st.units.remove(u)
@@ -136,7 +152,7 @@ class Attacher:
                 # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, [s.retired for s in states])
+        return Counts(readout, [s.retired for s in states], idle)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -245,6 +261,7 @@ class Attacher:
         if spawned is not None:
             if spawned[0] == t.starttime:
                 st.units = spawned[1]
+                st.spawned = True
                 return
             self._drop_units(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:

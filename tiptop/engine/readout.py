@@ -126,6 +126,17 @@ class Readout:
     total_running: np.ndarray
     nread: np.ndarray  # units read that hold the alias
 
+    def take(self, rows: Sequence[int]) -> Readout:
+        """The readout of some rows, in the given order."""
+        idx = np.asarray(rows, np.int64)
+        return Readout(**{f: getattr(self, f)[idx] for f in Readout.__dataclass_fields__})
+
+    def idle(self) -> np.ndarray:
+        """Per row: some group was read and none was enabled during the interval, i.e.
+        the task did not run (a task-bound context clock only ticks while the task is on
+        a CPU, perf_event_open(2) "time_enabled")."""
+        return (self.nread.sum(axis=1) > 0) & (self.enabled.sum(axis=1) == 0)
+
     def statuses(self, plan: CounterPlan, cumulative: bool = False) -> np.ndarray:
         """UNREADABLE where nothing was read, NOT_COUNTED where the task ran (enabled time
         advanced: per-task contexts only tick while the task is on a CPU) but the group was

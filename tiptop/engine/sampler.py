@@ -2,9 +2,11 @@
 
 One refresh (``docs/architecture.md`` draws it):
 
-1. ``TaskScanner.scan()`` (``engine.tasks``): which tasks exist, their facts and %CPU;
-2. ``Attacher.read(rows)`` (``engine.attach`` over ``engine.readout``): one group read per
-   task and PMU, deltas and scaling, all rows at once;
+1. ``Attacher.read(known)`` (``engine.attach`` over ``engine.readout``): one group read
+   per task of the last scan and PMU, deltas and scaling, all rows at once; tasks whose
+   groups were enabled for no time did not run;
+2. ``TaskScanner.scan(idle)`` (``engine.tasks``): which tasks exist, their facts and %CPU,
+   without reading ``/proc/PID/stat`` again for the tasks that did not run;
 3. ``evaluate(...)`` (``engine.evaluate``): the readout and task facts become a finished
    ``Frame`` (columns evaluated, statuses, dead rows marked);
 4. ``Attacher.detach(gone)`` then ``Attacher.attach(scan)``: groups of tasks that ended are
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import Status
-from tiptop.engine.attach import Attacher
+from tiptop.engine.attach import Attacher, Counts
 from tiptop.engine.evaluate import assemble
 from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import CounterPlan
@@ -159,8 +161,11 @@ class Sampler:
             frame = Frame.empty(self._headers(), self.plan.aliases, threads=self.config.threads)
             frame.tasks_total = self._tasks_total
             return frame
-        scan = self._scanner.scan()
-        frame = self._evaluate(scan)
+        known = self._scanner.tasks
+        counts = self._attacher.read(known)
+        idle = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
+        scan = self._scanner.scan(idle)
+        frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._attacher.detach(scan.gone)
         self._attacher.attach(scan, self._scanner.tree)
@@ -193,8 +198,9 @@ class Sampler:
     def _headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.screen.columns)
 
-    def _evaluate(self, scan: Scan) -> Frame:
-        """Read the counters of the rows shown now and evaluate them into a frame.
+    def _evaluate(self, scan: Scan, known: list[Task], counts: Counts) -> Frame:
+        """Evaluate the rows shown now into a frame; ``counts`` were read for ``known``,
+        the tasks of the previous scan, of which the shown and gone rows are a part.
 
         Tasks gone since the last scan are read one last time and shown in this frame,
         dead (the original reads a zombie's counters once more and removes dead tasks
@@ -202,7 +208,8 @@ class Sampler:
         afterwards, frozen."""
         shown: list[Task] = [t for t in scan.tasks if not t.new]
         rows = shown + scan.gone
-        counts = self._attacher.read(rows)
+        where = {id(t): i for i, t in enumerate(known)}
+        counts = counts.take([where[id(t)] for t in rows])
         reaped = np.array([False] * len(shown) + [not t.final for t in scan.gone], bool)
         sp = self._screen_plan
         return assemble(

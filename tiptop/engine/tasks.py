@@ -175,8 +175,21 @@ class TaskScanner:
             watched = self.only_name in (cmdline if self.match_cmdline else st.comm)
         return _Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched)
 
-    def scan(self) -> Scan:
-        """Look at ``/proc`` once; see :class:`Scan`."""
+    @property
+    def tasks(self) -> list[Task]:
+        """The live tasks of the last scan (what the next scan starts from)."""
+        return list(self._tasks.values())
+
+    def scan(self, idle: frozenset[int] | set[int] = frozenset()) -> Scan:
+        """Look at ``/proc`` once; see :class:`Scan`.
+
+        ``idle`` holds tids of tasks of the last scan that did not run since (their
+        counters' ``time_enabled`` did not advance: a task-bound event's context clock
+        only ticks while the task is on a CPU, perf_event_open(2)). Their ``stat`` is not
+        read again: CPU times, state, CPU and thread count cannot have changed, and an
+        exit, an exec or a rename is done by the task itself, so it would have run. Their
+        %CPU is 0 for this interval. Not used for process trees (a tree root's row sums
+        its descendants' times)."""
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
@@ -202,6 +215,13 @@ class TaskScanner:
             if not name.isdigit():
                 continue
             pid = int(name)
+            if pid in idle and not trees and not self.threads and pid in old:
+                t = old[pid]
+                _rest(t)
+                seen[pid] = t
+                live_pids.add(pid)
+                threads_total += t.num_threads
+                continue
             try:
                 st = rstat(f"{root}/{name}/stat")
                 p = procs.get(pid)
@@ -236,7 +256,7 @@ class TaskScanner:
             if not self.threads:
                 self._update(seen, new, old, pid, pid, p, st, interval)
             else:
-                self._scan_threads(seen, new, old, pid, p, interval)
+                self._scan_threads(seen, new, old, pid, p, interval, idle)
         for pid in [q for q in procs if q not in live_pids]:
             del procs[pid]
         if trees is not None:
@@ -255,13 +275,20 @@ class TaskScanner:
         pid: int,
         p: _Proc,
         interval: float,
+        idle: frozenset[int] | set[int],
     ) -> None:
-        """With ``-H``: one row per live thread of watched process ``pid``."""
+        """With ``-H``: one row per live thread of watched process ``pid``; a thread in
+        ``idle`` keeps its facts without a new ``stat`` read (see :meth:`scan`)."""
         try:
             tids = list_threads(self.proc_root, pid)
         except (TaskGone, PermissionError):
             return
         for tid in tids:
+            t = old.get(tid) if tid in idle else None
+            if t is not None:
+                _rest(t)
+                seen[tid] = t
+                continue
             try:
                 tst = self._read_stat(f"{self.proc_root}/{pid}/task/{tid}/stat")
             except (TaskGone, PermissionError):  # gone, or hidden from us: no row
@@ -355,6 +382,12 @@ class TaskScanner:
                 t.cpu_lifetime = 100.0 * (st.utime + st.stime) / age
             new.append(t)
         seen[tid] = t
+
+
+def _rest(t: Task) -> None:
+    """``t`` did not run during the interval: 0 %CPU, nothing else changed."""
+    t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
+    t.new = False
 
 
 def _account(t: Task, st: Stat, interval: float) -> None:

@@ -1,0 +1,140 @@
+"""The skipped-read path on the real kernel: a task whose counters say it did not run keeps
+its facts without a new ``/proc/PID/stat`` read, and is right again the moment it runs
+(its %CPU and counts after many refreshes of sleep; a new name within one refresh)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tiptop.cells import Status
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.frame import Frame
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+
+CHILD = textwrap.dedent(
+    """
+    import ctypes, os, sys, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        cmd, arg = line.split()
+        if cmd == "spin":
+            end = time.thread_time() + float(arg)
+            while time.thread_time() < end:
+                pass
+        elif cmd == "name":
+            libc.prctl(15, arg.encode(), 0, 0, 0)  # PR_SET_NAME, prctl(2)
+        elif cmd == "exec":
+            print("done", flush=True)
+            os.execvp(arg, [arg, "1000"])
+        print("done", flush=True)
+    """
+)
+
+
+def screen() -> ScreenSpec:
+    return ScreenSpec(
+        "sw", "software",
+        counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
+        columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
+                 ColumnSpec("   TC", "%8.0f", "delta(TC)")),
+    )  # fmt: skip
+
+
+class Child:
+    """The scripted child above, driven line by line."""
+
+    def __init__(self) -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
+        self.pid = self.p.pid
+
+    def do(self, cmd: str) -> None:
+        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
+        self.p.stdin.flush()  # type: ignore[union-attr]
+        assert self.p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def child() -> Iterator[Child]:
+    c = Child()
+    yield c
+    c.p.kill()
+    c.p.wait()
+
+
+class CountingReads:
+    """Wraps the scanner's stat reader to count reads of one pid's stat file."""
+
+    def __init__(self, s: Sampler, pid: int) -> None:
+        self.inner = s._scanner._read_stat
+        self.pid = pid
+        self.reads = 0
+        s._scanner._read_stat = self  # type: ignore[assignment]
+
+    def __call__(self, path: str):  # type: ignore[no-untyped-def]
+        if path.split("/")[-2] == str(self.pid):
+            self.reads += 1
+        return self.inner(path)
+
+
+def row(f: Frame, pid: int) -> int:
+    (i,) = np.flatnonzero(f.tid == pid)
+    return int(i)
+
+
+def test_wakes_after_many_sleeping_refreshes_with_the_right_cpu(child: Child) -> None:
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid))
+    try:
+        s.start()
+        s.refresh()
+        reads = CountingReads(s, child.pid)
+        for _ in range(6):  # asleep in read(): no stat read, 0 %CPU, 0 task-clock
+            time.sleep(0.05)
+            f = s.refresh()
+            i = row(f, child.pid)
+            assert f.values[i].tolist() == [0.0, 0.0]
+            assert f.status[i].tolist() == [Status.OK, Status.OK]
+        assert reads.reads == 0
+        t0 = time.monotonic()
+        child.do("spin 0.4")
+        f = s.refresh()
+        wall = time.monotonic() - t0
+        i = row(f, child.pid)
+        assert reads.reads == 1  # it ran: read again at once
+        assert 0.4e9 <= f.values[i, 1] < 0.4e9 + 0.1e9, f.values[i]  # task-clock, ns
+        # %CPU from /proc ticks over the whole interval: about 0.4 s of it.
+        assert f.values[i, 0] == pytest.approx(100 * 0.4 / f.interval, abs=6), (f.values, wall)
+    finally:
+        s.close()
+
+
+def test_a_new_name_shows_within_one_refresh(child: Child) -> None:
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid))
+    try:
+        s.start()
+        for _ in range(3):
+            s.refresh()
+        child.do("name renamed")  # prctl(PR_SET_NAME) by the task itself
+        f = s.refresh()
+        assert f.name[row(f, child.pid)] == "renamed"
+        for _ in range(2):
+            f = s.refresh()
+        assert f.name[row(f, child.pid)] == "renamed"
+        child.do("exec sleep")
+        time.sleep(0.1)
+        f = s.refresh()
+        i = row(f, child.pid)
+        assert f.name[i] == "sleep" and f.cmdline[i] == "sleep 1000"
+    finally:
+        s.close()
