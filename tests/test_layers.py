@@ -4,6 +4,10 @@ Each top-level part of the package may import only the parts listed for it; impo
 ``if TYPE_CHECKING:`` are exempt (live gets the sampler passed in). ``tiptop/kernel/_ffi.py``
 is the only file that may import cffi. A module that is in no layer fails the test: the
 table must say where a new part belongs.
+
+Also checked here: no import cycle between tiptop's modules, no design cycle (a class that
+declares attributes or stub methods another class provides, as a mixin does), and at most
+one catch-all ``except``, the live loop's last resort.
 """
 
 from __future__ import annotations
@@ -170,3 +174,220 @@ def test_type_checking_imports_are_exempt() -> None:
     )
     mods = [m for _, m in imports_of_text(src, PKG / "live" / "app.py")]
     assert mods == ["typing", "tiptop.table"]
+
+
+# ---------------------------------------------------------------- design cycles
+
+#: Bases whose subclasses declare fields by design (the checker below skips them).
+DECLARING_BASES = frozenset({"Protocol", "NamedTuple", "TypedDict"})
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """``Protocol``, ``typing.Protocol``, ``Protocol[T]``, ``dataclass(frozen=True)`` ->
+    the bare name."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_stub(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body of only ``...`` or ``pass`` (after an optional docstring)."""
+    body = func.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:] if isinstance(body[0].value.value, str) else body
+    return all(
+        isinstance(s, ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...)
+        for s in body
+    )
+
+
+def _assigned_on_self(cls: ast.ClassDef) -> set[str]:
+    """The attributes the class's own methods assign on their first argument."""
+    out: set[str] = set()
+    for func in cls.body:
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or not func.args.args:
+            continue
+        me = func.args.args[0].arg
+        for n in ast.walk(func):
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Store)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == me
+            ):
+                out.add(n.attr)
+    return out
+
+
+def design_cycles(tree: ast.AST) -> list[str]:
+    """Classes that declare what another class provides: a bare annotation ``name: T`` for
+    an attribute none of the class's own methods assigns, or a stub method (``...``).
+    Protocols, NamedTuples, TypedDicts and dataclasses declare by design and are skipped."""
+    bad = []
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        if any(_base_name(b) in DECLARING_BASES for b in cls.bases) or any(
+            _base_name(d) == "dataclass" for d in cls.decorator_list
+        ):
+            continue
+        mine = _assigned_on_self(cls)
+        for s in cls.body:
+            if isinstance(s, ast.AnnAssign) and s.value is None and isinstance(s.target, ast.Name):
+                if s.target.id not in mine:
+                    bad.append(f"line {s.lineno}: {cls.name} declares {s.target.id!r}")
+            elif isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and _is_stub(s):
+                overload = any(_base_name(d) == "overload" for d in s.decorator_list)
+                if not overload:
+                    bad.append(f"line {s.lineno}: {cls.name}.{s.name} is a stub")
+    return bad
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG)))
+def test_no_class_declares_another_s_attributes(path: Path) -> None:
+    """No design cycle: a class that needs another's state is handed it (composition), it
+    does not declare it for a subclass or mixin host to provide."""
+    bad = design_cycles(ast.parse(path.read_text(), str(path)))
+    assert not bad, f"{path.relative_to(PKG)}: " + "; ".join(bad)
+
+
+def test_the_design_check_catches_a_mixin() -> None:
+    """The shape of the old live ``KeyHandlers`` mixin fails; a Protocol, a dataclass and a
+    class that assigns what it declares pass."""
+    mixin = (
+        "class KeyHandlers:\n"
+        "    view: Any\n"
+        "    delay: float\n"
+        "    def _ask(self):\n        self.delay = 1.0\n"
+        "    def restart(self, **config): ...\n"
+        "    @property\n    def screen(self):\n        '''The screen.'''\n        ...\n"
+    )
+    assert design_cycles(ast.parse(mixin)) == [
+        "line 2: KeyHandlers declares 'view'",
+        "line 6: KeyHandlers.restart is a stub",
+        "line 8: KeyHandlers.screen is a stub",
+    ]
+    fine = (
+        "class Source(typing.Protocol):\n    messages: Log\n    def refresh(self): ...\n"
+        "@dataclasses.dataclass(frozen=True)\nclass Rec:\n    x: int\n"
+        "class Own:\n    x: int\n    def __init__(self):\n        self.x = 1\n"
+    )
+    assert design_cycles(ast.parse(fine)) == []
+
+
+# ---------------------------------------------------------------- import cycles
+
+
+def _module_name(path: Path) -> str:
+    """``tiptop/live/app.py`` -> ``tiptop.live.app``; a package's ``__init__`` -> its name."""
+    parts = ["tiptop", *path.relative_to(PKG).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """tiptop module -> the tiptop modules it imports (anywhere in it, lazily too; a name
+    imported from a module counts as that module)."""
+    mods = {_module_name(p): p for p in FILES}
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        graph[name] = set()
+        for _, mod in imports(path):
+            while mod and mod not in mods:
+                mod = mod.rpartition(".")[0]
+            if mod and mod != name:
+                graph[name].add(mod)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle ``[a, b, ..., a]`` in ``graph``, or ``[]`` when there is none."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return []
+        for nxt in sorted(graph.get(node, ())):
+            found = visit(nxt, [*path, node])
+            if found:
+                return found
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        found = visit(start, [])
+        if found:
+            return found
+    return []
+
+
+def test_no_runtime_import_cycle() -> None:
+    """No two tiptop modules import each other, directly or around a loop, even lazily
+    (a function-level import is how a cycle usually hides)."""
+    cycle = find_cycle(import_graph())
+    assert not cycle, " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+# ---------------------------------------------------------------- catch-all handlers
+
+#: Where the one catch-all handler tiptop may have would go: the live loop's last resort
+#: (restore the terminal, then report). ``(file under tiptop/, function)``.
+LAST_RESORT = ("live/app.py", "LiveApp.run")
+
+
+def catch_alls(tree: ast.AST) -> list[tuple[str, int]]:
+    """``(enclosing function, line)`` of every ``except:``, ``except Exception`` and
+    ``except BaseException`` (alone or in a tuple)."""
+    broad = {"Exception", "BaseException"}
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, where: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, [*where, child.name])
+                continue
+            if isinstance(child, ast.ExceptHandler):
+                kinds = child.type.elts if isinstance(child.type, ast.Tuple) else [child.type]
+                if child.type is None or any(_base_name(k) in broad for k in kinds if k):
+                    found.append((".".join(where) or "<module>", child.lineno))
+            visit(child, where)
+
+    visit(tree, [])
+    return found
+
+
+def test_at_most_one_catch_all_handler() -> None:
+    """Errors are caught by kind where they can happen; at most one handler in tiptop
+    catches everything, and only as the live loop's last resort."""
+    found = [
+        (path.relative_to(PKG).as_posix(), func, line)
+        for path in FILES
+        for func, line in catch_alls(ast.parse(path.read_text(), str(path)))
+    ]
+    assert len(found) <= 1, f"more than one catch-all handler: {found}"
+    assert all((f, func) == LAST_RESORT for f, func, _ in found), (
+        f"a catch-all handler outside {LAST_RESORT}: {found}"
+    )
+
+
+def test_the_catch_all_check_sees_each_form() -> None:
+    src = (
+        "def f():\n    try:\n        pass\n    except:\n        pass\n"
+        "class C:\n    def g(self):\n        try:\n            pass\n"
+        "        except (OSError, builtins.Exception):\n            pass\n"
+        "try:\n    pass\nexcept BaseException:\n    pass\n"
+        "try:\n    pass\nexcept (OSError, ValueError):\n    pass\n"
+    )
+    assert catch_alls(ast.parse(src)) == [("f", 4), ("C.g", 10), ("<module>", 14)]

@@ -197,7 +197,7 @@ def test_sort_keys_move_the_marker_and_order() -> None:
     assert text(app)[3].rstrip() == "  PID   %CPU[  IPC] %MISS COMMAND"
     assert [r.tid for r in app.rows] == [100, 101, 103, 102]  # '-' sorts last
     keys(app, "<", "<", "<", "<")  # clamped at PID
-    assert app.view.sort_column == -1
+    assert app.state.view.sort_column == -1
     keys(app, "R")
     assert [r.tid for r in app.rows] == [100, 101, 102, 103]
     for _ in range(10):
@@ -215,7 +215,7 @@ def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
     app, sampler = new_app()
     keys(app, ">", "right")
     assert sampler.reconfigured[-1]["screen"] is BRANCH
-    assert app.view.sort_column == 0
+    assert app.state.view.sort_column == 0
     lines = text(app)
     assert lines[1].rstrip().endswith("screen  1: branch")
     assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
@@ -248,19 +248,20 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
     keys(app, "d")
     assert text(app)[2].rstrip() == "Change delay from 2.00 to: _"
     keys(app, "0", ".", "0", "0", "1", "enter")
-    assert app.delay == 2.0
+    assert app.state.delay == 2.0
     assert text(app)[2].strip() == (
         "Delay must be at least 0.01 s and at most 604800 s (delay stays 2.00)"
     )
     keys(app, "d", *"1e300", "enter")  # would overflow the event loop's timer
-    assert app.delay == 2.0 and "at most 604800 s" in text(app)[2]
+    assert app.state.delay == 2.0 and "at most 604800 s" in text(app)[2]
     keys(app, "d", *"1_0", "enter")  # Python's float() takes it; C's scanf does not
-    assert app.delay == 2.0 and text(app)[2].strip() == "Not a number: '1_0' (delay stays 2.00)"
+    assert app.state.delay == 2.0
+    assert text(app)[2].strip() == "Not a number: '1_0' (delay stays 2.00)"
     keys(app, "s", "0", ".", "5", "x", "backspace", "enter")
-    assert app.delay == 0.5
+    assert app.state.delay == 0.5
     assert text(app)[2].strip() == "Delay set to 0.50"
     keys(app, "d", "7", "esc")
-    assert app.delay == 0.5 and app.prompt is None
+    assert app.state.delay == 0.5 and app.state.prompt is None
 
 
 def test_kill_prompt_sends_a_real_signal() -> None:
@@ -314,7 +315,7 @@ def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.Monkey
     keys(app, "W")
     assert text(app)[2].strip() == ".tiptoprc not written: already exists in current directory"
     assert (tmp_path / ".tiptoprc").read_text() == "mine"
-    app.exporter = None
+    app.keys.exporter = None
     os.remove(tmp_path / ".tiptoprc")
     keys(app, "W")
     assert "not written" in text(app)[2]
@@ -332,7 +333,7 @@ def test_write_config_says_what_the_exporter_refused(
     def refuse(options: Any, screens: Any) -> str:
         raise ValueError("column 'x' has no header")
 
-    app.exporter = refuse
+    app.keys.exporter = refuse
     keys(app, "W")
     assert text(app)[2].strip() == ".tiptoprc not written: column 'x' has no header"
     assert not (tmp_path / ".tiptoprc").exists()
@@ -340,7 +341,7 @@ def test_write_config_says_what_the_exporter_refused(
     def broken(options: Any, screens: Any) -> str:
         raise RuntimeError("bug")
 
-    app.exporter = broken
+    app.keys.exporter = broken
     with pytest.raises(RuntimeError, match="bug"):
         keys(app, "W")
     assert not (tmp_path / ".tiptoprc").exists()

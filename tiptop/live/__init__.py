@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tiptop.frame import FrameSource
     from tiptop.host import Host
-    from tiptop.live.app import Exporter
+    from tiptop.live.keys import Exporter
 
 
 def run(

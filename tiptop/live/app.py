@@ -10,13 +10,10 @@ configuration (``Sampler.reconfigure``) or the options record, as the original's
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import dataclasses
 import os
 import platform
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import IO, Any
 
 import urwid
@@ -26,8 +23,8 @@ from tiptop.cells import Status
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
-from tiptop.live.keys import KeyHandlers
-from tiptop.live.prompts import Prompt
+from tiptop.live.keys import Exporter, KeyActions, Keys
+from tiptop.live.state import LiveState
 from tiptop.live.widgets import (
     LiveScreen,
     TaskTable,
@@ -47,31 +44,6 @@ FIRST_DELAY = 0.2
 #: ``select()`` on stdin returning early.
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
 
-#: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
-#: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
-Exporter = Callable[[Any, Sequence[Any]], str]
-
-
-def _screen_index(options: Any, sampler: Any, screens: Sequence[Any]) -> int:
-    """The index of the screen the sampler was built with (or ``options.screen``)."""
-    current = getattr(sampler, "screen", None)
-    for i, s in enumerate(screens):
-        if s is current:
-            return i
-    for i, s in enumerate(screens):
-        if current is not None and s == current:
-            return i
-    want = getattr(options, "screen", None)
-    if isinstance(want, int):
-        return want if 0 <= want < len(screens) else 0
-    if isinstance(want, str) and want:
-        if want.isdigit() and int(want) < len(screens):
-            return int(want)
-        for i, s in enumerate(screens):
-            if want in s.name:
-                return i
-    return 0
-
 
 def target_line(target: Any) -> str:
     """The help window's first line: ``Target: x86, model = 19_11`` or the like."""
@@ -83,8 +55,9 @@ def target_line(target: Any) -> str:
     return f"Target: {arch}" if arch else "Unknown processor"
 
 
-class LiveApp(KeyHandlers):
-    """One live session: state, refresh cycle and drawing; the keys are in ``KeyHandlers``."""
+class LiveApp:
+    """One live session: refresh cycle and drawing. What the keys change is ``state`` (a
+    :class:`LiveState`); the keys themselves are ``keys`` (a :class:`Keys`)."""
 
     def __init__(
         self,
@@ -98,43 +71,25 @@ class LiveApp(KeyHandlers):
         error_log: IO[str] | None = None,
         message: str = "",
     ) -> None:
-        self.options = copy.copy(options)
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
         self.source = source
-        #: What this machine allows (the ``K`` key asks it); read here when not given.
+        #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
+        #: not given.
         self.host = host if host is not None else Host.read(raise_fds=False)
-        self.screens = list(screens)
-        self.exporter = exporter
-        if screen_index is None or not 0 <= screen_index < len(self.screens):
-            screen_index = _screen_index(options, source, self.screens)
-        self.screen_index = screen_index
-        view = getattr(options, "view", None)
-        self.view: table.View = (
-            view()
-            if callable(view)
-            else table.View(
-                show_idle=bool(getattr(options, "show_idle", False)),
-                show_user=bool(getattr(options, "show_user", False)),
-                show_cmdline=bool(getattr(options, "show_cmdline", False)),
-                watch=getattr(options, "watch", None),
-                sticky=bool(getattr(options, "sticky", False)),
-            )
-        )
-        if getattr(options, "pid_width", None):
-            self.view.pid_width = options.pid_width
-        self.delay = float(getattr(options, "delay", 2.0))
+        #: What the keys change; the message line starts with what the command line had to
+        #: say (e.g. the no-PMU fallback to ``sched``), which would be lost on a cleared
+        #: terminal.
+        self.state = LiveState.initial(options, source, screens, screen_index, message)
+        actions = KeyActions(restart=self.restart, quit=self.quit, toggle_window=self._toggle)
+        self.keys = Keys(self.state, actions, host=self.host, exporter=exporter)
         self.max_iter = int(getattr(options, "max_iter", 0) or 0)
         self.refreshes = 0
         #: False until a frame has told how many tasks are tracked (start-up, restart).
         self.counted = False
         self.frame = Frame.empty(self._headers(), iteration=0)
         self.rows: list[table.Row] = []
-        #: The message line; starts with what the command line had to say (e.g. the
-        #: no-PMU fallback to ``sched``), which would be lost on a cleared terminal.
-        self.message = message
-        self.prompt: Prompt | None = None
         self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
         self._alarm: Any = None
@@ -145,7 +100,9 @@ class LiveApp(KeyHandlers):
                 "title": lambda cols: title_markup(cols, self.indicators()),
                 "tasks": self._tasks_line,
                 "message": self._message_line,
-                "header": lambda cols: header_markup(cols, table.header(self.screen, self.view)),
+                "header": lambda cols: header_markup(
+                    cols, table.header(self.state.screen, self.state.view)
+                ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,
             },
@@ -155,33 +112,21 @@ class LiveApp(KeyHandlers):
 
     # ------------------------------------------------------------------ state
 
-    @property
-    def screen(self) -> Any:
-        """The ScreenSpec on display."""
-        return self.screens[self.screen_index]
-
     def _headers(self) -> tuple[str, ...]:
-        return tuple(c.header for c in self.screen.columns)
-
-    def _opt(self, name: str, default: Any = None) -> Any:
-        return getattr(self.options, name, default)
-
-    def _set_opt(self, name: str, value: Any) -> None:
-        with contextlib.suppress(AttributeError, dataclasses.FrozenInstanceError):
-            setattr(self.options, name, value)
+        return tuple(c.header for c in self.state.screen.columns)
 
     def indicators(self) -> list[str]:
         """The title line's mode indicators, in the original's order."""
-        o = self._opt
+        o = self.state.opt
         flags = [
             ("[conf]", bool(o("config_path") or o("config_loaded"))),
             ("[root]", self.host.root),
             ("[uid]", o("uid") is not None),
             ("[pid]", o("only_pid") is not None or bool(o("only_name"))),
             ("[kernel]", bool(o("show_kernel"))),
-            ("[sticky]", self.view.sticky),
+            ("[sticky]", self.state.view.sticky),
             ("[threads]", bool(o("show_threads"))),
-            ("[idle]", self.view.show_idle),
+            ("[idle]", self.state.view.show_idle),
         ]
         return [name for name, on in flags if on]
 
@@ -191,12 +136,12 @@ class LiveApp(KeyHandlers):
         # Before the first frame the count is unknown: nothing rather than a wrong 0.
         left = ""
         if self.counted:
-            dead = int(self.frame.dead.sum()) if self.view.sticky else None
+            dead = int(self.frame.dead.sum()) if self.state.view.sticky else None
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
-        return tasks_markup(cols, left, self.screen_index, self.screen.name)
+        return tasks_markup(cols, left, self.state.screen_index, self.state.screen.name)
 
     def _message_line(self, cols: int) -> Any:
-        text = self.prompt.display() if self.prompt else self.message
+        text = self.state.prompt.display() if self.state.prompt else self.state.message
         return place(cols, [(0, text, P.MESSAGE)]) if text else ""
 
     def _notice_line(self, cols: int) -> Any:
@@ -206,19 +151,19 @@ class LiveApp(KeyHandlers):
         scaled = any(any(r.multiplexed) for r in self.table.visible())
         return footer_markup(
             cols,
-            self.frame.iteration if self._opt("show_timestamp") else None,
+            self.frame.iteration if self.state.opt("show_timestamp") else None,
             bool(self.source.messages),
-            int(self.frame.timestamp) if self._opt("show_epoch") else None,
+            int(self.frame.timestamp) if self.state.opt("show_epoch") else None,
             scaled,
         )
 
     def _format_row(self, row: table.Row) -> str:
-        return table.format_row(row, self.view)
+        return table.format_row(row, self.state.view)
 
     def _update_help(self) -> None:
-        cols = [(c.header, c.desc) for c in self.screen.columns]
-        target = self._opt("target") or getattr(self.source, "target", None)
-        self.widget.help = help_lines(target_line(target), self.screen.desc, cols)
+        cols = [(c.header, c.desc) for c in self.state.screen.columns]
+        target = self.state.opt("target") or getattr(self.source, "target", None)
+        self.widget.help = help_lines(target_line(target), self.state.screen.desc, cols)
 
     def _update_notice(self) -> None:
         """Say why hardware columns show ``?`` when whole counters could not be read."""
@@ -240,7 +185,7 @@ class LiveApp(KeyHandlers):
 
     def rebuild(self) -> None:
         """Recompute the rows from the current frame and view (no sampling)."""
-        self.rows = table.rows(self.frame, self.screen, self.view)
+        self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
         self.widget.errors.set_messages(self.source.messages.lines())
         self.widget.changed()
@@ -268,7 +213,7 @@ class LiveApp(KeyHandlers):
             self.error_log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
-            self.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
+            self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
 
     def restart(self, **config: Any) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
@@ -284,7 +229,7 @@ class LiveApp(KeyHandlers):
         self.source.start()
         self.refreshes = 0
         self.counted = False
-        self.frame = Frame.empty(self._headers(), threads=bool(self._opt("show_threads")))
+        self.frame = Frame.empty(self._headers(), threads=bool(self.state.opt("show_threads")))
         self.notice = None
         self._update_help()
         self.rebuild()
@@ -296,10 +241,14 @@ class LiveApp(KeyHandlers):
         if self.loop is not None:
             raise urwid.ExitMainLoop()
 
+    def _toggle(self, window: str) -> None:
+        """Open the ``help`` or ``errors`` window, or close it when it is the one open."""
+        self.widget.window = None if self.widget.window == window else window
+
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
         self.refresh()
-        self._arm(self.delay)
+        self._arm(self.state.delay)
 
     def _arm(self, seconds: float) -> None:
         if self.loop is None:
@@ -314,7 +263,7 @@ class LiveApp(KeyHandlers):
         """Handle one key (urwid's ``unhandled_input``). True when it was used."""
         if not isinstance(key, str):
             return False
-        if self.prompt is not None:
+        if self.state.prompt is not None:
             self.prompt_key(key)
             self.widget.changed()
             return True
@@ -323,27 +272,27 @@ class LiveApp(KeyHandlers):
             target.scroll(key)
             self.widget.changed()
             return True
-        self.message = ""
-        restarted = self.dispatch(key)
-        if not restarted and self.quit_code is None and self.prompt is None:
+        self.state.message = ""
+        restarted = self.keys.dispatch(key)
+        if not restarted and self.quit_code is None and self.state.prompt is None:
             # Any key refreshes at once and the next full delay starts from here.
             self.refresh()
-            self._arm(self.delay)
+            self._arm(self.state.delay)
         self.widget.changed()
         return True
 
     def prompt_key(self, key: str) -> None:
         """Feed a key to the open prompt; Enter runs its action, Esc cancels it."""
-        assert self.prompt is not None
-        done = self.prompt.feed(key)
+        assert self.state.prompt is not None
+        done = self.state.prompt.feed(key)
         if done is None:
             return
-        prompt, self.prompt = self.prompt, None
+        prompt, self.state.prompt = self.state.prompt, None
         if done:
             restarted = prompt.accept(prompt.text)
-            if not restarted and self.prompt is None:
+            if not restarted and self.state.prompt is None:
                 self.refresh()
-                self._arm(self.delay)
+                self._arm(self.state.delay)
 
     # ------------------------------------------------------------------ run
 
@@ -378,9 +327,11 @@ def _colours() -> int:
         return 1
     try:
         import curses
-
+    except ImportError:  # a Python built without curses: assume the common case
+        return 16
+    try:
         curses.setupterm()
         n = curses.tigetnum("colors")
-    except Exception:  # no terminfo entry: assume the common case
+    except curses.error:  # no terminfo entry for $TERM: assume the common case
         return 16
     return 16 if n >= 8 else 1

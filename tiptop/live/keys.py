@@ -1,11 +1,13 @@
 """What each key does in live mode (docs/original.md section 5.3, ``handle_key()``).
 
-A mixin for :class:`tiptop.live.app.LiveApp`: each handler changes the table ``View``, the
-options record or the sampler's configuration, and sets the message line. ``dispatch``
-returns True when the sampler was restarted (its refresh is then scheduled, not taken at
-once). Fixes of the original: ``u`` really filters, ``k`` reports the real ``strerror``,
-``W`` refuses to overwrite and says "written" only when it was, a delay below the minimum
-is refused with a message instead of silently becoming 1.
+:class:`Keys` is held by :class:`tiptop.live.app.LiveApp`: each handler changes the
+session's :class:`~tiptop.live.state.LiveState` (the table ``View``, the options record, the
+delay, the prompt, the message line) or asks the app, through :class:`KeyActions`, to
+reconfigure the sampler, quit or toggle a window. ``dispatch`` returns True when the
+sampler was restarted (its refresh is then scheduled, not taken at once). Fixes of the
+original: ``u`` really filters, ``k`` reports the real ``strerror``, ``W`` refuses to
+overwrite and says "written" only when it was, a delay below the minimum is refused with a
+message instead of silently becoming 1.
 """
 
 from __future__ import annotations
@@ -13,42 +15,67 @@ from __future__ import annotations
 import errno
 import os
 import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tiptop.errors import UsageError
+from tiptop.host import Host
 from tiptop.live.prompts import Prompt
+from tiptop.live.state import LiveState
 from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_user
 
 #: The ``W`` key's file, in the current directory, as the original writes it.
 RC_NAME = ".tiptoprc"
 
+#: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
+#: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
+Exporter = Callable[[Any, Sequence[Any]], str]
 
-class KeyHandlers:
-    """Key handlers; the attributes they use are set by ``LiveApp.__init__``."""
 
-    # Provided by LiveApp (declared for readers and type checkers).
-    options: Any
-    source: Any
-    host: Any
-    screens: list[Any]
-    screen_index: int
-    view: Any
-    delay: float
-    message: str
-    prompt: Prompt | None
-    widget: Any
-    exporter: Any
+@dataclass(frozen=True)
+class KeyActions:
+    """What the keys ask of the live session beyond changing its :class:`LiveState`."""
+
+    #: ``restart(**config)``: reconfigure the sampler with these fields (``screen``,
+    #: ``threads``, ``kernel``, ...) and show an empty table until its next refresh.
+    restart: Callable[..., None]
+    #: ``quit(code)``: leave the main loop with this exit status.
+    quit: Callable[[int], None]
+    #: ``toggle_window(name)``: open the ``"help"`` or ``"errors"`` window, or close it
+    #: when it is the one open.
+    toggle_window: Callable[[str], None]
+
+
+class Keys:
+    """The live keys: each handler changes ``state`` (view, options, screen, delay,
+    message line, prompt) or asks ``actions`` for a restart, the end or a window."""
+
+    def __init__(
+        self,
+        state: LiveState,
+        actions: KeyActions,
+        *,
+        host: Host,
+        exporter: Exporter | None = None,
+    ) -> None:
+        self.state = state
+        self.actions = actions
+        #: What this machine allows (the ``K`` key asks it).
+        self.host = host
+        #: ``exporter(options, screens) -> text`` for ``W``; ``None``: ``W`` says so.
+        self.exporter = exporter
 
     def dispatch(self, key: str) -> bool:
         """Run the action bound to ``key``; True when the sampler was restarted."""
         simple = {
-            "q": lambda: self.quit(0),
+            "q": lambda: self.actions.quit(0),
             "<": lambda: self._sort(-1),
             ">": lambda: self._sort(+1),
             "R": self._reverse,
-            "e": lambda: self._window("errors"),
-            "h": lambda: self._window("help"),
-            "?": lambda: self._window("help"),
+            "e": lambda: self.actions.toggle_window("errors"),
+            "h": lambda: self.actions.toggle_window("help"),
+            "?": lambda: self.actions.toggle_window("help"),
             "i": self._idle,
             "U": self._user_column,
             "W": self._write_config,
@@ -80,39 +107,39 @@ class KeyHandlers:
 
     def _sort(self, step: int) -> None:
         # Range -1 (PID) .. number of columns (COMMAND), clamped like the original.
-        k = len(self.screen.columns)
-        self.view.sort_column = max(-1, min(k, self.view.sort_column + step))
+        k, view = len(self.state.screen.columns), self.state.view
+        view.sort_column = max(-1, min(k, view.sort_column + step))
 
     def _reverse(self) -> None:
-        self.view.descending = not self.view.descending
+        self.state.view.descending = not self.state.view.descending
 
     def _idle(self) -> None:
-        self.view.show_idle = not self.view.show_idle
-        self._set_opt("show_idle", self.view.show_idle)
+        view = self.state.view
+        view.show_idle = not view.show_idle
+        self.state.set_opt("show_idle", view.show_idle)
 
     def _user_column(self) -> None:
-        self.view.show_user = not self.view.show_user
-        self._set_opt("show_user", self.view.show_user)
-
-    def _window(self, which: str) -> None:
-        self.widget.window = None if self.widget.window == which else which
+        view = self.state.view
+        view.show_user = not view.show_user
+        self.state.set_opt("show_user", view.show_user)
 
     # ------------------------------------------------------------ sampler
 
     def _switch(self, step: int) -> bool:
         # Screens wrap around; counters are reopened and the sort column goes back to 0.
-        self.screen_index = (self.screen_index + step) % len(self.screens)
-        self.view.sort_column = 0
-        self.restart(screen=self.screen)
+        st = self.state
+        st.screen_index = (st.screen_index + step) % len(st.screens)
+        st.view.sort_column = 0
+        self.actions.restart(screen=st.screen)
         return True
 
     def _toggle_counting(self, option: str, config: str, label: str) -> bool:
         """Invert ``option``, say ``label On``/``Off`` and reopen the counters with the
         sampler's ``config`` field set to match."""
-        on = not self._opt(option, False)
-        self._set_opt(option, on)
-        self.message = f"{label} {'On' if on else 'Off'}"
-        self.restart(**{config: on})
+        on = not self.state.opt(option, False)
+        self.state.set_opt(option, on)
+        self.state.message = f"{label} {'On' if on else 'Off'}"
+        self.actions.restart(**{config: on})
         return True
 
     def _threads(self) -> bool:
@@ -120,82 +147,88 @@ class KeyHandlers:
 
     def _kernel(self) -> bool:
         if not self.host.kernel_counting_allowed:
-            self.message = "Kernel mode not available (not root and paranoia level too high)."
+            self.state.message = "Kernel mode not available (not root and paranoia level too high)."
             return False
         return self._toggle_counting("show_kernel", "kernel", "Kernel mode")
 
     def _sticky(self) -> bool:
-        self.view.sticky = not self.view.sticky
-        self._set_opt("sticky", self.view.sticky)
-        self.restart(sticky=self.view.sticky)
+        view = self.state.view
+        view.sticky = not view.sticky
+        self.state.set_opt("sticky", view.sticky)
+        self.actions.restart(sticky=view.sticky)
         return True
 
     def _cmdline(self) -> bool:
-        self.view.show_cmdline = not self.view.show_cmdline
-        self._set_opt("show_cmdline", self.view.show_cmdline)
-        if self._opt("only_name"):
+        view = self.state.view
+        view.show_cmdline = not view.show_cmdline
+        self.state.set_opt("show_cmdline", view.show_cmdline)
+        if self.state.opt("only_name"):
             # The -p name filter matches the command line with -c (docs/original.md 1).
-            self.restart(match_cmdline=self.view.show_cmdline)
+            self.actions.restart(match_cmdline=view.show_cmdline)
             return True
         return False
 
     # ------------------------------------------------------------ prompts
 
     def _ask_delay(self) -> None:
-        self.prompt = Prompt(f"Change delay from {self.delay:.2f} to: ", self._set_delay)
+        label = f"Change delay from {self.state.delay:.2f} to: "
+        self.state.prompt = Prompt(label, self._set_delay)
 
     def _set_delay(self, text: str) -> bool:
+        st = self.state
         try:
-            self.delay = parse_delay(text.strip())
+            st.delay = parse_delay(text.strip())
         except UsageError as exc:
-            self.message = f"{exc} (delay stays {self.delay:.2f})"
+            st.message = f"{exc} (delay stays {st.delay:.2f})"
             return False
-        self._set_opt("delay", self.delay)
-        self.message = f"Delay set to {self.delay:.2f}"
+        st.set_opt("delay", st.delay)
+        st.message = f"Delay set to {st.delay:.2f}"
         return False
 
     def _ask_kill(self) -> None:
-        self.prompt = Prompt("PID to kill: ", self._kill_pid)
+        self.state.prompt = Prompt("PID to kill: ", self._kill_pid)
 
     def _kill_pid(self, text: str) -> bool:
         text = text.strip()
         if not _digits(text) or int(text) == 0:
-            self.message = "Not valid"
+            self.state.message = "Not valid"
             return False
         pid = int(text)
-        self.prompt = Prompt(f"Kill PID {pid} with signal [15]: ", lambda t: self._kill(pid, t))
+        label = f"Kill PID {pid} with signal [15]: "
+        self.state.prompt = Prompt(label, lambda t: self._kill(pid, t))
         return False
 
     def _kill(self, pid: int, text: str) -> bool:
         text = text.strip()
         if text and not _digits(text):
-            self.message = "Not valid"
+            self.state.message = "Not valid"
             return False
         sig = int(text) if text else 0
         sig = sig or signal.SIGTERM  # empty or zero means 15, as in the original
+        failed = f"Kill of PID '{pid}' with '{sig}' failed"
         try:
             os.kill(pid, sig)
         except OverflowError:  # past pid_t or int: no such process or signal can exist
-            self.message = f"Kill of PID '{pid}' with '{sig}' failed: {os.strerror(errno.EINVAL)}"
+            self.state.message = f"{failed}: {os.strerror(errno.EINVAL)}"
         except OSError as exc:
-            self.message = f"Kill of PID '{pid}' with '{sig}' failed: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{failed}: {os.strerror(exc.errno or 0)}"
         else:
-            self.message = f"Sent signal {sig} to PID {pid}"
+            self.state.message = f"Sent signal {sig} to PID {pid}"
         return False
 
     def _ask_only(self) -> None:
-        self.prompt = Prompt("Only display process: ", self._set_only)
+        self.state.prompt = Prompt("Only display process: ", self._set_only)
 
     def _set_only(self, text: str) -> bool:
         pid, name = _target(text.strip())
-        self._set_opt("only_pid", pid)
-        self._set_opt("only_name", name)
+        self.state.set_opt("only_pid", pid)
+        self.state.set_opt("only_name", name)
         # "Changing the filter resets all counters" (man page).
-        self.restart(only_pid=pid, only_name=name)
+        self.actions.restart(only_pid=pid, only_name=name)
         return True
 
     def _ask_user(self) -> None:
-        self.prompt = Prompt("Which user (blank for all): ", self._set_user)
+        self.state.prompt = Prompt("Which user (blank for all): ", self._set_user)
 
     def _set_user(self, text: str) -> bool:
         text = text.strip()
@@ -204,21 +237,21 @@ class KeyHandlers:
             try:
                 uid, name = parse_user(text, where="u")
             except UsageError:
-                self.message = "User name does not exist."
+                self.state.message = "User name does not exist."
                 return False
-        self._set_opt("uid", uid)
-        self._set_opt("user_name", name)
-        self.restart(uid=uid)
+        self.state.set_opt("uid", uid)
+        self.state.set_opt("user_name", name)
+        self.actions.restart(uid=uid)
         return True
 
     def _ask_watch(self) -> None:
-        self.prompt = Prompt("Watch process: ", self._set_watch)
+        self.state.prompt = Prompt("Watch process: ", self._set_watch)
 
     def _set_watch(self, text: str) -> bool:
         pid, name = _target(text.strip())
-        self.view.watch = pid if pid is not None else name
-        self._set_opt("watch_pid", pid)
-        self._set_opt("watch_name", name)
+        self.state.view.watch = pid if pid is not None else name
+        self.state.set_opt("watch_pid", pid)
+        self.state.set_opt("watch_name", name)
         return False
 
     # ------------------------------------------------------------ W
@@ -228,38 +261,29 @@ class KeyHandlers:
         existing file, and say "written" only when it was (docs/original.md 8, defect 13). An
         exporter refuses a configuration it cannot write with ``ValueError``."""
         if self.exporter is None:
-            self.message = f"{RC_NAME} not written: no configuration writer available"
+            self.state.message = f"{RC_NAME} not written: no configuration writer available"
             return
         try:
-            text = self.exporter(self.options, self.screens)
+            text = self.exporter(self.state.options, self.state.screens)
         except ValueError as exc:  # a configuration the exporter cannot write (SpecError)
-            self.message = f"{RC_NAME} not written: {exc}"
+            self.state.message = f"{RC_NAME} not written: {exc}"
             return
         try:
             # O_EXCL: refuse to replace a file the user may care about.
             fd = os.open(RC_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            self.message = f"{RC_NAME} not written: already exists in current directory"
+            self.state.message = f"{RC_NAME} not written: already exists in current directory"
             return
         except OSError as exc:
-            self.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
             return
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(text)
         except OSError as exc:
-            self.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
             return
-        self.message = f"{RC_NAME} written"
-
-    # Provided by LiveApp.
-    def quit(self, code: int = 0) -> None: ...  # pragma: no cover
-    def restart(self, **config: Any) -> None: ...  # pragma: no cover
-    def _opt(self, name: str, default: Any = None) -> Any: ...  # pragma: no cover
-    def _set_opt(self, name: str, value: Any) -> None: ...  # pragma: no cover
-
-    @property
-    def screen(self) -> Any: ...  # pragma: no cover
+        self.state.message = f"{RC_NAME} written"
 
 
 def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:
