@@ -237,14 +237,7 @@ class TaskScanner:
             if trees:
                 fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
                 if trees.get(pid) == st.starttime:
-                    if p.watched and ended:
-                        # Its live descendants were re-parented when it exited (exit(2)):
-                        # its own times and its waited-for children's are the whole tree.
-                        _, u, s = fam[pid]
-                        self._last_look(old, pid, st._replace(utime=u, stime=s), interval)
-                    elif p.watched:
-                        threads_total += st.num_threads
-                        roots.append((pid, p, st))
+                    threads_total += self._tree_root(p, st, ended, fam, roots, old, interval)
                     continue
             if not p.watched:
                 continue
@@ -266,6 +259,29 @@ class TaskScanner:
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
+
+    def _tree_root(
+        self,
+        p: _Proc,
+        st: Stat,
+        ended: bool,
+        fam: dict[int, tuple[int, int, int]],
+        roots: list[tuple[int, _Proc, Stat]],
+        old: dict[int, Task],
+        interval: float,
+    ) -> int:
+        """A process-tree root seen by the scan: kept for folding, or its last look when it
+        ended; returns the threads it adds to the total."""
+        if not p.watched:
+            return 0
+        if ended:
+            # Its live descendants were re-parented when it exited (exit(2)): its own
+            # times and its waited-for children's are the whole tree.
+            _, u, s = fam[p.pid]
+            self._last_look(old, p.pid, st._replace(utime=u, stime=s), interval)
+            return 0
+        roots.append((p.pid, p, st))
+        return st.num_threads
 
     def _scan_threads(
         self,
