@@ -7,12 +7,12 @@ import io
 import json
 from pathlib import Path
 
-from tests.framekit import SCREEN, frame
+from tests.support.builders import SCREEN, frame
 from tiptop.cells import Status
 from tiptop.options import Options
 from tiptop.outputs.batch import RecordWriter, TextWriter
 
-GOLDEN = Path(__file__).parent / "data" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 
 FRAMES = [
     frame(

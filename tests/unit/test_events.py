@@ -14,7 +14,7 @@ from tiptop.events import EventBinding, is_hybrid, resolve, resolve_numeric
 from tiptop.events.sysfs import Format, parse_format
 from tiptop.kernel import pfm
 
-DATA = Path(__file__).parent / "data" / "sysfs"
+DATA = Path(__file__).resolve().parents[1] / "data" / "sysfs"
 INTEL, AMD, HYBRID, NOPMU = (str(DATA / n) for n in ("intel", "amd", "hybrid", "nopmu"))
 
 

@@ -1,6 +1,6 @@
 """The Host record: this machine's facts read once, and the unprivileged rules as unit tests
 (a ``Host`` that says "uid 1000, paranoid 2"; no ``setpriv``, no processes). Each rule also
-has one real system test: tests/test_unprivileged.py, tests/test_perf_real.py."""
+has one real system test: tests/system/test_unprivileged.py, tests/system/test_perf_real.py."""
 
 from __future__ import annotations
 

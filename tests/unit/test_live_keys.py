@@ -454,7 +454,7 @@ def test_mono_palette_keeps_meanings_apart() -> None:
 def test_kernel_key_refused_when_unprivileged() -> None:
     """``K`` asks the Host, as ``-K`` does: refused for uid 1000 at paranoid 2 (the
     original's line), allowed for root or at paranoid 1. The real system test of the rule
-    is -K as uid 65534 (tests/test_cli_run.py)."""
+    is -K as uid 65534 (tests/system/test_cli_run.py)."""
     app, sampler = new_app(host=Host(uid=1000, euid=1000, paranoid=2))
     keys(app, "K")
     assert text(app)[2].strip() == (

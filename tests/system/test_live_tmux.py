@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 DRIVER = """
 import sys
 sys.path.insert(0, {repo!r})
-from tests.test_live_widgets import BRANCH, DEFAULT, ScriptedSampler
+from tests.unit.test_live_keys import BRANCH, DEFAULT, ScriptedSampler
 from tiptop import live
 from tiptop.options import Options
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.framekit import SCREEN, frame
+from tests.support.builders import SCREEN, frame
 from tiptop.cells import Status
 from tiptop.errors import SpecError
 from tiptop.table import View, compile_format, format_row, header, pid_width_for, rows

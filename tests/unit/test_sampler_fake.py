@@ -360,7 +360,7 @@ def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: i
         fp.add(11, "three", tids=(12, 13))
 
 
-HYBRID = str(Path(__file__).parent / "data" / "sysfs" / "hybrid")
+HYBRID = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "hybrid")
 CORE, ATOM = 4, 8  # PMU types of cpu_core and cpu_atom in the hybrid tree
 
 
