@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_live_widgets import new_app
+from tests.support.live import new_app
 
 
 def main() -> int:

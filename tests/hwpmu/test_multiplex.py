@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tests.hwpmu.conftest import IN_GUEST
-from tiptop.screens.model import ColumnSpec, CounterSpec, NumericEvent, ScreenSpec
+from tests.support.builders import screen
+from tiptop.screens.model import ScreenSpec
 
 pytestmark = pytest.mark.hwpmu
 
@@ -22,19 +23,11 @@ NCOUNTERS = 10
 
 
 def _screen() -> ScreenSpec:
-    counters = tuple(
-        CounterSpec(alias=f"I{i}", event=NumericEvent(type=0, config=1), config="INSTRUCTIONS")
-        for i in range(NCOUNTERS)
-    )
-    columns = tuple(
-        ColumnSpec(header=f"{'I' + str(i):>12}", format="%12.0f", expr=f"delta(I{i})")
-        for i in range(NCOUNTERS)
-    )
-    return ScreenSpec(
-        name="mux",
-        desc="10 instructions counters",
-        counters=counters,
-        columns=columns,
+    return screen(
+        "mux",
+        "10 instructions counters",
+        counters={f"I{i}": (0, 1) for i in range(NCOUNTERS)},
+        columns=[(f"{'I' + str(i):>12}", "%12.0f", f"delta(I{i})") for i in range(NCOUNTERS)],
         source="tests/hwpmu",
     )
 

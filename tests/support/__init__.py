@@ -1,4 +1,6 @@
-"""Test support: the scripted fake backend, and hosts for fake /proc and sysfs trees."""
+"""Test support, safe for the unit room (no processes): hosts for fake /proc and sysfs trees
+(here), the scripted fake backend (fake_backend), the screen and frame builders (builders), a
+sampler over the fakes (sampling) and live mode over a scripted frame source (live)."""
 
 from __future__ import annotations
 

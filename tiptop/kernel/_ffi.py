@@ -4,7 +4,7 @@ ABI mode (``ffi.dlopen``), so no compiler is needed at install time. ``struct
 perf_event_attr`` is copied from ``include/uapi/linux/perf_event.h`` at
 ``PERF_ATTR_SIZE_VER8`` (136 bytes); the bitfield block is declared with cffi bitfields so
 that the compiler's allocation rules (LSB first on little-endian) are followed, and the
-layout is proven by ``tests/test_perf_ffi.py``. glibc has no wrapper for the syscall
+layout is proven by ``tests/unit/test_perf_ffi.py``. glibc has no wrapper for the syscall
 ("glibc provides no wrapper", perf_event_open(2)), so it goes through variadic
 ``syscall(2)`` with every argument cast to its C type.
 """

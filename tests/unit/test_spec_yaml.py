@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_spec_xml import EXAMPLE, NHM, SNB, bare
+from tests.unit.test_spec_xml import EXAMPLE, NHM, SNB, bare
 from tiptop.errors import SpecError
 from tiptop.screens import NamedEvent, NumericEvent, Target, export_yaml, load_file, load_text
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE_YAML = str(ROOT / "config" / "tiptop.yaml")
 
 

@@ -4,8 +4,6 @@ real /proc."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -138,52 +136,6 @@ def test_exec_refreshes_name_and_cmdline(tmp_path: Path) -> None:
     fp.set_stat(10, "python3")
     (t2,) = sc.scan().tasks
     assert t2 is t and (t.name, t.cmdline) == ("python3", "python3 x.py")
-
-
-def on_cpu_seconds(pid: int) -> float:
-    """CPU time of ``pid`` by a measure independent of /proc/PID/stat's ticks: the
-    scheduler's on-CPU nanoseconds (``/proc/PID/schedstat`` field 1, sched-stats.rst);
-    psutil's times where the kernel has no schedstat."""
-    try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
-        import psutil
-
-        c = psutil.Process(pid).cpu_times()
-        return c.user + c.system
-
-
-def test_real_busy_and_sleeping_children() -> None:
-    """%CPU of a real busy child agrees with the scheduler's own on-CPU time over the same
-    window (within a few points), whatever the load; a wrong clock tick (x10) or a wrong
-    interval (the 0.6 s window taken as 1 s) would be 40+ points off."""
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    sleeper = subprocess.Popen(["sleep", "30"])
-    try:
-        time.sleep(0.3)
-        sc = TaskScanner()
-        c0, t0 = on_cpu_seconds(busy.pid), time.monotonic()
-        sc.scan()
-        time.sleep(0.6)
-        scan = sc.scan()
-        c1, t1 = on_cpu_seconds(busy.pid), time.monotonic()
-        got = {t.tid: t for t in scan.tasks}
-        b = got[busy.pid]
-        # The scans' own window is inside [t0, t1], and a few ms shorter.
-        assert 0.6 <= scan.interval <= t1 - t0
-        seen = 100 * (c1 - c0) / (t1 - t0)
-        # utime/stime are whole ticks: +-1 tick per end of the window.
-        tick = 100 * 2 / (CLK_TCK * scan.interval)
-        assert abs(b.cpu_total - seen) <= tick + 3, (b.cpu_total, seen)
-        assert b.cpu_total >= 25 and seen >= 25  # even on a loaded machine
-        assert b.cpu_total == pytest.approx(b.cpu_user + b.cpu_sys)
-        assert got[sleeper.pid].cpu_total < 5
-        assert got[sleeper.pid].name == "sleep" and got[sleeper.pid].cmdline == "sleep 30"
-    finally:
-        for p in (busy, sleeper):
-            p.kill()
-            p.wait()
 
 
 def test_threads_mode_unreadable_thread_is_dropped_not_raised(tmp_path: Path) -> None:

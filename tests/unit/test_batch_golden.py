@@ -7,40 +7,33 @@ import io
 import json
 from pathlib import Path
 
-from tests.framekit import SCREEN, frame
+from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.options import Options
 from tiptop.outputs.batch import RecordWriter, TextWriter
 
-GOLDEN = Path(__file__).parent / "data" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 
 FRAMES = [
     frame(
         [
-            {"tid": 14353, "cpu": 35.4, "mcyc": 84.21, "ipc": 1.0, "name": "bash", "user": "root"},
-            {
-                "tid": 2404,
-                "cpu": 1.0,
-                "mcyc": 3.13,
-                "ipc": 0,
-                "name": "python",
-                "status": [Status.OK, Status.OK, Status.DIV0],
-            },
+            task(14353, 35.4, 84.21, 1.0, name="bash", user="root"),
+            task(2404, 1.0, 3.13, 0, name="python", status=[Status.OK, Status.OK, Status.DIV0]),
         ],
         timestamp=1795291521.7,
     ),
     frame([], timestamp=1795291522.0),  # nothing visible: prints nothing at all
     frame(
         [
-            {
-                "tid": 14353,
-                "cpu": 10.0,
-                "mcyc": 0,
-                "ipc": 0,
-                "name": "bash",
-                "dead": True,
-                "status": [Status.OK, Status.UNREADABLE, Status.NOT_COUNTED],
-            },
+            task(
+                14353,
+                10.0,
+                0,
+                0,
+                name="bash",
+                dead=True,
+                status=[Status.OK, Status.UNREADABLE, Status.NOT_COUNTED],
+            ),
         ],
         timestamp=1795291523.2,
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.framekit import SCREEN, frame
+from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.errors import SpecError
 from tiptop.table import View, compile_format, format_row, header, pid_width_for, rows
@@ -71,30 +71,9 @@ def test_header_default_and_sorted() -> None:
 def test_row_layout_and_placeholders() -> None:
     f = frame(
         [
-            {
-                "tid": 14185,
-                "cpu": 99.3,
-                "mcyc": 201.89,
-                "ipc": 1.0,
-                "marker": "+",
-                "name": "python3",
-            },
-            {
-                "tid": 2404,
-                "cpu": 1.0,
-                "mcyc": 0,
-                "ipc": 0,
-                "name": "bash",
-                "status": [Status.OK, Status.OK, Status.DIV0],
-            },
-            {
-                "tid": 7,
-                "cpu": 0.5,
-                "mcyc": 0,
-                "ipc": 0,
-                "name": "x",
-                "status": [Status.OK, Status.UNREADABLE, Status.NOT_COUNTED],
-            },
+            task(14185, 99.3, 201.89, 1.0, marker="+", name="python3"),
+            task(2404, 1.0, 0, 0, name="bash", status=[Status.OK, Status.OK, Status.DIV0]),
+            task(7, 0.5, 0, 0, name="x", status=[Status.OK, Status.UNREADABLE, Status.NOT_COUNTED]),
         ]
     )
     v = View()
@@ -109,10 +88,10 @@ def test_row_layout_and_placeholders() -> None:
 def test_sort_non_ok_last_both_directions_and_stable() -> None:
     f = frame(
         [
-            {"tid": 1, "cpu": 5, "mcyc": 1, "ipc": 0, "status": [0, 0, Status.DIV0]},
-            {"tid": 2, "cpu": 5, "mcyc": 1, "ipc": 2.0},
-            {"tid": 3, "cpu": 5, "mcyc": 1, "ipc": 0.5},
-            {"tid": 4, "cpu": 5, "mcyc": 1, "ipc": 2.0},
+            task(1, 5, 1, 0, status=[0, 0, Status.DIV0]),
+            task(2, 5, 1, 2.0),
+            task(3, 5, 1, 0.5),
+            task(4, 5, 1, 2.0),
         ]
     )
     desc = [r.tid for r in rows(f, SCREEN, View(sort_column=2))]
@@ -123,12 +102,7 @@ def test_sort_non_ok_last_both_directions_and_stable() -> None:
 
 
 def test_sort_command_by_string_and_pid_numeric() -> None:
-    f = frame(
-        [
-            {"tid": t, "cpu": 1, "mcyc": 0, "ipc": 0, "name": n}
-            for t, n in [(9, "b"), (10, "a"), (100, "c")]
-        ]
-    )
+    f = frame([task(t, 1, 0, 0, name=n) for t, n in [(9, "b"), (10, "a"), (100, "c")]])
     assert [r.command for r in rows(f, SCREEN, View(sort_column=3, descending=False))] == [
         "a",
         "b",
@@ -140,9 +114,9 @@ def test_sort_command_by_string_and_pid_numeric() -> None:
 def test_idle_filter_watch_and_cmdline() -> None:
     f = frame(
         [
-            {"tid": 1, "cpu": 0.0, "mcyc": 0, "ipc": 0, "name": "idle"},
-            {"tid": 2, "cpu": 3.0, "mcyc": 0, "ipc": 0, "name": "busy", "cmdline": "busy --x"},
-            {"tid": 3, "cpu": 0.0, "mcyc": 0, "ipc": 0, "name": "watched"},
+            task(1, 0.0, 0, 0, name="idle"),
+            task(2, 3.0, 0, 0, name="busy", cmdline="busy --x"),
+            task(3, 0.0, 0, 0, name="watched"),
         ]
     )
     assert [r.tid for r in rows(f, SCREEN, View())] == [2]
@@ -170,8 +144,8 @@ def test_narrow_format_is_padded_to_its_header() -> None:
     )
     f = frame(
         [
-            {"tid": 10, "cpu": 5.0, "mcyc": 1.0, "ipc": 1.0},
-            {"tid": 11, "cpu": 1.0, "mcyc": 1.0, "ipc": 1.0, "status": [Status.UNREADABLE, 0, 0]},
+            task(10, 5.0, 1.0, 1.0),
+            task(11, 1.0, 1.0, 1.0, status=[Status.UNREADABLE, 0, 0]),
         ]
     )
     v = View(sort_column=-1)
@@ -182,7 +156,7 @@ def test_narrow_format_is_padded_to_its_header() -> None:
 
 def test_frame_with_other_columns_keeps_the_layout() -> None:
     # A frame taken for another screen (fewer cells) still gives one cell per column.
-    f = frame([{"tid": 3, "cpu": 2.0, "mcyc": 1.0, "ipc": 0.5}]).take(slice(None))
+    f = frame([task(3, 2.0, 1.0, 0.5)]).take(slice(None))
     f.values, f.status, f.running = f.values[:, :2], f.status[:, :2], f.running[:, :2]
     (r,) = rows(f, SCREEN, View())
     assert r.cells == ["  2.0", "    1.00", "    ?"]
@@ -196,8 +170,5 @@ def test_options_carry_the_pid_width() -> None:
     assert v.pid_width == 7
     assert (
         header(SCREEN, v).index("PID")
-        == format_row(
-            rows(frame([{"tid": 1234567, "cpu": 1, "mcyc": 0, "ipc": 0}]), SCREEN, v)[0], v
-        ).index("1234567")
-        + 4
+        == format_row(rows(frame([task(1234567, 1, 0, 0)]), SCREEN, v)[0], v).index("1234567") + 4
     )

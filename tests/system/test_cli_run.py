@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import TIPTOP, nobody_command, run
-from tests.test_cli import NO_PMU_RC
-from tests.test_live_tmux import Tmux, has
+from tests.system.test_cli import NO_PMU_RC
+from tests.system.test_live_tmux import Tmux, has
 from tiptop.host import Host
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: A screen built to break alignment: a format narrower than its header (``%4.1f`` under
 #: ``    %CPU``, ``%3.1f`` under ``  F/F``), a counter that never opens (``?``), a ratio that

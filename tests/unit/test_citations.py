@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("tiptop", "tests", "benchmarks", "docs", "config")
 
 #: Notes that are not in this repository (spelled in pieces so this file does not match).

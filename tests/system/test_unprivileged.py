@@ -20,14 +20,13 @@ DRIVER = textwrap.dedent(
     """
     import json, os, subprocess, sys, time
     from tiptop.engine.sampler import Sampler, SamplerConfig
-    from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+    from tests.support.builders import screen
     token = sys.argv[1]
     # /bin/sh, not sys.executable: uid 65534 may not reach the interpreter's own path.
     # A shell blocked in its read builtin: no child process to outlive it.
     mine = subprocess.Popen(["/bin/sh", "-c", "read x", token], stdin=subprocess.PIPE)
-    scr = ScreenSpec("sw", "sw",
-        counters=(CounterSpec("PF", NamedEvent("page-faults"), "page-faults"),),
-        columns=(ColumnSpec("PF", "%5.0f", "delta(PF)"), ColumnSpec("T", "%5.0f", "PF")))
+    scr = screen("sw", counters={"PF": "page-faults"},
+                 columns=[("PF", "%5.0f", "delta(PF)"), ("T", "%5.0f", "PF")])
     s = Sampler(scr, SamplerConfig(kernel=True, only_name=token, match_cmdline=True))
     time.sleep(0.3)
     s.start()

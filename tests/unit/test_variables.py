@@ -15,7 +15,7 @@ from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.screens import BUILTINS, VARIABLES, RowFacts, Variable, compile_column
 from tiptop.screens.variables import environment
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "screens.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screens.md"
 OK, UNR = int(Status.OK), int(Status.UNREADABLE)
 
 #: Three rows: a busy task, an idle one on CPU 3, one reaped unseen (split unknown).

@@ -1,6 +1,7 @@
 """The sampler on the real kernel with software events: exact page faults, %CPU, inherit
 mode (short threads counted, exits never lower a total, nothing twice), thread rows, fd
-hygiene, and ENOENT reporting where a machine has no PMU."""
+hygiene, ENOENT reporting where a machine has no PMU, and hardware counts where it has one.
+Tasks that start or end around a refresh are in test_sampler_exits.py."""
 
 from __future__ import annotations
 
@@ -8,115 +9,22 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import psutil
 import pytest
 
 from tests.helpers import hardware_pmu_error
+from tests.support.builders import screen
+from tests.system.scripted_child import SOFTWARE, Child, only
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
-from tiptop.frame import Frame
-from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
-
-CHILD = textwrap.dedent(
-    """
-    import mmap, queue, sys, threading, time
-    keep = []
-    def burn(s):
-        end = time.thread_time() + s
-        while time.thread_time() < end:
-            pass
-    t1q = queue.Queue()
-    t1done = queue.Queue()
-    def t1():
-        while True:
-            cmd, s = t1q.get()
-            if cmd == "spawn":
-                th = threading.Thread(target=burn, args=(s,)); th.start(); th.join()
-            else:
-                burn(s)
-                t1done.put(1)
-                return
-            t1done.put(1)
-    T1 = threading.Thread(target=t1, name="t1"); T1.start()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        cmd, arg = line.split()
-        if cmd == "pages":
-            n = int(arg)
-            m = mmap.mmap(-1, n * 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            m.madvise(mmap.MADV_NOHUGEPAGE)
-            for i in range(0, n * 4096, 4096):
-                m[i] = 1
-            keep.append(m)
-        elif cmd == "burn":
-            th = threading.Thread(target=burn, args=(float(arg),)); th.start(); th.join()
-        elif cmd in ("t1spawn", "t1exit"):
-            t1q.put(("spawn" if cmd == "t1spawn" else "exit", float(arg))); t1done.get()
-            if cmd == "t1exit":
-                T1.join()
-        print("done", flush=True)
-    """
-)
-
-
-def screen() -> ScreenSpec:
-    return ScreenSpec(
-        "sw",
-        "software",
-        counters=(
-            CounterSpec("PF", NamedEvent("page-faults"), "page-faults"),
-            CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),
-        ),
-        columns=(
-            ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
-            ColumnSpec("   PF", "%6.0f", "delta(PF)"),
-            ColumnSpec("   TC", "%8.0f", "delta(TC)"),
-            ColumnSpec("  TOT", "%8.0f", "TC"),
-        ),
-    )
-
-
-class Child:
-    """The scripted child above, driven line by line."""
-
-    def __init__(self) -> None:
-        self.p = subprocess.Popen(
-            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
-        self.pid = self.p.pid
-
-    def do(self, cmd: str) -> None:
-        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
-        self.p.stdin.flush()  # type: ignore[union-attr]
-        assert self.p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
-
-    def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
-
-
-@pytest.fixture
-def child() -> Iterator[Child]:
-    c = Child()
-    yield c
-    c.close()
-
-
-def only(frame: Frame, tid: int) -> int:
-    (i,) = np.flatnonzero(frame.tid == tid)
-    return int(i)
+from tiptop.screens.model import ScreenSpec
 
 
 def test_page_faults_exact(child: Child) -> None:
-    s = Sampler(screen(), SamplerConfig(only_pid=child.pid))
+    s = Sampler(SOFTWARE, SamplerConfig(only_pid=child.pid))
     try:
         s.start()
         child.do("pages 1")  # first-use faults of the command loop, outside the slopes
@@ -141,7 +49,7 @@ def test_busy_and_sleeping_cpu(tmp_path: Path) -> None:
     token = f"tiptop-cpu-{os.getpid()}"
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass", token])
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", token])
-    s = Sampler(screen(), SamplerConfig(only_name=token, match_cmdline=True))
+    s = Sampler(SOFTWARE, SamplerConfig(only_name=token, match_cmdline=True))
     try:
         time.sleep(0.3)
         s.start()
@@ -172,7 +80,7 @@ def test_busy_and_sleeping_cpu(tmp_path: Path) -> None:
 def test_inherit_mode_threads(child: Child) -> None:
     """Process rows: a thread shorter than a refresh is counted, a thread made by an
     attach-time thread is counted once, and an exiting thread never lowers the total."""
-    s = Sampler(screen(), SamplerConfig(only_pid=child.pid))
+    s = Sampler(SOFTWARE, SamplerConfig(only_pid=child.pid))
     try:
         s.start()
         s.refresh()
@@ -199,7 +107,7 @@ def test_inherit_mode_threads(child: Child) -> None:
 
 
 def test_thread_rows(child: Child) -> None:
-    s = Sampler(screen(), SamplerConfig(only_pid=child.pid, threads=True))
+    s = Sampler(SOFTWARE, SamplerConfig(only_pid=child.pid, threads=True))
     try:
         s.start()
         f = s.refresh()
@@ -230,7 +138,7 @@ def test_no_fd_leak_with_short_lived_children(tmp_path: Path) -> None:
     name = f"ttsl{os.getpid() % 100000}"
     exe = tmp_path / name
     shutil.copy(shutil.which("sleep") or "/bin/sleep", exe)
-    s = Sampler(screen(), SamplerConfig(only_name=name))
+    s = Sampler(SOFTWARE, SamplerConfig(only_name=name))
     try:
         s.start()
         s.refresh()
@@ -255,13 +163,11 @@ def test_no_fd_leak_with_short_lived_children(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(hardware_pmu_error() != "ENOENT", reason="cycles does not give ENOENT here")
 def test_no_pmu_enoent_reported_once_for_real(child: Child) -> None:
-    scr = ScreenSpec(
-        "hw", "hw",
-        counters=(CounterSpec("C", NamedEvent("cycles"), "cycles"),
-                  CounterSpec("PF", NamedEvent("page-faults"), "page-faults")),
-        columns=(ColumnSpec(" Mc", "%5.1f", "delta(C)/1e6"),
-                 ColumnSpec(" PF", "%5.0f", "delta(PF)")),
-    )  # fmt: skip
+    scr = screen(
+        "hw",
+        counters={"C": "cycles", "PF": "page-faults"},
+        columns=[(" Mc", "%5.1f", "delta(C)/1e6"), (" PF", "%5.0f", "delta(PF)")],
+    )
     s = Sampler(scr, SamplerConfig(only_pid=child.pid))
     try:
         s.start()
@@ -286,14 +192,16 @@ def test_unknown_type_enoent_reported_once_for_real(child: Child) -> None:
     """On every machine: a type no PMU claims makes the kernel answer ENOENT
     (perf_init_event() finds no PMU); only that counter's cells are '?'."""
     t = unknown_pmu_type()
-    scr = ScreenSpec(
-        "bad", "unknown type",
-        counters=(CounterSpec("U", NumericEvent(type=t, config=0), "0", str(t)),
-                  CounterSpec("PF", NamedEvent("page-faults"), "page-faults")),
-        columns=(ColumnSpec("    U", "%5.0f", "delta(U)"),
-                 ColumnSpec("   PF", "%5.0f", "delta(PF)"),
-                 ColumnSpec(" U/PF", "%5.2f", "delta(U)/delta(PF)")),
-    )  # fmt: skip
+    scr = screen(
+        "bad",
+        "unknown type",
+        counters={"U": (t, 0), "PF": "page-faults"},
+        columns=[
+            ("    U", "%5.0f", "delta(U)"),
+            ("   PF", "%5.0f", "delta(PF)"),
+            (" U/PF", "%5.2f", "delta(U)/delta(PF)"),
+        ],
+    )
     s = Sampler(scr, SamplerConfig(only_pid=child.pid))
     try:
         s.start()
@@ -328,12 +236,11 @@ def test_unknown_type_enoent_reported_once_for_real(child: Child) -> None:
 def test_msr_tsc_opens_without_exclude_bits(child: Child) -> None:
     """``msr/tsc/`` refuses every exclude_* bit (EINVAL, PERF_PMU_CAP_NO_EXCLUDE): the
     binder clears them for that PMU, and the TSC counts while the task runs."""
-    scr = ScreenSpec(
-        "msr", "msr",
-        counters=(CounterSpec("TSC", NamedEvent("msr/tsc/"), "msr/tsc/"),
-                  CounterSpec("TC", NamedEvent("task-clock"), "task-clock")),
-        columns=(ColumnSpec("  GHz", "%5.2f", "delta(TSC)/delta(TC)"),),
-    )  # fmt: skip
+    scr = screen(
+        "msr",
+        counters={"TSC": "msr/tsc/", "TC": "task-clock"},
+        columns=[("  GHz", "%5.2f", "delta(TSC)/delta(TC)")],
+    )
     s = Sampler(scr, SamplerConfig(only_pid=child.pid))
     try:
         assert s.messages.lines() == []
@@ -353,12 +260,11 @@ def test_msr_tsc_opens_without_exclude_bits(child: Child) -> None:
 
 def hw_screen() -> ScreenSpec:
     """cycles and instructions, and their ratio."""
-    return ScreenSpec(
-        "hw", "hw",
-        counters=(CounterSpec("C", NamedEvent("cycles"), "cycles"),
-                  CounterSpec("I", NamedEvent("instructions"), "instructions")),
-        columns=(ColumnSpec(" IPC", "%4.2f", "delta(I)/delta(C)"),),
-    )  # fmt: skip
+    return screen(
+        "hw",
+        counters={"C": "cycles", "I": "instructions"},
+        columns=[(" IPC", "%4.2f", "delta(I)/delta(C)")],
+    )
 
 
 @pytest.mark.hwpmu
@@ -435,126 +341,4 @@ def test_hardware_counters_never_scheduled_are_not_counted_and_said_once() -> No
         hog.close()
         s.close()
         p.kill()
-        p.wait()
-
-
-def test_attach_spawned_counts_from_exec_only() -> None:
-    """enable_on_exec: the forked child's work before execve is not counted, after is."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: wait, burn 0.4 s before exec (not counted), exec a 0.2 s burner
-        try:
-            os.close(w)
-            os.read(r, 1)
-            end = time.process_time() + 0.4
-            while time.process_time() < end:
-                pass
-            prog = "import time\ne = time.process_time() + 0.2\nwhile time.process_time() < e: pass"
-            os.execv(sys.executable, [sys.executable, "-c", prog])
-        finally:
-            os._exit(127)
-    os.close(r)
-    s = Sampler(screen(), SamplerConfig(only_pid=pid, sticky=True))
-    try:
-        s.attach_spawned(pid)
-        os.write(w, b"g")
-        os.close(w)
-        s.start()
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # a zombie: still in /proc
-        f = s.refresh()
-        i = only(f, pid)
-        assert f.dead[i]
-        tc = f.values[i, 3]
-        assert 0.2e9 <= tc < 0.2e9 + 0.25e9, tc  # the 0.4 s before exec is not in it
-        assert s.fds_used == 0
-    finally:
-        s.close()
-        os.waitpid(pid, 0)
-
-
-def test_task_busy_until_exit_shows_its_last_interval_once() -> None:
-    """A task (no sticky) that spins ~0.6 s right up to its exit between two refreshes
-    1 s apart: its row appears once, dead, with that interval's task-clock and a %CPU
-    from its zombie's final times that agrees with it; then it is gone, fds closed."""
-    spin = "e = time.process_time() + 0.6\nwhile time.process_time() < e: pass"
-    prog = f"import sys, time\nsys.stdin.readline()\n{spin}"
-    p = subprocess.Popen([sys.executable, "-c", prog], stdin=subprocess.PIPE)
-    s = Sampler(screen(), SamplerConfig(only_pid=p.pid))
-    try:
-        time.sleep(0.2)  # the interpreter is up and blocked on stdin
-        s.start()
-        f = s.refresh()
-        assert f.tid.tolist() == [p.pid] and not f.dead.any()
-        t0 = time.monotonic()
-        p.stdin.write(b"go\n")  # type: ignore[union-attr]
-        p.stdin.flush()  # type: ignore[union-attr]
-        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # a zombie: not reaped yet
-        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-        f = s.refresh()
-        assert f.tid.tolist() == [p.pid], f.tid
-        assert f.dead.tolist() == [True]
-        cpu, tc = f.values[0, 0], f.values[0, 2] / 1e9
-        assert 0.55 <= tc <= 0.75, tc  # the spin (and the exit) in this interval
-        assert cpu > 40, cpu
-        # %CPU (from /proc, clock ticks) and task-clock tell the same story.
-        assert abs(cpu / 100 * f.interval - tc) <= 0.05, (cpu, f.interval, tc)
-        assert s.fds_used == 0
-        f = s.refresh()  # shown once: without sticky the dead row is not repeated
-        assert len(f) == 0
-    finally:
-        s.close()
-        p.kill()
-        p.wait()
-
-
-def test_task_reaped_by_its_parent_gets_its_cpu_from_its_counters() -> None:
-    """A task its parent reaps at once (a shell's command, most short jobs) is gone from
-    /proc before we look: its last interval's %CPU comes from its counters' on-CPU time
-    (Δtime_enabled), not the stale previous value, and the sys/user split shows '?'."""
-    spin = "e = time.process_time() + 0.6\nwhile time.process_time() < e: pass"
-    worker = f"import sys, time\nsys.stdin.readline()\n{spin}"
-    # The parent starts the worker, reports its pid, and reaps it the moment it exits.
-    parent = (
-        "import subprocess, sys\n"
-        f"w = subprocess.Popen([sys.executable, '-c', {worker!r}], stdin=subprocess.PIPE)\n"
-        "print(w.pid, flush=True)\n"
-        "sys.stdin.readline(); w.stdin.write(b'go\\n'); w.stdin.flush(); w.wait()\n"
-        "sys.stdin.readline()\n"
-    )
-    p = subprocess.Popen(
-        [sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    pid = int(p.stdout.readline())  # type: ignore[union-attr]
-    cpu_screen = ScreenSpec(
-        "cpu",
-        "cpu",
-        counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
-        columns=(
-            ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
-            ColumnSpec(" %SYS", "%5.1f", "CPU_SYS"),
-            ColumnSpec("  TC", "%6.3f", "delta(TC)/1e9"),
-        ),
-    )
-    s = Sampler(cpu_screen, SamplerConfig(only_pid=pid))
-    try:
-        time.sleep(0.2)  # the worker's interpreter is up and blocked on stdin
-        s.start()
-        f = s.refresh()
-        assert f.tid.tolist() == [pid] and not f.dead.any()
-        t0 = time.monotonic()
-        p.stdin.write(b"go\n")  # type: ignore[union-attr]
-        p.stdin.flush()  # type: ignore[union-attr]
-        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-        assert not os.path.exists(f"/proc/{pid}")  # reaped by its parent, unseen by us
-        f = s.refresh()
-        assert f.tid.tolist() == [pid] and f.dead.tolist() == [True]
-        cpu, tc = f.values[0, 0], f.values[0, 2]
-        assert 0.55 <= tc <= 0.75, tc
-        assert f.status[0, 0] == Status.OK and cpu > 40, (cpu, f.status[0])
-        assert abs(cpu / 100 * f.interval - tc) <= 0.05, (cpu, f.interval, tc)
-        assert f.status[0, 1] == Status.UNREADABLE  # the sys/user split died with it
-    finally:
-        s.close()
-        p.stdin.write(b"\n")  # type: ignore[union-attr]
-        p.stdin.close()  # type: ignore[union-attr]
         p.wait()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from tiptop.events import EventBinding, is_hybrid, resolve, resolve_numeric
 from tiptop.events.sysfs import Format, parse_format
 from tiptop.kernel import pfm
 
-DATA = Path(__file__).parent / "data" / "sysfs"
+DATA = Path(__file__).resolve().parents[1] / "data" / "sysfs"
 INTEL, AMD, HYBRID, NOPMU = (str(DATA / n) for n in ("intel", "amd", "hybrid", "nopmu"))
 
 
@@ -218,26 +215,6 @@ def test_vendor_name_without_libpfm_is_clear(monkeypatch: pytest.MonkeyPatch) ->
 def test_pfm_syntax() -> None:
     assert pfm.to_pfm_syntax("FP_ASSIST.ANY") == "FP_ASSIST:ANY"
     assert pfm.to_pfm_syntax("skl::UOPS_ISSUED.ANY") == "skl::UOPS_ISSUED:ANY"
-
-
-_PFM_SNIPPET = """
-from tiptop.events import resolve
-(b,) = resolve("FP_ASSIST.ANY", sysfs_root="/nonexistent")
-print(b.attr.type, hex(b.attr.config))
-"""
-
-
-def test_libpfm_vendor_name_forced_skylake() -> None:
-    """skl::FP_ASSIST:ANY -> type 4, config 0x1001eca: event 0xca, umask 0x1e, cmask 1
-    (Intel's Skylake event list) at bits 0-7, 8-15 and 24-31 (the cpu PMU's sysfs format/)."""
-    if not pfm.available():
-        pytest.skip("libpfm.so.4 is not installed")
-    env = {**os.environ, "LIBPFM_FORCE_PMU": "skl"}
-    out = subprocess.run(
-        [sys.executable, "-c", _PFM_SNIPPET], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["4", "0x1001eca"]
 
 
 # ------------------------------------------------------------------ this machine's /sys

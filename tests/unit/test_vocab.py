@@ -14,7 +14,7 @@ from tiptop.events import resolve, resolve_numeric
 from tiptop.screens import evaluate_config
 from tiptop.screens.build import parse_type
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "screens.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screens.md"
 
 
 def test_type_names_are_the_fixed_types_but_breakpoint() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "tiptop"
+PKG = Path(__file__).resolve().parents[2] / "tiptop"
 
 #: layer -> the tiptop layers it may import (besides itself).
 RULES: dict[str, set[str]] = {

@@ -1,6 +1,6 @@
 """The Host record: this machine's facts read once, and the unprivileged rules as unit tests
 (a ``Host`` that says "uid 1000, paranoid 2"; no ``setpriv``, no processes). Each rule also
-has one real system test: tests/test_unprivileged.py, tests/test_perf_real.py."""
+has one real system test: tests/system/test_unprivileged.py, tests/system/test_perf_real.py."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend, FakeClock
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.engine.tasks import TaskScanner
 from tiptop.host import CAP_PERFMON, CAP_SYS_ADMIN, Host
-from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.screens.model import ScreenSpec
 
 USER = Host(uid=1000, euid=1000, paranoid=2)
 
@@ -94,12 +95,12 @@ def test_scanner_shows_only_own_processes_to_a_user(tmp_path: os.PathLike[str]) 
 
 
 def _sched_screen() -> ScreenSpec:
-    return ScreenSpec(
-        "s", "sched",
-        counters=(CounterSpec("CS", NamedEvent("context-switches"), "context-switches"),
-                  CounterSpec("TC", NamedEvent("task-clock"), "task-clock")),
-        columns=(ColumnSpec(" CS", "%3.0f", "CS", "delta(CS)"),),
-    )  # fmt: skip
+    return screen(
+        "s",
+        "sched",
+        counters={"CS": "context-switches", "TC": "task-clock"},
+        columns=[(" CS", "%3.0f", "CS", "delta(CS)")],
+    )
 
 
 def test_user_mode_only_under_paranoid_2(tmp_path: os.PathLike[str]) -> None:

@@ -2,7 +2,7 @@
 ``send-keys`` and the screen is read back with ``capture-pane`` after each one.
 
 The program is driven through ``tiptop.live.run`` by a small script with a scripted
-sampler (hand-built frames, as in ``test_live_widgets.py``), so the test runs anywhere;
+sampler (hand-built frames, ``tests/support/live.py``), so the test runs anywhere;
 ``test_real_tiptop_in_tmux`` runs ``python3 -m tiptop`` itself where the sampler exists.
 Each test uses its own tmux server socket and kills only that server.
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 DRIVER = """
 import sys
 sys.path.insert(0, {repo!r})
-from tests.test_live_widgets import BRANCH, DEFAULT, ScriptedSampler
+from tests.support.live import BRANCH, DEFAULT, ScriptedSampler
 from tiptop import live
 from tiptop.options import Options
 

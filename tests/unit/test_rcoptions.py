@@ -11,7 +11,7 @@ from tiptop.options import Options, apply_rc, to_rc
 from tiptop.screens import RC_OPTIONS, Target, load_text
 from tiptop.screens.rcoptions import HOW, IGNORED_OPTIONS
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "screens.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screens.md"
 
 #: One text per way of reading a value, and what it sets.
 SAMPLES: dict[str, tuple[str, object]] = {

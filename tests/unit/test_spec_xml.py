@@ -22,8 +22,8 @@ from tiptop.screens import (
     load_text,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE = str(ROOT / "config" / "tiptoprc")
 SNB = Target("x86", "06_2A")
 NHM = Target("x86", "06_1E")

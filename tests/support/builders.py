@@ -1,0 +1,128 @@
+"""The one screen builder and the one frame builder of the tests, so that a test states only
+what it needs (no sampler, no screen file).
+
+``screen("sw", counters={"PF": "page-faults"}, columns=[(" PF", "%5.0f", "delta(PF)")])``
+builds a :class:`ScreenSpec`; ``frame([{"tid": 1, "cells": [...]}], SCREEN)`` builds the
+:class:`Frame` a sampler of that screen would hand out. :data:`SCREEN` and :func:`task` are
+the small default screen (%CPU, Mcycle, IPC) of the table and batch tests, and its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.frame import Frame
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
+
+#: What a counter is given as: an event name (``"cycles"``, ``"msr/tsc/"``), a numeric
+#: ``(type, config)`` pair, or a ready :class:`CounterSpec`.
+Counter = str | tuple[int, int] | CounterSpec
+
+#: What a column is given as: a :class:`ColumnSpec` or its positional fields
+#: ``(header, format, expr[, desc[, threshold]])``.
+Column = ColumnSpec | tuple[Any, ...]
+
+#: The perf type names the original's screen files use (perf_event_open(2) ``type``).
+_TYPE_NAMES = {0: "HARDWARE", 1: "SOFTWARE"}
+
+
+def _counter(alias: str, event: Counter) -> CounterSpec:
+    if isinstance(event, CounterSpec):
+        return event
+    if isinstance(event, str):
+        return CounterSpec(alias, NamedEvent(event), event)
+    type_, config = event
+    return CounterSpec(
+        alias, NumericEvent(type_, config), str(config), _TYPE_NAMES.get(type_, str(type_))
+    )
+
+
+def screen(
+    name: str = "t",
+    desc: str | None = None,
+    *,
+    counters: Mapping[str, Counter] | None = None,
+    columns: Iterable[Column] = (),
+    source: str = "builtin",
+) -> ScreenSpec:
+    """A screen ``name`` (described as ``desc``, the name by default) with ``counters``
+    (alias -> event, in order) and ``columns``, said to come from ``source``."""
+    return ScreenSpec(
+        name,
+        name if desc is None else desc,
+        counters=tuple(_counter(a, e) for a, e in (counters or {}).items()),
+        columns=tuple(c if isinstance(c, ColumnSpec) else ColumnSpec(*c) for c in columns),
+        source=source,
+    )
+
+
+SCREEN = screen(
+    "default",
+    "Screen by default",
+    counters={"CYCLE": "cycles", "INSN": "instructions"},
+    columns=[
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("  Mcycle", "%8.2f", "delta(CYCLE) / 1e6"),
+        ("  IPC", " %4.2f", "delta(INSN)/delta(CYCLE)"),
+    ],
+)
+
+
+def task(tid: int, cpu: float, mcyc: float, ipc: float, **facts: Any) -> dict[str, Any]:
+    """A row of :data:`SCREEN` for :func:`frame`: %CPU, Mcycle and IPC, and the counter
+    deltas that give them; ``facts`` are the other row keys (name, status, dead...)."""
+    return {"tid": tid, "cells": [cpu, mcyc, ipc], "deltas": [mcyc * 1e6, mcyc * 1e6 * ipc]} | facts
+
+
+def frame(
+    rows: Sequence[Mapping[str, Any]],
+    scr: ScreenSpec = SCREEN,
+    *,
+    iteration: int = 0,
+    timestamp: float = 1795291521.0,
+    interval: float = 1.0,
+    tasks_total: int = 0,
+) -> Frame:
+    """The frame of screen ``scr`` holding ``rows``, as the sampler would hand it out.
+
+    Each row is a dict with ``tid`` and ``cells`` (one value per column); optional keys:
+    ``status`` and ``running`` per column (OK, 1.0), ``deltas`` per counter (0), ``cpu``
+    (%CPU; the first cell by default), ``pid`` (the tid), ``marker`` (" "), ``user``
+    ("root"), ``name`` ("proc"), ``cmdline`` (""), ``dead`` (False). A cell whose status is
+    not OK holds NaN, as the sampler leaves it."""
+    n, nc, nk = len(rows), len(scr.columns), len(scr.counters)
+
+    def matrix(key: str, default: float, dtype: Any, k: int) -> np.ndarray:
+        return np.array([r.get(key, [default] * k) for r in rows], dtype).reshape(n, k)
+
+    values = matrix("cells", np.nan, float, nc)
+    status = matrix("status", Status.OK, STATUS_DTYPE, nc)
+    values[status != Status.OK] = np.nan
+    return Frame(
+        iteration=iteration,
+        timestamp=timestamp,
+        interval=interval,
+        threads=False,
+        headers=tuple(c.header for c in scr.columns),
+        counters=tuple(c.alias for c in scr.counters),
+        tid=np.array([r["tid"] for r in rows], np.int64),
+        pid=np.array([r.get("pid", r["tid"]) for r in rows], np.int64),
+        marker=[r.get("marker", " ") for r in rows],
+        user=[r.get("user", "root") for r in rows],
+        name=[r.get("name", "proc") for r in rows],
+        cmdline=[r.get("cmdline", "") for r in rows],
+        num_threads=np.ones(n, np.int64),
+        dead=np.array([r.get("dead", False) for r in rows], bool),
+        cpu_total=np.array([r.get("cpu", r["cells"][0]) for r in rows], float),
+        values=values,
+        status=status,
+        running=matrix("running", 1.0, float, nc),
+        counter_delta=matrix("deltas", 0.0, float, nk),
+        counter_running=np.ones((n, nk)),
+        counter_status=np.zeros((n, nk), STATUS_DTYPE),
+        tasks_total=tasks_total,
+    )

@@ -1,0 +1,55 @@
+"""A sampler over the scripted fake backend and a fake /proc tree (tests/fakeproc.py):
+the screen the unit tests of the sampler count with, and how they build and read one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tests.fakeproc import FakeProc
+from tests.support import host_at
+from tests.support.builders import screen
+from tests.support.fake_backend import FakeBackend
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.frame import Frame
+
+CY, IN, PF = (0, 0), (0, 1), (1, 2)  # cycles, instructions, page-faults (type, config)
+
+#: Three counters (two hardware, one software) and five columns: %CPU, a delta, a ratio,
+#: a software delta and an absolute count.
+FAKE_SCREEN = screen(
+    "t",
+    "test",
+    counters={"C": CY, "I": IN, "F": PF},
+    columns=[
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("  Mcyc", "%6.2f", "delta(C)/1e6"),
+        (" IPC", "%4.2f", "delta(I)/delta(C)"),
+        ("  flt", "%5.0f", "delta(F)"),
+        ("  tot", "%5.0f", "C"),
+    ],
+)
+
+#: A fake /proc tree and a fake backend (the ``env`` fixture of tests/unit/conftest.py).
+FakeEnv = tuple[FakeProc, FakeBackend]
+
+
+def fake_env(tmp_path: Path) -> FakeEnv:
+    """An empty fake /proc under ``tmp_path`` and a fresh fake backend."""
+    return FakeProc(tmp_path / "proc"), FakeBackend()
+
+
+def make(env: FakeEnv, fd_budget: int | None = None, **cfg: object) -> Sampler:
+    """A sampler of the fake tree; ``fd_budget`` fds for counters when given (a host whose
+    soft limit leaves exactly that after the reserve of 64)."""
+    fp, b = env
+    limit = {} if fd_budget is None else {"fd_soft": fd_budget + 64, "fds_in_use": 0}
+    host = host_at(str(fp.root), str(fp.root.parent / "nosys"), **limit)
+    return Sampler(FAKE_SCREEN, SamplerConfig(**cfg), backend=b, host=host)  # type: ignore[arg-type]
+
+
+def row(frame: Frame, tid: int) -> int:
+    """The index of ``tid``'s row in ``frame`` (there must be exactly one)."""
+    (i,) = np.flatnonzero(frame.tid == tid)
+    return int(i)

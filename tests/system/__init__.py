@@ -1,0 +1,1 @@
+"""System tests: the real kernel, subprocesses (``python -m tiptop``), tmux and setpriv."""

@@ -1,0 +1,97 @@
+"""A child process the sampler tests drive line by line (fresh pages, CPU burns in new or
+attach-time threads, a thread's exit), and the software-event screen they count it with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from tests.support.builders import screen
+from tiptop.frame import Frame
+
+#: page-faults and task-clock: software events, counted on every kernel without a PMU.
+SOFTWARE = screen(
+    "sw",
+    "software",
+    counters={"PF": "page-faults", "TC": "task-clock"},
+    columns=[
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("   PF", "%6.0f", "delta(PF)"),
+        ("   TC", "%8.0f", "delta(TC)"),
+        ("  TOT", "%8.0f", "TC"),
+    ],
+)
+
+CHILD = textwrap.dedent(
+    """
+    import mmap, queue, sys, threading, time
+    keep = []
+    def burn(s):
+        end = time.thread_time() + s
+        while time.thread_time() < end:
+            pass
+    t1q = queue.Queue()
+    t1done = queue.Queue()
+    def t1():
+        while True:
+            cmd, s = t1q.get()
+            if cmd == "spawn":
+                th = threading.Thread(target=burn, args=(s,)); th.start(); th.join()
+            else:
+                burn(s)
+                t1done.put(1)
+                return
+            t1done.put(1)
+    T1 = threading.Thread(target=t1, name="t1"); T1.start()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        cmd, arg = line.split()
+        if cmd == "pages":
+            n = int(arg)
+            m = mmap.mmap(-1, n * 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            m.madvise(mmap.MADV_NOHUGEPAGE)
+            for i in range(0, n * 4096, 4096):
+                m[i] = 1
+            keep.append(m)
+        elif cmd == "burn":
+            th = threading.Thread(target=burn, args=(float(arg),)); th.start(); th.join()
+        elif cmd in ("t1spawn", "t1exit"):
+            t1q.put(("spawn" if cmd == "t1spawn" else "exit", float(arg))); t1done.get()
+            if cmd == "t1exit":
+                T1.join()
+        print("done", flush=True)
+    """
+)
+
+
+class Child:
+    """The scripted child above, driven line by line."""
+
+    def __init__(self) -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
+        self.pid = self.p.pid
+
+    def do(self, cmd: str) -> None:
+        """Send one command (``pages N``, ``burn S``, ``t1spawn S``, ``t1exit S``) and wait
+        until the child has done it."""
+        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
+        self.p.stdin.flush()  # type: ignore[union-attr]
+        assert self.p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """Kill and reap the child."""
+        self.p.kill()
+        self.p.wait()
+
+
+def only(frame: Frame, tid: int) -> int:
+    """The index of ``tid``'s row in ``frame`` (there must be exactly one)."""
+    (i,) = np.flatnonzero(frame.tid == tid)
+    return int(i)

@@ -1,0 +1,242 @@
+"""Live mode's keys and prompts without a terminal: keys fed to the controller (sort,
+screens, filters, delay, kill, -K, W, -n), the screen read back as text (tests/support/live.py).
+Sending a real signal from the kill prompt is a system test (tests/system/test_live_kill.py);
+``tests/system/test_live_tmux.py`` drives the real program.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
+from tiptop.host import Host
+from tiptop.live import palette as P
+
+
+def test_sort_keys_move_the_marker_and_order() -> None:
+    app, _ = new_app()
+    keys(app, ">")
+    assert text(app)[3].rstrip() == "  PID   %CPU[  IPC] %MISS COMMAND"
+    assert [r.tid for r in app.rows] == [100, 101, 103, 102]  # '-' sorts last
+    keys(app, "<", "<", "<", "<")  # clamped at PID
+    assert app.state.view.sort_column == -1
+    keys(app, "R")
+    assert [r.tid for r in app.rows] == [100, 101, 102, 103]
+    for _ in range(10):
+        keys(app, ">")  # clamped at COMMAND
+    assert text(app)[3].rstrip() == "  PID   %CPU   IPC  %MISS[COMMAND]"
+
+
+def test_sort_marker_on_pid() -> None:
+    app, _ = new_app()
+    keys(app, "<")
+    assert text(app)[3].rstrip() == " [PID]  %CPU   IPC  %MISS COMMAND"
+
+
+def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
+    app, sampler = new_app()
+    keys(app, ">", "right")
+    assert sampler.reconfigured[-1]["screen"] is BRANCH
+    assert app.state.view.sort_column == 0
+    lines = text(app)
+    assert lines[1].rstrip().endswith("screen  1: branch")
+    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    assert lines[4].strip() == ""  # empty until the next refresh, 0.2 s later
+    keys(app, "right")  # wraps around
+    assert sampler.reconfigured[-1]["screen"] is DEFAULT
+    keys(app, "-")
+    assert sampler.reconfigured[-1]["screen"] is BRANCH
+
+
+def test_threads_idle_user_column_and_cmdline() -> None:
+    app, sampler = new_app()
+    keys(app, "H")
+    assert text(app)[2].strip() == "Show threads On"
+    assert sampler.reconfigured[-1] == {"screen": None, "threads": True}
+    assert "[threads]" in text(app)[0]
+    keys(app, "H")
+    assert text(app)[2].strip() == "Show threads Off"
+    keys(app, "i")
+    assert "[idle]" in text(app)[0]
+    keys(app, "U")
+    assert text(app, (100, 12))[3].startswith("  PID  user      [ %CPU]")
+    assert text(app)[4].startswith("  100  root        50.0")
+    keys(app, "c")
+    assert text(app)[4].rstrip().endswith("/bin/task0 --flag")
+
+
+def test_delay_prompt_accepts_refuses_and_cancels() -> None:
+    app, _ = new_app()
+    keys(app, "d")
+    assert text(app)[2].rstrip() == "Change delay from 2.00 to: _"
+    keys(app, "0", ".", "0", "0", "1", "enter")
+    assert app.state.delay == 2.0
+    assert text(app)[2].strip() == (
+        "Delay must be at least 0.01 s and at most 604800 s (delay stays 2.00)"
+    )
+    keys(app, "d", *"1e300", "enter")  # would overflow the event loop's timer
+    assert app.state.delay == 2.0 and "at most 604800 s" in text(app)[2]
+    keys(app, "d", *"1_0", "enter")  # Python's float() takes it; C's scanf does not
+    assert (
+        app.state.delay == 2.0 and text(app)[2].strip() == "Not a number: '1_0' (delay stays 2.00)"
+    )
+    keys(app, "s", "0", ".", "5", "x", "backspace", "enter")
+    assert app.state.delay == 0.5
+    assert text(app)[2].strip() == "Delay set to 0.50"
+    keys(app, "d", "7", "esc")
+    assert app.state.delay == 0.5 and app.state.prompt is None
+
+
+def test_filters_pid_user_watch() -> None:
+    app, sampler = new_app()
+    keys(app, "p", "1", "2", "3", "enter")
+    assert sampler.reconfigured[-1] == {"screen": None, "only_pid": 123, "only_name": None}
+    assert "[pid]" in text(app)[0]
+    keys(app, "p", "enter")
+    assert sampler.reconfigured[-1] == {"screen": None, "only_pid": None, "only_name": None}
+    keys(app, "u", *"no-such-user-xyz", "enter")
+    assert text(app)[2].strip() == "User name does not exist."
+    keys(app, "u", *"nobody", "enter")
+    assert sampler.reconfigured[-1] == {"screen": None, "uid": 65534}
+    assert "[uid]" in text(app)[0]
+    app.refresh()
+    keys(app, "w", *"task3", "enter")
+    assert app.rows[-1].watched and attrs(app, (60, 12), 7)[0][0] == P.WATCHED
+
+
+def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, _ = new_app()
+    keys(app, "W")
+    assert text(app)[2].strip() == ".tiptoprc written"
+    assert (tmp_path / ".tiptoprc").read_text() == "<tiptop/>"
+    (tmp_path / ".tiptoprc").write_text("mine")
+    keys(app, "W")
+    assert text(app)[2].strip() == ".tiptoprc not written: already exists in current directory"
+    assert (tmp_path / ".tiptoprc").read_text() == "mine"
+    app.keys.exporter = None
+    os.remove(tmp_path / ".tiptoprc")
+    keys(app, "W")
+    assert "not written" in text(app)[2]
+    assert not (tmp_path / ".tiptoprc").exists()
+
+
+def test_write_config_says_what_the_exporter_refused(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration the exporter cannot write (``ValueError``) is said on the message
+    line; any other exception is a bug and is not swallowed."""
+    monkeypatch.chdir(tmp_path)
+    app, _ = new_app()
+
+    def refuse(options: Any, screens: Any) -> str:
+        raise ValueError("column 'x' has no header")
+
+    app.keys.exporter = refuse
+    keys(app, "W")
+    assert text(app)[2].strip() == ".tiptoprc not written: column 'x' has no header"
+    assert not (tmp_path / ".tiptoprc").exists()
+
+    def broken(options: Any, screens: Any) -> str:
+        raise RuntimeError("bug")
+
+    app.keys.exporter = broken
+    with pytest.raises(RuntimeError, match="bug"):
+        keys(app, "W")
+    assert not (tmp_path / ".tiptoprc").exists()
+
+
+def test_keypress_latency_with_2000_tasks() -> None:
+    app, _ = new_app(n=2000, show_idle=True)
+    text(app, (120, 40))
+    worst = 0.0
+    for key in (">", "R", "<", "i", "U", "down"):
+        t0 = time.perf_counter()
+        app.on_key(key)
+        app.widget.render((120, 40))
+        worst = max(worst, time.perf_counter() - t0)
+    assert worst < 0.2, f"slowest key took {worst * 1000:.1f} ms"
+
+
+def test_max_iter_quits_after_n_refreshes() -> None:
+    app, _ = new_app(max_iter=3)
+    app.refresh()
+    assert app.quit_code is None
+    app.refresh()
+    assert app.quit_code == 0
+
+
+def test_kernel_key_refused_when_unprivileged() -> None:
+    """``K`` asks the Host, as ``-K`` does: refused for uid 1000 at paranoid 2 (the
+    original's line), allowed for root or at paranoid 1. The real system test of the rule
+    is -K as uid 65534 (tests/system/test_cli_run.py)."""
+    app, sampler = new_app(host=Host(uid=1000, euid=1000, paranoid=2))
+    keys(app, "K")
+    assert text(app)[2].strip() == (
+        "Kernel mode not available (not root and paranoia level too high)."
+    )
+    assert sampler.reconfigured == []
+    for host in (Host(uid=0, euid=0, paranoid=2), Host(uid=1000, euid=1000, paranoid=1)):
+        app, sampler = new_app(host=host)
+        keys(app, "K")
+        assert text(app)[2].strip() == "Kernel mode On"
+        assert sampler.reconfigured[-1]["kernel"] is True
+
+
+def test_screen_switch_shows_rows_at_the_first_refresh() -> None:
+    """After a restart (Right: the sampler is reconfigured) the refresh 0.2 s later shows
+    the tasks: ``restart`` primes the sampler, so that refresh is not the priming scan's
+    empty frame (``4 total, 0 displayed`` for a whole delay)."""
+    app, sampler = new_app()
+    keys(app, "right")
+    assert sampler.reconfigured[-1]["screen"] is BRANCH
+    assert sampler.started and sampler.starts == 2  # run()'s (here new_app's) and the restart's
+    app.refresh()  # the 0.2 s alarm
+    lines = text(app)
+    assert lines[1].startswith("Tasks:   9 total,   4 displayed")
+    assert lines[1].rstrip().endswith("screen  1: branch")
+    assert [x.rstrip() for x in lines[4:8]] == [
+        "  100   50.0  2.00 task0",
+        "  101   33.7  1.00 task1",
+        "  102   17.3     - task2",
+        "  103    1.0  1.00 task3",
+    ]
+
+
+def test_max_iter_counts_shown_frames_after_a_restart() -> None:
+    """``-n 2``: after a screen switch, two refreshes with rows, the first of them 0.2 s
+    after the key, then the program quits (no empty frame counted as one of them)."""
+    app, sampler = new_app(max_iter=2)
+    keys(app, "right")
+    app.refresh()
+    assert app.quit_code is None
+    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    app.refresh()
+    assert app.quit_code == 0
+    assert sampler.refreshes == 3  # new_app's, then the two after the switch
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        (["9" * 30, "enter", "enter"], "failed: Invalid argument"),  # past pid_t
+        (["1", "enter", "9" * 30, "enter"], "failed: Invalid argument"),  # past int
+        (["²", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
+        (["1", "enter", "³", "enter"], "Not valid"),
+    ],
+)
+def test_kill_prompt_odd_numbers_give_a_message(typed: list[str], message: str) -> None:
+    app, _ = new_app()
+    keys(app, "k", *_chars(typed))
+    assert message in text(app)[2]
+
+
+def _chars(typed: list[str]) -> list[str]:
+    out: list[str] = []
+    for t in typed:
+        out += [t] if t == "enter" else list(t)
+    return out

@@ -1,0 +1,234 @@
+"""Live mode's screen without a terminal: rendered to a canvas and compared as text and
+attributes (urwid's own testing habit): the golden screen, row colours, help and error
+windows, scrolling, resizing, the palette, indicators and the error log file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import urwid
+
+from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
+from tiptop.live import palette as P
+from tiptop.live.app import LiveApp
+from tiptop.live.widgets import MIN_COLS, MIN_ROWS
+from tiptop.options import Options
+from tiptop.screens.model import Target
+from tiptop.screens.variables import VARIABLES
+
+GOLDEN = [
+    "tiptop -                                      [root]                  [sticky]",
+    "Tasks:   9 total,   4 displayed,   1 dead" + " " * 41 + "screen  0: default",
+    "",
+    "  PID [ %CPU]  IPC  %MISS COMMAND",
+    "  100   50.0  2.00   0.50 task0",
+    "  101   33.7  1.00   0.50 task1",
+    "  102   17.3     -   0.50 task2",
+    "  103    1.0  1.00      ? task3",
+    "",
+    "",
+    "",
+    "Iteration: 4" + " " * 18 + "[errors] [scaled]" + " " * 35 + "Epoch: 1795291592",
+]
+
+
+def test_golden_screen() -> None:
+    app, sampler = new_app(sticky=True, show_timestamp=True, show_epoch=True)
+    sampler.messages.say("C: cycles: no such event", "C: cycles: no such event")
+    app.refresh()
+    lines = [x.rstrip() for x in text(app)]
+    golden = list(GOLDEN)
+    if os.geteuid() != 0:
+        golden[0] = "tiptop -" + " " * 62 + "[sticky]"
+    assert lines == golden
+    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1.
+    assert attrs(app, (100, 12), 3) == [
+        (P.HEADER, 6),
+        (P.HEADER_SORT, 7),
+        (P.HEADER, 86),
+        (None, 1),
+    ]
+
+
+def test_root_indicator_follows_euid() -> None:
+    app, _ = new_app()
+    assert ("[root]" in text(app)[0]) == (os.geteuid() == 0)
+
+
+def test_dead_and_watched_rows_and_cell_attributes() -> None:
+    app, _ = new_app(sticky=True, watch_name="task2")
+    size = (60, 12)
+    # task0: IPC over its threshold (1.5), %MISS multiplexed (running 0.5).
+    assert attrs(app, size, 4) == [(None, 13), (P.OVER, 5), (None, 1), (P.SCALED, 6), (None, 35)]
+    # task1 is dead: red all along, nothing else.
+    assert attrs(app, size, 5) == [(P.DEAD, 31), (None, 29)]
+    # task2, right after the dead row, is watched (green): no red leaks onto it.
+    assert attrs(app, size, 6) == [(P.WATCHED, 31), (None, 29)]
+    # task3: plain.
+    assert attrs(app, size, 7) == [(None, 60)]
+
+
+def test_help_window_lists_columns() -> None:
+    app, _ = new_app()
+    keys(app, "h")
+    lines = text(app, (100, 14))
+    body = [line[6:75].rstrip(" │") for line in lines]
+    assert any("Help (h to close)" in line for line in lines)
+    assert "Screen by default" in body
+    assert "%CPU : Total CPU usage" in body
+    assert "IPC  : Executed instructions per cycle" in body
+    assert any(b.startswith("Target: ") for b in body)
+    keys(app, "?")
+    assert not any("Help (h to close)" in line for line in text(app, (100, 14)))
+
+
+def test_help_window_lists_the_built_in_variables() -> None:
+    """After the legend, every built-in variable of the registry with its description."""
+    app, _ = new_app()
+    keys(app, "h")
+    body = [line[6:75].rstrip(" │") for line in text(app, (100, 40))]
+    start = body.index("Built-in variables of expressions:")
+    shown = body[start + 1 : start + 1 + len(VARIABLES)]
+    assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
+    assert shown[4] == "INTERVAL: seconds since the previous refresh"
+    for line, v in zip(shown, VARIABLES, strict=True):
+        assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
+
+
+def test_help_window_longer_than_the_terminal_is_cut() -> None:
+    """A help text taller than the terminal shows its top, cut at the bottom, instead of
+    urwid's WidgetError (a Pile cannot overflow its box)."""
+    app, _ = new_app()
+    keys(app, "h")
+    lines = text(app, (100, 9))
+    assert len(lines) == 9
+    assert "Help (h to close)" in lines[0]
+    assert lines[1][6:75].startswith("Target: ")
+    assert lines[-1].strip().startswith("└")
+
+
+def test_help_window_shows_the_target_cli_found() -> None:
+    """The original's ``Target: x86, model = %02X_%02X`` (docs/original.md 5.4), from
+    ``Options.target`` as cli sets it from /proc/cpuinfo, not the bare machine name."""
+    app, _ = new_app(target=Target("x86", "1A_11"))
+    keys(app, "h")
+    body = [line[6:75].rstrip(" │") for line in text(app, (100, 14))]
+    assert "Target: x86, model = 1A_11" in body
+
+
+def test_error_window_scrolls() -> None:
+    app, sampler = new_app()
+    for i in range(40):
+        sampler.messages.say(f"problem {i}", f"problem {i}")
+    app.refresh()
+    keys(app, "e")
+    lines = text(app, (80, 20))
+    top = next(i for i, line in enumerate(lines) if "40 errors detected (e to close)" in line)
+    assert lines[top + 1].strip("│ ") == "BEGIN"
+    assert lines[top + 2].strip("│ ") == "problem 0"
+    keys(app, "down", "down")
+    lines = text(app, (80, 20))
+    assert lines[top + 1].strip("│ ") == "....."
+    assert lines[top + 2].strip("│ ") == "problem 2"
+    keys(app, "end")
+    lines = text(app, (80, 20))
+    assert lines[-3].strip("│ ") == "END" and lines[-4].strip("│ ") == "problem 39"
+    assert lines[-2].strip("│ ") == "100 %"
+    keys(app, "e")
+    assert not any("errors detected" in line for line in text(app, (80, 20)))
+
+
+def test_rows_scroll_beyond_the_terminal() -> None:
+    app, _ = new_app(n=50, show_idle=True)
+    lines = text(app, (60, 12))  # 7 rows fit between header and footer
+    assert lines[4].startswith("  100 ") and lines[10].startswith("  106 ")
+    keys(app, "down")
+    assert text(app, (60, 12))[4].startswith("  101 ")
+    keys(app, "end")
+    assert text(app, (60, 12))[10].startswith("  149 ")
+    keys(app, "page up")
+    assert text(app, (60, 12))[4].startswith("  137 ")
+    keys(app, "home")
+    assert text(app, (60, 12))[4].startswith("  100 ")
+
+
+def test_resize_and_too_small() -> None:
+    app, _ = new_app()
+    assert len(text(app, (120, 40))) == 40
+    small = text(app, (60, 15))
+    assert len(small) == 15 and all(len(line) == 60 for line in small)
+    assert small[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    tiny = text(app, (MIN_COLS - 1, MIN_ROWS))
+    assert tiny[0].startswith("Terminal too") and len(tiny) == MIN_ROWS
+    assert text(app, (40, MIN_ROWS - 1))[0].startswith("Terminal too small")
+
+
+def test_only_visible_rows_are_formatted() -> None:
+    app, _ = new_app(n=5000, show_idle=True)
+    calls = 0
+    fmt = app.table.format_row
+
+    def counting(row: Any) -> str:
+        nonlocal calls
+        calls += 1
+        return fmt(row)
+
+    app.table.format_row = counting
+    text(app, (100, 30))
+    assert calls == 30 - 5
+
+
+def test_mono_palette_keeps_meanings_apart() -> None:
+    mono = {name: m for name, _fg, _bg, m in P.PALETTE}
+    meanings = [P.WATCHED, P.DEAD, P.OVER, P.SCALED, P.HEADER]
+    assert len({mono[m] for m in meanings}) == len(meanings)
+    for m in meanings:
+        assert urwid.AttrSpec(mono[m], "default", 1).foreground != "default"
+    screen = urwid.display.raw.Screen()
+    screen.register_palette(P.PALETTE)  # urwid accepts every entry in 16 colours and mono
+
+
+def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
+    """No ``Tasks:   0 total`` before the first refresh (or after a restart)."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH])
+    sampler.start()
+    line = text(app)[1]
+    assert "Tasks" not in line and line.rstrip().endswith("screen  0: default")
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    keys(app, "H")  # threads: the sampler restarts, counts are unknown again
+    assert "Tasks" not in text(app)[1]
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   9 total")
+
+
+def test_conf_indicator_follows_the_config_file() -> None:
+    """``[conf]`` at COLS-60 when a configuration file was read (docs/original.md 5.1)."""
+    assert "[conf]" not in text(new_app()[0])[0]
+    line = text(new_app(config_path="/tmp/.tiptoprc")[0])[0]
+    assert line.index("[conf]") == 100 - 60
+
+
+def test_error_file_gets_each_new_message_once() -> None:
+    """``-E file`` in live mode: the sampler's messages are logged there as they appear
+    (the original's error log file), not only in the ``e`` window."""
+    log = io.StringIO()
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], error_log=log)
+    sampler.messages.say("bus-cycles: ENOENT: not here", "bus-cycles: ENOENT: not here")
+    app.refresh()
+    app.refresh()
+    sampler.messages.say("pid 7: EACCES: not yours", "pid 7: EACCES: not yours")
+    app.refresh()
+    assert log.getvalue().splitlines() == [
+        "tiptop: bus-cycles: ENOENT: not here",
+        "tiptop: pid 7: EACCES: not yours",
+    ]
+    log.close()  # a log that can no longer be written: said once, the screen stays up
+    sampler.messages.say("third", "third")
+    app.refresh()
+    assert text(app)[2].startswith("-E: cannot write the error log")

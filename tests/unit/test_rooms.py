@@ -1,0 +1,184 @@
+"""The two rooms stay honest, checked with ``ast``: the unit room (tests/unit/ and what it
+imports from tests/support/ and tests/fakeproc.py) starts no process, runs no tmux and no
+setpriv; every test module sits in a room; and test code keeps to the size rule (modules
+up to 400 lines, functions up to 80).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+
+#: What the unit room may use: its own tests, the fakes and builders, the fake /proc.
+UNIT_ROOM = (TESTS / "unit", TESTS / "support", TESTS / "fakeproc.py")
+
+#: Modules that start processes.
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "pexpect"}
+
+#: ``os`` functions that start or replace a process (the Python library reference, module
+#: ``os``, "Process Management").
+OS_PROCESS_CALLS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}
+OS_PROCESS_PREFIXES = ("exec", "spawn")
+
+#: The helpers of tests/helpers.py that run ``python -m tiptop`` or setpriv.
+PROCESS_HELPERS = {"run", "TIPTOP", "nobody_command", "nobody_site"}
+
+#: Programs the unit room never names as a command.
+PROGRAMS = {"setpriv", "tmux"}
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+
+def _starts_process(os_name: str) -> bool:
+    """Whether ``os.<os_name>`` starts or replaces a process."""
+    return os_name in OS_PROCESS_CALLS or os_name.startswith(OS_PROCESS_PREFIXES)
+
+
+def _os_call(node: ast.AST) -> str | None:
+    """``fork`` for ``os.fork(...)``, ``execv`` for ``os.execv(...)``, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        f = node.func
+        if isinstance(f.value, ast.Name) and f.value.id == "os":
+            return f.attr
+    return None
+
+
+def violations(source: str) -> list[str]:
+    """``line: what`` for each way ``source`` leaves the unit room."""
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in PROCESS_MODULES:
+                    found.append(f"{line}: import {a.name}")
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if mod.split(".")[0] in PROCESS_MODULES or mod.startswith("tests.system"):
+                found.append(f"{line}: from {mod} import")
+            elif mod == "tests.helpers":
+                found += [f"{line}: {a.name} from tests.helpers" for a in node.names
+                          if a.name in PROCESS_HELPERS]  # fmt: skip
+            elif mod == "os":
+                found += [f"{line}: os.{a.name}" for a in node.names if _starts_process(a.name)]
+        elif (name := _os_call(node)) is not None and _starts_process(name):
+            found.append(f"{line}: os.{name}()")
+    found += [f"{c.lineno}: names {str(c.value).split()[0]}" for c in _commands(tree)]
+    return found
+
+
+def _commands(tree: ast.AST) -> list[ast.Constant]:
+    """The strings that name a program of :data:`PROGRAMS` as a command: the first item of
+    a list or tuple (an argv) or the first argument of a call (``shutil.which("tmux")``).
+    A shell command line needs ``subprocess`` or ``os.system``, which are caught anyway."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple):
+            first = node.elts[:1]
+        elif isinstance(node, ast.Call):
+            first = node.args[:1]
+        else:
+            continue
+        found += [c for c in first if _program(c) in PROGRAMS]
+    return sorted(found, key=lambda c: c.lineno)
+
+
+def _program(node: ast.AST) -> str | None:
+    """``tmux`` for the string ``"/usr/bin/tmux -L x"``; None for anything but a string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split():
+        return node.value.split()[0].rsplit("/", 1)[-1]
+    return None
+
+
+def unit_room_files() -> list[Path]:
+    """Every Python file of the unit room."""
+    return sorted(p for top in UNIT_ROOM for p in ([top] if top.is_file() else top.rglob("*.py")))
+
+
+@pytest.mark.parametrize(
+    ("planted", "needle"),
+    [
+        ("import subprocess\n", "import subprocess"),
+        ("from subprocess import run\n", "from subprocess import"),
+        ("import multiprocessing.pool\n", "import multiprocessing.pool"),
+        ("from tests.helpers import nobody_command\n", "nobody_command from tests.helpers"),
+        (
+            "from tests.system.scripted_child import Child\n",
+            "from tests.system.scripted_child import",
+        ),
+        ("import os\npid = os.fork()\n", "os.fork()"),
+        ("import os\nos.execv('/bin/true', ['true'])\n", "os.execv()"),
+        ("from os import posix_spawn\n", "os.posix_spawn"),
+        ("cmd = ['setpriv', '--reuid=65534', 'id']\n", "names setpriv"),
+        ("cmd = ('/usr/bin/tmux', '-L', 'x')\n", "names /usr/bin/tmux"),
+        ("import shutil\nshutil.which('tmux')\n", "names tmux"),
+    ],
+)
+def test_the_check_sees_a_process(planted: str, needle: str) -> None:
+    (got,) = violations(planted)
+    assert got.endswith(needle), got
+
+
+def test_the_check_lets_words_pass() -> None:
+    """A docstring, a set or a fake process name that mentions tmux or setpriv,
+    ``os.getpid()``, the PMU probe."""
+    ok = (
+        '"""Unlike the tmux test, no setpriv here."""\n'
+        "import os\nfrom tests.helpers import hardware_pmu_error\nos.getpid()\n"
+        "PROGRAMS = {'setpriv', 'tmux'}\n"
+        "fp.add(10, 'tmux: server', cmdline=b'tmux\\0new')\n"
+        "assert cmdline == 'tmux new -s a'\n"
+    )
+    assert violations(ok) == []
+
+
+def test_unit_room_starts_no_process() -> None:
+    files = unit_room_files()
+    assert TESTS / "unit" / "test_rooms.py" in files and TESTS / "fakeproc.py" in files
+    found = {p.relative_to(TESTS).as_posix(): v for p in files if (v := violations(p.read_text()))}
+    assert found == {}
+
+
+def test_every_test_module_is_in_a_room() -> None:
+    rooms = {"unit", "system", "hwpmu"}
+    stray = [
+        p.relative_to(TESTS).as_posix()
+        for p in TESTS.rglob("test_*.py")
+        if p.relative_to(TESTS).parts[0] not in rooms
+    ]
+    assert stray == []
+
+
+def oversized(path: Path) -> list[str]:
+    """What in ``path`` breaks the size rule: the module's length, each long function."""
+    text = path.read_text()
+    found = []
+    if (n := len(text.splitlines())) > MAX_MODULE_LINES:
+        found.append(f"{n} lines")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if (n := node.end_lineno - start + 1) > MAX_FUNCTION_LINES:  # type: ignore[operator]
+                found.append(f"{node.name}: {n} lines")
+    return found
+
+
+def test_the_size_check_sees_a_long_function(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    long.write_text("def f():\n" + "    x = 1\n" * 80 + "\n" * 321)
+    assert oversized(long) == ["402 lines", "f: 81 lines"]
+
+
+def test_test_code_keeps_to_the_size_rule() -> None:
+    found = {
+        p.relative_to(TESTS).as_posix(): v
+        for p in sorted(TESTS.rglob("*.py"))
+        if (v := oversized(p))
+    }
+    assert found == {}
