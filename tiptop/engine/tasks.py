@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from tiptop.engine.task import Scan, Task, account, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -47,58 +48,6 @@ __all__ = [
     "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
     "read_facts", "read_file", "read_stat", "safe_text",
 ]  # fmt: skip
-
-
-@dataclass(eq=False, slots=True)
-class Task:
-    """One watched task (a process in process mode, a thread with ``-H``).
-
-    The ``cpu_*`` values are percentages of one CPU over the last interval; ``new`` is true
-    in the scan that discovered it (its CPU values then mean nothing yet).
-    """
-
-    tid: int
-    pid: int
-    starttime: int
-    uid: int
-    user: str
-    name: str
-    cmdline: str
-    num_threads: int
-    state: str
-    processor: int
-    utime: int
-    stime: int
-    #: Lifetime-average %CPU at discovery (for busy-first attach).
-    cpu_lifetime: float = 0.0
-    cpu_total: float = 0.0
-    cpu_sys: float = 0.0
-    cpu_user: float = 0.0
-    new: bool = True
-    #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
-    #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
-    final: bool = False
-
-    @property
-    def key(self) -> tuple[int, int]:
-        """The identity ``(tid, starttime)``."""
-        return (self.tid, self.starttime)
-
-
-@dataclass
-class Scan:
-    """The result of one :meth:`TaskScanner.scan`."""
-
-    #: Live watched tasks, old ones first in discovery order, then the new ones.
-    tasks: list[Task]
-    #: Tasks discovered by this scan (also in ``tasks``).
-    new: list[Task]
-    #: Tasks seen before and gone (exited, zombie, or PID reused) since the last scan.
-    gone: list[Task]
-    #: Seconds since the previous scan (0 for the first).
-    interval: float
-    #: Every thread of the watched processes (for the "Tasks:" line).
-    threads_total: int
 
 
 def _uptime_ticks(proc_root: str) -> float:
@@ -217,7 +166,7 @@ class TaskScanner:
             pid = int(name)
             if pid in idle and not trees and not self.threads and pid in old:
                 t = old[pid]
-                _rest(t)
+                rest(t)
                 seen[pid] = t
                 live_pids.add(pid)
                 threads_total += t.num_threads
@@ -302,7 +251,7 @@ class TaskScanner:
         for tid in tids:
             t = old.get(tid) if tid in idle else None
             if t is not None:
-                _rest(t)
+                rest(t)
                 seen[tid] = t
                 continue
             try:
@@ -357,7 +306,7 @@ class TaskScanner:
         parent waits for it). It is then left out of the scan, hence reported gone."""
         t = old.get(tid)
         if t is not None and t.starttime == st.starttime:
-            _account(t, st, interval)
+            account(t, st, interval)
             t.final = True
 
     def _own_stat(self, pid: int, st: Stat) -> Stat:
@@ -382,7 +331,7 @@ class TaskScanner:
     ) -> None:
         t = old.get(tid)
         if t is not None and t.starttime == st.starttime:
-            _account(t, st, interval)
+            account(t, st, interval)
             if t.name != p.comm or t.cmdline != p.cmdline:
                 t.name, t.cmdline, t.uid, t.user = p.comm, p.cmdline, p.uid, p.user
             t.new = False
@@ -398,29 +347,6 @@ class TaskScanner:
                 t.cpu_lifetime = 100.0 * (st.utime + st.stime) / age
             new.append(t)
         seen[tid] = t
-
-
-def _rest(t: Task) -> None:
-    """``t`` did not run during the interval: 0 %CPU, nothing else changed."""
-    t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
-    t.new = False
-
-
-def _account(t: Task, st: Stat, interval: float) -> None:
-    """Update ``t`` from its new ``stat``: %CPU over ``interval`` from the utime/stime
-    deltas (proc(5) fields 14, 15, in clock ticks), state, CPU, thread count."""
-    if interval > 0:
-        scale = 100.0 / (interval * CLK_TCK)
-        du = max(st.utime - t.utime, 0)
-        ds = max(st.stime - t.stime, 0)
-        t.cpu_user = du * scale
-        t.cpu_sys = ds * scale
-        t.cpu_total = (du + ds) * scale
-    t.utime = st.utime
-    t.stime = st.stime
-    t.state = st.state
-    t.processor = st.processor
-    t.num_threads = st.num_threads
 
 
 @dataclass(slots=True)

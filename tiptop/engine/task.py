@@ -1,0 +1,87 @@
+"""One watched task's record, a scan's result, and a task's CPU accounting from ``stat``.
+
+A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
+``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task. The scanner
+that fills these records is ``tiptop.engine.tasks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tiptop.kernel.procfs import CLK_TCK, Stat
+
+
+@dataclass(eq=False, slots=True)
+class Task:
+    """One watched task (a process in process mode, a thread with ``-H``).
+
+    The ``cpu_*`` values are percentages of one CPU over the last interval; ``new`` is true
+    in the scan that discovered it (its CPU values then mean nothing yet).
+    """
+
+    tid: int
+    pid: int
+    starttime: int
+    uid: int
+    user: str
+    name: str
+    cmdline: str
+    num_threads: int
+    state: str
+    processor: int
+    utime: int
+    stime: int
+    #: Lifetime-average %CPU at discovery (for busy-first attach).
+    cpu_lifetime: float = 0.0
+    cpu_total: float = 0.0
+    cpu_sys: float = 0.0
+    cpu_user: float = 0.0
+    new: bool = True
+    #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
+    #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
+    final: bool = False
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The identity ``(tid, starttime)``."""
+        return (self.tid, self.starttime)
+
+
+@dataclass
+class Scan:
+    """The result of one :meth:`TaskScanner.scan`."""
+
+    #: Live watched tasks, old ones first in discovery order, then the new ones.
+    tasks: list[Task]
+    #: Tasks discovered by this scan (also in ``tasks``).
+    new: list[Task]
+    #: Tasks seen before and gone (exited, zombie, or PID reused) since the last scan.
+    gone: list[Task]
+    #: Seconds since the previous scan (0 for the first).
+    interval: float
+    #: Every thread of the watched processes (for the "Tasks:" line).
+    threads_total: int
+
+
+def rest(t: Task) -> None:
+    """``t`` did not run during the interval: 0 %CPU, nothing else changed."""
+    t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
+    t.new = False
+
+
+def account(t: Task, st: Stat, interval: float) -> None:
+    """Update ``t`` from its new ``stat``: %CPU over ``interval`` from the utime/stime
+    deltas (proc(5) fields 14, 15, in clock ticks), state, CPU, thread count."""
+    if interval > 0:
+        scale = 100.0 / (interval * CLK_TCK)
+        du = max(st.utime - t.utime, 0)
+        ds = max(st.stime - t.stime, 0)
+        t.cpu_user = du * scale
+        t.cpu_sys = ds * scale
+        t.cpu_total = (du + ds) * scale
+    t.utime = st.utime
+    t.stime = st.stime
+    t.state = st.state
+    t.processor = st.processor
+    t.num_threads = st.num_threads
