@@ -7,11 +7,41 @@ as one of these and is turned into one line and an exit code by ``cli.main``.
 
 from __future__ import annotations
 
+#: Control characters as escapes: C0 and DEL (ascii(7)) and the C1 range U+0080..U+009F
+#: (some terminals obey U+009B as CSI). Text a terminal prints as written, never a sequence
+#: it obeys, and never more than one line.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    ord("\n"): "\\n",
+    ord("\t"): "\\t",
+    ord("\r"): "\\r",
+}
+
+#: The most characters of a user's value quoted in a message (:func:`shown`).
+SHOWN_MAX = 60
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\n``, ``\\x1b``)."""
+    return text.translate(_CONTROLS)
+
+
+def shown(text: str, limit: int = SHOWN_MAX) -> str:
+    """A user's value as a message quotes it: escaped (:func:`printable`) and, past
+    ``limit`` characters, cut with ``...`` and its length (a 4,301-digit number is not
+    echoed whole)."""
+    if len(text) > limit:
+        return f"{printable(text[:limit])}... ({len(text)} characters)"
+    return printable(text)
+
 
 class TiptopError(Exception):
-    """Base of every error tiptop raises on purpose."""
+    """Base of every error tiptop raises on purpose; ``str()`` is always one printable line
+    (control characters escaped, :func:`printable`)."""
 
     exit_code = 1
+
+    def __str__(self) -> str:
+        return printable(super().__str__())
 
 
 class UsageError(TiptopError, ValueError):
@@ -42,7 +72,7 @@ class SpecError(TiptopError, ValueError):
 
     def __str__(self) -> str:
         where = [str(p) for p in (self.path, self.line, self.column) if p is not None]
-        return ":".join([*where, " " + self.message]) if where else self.message
+        return printable(":".join([*where, " " + self.message]) if where else self.message)
 
 
 class EventError(TiptopError, LookupError):

@@ -137,4 +137,5 @@ def test_rc_odd_values_are_warned_or_ignored() -> None:
         "(got '1e300'), ignored",
         "config file: User name 'no_such_user_zz' does not exist, ignored",
     ]
-    assert (o.delay, o.uid, o.watch_name, o.max_iter) == (2.0, None, None, int("9" * 30))
+    # Out of range, atoi is glibc's strtol: LONG_MAX (strtol(3)).
+    assert (o.delay, o.uid, o.watch_name, o.max_iter) == (2.0, None, None, 2**63 - 1)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError, UsageError, shown
 from tiptop.host import Host
 from tiptop.screens.model import Target
 
@@ -142,7 +142,9 @@ def pick_screen(screens: Sequence[Any], wanted: str | None) -> tuple[int, Any]:
         for i, s in enumerate(screens):
             if wanted in s.name:
                 return i, s
-        raise UsageError(f"-S: no screen named like '{wanted}' (see --list-screens)") from None
+        raise UsageError(
+            f"-S: no screen named like '{shown(wanted)}' (see --list-screens)"
+        ) from None
     if not 0 <= index < len(screens):
         raise UsageError(f"-S: no screen number {index} (0 to {len(screens) - 1})")
     return index, screens[index]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tiptop.errors import UsageError
+from tiptop.errors import UsageError, shown
 from tiptop.options.argv import Action, parse_argv
 from tiptop.options.values import (
     MAX_DELAY,
@@ -188,7 +188,7 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         if not value:
             # An empty name is in every name: it would select (or mark) every task.
             raise UsageError(f"{where}: empty value")
-        pid, text = parse_target(value)
+        pid, text = parse_target(value, where)
         if name == "only":
             opts.only_pid, opts.only_name = pid, text
         else:
@@ -197,7 +197,7 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         opts.uid, opts.user_name = parse_user(value, where)
     elif name == "format":
         if value not in FORMATS:
-            raise UsageError(f"{where}: '{value}' is not one of {', '.join(FORMATS)}")
+            raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
         opts.format = value
     elif name in ("screen", "output", "error_file", "config_dir", "export"):
         if not value:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tiptop.errors import UsageError
+from tiptop.errors import UsageError, shown
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def parse_argv(argv: Sequence[str], *, ptiptop: bool = False) -> tuple[list[Acti
             spec = LONG.get(name)
             if spec is None:
                 if not ptiptop:
-                    raise UsageError(f"unknown option '{arg}' (see --help)")
+                    raise UsageError(f"unknown option '{shown(arg)}' (see --help)")
                 actions.append(Action("set", "only", arg, "pattern"))
                 continue
             kind, field = spec
@@ -140,7 +140,9 @@ def parse_argv(argv: Sequence[str], *, ptiptop: bool = False) -> tuple[list[Acti
                 spec = SHORT.get(letter)
                 if spec is None:
                     if not ptiptop:
-                        raise UsageError(f"unknown option '-{letter}' in '{arg}' (see --help)")
+                        raise UsageError(
+                            f"unknown option '-{shown(letter)}' in '{shown(arg)}' (see --help)"
+                        )
                     actions.append(Action("set", "only", arg, "pattern"))
                     break
                 kind, field = spec
@@ -152,5 +154,5 @@ def parse_argv(argv: Sequence[str], *, ptiptop: bool = False) -> tuple[list[Acti
         elif ptiptop:
             actions.append(Action("set", "only", arg, "pattern"))
         else:
-            raise UsageError(f"unexpected argument '{arg}' (a command to run goes after --)")
+            raise UsageError(f"unexpected argument '{shown(arg)}' (a command to run goes after --)")
     return actions, []

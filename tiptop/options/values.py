@@ -12,7 +12,7 @@ import math
 import pwd
 import re
 
-from tiptop.errors import UsageError
+from tiptop.errors import UsageError, shown
 
 #: Smallest accepted refresh delay in seconds (the original silently replaced smaller
 #: values by 1; we refuse them with a message).
@@ -22,6 +22,9 @@ MIN_DELAY = 0.01
 MAX_DELAY = 7 * 86400.0
 #: Largest uid: ``uid_t`` is 32 bits and ``(uid_t) -1`` means "no uid" (setresuid(2)).
 MAX_UID = 2**32 - 2
+#: The range of a C ``long`` (strtol(3)): a whole number outside it is refused, which also
+#: keeps Python's ``int()`` off its 4,300-digit limit (``sys.int_info``, a ValueError).
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 _WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
@@ -32,20 +35,29 @@ def decimal(text: str) -> float | None:
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 
-def _int(text: str) -> int | None:
-    """A decimal integer (``12``, ``-1``), or None when ``text`` is not one."""
-    return int(text, 10) if _WHOLE.fullmatch(text) else None
+def _int(text: str, where: str) -> int | None:
+    """A decimal integer (``12``, ``-1``), or None when ``text`` is not one; UsageError
+    when it does not fit a C ``long``."""
+    if not _WHOLE.fullmatch(text):
+        return None
+    digits = text.lstrip("+-").lstrip("0")
+    value = int(digits or "0", 10) if len(digits) <= len(str(LONG_MAX)) else None
+    if text.startswith("-") and value is not None:
+        value = -value
+    if value is None or not LONG_MIN <= value <= LONG_MAX:
+        raise UsageError(f"{where}: '{shown(text)}' is out of range")
+    return value
 
 
 def parse_delay(text: str, where: str = "-d") -> float:
     """A refresh delay in seconds, from :data:`MIN_DELAY` to :data:`MAX_DELAY`."""
     value = decimal(text)
     if value is None:
-        raise UsageError(f"{where}: '{text}' is not a number of seconds")
+        raise UsageError(f"{where}: '{shown(text)}' is not a number of seconds")
     if not MIN_DELAY <= value <= MAX_DELAY:
         raise UsageError(
             f"{where}: delay must be at least {MIN_DELAY} s and at most {MAX_DELAY:.0f} s "
-            f"(got '{text}')"
+            f"(got '{shown(text)}')"
         )
     return value
 
@@ -54,19 +66,19 @@ def parse_float(text: str, where: str) -> float:
     """A finite, non-negative decimal number."""
     value = decimal(text)
     if value is None:
-        raise UsageError(f"{where}: '{text}' is not a number")
+        raise UsageError(f"{where}: '{shown(text)}' is not a number")
     if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{where}: '{text}' must be a non-negative number")
+        raise UsageError(f"{where}: '{shown(text)}' must be a non-negative number")
     return value
 
 
 def parse_count(text: str, where: str) -> int:
     """A non-negative decimal integer."""
-    value = _int(text)
+    value = _int(text, where)
     if value is None:
-        raise UsageError(f"{where}: '{text}' is not a whole number")
+        raise UsageError(f"{where}: '{shown(text)}' is not a whole number")
     if value < 0:
-        raise UsageError(f"{where}: '{text}' must not be negative")
+        raise UsageError(f"{where}: '{shown(text)}' must not be negative")
     return value
 
 
@@ -74,9 +86,9 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
     """``(uid, name)`` for a user name or numeric uid; a numeric uid without a passwd
     entry is accepted and shown as its number (the original hit an ``assert``)."""
     if text[:1].isdigit():
-        uid = _int(text)
+        uid = _int(text, where)
         if uid is None or uid > MAX_UID:
-            raise UsageError(f"{where}: '{text}' is neither a user name nor a uid")
+            raise UsageError(f"{where}: '{shown(text)}' is neither a user name nor a uid")
         try:
             return uid, pwd.getpwuid(uid).pw_name
         except KeyError:
@@ -85,18 +97,25 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
         entry = pwd.getpwnam(text)
     except (KeyError, ValueError):  # ValueError: an embedded NUL
         # The original's message (docs/original.md section 1).
-        raise UsageError(f"User name '{text}' does not exist.") from None
+        raise UsageError(f"User name '{shown(text)}' does not exist.") from None
     return entry.pw_uid, entry.pw_name
 
 
-def parse_target(text: str) -> tuple[int | None, str | None]:
+def parse_target(text: str, where: str = "-p") -> tuple[int | None, str | None]:
     """A ``-p``/``-w`` argument: a PID when it reads as a positive integer (the original's
     ``atoi(arg) != 0`` rule, without atoi's prefix parsing), else a name."""
-    pid = _int(text)
+    pid = _int(text, where)
     return (pid, None) if pid is not None and pid > 0 else (None, text)
 
 
 def atoi(text: str) -> int:
-    """C ``atoi``: leading integer, 0 when there is none (the rc file's semantics)."""
-    m = re.match(r"\s*([+-]?\d+)", text, re.ASCII)
-    return int(m.group(1)) if m else 0
+    """C ``atoi``: leading integer, 0 when there is none (the rc file's semantics); out of
+    range, :data:`LONG_MIN` or :data:`LONG_MAX`, as glibc's ``strtol`` gives (strtol(3))."""
+    m = re.match(r"\s*([+-]?)0*(\d+)", text, re.ASCII)
+    if m is None:
+        return 0
+    sign, digits = m.groups()
+    if len(digits) > len(str(LONG_MAX)):
+        return LONG_MIN if sign == "-" else LONG_MAX
+    value = -int(digits) if sign == "-" else int(digits)
+    return min(max(value, LONG_MIN), LONG_MAX)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tiptop.errors import SpecError
+from tiptop.errors import SpecError, shown
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.model import (
     ColumnSpec,
@@ -86,9 +86,9 @@ def parse_type(text: str) -> int:
         if re.fullmatch(r"0[0-7]+", t):  # C octal, which Python's base 0 refuses
             value = int(t, 8)
         else:
-            raise SpecError(f"Bad type '{text}'") from None
+            raise SpecError(f"Bad type '{shown(text)}'") from None
     if not 0 <= value < 1 << 32:
-        raise SpecError(f"Bad type '{text}'")
+        raise SpecError(f"Bad type '{shown(text)}'")
     return value
 
 
@@ -109,9 +109,9 @@ def parse_threshold(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise SpecError(f"Bad threshold '{text}'") from None
+        raise SpecError(f"Bad threshold '{shown(text)}'") from None
     if not math.isfinite(value):
-        raise SpecError(f"Bad threshold '{text}'")
+        raise SpecError(f"Bad threshold '{shown(text)}'")
     return value
 
 
@@ -122,7 +122,7 @@ def parse_bool(text: str) -> bool:
         return True
     if t in ("0", "no", "false", "off", ""):
         return False
-    raise SpecError(f"Bad boolean '{text}'")
+    raise SpecError(f"Bad boolean '{shown(text)}'")
 
 
 def build_options(
@@ -316,13 +316,15 @@ def _counter(
         if a.get("type") is not None:
             parse_type(a["type"])
     except SpecError:
-        problem(f"Bad type '{a['type']}': ignoring counter '{alias}'", item, "type")
+        problem(f"Bad type '{shown(a['type'])}': ignoring counter '{alias}'", item, "type")
         return None
     try:
         event = parse_event(config, a.get("type"))
     except SpecError as err:
         problem(
-            f"Bad config '{config}': ignoring counter '{alias}' ({err.message})", item, "config"
+            f"Bad config '{shown(config)}': ignoring counter '{alias}' ({err.message})",
+            item,
+            "config",
         )
         return None
     return CounterSpec(

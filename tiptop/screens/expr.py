@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.errors import SpecError
+from tiptop.errors import SpecError, shown
 from tiptop.screens import syntax
 from tiptop.screens.model import delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
@@ -249,11 +249,13 @@ def evaluate_config(text: str) -> int:
     try:
         return _config(syntax.parse(text))
     except ExprSyntaxError as err:
-        raise SpecError(f"{err.message} (at column {err.offset + 1} of {text!r})") from None
+        raise SpecError(f"{err.message} (at column {err.offset + 1} of '{shown(text)}')") from None
 
 
 def _config(node: Node) -> int:
     if isinstance(node, Num):
+        if isinstance(node.value, float) and node.value > _U64:  # 1e400 is inf
+            raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)
         if isinstance(node.value, float) and not node.value.is_integer():
             raise ExprSyntaxError(f"config constant {node.text!r} is not an integer", node.pos)
         value = int(node.value)

@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from tiptop.errors import SpecError
+from tiptop.errors import SpecError, shown
 
 __all__ = ["MAX_FIELD", "compile_format"]
 
@@ -75,9 +75,10 @@ def _spec(fmt: str, m: re.Match[str]) -> str:
         what = repr(m.group("len") + conv) if conv else "end of format"
         raise _bad(fmt, f"unsupported conversion {what} (use f, e or g)")
     for what, name in (("width", "width"), ("prec", "precision")):
-        digits = m.group(what)
-        if digits and int(digits) > MAX_FIELD:
-            raise _bad(fmt, f"{name} {int(digits)} is over {MAX_FIELD} (a cell is a column)")
+        digits = (m.group(what) or "").lstrip("0")
+        # Length first: int() of over 4,300 digits is a ValueError (sys.int_info).
+        if len(digits) > len(str(MAX_FIELD)) or (digits and int(digits) > MAX_FIELD):
+            raise _bad(fmt, f"{name} {shown(digits)} is over {MAX_FIELD} (a cell is a column)")
     return _py_spec(m.group("flags"), m.group("width"), m.group("prec"), conv)
 
 
@@ -93,4 +94,4 @@ def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
 
 
 def _bad(fmt: str, why: str) -> SpecError:
-    return SpecError(f"Bad format '{fmt}': {why}")
+    return SpecError(f"Bad format '{shown(fmt)}': {why}")

@@ -19,8 +19,13 @@ from dataclasses import dataclass
 
 from tiptop.errors import SpecError
 
-#: Deepest nesting of parentheses/unary minus accepted (keeps the parser off the C stack).
+#: Deepest nesting of parentheses/unary minus accepted (keeps the parser off the C stack),
+#: and the most levels of a syntax tree (a chain of N operators is N levels): compiling
+#: and evaluating recurse once per level, and Python stops at 1,000 (sys.getrecursionlimit).
 MAX_DEPTH = 100
+#: The most hexadecimal digits of a constant: 16 make 64 bits, the width of a counter config
+#: (perf_event_open(2)) and more than a double holds exactly.
+MAX_HEX_DIGITS = 16
 
 _TOKEN = re.compile(
     r"""
@@ -198,6 +203,8 @@ class _Parser:
         if tok.kind == "num":
             return Num(float(tok.text), tok.text, tok.pos)
         if tok.kind == "hex":
+            if len(tok.text[2:].lstrip("0")) > MAX_HEX_DIGITS:
+                raise ExprSyntaxError(f"hex constant over {MAX_HEX_DIGITS} digits", tok.pos)
             return Num(int(tok.text, 16), tok.text, tok.pos)
         if tok.kind == "ident":
             nxt = self.peek()
@@ -240,7 +247,40 @@ def _show(tok: Token) -> str:
 
 def parse(text: str) -> Node:
     """The syntax tree of ``text``; raises :class:`ExprSyntaxError` with a 0-based offset."""
-    return _Parser(text).parse()
+    tree = _Parser(text).parse()
+    _check_height(tree)
+    return tree
+
+
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, BinOp):
+        return (node.left, node.right)
+    if isinstance(node, Neg):
+        return (node.operand,)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def _check_height(tree: Node) -> None:
+    """ExprSyntaxError at the operator where ``tree`` gets more than :data:`MAX_DEPTH`
+    levels deep (``1+1+...`` with 1,000 terms), found without recursing."""
+    heights: dict[int, int] = {}  # by id(): hashing a frozen dataclass would recurse
+    stack: list[tuple[Node, bool]] = [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        kids = _children(node)
+        if not children_done:
+            stack.append((node, True))
+            stack += [(k, False) for k in kids]
+            continue
+        height = 1 + max((heights[id(k)] for k in kids), default=-1)  # a leaf is 0
+        if height > MAX_DEPTH:
+            raise ExprSyntaxError(
+                f"expression deeper than {MAX_DEPTH} levels (operators, parentheses, minus signs)",
+                node.pos,
+            )
+        heights[id(node)] = height
 
 
 def walk(node: Node) -> Iterator[Node]:

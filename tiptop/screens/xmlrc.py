@@ -74,8 +74,10 @@ def _parse_tree(data: bytes, path: str | None) -> _Elem:
     except SpecError as err:
         err.path = path
         raise
-    except (ValueError, RecursionError) as err:  # e.g. an unknown encoding declaration
-        raise SpecError(f"malformed XML: {err}", path) from None
+    except (ValueError, LookupError, RecursionError) as err:  # an unknown encoding: LookupError
+        raise SpecError(
+            f"malformed XML: {err}", path, parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
+        ) from None
     if not root:
         raise SpecError("malformed XML: no element found", path)
     return root[0]

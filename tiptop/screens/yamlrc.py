@@ -34,14 +34,39 @@ from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
 from tiptop.screens.model import ConfigSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES
 
+#: Deepest nesting of YAML collections read (the schema needs 6): PyYAML's composer recurses
+#: once per level, and ``[[[[...`` a thousand deep would end in a RecursionError.
+MAX_NESTING = 50
+
 _COUNTER_KEYS = ("config", "type", "arch", "model")
 _COLUMN_KEYS = ("header", "format", "expr", "desc", "threshold", "threshold_below")
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing collections nested over :data:`MAX_NESTING` deep
+    with a marked error (the file's line and column) before its composer recurses."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.depth >= MAX_NESTING:
+            mark = self.peek_event().start_mark
+            raise yaml.MarkedYAMLError(
+                problem=f"nested deeper than {MAX_NESTING}", problem_mark=mark
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self.depth -= 1
 
 
 class _Reader:
     """Walks the composed node graph, turning scalars into text with their marks."""
 
-    def __init__(self, loader: yaml.SafeLoader, path: str | None) -> None:
+    def __init__(self, loader: _Loader, path: str | None) -> None:
         self.loader = loader
         self.path = path
         self.seen: set[int] = set()
@@ -156,7 +181,7 @@ def load_yaml(data: bytes | str, target: Target, path: str | None = None) -> Con
     if len(data) > MAX_BYTES:
         raise SpecError(f"file larger than {MAX_BYTES} bytes: refused", path)
     try:
-        loader = yaml.SafeLoader(data)  # its reader refuses control characters at once
+        loader = _Loader(data)  # its reader refuses control characters at once
     except yaml.YAMLError as err:
         raise SpecError(f"malformed YAML: {err}", path) from None
     try:
