@@ -86,8 +86,11 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
     """``(uid, name)`` for a user name or numeric uid; a numeric uid without a passwd
     entry is accepted and shown as its number (the original hit an ``assert``)."""
     if text[:1].isdigit():
-        uid = _int(text, where)
-        if uid is None or uid > MAX_UID:
+        try:
+            uid = _int(text, where)
+        except UsageError:  # out of a long's range: no uid either
+            uid = None
+        if uid is None or not 0 <= uid <= MAX_UID:
             raise UsageError(f"{where}: '{shown(text)}' is neither a user name nor a uid")
         try:
             return uid, pwd.getpwuid(uid).pw_name
