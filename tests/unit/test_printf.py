@@ -4,12 +4,18 @@ with file:line:column."""
 
 from __future__ import annotations
 
+import time
+import tracemalloc
+
 import pytest
 
+from tests.support.builders import frame, screen
 from tiptop import table
 from tiptop.errors import SpecError
-from tiptop.screens import Target, load_text
+from tiptop.frame import Frame
+from tiptop.screens import ScreenSpec, Target, load_text
 from tiptop.screens.printf import MAX_FIELD, compile_format
+from tiptop.table import View
 
 
 def xml(fmt: str) -> str:
@@ -78,3 +84,31 @@ def test_flags_follow_c() -> None:
     assert compile_format("%-+#08.3F|")(2.5) == "+2.500  |"  # '-' wins over '0'
     assert compile_format("% .1e")(1234.5) == " 1.2e+03"
     assert compile_format("%#.0f")(3.0) == "3."
+
+
+def _one_row(s: ScreenSpec) -> Frame:
+    return frame([{"tid": 1, "cpu": 2.0, "cells": [2.0] * len(s.columns)}], s)
+
+
+@pytest.mark.parametrize("fmt", ["%999999999f", "%.999999999f"])
+def test_a_gigabyte_format_is_refused_before_anything_is_formatted(fmt: str) -> None:
+    """Printed, ``%999999999f`` is a 1 GB cell (6 s, or a MemoryError under a memory
+    limit): a second screen with it loads without it, every loaded screen's rows print in
+    a few kilobytes, and a screen built past the loader is refused before any cell."""
+    text = xml("%4.1f").replace("</tiptop>", xml(fmt).split("\n", 1)[1])
+    bad = screen("bad", columns=[(" h", fmt, "CPU_TOT")])
+    tracemalloc.start()
+    try:
+        t0 = time.perf_counter()
+        cfg = load_text(text, Target(), path="rc")
+        rows = [table.rows(_one_row(s), s, View()) for s in cfg.screens if s.columns]
+        with pytest.raises(SpecError, match="is over 64"):
+            table.rows(_one_row(bad), bad, View())
+        elapsed = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [len(s.columns) for s in cfg.screens] == [1, 0]
+    assert [r[0].cells for r in rows] == [["     2.0"]]
+    assert "is over 64" in cfg.problems[0].message
+    assert peak < 4 << 20 and elapsed < 1.0, (peak, elapsed)
