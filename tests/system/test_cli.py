@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,43 @@ def test_unreadable_w_is_said_not_skipped(root_only: None, where: str, fragment:
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
     assert r.returncode in (1, 2) and r.stdout == "", r.stderr
     assert r.stderr.splitlines() == [f"tiptop: {fragment}"]
+
+
+@pytest.mark.parametrize("what", ["/dev/zero", "fifo", "/dev/stdin"])
+def test_w_that_is_not_a_file_is_one_line(tmp_path: Path, what: str) -> None:
+    """``-W`` naming a device, a FIFO (which would block) or stdin (here /dev/null) is
+    refused with one line, never skipped in silence (issue 15, item 7)."""
+    if what == "fifo":
+        what = str(tmp_path / "fifo")
+        os.mkfifo(what)
+    r = run("-W", what, "--list-screens", timeout=20)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    assert r.stderr == f"tiptop: -W: '{what}' is neither a directory nor a regular file\n"
+
+
+def test_w_directory_without_rc_is_said(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TIPTOP", "XDG_CONFIG_HOME")}
+    r = run("-W", str(tmp_path), "--list-screens", cwd=tmp_path, env={**env, "HOME": "/"})
+    assert r.returncode == 0 and r.stdout.startswith("Available screens:"), r.stderr
+    assert r.stderr == f"tiptop: -W: no .tiptoprc in '{tmp_path}': looking further\n"
+
+
+def test_another_users_unreadable_dot_tiptoprc_is_skipped_and_said(root_only: None) -> None:
+    """A mode-000 ``./.tiptoprc`` of root's, run as uid 65534: skipped as the original
+    skips it (it stopped tiptop), with one line saying so (issue 15, item 7)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    where = Path(tempfile.mkdtemp(prefix="tiptop-rc-"))
+    try:
+        where.chmod(0o755)
+        (where / ".tiptoprc").write_text(NO_PMU_RC)
+        (where / ".tiptoprc").chmod(0)
+        cmd, env = nobody_command(["-m", "tiptop", "--list-screens"])
+        env.pop("TIPTOP", None)
+        env.pop("XDG_CONFIG_HOME", None)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=where, timeout=60)
+    finally:
+        shutil.rmtree(where)
+    assert r.returncode == 0 and r.stdout.startswith("Available screens:"), r.stderr
+    assert "nothing counts here" not in r.stdout
+    assert r.stderr == f"tiptop: '{where}/.tiptoprc': no permission to read it: skipped\n"

@@ -217,3 +217,33 @@ def test_find_config_order(tmp_path: Path) -> None:
     (home / ".config" / "tiptop" / "tiptoprc").write_text("")
     os.remove(cwd / ".tiptoprc")
     assert find_config(None, {}, str(cwd), str(home)) == str(home / ".config/tiptop/tiptoprc")
+
+
+def test_find_config_skips_what_it_cannot_read_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory, a FIFO or a file without read permission where a config file is
+    looked for is skipped, as the original does, with one note each (issue 15, item 7)."""
+    cwd, home, wdir = tmp_path / "cwd", tmp_path / "home", tmp_path / "w"
+    xdg = home / ".config" / "tiptop"
+    for d in (cwd / ".tiptoprc", xdg, wdir):
+        d.mkdir(parents=True)
+    os.mkfifo(xdg / "tiptop.yaml")
+    (xdg / "tiptoprc").write_text("<tiptop/>")
+    (home / ".tiptoprc").write_text("<tiptop/>")
+    notes: list[str] = []
+    assert find_config(str(wdir), {}, str(cwd), str(home), notes) == str(xdg / "tiptoprc")
+    assert notes == [
+        f"-W: no .tiptoprc in '{wdir}': looking further",
+        f"'{cwd}/.tiptoprc' is not a regular file: skipped",
+        f"'{xdg}/tiptop.yaml' is not a regular file: skipped",
+    ]
+    # Another user's mode-000 file (as root, access(2) grants it: tests/system covers it).
+    readable = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: readable(p, m) and "tiptoprc" not in str(p))
+    notes.clear()
+    assert find_config(None, {}, str(cwd), str(home), notes) is None
+    assert notes[-2:] == [
+        f"'{xdg}/tiptoprc': no permission to read it: skipped",
+        f"'{home}/.tiptoprc': no permission to read it: skipped",
+    ]

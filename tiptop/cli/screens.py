@@ -53,10 +53,10 @@ def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
     return Target({"aarch64": "arm64"}.get(machine, machine), None)
 
 
-def config_path(config_dir: str | None) -> str | None:
+def config_path(config_dir: str | None, notes: list[str] | None = None) -> str | None:
     """The rc file (``tiptop.screens.loader.find_config``: ``-W`` directory or file,
     ``$TIPTOP``, ``./.tiptoprc``, XDG, ``~/.tiptoprc``); a ``-W`` that does not exist is
-    a usage error."""
+    a usage error; files found but skipped are said in ``notes``."""
     from tiptop.screens.loader import find_config
 
     if config_dir is not None:
@@ -65,7 +65,7 @@ def config_path(config_dir: str | None) -> str | None:
         cwd = os.getcwd()
     except OSError:  # the current directory was removed under us: no ./.tiptoprc
         cwd = "/nonexistent"
-    return find_config(config_dir, os.environ, cwd, os.environ.get("HOME"))
+    return find_config(config_dir, os.environ, cwd, os.environ.get("HOME"), notes)
 
 
 def _check_w(config_dir: str) -> None:
@@ -80,6 +80,9 @@ def _check_w(config_dir: str) -> None:
         raise UsageError(f"-W: '{config_dir}' does not exist") from None
     except OSError as exc:
         raise UsageError(f"-W: '{config_dir}': {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode):
+        # /dev/zero, a FIFO, /dev/stdin: never read (a FIFO would block), and never in silence.
+        raise UsageError(f"-W: '{config_dir}' is neither a directory nor a regular file")
     if stat.S_ISDIR(st.st_mode):
         rc = os.path.join(path, ".tiptoprc")
         try:
@@ -97,14 +100,16 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
 
     target = host_target()
     result = ScreenSet()
-    path = config_path(config_dir)
+    notes: list[str] = []
+    path = config_path(config_dir, notes)
+    result.problems = list(notes)
     conf_screens: list[Any] = []
     if path is not None:
         conf = loader.load_file(path, target)
         result.path = path
         result.options = dict(conf.options)
         conf_screens = list(conf.screens)
-        result.problems = [str(p) for p in conf.problems]
+        result.problems += [str(p) for p in conf.problems]
     builtins: list[Any] = []
     if not only_conf:
         builtins = list(loader.builtin_screens(target))

@@ -66,14 +66,32 @@ def load_file(path: str, target: Target) -> ConfigSpec:
 
 
 def find_config(
-    w_arg: str | None, env: Mapping[str, str], cwd: str, home: str | None
+    w_arg: str | None,
+    env: Mapping[str, str],
+    cwd: str,
+    home: str | None,
+    notes: list[str] | None = None,
 ) -> str | None:
-    """The configuration file to use, or ``None``; the first existing candidate wins."""
+    """The configuration file to use, or ``None``; the first usable candidate wins.
+
+    A candidate that exists but is not a regular file (``/dev/zero``, a FIFO, a directory)
+    is skipped, and so is one the user may not read (another user's mode-000
+    ``./.tiptoprc``, skipped as in the original) unless ``-W`` or ``$TIPTOP`` named it
+    (then loading it says why it cannot be read); a ``-W``/``$TIPTOP`` directory without
+    ``.tiptoprc`` is looked past. Each skip is one line in ``notes``.
+    """
+    said = notes if notes is not None else []
     candidates: list[str] = []
-    for place in (w_arg, env.get("TIPTOP") or None):
+    for who, place in (("-W", w_arg), ("$TIPTOP", env.get("TIPTOP") or None)):
         if place:
             place = os.path.join(cwd, os.path.expanduser(place))
-            candidates.append(os.path.join(place, ".tiptoprc") if os.path.isdir(place) else place)
+            if os.path.isdir(place):
+                rc = os.path.join(place, ".tiptoprc")
+                if not os.path.lexists(rc):
+                    said.append(f"{who}: no .tiptoprc in '{place}': looking further")
+                place = rc
+            candidates.append(place)
+    named = len(candidates)  # the ones the user named come first
     candidates.append(os.path.join(cwd, ".tiptoprc"))
     xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else None)
     if xdg:
@@ -83,9 +101,13 @@ def find_config(
         ]
     if home:
         candidates.append(os.path.join(home, ".tiptoprc"))
-    for c in candidates:
+    for i, c in enumerate(candidates):
         if os.path.isfile(c):
-            return c
+            if i < named or os.access(c, os.R_OK):  # access(2): the real uid's permission
+                return c
+            said.append(f"'{c}': no permission to read it: skipped")
+        elif os.path.exists(c):
+            said.append(f"'{c}' is not a regular file: skipped")
     return None
 
 
