@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tiptop.errors import TiptopError, UsageError, shown
+from tiptop.errors import TiptopError, UsageError, printable, shown
 from tiptop.host import Host
 from tiptop.screens.model import Target
 
@@ -181,11 +181,37 @@ def export_screens(loaded: ScreenSet, path: str) -> None:
         raise UsageError(f"--export: '{path}' must end in .yaml, .yml or .xml")
     writer = export_xml if path.endswith(".xml") else export_yaml
     text = writer(ConfigSpec(path=None, options=dict(loaded.options), screens=loaded.screens))
+    _write_no_link(path, text.encode("utf-8", "surrogateescape"))
+
+
+def _write_no_link(path: str, data: bytes) -> None:
+    """Write ``data`` to the regular file ``path`` (created or truncated), refusing as the
+    live ``W`` key does a symbolic link (its target would be overwritten: O_NOFOLLOW gives
+    ELOOP, open(2)) and anything not a regular file (O_NONBLOCK: a FIFO without a reader
+    fails at once with ENXIO instead of blocking)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    not_regular = f"--export: '{printable(path)}' is not a regular file: not written"
     try:
-        with open(path, "w", errors="surrogateescape") as f:
-            f.write(text)
+        fd = os.open(path, flags, 0o666)
     except OSError as exc:
-        raise TiptopError(f"cannot write '{path}': {exc.strerror}") from None
+        if os.path.islink(path):
+            raise TiptopError(
+                f"--export: '{printable(path)}' is a symbolic link: not written (name its target)"
+            ) from None
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise TiptopError(not_regular) from None
+        raise TiptopError(f"cannot write '{printable(path)}': {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TiptopError(not_regular)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise TiptopError(f"cannot write '{printable(path)}': {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def export_current(options: Any, screens: Sequence[Any]) -> str:

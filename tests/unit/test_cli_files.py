@@ -1,0 +1,51 @@
+"""Files the command writes for the user: ``--export`` never writes through a symbolic link
+nor into something that is not a regular file (issue 15, item 9), as the live ``W`` key
+never overwrites."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.builders import SCREEN
+from tiptop.cli.screens import ScreenSet, export_screens
+from tiptop.errors import TiptopError
+from tiptop.screens import Target, load_file
+
+LOADED = ScreenSet(screens=[SCREEN], options={"delay": "3"})
+
+
+def test_export_writes_and_replaces_a_regular_file(tmp_path: Path) -> None:
+    out = tmp_path / "s.yaml"
+    out.write_text("x" * 100_000)  # longer than the export: the rest must go
+    export_screens(LOADED, str(out))
+    cfg = load_file(str(out), Target())
+    assert [s.name for s in cfg.screens] == ["default"] and cfg.options == {"delay": "3"}
+    assert out.stat().st_size < 2000
+
+
+def test_export_refuses_a_symbolic_link(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    link = tmp_path / "s.xml"
+    link.symlink_to(target)
+    with pytest.raises(TiptopError, match="is a symbolic link: not written"):
+        export_screens(LOADED, str(link))
+    assert target.read_text() == "keep me\n" and link.is_symlink()
+    dangling = tmp_path / "d.yaml"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(TiptopError, match="is a symbolic link"):
+        export_screens(LOADED, str(dangling))
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_export_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """A FIFO without a reader would block the write forever; a directory cannot be one."""
+    out = tmp_path / "s.yaml"
+    os.mkfifo(out) if kind == "fifo" else out.mkdir()
+    with pytest.raises(TiptopError) as err:
+        export_screens(LOADED, str(out))
+    assert str(err.value) == f"--export: '{out}' is not a regular file: not written"
