@@ -225,14 +225,14 @@ def test_example_export_reload_both_syntaxes(target: Target, tmp_path: Path) -> 
 def test_export_keeps_constants_and_whitespace_exactly() -> None:
     cfg = load_text(
         '<tiptop><screen name="s"><counter alias="A" config="INSTRUCTIONS" type="HARDWARE"/>'
-        '<column header="&#9;x&#10;y " format="%9.4f" expr="delta(A) * 0.0001 + 1.5e-3"'
+        '<column header="  x y " format="%9.4f" expr="delta(A)&#9;* 0.0001&#10;+ 1.5e-3"'
         ' threshold="0.001"/></screen></tiptop>',
         Target(),
     )
     col = cfg.screens[0].columns[0]
-    assert col.header == "\tx\ny "
+    assert (col.header, col.expr) == ("  x y ", "delta(A)\t* 0.0001\n+ 1.5e-3")
     xml = export_xml(cfg)
-    assert 'expr="delta(A) * 0.0001 + 1.5e-3"' in xml and 'threshold="0.001"' in xml
+    assert 'expr="delta(A)&#9;* 0.0001&#10;+ 1.5e-3"' in xml and 'threshold="0.001"' in xml
     assert bare(load_text(xml, Target()).screens) == bare(cfg.screens)
     assert bare(load_text(export_yaml(cfg), Target(), yaml=True).screens) == bare(cfg.screens)
 

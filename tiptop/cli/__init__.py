@@ -26,7 +26,7 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError
+from tiptop.errors import TiptopError, printable
 from tiptop.host import Host
 from tiptop.options import Action, merge, parse_argv
 
@@ -133,7 +133,7 @@ def main_ptiptop() -> int:
 
 def _err_line(prog: str, message: str) -> None:
     try:
-        sys.stderr.write(f"{prog}: {message}\n")
+        sys.stderr.write(f"{prog}: {printable(message)}\n")
         sys.stderr.flush()
     except OSError:
         pass

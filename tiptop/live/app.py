@@ -20,6 +20,7 @@ import urwid
 
 from tiptop import table
 from tiptop.cells import Status
+from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
@@ -209,7 +210,7 @@ class LiveApp:
         fresh, self._logged = self.source.messages.since(self._logged)
         try:
             for m in fresh:
-                self.error_log.write(f"tiptop: {m.line}\n")
+                self.error_log.write(f"tiptop: {printable(m.line)}\n")
             self.error_log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None

@@ -30,7 +30,7 @@ from typing import IO, Any
 import psutil
 
 from tiptop.cells import STATUS_NAME, Status
-from tiptop.errors import TiptopError
+from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.table import View, format_row, header, rows
@@ -88,7 +88,8 @@ class TextWriter:
             "     epoch " if self.options.show_epoch else ""
         )
         lines.append(prefix + header(self.screen, self.view))
-        self.out.write("\n".join(lines) + "\n")
+        # A -p/-w name or a screen's text with ESC in it is shown, never obeyed.
+        self.out.write("\n".join(map(printable, lines)) + "\n")
 
     def frame(self, frame: Frame, iteration: int) -> int:
         """Write one iteration; returns the number of rows written."""
@@ -281,7 +282,7 @@ def run(
             raise BrokenPipeError  # nobody reads the output these lines would explain
         fresh, cursor = source.messages.since(cursor)
         for m in fresh:
-            err.write(f"tiptop: {m.line}\n")
+            err.write(f"tiptop: {printable(m.line)}\n")
         err.flush()
 
     try:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError, printable, shown
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.model import (
     ColumnSpec,
@@ -146,8 +146,10 @@ def build_screen(
     raw: RawScreen, target: Target, path: str | None, problems: list[SpecError]
 ) -> ScreenSpec | None:
     """The checked screen, or ``None`` when its own gate excludes ``target``."""
-    name = raw.name or "(no name)"
-    desc = raw.desc if raw.desc is not None else "(no desc)"
+    # Names, descriptions and headers are printed to terminals (batch mode, messages): a
+    # control character in them is kept as its escape (``\x1b``), never obeyed.
+    name = printable(raw.name or "(no name)")
+    desc = printable(raw.desc if raw.desc is not None else "(no desc)")
     why = gate(raw.arch, raw.model, target)
     if why is not None:
         problems.append(
@@ -214,6 +216,7 @@ def _add_column(b: _Building, item: RawItem) -> None:
     """Keep one column, or report why it is dropped."""
     a = item.attrs
     header, fmt, text = a.get("header"), a.get("format"), a.get("expr")
+    header = printable(header) if header is not None else None
     if not header:
         b.problem(f"Need a header for a column in screen '{b.name}'", item, "header")
         return

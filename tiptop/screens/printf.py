@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError, printable, shown
 
 __all__ = ["MAX_FIELD", "compile_format"]
 
@@ -60,6 +60,8 @@ def _compile_format(fmt: str) -> Callable[[float], str]:
     if prefix is None:
         raise _bad(fmt, "no conversion (need one of %f, %e, %g)")
     suffix = "".join(literal)
+    if printable(prefix + suffix) != prefix + suffix:  # ESC, a newline: every cell would obey it
+        raise _bad(fmt, "a control character (a cell is printed text)")
     template = "{:" + spec + "}"
 
     def fmt_one(value: float) -> str:
