@@ -46,3 +46,53 @@ def test_moving_onto_a_screen_with_a_bad_format_goes_on() -> None:
     assert lines[1].endswith("screen  2: bad")
     assert lines[3].split() == ["PID", "[", "%CPU]COMMAND"]  # neither ' huge' nor ' int'
     assert lines[4].split() == ["100", "50.0", "task0"]
+
+
+#: Two messages a new user meets, both longer than a terminal is wide.
+FALLBACK = (
+    "screen 'default' cannot count here (cycles: ENOENT (No such file or directory), "
+    "no hardware PMU here); starting on screen 'sched' (software events)"
+)
+PARANOID = (
+    "context-switches, cpu-migrations: happen only in the kernel and would always read 0 "
+    "without kernel counting, which perf_event_paranoid 2 forbids to non-root users: run as "
+    "root or with CAP_PERFMON, or set kernel.perf_event_paranoid to 1 or lower, to count "
+    "them; their cells show '?'"
+)
+
+
+def _words(lines: list[str]) -> str:
+    """The text of ``lines`` as one line (borders and padding dropped)."""
+    return " ".join(" ".join(line.strip("│ ").split()) for line in lines).strip()
+
+
+def test_a_long_message_is_wrapped_on_the_message_line() -> None:
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], host=Host(), message=FALLBACK)
+    sampler.start()
+    app.refresh()
+    lines = text(app, (60, 16))
+    assert _words(lines[2:5]) == FALLBACK
+    assert lines[5].split()[:3] == ["PID", "[", "%CPU]"]  # the header below it
+    assert text(app, (60, 8))[3].split()[:1] == ["PID"]  # a short terminal: one line
+
+
+def test_a_long_message_is_wrapped_in_the_error_window() -> None:
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    sampler.start()
+    sampler.messages.say("paranoid", PARANOID)
+    sampler.messages.say("other", "second message")
+    app.refresh()
+    keys(app, "e")
+    lines = text(app, (60, 30))
+    top = next(i for i, line in enumerate(lines) if "2 errors detected" in line)
+    end = next(i for i, line in enumerate(lines) if line.strip("│ ") == "END")
+    assert lines[top + 1].strip("│ ") == "BEGIN"
+    assert _words(lines[top + 2 : end]) == PARANOID + " second message"
+    assert lines[-2].strip("│ ") == "100 %"
+    # Shorter: the first message fills the window, and scrolling reaches the second.
+    assert _words(text(app, (60, 20))[11:17]) == PARANOID
+    keys(app, "end")
+    lines = text(app, (60, 20))
+    assert [line.strip("│ ") for line in lines[10:13]] == [".....", "second message", "END"]

@@ -31,7 +31,6 @@ from tiptop.live.widgets import (
     TaskTable,
     footer_markup,
     header_markup,
-    place,
     tasks_markup,
     tasks_text,
     title_markup,
@@ -143,10 +142,10 @@ class LiveApp:
 
     def _message_line(self, cols: int) -> Any:
         text = self.state.prompt.display() if self.state.prompt else self.state.message
-        return place(cols, [(0, text, P.MESSAGE)]) if text else ""
+        return [(P.MESSAGE, text)] if text else ""  # wrapped by the widget when long
 
     def _notice_line(self, cols: int) -> Any:
-        return place(cols, [(0, self.notice, P.NOTICE)]) if self.notice else None
+        return [(P.NOTICE, self.notice)] if self.notice else None
 
     def _footer_line(self, cols: int) -> Any:
         scaled = any(any(r.multiplexed) for r in self.table.visible())

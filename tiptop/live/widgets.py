@@ -26,6 +26,9 @@ Markup = Any
 MIN_COLS = 20
 MIN_ROWS = 7
 
+#: The most lines a wrapped message or notice takes (the rest is in the ``e`` window).
+WRAPPED_ROWS = 3
+
 #: Title-line indicators and their offsets from the right edge (the original's
 #: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
 INDICATOR_OFFSETS = {
@@ -152,21 +155,35 @@ def row_markup(row: Any, line: str) -> list[Markup]:
 
 
 class Line(urwid.Widget):
-    """A one-line flow widget whose markup is recomputed from the width at each render."""
+    """A flow widget whose markup is recomputed from the width at each render: one line
+    cut at the edge, or, with ``max_rows`` over 1, wrapped at spaces onto up to that many
+    lines (a long message is read whole, not cut at the terminal's width)."""
 
     _sizing = frozenset([urwid.Sizing.FLOW])
     ignore_focus = True
 
-    def __init__(self, compose: Callable[[int], Markup]) -> None:
+    def __init__(self, compose: Callable[[int], Markup], max_rows: int = 1) -> None:
         super().__init__()
         self.compose = compose
+        self.max_rows = max_rows
+
+    def _text(self, cols: int) -> urwid.Text:
+        wrap = "clip" if self.max_rows <= 1 else "space"
+        return urwid.Text(self.compose(cols) or "", wrap=wrap)
 
     def rows(self, size: tuple[int], focus: bool = False) -> int:
-        return 1
+        if self.max_rows <= 1:
+            return 1
+        (cols,) = size
+        return max(1, min(self._text(cols).rows((cols,)), self.max_rows))
 
     def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
         (cols,) = size
-        return urwid.Text(self.compose(cols), wrap="clip").render((cols,))
+        canvas = urwid.CompositeCanvas(self._text(cols).render((cols,)))
+        extra = canvas.rows() - self.rows(size)
+        if extra > 0:
+            canvas.trim_end(extra)
+        return canvas
 
 
 def _stack(canvases: list[urwid.Canvas], cols: int, rows: int) -> urwid.Canvas:
@@ -275,6 +292,9 @@ class LiveScreen(urwid.Widget):
     def __init__(self, lines: dict[str, Callable[[int], Markup]], table: TaskTable) -> None:
         super().__init__()
         self.lines = {k: Line(f) for k, f in lines.items()}
+        #: Long messages and notices wrap (up to :data:`WRAPPED_ROWS` lines each).
+        for k in ("message", "notice"):
+            self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
         self.errors = ErrorLog()
         #: ``None``, ``"help"`` or ``"errors"``.
@@ -292,6 +312,9 @@ class LiveScreen(urwid.Widget):
         cols, rows = size
         if cols < MIN_COLS or rows < MIN_ROWS:
             return too_small(cols, rows)
+        # Wrapped lines may not take the table's last rows on a short terminal.
+        for k in ("message", "notice"):
+            self.lines[k].max_rows = max(1, min(WRAPPED_ROWS, rows - MIN_ROWS))
         parts: list[Any] = [("pack", self.lines[k]) for k in ("title", "tasks", "message")]
         parts += [("pack", self.lines["header"]), self.table]
         if self.lines["notice"].compose(cols) is not None:

@@ -71,7 +71,8 @@ def help_window(lines: Sequence[Markup]) -> urwid.Widget:
 
 class ErrorLog(urwid.Widget):
     """The ``e`` window's body: ``BEGIN`` (or ``.....`` when scrolled), the error lines,
-    ``END`` (or ``.....``), and the scroll position ``%d %`` on the last line."""
+    ``END`` (or ``.....``), and the scroll position ``%d %`` on the last line. A message
+    longer than the window is wide is wrapped onto the next lines (the original cut it)."""
 
     _sizing = frozenset([urwid.Sizing.BOX])
     ignore_focus = True
@@ -81,6 +82,7 @@ class ErrorLog(urwid.Widget):
         self.messages: Sequence[str] = ()
         self.top = 0
         self.height = 3
+        self.cols = 80
 
     def set_messages(self, messages: Sequence[str]) -> None:
         """Show this list of messages (the sampler's error log)."""
@@ -88,31 +90,56 @@ class ErrorLog(urwid.Widget):
         self._invalidate()
 
     def _room(self) -> int:
+        """Rows for messages: all but the BEGIN, END and percentage lines."""
         return max(self.height - 3, 1)
 
+    def _wrapped(self, i: int) -> urwid.Canvas:
+        return urwid.Text(self.messages[i], wrap="space").render((self.cols,))
+
+    def _last_top(self) -> int:
+        """The first message shown when scrolled to the end: the last ones that fit."""
+        used, top = 0, len(self.messages)
+        while top > 0:
+            used += self._wrapped(top - 1).rows()
+            if used > self._room():
+                break
+            top -= 1
+        return min(top, max(len(self.messages) - 1, 0))
+
     def scroll(self, key: str) -> bool:
-        """Scroll for a navigation key; False when the key is not one."""
-        room, n = self._room(), len(self.messages)
-        top = scrolled(self.top, key, n, room)
+        """Scroll by messages for a navigation key; False when the key is not one."""
+        top = scrolled(self.top, key, len(self.messages), self._room())
         if top is None:
             return False
-        self.top = max(0, min(top, n - room))
+        self.top = max(0, min(top, self._last_top()))
         self._invalidate()
         return True
 
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         cols, rows = size
-        self.height = rows
-        room, n = self._room(), len(self.messages)
-        self.top = max(0, min(self.top, n - room))
-        end = min(self.top + room, n)
-        lines = ["BEGIN" if self.top == 0 else "....."]
-        lines += list(self.messages[self.top : end])
-        lines.append("END" if end >= n else ".....")
-        pct = 100 if n <= room else round(100 * end / n)
-        canvases = [urwid.Text(t, wrap="clip").render((cols,)) for t in lines[: rows - 1]]
-        if len(canvases) < rows - 1:
-            canvases.append(urwid.SolidCanvas(" ", cols, rows - 1 - len(canvases)))
+        self.height, self.cols = rows, cols
+        n = len(self.messages)
+        self.top = max(0, min(self.top, self._last_top()))
+        canvases = [urwid.Text("BEGIN" if self.top == 0 else ".....").render((cols,))]
+        used, end = 0, self.top
+        while end < n:
+            c = self._wrapped(end)
+            if used + c.rows() > self._room():
+                if end == self.top:  # taller than the window: what fits of it
+                    c = urwid.CompositeCanvas(c)
+                    c.trim_end(c.rows() - self._room())
+                    canvases.append(c)
+                    end += 1
+                break
+            canvases.append(c)
+            used += c.rows()
+            end += 1
+        canvases.append(urwid.Text("END" if end >= n else ".....").render((cols,)))
+        pct = 100 if end >= n else round(100 * end / n)
+        canvases = canvases[: rows - 1]
+        taken = sum(c.rows() for c in canvases)
+        if taken < rows - 1:
+            canvases.append(urwid.SolidCanvas(" ", cols, rows - 1 - taken))
         canvases.append(urwid.Text(f" {pct} % ", align="right", wrap="clip").render((cols,)))
         return urwid.CanvasCombine([(c, None, False) for c in canvases])
 
