@@ -188,6 +188,33 @@ def test_kernel_mode_refused_for_nobody(root_only: None) -> None:
     )
 
 
+def test_no_pmu_fallback_notice_goes_to_the_error_file(tmp_path: Path) -> None:
+    """``-E FILE`` gets the start-up fallback notice, as it gets every message (issue 15,
+    item 12): stderr stays empty."""
+    (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
+    log = tmp_path / "errors.log"
+    r = run("-W", str(tmp_path), "-b", "-n", "1", "-d", "0.1", "-i", "-E", str(log))
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert log.read_text().splitlines()[0] == (
+        "tiptop: screen 'default' cannot count here (C: ENOENT (No such file or directory)); "
+        "starting on screen 'sched' (software events)"
+    )
+
+
+def test_p_of_another_users_process_says_why_no_row_shows(root_only: None) -> None:
+    """As uid 65534, ``-b -p 1`` (init, root's) prints no rows: one line says why."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    cmd, env = nobody_command(["-m", "tiptop", "-b", "-n", "1", "-d", "0.1", "-S", "sched"])
+    r = subprocess.run([*cmd, "-p", "1"], capture_output=True, text=True, env=env, cwd="/tmp")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "tiptop: -p 1: that process belongs to another user; "
+        "without root only your own processes are shown"
+    ) in r.stderr.splitlines()
+    assert "only pid 1" in r.stdout and not re.search(r"^ +1 ", r.stdout, re.M)
+
+
 # --------------------------------------------------------------------------- live
 
 

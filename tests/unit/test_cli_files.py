@@ -1,6 +1,6 @@
-"""Files the command writes for the user: ``--export`` never writes through a symbolic link
-nor into something that is not a regular file (issue 15, item 9), as the live ``W`` key
-never overwrites."""
+"""What the command does for the user at start-up: ``--export`` never writes through a
+symbolic link nor into something that is not a regular file (issue 15, item 9), as the
+live ``W`` key never overwrites; ``-p`` of another user's process says why no row shows."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakeproc import FakeProc
 from tests.support.builders import SCREEN
+from tiptop.cli.run import other_users_pid
 from tiptop.cli.screens import ScreenSet, export_screens
 from tiptop.errors import TiptopError
+from tiptop.host import Host
+from tiptop.options import Options
 from tiptop.screens import Target, load_file
 
 LOADED = ScreenSet(screens=[SCREEN], options={"delay": "3"})
@@ -49,3 +53,18 @@ def test_export_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: str) ->
     with pytest.raises(TiptopError) as err:
         export_screens(LOADED, str(out))
     assert str(err.value) == f"--export: '{out}' is not a regular file: not written"
+
+
+def test_p_of_another_users_process_is_said(tmp_path: Path) -> None:
+    """``tiptop -b -p 1`` as a user printed no rows and no reason (issue 15, item 12)."""
+    proc = FakeProc(tmp_path / "proc")
+    proc.add(1, "init", uid=0)
+    proc.add(4242, "mine", uid=1000)
+    user = Host(proc_root=str(proc.root), uid=1000, euid=1000)
+    assert other_users_pid(Options(only_pid=1), user) == (
+        "-p 1: that process belongs to another user; without root only your own processes are shown"
+    )
+    assert other_users_pid(Options(only_pid=4242), user) is None
+    assert other_users_pid(Options(only_pid=1), Host(proc_root=str(proc.root))) is None  # root
+    assert other_users_pid(Options(only_pid=99), user) is None  # gone: nothing to add
+    assert other_users_pid(Options(only_name="init"), user) is None

@@ -193,4 +193,4 @@ def _main(argv: list[str], prog: str) -> int:
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
-    return run_monitor(opts, loaded, Host.read(), lambda line: _err_line(prog, line), deferred)
+    return run_monitor(opts, loaded, Host.read(), deferred)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import IO, Any
 
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
@@ -41,20 +41,45 @@ def read_pid_max(path: str = "/proc/sys/kernel/pid_max") -> int:
         return 32768
 
 
+def other_users_pid(opts: Any, host: Host) -> str | None:
+    """``-p PID`` of a process of another user, without root: one line saying that only
+    one's own processes are shown (the rule of ``Host.may_watch``), else None; without it
+    ``tiptop -b -p 1`` printed no rows and no reason."""
+    from tiptop.kernel.procfs import read_facts
+
+    if opts.only_pid is None or host.root:
+        return None
+    try:
+        uid = read_facts(host.proc_root, opts.only_pid, "").uid
+    except (TiptopError, OSError):  # gone, or its status unreadable: nothing to say
+        return None
+    if host.may_watch(uid):
+        return None
+    return (
+        f"-p {opts.only_pid}: that process belongs to another user; "
+        "without root only your own processes are shown"
+    )
+
+
 def is_live(opts: Any) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
     return not opts.batch and opts.output is None and sys.stdout.isatty()
 
 
-def make_sampler(opts: Any, screen: Any, host: Host, problems: Sequence[str] = ()) -> Any:
+def make_sampler(
+    opts: Any, screen: Any, host: Host, problems: Sequence[str] = (), notices: Sequence[str] = ()
+) -> Any:
     """The one place a ``Sampler`` (the live frame source) is built from the options;
-    ``problems`` (configuration warnings) start its message log."""
+    ``problems`` (configuration warnings) and ``notices`` (what start-up had to say) start
+    its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
     from tiptop.engine.sampler import Sampler, SamplerConfig
     from tiptop.messages import MessageLog
 
     log = MessageLog()
     for line in problems:
         log.say(f"config:{line}", line)
+    for line in notices:
+        log.say(f"start:{line}", line)
     config = SamplerConfig(
         threads=opts.show_threads,
         kernel=opts.show_kernel,
@@ -73,12 +98,13 @@ def run_monitor(
     opts: Any,
     loaded: ScreenSet,
     host: Host,
-    say: Callable[[str], None],
     problems: Sequence[str] = (),
 ) -> int:
-    """Start sampling and hand over to live mode or the batch loop; ``say`` prints one
-    diagnostic line. ``problems`` (configuration warnings not printed yet, in live mode)
-    go to the live error log and a notice on the message line."""
+    """Start sampling and hand over to live mode or the batch loop. ``problems``
+    (configuration warnings not printed yet, in live mode) go to the live error log and a
+    notice on the message line; start-up notices (the fallback to ``sched``, ``-p`` of
+    another user's process) start the message log: batch's stderr or ``-E``, live's
+    message line, ``e`` window and ``-E``."""
     from tiptop import table
 
     index, screen = pick_screen(loaded.screens, opts.screen)
@@ -93,14 +119,18 @@ def run_monitor(
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
     live = is_live(opts)
-    # In live mode the terminal is about to be taken over: notices go on its message line.
+    # In live mode the terminal is about to be taken over: notices go on its message line;
+    # in both modes they start the message log (stderr or -E, the e window).
     notices: list[str] = []
+    said: list[str] = []
     if problems:
         n = len(problems)
         notices.append(f"{n} problem{'s' if n > 1 else ''} in the configuration ('e' lists them)")
     if opts.screen is None:
-        say_notice = notices.append if live else say
-        index, screen = fallback_screen(loaded, index, screen, say_notice, host)
+        index, screen = fallback_screen(loaded, index, screen, said.append, host)
+    hint = other_users_pid(opts, host)
+    said += [hint] if hint else []
+    notices += said
     child = None
     if opts.command:
         from tiptop import spawn
@@ -109,7 +139,7 @@ def run_monitor(
         opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
     sampler = None
     try:
-        sampler = make_sampler(opts, screen, host, problems)
+        sampler = make_sampler(opts, screen, host, problems, said)
         if child is not None:
             sampler.attach_spawned(child.pid)
             sampler.start()
