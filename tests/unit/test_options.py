@@ -139,3 +139,32 @@ def test_rc_odd_values_are_warned_or_ignored() -> None:
     ]
     # Out of range, atoi is glibc's strtol: LONG_MAX (strtol(3)).
     assert (o.delay, o.uid, o.watch_name, o.max_iter) == (2.0, None, None, 2**63 - 1)
+
+
+def test_help_names_every_option_the_man_page_documents() -> None:
+    """``--help`` gave only short forms where the man page documents long ones too."""
+    import re
+    from pathlib import Path
+
+    from tiptop.cli import USAGE
+    from tiptop.options.argv import LONG, SHORT
+
+    man = (Path(__file__).resolve().parents[2] / "docs" / "tiptop.1").read_text()
+    in_man = {m.replace("\\-", "-") for m in re.findall(r"\\-\\-([a-z][a-z\\-]*)", man)}
+    in_help = set(re.findall(r"(?<![\w-])--([a-z][a-z-]*)", USAGE))
+    assert in_man == in_help == set(LONG)
+    assert {m for m in re.findall(r"(?<![\w-])-([A-Za-z])\b", USAGE)} == set(SHORT)
+
+
+def test_the_man_page_is_installed_where_man_looks() -> None:
+    """``man tiptop`` after ``pip install .``: the page goes to <prefix>/share/man/man1,
+    which man(1) searches for <prefix>/bin on PATH; --help says how to read it."""
+    import tomllib
+    from pathlib import Path
+
+    from tiptop.cli import USAGE
+
+    root = Path(__file__).resolve().parents[2]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["data-files"] == {"share/man/man1": ["docs/tiptop.1"]}
+    assert "man tiptop" in USAGE and "man ./docs/tiptop.1" in USAGE

@@ -45,36 +45,39 @@ __all__ = [
 
 USAGE = """\
 Usage: {prog} [option] [-- command args]
-	-b             run in batch mode
-	-c             use command line instead of process name
-	--cpu-min m    minimum %CPU to display a process
-	-d delay       delay in seconds between refreshes (0.01 to 604800)
-	-E filename    file where errors are logged
-	--epoch        add epoch at beginning of each line
-	-h --help      print this message
-	-H             show threads
-	-K --kernel    show kernel activity
-	-i             also display idle processes
-	--list-screens display list of available screens
-	-n num         max number of refreshes
-	--no-collect   no attempt to collect idle processes when out of files
-	-o outfile     output file in batch mode
-	--only-conf    disable default screen, only configuration
-	-p --pid pid|name  only display task with this PID/name
-	-S num|name    screen number (or part of its name) to display
-	--sticky       keep final status of dead processes
-	--timestamp    add timestamp at beginning of each line
-	-u user|uid    only show user's processes
-	-U             show user name
-	-v             print version and exit
-	--version      print legalese and exit
-	-W path        directory holding .tiptoprc (or a config file)
-	-w pid|name    watch this process (highlighted)
-	--format f     batch output: text (default), csv or json
-	--list-events  list events and whether they open here
-	--check        explain what this machine allows, and how to get more
-	--export FILE  write the screens to FILE (.yaml/.yml or .xml)
-	-- cmd args    run cmd and monitor it (and its children) from its first instruction
+	-b --batch            run in batch mode
+	-c --cmdline          use command line instead of process name
+	--cpu-min m           minimum %CPU to display a process
+	-d --delay delay      delay in seconds between refreshes (0.01 to 604800)
+	-E --error-file file  file where errors are logged
+	--epoch               add epoch at beginning of each line
+	-g                    debug
+	-h --help             print this message
+	-H --threads          show threads
+	-K --kernel           show kernel activity
+	-i --idle             also display idle processes
+	--list-screens        display list of available screens
+	-n --iterations num   max number of refreshes
+	--no-collect          no attempt to collect idle processes when out of files
+	-o --output outfile   output file in batch mode
+	--only-conf           disable default screen, only configuration
+	-p --pid pid|name     only display task with this PID/name
+	-S --screen num|name  screen number (or part of its name) to display
+	--sticky              keep final status of dead processes
+	--timestamp           add timestamp at beginning of each line
+	-u --user user|uid    only show user's processes
+	-U --show-user        show user name
+	-v                    print version and exit
+	--version             print legalese and exit
+	-W --config path      directory holding .tiptoprc (or a config file)
+	-w --watch pid|name   watch this process (highlighted)
+	--format f            batch output: text (default), csv or json
+	--list-events         list events and whether they open here
+	--check               explain what this machine allows, and how to get more
+	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
+	-- cmd args           run cmd and monitor it (and its children) from its first instruction
+A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
+Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
 
