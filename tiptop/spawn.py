@@ -46,6 +46,19 @@ class Spawned:
             return True
         return info is not None
 
+    def peek(self) -> int | None:
+        """The exit status the shell's way (:meth:`reap`'s) once the child has ended, still
+        without reaping it (``waitid(WNOWAIT)``, waitid(2)); None while it runs."""
+        if self.status is not None:
+            return self.status
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if info is None:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status
+
     def reap(self) -> int:
         """Wait for the child and return its status the shell's way."""
         if self.status is None:

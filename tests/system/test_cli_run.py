@@ -283,7 +283,8 @@ def test_live_spawned_command_status(tmp_path: Path, tmux_needed: None) -> None:
     t = Tmux(_wrapped(tmp_path, args), tmp_path)
     try:
         t.wait(has("screen  "), "the live screen", timeout=20)
-        time.sleep(1.0)  # the command ends; live mode stays until q
+        # The command ends; live mode says so and stays until q (issue 15, item 12).
+        t.wait(has("'sh' ended, exit status 3 (q quits)"), "the end of the command")
         t.keys("q")
         assert _status(tmp_path) == 3  # the command's status
     finally:

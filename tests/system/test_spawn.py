@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +89,24 @@ def test_exit_status_and_signal() -> None:
     child = spawn.fork_blocked(["sh", "-c", "kill -TERM $$"])
     child.release()
     assert child.reap() == 128 + 15
+
+
+@pytest.mark.parametrize(("script", "status"), [("exit 7", 7), ("kill -TERM $$", 128 + 15)])
+def test_peek_tells_the_status_without_reaping(script: str, status: int) -> None:
+    """Live mode says a ``--`` command's status when it ends, while the zombie stays for
+    the last reading of its counters (waitid(2) WNOWAIT)."""
+    from tiptop import spawn
+
+    child = spawn.fork_blocked(["sh", "-c", script])
+    assert child.peek() is None
+    child.release()
+    deadline = time.monotonic() + 10
+    while child.peek() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert child.peek() == status
+    stat = Path(f"/proc/{child.pid}/stat").read_text()
+    assert stat.rsplit(") ", 1)[1][0] == "Z"  # a zombie: not reaped yet
+    assert child.reap() == status and child.peek() == status
 
 
 def test_cli_exit_status_passthrough() -> None:

@@ -96,3 +96,29 @@ def test_a_long_message_is_wrapped_in_the_error_window() -> None:
     keys(app, "end")
     lines = text(app, (60, 20))
     assert [line.strip("│ ") for line in lines[10:13]] == [".....", "second message", "END"]
+
+
+class Child:
+    """A ``--`` command as live mode sees it (``tiptop.spawn.Spawned.peek``)."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    def peek(self) -> int | None:
+        return self.status
+
+
+def test_the_end_of_the_command_is_said_with_its_status() -> None:
+    sampler, child = ScriptedSampler(4), Child()
+    opts = Options(command=["make", "-j4"])
+    app = LiveApp(opts, sampler, [DEFAULT], host=Host(), child=child)
+    sampler.start()
+    app.refresh()
+    assert app.state.message == ""
+    child.status = 2
+    app.refresh()
+    assert app.quit_code is None  # the session goes on, on the last counts
+    assert text(app, (60, 12))[2].strip() == "'make' ended, exit status 2 (q quits)"
+    keys(app, "i")  # said once: a key clears it, as any message
+    app.refresh()
+    assert "ended" not in text(app, (60, 12))[2]

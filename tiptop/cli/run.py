@@ -184,6 +184,7 @@ def _run_live(
         exporter=export_current,
         error_log=errf,
         message="; ".join(notices),
+        child=child,
     )
     if child is not None and code == 0 and child.exited():
         return child.reap()

@@ -27,6 +27,7 @@ def run(
     started: bool = False,
     error_log: IO[str] | None = None,
     message: str = "",
+    child: Any = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -39,7 +40,9 @@ def run(
     caller already called ``source.start()`` (the ``--`` spawn path). ``host`` says what
     this machine allows (the ``K`` key). ``error_log`` (``-E``) gets each new message
     as a ``tiptop: ...`` line, as batch mode's
-    stderr does. ``message`` is shown on the message line until the first key.
+    stderr does. ``message`` is shown on the message line until the first key. ``child``
+    (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
+    line, with its exit status.
     """
     from tiptop.live.app import LiveApp
 
@@ -52,5 +55,6 @@ def run(
         screen_index=screen_index,
         error_log=error_log,
         message=message,
+        child=child,
     )
     return app.run(started=started)

@@ -70,10 +70,14 @@ class LiveApp:
         screen_index: int | None = None,
         error_log: IO[str] | None = None,
         message: str = "",
+        child: Any = None,
     ) -> None:
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
+        #: The ``--`` command (``peek() -> status | None``); its end is said once.
+        self.child = child
+        self.child_status: int | None = None
         self.source = source
         #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
         #: not given.
@@ -196,6 +200,7 @@ class LiveApp:
         self.refreshes += 1
         self.counted = True
         self._log_messages()
+        self._say_child_end()
         self._update_notice()
         self.rebuild()
         if self.max_iter and self.refreshes >= self.max_iter:
@@ -214,6 +219,18 @@ class LiveApp:
         except (OSError, ValueError) as exc:
             self.error_log = None
             self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
+
+    def _say_child_end(self) -> None:
+        """Once the ``--`` command has ended, say so and with what status; the session
+        goes on, showing its last counts, until ``q``."""
+        if self.child is None or self.child_status is not None:
+            return
+        self.child_status = self.child.peek()
+        if self.child_status is not None:
+            name = (self.state.opt("command") or ["the command"])[0]
+            self.state.message = (
+                f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
+            )
 
     def restart(self, **config: Any) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
