@@ -122,3 +122,26 @@ def test_the_end_of_the_command_is_said_with_its_status() -> None:
     keys(app, "i")  # said once: a key clears it, as any message
     app.refresh()
     assert "ended" not in text(app, (60, 12))[2]
+
+
+def test_huge_numbers_typed_at_the_prompts_are_refused() -> None:
+    """A 4,301-digit number (past Python's int() limit) or a 25-digit one at the k, p, w, u
+    and d prompts: one message, and the session goes on (issue 15, item 2)."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    sampler.start()
+    app.refresh()
+    for number in ("1" * 4301, "9" * 25):
+        for key in ("k", "p", "w", "u", "d"):
+            keys(app, key, *number, "enter")
+            if key == "k" and app.state.prompt is not None:  # a PID int() reads: the signal
+                keys(app, "enter")
+            assert app.quit_code is None and app.state.prompt is None
+            assert app.state.message, key
+            assert len(app.state.message) < 120
+        keys(app, "k", "1", "enter", *number, "enter")  # the signal number
+        assert app.state.message in (
+            "Not valid",
+            f"Kill of PID '1' with '{number}' failed: Invalid argument",
+        )
+    assert app.state.opt("only_pid") is None and app.state.view.watch is None

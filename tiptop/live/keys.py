@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -220,7 +221,11 @@ class Keys:
         self.state.prompt = Prompt("Only display process: ", self._set_only)
 
     def _set_only(self, text: str) -> bool:
-        pid, name = _target(text.strip())
+        try:
+            pid, name = _target(text.strip(), "p")
+        except UsageError as exc:  # a number past any PID
+            self.state.message = str(exc)
+            return False
         self.state.set_opt("only_pid", pid)
         self.state.set_opt("only_name", name)
         # "Changing the filter resets all counters" (man page).
@@ -248,7 +253,11 @@ class Keys:
         self.state.prompt = Prompt("Watch process: ", self._set_watch)
 
     def _set_watch(self, text: str) -> bool:
-        pid, name = _target(text.strip())
+        try:
+            pid, name = _target(text.strip(), "w")
+        except UsageError as exc:  # a number past any PID
+            self.state.message = str(exc)
+            return False
         self.state.view.watch = pid if pid is not None else name
         self.state.set_opt("watch_pid", pid)
         self.state.set_opt("watch_name", name)
@@ -297,12 +306,15 @@ def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:
     return value
 
 
-def _target(text: str) -> tuple[int | None, str | None]:
+def _target(text: str, where: str) -> tuple[int | None, str | None]:
     """A ``-p``/``-w`` style answer: a non-zero number is a PID, other text a name,
-    blank clears."""
-    return parse_target(text) if text else (None, None)
+    blank clears; UsageError (naming the key ``where``) for a number out of range."""
+    return parse_target(text, where) if text else (None, None)
 
 
 def _digits(text: str) -> bool:
-    """ASCII digits only (``str.isdigit`` also takes ``²`` and other digits int() refuses)."""
-    return text.isascii() and text.isdigit()
+    """ASCII digits only (``str.isdigit`` also takes ``²`` and other digits int() refuses),
+    no more than int() reads (4,300 by default, sys.get_int_max_str_digits); a number past
+    pid_t or int is then refused by os.kill (OverflowError, said as EINVAL)."""
+    most = sys.get_int_max_str_digits() or len(text)
+    return text.isascii() and text.isdigit() and len(text) <= most
