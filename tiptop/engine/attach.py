@@ -42,11 +42,13 @@ import numpy as np
 
 from tiptop.engine.readout import CounterPlan, Readout, Unit, read_units, unit_totals
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
-from tiptop.errors import CounterError, OutOfFds, TaskGone
+from tiptop.errors import CounterError, EventRefused, EventUnsupported, OutOfFds, TaskGone
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 
+#: Attaches in a row that may fail like a race with the task before it is given up.
+RACE_TRIES = 5
 #: Identity of a task: ``(tid, starttime)``.
 Identity = tuple[int, int]
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
@@ -56,7 +58,7 @@ Explain = Callable[[OSError, str, "str | None"], str]
 class TaskCounters:
     """The counters of one watched task."""
 
-    __slots__ = ("denied", "retired", "spawned", "units")
+    __slots__ = ("denied", "retired", "spawned", "tries", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
@@ -67,6 +69,8 @@ class TaskCounters:
         self.retired: np.ndarray | None = None
         #: Refused for good (EACCES...): never retried for this identity.
         self.denied = False
+        #: Failed attaches in a row that look like a race with the task (``_raced``).
+        self.tries = 0
 
     def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
         """Keep what ``units`` counted (to their last read) in the task's total, before
@@ -283,6 +287,7 @@ class Attacher:
         if units is None:
             return
         st.units = units
+        st.tries = 0
         self._pending.pop(t.key, None)
         self.fds_used += sum(u.group.n_fds for u in units)
 
@@ -299,6 +304,15 @@ class Attacher:
                     units.append(Unit(self.backend.open_group(tid, attrs), g))
                 except TaskGone:  # the thread exited meanwhile: drop it
                     break
+                except (EventRefused, EventUnsupported) as e:
+                    if tid == t.tid:
+                        for u in units:
+                            u.close()
+                        self._raced(t, st, e)
+                        return None
+                    # The event opened on ourselves at plan time: another thread failing
+                    # is exiting under us (ENODEV, EINVAL, ECHILD), not unsupported.
+                    break
                 except CounterError as e:
                     for u in units:
                         u.close()
@@ -306,12 +320,37 @@ class Attacher:
                     return None
         return units
 
+    def _raced(self, t: Task, st: TaskCounters, e: CounterError) -> None:
+        """An event that opened on ourselves at plan time failed on ``t`` itself: the
+        task was changing under us (exiting, exec'ing). Retried at the next refreshes, up
+        to ``RACE_TRIES`` times in a row, and never explained as missing hardware."""
+        st.tries += 1
+        if st.tries >= RACE_TRIES:
+            self._refused(t, st, e, "")
+            return
+        self._wait(
+            t, f"attach-race:{e.errno}",
+            f"PID {t.pid} {t.name!r}: {_errname(e)} while attaching counters, although the "
+            "events open here: the task was changing (threads exiting?); retried at the "
+            "next refresh",
+        )  # fmt: skip
+
     def _refused(self, t: Task, st: TaskCounters, e: CounterError, pmu: str) -> None:
         """An open failed on ``t``: out of fds is retried later; anything else is final
         for this task's identity (said once per errno)."""
         if isinstance(e, OutOfFds):
             self.fd_budget = self.fds_used
             self._wait(t, "fds-kernel", self.explain(e, "counters", None))
+            return
+        if isinstance(e, (EventRefused, EventUnsupported)):
+            why = (
+                f"{_errname(e)} on this task {RACE_TRIES} times in a row, although the "
+                "events open here"
+            )
+            st.denied = True
+            self._pending.pop(t.key, None)
+            line = f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}"
+            self.log.say(f"race-final:{e.errno}", line)
             return
         st.denied = True
         self._pending.pop(t.key, None)
