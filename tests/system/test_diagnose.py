@@ -50,6 +50,7 @@ def test_sched_screen_runs_here_for_root(root_only: None) -> None:
 def test_check_says_when_the_fd_limit_limits_counting() -> None:
     """Under ``ulimit -n 64`` the reserve shrinks (46-ish fds stay for counters, not 0)
     and --check says the limit is what keeps tasks uncounted, with the limit to ask for."""
+
     def low_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 

@@ -105,7 +105,8 @@ def test_wakes_after_many_sleeping_refreshes_with_the_right_cpu(child: Child) ->
             i = row(f, child.pid)
             assert f.values[i].tolist() == [0.0, 0.0]
             assert f.status[i].tolist() == [Status.OK, Status.OK]
-        assert reads.reads == 0
+        assert reads.reads <= 1  # at most the sweep's one look in 16 refreshes (not 6)
+        reads.reads = 0
         t0 = time.monotonic()
         child.do("spin 0.4")
         f = s.refresh()

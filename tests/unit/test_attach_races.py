@@ -68,3 +68,29 @@ def test_fd_reserve_scales_with_a_small_limit() -> None:
     assert fd_reserve(256) == 32 and fd_reserve(64) == 8 and fd_reserve(16) == 8
     # ulimit -n 64 with 10 fds in use: 46 fds for counters, not 0.
     assert Host(fd_soft=64, fd_hard=64, fds_in_use=10).fd_budget == 46
+
+
+def test_pid_reused_within_one_tick_is_a_new_task(env: FakeEnv) -> None:
+    """Process 10 exits and a new process gets PID 10 in the same clock tick (same
+    starttime, same name): its pidfd tells, so the old row ends (dead) with its own
+    counts and the newcomer is a new task with counters of its own, never the old ones."""
+    fp, b = env
+    b.pidfds = True
+    fp.add(10, "worker")
+    b.script(10, (1, 2), 5)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.tid.tolist() == [10] and f.values[0, 3] == 5.0
+    old_groups = set(b.groups)
+    b.exit_task(10)  # the worker exits; /proc shows PID 10 again, same starttime
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.tid.tolist() == [10] and f.dead.tolist() == [True]  # the old one's last row
+    assert not old_groups & b.groups  # its counters are closed
+    assert len(b.groups) == 2  # the newcomer's own (hardware, software)
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.tid.tolist() == [10] and f.dead.tolist() == [False]
+    assert s.fds_used == b.open_fds + 1  # and its pidfd

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tiptop.engine.exits import ExitWatch, Identity
 from tiptop.engine.readout import CounterPlan, Readout, Unit, read_units, unit_totals
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
 from tiptop.errors import CounterError, EventRefused, EventUnsupported, OutOfFds, TaskGone
@@ -49,8 +50,6 @@ from tiptop.messages import MessageLog
 
 #: Attaches in a row that may fail like a race with the task before it is given up.
 RACE_TRIES = 5
-#: Identity of a task: ``(tid, starttime)``.
-Identity = tuple[int, int]
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
 
@@ -58,7 +57,7 @@ Explain = Callable[[OSError, str, "str | None"], str]
 class TaskCounters:
     """The counters of one watched task."""
 
-    __slots__ = ("denied", "retired", "spawned", "tries", "units")
+    __slots__ = ("denied", "exit_fd", "retired", "spawned", "tries", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
@@ -71,6 +70,8 @@ class TaskCounters:
         self.denied = False
         #: Failed attaches in a row that look like a race with the task (``_raced``).
         self.tries = 0
+        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
+        self.exit_fd: int | None = None
 
     def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
         """Keep what ``units`` counted (to their last read) in the task's total, before
@@ -88,11 +89,15 @@ class Counts:
     readout: Readout
     retired: list[np.ndarray | None]
     idle: np.ndarray
+    #: Identities of the rows whose task has exited (their pidfd said so).
+    ended: set[Identity]
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
         idx = list(rows)
-        return Counts(self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx])
+        return Counts(
+            self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx], self.ended
+        )
 
 
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
@@ -132,6 +137,7 @@ class Attacher:
         self._spawned: dict[int, tuple[int, list[Unit]]] = {}
         #: pid -> starttime of spawned commands: their rows stand for their process tree.
         self.trees: dict[int, int] = {}
+        self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -141,9 +147,12 @@ class Attacher:
         plan = self.plan
         states = [self._counters.get(t.key) or TaskCounters() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
+        ended = self._exits.ended()
         idle = readout.idle()
         for i, st in enumerate(states):
-            if st.spawned:
+            # Without a pidfd an exit and a PID reused in the same clock tick look alike
+            # to a task that slept; counters disabled until exec say nothing of running.
+            if st.spawned or st.exit_fd is None or rows[i].key in ended:
                 idle[i] = False
         for i, u, e in failed:
             idle[i] = False
@@ -156,7 +165,7 @@ class Attacher:
                 # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, [s.retired for s in states], idle)
+        return Counts(readout, [s.retired for s in states], idle, ended)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -246,6 +255,10 @@ class Attacher:
             st.retire(self.plan, st.units)
         self._drop_units(st.units)
         st.units = []
+        if st.exit_fd is not None:
+            self._exits.forget(st.exit_fd)
+            self.fds_used -= 1
+            st.exit_fd = None
 
     def _targets(self, t: Task, tree: dict[int, list[int]]) -> tuple[list[int], bool]:
         """The tids to open ``t``'s groups on, and whether they are a process tree's."""
@@ -290,6 +303,9 @@ class Attacher:
         st.tries = 0
         self._pending.pop(t.key, None)
         self.fds_used += sum(u.group.n_fds for u in units)
+        if units and self.fds_used < self.fd_budget:
+            st.exit_fd = self._exits.watch(t, self.threads)
+            self.fds_used += st.exit_fd is not None
 
     def _open_units(
         self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool

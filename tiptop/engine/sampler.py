@@ -48,6 +48,9 @@ from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 from tiptop.screens.model import ScreenSpec
 
+#: Idle tasks' ``stat`` is still read once every SWEEP refreshes (see ``refresh``).
+SWEEP = 16
+
 
 @dataclass
 class SamplerConfig:
@@ -163,8 +166,13 @@ class Sampler:
             return frame
         known = self._scanner.tasks
         counts = self._attacher.read(known)
-        idle = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
-        scan = self._scanner.scan(idle)
+        # A rotating 1/SWEEP of the idle tasks is read anyway, so nothing the counters
+        # cannot see (counters detached by a setuid exec) stays hidden for long.
+        sweep = self._iteration % SWEEP
+        idle = {
+            t.tid for t, i in zip(known, counts.idle, strict=True) if i and t.tid % SWEEP != sweep
+        }
+        scan = self._scanner.scan(idle, counts.ended)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._attacher.detach(scan.gone)
