@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from tiptop.errors import SpecError
+from tiptop.screens.build import build_config
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 
@@ -109,7 +110,6 @@ def builtin_screens(target: Target) -> list[ScreenSpec]:
     A file may hold several variants of one screen gated by ``arch``/``model``; the first
     variant that admits ``target`` is kept, the others are skipped.
     """
-    from tiptop.screens.build import build_config
     from tiptop.screens.builtin_data import SCREENS
 
     out: list[ScreenSpec] = []
