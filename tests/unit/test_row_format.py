@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.framekit import SCREEN, frame
+from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import PLACEHOLDER, Status
 from tiptop.screens.model import ColumnSpec
 from tiptop.screens.printf import RowFormat, compile_format, row_format
@@ -74,7 +74,7 @@ def test_usual_formats_fold_into_one_template() -> None:
 
 
 def test_rows_format_nothing_until_asked() -> None:
-    f = frame([{"tid": t, "cpu": 1.0 + t, "mcyc": 1.0, "ipc": 0.5} for t in range(1, 6)])
+    f = frame([task(t, 1.0 + t, 1.0, 0.5) for t in range(1, 6)])
     fmt = row_format(SCREEN.columns)
     assert fmt is row_format(SCREEN.columns)  # compiled once per screen
     calls = 0
@@ -97,7 +97,7 @@ def test_rows_format_nothing_until_asked() -> None:
 
 
 def test_status_codes_are_ints() -> None:
-    f = frame([{"tid": 1, "cpu": 1.0, "mcyc": 0, "ipc": 0, "status": [0, 0, Status.DIV0]}])
+    f = frame([task(1, 1.0, 0, 0, status=[0, 0, Status.DIV0])])
     (r,) = rows(f, SCREEN, View())
     assert r.status == [Status.OK, Status.OK, Status.DIV0]
     assert [type(s) for s in r.status] == [int, int, int]
