@@ -111,7 +111,8 @@ def run_monitor(
     try:
         sampler = make_sampler(opts, screen, host, problems)
         if child is not None:
-            sampler.attach_spawned(child.pid)
+            why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
+            sampler.attach_spawned(child.pid, why)
             sampler.start()
             child.release()
         if live:
