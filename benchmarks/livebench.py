@@ -96,8 +96,13 @@ class Tmux:
         subprocess.run([*self.base, "kill-window", "-t", window], capture_output=True)
 
     def close(self) -> None:
-        """Stop the server."""
+        """Stop the server and remove its socket."""
+        if not self.started:
+            return
+        sock = self._tmux("display-message", "-p", "#{socket_path}").strip()
         subprocess.run([*self.base, "kill-server"], capture_output=True)
+        if sock:
+            Path(sock).unlink(missing_ok=True)
 
 
 @dataclass

@@ -6,8 +6,9 @@
 For each size N it starts N sleeping processes (or one process with N threads, shown with
 ``-H``) and measures both tools, alternated, on those tasks plus whatever else runs here:
 
-* batch: CPU of the whole ``tiptop -b -i`` process per refresh: (CPU of ``-n 13``) minus
-  (CPU of ``-n 3``), over 10, so that start-up cancels; median of 3; peak RSS (ru_maxrss);
+* batch: CPU of the whole ``tiptop -b -i`` process per refresh: (CPU of ``-n 3+K``) minus
+  (CPU of ``-n 3``), over K, so that start-up cancels (K = 25000 / N within 20..50, enough
+  for the refreshes to dwarf start-up's noise); median of 3; peak RSS (VmHWM);
 * live: the tool in a 200x50 tmux terminal, CPU between two screen updates over the
   refreshes counted in between;
 * start-up: CPU of a whole ``tiptop -b -n 1`` (median of 5), with 200 sleeping processes;
@@ -28,6 +29,7 @@ import dataclasses
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -121,7 +123,7 @@ HEAD = Row("what", "N", "tasks", "counted ours / C", "ours", "C", "ours/C", "tar
 def print_row(row: Row) -> None:
     """One markdown table line (the head also prints its rule)."""
     cells = list(vars(row).values())
-    widths = (12, 5, 6, 23, 14, 14, 7, 13, 6)
+    widths = (13, 5, 6, 23, 14, 14, 7, 13, 6)
     print(
         "| " + " | ".join(f"{c:<{w}}" for c, w in zip(cells, widths, strict=True)) + " |",
         flush=True,
@@ -174,7 +176,7 @@ def batch_rows(mode: str, n: int, tasks: int, res: dict[str, BatchResult | str])
         for x in (res.get("ours"), res.get("C"))
     )
     rss = {k: x.rss_mb for k, x in res.items() if isinstance(x, BatchResult)}
-    return [row, compare("  RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))]
+    return [row, compare("  peak RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))]
 
 
 def live_row(mode: str, n: int, tasks: int, res: dict[str, LiveResult | str]) -> Row:
@@ -319,7 +321,9 @@ def run(argv: list[str] | None = None) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command: ``run`` it."""
+    """The command: ``run`` it; SIGTERM and SIGHUP still kill the tasks and tmux on the way."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda n, _: sys.exit(128 + n))
     run(argv)
     return 0
 
