@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from procbench import ITERATION, Tool, run_batch
+from procbench import ITERATION, Tool, run_retrying
 
 TMUX_CONF = "set -g remain-on-exit on\nset -g status off\nset -g default-size 200x50\n"
 
@@ -171,7 +171,10 @@ def measure_startup(
         for tool in tools if r % 2 == 0 else tools[::-1]:
             if tool.label in res:
                 continue
-            run = run_batch(tool, [*args, "-b", "-n", "1"], out / f"{tool.label}.start")
+            crashes: list[str] = []
+            run = run_retrying(tool, [*args, "-b", "-n", "1"], out / f"{tool.label}.start", crashes)
+            for c in crashes:
+                print(f"  (start-up: {tool.label} failed, run again: {c})")
             if run.error:
                 res[tool.label] = run.error
             else:

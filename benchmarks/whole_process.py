@@ -99,7 +99,7 @@ class Settings:
         return self.short + max(lo, min(hi, self.spread // max(n, 1)))
 
 
-QUICK = Settings(1, 6000, (5, 60), 1, 0.05, 0.3, 3.0, 200, 10.0, 2)
+QUICK = Settings(1, 6000, (5, 40), 1, 0.05, 0.3, 3.0, 200, 10.0, 2)
 
 
 @dataclass
@@ -175,6 +175,9 @@ def batch_rows(mode: str, n: int, tasks: int, res: dict[str, BatchResult | str])
         f"{x.counted}/{x.rows}" if isinstance(x, BatchResult) else "-"
         for x in (res.get("ours"), res.get("C"))
     )
+    for label, x in res.items():
+        for crash in x.crashes if isinstance(x, BatchResult) else []:
+            print(f"  (batch{h} {n}: {label} failed, run again: {crash})")
     rss = {k: x.rss_mb for k, x in res.items() if isinstance(x, BatchResult)}
     return [row, compare("  peak RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))]
 
