@@ -146,6 +146,9 @@ class Tasks:
             p.kill()
         for p in self.procs:
             p.wait()
+            for pipe in (p.stdin, p.stdout):
+                if pipe:
+                    pipe.close()
 
 
 def start_tasks(mode: str, n: int, tmp: Path) -> Tasks:
