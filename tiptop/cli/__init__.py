@@ -197,8 +197,12 @@ def _main(argv: list[str], prog: str) -> int:
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
-    if opts.plot or opts.replay:
-        from tiptop.cli.replay import run_plot_or_replay
+    if opts.plot:
+        from tiptop.cli.plot import run_plot
 
-        return run_plot_or_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        return run_plot(opts, loaded, lambda line: _err_line(prog, line))
+    if opts.replay:
+        from tiptop.cli.replay import run_replay
+
+        return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
     return run_monitor(opts, loaded, Host.read(), lambda line: _err_line(prog, line), deferred)

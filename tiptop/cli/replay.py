@@ -1,17 +1,14 @@
-"""``--record FILE`` wiring and ``--replay FILE``: a recording shown live (time travel keys)
+"""``--replay FILE``: a recording shown live (time travel keys)
 or printed as batch text, csv or json, between ``--from`` and ``--to``."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tiptop import __version__
 from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
@@ -19,40 +16,6 @@ from tiptop.host import Host
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-#: What the recording run watched, applied on replay unless given again: the rows recorded
-#: are those tasks only (and ``-- cmd`` turns idle rows on).
-_KEPT = ("show_idle", "only_pid", "only_name", "uid", "user_name")
-
-
-def cpu_model(path: str = "/proc/cpuinfo") -> str:
-    """The CPU's ``model name`` from /proc/cpuinfo (proc(5)); ``?`` when there is none."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith(("model name", "Model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "?"
-
-
-def record_source(opts: Any, sampler: Any, index: int) -> Any:
-    """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
-    from tiptop.outputs.record import Recorder, RecordingSource
-
-    header = {
-        "version": __version__,
-        "host": socket.gethostname(),
-        "kernel": os.uname().release,
-        "cpu": cpu_model(),
-        "interval": opts.delay,
-        "threads": opts.show_threads,
-        "screen_index": index,
-        "pid_width": opts.pid_width,
-        "options": {k: getattr(opts, k) for k in _KEPT},
-        "started": time.time(),
-    }
-    return RecordingSource(sampler, Recorder(opts.record, header))
 
 
 def parse_when(text: str, end: float) -> float:
@@ -117,7 +80,7 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     screen = screens[index]
     table.check_formats(screen)
     opts.pid_width = int(rec.header.get("pid_width", opts.pid_width))
-    kept = rec.header.get("options", {})
+    kept = rec.header.get("options", {})  # what the recording run watched (cli.record)
     opts.show_idle = opts.show_idle or bool(kept.get("show_idle"))
     if opts.only_pid is None and opts.only_name is None:
         opts.only_pid, opts.only_name = kept.get("only_pid"), kept.get("only_name")
@@ -158,15 +121,6 @@ def _batch(opts: Any, source: Any, screen: Any, index: int, out: Any, say: Any) 
     return 0
 
 
-def run_plot_or_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
-    """``--plot`` or ``--replay``."""
-    if opts.plot:
-        from tiptop.cli.plot import run_plot
-
-        return run_plot(opts, loaded, say)
-    return run_replay(opts, loaded, host, say)
-
-
 __all__ = [
-    "cpu_model", "frame_range", "parse_when", "record_source", "run_plot_or_replay", "run_replay",
+    "frame_range", "parse_when", "run_replay",
 ]  # fmt: skip

@@ -111,7 +111,7 @@ def run_monitor(
     try:
         sampler = make_sampler(opts, screen, host, problems)
         if opts.record:
-            from tiptop.cli.replay import record_source
+            from tiptop.cli.record import record_source
 
             sampler = record_source(opts, sampler, index)
         if child is not None:
