@@ -95,6 +95,9 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
     ax.grid(True, alpha=0.3)
     if lines:
         ax.legend(loc="best", fontsize="small")
+    from matplotlib.dates import DateFormatter
+
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S"))
     fig.autofmt_xdate()
     try:
         fig.savefig(path)

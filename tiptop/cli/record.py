@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from typing import Any
 
 from tiptop import __version__
@@ -41,7 +40,6 @@ def record_source(opts: Any, sampler: Any, index: int) -> Any:
         "screen_index": index,
         "pid_width": opts.pid_width,
         "options": {k: getattr(opts, k) for k in _KEPT},
-        "started": time.time(),
     }
     return RecordingSource(sampler, Recorder(opts.record, header))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from typing import IO, Any
 
 import numpy as np
@@ -183,7 +184,9 @@ class RecordingSource:
         return self.source.screen
 
     def start(self) -> None:
-        """The wrapped source's baselines."""
+        """The wrapped source's baselines; the header's ``started`` is now (the batch
+        preamble's time is taken within milliseconds of it)."""
+        self.recorder.header.setdefault("started", time.time())
         self.source.start()
 
     def refresh(self) -> Frame:
