@@ -5,6 +5,7 @@ bad files are one line."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import gzip
 import io
@@ -173,3 +174,21 @@ def test_numbers_round_trip() -> None:
 
 def test_format_versions_agree() -> None:
     assert record.FORMAT_VERSION == replay.FORMAT_VERSION
+
+
+def test_totals_recorded_only_for_aliases_read_bare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiptop.screens.model import ColumnSpec
+
+    _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=2)
+    assert record.bare_aliases(default) == frozenset()
+    rec = replay.load(path)
+    assert all("T" not in c for c in rec.record(0)["k"].values())
+    # A screen reading the running total of instructions: '?' on this recording.
+    cum = dataclasses.replace(
+        default, columns=(ColumnSpec("  Ginstr", "%7.2f", "INSN / 1e9", "total"),)
+    )
+    assert record.bare_aliases(cum) == frozenset({"INSN"})
+    f = replay.ReplaySource(rec, cum).frame(1)
+    assert (f.status[:, 0] == Status.UNREADABLE).all()

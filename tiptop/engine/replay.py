@@ -250,6 +250,8 @@ def decode(
         total[:, j] = _arr(c.get("T"), n, np.nan)
         run[:, j] = _arr(c.get("r"), n, 1.0)
         tst[:, j] = _arr(c["Ts"], n, 0, STATUS_DTYPE) if "Ts" in c else st[:, j]
+        if "T" not in c:  # totals are recorded only for aliases a column reads bare
+            tst[:, j] = Status.UNREADABLE
     recorded = rec.screens[rec.screen_of[index]] if rec.screen_of else None
     idx = _counter_map(screen, recorded, aliases)
     missing = (np.full(n, np.nan), np.full(n, Status.UNREADABLE, STATUS_DTYPE))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import time
 from typing import IO, Any
 
@@ -28,6 +29,8 @@ import numpy as np
 from tiptop.cells import Status
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame
+
+_DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
 #: The format version written (``tiptop.engine.replay`` reads it).
 FORMAT_VERSION = 1
@@ -76,8 +79,22 @@ def _ints(a: np.ndarray) -> list[int]:
     return np.asarray(a).astype(np.int64).tolist()
 
 
-def frame_record(frame: Frame) -> dict[str, Any]:
-    """One refresh as its frame line (``tid`` and every per-task list in row order)."""
+def bare_aliases(screen: Any) -> frozenset[str]:
+    """The counter aliases ``screen``'s columns read bare (their running total, not
+    ``delta(alias)``): only those have their totals recorded (they are most of a
+    recording's size otherwise, and no built-in screen reads them)."""
+    out = set()
+    for col in screen.columns:
+        text = _DELTA.sub(" ", col.expr)
+        out.update(
+            c.alias for c in screen.counters if re.search(rf"\b{re.escape(c.alias)}\b", text)
+        )
+    return frozenset(out)
+
+
+def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str, Any]:
+    """One refresh as its frame line (``tid`` and every per-task list in row order); the
+    running totals of the ``totals`` aliases only (None: of all)."""
     n = len(frame)
     d: dict[str, Any] = {
         "t": float(frame.timestamp), "dt": float(frame.interval), "it": frame.iteration,
@@ -101,7 +118,7 @@ def frame_record(frame: Frame) -> dict[str, Any]:
             frame.counter_scaled[:, j], implied, equal_nan=True
         ):
             c["s"] = numbers(frame.counter_scaled[:, j])
-        if frame.counter_total is not None:
+        if frame.counter_total is not None and (totals is None or alias in totals):
             c["T"] = numbers(frame.counter_total[:, j])
         run = frame.counter_running[:, j]
         if not (run == 1.0).all():
@@ -124,6 +141,7 @@ class Recorder:
         self.header = header
         self._facts: dict[int, list[Any]] = {}
         self._screen: Any = None
+        self._totals: frozenset[str] = frozenset()
         try:
             raw = open(path, "ab")  # noqa: SIM115 - closed by close()
             self._f: IO[bytes] = (
@@ -142,6 +160,7 @@ class Recorder:
             )
             lines.append({**head, "screen": screen_record(screen)})
             self._screen = screen
+            self._totals = bare_aliases(screen)
         new: dict[str, list[Any]] = {}
         for i, tid in enumerate(frame.tid.tolist()):
             facts = [int(frame.pid[i]), frame.user[i], frame.name[i], frame.cmdline[i]]
@@ -149,7 +168,7 @@ class Recorder:
                 self._facts[tid] = new[str(tid)] = facts
         if new:
             lines.append({"facts": new})
-        lines.append(frame_record(frame))
+        lines.append(frame_record(frame, self._totals))
         text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
         try:
             self._f.write(text.encode("utf-8", "surrogateescape"))
