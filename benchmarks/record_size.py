@@ -59,14 +59,15 @@ def measure(n: int, refreshes: int, busy: float) -> None:
     (screen,) = [s for s in builtin_screens(Target()) if s.name == "default"]
     rng = np.random.default_rng(1)
     totals = np.zeros((n, 5))
-    frames = [make_frame(rng, it, n, busy, totals) for it in range(refreshes)]
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "r.jsonl.gz")
         rec = Recorder(path, {"interval": 1.0})
-        t0 = time.process_time()
-        for f in frames:
+        write_s = 0.0
+        for it in range(refreshes):
+            f = make_frame(rng, it, n, busy, totals)
+            t0 = time.process_time()
             rec.write(f, screen)
-        write_s = time.process_time() - t0
+            write_s += time.process_time() - t0
         rec.close()
         size = os.path.getsize(path)
         t0 = time.perf_counter()
