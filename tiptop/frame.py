@@ -145,8 +145,8 @@ class Frame:
         out = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
-            if x is None or y is None:
-                out[name] = None
+            if x is None or y is None:  # inputs known for every row, or not at all
+                out[name] = y if not len(self) else None
                 continue
             out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
         return dataclasses.replace(self, **out)

@@ -192,3 +192,15 @@ def test_totals_recorded_only_for_aliases_read_bare(
     assert record.bare_aliases(cum) == frozenset({"INSN"})
     f = replay.ReplaySource(rec, cum).frame(1)
     assert (f.status[:, 0] == Status.UNREADABLE).all()
+
+
+def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiptop.frame import Frame
+
+    _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=1)
+    f = replay.ReplaySource(replay.load(path), default).frame(0)
+    kept = Frame.empty().concat(f.take(slice(1, None)))  # the sampler's sticky dead rows
+    assert kept.cpu_user is not None and len(kept.cpu_user) == len(f) - 1
+    both = f.take(slice(0, 1)).concat(kept)
+    assert np.array_equal(both.cpu_sys, f.cpu_sys)
+    assert np.array_equal(both.counter_scaled, f.counter_scaled, equal_nan=True)

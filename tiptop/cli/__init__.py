@@ -75,7 +75,7 @@ Usage: {prog} [option] [-- command args]
 	--check        explain what this machine allows, and how to get more
 	--export FILE  write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE  append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
-	--replay FILE  show a recording (live: [ ] step, { } a minute, space pauses; or -b)
+	--replay FILE  show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
 	--from t --to t  replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE    draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	-- cmd args    run cmd and monitor it (and its children) from its first instruction
