@@ -110,6 +110,10 @@ def run_monitor(
     sampler = None
     try:
         sampler = make_sampler(opts, screen, host, problems)
+        if opts.record:
+            from tiptop.cli.record import record_source
+
+            sampler = record_source(opts, sampler, index)
         if child is not None:
             why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)

@@ -96,6 +96,13 @@ def assemble(
         counter_running=c_running,
         counter_status=status,
         tasks_total=tasks_total,
+        cpu_user=facts.cpu_user,
+        cpu_sys=facts.cpu_sys,
+        processor=facts.processor,
+        cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
+        counter_scaled=delta,
+        counter_total=total,
+        counter_total_status=total_status,
     )
 
 
