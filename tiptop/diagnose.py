@@ -191,7 +191,17 @@ def check(host: Host, loaded: Any = None) -> str:
         )
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
-    if soft < 4096 and soft < hard:
+    fits, tasks = host.fd_budget // 4, len(psutil.pids())
+    lines.append(
+        f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events "
+        f"({tasks} processes now)"
+    )
+    if fits < tasks:
+        advice.append(
+            f"the fd limit is what limits counting here: {tasks} processes need about "
+            f"{4 * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count them all"
+        )
+    elif soft < 4096 and soft < hard:
         advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")
     lines.append("to get more: " + ("; ".join(advice) if advice else "nothing to change"))
     return "\n".join(lines) + "\n"

@@ -63,6 +63,16 @@ class Frame:
     #: Number of tasks tracked in total (every thread), for the live "Tasks:" line.
     tasks_total: int = 0
 
+    # --- the evaluation's other inputs, for ``--record`` (None when the source has none):
+    # with these a recording evaluates any screen over the same counters again on replay.
+    cpu_user: np.ndarray | None = None  # float64: %CPU in user mode (CPU_USER)
+    cpu_sys: np.ndarray | None = None  # float64: %CPU in system mode (CPU_SYS)
+    processor: np.ndarray | None = None  # float64: the CPU last run on (PROC_ID)
+    cpu_status: np.ndarray | None = None  # uint8 (n, 2): statuses of CPU_TOT, CPU_USER/SYS
+    counter_scaled: np.ndarray | None = None  # float64 (n, k): delta(alias), scaled
+    counter_total: np.ndarray | None = None  # float64 (n, k): the alias's running total
+    counter_total_status: np.ndarray | None = None  # uint8 (n, k)
+
     def __len__(self) -> int:
         return len(self.tid)
 
@@ -113,6 +123,8 @@ class Frame:
         out = {}
         for name in ROW_FIELDS:
             x = getattr(self, name)
+            if x is None:
+                continue
             if isinstance(x, list):
                 x = x[rows] if isinstance(rows, slice) else [x[i] for i in _indices(rows)]
             else:
@@ -133,6 +145,9 @@ class Frame:
         out = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
+            if x is None or y is None:  # inputs known for every row, or not at all
+                out[name] = y if not len(self) else None
+                continue
             out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
         return dataclasses.replace(self, **out)
 
@@ -149,6 +164,12 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     if f.name
     not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
             "tasks_total")
+)  # fmt: skip
+
+#: The optional row fields: the evaluation inputs that only ``--record`` reads.
+INPUT_FIELDS: tuple[str, ...] = (
+    "cpu_user", "cpu_sys", "processor", "cpu_status", "counter_scaled", "counter_total",
+    "counter_total_status",
 )  # fmt: skip
 
 
@@ -188,4 +209,4 @@ class FrameSource(Protocol):
         ...
 
 
-__all__ = ["ROW_FIELDS", "Frame", "FrameSource"]
+__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource"]

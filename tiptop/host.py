@@ -110,13 +110,15 @@ class Host:
 
     @property
     def fd_budget(self) -> int:
-        """fds counters may take: the soft limit less what is open and a reserve of 64
-        for everything else tiptop opens (files, the terminal, ``/proc`` reads)."""
-        return max(self.fd_soft - self.fds_in_use - FD_RESERVE, 0)
+        """fds counters may take: the soft limit less what is open and a reserve for
+        everything else tiptop opens (files, the terminal, ``/proc`` reads)."""
+        return max(self.fd_soft - self.fds_in_use - fd_reserve(self.fd_soft), 0)
 
 
-#: fds kept free for everything else tiptop opens.
-FD_RESERVE = 64
+def fd_reserve(limit: int) -> int:
+    """fds kept free for everything else tiptop opens: 64 at usual limits, an eighth of
+    a small one (at least 8), so that ``ulimit -n 64`` still counts the busiest tasks."""
+    return min(64, max(8, limit // 8))
 
 
 def _read_paranoid(proc_root: str) -> int | None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 
@@ -112,3 +114,27 @@ def fork_blocked(argv: Sequence[str]) -> Spawned:
             os._exit(127)
     os.close(r)
     return Spawned(pid, w)
+
+
+def changes_credentials(command: Sequence[str], euid: int, egid: int) -> str | None:
+    """Why ``command``'s counters will stop at its exec, or None: a set-user-ID (or
+    set-group-ID) binary owned by another user (group) changes credentials when exec'd,
+    and the kernel then ends the task's perf events (fs/exec.c ``begin_new_exec()``: a
+    task no longer dumpable gets ``perf_event_exit_task()``), so they count nothing after."""
+    path = shutil.which(command[0]) if command else None
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    setuid = st.st_mode & stat.S_ISUID and st.st_uid != euid
+    setgid = st.st_mode & stat.S_ISGID and st.st_gid != egid
+    if not (setuid or setgid):
+        return None
+    kind = "set-user-ID" if setuid else "set-group-ID"
+    return (
+        f"{command[0]!r} is {kind}: the kernel ends a task's counters when it execs such a "
+        "program (fs/exec.c begin_new_exec(), perf_event_exit_task()), so its counter cells "
+        "show '?'; run tiptop as root to count it"
+    )

@@ -9,8 +9,11 @@ name, -w), ``sticky``, ``pid_width``.
 
 ``rows(frame, screen, view) -> list[Row]``: the visible rows, filtered and sorted.
 ``Row``: ``tid``, ``pid``, ``marker``, ``user``, ``cells`` (formatted strings, each the
-header's width when a placeholder), ``status`` (per cell), ``multiplexed`` (per cell bool),
-``over_threshold`` (per cell bool), ``command``, ``dead``, ``watched``.
+header's width when a placeholder), ``status`` (per cell, ``Status`` codes as ints),
+``multiplexed`` (per cell bool), ``over_threshold`` (per cell bool), ``command``, ``dead``,
+``watched``. A row's cells are formatted when first asked for, in one ``str.format`` call
+from the screen's compiled ``tiptop.screens.printf.RowFormat``: live mode formats only the
+rows on screen.
 ``header(screen, view) -> str``: the column header with the sort column in ``[ ]``.
 ``format_row(row, view) -> str``: one row as the original prints it (without prefixes).
 
@@ -24,15 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.cells import PLACEHOLDER, Status
+from tiptop.cells import Status
 from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec, ScreenSpec
-from tiptop.screens.printf import compile_format
+from tiptop.screens.printf import RowFormat, compile_format, row_format
 from tiptop.screens.variables import VARIABLES
 
 #: The original's default ``--cpu-min`` (percent).
@@ -56,24 +59,77 @@ class View:
     pid_width: int = 5
 
 
-@dataclass
 class Row:
-    """One visible row, already formatted."""
+    """One visible row. Its cells are formatted when first asked for (live mode formats
+    only the rows on screen), from the screen's :class:`RowFormat`; ``status``, ``values``,
+    ``multiplexed`` and ``over_threshold`` are read from the rows' shared arrays then too."""
 
-    tid: int
-    pid: int
-    marker: str
-    user: str
-    cells: list[str]
-    status: list[Status]
-    multiplexed: list[bool]
-    over_threshold: list[bool]
-    command: str
-    #: Index of the row in the frame it came from (for csv/json and live lookups).
-    index: int
-    dead: bool = False
-    watched: bool = False
-    values: list[float] = field(default_factory=list)
+    __slots__ = ("_block", "_k", "_text", "command", "dead", "index", "marker", "pid", "tid",
+                 "user", "watched")  # fmt: skip
+
+    def __init__(
+        self,
+        block: _Block,
+        k: int,
+        *,
+        tid: int,
+        pid: int,
+        marker: str,
+        user: str,
+        command: str,
+        index: int,
+        dead: bool = False,
+        watched: bool = False,
+    ) -> None:
+        self._block = block
+        self._k = k
+        self._text: str | None = None
+        self.tid = tid
+        self.pid = pid
+        self.marker = marker
+        self.user = user
+        self.command = command
+        #: Index of the row in the frame it came from (for csv/json and live lookups).
+        self.index = index
+        self.dead = dead
+        self.watched = watched
+
+    @property
+    def values(self) -> list[float]:
+        """The cells' values (``nan`` where not OK)."""
+        return self._block.values[self._k].tolist()
+
+    @property
+    def status(self) -> list[int]:
+        """The cells' :class:`Status` codes, as ints (``Status`` members compare equal)."""
+        return self._block.status[self._k].tolist()
+
+    @property
+    def multiplexed(self) -> list[bool]:
+        """Per cell: its value was scaled (its counters ran part of the interval)."""
+        return self._block.multiplexed[self._k].tolist()
+
+    @property
+    def over_threshold(self) -> list[bool]:
+        """Per cell: its value is past the column's threshold."""
+        return self._block.over[self._k].tolist()
+
+    @property
+    def cells(self) -> list[str]:
+        """The formatted cells, each at least its header's width."""
+        b = self._block
+        return b.fmt.cells(self.values, b.codes(self._k))
+
+    @property
+    def cells_text(self) -> str:
+        """The cells, each followed by one space: the row's middle (formatted once)."""
+        if self._text is None:
+            b = self._block
+            self._text = b.fmt.text(self.values, b.codes(self._k))
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Row(tid={self.tid}, command={self.command!r}, cells={self.cells!r})"
 
 
 # --------------------------------------------------------------------------- printf
@@ -160,47 +216,64 @@ def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
 
 
 def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
-    """The visible rows of ``frame``, filtered and sorted per ``view``, cells formatted."""
+    """The visible rows of ``frame``, filtered and sorted per ``view``; each row's cells
+    are formatted when first asked for."""
     columns = screen.columns
     ncols = len(columns)
     frame = conform(frame, ncols)
     idx = np.flatnonzero(visible(frame, view))
     idx = order(frame, idx, view, ncols)
-    fmts = [compile_format(c.format) for c in columns]
-    widths = [len(c.header) for c in columns]
-    placeholders = {s: [ph.rjust(w) for w in widths] for s, ph in PLACEHOLDER.items()}
-    multiplexed = frame.multiplexed()
-    over = _over_threshold(frame, columns)
+    block = _Block(
+        fmt=row_format(tuple(columns)),
+        values=frame.values[idx],
+        status=frame.status[idx],
+        multiplexed=frame.multiplexed()[idx],
+        over=_over_threshold(frame, columns)[idx],
+    )
+    names, cmdlines, markers, users = frame.name, frame.cmdline, frame.marker, frame.user
+    show_cmdline = view.show_cmdline
+    watching = view.watch is not None
     out: list[Row] = []
-    values = frame.values
-    status = frame.status
-    for i in idx.tolist():
-        vals = values[i].tolist()
-        sts = status[i].tolist()
-        # Every cell is at least its header's width (rjust is a no-op for the usual
-        # format as wide as its header), so rows line up under the header.
-        cells = [
-            fmts[j](v).rjust(widths[j]) if s == 0 and v == v else placeholders[Status(s or 3)][j]
-            for j, (v, s) in enumerate(zip(vals, sts, strict=True))
-        ]
+    for k, (i, tid, pid, dead) in enumerate(
+        zip(idx.tolist(), frame.tid[idx].tolist(), frame.pid[idx].tolist(),
+            frame.dead[idx].tolist(), strict=True)
+    ):  # fmt: skip
         out.append(
             Row(
-                tid=int(frame.tid[i]),
-                pid=int(frame.pid[i]),
-                marker=frame.marker[i] or " ",
-                user=frame.user[i],
-                cells=cells,
-                status=[Status(s) for s in sts],
-                multiplexed=multiplexed[i].tolist(),
-                over_threshold=over[i].tolist(),
-                command=_command(frame, i, view.show_cmdline),
-                dead=bool(frame.dead[i]),
-                watched=_watched(frame, i, view),
+                block,
+                k,
+                tid=tid,
+                pid=pid,
+                marker=markers[i] or " ",
+                user=users[i],
+                command=cmdlines[i] if show_cmdline and cmdlines[i] else names[i],
                 index=i,
-                values=vals,
+                dead=dead,
+                watched=watching and _watched(frame, i, view),
             )
         )
     return out
+
+
+@dataclass
+class _Block:
+    """The cell arrays of the visible rows, in display order (shared by their Rows)."""
+
+    fmt: RowFormat
+    values: np.ndarray
+    status: np.ndarray
+    multiplexed: np.ndarray
+    over: np.ndarray
+    _codes: bytes | None = None
+
+    def codes(self, k: int) -> bytes:
+        """Row ``k``'s cell codes: its statuses, UNREADABLE for an OK cell holding nan."""
+        if self._codes is None:
+            c = self.status.astype(np.uint8)
+            c[(c == Status.OK) & np.isnan(self.values)] = Status.UNREADABLE
+            self._codes = c.tobytes()
+        n = self.status.shape[1]
+        return self._codes[k * n : (k + 1) * n]
 
 
 def conform(frame: Frame, ncols: int) -> Frame:
@@ -259,12 +332,6 @@ def format_row(row: Row, view: View, width: int | None = None) -> str:
     """One row as the original prints it, without prefixes and without ``DEAD``/``<---``
     (batch appends those). ``width`` cuts the line (live mode); batch never cuts, so full
     command lines survive (a defect of the original fixed)."""
-    parts = [f"{row.tid:>{view.pid_width}d}{row.marker} "]
-    if view.show_user:
-        parts.append(f"{row.user:<10s} ")
-    for cell in row.cells:
-        parts.append(cell)
-        parts.append(" ")
-    parts.append(row.command)
-    line = "".join(parts)
+    user = f"{row.user:<10s} " if view.show_user else ""
+    line = f"{row.tid:>{view.pid_width}d}{row.marker} {user}{row.cells_text}{row.command}"
     return line if width is None else line[:width]

@@ -143,6 +143,9 @@ class FakeBackend:
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
+        #: Hand out fake pidfds (``open_pidfd``): off unless a test asks for them.
+        self.pidfds = False
+        self._exit_pipes: dict[int, int] = {}
 
     def task(self, tid: int) -> FakeTask:
         """The script of ``tid`` (created empty on first use)."""
@@ -175,6 +178,19 @@ class FakeBackend:
     def kill(self, tid: int) -> None:
         """The task exits now: later opens fail with ESRCH, reads keep the final counts."""
         self.task(tid).died_at = self.clock()
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
+        """A FAKE pidfd: the read end of a pipe, readable once :meth:`exit_task` says the
+        task exited (a real pidfd turns readable when its task exits)."""
+        if not self.pidfds:
+            return None
+        r, w = os.pipe()
+        self._exit_pipes[tid] = w
+        return r
+
+    def exit_task(self, tid: int) -> None:
+        """Make ``tid``'s fake pidfd readable, as its task's exit would."""
+        os.write(self._exit_pipes.pop(tid), b"x")
 
     def open_group(self, tid: int, attrs: Sequence[Attr]) -> FakeGroup:
         """Open a fake group, applying the scripted errors in the kernel's order."""

@@ -13,6 +13,7 @@ from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.frame import Frame
+from tiptop.host import fd_reserve
 
 CY, IN, PF = (0, 0), (0, 1), (1, 2)  # cycles, instructions, page-faults (type, config)
 
@@ -42,9 +43,12 @@ def fake_env(tmp_path: Path) -> FakeEnv:
 
 def make(env: FakeEnv, fd_budget: int | None = None, **cfg: object) -> Sampler:
     """A sampler of the fake tree; ``fd_budget`` fds for counters when given (a host whose
-    soft limit leaves exactly that after the reserve of 64)."""
+    limit and fds in use leave exactly that after the reserve)."""
     fp, b = env
-    limit = {} if fd_budget is None else {"fd_soft": fd_budget + 64, "fds_in_use": 0}
+    limit = {}
+    if fd_budget is not None:  # a big limit, and as many fds in use as leave that budget
+        soft = 100_000
+        limit = {"fd_soft": soft, "fds_in_use": soft - fd_reserve(soft) - fd_budget}
     host = host_at(str(fp.root), str(fp.root.parent / "nosys"), **limit)
     return Sampler(FAKE_SCREEN, SamplerConfig(**cfg), backend=b, host=host)  # type: ignore[arg-type]
 

@@ -4,12 +4,13 @@ user-only counting would always read 0 for them (kernel/events/core.c perf_exclu
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers import nobody_command
+from tests.helpers import TIPTOP, nobody_command
 from tiptop.host import Host
 
 
@@ -44,3 +45,21 @@ def test_sched_screen_runs_here_for_root(root_only: None) -> None:
     )
     (line,) = [x for x in r.stdout.splitlines() if "'sched'" in x]
     assert line.endswith("[runs here]"), line
+
+
+def test_check_says_when_the_fd_limit_limits_counting() -> None:
+    """Under ``ulimit -n 64`` the reserve shrinks (46-ish fds stay for counters, not 0)
+    and --check says the limit is what keeps tasks uncounted, with the limit to ask for."""
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    r = subprocess.run(
+        [*TIPTOP, "--check"], capture_output=True, text=True, timeout=60,
+        preexec_fn=low_limit, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (room,) = [x for x in r.stdout.splitlines() if x.startswith("fds for counters:")]
+    budget = int(room.split()[3].rstrip(","))
+    assert 30 <= budget <= 56, room  # 64 less a reserve of 8 less what Python holds open
+    assert "the fd limit is what limits counting here" in r.stdout

@@ -123,7 +123,8 @@ def test_thread_rows(child: Child) -> None:
         assert f.tid.tolist() == [child.pid, t1]
         assert f.dead.tolist() == [False, True]
         assert 0.19e9 <= f.values[1, 2] <= 0.3e9, f.values[1, 2]
-        assert s.fds_used == 2  # one software group of two events, main thread only
+        # One software group of two events, main thread only, and its pidfd.
+        assert s.fds_used == 2 + 1
         f = s.refresh()
         assert f.tid.tolist() == [child.pid]
     finally:
@@ -224,7 +225,8 @@ def test_unknown_type_enoent_reported_once_for_real(child: Child) -> None:
             assert f.values[i, 1] >= 16
         # Never opened per task: only the page-faults group is, one fd per thread.
         assert s.plan.fds_per_thread == 1
-        assert s.fds_used == len(os.listdir(f"/proc/{child.pid}/task")) == 2
+        # One fd per thread, and the process's pidfd.
+        assert s.fds_used - 1 == len(os.listdir(f"/proc/{child.pid}/task")) == 2
     finally:
         s.close()
 

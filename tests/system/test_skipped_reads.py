@@ -105,14 +105,17 @@ def test_wakes_after_many_sleeping_refreshes_with_the_right_cpu(child: Child) ->
             i = row(f, child.pid)
             assert f.values[i].tolist() == [0.0, 0.0]
             assert f.status[i].tolist() == [Status.OK, Status.OK]
-        assert reads.reads == 0
+        assert reads.reads <= 1  # at most the sweep's one look in 16 refreshes (not 6)
+        reads.reads = 0
         t0 = time.monotonic()
         child.do("spin 0.4")
         f = s.refresh()
         wall = time.monotonic() - t0
         i = row(f, child.pid)
         assert reads.reads == 1  # it ran: read again at once
-        assert 0.4e9 <= f.values[i, 1] < 0.4e9 + 0.1e9, f.values[i]  # task-clock, ns
+        # task-clock (ns): the 0.4 s of thread CPU time the child spun, within 1% below
+        # (the clocks are read at different moments) and its command handling above.
+        assert 0.396e9 <= f.values[i, 1] < 0.4e9 + 0.1e9, f.values[i]
         # %CPU from /proc ticks over the whole interval: about 0.4 s of it.
         assert f.values[i, 0] == pytest.approx(100 * 0.4 / f.interval, abs=6), (f.values, wall)
     finally:

@@ -106,7 +106,9 @@ FILES = sorted(PKG.rglob("*.py"))
 #: The engine's modules in refresh order: each may import only the ones before it, so one
 #: refresh flows one way (scan -> plan -> attach -> readout -> evaluate; the sampler
 #: sequences them). docs/architecture.md draws this path.
-ENGINE_ORDER = ("task", "tasks", "readout", "plan", "attach", "evaluate", "sampler")
+ENGINE_ORDER = (
+    "task", "tasks", "exits", "readout", "plan", "attach", "evaluate", "sampler", "replay",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("path", sorted((PKG / "engine").glob("*.py")), ids=lambda p: p.name)

@@ -75,6 +75,10 @@ Usage: {prog} [option] [-- command args]
 	--list-events         list events and whether they open here
 	--check               explain what this machine allows, and how to get more
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
+	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
+	--replay FILE         show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
+	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
+	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
@@ -196,4 +200,12 @@ def _main(argv: list[str], prog: str) -> int:
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
+    if opts.plot:
+        from tiptop.cli.plot import run_plot
+
+        return run_plot(opts, loaded, lambda line: _err_line(prog, line))
+    if opts.replay:
+        from tiptop.cli.replay import run_replay
+
+        return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
     return run_monitor(opts, loaded, Host.read(), deferred)

@@ -140,8 +140,13 @@ def run_monitor(
     sampler = None
     try:
         sampler = make_sampler(opts, screen, host, problems, said)
+        if opts.record:
+            from tiptop.cli.record import record_source
+
+            sampler = record_source(opts, sampler, index)
         if child is not None:
-            sampler.attach_spawned(child.pid)
+            why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
+            sampler.attach_spawned(child.pid, why)
             sampler.start()
             child.release()
         if live:

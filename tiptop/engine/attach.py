@@ -40,15 +40,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tiptop.engine.exits import ExitWatch, Identity
 from tiptop.engine.readout import CounterPlan, Readout, Unit, read_units, unit_totals
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
-from tiptop.errors import CounterError, OutOfFds, TaskGone
+from tiptop.errors import CounterError, EventRefused, EventUnsupported, OutOfFds, TaskGone
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 
-#: Identity of a task: ``(tid, starttime)``.
-Identity = tuple[int, int]
+#: Attaches in a row that may fail like a race with the task before it is given up.
+RACE_TRIES = 5
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
 
@@ -56,7 +57,7 @@ Explain = Callable[[OSError, str, "str | None"], str]
 class TaskCounters:
     """The counters of one watched task."""
 
-    __slots__ = ("denied", "retired", "spawned", "units")
+    __slots__ = ("denied", "exit_fd", "retired", "spawned", "tries", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
@@ -67,6 +68,10 @@ class TaskCounters:
         self.retired: np.ndarray | None = None
         #: Refused for good (EACCES...): never retried for this identity.
         self.denied = False
+        #: Failed attaches in a row that look like a race with the task (``_raced``).
+        self.tries = 0
+        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
+        self.exit_fd: int | None = None
 
     def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
         """Keep what ``units`` counted (to their last read) in the task's total, before
@@ -84,11 +89,15 @@ class Counts:
     readout: Readout
     retired: list[np.ndarray | None]
     idle: np.ndarray
+    #: Identities of the rows whose task has exited (their pidfd said so).
+    ended: set[Identity]
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
         idx = list(rows)
-        return Counts(self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx])
+        return Counts(
+            self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx], self.ended
+        )
 
 
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
@@ -128,6 +137,7 @@ class Attacher:
         self._spawned: dict[int, tuple[int, list[Unit]]] = {}
         #: pid -> starttime of spawned commands: their rows stand for their process tree.
         self.trees: dict[int, int] = {}
+        self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -137,9 +147,12 @@ class Attacher:
         plan = self.plan
         states = [self._counters.get(t.key) or TaskCounters() for t in rows]
         readout, failed = read_units(plan, [s.units for s in states])
+        ended = self._exits.ended()
         idle = readout.idle()
         for i, st in enumerate(states):
-            if st.spawned:
+            # Without a pidfd an exit and a PID reused in the same clock tick look alike
+            # to a task that slept; counters disabled until exec say nothing of running.
+            if st.spawned or st.exit_fd is None or rows[i].key in ended:
                 idle[i] = False
         for i, u, e in failed:
             idle[i] = False
@@ -152,7 +165,7 @@ class Attacher:
                 # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, [s.retired for s in states], idle)
+        return Counts(readout, [s.retired for s in states], idle, ended)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -242,6 +255,10 @@ class Attacher:
             st.retire(self.plan, st.units)
         self._drop_units(st.units)
         st.units = []
+        if st.exit_fd is not None:
+            self._exits.forget(st.exit_fd)
+            self.fds_used -= 1
+            st.exit_fd = None
 
     def _targets(self, t: Task, tree: dict[int, list[int]]) -> tuple[list[int], bool]:
         """The tids to open ``t``'s groups on, and whether they are a process tree's."""
@@ -283,8 +300,12 @@ class Attacher:
         if units is None:
             return
         st.units = units
+        st.tries = 0
         self._pending.pop(t.key, None)
         self.fds_used += sum(u.group.n_fds for u in units)
+        if units and self.fds_used < self.fd_budget:
+            st.exit_fd = self._exits.watch(t, self.threads)
+            self.fds_used += st.exit_fd is not None
 
     def _open_units(
         self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool
@@ -299,6 +320,15 @@ class Attacher:
                     units.append(Unit(self.backend.open_group(tid, attrs), g))
                 except TaskGone:  # the thread exited meanwhile: drop it
                     break
+                except (EventRefused, EventUnsupported) as e:
+                    if tid == t.tid:
+                        for u in units:
+                            u.close()
+                        self._raced(t, st, e)
+                        return None
+                    # The event opened on ourselves at plan time: another thread failing
+                    # is exiting under us (ENODEV, EINVAL, ECHILD), not unsupported.
+                    break
                 except CounterError as e:
                     for u in units:
                         u.close()
@@ -306,12 +336,37 @@ class Attacher:
                     return None
         return units
 
+    def _raced(self, t: Task, st: TaskCounters, e: CounterError) -> None:
+        """An event that opened on ourselves at plan time failed on ``t`` itself: the
+        task was changing under us (exiting, exec'ing). Retried at the next refreshes, up
+        to ``RACE_TRIES`` times in a row, and never explained as missing hardware."""
+        st.tries += 1
+        if st.tries >= RACE_TRIES:
+            self._refused(t, st, e, "")
+            return
+        self._wait(
+            t, f"attach-race:{e.errno}",
+            f"PID {t.pid} {t.name!r}: {_errname(e)} while attaching counters, although the "
+            "events open here: the task was changing (threads exiting?); retried at the "
+            "next refresh",
+        )  # fmt: skip
+
     def _refused(self, t: Task, st: TaskCounters, e: CounterError, pmu: str) -> None:
         """An open failed on ``t``: out of fds is retried later; anything else is final
         for this task's identity (said once per errno)."""
         if isinstance(e, OutOfFds):
             self.fd_budget = self.fds_used
             self._wait(t, "fds-kernel", self.explain(e, "counters", None))
+            return
+        if isinstance(e, (EventRefused, EventUnsupported)):
+            why = (
+                f"{_errname(e)} on this task {RACE_TRIES} times in a row, although the "
+                "events open here"
+            )
+            st.denied = True
+            self._pending.pop(t.key, None)
+            line = f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}"
+            self.log.say(f"race-final:{e.errno}", line)
             return
         st.denied = True
         self._pending.pop(t.key, None)

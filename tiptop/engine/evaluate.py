@@ -67,7 +67,7 @@ def assemble(
     total = np.where(total_status == Status.OK, total, np.nan)
     c_running = readout.running_fraction(plan)
 
-    facts = row_facts(rows, readout, plan, interval, reaped)
+    facts = row_facts(rows, readout, plan, interval, reaped, threads)
     env = environment(facts)
     for j, a in enumerate(plan.aliases):
         env[a] = (total[:, j], total_status[:, j])
@@ -96,6 +96,13 @@ def assemble(
         counter_running=c_running,
         counter_status=status,
         tasks_total=tasks_total,
+        cpu_user=facts.cpu_user,
+        cpu_sys=facts.cpu_sys,
+        processor=facts.processor,
+        cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
+        counter_scaled=delta,
+        counter_total=total,
+        counter_total_status=total_status,
     )
 
 
@@ -105,25 +112,40 @@ def row_facts(
     plan: CounterPlan,
     interval: float,
     reaped: np.ndarray | None,
+    threads: bool = False,
 ) -> RowFacts:
     """What the built-in variables read (``tiptop.screens.variables``) for ``rows``: their
-    CPU times and last CPU; a reaped task's %CPU from its counters' on-CPU time, with its
-    system/user split unknown (``?``)."""
+    CPU times and last CPU.
+
+    %CPU comes from the ``stat`` ticks (proc(5), as the original). A tick is 10 ms, so over
+    a short interval one tick too many reads 200% for one thread: a thread row cannot
+    exceed 100%, nor a process 100% per thread, and a value above that is replaced by the
+    counters' on-CPU time where they were read (Δtime_enabled, in ns: a task-bound context
+    clock ticks only while the task runs, perf_event_open(2)), else clamped; the
+    system/user split is scaled to match. A reaped task's %CPU is its counters' on-CPU
+    time, its split unknown (``?``)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
-    cpu_total = np.array([t.cpu_total for t in rows], np.float64)
-    tot_st = split_st = ok
-    if reaped is not None and reaped.any() and interval > 0:
-        est = 100.0 * on_cpu_seconds(readout, plan) / interval
-        cpu_total = np.where(reaped, est, cpu_total)
-        unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
-        tot_st = np.where(np.isnan(cpu_total), unknown, ok).astype(STATUS_DTYPE)
-        cpu_total = np.nan_to_num(cpu_total)
-        split_st = unknown
+    ticks = np.array([t.cpu_total for t in rows], np.float64)
+    per_row = [1 if threads else max(t.num_threads, 1) for t in rows]
+    cap = 100.0 * np.array(per_row, np.float64)
+    est = 100.0 * on_cpu_seconds(readout, plan) / interval if interval > 0 else np.full(n, np.nan)
+    counted = ~np.isnan(est)
+    best = np.where(counted, np.minimum(np.nan_to_num(est), cap), cap)
+    cpu_total = np.where(ticks > cap, best, ticks)
+    reaped = np.zeros(n, bool) if reaped is None else reaped
+    cpu_total = np.where(reaped, np.nan_to_num(est), cpu_total)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(ticks > 0, cpu_total / ticks, 0.0)
+    user = share * np.array([t.cpu_user for t in rows], np.float64)
+    system = share * np.array([t.cpu_sys for t in rows], np.float64)
+    unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
+    tot_st = np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE)
+    split_st = unknown
     return RowFacts(
         cpu_total=cpu_total,
-        cpu_sys=np.array([t.cpu_sys for t in rows], np.float64),
-        cpu_user=np.array([t.cpu_user for t in rows], np.float64),
+        cpu_sys=system,
+        cpu_user=user,
         processor=np.array([t.processor for t in rows], np.float64),
         interval=interval,
         total_status=tot_st,

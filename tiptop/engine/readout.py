@@ -163,7 +163,9 @@ def _groups_per_alias(plan: CounterPlan) -> np.ndarray:
     """How many of the plan's groups hold each alias (2 for a hybrid counter), at least 1."""
     nb = np.zeros(len(plan.aliases))
     for g in plan.groups:
-        nb[np.unique(g.alias_index)] += 1
+        held = np.zeros(len(plan.aliases), bool)  # not np.unique: it imports numpy.ma
+        held[g.alias_index] = True
+        nb += held
     return np.maximum(nb, 1)
 
 

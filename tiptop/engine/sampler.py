@@ -48,6 +48,9 @@ from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 from tiptop.screens.model import ScreenSpec
 
+#: Idle tasks' ``stat`` is still read once every SWEEP refreshes (see ``refresh``).
+SWEEP = 16
+
 
 @dataclass
 class SamplerConfig:
@@ -94,6 +97,8 @@ class Sampler:
         self._fd_budget = self.host.fd_budget
         self._inherit_thread = True
         self._trees: dict[int, int] = {}
+        #: Spawned commands whose counters stop at their exec (``attach_spawned``).
+        self._uncountable: set[int] = set()
         self._dead = Frame.empty()
         self._plan_screen()
         self._reset()
@@ -163,8 +168,13 @@ class Sampler:
             return frame
         known = self._scanner.tasks
         counts = self._attacher.read(known)
-        idle = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
-        scan = self._scanner.scan(idle)
+        # A rotating 1/SWEEP of the idle tasks is read anyway, so nothing the counters
+        # cannot see (counters detached by a setuid exec) stays hidden for long.
+        sweep = self._iteration % SWEEP
+        idle = {
+            t.tid for t, i in zip(known, counts.idle, strict=True) if i and t.tid % SWEEP != sweep
+        }
+        scan = self._scanner.scan(idle, counts.ended)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._attacher.detach(scan.gone)
@@ -172,9 +182,15 @@ class Sampler:
         self._iteration += 1
         return self._with_sticky(frame, len(scan.gone))
 
-    def attach_spawned(self, pid: int) -> None:
+    def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
         """Attach counters to a forked child that has not exec'd yet (``enable_on_exec``);
-        in process mode its row counts its whole process tree (``engine.attach``)."""
+        in process mode its row counts its whole process tree (``engine.attach``).
+        ``stops_at_exec`` says why its counters will count nothing after its exec (a
+        set-user-ID program, ``spawn.changes_credentials``): its counter cells are then
+        ``?``, not zeros shown as valid, and the reason is said once."""
+        if stops_at_exec is not None:
+            self._uncountable.add(pid)
+            self.messages.say("stops-at-exec", stops_at_exec, subject=self.plan.aliases)
         starttime = self._attacher.attach_spawned(pid)
         if starttime is not None and not self.config.threads:
             self._trees[pid] = starttime
@@ -210,6 +226,9 @@ class Sampler:
         rows = shown + scan.gone
         where = {id(t): i for i, t in enumerate(known)}
         counts = counts.take([where[id(t)] for t in rows])
+        for i, t in enumerate(rows):
+            if t.pid in self._uncountable:  # its counters ended at its exec: nothing read
+                counts.readout.nread[i, :] = 0
         reaped = np.array([False] * len(shown) + [not t.final for t in scan.gone], bool)
         sp = self._screen_plan
         return assemble(

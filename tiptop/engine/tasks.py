@@ -20,13 +20,23 @@ vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped bef
 it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
 on-CPU time), and so is one whose files we may not read (EACCES). Reading the files (and
 calling psutil) is ``tiptop.kernel.procfs``.
+
+*Skipped reads.* ``scan(idle, exited)``: ``idle`` holds tids of tasks of the last scan that
+did not run since (their counters' ``time_enabled`` did not advance: a task-bound event's
+context clock only ticks while the task is on a CPU, perf_event_open(2)). Their ``stat`` is
+not read again: CPU times, state, CPU and thread count cannot have changed, and an exit, an
+exec or a rename is done by the task itself, so it would have run. Their %CPU is 0 for the
+interval. Not used for process trees (a tree root's row sums its descendants' times).
+``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
+``engine.exits``): one that /proc still shows alive, not a zombie, is a new task whose PID
+was reused within the same clock tick.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from functools import partial
 
@@ -111,6 +121,7 @@ class TaskScanner:
         self._procs: dict[int, _Proc] = {}
         self._tasks: dict[int, Task] = {}
         self._last: float | None = None
+        self._exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
         self._uptime: float | None = None
 
     # ------------------------------------------------------------------ processes
@@ -129,16 +140,15 @@ class TaskScanner:
         """The live tasks of the last scan (what the next scan starts from)."""
         return list(self._tasks.values())
 
-    def scan(self, idle: frozenset[int] | set[int] = frozenset()) -> Scan:
-        """Look at ``/proc`` once; see :class:`Scan`.
-
-        ``idle`` holds tids of tasks of the last scan that did not run since (their
-        counters' ``time_enabled`` did not advance: a task-bound event's context clock
-        only ticks while the task is on a CPU, perf_event_open(2)). Their ``stat`` is not
-        read again: CPU times, state, CPU and thread count cannot have changed, and an
-        exit, an exec or a rename is done by the task itself, so it would have run. Their
-        %CPU is 0 for this interval. Not used for process trees (a tree root's row sums
-        its descendants' times)."""
+    def scan(
+        self,
+        idle: frozenset[int] | set[int] = frozenset(),
+        exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
+    ) -> Scan:
+        """Look at ``/proc`` once; see :class:`Scan`. ``idle``: tids of tasks known not to
+        have run since the last scan; ``exited``: identities known to have exited (the
+        module doc, "Skipped reads")."""
+        self._exited = exited
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
@@ -154,7 +164,6 @@ class TaskScanner:
             entries = list(os.scandir(root))
         except OSError:
             entries = []
-        rstat = self._read_stat
         trees = self.tree_roots if not self.threads else None
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
@@ -165,20 +174,15 @@ class TaskScanner:
                 continue
             pid = int(name)
             if pid in idle and not trees and not self.threads and pid in old:
-                t = old[pid]
-                rest(t)
-                seen[pid] = t
+                t = seen[pid] = old[pid]
+                rest(t)  # it did not run: no new look at its stat
                 live_pids.add(pid)
                 threads_total += t.num_threads
                 continue
-            try:
-                st = rstat(f"{root}/{name}/stat")
-                p = procs.get(pid)
-                # New identity, or an exec (comm changed): look at it (again).
-                if p is None or p.starttime != st.starttime or p.comm != st.comm:
-                    p = procs[pid] = self._examine(pid, st)
-            except (TaskGone, PermissionError):
+            looked = self._look(pid, exited)
+            if looked is None:
                 continue
+            p, st = looked
             live_pids.add(pid)
             # A zombie leader whose other threads still run is a live process (its
             # nr_threads still counts them; proc(5) "num_threads").
@@ -208,6 +212,20 @@ class TaskScanner:
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
+
+    def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[_Proc, Stat] | None:
+        """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new
+        identity, an exec (comm changed) or a reuse of an exited one's PID within the same
+        tick (see :meth:`scan`) is examined again."""
+        try:
+            st = self._read_stat(f"{self.proc_root}/{pid}/stat")
+            p = self._procs.get(pid)
+            reused = (pid, st.starttime) in exited and st.state not in "ZX"
+            if p is None or p.starttime != st.starttime or p.comm != st.comm or reused:
+                p = self._procs[pid] = self._examine(pid, st)
+        except (TaskGone, PermissionError):
+            return None
+        return p, st
 
     def _tree_root(
         self,
@@ -305,7 +323,8 @@ class TaskScanner:
         its last interval's %CPU (proc(5): a zombie's ``stat`` stays readable until its
         parent waits for it). It is then left out of the scan, hence reported gone."""
         t = old.get(tid)
-        if t is not None and t.starttime == st.starttime:
+        reused = t is not None and t.key in self._exited and st.state not in "ZX"
+        if t is not None and t.starttime == st.starttime and not reused:
             account(t, st, interval)
             t.final = True
 
@@ -330,7 +349,8 @@ class TaskScanner:
         interval: float,
     ) -> None:
         t = old.get(tid)
-        if t is not None and t.starttime == st.starttime:
+        reused = t is not None and t.key in self._exited and st.state not in "ZX"
+        if t is not None and t.starttime == st.starttime and not reused:
             account(t, st, interval)
             if t.name != p.comm or t.cmdline != p.cmdline:
                 t.name, t.cmdline, t.uid, t.user = p.comm, p.cmdline, p.uid, p.user

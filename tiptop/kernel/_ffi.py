@@ -1,6 +1,9 @@
 """The only cffi code in tiptop: ``perf_event_open(2)`` and the optional libpfm4 calls.
 
-ABI mode (``ffi.dlopen``), so no compiler is needed at install time. ``struct
+ABI mode (``ffi.dlopen``), so no compiler is needed at install time, and out of line:
+:data:`CDEF` is parsed once by cffi into the generated module ``tiptop/kernel/_perf_cffi.py``
+(``python3 -m tiptop.kernel.ffi_gen`` writes it; ``tests/test_startup.py`` fails while it is
+stale), so start-up neither imports pycparser nor parses C. ``struct
 perf_event_attr`` is copied from ``include/uapi/linux/perf_event.h`` at
 ``PERF_ATTR_SIZE_VER8`` (136 bytes); the bitfield block is declared with cffi bitfields so
 that the compiler's allocation rules (LSB first on little-endian) are followed, and the
@@ -11,20 +14,20 @@ layout is proven by ``tests/unit/test_perf_ffi.py``. glibc has no wrapper for th
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
 import platform
 import threading
 from typing import Any
 
-import cffi
-
 from tiptop.errors import EventError, TiptopError
+from tiptop.kernel._perf_cffi import ffi
 from tiptop.kernel.attr import Attr
 
-ffi = cffi.FFI()
-ffi.cdef(
-    """
+#: The C declarations used, compiled into ``tiptop/kernel/_perf_cffi.py`` (:func:`generate`).
+CDEF = """
     struct perf_event_attr {
         uint32_t type;
         uint32_t size;
@@ -74,8 +77,7 @@ ffi.cdef(
     int pfm_initialize(void);
     const char *pfm_strerror(int code);
     int pfm_get_os_event_encoding(const char *str, int dfl_plm, int os, void *arg);
-    """
-)
+"""
 
 #: ``sizeof(struct perf_event_attr)`` as declared (PERF_ATTR_SIZE_VER8).
 ATTR_SIZE = ffi.sizeof("struct perf_event_attr")
@@ -174,3 +176,21 @@ def pfm_lib() -> Any:
                 raise EventError(f"libpfm4 failed to initialise: {msg}")
             _pfm = lib
         return _pfm
+
+
+# ----------------------------------------------------------------------------- generation
+
+
+def generate() -> str:
+    """The text of ``tiptop/kernel/_perf_cffi.py``: :data:`CDEF` compiled by cffi for the
+    out-of-line ABI mode (``FFI.set_source(name, None)``), a module that needs only
+    ``_cffi_backend`` at run time (``python3 -m tiptop.kernel.ffi_gen`` writes it)."""
+    import cffi
+
+    builder = cffi.FFI()
+    builder.cdef(CDEF)
+    builder.set_source("tiptop.kernel._perf_cffi", None)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()):  # cffi says "generating ..."
+        builder.emit_python_code(text)
+    return text.getvalue()

@@ -22,6 +22,7 @@ from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import GroupReading
 from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP, Ioctl
 from tiptop.kernel.errors import translated
+from tiptop.kernel.procfs import open_pidfd
 
 _U64 = np.dtype("<u8")
 _HEADER = 3  # nr, time_enabled, time_running
@@ -167,3 +168,7 @@ class PerfBackend:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
         with translated():
             return open_group(tid, attrs)
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
+        """A pidfd that tells when ``tid`` has exited (``procfs.open_pidfd``)."""
+        return open_pidfd(tid, thread)

@@ -189,3 +189,19 @@ def list_threads(proc_root: str, pid: int) -> list[int]:
         return [int(e.name) for e in os.scandir(f"{proc_root}/{pid}/task") if e.name.isdigit()]
     except (FileNotFoundError, ProcessLookupError, NotADirectoryError) as e:
         raise TaskGone(str(e)) from None
+
+
+#: ``PIDFD_THREAD`` (include/uapi/linux/pidfd.h: ``O_EXCL``, Linux 6.9): a pidfd of one thread.
+PIDFD_THREAD = os.O_EXCL
+
+
+def open_pidfd(tid: int, thread: bool) -> int | None:
+    """A pidfd of process ``tid`` (or of thread ``tid`` with ``thread``), close-on-exec,
+    readable once it has exited (pidfd_open(2)); None when the kernel cannot give one
+    (gone, too old for threads, no pidfd_open)."""
+    try:
+        fd = os.pidfd_open(tid, PIDFD_THREAD if thread else 0)
+    except (OSError, AttributeError):
+        return None
+    os.set_inheritable(fd, False)
+    return fd

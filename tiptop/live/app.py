@@ -101,7 +101,9 @@ class LiveApp:
         self.table = TaskTable(self._format_row)
         self.widget = LiveScreen(
             {
-                "title": lambda cols: title_markup(cols, self.indicators()),
+                "title": lambda cols: title_markup(
+                    cols, self.indicators(), getattr(self.source, "title", str)()
+                ),
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
@@ -290,6 +292,12 @@ class LiveApp:
             self.widget.changed()
             return True
         self.state.message = ""
+        travel = getattr(self.source, "key", None)  # a replay's time travel keys
+        if travel is not None and travel(key):
+            self.refresh()
+            self._arm(self.state.delay)
+            self.widget.changed()
+            return True
         restarted = self.keys.dispatch(key)
         if not restarted and self.quit_code is None and self.state.prompt is None:
             # Any key refreshes at once and the next full delay starts from here.

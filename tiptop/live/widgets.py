@@ -61,12 +61,14 @@ def place(width: int, pieces: Sequence[tuple[int, str, str | None]]) -> list[Mar
     return out or [""]
 
 
-def title_markup(cols: int, indicators: Sequence[str]) -> list[Markup]:
-    """Line 0: ``tiptop -`` and the mode indicators, each drawn only where it fits."""
-    pieces: list[tuple[int, str, str | None]] = [(0, "tiptop -", P.TITLE)]
+def title_markup(cols: int, indicators: Sequence[str], label: str = "") -> list[Markup]:
+    """Line 0: ``tiptop -``, ``label`` (a replay's recorded time) and the mode indicators,
+    each drawn only where it fits."""
+    title = f"tiptop - {label}" if label else "tiptop -"
+    pieces: list[tuple[int, str, str | None]] = [(0, title, P.TITLE)]
     for ind in indicators:
         col = cols - INDICATOR_OFFSETS.get(ind, 7)
-        if col >= len("tiptop - ") and col + len(ind) <= cols:
+        if col >= len(title) + 1 and col + len(ind) <= cols:
             pieces.append((col, ind, None))
     return place(cols, pieces)
 

@@ -93,6 +93,13 @@ class Options:
     # New in this implementation.
     format: str = "text"  # --format
     export: str | None = None  # --export FILE
+    record: str | None = None  # --record FILE
+    replay: str | None = None  # --replay FILE
+    time_from: str | None = None  # --from WHEN (replay, plot)
+    time_to: str | None = None  # --to WHEN (replay, plot)
+    plot: str | None = None  # --plot FILE (-o: the image)
+    plot_column: str = "IPC"  # --column HEADER (plot)
+    plot_top: int = 5  # --top N (plot)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -199,7 +206,12 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         if value not in FORMATS:
             raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
         opts.format = value
-    elif name in ("screen", "output", "error_file", "config_dir", "export"):
+    elif name == "plot_top":
+        opts.plot_top = parse_count(value, where)
+    elif name in (
+        "screen", "output", "error_file", "config_dir", "export", "record", "replay",
+        "time_from", "time_to", "plot", "plot_column",
+    ):  # fmt: skip
         if not value:
             raise UsageError(f"{where}: empty value")
         setattr(opts, name, value)

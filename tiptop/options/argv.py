@@ -63,6 +63,13 @@ LONG = {
     "list-events": ("flag", "list_events"),
     "check": ("flag", "check"),
     "export": ("set", "export"),
+    "record": ("set", "record"),
+    "replay": ("set", "replay"),
+    "from": ("set", "time_from"),
+    "to": ("set", "time_to"),
+    "plot": ("set", "plot"),
+    "column": ("set", "plot_column"),
+    "top": ("set", "plot_top"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

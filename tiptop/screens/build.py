@@ -21,6 +21,7 @@ from tiptop.errors import SpecError, printable, shown
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.model import (
     ColumnSpec,
+    ConfigSpec,
     CounterSpec,
     NamedEvent,
     NumericEvent,
@@ -58,6 +59,10 @@ class RawScreen:
     column: int | None = None
     arch: str | None = None
     model: str | None = None
+
+
+#: One ``options`` entry as read: name, value, line, column.
+RawOption = tuple[str | None, str | None, int | None, int | None]
 
 
 def gate(arch: str | None, model: str | None, target: Target) -> str | None:
@@ -170,6 +175,27 @@ def build_screen(
         columns=tuple(c for c, _a in b.columns),
         source=path or "builtin",
     )
+
+
+def build_config(
+    options: list[RawOption],
+    entries: list[RawScreen | SpecError],
+    target: Target,
+    path: str | None,
+) -> ConfigSpec:
+    """The checked configuration, for ``target``, of what a reader read
+    (``tiptop.screens.yamlrc.read_yaml``): ``entries`` in file order, each a screen or the
+    error that dropped one; ``options`` as ``(name, value, line, column)``."""
+    config = ConfigSpec(path=path)
+    for entry in entries:
+        if isinstance(entry, SpecError):
+            config.problems.append(entry)  # this screen is dropped, the rest kept
+            continue
+        screen = build_screen(entry, target, path, config.problems)
+        if screen is not None:
+            config.screens.append(screen)
+    config.options = build_options(options, path, config.problems)
+    return config
 
 
 @dataclass

@@ -1,5 +1,9 @@
 """Finding and loading configuration files, and the built-in screens.
 
+PyYAML is imported only when a YAML file is read or written; the built-in screens come
+from ``tiptop.screens.builtin_data``, generated from ``builtin/*.yaml`` by
+``tiptop.screens.builtin_gen``, so start-up parses no YAML.
+
 Lookup order (:func:`find_config`, docs/screens.md): ``-W`` (a directory holding
 ``.tiptoprc`` as in the original, or a file), ``$TIPTOP`` (directory or file),
 ``./.tiptoprc``, ``$XDG_CONFIG_HOME/tiptop/tiptop.yaml`` then ``.../tiptoprc`` (default
@@ -11,12 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from importlib import resources
+from dataclasses import replace
 
 from tiptop.errors import SpecError
+from tiptop.screens.build import build_config
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
-from tiptop.screens.yamlrc import export_yaml, load_yaml
 
 __all__ = [
     "BUILTIN_FILES",
@@ -50,7 +54,18 @@ def load_text(
     data: bytes | str, target: Target, *, path: str | None = None, yaml: bool = False
 ) -> ConfigSpec:
     """Load configuration text (XML unless ``yaml``); ``path`` only names it in messages."""
-    return load_yaml(data, target, path) if yaml else load_xml(data, target, path)
+    if yaml:
+        from tiptop.screens.yamlrc import load_yaml
+
+        return load_yaml(data, target, path)
+    return load_xml(data, target, path)
+
+
+def export_yaml(config: ConfigSpec) -> str:
+    """``config`` in the YAML form (:func:`tiptop.screens.yamlrc.export_yaml`)."""
+    from tiptop.screens import yamlrc
+
+    return yamlrc.export_yaml(config)
 
 
 def load_file(path: str, target: Target) -> ConfigSpec:
@@ -117,20 +132,14 @@ def builtin_screens(target: Target) -> list[ScreenSpec]:
     A file may hold several variants of one screen gated by ``arch``/``model``; the first
     variant that admits ``target`` is kept, the others are skipped.
     """
+    from tiptop.screens.builtin_data import SCREENS
+
     out: list[ScreenSpec] = []
     names: set[str] = set()
-    pkg = resources.files("tiptop.screens").joinpath("builtin")
     for name in BUILTIN_FILES:
-        data = pkg.joinpath(name).read_bytes()
-        config = load_yaml(data, target, f"builtin:{name}")
+        config = build_config([], list(SCREENS[name]), target, f"builtin:{name}")
         for s in config.screens:
             if s.name not in names:
                 names.add(s.name)
-                out.append(_as_builtin(s))
+                out.append(replace(s, source="builtin"))
     return out
-
-
-def _as_builtin(s: ScreenSpec) -> ScreenSpec:
-    from dataclasses import replace
-
-    return replace(s, source="builtin")

@@ -7,17 +7,23 @@ A format is printf(3) for ONE double: literal text, ``%%``, and exactly one
 (``%6.2lf`` is the same as ``%6.2f``); other length modifiers are refused (``L`` would
 read a ``long double``). Width and precision are at most :data:`MAX_FIELD`: a cell is a
 screen column, and ``%1000f`` would build a 1000-character cell per row.
+
+:class:`RowFormat` compiles a screen's formats once into ``str.format`` templates that give
+a row's whole middle (each cell right-aligned to its header's width, ``-``/``?`` for cells
+that are not OK, one space after each: docs/original.md 6.2) in one call per row.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from tiptop.cells import PLACEHOLDER, Status
 from tiptop.errors import SpecError, printable, shown
+from tiptop.screens.model import ColumnSpec
 
-__all__ = ["MAX_FIELD", "compile_format"]
+__all__ = ["MAX_FIELD", "RowFormat", "compile_format", "format_parts", "row_format"]
 
 #: The widest field width or precision a format may ask for (docs/screens.md).
 MAX_FIELD = 64
@@ -35,8 +41,27 @@ def compile_format(fmt: str) -> Callable[[float], str]:
     return _compile_format(fmt)
 
 
+def format_parts(fmt: str) -> tuple[str, str, str]:
+    """``(prefix, spec, suffix)`` of a column's format: the literal text before the
+    conversion, the conversion as a Python format spec, and the literal text after it
+    (``%%`` already made ``%``), so ``prefix + format(value, spec) + suffix`` is the printf
+    output. Raises :class:`SpecError` as :func:`compile_format` does."""
+    return _format_parts(fmt)
+
+
 @functools.lru_cache(maxsize=256)
 def _compile_format(fmt: str) -> Callable[[float], str]:
+    prefix, spec, suffix = _format_parts(fmt)
+    template = "{:" + spec + "}"
+
+    def fmt_one(value: float) -> str:
+        return prefix + template.format(value) + suffix
+
+    return fmt_one
+
+
+@functools.lru_cache(maxsize=256)
+def _format_parts(fmt: str) -> tuple[str, str, str]:
     literal: list[str] = []  # the text before the conversion, then the text after it
     prefix: str | None = None
     spec = ""
@@ -62,12 +87,7 @@ def _compile_format(fmt: str) -> Callable[[float], str]:
     suffix = "".join(literal)
     if printable(prefix + suffix) != prefix + suffix:  # ESC, a newline: every cell would obey it
         raise _bad(fmt, "a control character (a cell is printed text)")
-    template = "{:" + spec + "}"
-
-    def fmt_one(value: float) -> str:
-        return prefix + template.format(value) + suffix
-
-    return fmt_one
+    return prefix, spec, suffix
 
 
 def _spec(fmt: str, m: re.Match[str]) -> str:
@@ -97,3 +117,82 @@ def _py_spec(flags: str, width: str, prec: str | None, conv: str) -> str:
 
 def _bad(fmt: str, why: str) -> SpecError:
     return SpecError(f"Bad format '{shown(fmt)}': {why}")
+
+
+# --------------------------------------------------------------------------- rows
+
+
+class RowFormat:
+    """A screen's cells compiled once: for each combination of cell statuses met, one
+    ``str.format`` template giving a row's whole middle (every cell and its separating
+    space) in one call; columns whose cell cannot be one format field (see
+    :func:`_field`) take the cell-by-cell path."""
+
+    def __init__(self, columns: Sequence[ColumnSpec]) -> None:
+        self.fmts = [compile_format(c.format) for c in columns]
+        self.widths = [len(c.header) for c in columns]
+        self.fields = [_field(j, c.format, len(c.header)) for j, c in enumerate(columns)]
+        self._templates: dict[bytes, str | None] = {}
+
+    def cells(self, values: list[float], codes: bytes) -> list[str]:
+        """Each cell, at least its header's width (rjust is a no-op for the usual format as
+        wide as its header), so rows line up under the header; placeholders otherwise."""
+        return [
+            self.fmts[j](v).rjust(self.widths[j])
+            if c == 0
+            else PLACEHOLDER[Status(c)].rjust(self.widths[j])
+            for j, (v, c) in enumerate(zip(values, codes, strict=True))
+        ]
+
+    def text(self, values: list[float], codes: bytes) -> str:
+        """Every cell followed by one space, as one string."""
+        try:
+            template = self._templates[codes]
+        except KeyError:
+            template = self._templates[codes] = self._template(codes)
+        if template is None:
+            return "".join(c + " " for c in self.cells(values, codes))
+        return template.format(*values)
+
+    def _template(self, codes: bytes) -> str | None:
+        parts = []
+        for j, c in enumerate(codes):
+            if c == 0:
+                f = self.fields[j]
+                if f is None:
+                    return None
+                parts.append(f)
+            else:
+                parts.append(_literal(PLACEHOLDER[Status(c)].rjust(self.widths[j])))
+            parts.append(" ")
+        return "".join(parts)
+
+
+@functools.lru_cache(maxsize=64)
+def row_format(columns: tuple[ColumnSpec, ...]) -> RowFormat:
+    """The compiled :class:`RowFormat` of a screen's columns (built once per screen)."""
+    return RowFormat(columns)
+
+
+#: A spec of :func:`format_parts`: flags, width, then precision and conversion.
+_SPEC = re.compile(r"(?P<flags>(?P<left><)?[+ ]?#?(?P<zero>0)?)(?P<width>\d*)(?P<rest>.*)\Z")
+
+
+def _field(j: int, fmt: str, width: int) -> str | None:
+    """Cell ``j`` as one replacement field of a row template, or ``None`` when it cannot
+    be one. The cell is ``(prefix + format(v, spec) + suffix).rjust(width)``: the rjust is a
+    no-op when the spec's own width fills the header; otherwise, with no prefix and plain
+    right alignment, a wider spec pads the same spaces; else it stays a separate step."""
+    prefix, spec, suffix = format_parts(fmt)
+    m = _SPEC.match(spec)
+    assert m is not None  # every group may be empty
+    if max(int(m["width"] or 0), 1) + len(prefix) + len(suffix) < width:
+        if prefix or m["left"] or m["zero"]:
+            return None
+        spec = f"{m['flags']}{width - len(suffix)}{m['rest']}"
+    return f"{_literal(prefix)}{{{j}:{spec}}}{_literal(suffix)}"
+
+
+def _literal(text: str) -> str:
+    """``text`` as literal text of a ``str.format`` template."""
+    return text.replace("{", "{{").replace("}", "}}")

@@ -10,11 +10,14 @@ Unknown elements are ignored, as in the original; a root other than ``<tiptop>``
 from __future__ import annotations
 
 import re
-from xml.parsers import expat
+from typing import TYPE_CHECKING
 
 from tiptop.errors import SpecError
 from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
 from tiptop.screens.model import ConfigSpec, Target
+
+if TYPE_CHECKING:
+    from xml.parsers import expat
 
 #: Largest configuration file read (XML or YAML), in bytes.
 MAX_BYTES = 1 << 20
@@ -39,6 +42,8 @@ def _refuse(what: str, parser: expat.XMLParserType) -> None:
 
 def _parse_tree(data: bytes, path: str | None) -> _Elem:
     """The element tree of ``data`` with positions; raises SpecError."""
+    from xml.parsers import expat  # only when an XML file is read
+
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     stack: list[_Elem] = []

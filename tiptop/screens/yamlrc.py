@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from tiptop.errors import SpecError
-from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
+from tiptop.screens.build import RawItem, RawOption, RawScreen, build_config
 from tiptop.screens.model import ConfigSpec, Target
 from tiptop.screens.xmlrc import MAX_BYTES
 
@@ -171,6 +171,15 @@ def _null(node: yaml.Node) -> bool:
 
 def load_yaml(data: bytes | str, target: Target, path: str | None = None) -> ConfigSpec:
     """A whole YAML file; fatal problems raise SpecError, the rest go to ``problems``."""
+    options, entries = read_yaml(data, path)
+    return build_config(options, entries, target, path)
+
+
+def read_yaml(
+    data: bytes | str, path: str | None = None
+) -> tuple[list[RawOption], list[RawScreen | SpecError]]:
+    """The options and screens of a YAML file as written (no checking, no gating): what
+    :func:`build_config` turns into a :class:`ConfigSpec`. Fatal problems raise SpecError."""
     if isinstance(data, bytes):
         if len(data) > MAX_BYTES:
             raise SpecError(f"file larger than {MAX_BYTES} bytes: refused", path)
@@ -193,30 +202,25 @@ def load_yaml(data: bytes | str, target: Target, path: str | None = None) -> Con
             raise SpecError(f"malformed YAML: {err.problem or err}", path, line, col) from None
         except (yaml.YAMLError, RecursionError) as err:
             raise SpecError(f"malformed YAML: {err}", path) from None
-        config = ConfigSpec(path=path)
+        options: list[RawOption] = []
+        entries: list[RawScreen | SpecError] = []
         if root is None or _null(root):
-            return config
+            return options, entries
         r = _Reader(loader, path)
         top = {k: (kn, v) for k, kn, v in r.mapping(root, "the document")}
         for k, (kn, _v) in top.items():
             if k not in ("options", "screens"):
                 raise r.error(f"unknown top-level key '{k}' (expected options, screens)", kn)
-        options: list[tuple[str | None, str | None, int | None, int | None]] = []
         if "options" in top and not _null(top["options"][1]):
             for name, knode, vnode in r.mapping(top["options"][1], "options"):
                 options.append((name, r.text(vnode, f"option '{name}'"), *r.where(knode)))
         if "screens" in top and not _null(top["screens"][1]):
             for snode in r.sequence(top["screens"][1], "screens"):
                 try:
-                    raw = _screen(r, snode)
+                    entries.append(_screen(r, snode))
                 except SpecError as err:
-                    config.problems.append(err)  # this screen is dropped, the rest kept
-                    continue
-                screen = build_screen(raw, target, path, config.problems)
-                if screen is not None:
-                    config.screens.append(screen)
-        config.options = build_options(options, path, config.problems)
-        return config
+                    entries.append(err)
+        return options, entries
     finally:
         loader.dispose()
 

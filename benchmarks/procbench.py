@@ -1,0 +1,323 @@
+"""Set-up, tasks and whole-process measurements for ``whole_process.py``.
+
+Each tool (ours, ``python3 -m tiptop -S default``; the C original, ``/usr/bin/tiptop``) runs
+as a child process on the same sleeping tasks, with the preload shim ``hw2sw.c`` turning the
+default screen's hardware events into software ones, and is measured as a user pays it:
+
+* batch: user + system CPU of the child from ``os.wait4`` (getrusage(2)) for ``-n A`` and
+  ``-n B`` refreshes; the difference over ``B - A`` is one refresh, start-up cancelled;
+* live: the tool in a tmux pane, its run time (``/proc/PID/task/*/schedstat``, first field,
+  nanoseconds, proc(5)) between two screen updates, over the ``Iteration:`` counter that
+  ``--timestamp`` prints at the bottom of both tools' screens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHIM_SRC = Path(__file__).with_name("hw2sw.c")
+C_TIPTOP = "/usr/bin/tiptop"
+#: a batch row: the PID (TID with -H), the +/- thread marker, then the screen's cells
+ROW = re.compile(r"^\s*\d+[+\-]?\s")
+ITERATION = re.compile(r"Iteration:\s*(\d+)")
+#: the default screen's cells per row (%CPU %SYS P Mcycle Minstr IPC %MISS %BMIS %BUS)
+CELLS = 9
+
+
+@dataclass
+class Tool:
+    """One tiptop to measure: its label, command prefix and extra environment."""
+
+    label: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def command(self, args: list[str]) -> list[str]:
+        """The full command line for ``args``."""
+        return [*self.argv, *args]
+
+    def environ(self) -> dict[str, str]:
+        """This process's environment plus the tool's."""
+        return {**os.environ, **self.env}
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """Soft RLIMIT_NOFILE up to the hard one (both tools inherit it); the limits after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def build_shim(tmp: Path) -> tuple[Path | None, str]:
+    """Compile ``hw2sw.c`` into ``tmp``: (the .so, "") or (None, why not)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None, "no C compiler (cc) to build the hw2sw shim"
+    so = tmp / "hw2sw.so"
+    r = subprocess.run(
+        [cc, "-shared", "-fPIC", "-O2", "-o", str(so), str(SHIM_SRC), "-ldl"],
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        return None, f"cc failed: {r.stderr.strip()[:200]}"
+    return so, ""
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def ensure_c_tiptop(path: str = C_TIPTOP) -> tuple[str | None, str]:
+    """The C original at ``path``, installed with apt-get (Debian package ``tiptop``) when
+    missing and running as root: (path, "") or (None, why not)."""
+    if _is_elf(path):
+        return path, ""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return None, f"{path} missing; install the Debian package tiptop (needs root, apt-get)"
+    r = subprocess.run(
+        ["apt-get", "install", "-y", "-q", "tiptop"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
+    if r.returncode != 0 or not _is_elf(path):
+        return None, f"apt-get install tiptop failed: {r.stderr.strip()[-200:]}"
+    return path, ""
+
+
+def make_tools(shim: Path | None, c_path: str | None, rcdir: Path) -> list[Tool]:
+    """Ours and (when ``c_path``) the C original, both with ``shim`` preloaded and reading
+    the empty rc directory ``rcdir`` (so that no ~/.tiptoprc changes their screens)."""
+    pre = {"LD_PRELOAD": str(shim)} if shim else {}
+    ours = Tool(
+        "ours",
+        (sys.executable, "-m", "tiptop", "-W", str(rcdir), "-S", "default"),
+        {**pre, "PYTHONPATH": str(REPO)},
+    )
+    tools = [ours]
+    if c_path:
+        tools.append(Tool("C", (c_path, "-W", str(rcdir)), dict(pre)))
+    return tools
+
+
+THREADS_CHILD = """
+import sys, threading
+threading.stack_size(64 * 1024)
+stop = threading.Event()
+ts = [threading.Thread(target=stop.wait, daemon=True) for _ in range(int(sys.argv[1]) - 1)]
+for t in ts:
+    t.start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@dataclass
+class Tasks:
+    """N sleeping tasks: processes (copies of sleep(1) under a unique name) or the threads
+    of one Python process; ``pattern`` is the ``-p`` value that selects just them."""
+
+    mode: str
+    n: int
+    procs: list[subprocess.Popen[bytes]]
+    pattern: str
+
+    def close(self) -> None:
+        """Kill and reap every task."""
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+            for pipe in (p.stdin, p.stdout):
+                if pipe:
+                    pipe.close()
+
+
+def start_tasks(mode: str, n: int, tmp: Path) -> Tasks:
+    """Start ``n`` sleeping tasks of ``mode`` ("processes" or "threads")."""
+    if mode == "threads":
+        p = subprocess.Popen(
+            [sys.executable, "-c", THREADS_CHILD, str(n)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert p.stdout is not None and p.stdout.readline().strip() == b"ready"
+        return Tasks(mode, n, [p], str(p.pid))
+    name = f"tbw{os.getpid() % 100000}"
+    exe = tmp / name
+    if not exe.exists():
+        shutil.copy(shutil.which("sleep") or "/bin/sleep", exe)
+    procs = [subprocess.Popen([str(exe), "100000"], stdin=subprocess.DEVNULL) for _ in range(n)]
+    return Tasks(mode, n, procs, name)
+
+
+def system_tasks(threads: bool) -> int:
+    """How many processes (or threads) this machine runs now, from /proc."""
+    pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    if not threads:
+        return len(pids)
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += len(os.listdir(f"/proc/{pid}/task"))
+    return total
+
+
+@dataclass
+class Run:
+    """One batch run of a tool: its CPU, peak RSS and the rows of its last refresh."""
+
+    cpu_s: float
+    peak_kb: int
+    rows: int
+    counted: int
+    error: str = ""
+
+
+def last_block(text: str) -> tuple[int, int]:
+    """(rows, rows with every cell counted) of the last refresh in batch ``text``."""
+    rows = counted = 0
+    for block in reversed(re.split(r"\n\s*\n", text)):
+        lines = [ln for ln in block.splitlines() if ROW.match(ln)]
+        if lines:
+            rows = len(lines)
+            counted = sum("?" not in ln.split()[1 : 1 + CELLS] for ln in lines)
+            break
+    return rows, counted
+
+
+def vm_hwm_kb(pid: int) -> int:
+    """Peak RSS of ``pid`` so far (``VmHWM`` in /proc/PID/status, proc(5)), in kB; 0 once
+    it has exited."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def wait_watching(pid: int, timeout: float) -> tuple[int, resource.struct_rusage, int]:
+    """Wait for child ``pid`` (killed after ``timeout`` s): its wait status, its rusage and
+    its peak RSS in kB, read every 20 ms while it runs. Not ``ru_maxrss``: the kernel
+    starts a child's from the RSS of the process that forked it (fs/exec.c, exec_mmap), here
+    this Python process, which is larger than the C original."""
+    end, hwm = time.monotonic() + timeout, 0
+    while True:
+        done, status, ru = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, ru, hwm
+        hwm = max(hwm, vm_hwm_kb(pid))
+        if time.monotonic() > end:
+            os.kill(pid, signal.SIGKILL)
+            _, status, ru = os.wait4(pid, 0)
+            return status, ru, hwm
+        time.sleep(0.02)
+
+
+def run_batch(tool: Tool, args: list[str], out: Path, timeout: float = 300) -> Run:
+    """Run ``tool`` with ``args`` to completion, stdout into ``out``; its rusage."""
+    err = out.with_suffix(".err")
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, str(out), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        (os.POSIX_SPAWN_OPEN, 2, str(err), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+    ]
+    cmd = tool.command(args)
+    pid = os.posix_spawn(cmd[0], cmd, tool.environ(), file_actions=actions)
+    status, ru, hwm = wait_watching(pid, timeout)
+    text = out.read_text(errors="replace")
+    rows, counted = last_block(text)
+    # the default screen's header, not a fallback screen's (the shim makes its events open)
+    error = "" if "Mcycle" in text else "no Mcycle column: the default screen did not open"
+    if os.waitstatus_to_exitcode(status) != 0:
+        tail = err.read_text(errors="replace").strip().splitlines()[-3:]
+        error = f"exit {os.waitstatus_to_exitcode(status)}: {' / '.join(tail)}"
+    return Run(ru.ru_utime + ru.ru_stime, hwm, rows, counted, error)
+
+
+def run_retrying(tool: Tool, args: list[str], out: Path, crashes: list[str]) -> Run:
+    """``run_batch``, run again (up to 3 tries) when the tool fails, each failure noted in
+    ``crashes``: the C original sometimes aborts (a double free) when a task it attaches to
+    exits at that moment, which other people's short-lived processes make likely."""
+    for _ in range(3):
+        run = run_batch(tool, args, out)
+        if not run.error:
+            break
+        crashes.append(run.error)
+    return run
+
+
+@dataclass
+class BatchResult:
+    """Median CPU per refresh of one tool, with the peak RSS, the last rows seen and the
+    failed runs that were run again."""
+
+    ms: float
+    rss_mb: float
+    rows: int
+    counted: int
+    samples: list[float]
+    crashes: list[str]
+
+
+def measure_batch(
+    tools: list[Tool], args: list[str], short: int, long: int, repeats: int, out: Path
+) -> dict[str, BatchResult | str]:
+    """CPU per refresh of each tool with ``args``: ``-n long`` minus ``-n short``, divided
+    by ``long - short``, median over ``repeats`` (tools alternated, order flipped each
+    repeat); a string instead when a tool kept failing."""
+    samples: dict[str, list[float]] = {t.label: [] for t in tools}
+    crashes: dict[str, list[str]] = {t.label: [] for t in tools}
+    last: dict[str, Run] = {}
+    failed: dict[str, str] = {}
+    for r in range(repeats):
+        for tool in tools if r % 2 == 0 else tools[::-1]:
+            if tool.label in failed:
+                continue
+            runs = [
+                run_retrying(
+                    tool, [*args, "-n", str(k)], out / f"{tool.label}.out", crashes[tool.label]
+                )
+                for k in (short, long)
+            ]
+            if bad := next((x.error for x in runs if x.error), ""):
+                failed[tool.label] = f"failed 3 times: {bad}"
+                continue
+            samples[tool.label].append((runs[1].cpu_s - runs[0].cpu_s) / (long - short))
+            prev = last.get(tool.label)
+            peak = max(runs[1].peak_kb, prev.peak_kb if prev else 0)
+            last[tool.label] = Run(0, peak, runs[1].rows, runs[1].counted)
+    res: dict[str, BatchResult | str] = dict(failed)
+    for label, xs in samples.items():
+        if xs and label not in failed:
+            run = last[label]
+            res[label] = BatchResult(
+                statistics.median(xs) * 1e3,
+                run.peak_kb / 1024,
+                run.rows,
+                run.counted,
+                xs,
+                crashes[label],
+            )
+    return res

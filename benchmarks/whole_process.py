@@ -1,0 +1,335 @@
+"""What tiptop costs a user, next to the C original, measured in the same run on the same tasks.
+
+    python3 benchmarks/whole_process.py [--sizes 100,500,2000,5000] [--modes processes,threads]
+        [--parts batch,live,startup,idle] [--quick] [--no-c] [--filter]
+
+For each size N it starts N sleeping processes (or one process with N threads, shown with
+``-H``) and measures both tools, alternated, on those tasks plus whatever else runs here:
+
+* batch: CPU of the whole ``tiptop -b -i`` process per refresh: (CPU of ``-n 3+K``) minus
+  (CPU of ``-n 3``), over K, so that start-up cancels (K = 25000 / N within 20..50, enough
+  for the refreshes to dwarf start-up's noise); median of 3; peak RSS (VmHWM);
+* live: the tool in a 200x50 tmux terminal, CPU between two screen updates over the
+  refreshes counted in between;
+* start-up: CPU of a whole ``tiptop -b -n 1`` (median of 5), with 200 sleeping processes;
+* idle: CPU % of one core of the live tool at ``-d 5`` with 200 sleeping processes.
+
+Both tools show their default screen (5 hardware events per task: cycles, instructions,
+cache misses, branch misses, bus cycles); on a machine without a hardware PMU the preload
+shim ``hw2sw.c`` maps them to 5 software events, for both. The C original is the Debian
+package ``tiptop`` (installed here with apt-get when missing and running as root). Both get
+the same RLIMIT_NOFILE (the soft limit raised to the hard one); the ``counted`` column says
+how many rows of the last refresh had all their counters, per tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from livebench import LiveResult, Tmux, measure_idle, measure_live, measure_startup
+from procbench import (
+    BatchResult,
+    Tool,
+    build_shim,
+    ensure_c_tiptop,
+    make_tools,
+    measure_batch,
+    raise_fd_limit,
+    start_tasks,
+    system_tasks,
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal of issue 10: ``value <= limit``, the value being ours/C or ours alone."""
+
+    text: str
+    limit: float
+    on_ratio: bool = True
+
+
+HALF = Target("<= 0.5x C", 0.5)
+#: (part, mode, N) -> target
+TARGETS = {
+    ("batch", "processes", 500): HALF,
+    ("batch", "processes", 2000): HALF,
+    ("batch", "processes", 5000): HALF,
+    ("batch", "threads", 2000): HALF,
+    ("live", "processes", 2000): HALF,
+    ("RSS", "processes", 5000): Target("< 60 MB", 60, False),
+    ("RSS", "threads", 5000): Target("< 60 MB", 60, False),
+}
+STARTUP = Target("< 150 ms CPU", 150, False)
+IDLE = Target("< 0.05% core", 0.05, False)
+
+
+@dataclass
+class Settings:
+    """How long and how often to measure (``--quick`` shortens everything)."""
+
+    short: int = 3  # refreshes of the short batch run (start-up and discovery included)
+    spread: int = 25000  # the long run has short + spread // N refreshes more, clamped:
+    extra: tuple[int, int] = (20, 50)
+    repeats: int = 3
+    delay: float = 0.1
+    live_delay: float = 0.5
+    live_seconds: float = 10.0
+    idle_tasks: int = 200
+    idle_seconds: float = 30.0
+    startup_repeats: int = 5
+
+    def long(self, n: int) -> int:
+        """Refreshes of the long batch run with ``n`` tasks: enough for the CPU of the
+        refreshes in between to dwarf the run-to-run noise of start-up."""
+        lo, hi = self.extra
+        return self.short + max(lo, min(hi, self.spread // max(n, 1)))
+
+
+QUICK = Settings(1, 6000, (5, 40), 1, 0.05, 0.3, 3.0, 200, 10.0, 2)
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    what: str
+    n: str
+    tasks: str
+    counted: str
+    ours: str
+    c: str
+    ratio: str
+    target: str
+    check: str
+
+
+HEAD = Row("what", "N", "tasks", "counted ours / C", "ours", "C", "ours/C", "target", "")
+
+
+def print_row(row: Row) -> None:
+    """One markdown table line (the head also prints its rule)."""
+    cells = list(vars(row).values())
+    widths = (13, 5, 6, 23, 14, 14, 7, 13, 6)
+    print(
+        "| " + " | ".join(f"{c:<{w}}" for c, w in zip(cells, widths, strict=True)) + " |",
+        flush=True,
+    )
+    if row is HEAD:
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+
+def emit(rows: list[Row]) -> list[Row]:
+    """Print ``rows``; the same rows."""
+    for row in rows:
+        print_row(row)
+    return rows
+
+
+def compare(
+    what: str, n: int, tasks: str, res: dict[str, float | str], unit: str, target: Target | None
+) -> Row:
+    """A row with ours, C, their ratio and the target check; notes for failed tools."""
+    for label, x in res.items():
+        if isinstance(x, str):
+            print(f"  ({what} {n}: {label}: {x})")
+    ours, c = (x if isinstance(x, float) else None for x in (res.get("ours"), res.get("C")))
+    ratio = ours / c if ours is not None and c else None
+    value = ratio if target is None or target.on_ratio else ours
+    check = "" if target is None else "n/a" if value is None else "misses"
+    if target and value is not None and value <= target.limit:
+        check = "meets"
+    digits = 3 if unit == "% core" else 0 if unit.endswith("CPU") else 2 if unit == "ms" else 1
+    return Row(
+        what,
+        str(n),
+        tasks,
+        "",
+        "n/a" if ours is None else f"{ours:.{digits}f} {unit}",
+        "n/a" if c is None else f"{c:.{digits}f} {unit}",
+        "n/a" if ratio is None else f"{ratio:.2f}",
+        target.text if target else "",
+        check,
+    )
+
+
+def batch_rows(mode: str, n: int, tasks: int, res: dict[str, BatchResult | str]) -> list[Row]:
+    """The batch CPU-per-refresh row and the peak RSS row for one size."""
+    h = " -H" if mode == "threads" else ""
+    ms = {k: x.ms if isinstance(x, BatchResult) else x for k, x in res.items()}
+    row = compare("batch" + h, n, str(tasks), ms, "ms", TARGETS.get(("batch", mode, n)))
+    row.counted = " / ".join(
+        f"{x.counted}/{x.rows}" if isinstance(x, BatchResult) else "-"
+        for x in (res.get("ours"), res.get("C"))
+    )
+    for label, x in res.items():
+        for crash in x.crashes if isinstance(x, BatchResult) else []:
+            print(f"  (batch{h} {n}: {label} failed, run again: {crash})")
+    rss = {k: x.rss_mb for k, x in res.items() if isinstance(x, BatchResult)}
+    return [row, compare("  peak RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))]
+
+
+def live_row(mode: str, n: int, tasks: int, res: dict[str, LiveResult | str]) -> Row:
+    """The live CPU-per-refresh row for one size."""
+    ms = {k: x.ms if isinstance(x, LiveResult) else x for k, x in res.items()}
+    what = "live" + (" -H" if mode == "threads" else "")
+    return compare(what, n, str(tasks), ms, "ms", TARGETS.get(("live", mode, n)))
+
+
+def live_retry(tmux: Tmux, tool: Tool, args: list[str], seconds: float) -> LiveResult | str:
+    """``measure_live``, tried a second time (saying why) when the first try failed."""
+    res = measure_live(tmux, tool, args, seconds)
+    if isinstance(res, str):
+        print(f"  (live {' '.join(args)}: {tool.label} failed, trying again: {res})")
+        res = measure_live(tmux, tool, args, seconds)
+    return res
+
+
+@dataclass
+class Bench:
+    """What every measurement needs: the tools, the parts asked for, the settings, a scratch
+    directory, the tmux server and whether to restrict both tools to the bench's tasks."""
+
+    tools: list[Tool]
+    parts: set[str]
+    s: Settings
+    tmp: Path
+    tmux: Tmux
+    use_filter: bool
+
+
+def run_size(b: Bench, mode: str, n: int) -> list[Row]:
+    """Start ``n`` tasks of ``mode``, measure the parts asked for, kill the tasks."""
+    tasks = start_tasks(mode, n, b.tmp)
+    rows: list[Row] = []
+    try:
+        time.sleep(0.5)
+        common = ["-H"] if mode == "threads" else []
+        common += ["-p", tasks.pattern] if b.use_filter else []
+        seen = n if b.use_filter else system_tasks(mode == "threads")
+        if "batch" in b.parts:
+            args = ["-b", "-i", "-d", str(b.s.delay), *common]
+            res = measure_batch(b.tools, args, b.s.short, b.s.long(n), b.s.repeats, b.tmp)
+            rows += batch_rows(mode, n, seen, res)
+        if "live" in b.parts:
+            args = ["-i", "-d", str(b.s.live_delay), *common]
+            live = {t.label: live_retry(b.tmux, t, args, b.s.live_seconds) for t in b.tools}
+            rows.append(live_row(mode, n, seen, live))
+    finally:
+        tasks.close()
+    return rows
+
+
+def run_idle_parts(b: Bench) -> list[Row]:
+    """Start-up and idle rows, with ``idle_tasks`` sleeping processes."""
+    n = b.s.idle_tasks
+    tasks = start_tasks("processes", n, b.tmp)
+    rows: list[Row] = []
+    try:
+        time.sleep(0.5)
+        filt = ["-p", tasks.pattern] if b.use_filter else []
+        seen = str(n if b.use_filter else system_tasks(False))
+        if "startup" in b.parts:
+            st = measure_startup(b.tools, ["-d", "0.1", *filt], b.s.startup_repeats, b.tmp)
+            rows.append(compare("start-up", n, seen, st, "ms CPU", STARTUP))
+        if "idle" in b.parts:
+            idle = measure_idle(b.tmux, b.tools, ["-i", "-d", "5", *filt], b.s.idle_seconds)
+            rows.append(compare("idle -d 5", n, seen, idle, "% core", IDLE))
+    finally:
+        tasks.close()
+    return rows
+
+
+def machine() -> str:
+    """CPU model, cores, kernel and Python, for the record."""
+    model = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ver = "?"
+    if shutil.which("dpkg-query"):
+        q = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "tiptop"], capture_output=True)
+        ver = q.stdout.decode() or "?"
+    return (
+        f"{model}, {os.cpu_count()} cores, Linux {platform.release()}, "
+        f"Python {platform.python_version()}, C tiptop {ver}"
+    )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100,500,2000,5000")
+    ap.add_argument("--modes", default="processes,threads")
+    ap.add_argument("--parts", default="batch,live,startup,idle")
+    ap.add_argument("--quick", action="store_true", help="short runs, one repeat")
+    ap.add_argument("--repeats", type=int, default=0, help="batch and start-up runs per tool")
+    ap.add_argument("--no-c", action="store_true", help="measure ours only")
+    ap.add_argument("--no-shim", action="store_true", help="real hardware events (needs a PMU)")
+    ap.add_argument("--filter", action="store_true", help="both tools: -p <the bench's tasks>")
+    ap.add_argument("--c-path", default="/usr/bin/tiptop")
+    return ap.parse_args(argv)
+
+
+def run(argv: list[str] | None = None) -> list[Row]:
+    """Set up, measure every size and part asked for, print the table; its rows."""
+    a = parse_args(argv)
+    rows: list[Row] = []
+    s = QUICK if a.quick else Settings()
+    if a.repeats:
+        s = dataclasses.replace(s, repeats=a.repeats, startup_repeats=a.repeats)
+    parts = set(a.parts.split(","))
+    with tempfile.TemporaryDirectory(prefix="tiptop-bench-") as d:
+        tmp = Path(d)
+        os.chmod(tmp, 0o755)
+        (tmp / "rc").mkdir()
+        shim, why = (None, "--no-shim") if a.no_shim else build_shim(tmp)
+        c_path, c_why = (None, "--no-c") if a.no_c else ensure_c_tiptop(a.c_path)
+        tools = make_tools(shim, c_path, tmp / "rc")
+        print(f"machine: {machine()}")
+        print(f"RLIMIT_NOFILE: {raise_fd_limit()}; shim: {shim or why}; C: {c_path or c_why}")
+        print(
+            f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]} minus -n {s.short}, "
+            f"median of {s.repeats}; "
+            f"live: -d {s.live_delay}, {s.live_seconds:.0f} s; filter: {a.filter}"
+        )
+        print_row(HEAD)
+        b = Bench(tools, parts, s, tmp, Tmux(tmp), a.filter)
+        try:
+            for mode in a.modes.split(","):
+                for n in (int(x) for x in a.sizes.split(",")):
+                    rows += emit(run_size(b, mode, n))
+            if parts & {"startup", "idle"}:
+                rows += emit(run_idle_parts(b))
+        finally:
+            b.tmux.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command: ``run`` it; SIGTERM and SIGHUP still kill the tasks and tmux on the way."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda n, _: sys.exit(128 + n))
+    run(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

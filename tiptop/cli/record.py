@@ -1,0 +1,47 @@
+"""``--record FILE`` wiring: the sampler wrapped so that every refresh is appended to FILE
+(``tiptop.outputs.record``), with a header saying where and how it was recorded."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from tiptop import __version__
+
+#: What the recording run watched, applied on replay unless given again: the rows recorded
+#: are those tasks only (and ``-- cmd`` turns idle rows on).
+_KEPT = ("show_idle", "only_pid", "only_name", "uid", "user_name")
+
+
+def cpu_model(path: str = "/proc/cpuinfo") -> str:
+    """The CPU's ``model name`` from /proc/cpuinfo (proc(5)); ``?`` when there is none."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("model name", "Model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def record_source(opts: Any, sampler: Any, index: int) -> Any:
+    """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
+    from tiptop.outputs.record import Recorder, RecordingSource
+
+    header = {
+        "version": __version__,
+        "host": socket.gethostname(),
+        "kernel": os.uname().release,
+        "cpu": cpu_model(),
+        "interval": opts.delay,
+        "threads": opts.show_threads,
+        "screen_index": index,
+        "pid_width": opts.pid_width,
+        "options": {k: getattr(opts, k) for k in _KEPT},
+    }
+    return RecordingSource(sampler, Recorder(opts.record, header))
+
+
+__all__ = ["cpu_model", "record_source"]

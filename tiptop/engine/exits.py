@@ -1,0 +1,50 @@
+"""Which watched tasks have exited, learnt for all of them with one ``poll(2)``.
+
+A task is known by ``(tid, starttime)``; ``starttime`` counts clock ticks (proc(5)), so a
+PID reused within one tick looks like the same task, and a task that exited looks, to
+counters that read the same values, like one that slept. A pidfd (pidfd_open(2)) refers to
+one process (or, with ``PIDFD_THREAD``, one thread) and turns readable once it has exited.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from collections.abc import Callable
+
+from tiptop.engine.task import Task
+
+#: Identity of a task: ``(tid, starttime)``.
+Identity = tuple[int, int]
+
+
+class ExitWatch:
+    """The pidfds of watched tasks, polled together (see the module doc). It tells a task
+    that slept from one that exited and whose PID was reused within the same clock tick.
+    ``open_pidfd(tid, thread)`` is the backend's; a backend without it (the test fake)
+    watches nothing."""
+
+    def __init__(self, open_pidfd: Callable[[int, bool], int | None] | None) -> None:
+        self._open = open_pidfd
+        self._poll = select.poll()
+        self._owner: dict[int, Identity] = {}
+
+    def watch(self, t: Task, thread: bool) -> int | None:
+        """A pidfd for ``t``, registered; None when none can be had."""
+        fd = self._open(t.tid, thread) if self._open is not None else None
+        if fd is not None:
+            self._poll.register(fd, select.POLLIN)
+            self._owner[fd] = t.key
+        return fd
+
+    def forget(self, fd: int) -> None:
+        """Stop watching and close ``fd``."""
+        self._poll.unregister(fd)
+        del self._owner[fd]
+        os.close(fd)
+
+    def ended(self) -> set[Identity]:
+        """Identities of the watched tasks that have exited."""
+        if not self._owner:
+            return set()
+        return {self._owner[fd] for fd, _ in self._poll.poll(0) if fd in self._owner}

@@ -1,0 +1,239 @@
+"""``--record FILE``: every refresh appended to FILE, for ``--replay`` and ``--plot``.
+
+JSON lines, gzip when the name ends in ``.gz`` (docs/guide.md, "Recording format"): a header
+line, then per refresh an optional ``facts`` line (pid, user, name and command line of the
+tasks first seen or changed: they are not repeated every refresh) and one frame line holding
+the refresh's time and interval and, per task (columns of equal length), its tid, %CPU facts
+and per counter the raw delta, scaled delta, running total, running fraction and status.
+Floats are written with ``repr`` (json's), so a replay evaluates exactly the numbers shown;
+an integral float is written as an integer (shorter, read back as the same float).
+
+Each refresh is flushed (gzip: a sync flush), so a recorder killed mid-run leaves every
+refresh but the one being written; the reader drops that one with a note. A write that fails
+(a full disk) is one line (``TiptopError``), not a traceback.
+
+:class:`RecordingSource` wraps any ``FrameSource``: its ``refresh()`` writes the frame then
+returns it, so neither the batch loop nor the live view knows recording is on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from typing import IO, Any
+
+import numpy as np
+
+from tiptop.cells import Status
+from tiptop.errors import TiptopError
+from tiptop.frame import Frame
+
+_DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
+
+#: The format version written (``tiptop.engine.replay`` reads it).
+FORMAT_VERSION = 1
+
+
+def screen_record(screen: Any) -> dict[str, Any]:
+    """A screen's counters and columns as the header stores them."""
+    return {
+        "name": screen.name,
+        "desc": screen.desc,
+        "counters": [
+            {"alias": c.alias, "config": c.config, "type": c.type} for c in screen.counters
+        ],
+        "columns": [
+            {
+                "header": c.header,
+                "format": c.format,
+                "expr": c.expr,
+                "desc": c.desc,
+                "threshold": c.threshold,
+                "threshold_below": c.threshold_below,
+            }
+            for c in screen.columns
+        ],
+    }
+
+
+def numbers(a: np.ndarray) -> list[Any]:
+    """A float array as JSON values: integral floats as ints, nan as null, others as is."""
+    a = np.asarray(a, np.float64)
+    finite = np.isfinite(a)
+    integral = finite & (np.abs(a) < 2.0**53)
+    integral[integral] = a[integral] == np.trunc(a[integral])
+    integral &= ~((a == 0) & np.signbit(a))  # -0.0 stays a float
+    if integral.all():
+        return a.astype(np.int64).tolist()
+    out = a.tolist()
+    for i in np.flatnonzero(integral).tolist():
+        out[i] = int(out[i])
+    for i in np.flatnonzero(np.isnan(a)).tolist():
+        out[i] = None
+    return out
+
+
+def _ints(a: np.ndarray) -> list[int]:
+    return np.asarray(a).astype(np.int64).tolist()
+
+
+def bare_aliases(screen: Any) -> frozenset[str]:
+    """The counter aliases ``screen``'s columns read bare (their running total, not
+    ``delta(alias)``): only those have their totals recorded (they are most of a
+    recording's size otherwise, and no built-in screen reads them)."""
+    out = set()
+    for col in screen.columns:
+        text = _DELTA.sub(" ", col.expr)
+        out.update(
+            c.alias for c in screen.counters if re.search(rf"\b{re.escape(c.alias)}\b", text)
+        )
+    return frozenset(out)
+
+
+def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str, Any]:
+    """One refresh as its frame line (``tid`` and every per-task list in row order); the
+    running totals of the ``totals`` aliases only (None: of all)."""
+    n = len(frame)
+    d: dict[str, Any] = {
+        "t": float(frame.timestamp), "dt": float(frame.interval), "it": frame.iteration,
+        "th": frame.threads, "n": frame.tasks_total, "tid": _ints(frame.tid),
+        "nth": _ints(frame.num_threads), "cpu": numbers(frame.cpu_total),
+    }  # fmt: skip
+    if frame.dead.any():
+        d["dead"] = _ints(frame.dead)
+    for key, x in (("usr", frame.cpu_user), ("sys", frame.cpu_sys), ("proc", frame.processor)):
+        if x is not None:
+            d[key] = numbers(x)
+    if frame.cpu_status is not None and frame.cpu_status.any():
+        d["cs"] = _ints(frame.cpu_status[:, 0])
+        d["ss"] = _ints(frame.cpu_status[:, 1])
+    k: dict[str, Any] = {}
+    for j, alias in enumerate(frame.counters):
+        raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
+        c: dict[str, Any] = {"d": numbers(raw), "st": _ints(st)}
+        implied = np.where(st == Status.OK, raw, np.nan)
+        if frame.counter_scaled is not None and not np.array_equal(
+            frame.counter_scaled[:, j], implied, equal_nan=True
+        ):
+            c["s"] = numbers(frame.counter_scaled[:, j])
+        if frame.counter_total is not None and (totals is None or alias in totals):
+            c["T"] = numbers(frame.counter_total[:, j])
+        run = frame.counter_running[:, j]
+        if not (run == 1.0).all():
+            c["r"] = numbers(run)
+        tst = frame.counter_total_status
+        if tst is not None and not np.array_equal(tst[:, j], st):
+            c["Ts"] = _ints(tst[:, j])
+        k[alias] = c
+    d["k"] = k
+    assert len(d["tid"]) == n
+    return d
+
+
+class Recorder:
+    """Appends refreshes to one file; ``header`` (host, kernel, CPU, version...) is merged
+    into the header line, written with the first refresh's screen."""
+
+    def __init__(self, path: str, header: dict[str, Any]) -> None:
+        self.path = path
+        self.header = header
+        self._facts: dict[int, list[Any]] = {}
+        self._screen: Any = None
+        self._totals: frozenset[str] = frozenset()
+        try:
+            raw = open(path, "ab")  # noqa: SIM115 - closed by close()
+            self._f: IO[bytes] = (
+                gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
+            )
+        except OSError as exc:
+            raise TiptopError(f"--record: cannot open '{path}': {exc.strerror}") from None
+        self._raw = raw
+
+    def write(self, frame: Frame, screen: Any) -> None:
+        """Append one refresh (a header line first when the screen is new)."""
+        lines: list[dict[str, Any]] = []
+        if screen is not self._screen:
+            head = (
+                {"tiptop_recording": FORMAT_VERSION, **self.header} if self._screen is None else {}
+            )
+            lines.append({**head, "screen": screen_record(screen)})
+            self._screen = screen
+            self._totals = bare_aliases(screen)
+        new: dict[str, list[Any]] = {}
+        for i, tid in enumerate(frame.tid.tolist()):
+            facts = [int(frame.pid[i]), frame.user[i], frame.name[i], frame.cmdline[i]]
+            if self._facts.get(tid) != facts:
+                self._facts[tid] = new[str(tid)] = facts
+        if new:
+            lines.append({"facts": new})
+        lines.append(frame_record(frame, self._totals))
+        text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
+        try:
+            self._f.write(text.encode("utf-8", "surrogateescape"))
+            self._f.flush()
+        except OSError as exc:
+            raise TiptopError(f"--record: cannot write '{self.path}': {exc.strerror}") from None
+
+    def close(self) -> None:
+        """Finish the file (gzip trailer); a failure here is one line too."""
+        if self._raw.closed:
+            return
+        try:
+            self._f.close()
+            if self._f is not self._raw:
+                self._raw.close()
+        except OSError as exc:
+            raise TiptopError(f"--record: cannot write '{self.path}': {exc.strerror}") from None
+
+
+class RecordingSource:
+    """A ``FrameSource`` that records every frame of ``source`` (its other attributes, such
+    as ``attach_spawned``, pass through)."""
+
+    def __init__(self, source: Any, recorder: Recorder) -> None:
+        self.source = source
+        self.recorder = recorder
+        self.messages = source.messages
+
+    @property
+    def screen(self) -> Any:
+        """The wrapped source's screen."""
+        return self.source.screen
+
+    def start(self) -> None:
+        """The wrapped source's baselines; the header's ``started`` is now (the batch
+        preamble's time is taken within milliseconds of it)."""
+        self.recorder.header.setdefault("started", time.time())
+        self.source.start()
+
+    def refresh(self) -> Frame:
+        """The wrapped source's frame, recorded."""
+        frame = self.source.refresh()
+        self.recorder.write(frame, self.source.screen)
+        return frame
+
+    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+        """Reconfigure the wrapped source (a new screen gets a header line)."""
+        self.source.reconfigure(screen=screen, **changes)
+
+    def close(self) -> None:
+        """Close the wrapped source, then the file."""
+        try:
+            self.source.close()
+        finally:
+            self.recorder.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Recorder",
+    "RecordingSource",
+    "frame_record",
+    "numbers",
+    "screen_record",
+]
