@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tiptop.errors import SpecError, TiptopError, UsageError
 from tiptop.options import merge, parse_argv
+from tiptop.options.argv import LONG
 from tiptop.screens import Target, compile_column, evaluate_config, load_text
 
 BIG = "1" * 4301  # one digit over Python's int() limit (sys.int_info.default_max_str_digits)
@@ -38,10 +39,9 @@ SHORT_VALUES = [v for v in VALUES if len(v) < 100]
 XML_VALUES = [v for v in VALUES if not {"\x00", "\x1b", "\udcff"} & set(v)]
 SHORT_OPTS = ["-b", "-c", "-H", "-i", "-K", "-U", "-g", "-d", "-E", "-n", "-o", "-p", "-S",
               "-u", "-W", "-w", "-bi", "-d2", "-n" + BIG, "-x"]  # fmt: skip
-LONG_OPTS = ["--cpu-min", "--epoch", "--kernel", "--list-screens", "--no-collect", "--only-conf",
-             "--pid", "--sticky", "--timestamp", "--format", "--export", "--check", "--delay",
-             "--iterations", "--user", "--watch", "--batch=1", "--delay=" + BIG, "--nope",
-             "--"]  # fmt: skip
+#: Every long option the parser knows, and some it does not.
+LONG_OPTS = [*(f"--{name}" for name in LONG), "--batch=1", "--delay=" + BIG, "--from=" + BIG,
+             "--nope", "--"]  # fmt: skip
 RC_NAMES = ["delay", "cpu_threshold", "show_cmdline", "show_kernel", "idle", "sticky",
             "max_iter", "watch_name", "watch_uid", "show_user", "unknown"]  # fmt: skip
 EXPR_TOKENS = ["A", "delta(A)", "CPU_TOT", "1", "0", "2.5", "1e400", BIG, HEX, "0x1f", "(", ")",
