@@ -107,5 +107,11 @@ class EventRefused(CounterError):
     the PMU's counters (x86 ``validate_group()``)."""
 
 
+class GroupChanging(CounterError):
+    """ECHILD on a group read: an inherited group was read while one of the task's threads
+    was joining or leaving it, so parent and child groups briefly differ
+    (kernel/events/core.c ``__perf_read_group_add``, Linux 6.6+). Reading again works."""
+
+
 class EventUnsupported(CounterError):
     """ENOENT/EOPNOTSUPP/ENODEV and the like: this machine cannot count that event."""

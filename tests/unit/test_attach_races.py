@@ -11,6 +11,7 @@ from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
 from tiptop.engine.attach import RACE_TRIES
 from tiptop.host import Host, fd_reserve
+from tiptop.kernel.errors import translate
 
 
 def test_a_thread_failing_with_enodev_is_dropped_not_the_process(env: FakeEnv) -> None:
@@ -59,7 +60,8 @@ def test_a_task_that_always_fails_is_given_up_after_some_tries(env: FakeEnv) -> 
     for _ in range(RACE_TRIES + 2):
         b.clock.advance(1.0)
         s.refresh()
-    assert tries.count(10) == RACE_TRIES  # the first group fails each time; then given up
+    # The first group fails each time, tried 3 times at once per refresh; then given up.
+    assert tries.count(10) == 3 * RACE_TRIES
     assert any(f"{RACE_TRIES} times in a row" in m for m in s.messages.lines())
 
 
@@ -94,3 +96,36 @@ def test_pid_reused_within_one_tick_is_a_new_task(env: FakeEnv) -> None:
     f = s.refresh()
     assert f.tid.tolist() == [10] and f.dead.tolist() == [False]
     assert s.fds_used == b.open_fds + 1  # and its pidfd
+
+
+def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) -> None:
+    """ECHILD from a group read (an inherited group read while a thread joins or leaves it,
+    kernel/events/core.c __perf_read_group_add) is read again at once; still failing, the
+    group is kept and the next refresh's delta covers both intervals."""
+    fp, b = env
+    fp.add(10, "churner")
+    b.script(10, (1, 2), 5)  # 5 page faults a second
+    s = make(env)
+    s.start()
+    (soft,) = [g for g in b.groups if g.tid == 10 and g.keys == [(1, 2)]]
+    real = soft.read
+    fails = [1]  # the next read fails once, then works
+
+    def flaky() -> object:
+        if fails:
+            fails.pop()
+            raise translate(OSError(errno.ECHILD, "No child processes"))
+        return real()
+
+    soft.read = flaky  # type: ignore[method-assign]
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0  # read again at once
+    fails[:] = [1] * 8  # eight in a row: not read this refresh, kept open
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.status[0, 3] == Status.UNREADABLE and soft in b.groups
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.status[0, 3] == Status.OK and f.values[0, 3] == 10.0  # two intervals' faults
+    assert s.messages.lines() == []

@@ -36,14 +36,18 @@ from __future__ import annotations
 import contextlib
 import errno
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-import numpy as np
 
 from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan, Readout, Unit, read_units, unit_totals
+from tiptop.engine.readout import CounterPlan, Counts, TaskCounters, Unit, read_units
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
-from tiptop.errors import CounterError, EventRefused, EventUnsupported, OutOfFds, TaskGone
+from tiptop.errors import (
+    CounterError,
+    EventRefused,
+    EventUnsupported,
+    GroupChanging,
+    OutOfFds,
+    TaskGone,
+)
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
@@ -52,52 +56,6 @@ from tiptop.messages import MessageLog
 RACE_TRIES = 5
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
-
-
-class TaskCounters:
-    """The counters of one watched task."""
-
-    __slots__ = ("denied", "exit_fd", "retired", "spawned", "tries", "units")
-
-    def __init__(self) -> None:
-        self.units: list[Unit] = []
-        #: Its counters were opened before its exec (``enable_on_exec``): disabled until
-        #: then, so an interval without enabled time does not mean it did not run.
-        self.spawned = False
-        #: Counts of groups closed while the task lived (reclaim, read error), per alias.
-        self.retired: np.ndarray | None = None
-        #: Refused for good (EACCES...): never retried for this identity.
-        self.denied = False
-        #: Failed attaches in a row that look like a race with the task (``_raced``).
-        self.tries = 0
-        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
-        self.exit_fd: int | None = None
-
-    def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
-        """Keep what ``units`` counted (to their last read) in the task's total, before
-        they are closed while the task lives."""
-        kept = unit_totals(plan, units)
-        self.retired = kept if self.retired is None else self.retired + kept
-
-
-@dataclass
-class Counts:
-    """What one refresh read for its rows: the readout, each row's retired totals, and
-    which rows are known not to have run (every read fine, no enabled time; not a spawned
-    command's counters, which are disabled until its exec)."""
-
-    readout: Readout
-    retired: list[np.ndarray | None]
-    idle: np.ndarray
-    #: Identities of the rows whose task has exited (their pidfd said so).
-    ended: set[Identity]
-
-    def take(self, rows: Sequence[int]) -> Counts:
-        """The counts of some rows, in the given order."""
-        idx = list(rows)
-        return Counts(
-            self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx], self.ended
-        )
 
 
 def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
@@ -156,13 +114,17 @@ class Attacher:
                 idle[i] = False
         for i, u, e in failed:
             idle[i] = False
+            if isinstance(e, GroupChanging):
+                # Still changing after a few reads: keep the group and its last read; the
+                # next refresh's delta covers both intervals. This row shows '?' once.
+                continue
             st = states[i]
             st.retire(plan, [u])
             st.units.remove(u)
             self.fds_used -= u.group.n_fds
             u.close()
             if not isinstance(e, TaskGone) and not st.units:
-                # ECHILD (6.6+: inherited group layout changed) and the like: reopen later.
+                # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
         return Counts(readout, [s.retired for s in states], idle, ended)
@@ -296,7 +258,7 @@ class Attacher:
                 self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
                            "some tasks are not counted (retried when fds free up)")  # fmt: skip
                 return
-        units = self._open_units(t, st, tids, is_tree)
+        units = self._open_units(t, st, tids, is_tree, again=2)
         if units is None:
             return
         st.units = units
@@ -308,10 +270,11 @@ class Attacher:
             self.fds_used += st.exit_fd is not None
 
     def _open_units(
-        self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool
+        self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool, again: int = 0
     ) -> list[Unit] | None:
         """Every group of the plan on every tid; None (nothing left open) on a failure
-        that is not a thread's exit."""
+        that is not a thread's exit. A race with the task itself is tried ``again`` more
+        times at once (it is usually over by then) before it waits for the next refresh."""
         units: list[Unit] = []
         for tid in tids:
             for g, gdef in enumerate(self.plan.groups):
@@ -320,10 +283,12 @@ class Attacher:
                     units.append(Unit(self.backend.open_group(tid, attrs), g))
                 except TaskGone:  # the thread exited meanwhile: drop it
                     break
-                except (EventRefused, EventUnsupported) as e:
+                except (EventRefused, EventUnsupported, GroupChanging) as e:
                     if tid == t.tid:
                         for u in units:
                             u.close()
+                        if again:
+                            return self._open_units(t, st, tids, is_tree, again - 1)
                         self._raced(t, st, e)
                         return None
                     # The event opened on ourselves at plan time: another thread failing

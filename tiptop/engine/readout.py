@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.engine.exits import Identity
+from tiptop.errors import GroupChanging
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Group
 
@@ -88,14 +90,14 @@ class Unit:
         self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
         opened = False
         try:
-            self.base = self.last = self.read()
+            self.base = self.last = _read(self)
             # The raw words are used by position: the kernel lists the leader then the
             # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
             # open order. Checked once by id; otherwise each read is parsed by id.
             ids = np.asarray(getattr(group, "ids", ()), _U64)
             if self.raw and not np.array_equal(np.frombuffer(self.base, _U64)[4::2], ids):
                 self.raw = False
-                self.base = self.last = self.read()
+                self.base = self.last = _read(self)
             opened = True
         finally:
             if not opened:  # a failed first read: nothing stays open
@@ -226,7 +228,7 @@ def read_units(
         ok: list[Unit] = []
         for i, u in items:
             try:
-                bufs.append(u.read())
+                bufs.append(_read(u))
             except OSError as e:
                 failed.append((i, u, e))
                 continue
@@ -259,6 +261,17 @@ def read_units(
     return out, failed
 
 
+def _read(u: Unit, tries: int = 8) -> bytes:
+    """``u.read()``, read again at once (up to ``tries`` times in all) while the kernel
+    says the inherited group is changing under the read (``GroupChanging``, ECHILD)."""
+    for _ in range(tries - 1):
+        try:
+            return u.read()
+        except GroupChanging:
+            continue
+    return u.read()
+
+
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
     """Scaled counts since attach of some units, per alias, from their last reads (what a
     task keeps when its groups are closed while it lives: reclaim, read error)."""
@@ -269,3 +282,49 @@ def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
         _, ts, _, _ = _counts(plan, gdef, t)
         np.add.at(out, gdef.alias_index, ts[0])
     return out
+
+
+class TaskCounters:
+    """The counters of one watched task."""
+
+    __slots__ = ("denied", "exit_fd", "retired", "spawned", "tries", "units")
+
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        #: Its counters were opened before its exec (``enable_on_exec``): disabled until
+        #: then, so an interval without enabled time does not mean it did not run.
+        self.spawned = False
+        #: Counts of groups closed while the task lived (reclaim, read error), per alias.
+        self.retired: np.ndarray | None = None
+        #: Refused for good (EACCES...): never retried for this identity.
+        self.denied = False
+        #: Failed attaches in a row that look like a race with the task (``_raced``).
+        self.tries = 0
+        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
+        self.exit_fd: int | None = None
+
+    def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
+        """Keep what ``units`` counted (to their last read) in the task's total, before
+        they are closed while the task lives."""
+        kept = unit_totals(plan, units)
+        self.retired = kept if self.retired is None else self.retired + kept
+
+
+@dataclass
+class Counts:
+    """What one refresh read for its rows: the readout, each row's retired totals, and
+    which rows are known not to have run (every read fine, no enabled time; not a spawned
+    command's counters, which are disabled until its exec)."""
+
+    readout: Readout
+    retired: list[np.ndarray | None]
+    idle: np.ndarray
+    #: Identities of the rows whose task has exited (their pidfd said so).
+    ended: set[Identity]
+
+    def take(self, rows: Sequence[int]) -> Counts:
+        """The counts of some rows, in the given order."""
+        idx = list(rows)
+        return Counts(
+            self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx], self.ended
+        )

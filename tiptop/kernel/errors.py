@@ -18,6 +18,7 @@ from tiptop.errors import (
     CounterError,
     EventRefused,
     EventUnsupported,
+    GroupChanging,
     OutOfFds,
     TaskGone,
 )
@@ -34,6 +35,7 @@ _KINDS: dict[int, type[CounterError]] = {
     errno.EOPNOTSUPP: EventUnsupported,
     errno.ENODEV: EventUnsupported,
     errno.E2BIG: EventUnsupported,
+    errno.ECHILD: GroupChanging,
 }
 
 
