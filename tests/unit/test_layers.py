@@ -41,6 +41,8 @@ RULES: dict[str, set[str]] = {
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},
+    # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
+    "exporter": {"frame", "cells", "errors", "vocab"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
