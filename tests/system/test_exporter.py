@@ -5,9 +5,11 @@ and slow clients do not stall the sampler."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -179,3 +181,25 @@ def test_serve_stops_on_sigterm_and_rejects_bad_addresses(tmp_path: Path) -> Non
     with serving("-S", "sched", "-d", "0.2") as (proc, _address):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
+def test_unprivileged_exporter_exports_only_its_own_tasks() -> None:
+    from tests.helpers import nobody_command
+
+    where = Path(tempfile.mkdtemp(prefix="tiptop-exporter-"))  # uid 65534 can reach it
+    where.chmod(0o777)
+    out = where / "nobody.prom"
+    args = ["--textfile", str(out), "-S", "sched", "-d", "0.3", "-n", "2", "-c", "--by", "pid"]
+    cmd, env = nobody_command(["-m", "tiptop", *args, "--top", "50"])
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = samples(out.read_text())
+    users = {dict(lb).get("user") for (n, lb) in got if n == "tiptop_cpu_seconds_total"}
+    assert users - {""} == {"nobody"}, users  # root's tasks (this test's own) are not there
+    cmdlines = {dict(lb).get("cmdline") for (n, lb) in got if n == "tiptop_cpu_seconds_total"}
+    assert any("--textfile" in (c or "") for c in cmdlines)  # -c asked for command lines
+    r = subprocess.run(cmd[: cmd.index("-c")] + cmd[cmd.index("-c") + 1 :], env=env,
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0 and "cmdline=" not in out.read_text()
+    shutil.rmtree(where)
