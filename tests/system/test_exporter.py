@@ -203,3 +203,26 @@ def test_unprivileged_exporter_exports_only_its_own_tasks() -> None:
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0 and "cmdline=" not in out.read_text()
     shutil.rmtree(where)
+
+
+@pytest.mark.skipif(prometheus_missing() is not None, reason=str(prometheus_missing()))
+def test_promtool_accepts_the_docs_queries(tmp_path: Path) -> None:
+    import json
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "prometheus"
+    dash = json.loads((docs / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    assert len(exprs) >= 8
+    rules = tmp_path / "dash.yml"
+    lines = ["groups:", "  - name: dashboard", "    rules:"]
+    for i, e in enumerate(exprs):
+        e = e.replace("$__rate_interval", "1m").replace("$instance", ".*")
+        lines += [f"      - record: dashboard_{i}", f"        expr: {json.dumps(e)}"]
+    rules.write_text("\n".join(lines) + "\n")
+    for path in (rules, docs / "tiptop-rules.yml"):
+        r = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(["promtool", "check", "config", "prometheus.yml"], cwd=docs,
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -170,3 +170,27 @@ def test_addresses_and_options() -> None:
     assert (opts.serve, opts.series_by, opts.textfile) == ("9100", "pid", "/t.prom")
     with pytest.raises(UsageError):
         merge({}, parse_argv(["--by", "tid"])[0])
+
+
+def test_the_docs_use_only_names_the_exporter_exports() -> None:
+    import re
+    from pathlib import Path
+
+    from tiptop.screens.loader import builtin_screens, load_file
+    from tiptop.screens.model import Target
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    icelake = Target("x86", "06_7E")
+    screens = [
+        *load_file(str(docs / "prometheus" / "exporter.yaml"), icelake).screens,
+        *(s for s in builtin_screens(icelake) if s.name in ("topdown", "sched")),
+    ]
+    agg = Aggregator(metrics_for([c for s in screens for c in s.counters]))
+    exported = {f.name for f in agg.snapshot(frame([], SCHED)).families}
+    assert {"tiptop_slots_total", "tiptop_topdown_retiring_total"} <= exported
+    texts = [
+        (docs / "prometheus" / n).read_text()
+        for n in ("grafana-dashboard.json", "tiptop-rules.yml")
+    ]
+    used = set(re.findall(r"(?<![:\w])tiptop_[a-z_]+\b", "\n".join(texts)))  # not rule names
+    assert used and used <= exported, used - exported
