@@ -12,8 +12,8 @@ from tests.support.builders import frame, screen
 from tiptop.cells import Status
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for
-from tiptop.exporter.cgroup import CgroupCache, path_of, shorten
 from tiptop.exporter.serve import Exporter, SnapshotCollector, parse_address
+from tiptop.kernel.cgroup import CgroupCache, path_of, shorten
 from tiptop.options import merge, parse_argv
 
 SCHED = screen(

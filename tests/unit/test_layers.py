@@ -42,7 +42,7 @@ RULES: dict[str, set[str]] = {
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab"},
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
@@ -110,6 +110,7 @@ FILES = sorted(PKG.rglob("*.py"))
 #: sequences them). docs/architecture.md draws this path.
 ENGINE_ORDER = (
     "task", "tasks", "exits", "readout", "plan", "attach", "evaluate", "sampler", "replay",
+    "bycgroup",
 )  # fmt: skip
 
 

@@ -80,7 +80,7 @@ Usage: {prog} [option] [-- command args]
 	--plot FILE    draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT  serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH  write the metrics to PATH each refresh (node_exporter textfile)
-	--by comm|pid  exporter series: by comm, user and cgroup, or the --top N processes
+	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	-- cmd args    run cmd and monitor it (and its children) from its first instruction
 """
 

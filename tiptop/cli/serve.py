@@ -25,8 +25,8 @@ BY = ("comm", "pid")
 def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
-    from tiptop.exporter.cgroup import CgroupCache
     from tiptop.exporter.serve import Exporter, parse_address
+    from tiptop.kernel.cgroup import CgroupCache
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")

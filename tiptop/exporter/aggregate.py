@@ -121,7 +121,7 @@ class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
 
     metrics: list[Metric]
-    by: str = "comm"  # "comm" (comm, user, cgroup) or "pid" (top N processes + other)
+    by: str = "comm"  # "comm" (comm, user, cgroup), "cgroup", or "pid" (top N + other)
     top: int = 20
     cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
     cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
@@ -131,12 +131,16 @@ class Aggregator:
     def labels(self) -> tuple[str, ...]:
         """The label names of every per-group series."""
         base = ("comm", "user", "cgroup")
+        if self.by == "cgroup":
+            return ("cgroup",)
         if self.by != "pid":
             return base
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
 
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
         key = (frame.name[i], frame.user[i], self.cgroup_of(int(frame.pid[i])))
+        if self.by == "cgroup":
+            return key[2:]
         if self.by != "pid":
             return key
         pid = (str(int(frame.pid[i])),)

@@ -102,7 +102,7 @@ class Options:
     plot_top: int = 5  # --top N (plot; with --by pid, the processes given a series)
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
-    series_by: str = "comm"  # --by comm|pid (exporter series)
+    series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -210,8 +210,8 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
             raise UsageError(f"{where}: '{value}' is not one of {', '.join(FORMATS)}")
         opts.format = value
     elif name == "series_by":
-        if value not in ("comm", "pid"):
-            raise UsageError(f"{where}: '{value}' is not one of comm, pid")
+        if value not in ("comm", "pid", "cgroup"):
+            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
         opts.series_by = value
     elif name == "plot_top":
         opts.plot_top = parse_count(value, where)

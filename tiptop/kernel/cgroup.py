@@ -1,5 +1,5 @@
 """The cgroup of a task, from ``/proc/PID/cgroup`` (proc(5), cgroups(7)), shortened to a
-label a person can read.
+label a person can read (the exporter's labels, the live and batch rows by cgroup).
 
 The file is read once per process while it lives (psutil does not give it); on cgroup v2
 the line is ``0::/path``, on v1 the ``name=systemd`` line is taken, else the first one.
