@@ -82,8 +82,13 @@ def test_prometheus_scrapes_cpu_rate_and_exact_page_faults(tmp_path: Path) -> No
             time.sleep(max(0.0, 3 - (time.monotonic() - prom.started)))
             t0, c0 = time.monotonic(), cpu_seconds(busy.pid)
             time.sleep(15)
-            rate = prom.value('rate(tiptop_cpu_seconds_total{comm="ttbusy"}[15s])')
+            rates = []  # the median of five evaluations: less scrape jitter on a busy machine
+            for _ in range(5):
+                rates.append(prom.value('rate(tiptop_cpu_seconds_total{comm="ttbusy"}[15s])'))
+                time.sleep(1)
             truth = (cpu_seconds(busy.pid) - c0) / (time.monotonic() - t0)
+            assert None not in rates, rates
+            rate = sorted(rates)[2]  # type: ignore[type-var]
             print(f"rate(cpu ttbusy)={rate} /proc says {truth:.3f}; faults {before} -> {after}")
             assert rate is not None and abs(rate - truth) <= 0.1, (rate, truth)
             if truth >= 0.95:  # the spinner had its CPU (not so on an overloaded machine)
