@@ -69,7 +69,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Top-level modules tiptop needs at run time (and their own dependencies).
 _RUNTIME_MODULES = (
     "cffi", "_cffi_backend", "pycparser", "numpy", "psutil", "yaml", "urwid", "wcwidth",
-    "typing_extensions",
+    "typing_extensions", "prometheus_client",
 )  # fmt: skip
 
 

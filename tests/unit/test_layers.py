@@ -41,6 +41,8 @@ RULES: dict[str, set[str]] = {
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
     "spawn": {"errors"},
+    # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
@@ -108,6 +110,7 @@ FILES = sorted(PKG.rglob("*.py"))
 #: sequences them). docs/architecture.md draws this path.
 ENGINE_ORDER = (
     "task", "tasks", "exits", "readout", "plan", "attach", "evaluate", "sampler", "replay",
+    "bycgroup",
 )  # fmt: skip
 
 

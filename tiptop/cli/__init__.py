@@ -79,6 +79,9 @@ Usage: {prog} [option] [-- command args]
 	--replay FILE         show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
 	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
+	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
+	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
+	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
@@ -208,4 +211,8 @@ def _main(argv: list[str], prog: str) -> int:
         from tiptop.cli.replay import run_replay
 
         return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+    if opts.serve or opts.textfile:
+        from tiptop.cli.serve import run_serve
+
+        return run_serve(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
     return run_monitor(opts, loaded, Host.read(), deferred)

@@ -144,6 +144,10 @@ def run_monitor(
             from tiptop.cli.record import record_source
 
             sampler = record_source(opts, sampler, index)
+        if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+            from tiptop.engine.bycgroup import CgroupSource
+
+            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
         if child is not None:
             why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)

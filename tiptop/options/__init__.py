@@ -99,7 +99,10 @@ class Options:
     time_to: str | None = None  # --to WHEN (replay, plot)
     plot: str | None = None  # --plot FILE (-o: the image)
     plot_column: str = "IPC"  # --column HEADER (plot)
-    plot_top: int = 5  # --top N (plot)
+    plot_top: int = 5  # --top N (plot; with --by pid, the processes given a series)
+    serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
+    textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
+    series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -206,11 +209,15 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         if value not in FORMATS:
             raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
         opts.format = value
+    elif name == "series_by":
+        if value not in ("comm", "pid", "cgroup"):
+            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
+        opts.series_by = value
     elif name == "plot_top":
         opts.plot_top = parse_count(value, where)
     elif name in (
         "screen", "output", "error_file", "config_dir", "export", "record", "replay",
-        "time_from", "time_to", "plot", "plot_column",
+        "time_from", "time_to", "plot", "plot_column", "serve", "textfile",
     ):  # fmt: skip
         if not value:
             raise UsageError(f"{where}: empty value")

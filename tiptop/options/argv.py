@@ -70,6 +70,9 @@ LONG = {
     "plot": ("set", "plot"),
     "column": ("set", "plot_column"),
     "top": ("set", "plot_top"),
+    "serve": ("set", "serve"),
+    "textfile": ("set", "textfile"),
+    "by": ("set", "series_by"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

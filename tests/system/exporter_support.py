@@ -1,0 +1,159 @@
+"""Helpers of the exporter's system tests: ``tiptop --serve`` started on 127.0.0.1 (port 0,
+the bound port read from its stderr), scraped over HTTP, and a real Prometheus server
+(Debian package ``prometheus``) scraping it every second."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import TIPTOP
+
+#: A Python child named ``comm`` (``/proc/self/comm``, proc(5)) running ``body``.
+CHILD = "open('/proc/self/comm', 'w').write({comm!r})\n{body}"
+
+
+def child(comm: str, body: str, **kw: object) -> subprocess.Popen[str]:
+    """A Python child process whose comm is ``comm``, running ``body``."""
+    code = CHILD.format(comm=comm, body=textwrap.dedent(body))
+    return subprocess.Popen(["python3", "-c", code], text=True, **kw)  # type: ignore[call-overload]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None
+            ) -> Iterator[tuple[subprocess.Popen[str], str]]:  # fmt: skip
+    """``tiptop --serve 127.0.0.1:0 args``; yields the process and ``host:port``."""
+    argv = [*(cmd or TIPTOP), "--serve", "127.0.0.1:0", *args]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, env=env)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "serving /metrics on" in line, line + proc.stderr.read()
+        yield proc, line.rsplit(" ", 1)[1].strip()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def scrape(address: str, timeout: float = 10) -> str:
+    """The body of ``http://address/metrics``."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout) as r:
+        return r.read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``(sample name, sorted labels) -> value`` of an exposition."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def wait_for(address: str, predicate, timeout: float = 30) -> str:  # type: ignore[no-untyped-def]
+    """Scrape until ``predicate(text)`` holds; the text."""
+    end = time.monotonic() + timeout
+    while True:
+        text = scrape(address)
+        if predicate(text) or time.monotonic() > end:
+            return text
+        time.sleep(0.3)
+
+
+def prometheus_missing() -> str | None:
+    """Why a real Prometheus cannot run here, or None."""
+    missing = [p for p in ("prometheus", "promtool") if shutil.which(p) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed (Debian package 'prometheus'; .ci/run)"
+    return None
+
+
+class Prometheus:
+    """A Prometheus server on 127.0.0.1 scraping ``target`` every second."""
+
+    def __init__(self, target: str, workdir: Path) -> None:
+        self.port = free_port()
+        config = workdir / "prometheus.yml"
+        config.write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n"
+            f"  - job_name: tiptop\n    static_configs: [{{targets: ['{target}']}}]\n"
+        )
+        self.log = open(workdir / "prometheus.log", "w")  # noqa: SIM115 (closed by close())
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={workdir / 'db'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=self.log,
+        )  # fmt: skip
+        end = time.monotonic() + 60
+        while not self._ready():
+            assert self.proc.poll() is None, (workdir / "prometheus.log").read_text()
+            assert time.monotonic() < end, "prometheus did not become ready in 60 s"
+            time.sleep(0.5)
+        self.started = time.monotonic()
+
+    def _ready(self) -> bool:
+        try:
+            url = f"http://127.0.0.1:{self.port}/-/ready"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def query(self, promql: str) -> list[dict]:
+        """The result vector of an instant query (the HTTP API, /api/v1/query)."""
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": promql}
+        )
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.load(r)
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def value(self, promql: str) -> float | None:
+        """The single value of an instant query, or None when it has no result."""
+        result = self.query(promql)
+        assert len(result) <= 1, result
+        return float(result[0]["value"][1]) if result else None
+
+    def close(self) -> None:
+        """Stop the server."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (/proc/PID/stat fields 14 and 15, proc(5))."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,65 @@
+"""Rows summed by cgroup (``--by cgroup``, the live ``G`` key; tiptop/engine/bycgroup.py):
+counts summed, columns evaluated again from the sums, ``?`` only when no task counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.builders import SCREEN, frame, task
+from tiptop.cells import Status
+from tiptop.engine.bycgroup import CgroupSource, group
+from tiptop.messages import MessageLog
+
+
+def test_group_sums_counts_and_evaluates_ratios_again() -> None:
+    f = frame([
+        task(1, 50.0, 10.0, 2.0, user="a"),  # 10 M cycles, 20 M instructions
+        task(2, 25.0, 30.0, 0.5, user="b"),  # 30 M cycles, 15 M instructions
+        task(3, 10.0, 1.0, 1.0, user="a"),
+    ])  # fmt: skip
+    g = group(f, SCREEN, ["web", "web", "db"])
+    assert g.name == ["db", "web"] and g.user == ["a", "*"]
+    assert g.pid.tolist() == [3, 1]
+    web = g.values[1]
+    assert web[0] == pytest.approx(75.0)  # %CPU summed
+    assert web[1] == pytest.approx(40.0)  # Mcycle summed
+    assert web[2] == pytest.approx(35.0 / 40.0)  # IPC of the sums, not a sum of IPCs
+    assert (g.status == Status.OK).all()
+
+
+def test_a_counter_is_missing_only_when_no_task_counted_it() -> None:
+    f = frame([task(1, 1.0, 10.0, 1.0), task(2, 1.0, 10.0, 1.0), task(3, 1.0, 10.0, 1.0)])
+    f.counter_status[0, :] = Status.NOT_COUNTED  # task 1 counted nothing
+    f.counter_status[2, :] = Status.NOT_COUNTED
+    f.counter_running[1, 0] = 0.5
+    g = group(f, SCREEN, ["x", "x", "y"])
+    assert g.values[0, 1] == pytest.approx(10.0)  # task 2 only
+    assert g.status[0].tolist() == [Status.OK] * 3
+    assert g.running[0, 1] == 0.5
+    assert g.status[1, 1:].tolist() == [Status.NOT_COUNTED] * 2  # y: '?'
+    assert not g.dead.any()
+
+
+class _Source:
+    messages = MessageLog()
+    screen = SCREEN
+
+    def __init__(self, f):  # type: ignore[no-untyped-def]
+        self.f = f
+
+    def refresh(self):  # type: ignore[no-untyped-def]
+        return self.f
+
+
+def test_the_g_key_switches_grouping(tmp_path) -> None:
+    for pid, path in ((1, "/system.slice/a.service"), (2, "/system.slice/a.service"), (3, "/")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
+    f = frame([task(1, 1.0, 1.0, 1.0), task(2, 1.0, 1.0, 1.0), task(3, 1.0, 1.0, 1.0)])
+    src = CgroupSource(_Source(f), enabled=False, proc_root=str(tmp_path))
+    assert len(src.refresh()) == 3
+    assert src.key("G") and src.refresh().name == ["/", "a"]
+    assert not src.key("x")
+    assert src.messages is _Source.messages
+    assert np.array_equal(src.refresh().num_threads, [1, 2])

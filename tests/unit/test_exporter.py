@@ -1,0 +1,196 @@
+"""The exporter's pure parts: metric names, cgroup labels, totals that never go backwards,
+bounded series with ``--by pid``, the exposition through prometheus_client, and the
+command-line options (tiptop/exporter/, docs/exporter.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.builders import frame, screen
+from tiptop.cells import Status
+from tiptop.errors import UsageError
+from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for
+from tiptop.exporter.serve import Exporter, SnapshotCollector, parse_address
+from tiptop.kernel.cgroup import CgroupCache, path_of, shorten
+from tiptop.options import merge, parse_argv
+
+SCHED = screen(
+    "sched",
+    counters={"TC": "task-clock", "CS": "cs", "PF": "page-faults", "C": (0, 0), "I": (0, 1)},
+    columns=[(" %CPU", "%5.1f", "CPU_TOT")],
+)
+
+
+def rows(*specs: tuple[int, str, float, list[float]], **extra: object) -> list[dict]:
+    """``(tid, name, %cpu, deltas)`` rows of SCHED."""
+    return [{"tid": t, "name": n, "cells": [c], "deltas": d} | extra for t, n, c, d in specs]
+
+
+def sample(snap: Snapshot, name: str) -> dict[tuple[str, ...], float]:
+    fam = next(f for f in snap.families if f.name == name)
+    return dict(fam.samples)
+
+
+def test_metric_names_follow_the_conventions() -> None:
+    names = [(m.name, m.scale) for m in metrics_for(SCHED.counters)]
+    assert names == [
+        ("tiptop_task_clock_seconds_total", 1e-9),
+        ("tiptop_context_switches_total", 1.0),
+        ("tiptop_page_faults_total", 1.0),
+        ("tiptop_cycles_total", 1.0),
+        ("tiptop_instructions_total", 1.0),
+    ]
+    twice = screen(counters={"A": "cycles", "B": "cpu-cycles"})
+    assert [m.name for m in metrics_for(twice.counters)] == [
+        "tiptop_cycles_total", "tiptop_cycles_b_total",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "label"),
+    [
+        ("/", "/"),
+        ("/system.slice/nginx.service", "nginx"),
+        ("/user.slice/user-1000.slice/session-2.scope", "user-1000/session-2"),
+        ("/system.slice/docker-0123456789abcdef0123.scope", "docker/0123456789ab"),
+        ("/docker/0123456789abcdef0123", "docker/0123456789ab"),
+        (
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f.slice"
+            "/cri-containerd-fedcba9876543210fedc.scope",
+            "k8s/pod1a2b3c4d-5e6f/fedcba987654",
+        ),
+        (
+            "/kubepods/besteffort/pod1a2b3c4d-5e6f/fedcba9876543210fedc",
+            "k8s/pod1a2b3c4d-5e6f/fedcba987654",
+        ),
+    ],
+)
+def test_cgroup_paths_are_shortened(path: str, label: str) -> None:
+    assert shorten(path) == label
+
+
+def test_cgroup_line_of_v2_then_v1(tmp_path) -> None:
+    assert path_of("0::/system.slice/a.service\n") == "/system.slice/a.service"
+    assert path_of("4:memory:/x\n1:name=systemd:/system.slice/b.service\n") == (
+        "/system.slice/b.service"
+    )
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "cgroup").write_text("0::/system.slice/sshd.service\n")
+    cache = CgroupCache(str(tmp_path))
+    assert cache.label(7) == "sshd" and cache.label(8) == "/"
+    (tmp_path / "7" / "cgroup").write_text("0::/system.slice/cron.service\n")
+    assert cache.label(7) == "sshd"  # read once while the process lives
+    cache.keep_only([8])
+    assert cache.label(7) == "cron"  # gone from a refresh: a reused PID is read again
+
+
+def test_totals_keep_a_dead_tasks_counts() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters))
+    a = frame(rows((1, "w", 50.0, [1e9, 3, 10, 100, 200]), (2, "w", 25.0, [0, 1, 5, 1, 2])), SCHED)
+    snap = agg.update(a)
+    key = ("w", "root", "/")
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(0.75)
+    assert sample(snap, "tiptop_page_faults_total")[key] == 15
+    assert sample(snap, "tiptop_task_clock_seconds_total")[key] == pytest.approx(1.0)
+    # Task 2 dies: its final interval is counted once, then it is gone; nothing decreases.
+    b = frame(
+        rows((1, "w", 50.0, [0, 0, 2, 0, 0])) + rows((2, "w", 0.0, [0, 0, 1, 0, 0]), dead=True),
+        SCHED,
+    )
+    snap = agg.update(b)
+    assert sample(snap, "tiptop_page_faults_total")[key] == 18
+    assert sample(snap, "tiptop_tasks")[key] == 1
+    snap = agg.update(frame([], SCHED))
+    assert sample(snap, "tiptop_page_faults_total")[key] == 18
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(1.25)
+    assert key not in sample(snap, "tiptop_tasks")  # no live task: no gauges
+
+
+def test_missing_and_scaled_counts_are_flagged() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters))
+    f = frame(rows((1, "w", 1.0, [1, 2, 3, 4, 5]), (2, "w", 1.0, [1, 2, 3, 4, 5])), SCHED)
+    f.counter_status[1, 2] = Status.UNREADABLE
+    f.counter_running[0, 3] = 0.25
+    snap = agg.update(f)
+    key = ("w", "root", "/")
+    assert sample(snap, "tiptop_page_faults_total")[key] == 3  # the unreadable one adds 0
+    assert sample(snap, "tiptop_event_read_ok")[("page_faults", *key)] == 0
+    assert sample(snap, "tiptop_event_read_ok")[("cycles", *key)] == 1
+    assert sample(snap, "tiptop_event_running_ratio")[("cycles", *key)] == 0.25
+    assert sample(snap, "tiptop_event_running_ratio")[("instructions", *key)] == 1.0
+
+
+def test_by_pid_is_capped_at_top_n_plus_other() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=10)
+    cpu = np.arange(2000, dtype=float) / 20.0
+    specs = [(t + 1, f"p{t % 7}", float(cpu[t]), [0, 0, 1, 0, 0]) for t in range(2000)]
+    snap = agg.update(frame(rows(*specs), SCHED))
+    for fam in snap.families:
+        if fam.labels:
+            assert len({s[0][-4:] for s in fam.samples}) <= 11, fam.name
+    faults = sample(snap, "tiptop_page_faults_total")
+    assert faults[(OTHER, OTHER, "", "")] == 1990
+    assert {k[0] for k in faults} - {OTHER} == {str(t) for t in range(1991, 2001)}
+    snap = agg.update(frame(rows(*specs[:5]), SCHED))  # the top ones ended
+    faults = sample(snap, "tiptop_page_faults_total")
+    assert set(faults) == {(OTHER, OTHER, "", "")} | {
+        (str(t), f"p{(t - 1) % 7}", "root", "/") for t in range(1, 6)
+    }
+    assert faults[(OTHER, OTHER, "", "")] == 1990  # never down
+
+
+def test_exposition_parses_back() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters))
+    collector = SnapshotCollector()
+    collector.publish(agg.update(frame(rows((1, 'we"ird\n', 100.0, [1, 2, 3, 4, 5])), SCHED)))
+    exporter = Exporter(None, agg, 1.0)
+    exporter.collector = collector
+    from prometheus_client import generate_latest
+    from prometheus_client.core import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)  # type: ignore[arg-type]
+    fams = {f.name: f for f in text_string_to_metric_families(generate_latest(reg).decode())}
+    s = fams["tiptop_page_faults"].samples[0]
+    assert s.name == "tiptop_page_faults_total" and s.value == 3
+    assert s.labels == {"comm": 'we"ird\n', "user": "root", "cgroup": "/"}
+    assert fams["tiptop_cpu_seconds"].type == "counter"
+
+
+def test_addresses_and_options() -> None:
+    assert parse_address("9100") == ("127.0.0.1", 9100)
+    assert parse_address("0.0.0.0:9100") == ("0.0.0.0", 9100)
+    assert parse_address("[::1]:9100") == ("::1", 9100)
+    for bad in ("x", ":9100", "1:99999", "host:"):
+        with pytest.raises(UsageError):
+            parse_address(bad)
+    opts, _ = merge({}, parse_argv(["--serve", "9100", "--by", "pid", "--textfile=/t.prom"])[0])
+    assert (opts.serve, opts.series_by, opts.textfile) == ("9100", "pid", "/t.prom")
+    with pytest.raises(UsageError):
+        merge({}, parse_argv(["--by", "tid"])[0])
+
+
+def test_the_docs_use_only_names_the_exporter_exports() -> None:
+    import re
+    from pathlib import Path
+
+    from tiptop.screens.loader import builtin_screens, load_file
+    from tiptop.screens.model import Target
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    icelake = Target("x86", "06_7E")
+    screens = [
+        *load_file(str(docs / "prometheus" / "exporter.yaml"), icelake).screens,
+        *(s for s in builtin_screens(icelake) if s.name in ("topdown", "sched")),
+    ]
+    agg = Aggregator(metrics_for([c for s in screens for c in s.counters]))
+    exported = {f.name for f in agg.snapshot(frame([], SCHED)).families}
+    assert {"tiptop_slots_total", "tiptop_topdown_retiring_total"} <= exported
+    texts = [
+        (docs / "prometheus" / n).read_text()
+        for n in ("grafana-dashboard.json", "tiptop-rules.yml")
+    ]
+    used = set(re.findall(r"(?<![:\w])tiptop_[a-z_]+\b", "\n".join(texts)))  # not rule names
+    assert used and used <= exported, used - exported

@@ -1,0 +1,71 @@
+"""``tiptop --serve [HOST:]PORT`` and ``--textfile PATH`` wiring: the sampler built as for
+batch mode, exported by ``tiptop.exporter`` until SIGTERM, SIGINT or ``-n`` refreshes.
+
+What is exported is what this user may see: without root, only the user's own tasks (as
+``-u`` would choose them); command lines only with ``-c`` and ``--by pid``. docs/exporter.md
+is the guide.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tiptop.cli.run import check_privileges, make_sampler
+from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
+from tiptop.errors import UsageError
+from tiptop.host import Host
+
+#: ``--by`` values: aggregate by (comm, user, cgroup), or one series per process.
+BY = ("comm", "pid")
+
+
+def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+    """Export until stopped; 0 when stopped cleanly."""
+    from tiptop.exporter.aggregate import Aggregator, metrics_for
+    from tiptop.exporter.serve import Exporter, parse_address
+    from tiptop.kernel.cgroup import CgroupCache
+
+    if opts.command:
+        raise UsageError("--serve/--textfile: no command after -- (export what runs)")
+    address = parse_address(opts.serve) if opts.serve else None
+    index, screen = pick_screen(loaded.screens, opts.screen)
+    if opts.screen is None:
+        index, screen = fallback_screen(loaded, index, screen, say, host)
+    check_privileges(opts, host)
+    if host.euid != 0 and opts.uid not in (None, host.euid):
+        say("an unprivileged exporter exports only its own user's tasks: -u ignored")
+    if host.euid != 0:
+        opts.uid = host.euid
+    opts.sticky = False  # a dead task's final interval is counted once, never repeated
+    cgroups = CgroupCache(host.proc_root)
+    aggregator = Aggregator(
+        metrics_for(screen.counters),
+        by=opts.series_by,
+        top=opts.plot_top,
+        cmdline=opts.show_cmdline and opts.series_by == "pid",
+        cgroup_of=cgroups.label,
+    )
+    sampler = make_sampler(opts, screen, host)
+    exporter = Exporter(sampler, aggregator, opts.delay)
+    stop = exporter.stop
+    old = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        if address is not None:
+            port = exporter.serve(*address)
+            sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
+            sys.stderr.flush()
+        exporter.run(opts.textfile, opts.max_iter, keep=lambda f: cgroups.keep_only(f.pid.tolist()))
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        exporter.close()
+        sampler.close()
+    return 0
+
+
+__all__ = ["BY", "run_serve"]

@@ -1,0 +1,158 @@
+"""Rows aggregated by cgroup (``--by cgroup``, the live ``G`` key): one row per cgroup
+(containers, systemd services, Kubernetes pods), its numbers summed from the per-task rows
+the sampler already has, so no privilege beyond what ``tiptop`` needs is asked for.
+
+The cgroup of each process is ``tiptop.kernel.cgroup``'s shortened label, read once per
+process. A group row sums %CPU (user and system too), each counter's scaled delta and
+running total over the tasks whose counter read OK; its columns are then evaluated again
+as ``tiptop.engine.evaluate`` does, so ``IPC`` of a group is its instructions over its
+cycles, not a sum of ratios. A counter is ``?`` in a group only when none of its tasks
+read it; its running fraction is the least of those that did. The row's PID is the
+smallest of the group, its name and command line the cgroup label, its user the tasks'
+user (``*`` when they differ); it is dead when all its tasks are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.engine.evaluate import _evaluate
+from tiptop.errors import SpecError
+from tiptop.frame import Frame
+from tiptop.kernel.cgroup import CgroupCache
+from tiptop.screens.expr import ColumnExpr, compile_column
+from tiptop.screens.model import ScreenSpec, delta_key
+from tiptop.screens.variables import RowFacts, environment
+
+#: The live key that switches grouping on and off.
+KEY = "G"
+
+
+def _compile(screen: ScreenSpec) -> list[ColumnExpr | None]:
+    out: list[ColumnExpr | None] = []
+    for col in screen.columns:
+        try:
+            out.append(compile_column(col.expr))
+        except SpecError:
+            out.append(None)
+    return out
+
+
+def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
+    out = np.zeros((m, *x.shape[1:]))
+    np.add.at(out, g, np.nan_to_num(np.asarray(x, np.float64)))
+    return out
+
+
+def group(frame: Frame, screen: ScreenSpec, labels: list[str],
+          columns: list[ColumnExpr | None] | None = None) -> Frame:  # fmt: skip
+    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again."""
+    n = len(frame)
+    if not n:
+        return frame
+    names = sorted(set(labels))
+    index = {v: i for i, v in enumerate(names)}
+    g = np.array([index[x] for x in labels], np.int64)
+    m, k = len(names), len(frame.counters)
+    ok = frame.counter_status == Status.OK
+    raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
+    any_ok = _sum(ok.astype(np.float64), g, m) > 0
+    st = np.where(any_ok, Status.OK, Status.NOT_COUNTED).astype(STATUS_DTYPE)
+    scaled = np.where(any_ok, _sum(np.where(ok, raw, 0.0), g, m), np.nan)
+    total = np.full((m, k), np.nan)
+    tst = np.full((m, k), Status.UNREADABLE, STATUS_DTYPE)
+    if frame.counter_total is not None and frame.counter_total_status is not None:
+        t_ok = frame.counter_total_status == Status.OK
+        total = _sum(np.where(t_ok, frame.counter_total, 0.0), g, m)
+        tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Status.OK, Status.UNREADABLE)
+    run = np.ones((m, k))
+    np.minimum.at(run, g, np.where(ok & np.isfinite(frame.counter_running),
+                                   frame.counter_running, 1.0))  # fmt: skip
+    split = frame.cpu_user is not None and frame.cpu_sys is not None
+    zeros = np.zeros(m)
+    row = RowFacts(
+        cpu_total=_sum(frame.cpu_total, g, m),
+        cpu_sys=_sum(frame.cpu_sys, g, m) if split else zeros,  # type: ignore[arg-type]
+        cpu_user=_sum(frame.cpu_user, g, m) if split else zeros,  # type: ignore[arg-type]
+        processor=np.full(m, np.nan), interval=frame.interval,
+        total_status=np.zeros(m, STATUS_DTYPE),
+        split_status=np.full(m, Status.OK if split else Status.UNREADABLE, STATUS_DTYPE),
+    )  # fmt: skip
+    env = environment(row)
+    where = {a: j for j, a in enumerate(frame.counters)}
+    missing = (np.full(m, np.nan), np.full(m, Status.UNREADABLE, STATUS_DTYPE))
+    for c in screen.counters:
+        j = where.get(c.alias)
+        env[c.alias] = missing if j is None else (total[:, j], tst[:, j].astype(STATUS_DTYPE))
+        env[delta_key(c.alias)] = missing if j is None else (scaled[:, j], st[:, j])
+    columns = _compile(screen) if columns is None else columns
+    col_aliases = [
+        np.array([where[a] for a in ce.aliases if a in where], np.int64) if ce else None
+        for ce in columns
+    ]
+    values, cstatus, running = _evaluate(columns, col_aliases, env, run, m)
+    pid = np.full(m, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(pid, g, frame.pid)
+    alive = _sum((~frame.dead).astype(float), g, m)
+    users = [sorted({frame.user[i] for i in np.flatnonzero(g == j)}) for j in range(m)]
+    return Frame(
+        iteration=frame.iteration, timestamp=frame.timestamp, interval=frame.interval,
+        threads=False, headers=frame.headers, counters=frame.counters, tid=pid, pid=pid,
+        marker=[" "] * m, user=[u[0] if len(u) == 1 else "*" for u in users],
+        name=list(names), cmdline=list(names),
+        num_threads=_sum(frame.num_threads, g, m).astype(np.int64), dead=alive == 0,
+        cpu_total=row.cpu_total, values=values, status=cstatus, running=running,
+        counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
+        counter_running=run, counter_status=st, tasks_total=frame.tasks_total,
+    )  # fmt: skip
+
+
+class CgroupSource:
+    """A frame source whose rows are summed by cgroup while :attr:`enabled`; the live
+    ``G`` key (through the source's ``key``, as a replay's time travel keys) switches it."""
+
+    def __init__(self, source: Any, enabled: bool = True, proc_root: str = "/proc") -> None:
+        self.source = source
+        self.enabled = enabled
+        self.cgroups = CgroupCache(proc_root)
+        self._columns = _compile(source.screen)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)  # messages, screen, title, attach_spawned...
+
+    def start(self) -> None:
+        """Take the wrapped source's baselines."""
+        self.source.start()
+
+    def refresh(self) -> Frame:
+        """The wrapped source's frame, grouped when enabled."""
+        frame = self.source.refresh()
+        pids = frame.pid.tolist()
+        self.cgroups.keep_only(pids)
+        if not self.enabled:
+            return frame
+        labels = [self.cgroups.label(p) for p in pids]
+        return group(frame, self.source.screen, labels, self._columns)
+
+    def key(self, key: str) -> bool:
+        """``G`` switches grouping; other keys go to the wrapped source's, if any."""
+        if key == KEY:
+            self.enabled = not self.enabled
+            return True
+        inner = getattr(self.source, "key", None)
+        return bool(inner(key)) if inner is not None else False
+
+    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+        """Reconfigure the wrapped source; a new screen's columns are compiled here too."""
+        self.source.reconfigure(screen=screen, **changes)
+        self._columns = _compile(self.source.screen)
+
+    def close(self) -> None:
+        """Close the wrapped source."""
+        self.source.close()
+
+
+__all__ = ["KEY", "CgroupSource", "group"]

@@ -1,0 +1,248 @@
+"""Frames turned into Prometheus counter totals over a bounded set of labels (pure: no
+``prometheus_client`` here, :mod:`.serve` turns a :class:`Snapshot` into metric families).
+
+Names follow the Prometheus naming conventions (prometheus.io/docs/practices/naming): one
+prefix ``tiptop_``, base units, counters end in ``_total``: ``tiptop_cpu_seconds_total``,
+``tiptop_instructions_total``, ``tiptop_page_faults_total``, ``tiptop_task_clock_seconds_total``;
+ratios (IPC, misses per instruction) are left to PromQL (docs/exporter.md).
+
+Totals are sums of interval deltas kept per label set, so a task that ends leaves its
+final counts in its group's total and an aggregated counter never decreases (``rate()`` is
+right). Labels are ``comm``, ``user`` and ``cgroup``; with ``by="pid"`` each of the top N
+processes by CPU in a refresh gets its own series (``pid`` label too) and the others are
+summed into one series whose ``pid`` and ``comm`` are ``other``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tiptop import vocab
+from tiptop.cells import Status
+from tiptop.frame import Frame
+
+PREFIX = "tiptop_"
+OTHER = "other"
+#: Events counted in nanoseconds: exported in seconds (base unit).
+_NANOSECONDS = {"task-clock", "cpu-clock"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One exported counter: its name (with ``_total``), help text and the factor from the
+    event's unit to the base unit."""
+
+    name: str
+    help: str
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family of a snapshot: ``kind`` is ``counter`` or ``gauge``; ``samples``
+    are ``(label values, value)`` in the order of ``labels``."""
+
+    name: str
+    help: str
+    kind: str
+    labels: tuple[str, ...]
+    samples: tuple[tuple[tuple[str, ...], float], ...]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one refresh exports: built whole, then swapped in (never changed)."""
+
+    families: tuple[Family, ...] = ()
+    timestamp: float = 0.0
+
+
+def event_name(spec: Any) -> str:
+    """perf's canonical name for a screen counter's event (``cycles``, ``page-faults``),
+    else its written name, else its alias."""
+    event = spec.event
+    name = getattr(event, "name", None)
+    if name is None:
+        name = vocab.event_name(event.type, event.config)
+    if name is None:
+        return str(spec.alias)
+    low = name.lower()
+    if low in vocab.HARDWARE:
+        return vocab.HARDWARE_NAME[vocab.HARDWARE[low]]
+    if low in vocab.SOFTWARE:
+        return vocab.SOFTWARE_NAME[vocab.SOFTWARE[low]]
+    return name
+
+
+def metric_for(spec: Any) -> Metric:
+    """The exported counter of one screen counter."""
+    event = event_name(spec)
+    base = re.sub(r"[^a-z0-9]+", "_", event.lower()).strip("_") or "event"
+    if event in _NANOSECONDS:
+        return Metric(f"{PREFIX}{base}_seconds_total", f"{event} (perf event), in seconds", 1e-9)
+    if base[0].isdigit():
+        base = f"event_{base}"
+    return Metric(f"{PREFIX}{base}_total", f"{event} (perf event, alias {spec.alias})")
+
+
+def metrics_for(counters: Sequence[Any]) -> list[Metric]:
+    """The exported counters of a screen's counters; a name two counters share gets the
+    alias appended to the later ones."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for spec in counters:
+        m = metric_for(spec)
+        if m.name in seen:
+            stem = m.name.removesuffix("_total")
+            alias = re.sub(r"[^a-z0-9]+", "_", str(spec.alias).lower())
+            m = Metric(f"{stem}_{alias}_total", m.help, m.scale)
+        seen.add(m.name)
+        out.append(m)
+    return out
+
+
+@dataclass
+class _Group:
+    """The running totals of one label set (index 0: CPU seconds, then one per counter)."""
+
+    totals: np.ndarray
+    tasks: int = 0
+    running: np.ndarray | None = None  # min running fraction per counter, last refresh
+    ok: np.ndarray | None = None  # 1.0 when every task read the counter OK, last refresh
+
+
+@dataclass
+class Aggregator:
+    """Counter totals per label set, fed one frame per refresh."""
+
+    metrics: list[Metric]
+    by: str = "comm"  # "comm" (comm, user, cgroup), "cgroup", or "pid" (top N + other)
+    top: int = 20
+    cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
+    cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
+    _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label names of every per-group series."""
+        base = ("comm", "user", "cgroup")
+        if self.by == "cgroup":
+            return ("cgroup",)
+        if self.by != "pid":
+            return base
+        return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
+
+    def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
+        key = (frame.name[i], frame.user[i], self.cgroup_of(int(frame.pid[i])))
+        if self.by == "cgroup":
+            return key[2:]
+        if self.by != "pid":
+            return key
+        pid = (str(int(frame.pid[i])),)
+        return (*pid, *key, frame.cmdline[i]) if self.cmdline else (*pid, *key)
+
+    def _other(self) -> tuple[str, ...]:
+        return (OTHER, OTHER, "", "", "") if self.cmdline else (OTHER, OTHER, "", "")
+
+    def update(self, frame: Frame) -> Snapshot:
+        """Add one frame's deltas to the totals; the snapshot to export now."""
+        k = len(self.metrics)
+        deltas = _deltas(frame, self.metrics)
+        keys = [self._key(frame, i) for i in range(len(frame))]
+        for g in self._groups.values():
+            g.tasks, g.running, g.ok = 0, None, None
+        if self.by == "pid":
+            shown = set(np.argsort(-frame.cpu_total, kind="stable")[: self.top].tolist())
+            shown_keys = {keys[i] for i in shown}
+            for key in [key for key in self._groups if key != self._other()]:
+                if key not in shown_keys:
+                    del self._groups[key]  # out of the top N, or ended: the series stops
+            keys = [keys[i] if i in shown else self._other() for i in range(len(frame))]
+        for i, key in enumerate(keys):
+            g = self._groups.get(key)
+            if g is None:
+                g = self._groups[key] = _Group(np.zeros(k + 1))
+            g.totals += deltas[i]
+            g.tasks += 0 if frame.dead[i] else 1
+            running, ok = _row_quality(frame, i, k)
+            g.running = running if g.running is None else np.fmin(g.running, running)
+            g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
+        return self.snapshot(frame)
+
+    def snapshot(self, frame: Frame) -> Snapshot:
+        """The families of the current totals (and the last refresh's gauges)."""
+        items = sorted(self._groups.items())
+        fams = [
+            Family(
+                f"{PREFIX}cpu_seconds_total",
+                "CPU time (user + system, from /proc/PID/stat), seconds",
+                "counter", self.labels, tuple((key, float(g.totals[0])) for key, g in items),
+            )
+        ]  # fmt: skip
+        for j, m in enumerate(self.metrics, start=1):
+            fams.append(Family(m.name, m.help, "counter", self.labels,
+                               tuple((key, float(g.totals[j])) for key, g in items)))  # fmt: skip
+        fams += self._gauges(items)
+        fams.append(Family(f"{PREFIX}refresh_interval_seconds",
+                           "Seconds covered by the latest refresh", "gauge", (),
+                           (((), float(frame.interval)),)))  # fmt: skip
+        fams.append(Family(f"{PREFIX}tasks_tracked", "Tasks (threads) tracked by tiptop",
+                           "gauge", (), (((), float(frame.tasks_total)),)))  # fmt: skip
+        return Snapshot(tuple(fams), frame.timestamp)
+
+    def _gauges(self, items: list[tuple[tuple[str, ...], _Group]]) -> list[Family]:
+        """Tasks per group; per counter the running fraction and whether it read OK."""
+        live = [(key, g) for key, g in items if g.running is not None]
+        ev_labels = ("event", *self.labels)
+        running, ok = [], []
+        for key, g in live:
+            for j, m in enumerate(self.metrics):
+                name = (m.name.removeprefix(PREFIX).removesuffix("_total"), *key)
+                assert g.running is not None and g.ok is not None
+                if not np.isnan(g.running[j]):
+                    running.append((name, float(g.running[j])))
+                ok.append((name, float(g.ok[j])))
+        return [
+            Family(f"{PREFIX}tasks", "Tasks of the group alive at the latest refresh", "gauge",
+                   self.labels, tuple((key, float(g.tasks)) for key, g in live)),
+            Family(f"{PREFIX}event_running_ratio",
+                   "Least time_running/time_enabled of the group's tasks in the latest "
+                   "refresh (below 1: multiplexed, the count is scaled)", "gauge",
+                   ev_labels, tuple(running)),
+            Family(f"{PREFIX}event_read_ok",
+                   "1 when every task of the group read the counter in the latest refresh, "
+                   "0 when some count is missing (not counted or unreadable)", "gauge",
+                   ev_labels, tuple(ok)),
+        ]  # fmt: skip
+
+
+def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
+    """Per row: CPU seconds then each counter's scaled delta in base units; a cell that
+    was not read OK adds nothing (its ``event_read_ok`` gauge says so)."""
+    n, k = len(frame), len(metrics)
+    out = np.zeros((n, k + 1))
+    cpu = np.nan_to_num(frame.cpu_total, nan=0.0) * frame.interval / 100.0
+    out[:, 0] = np.maximum(cpu, 0.0)
+    if k:
+        raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
+        good = (frame.counter_status == Status.OK) & np.isfinite(raw) & (raw >= 0)
+        scale = np.array([m.scale for m in metrics])
+        out[:, 1:] = np.where(good, raw, 0.0) * scale
+    return out
+
+
+def _row_quality(frame: Frame, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """One row's running fractions (nan when unknown) and OK flags per counter."""
+    if not k:
+        return np.zeros(0), np.zeros(0)
+    running = np.asarray(frame.counter_running[i], np.float64)
+    ok = (frame.counter_status[i] == Status.OK).astype(np.float64)
+    return running, ok
+
+
+__all__ = ["OTHER", "PREFIX", "Aggregator", "Family", "Metric", "Snapshot", "metrics_for"]
