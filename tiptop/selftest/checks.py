@@ -18,7 +18,7 @@ from tiptop.vocab import HwId, PerfType, SwId
 
 #: Iteration counts per kernel: four sizes, the largest 8 times the smallest.
 SIZES: dict[str, tuple[int, ...]] = {
-    "loop": (250_000, 500_000, 1_000_000, 2_000_000),
+    "loop": (1_000_000, 2_000_000, 4_000_000, 8_000_000),
     "mispredict": (100_000, 200_000, 400_000, 800_000),
     "touch": (64, 128, 256, 512),
     "pingpong": (50, 100, 200, 400),
@@ -38,7 +38,7 @@ class Check:
 
 
 _HW, _SW = int(PerfType.HARDWARE), int(PerfType.SOFTWARE)
-_CPU_TIME = Check("loop", None, 0.02, "the child's CPU time (/proc/PID/schedstat)")
+_CPU_TIME = Check("loop", None, 0.05, "the child's CPU time (/proc/PID/schedstat)")
 CHECKS: dict[tuple[int, int], Check] = {
     (_HW, HwId.INSTRUCTIONS): Check("loop", Fraction(2), 0.005, "2 instructions per iteration"),
     (_HW, HwId.BRANCH_INSTRUCTIONS): Check("loop", Fraction(1), 0.005, "1 branch per iteration"),

@@ -59,8 +59,10 @@ class KernelChild:
             **os.environ,
             "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
         }
+        # /proc/self/exe: this interpreter even when its path is not ours to reach (proc(5))
+        exe = sys.executable if os.access(sys.executable, os.X_OK) else "/proc/self/exe"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
+            [exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
             pass_fds=(self.go_r, self.done_w),
         )  # fmt: skip
