@@ -143,3 +143,23 @@ def test_unprivileged_user_mode(root_only) -> None:
         cs = rows["context-switches"]
         assert cs["kind"] == "unsupported" and "paranoid" in cs["verdict"], cs
     assert r.returncode == 0, (doc["summary"], r.stderr, os.getuid())
+
+
+def test_every_kernel_runs_here() -> None:
+    """Each kernel of this architecture runs in the child and returns (none faults): the
+    mispredict kernel too, which only a PMU with branch-misses would otherwise run. Page
+    faults: N for ``touch`` and none for the others (their code and stack are already mapped)."""
+    from tiptop.engine.plan import Planner
+    from tiptop.messages import MessageLog
+    from tiptop.selftest.code import KERNELS
+    from tiptop.selftest.measure import KernelChild, measure
+
+    backend = PerfBackend()
+    planner = Planner(backend, Host.read(), MessageLog(), threads=False, kernel=False)
+    splan = planner.plan(screen("pf", counters={"PF": "page-faults", "TC": "task-clock"}))
+    with KernelChild() as child:
+        for kernel in KERNELS:
+            run = measure(child, kernel, 300, splan, planner, backend)
+            assert not run.failed, run.failed
+            assert run.counts[0] == (300 if kernel == "touch" else 0), (kernel, run.counts)
+            assert run.counts[1] > 0 and run.running[1] > 0, (kernel, run)

@@ -57,15 +57,20 @@ class KernelChild:
         root = str(Path(__file__).resolve().parents[2])
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
         }
         # /proc/self/exe: this interpreter even when its path is not ours to reach (proc(5))
         exe = sys.executable if os.access(sys.executable, os.X_OK) else "/proc/self/exe"
-        self.proc = subprocess.Popen(
-            [exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-            pass_fds=(self.go_r, self.done_w),
-        )  # fmt: skip
+        try:
+            self.proc = subprocess.Popen(
+                [exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                pass_fds=(self.go_r, self.done_w),
+            )  # fmt: skip
+        except OSError as e:
+            for fd in (self.go_r, self.go_w, self.done_r, self.done_w):
+                os.close(fd)
+            raise ChildError(f"the kernel child could not start: {e.strerror or e}") from None
         os.close(self.go_r)
         os.close(self.done_w)
         assert self.proc.stdout is not None
