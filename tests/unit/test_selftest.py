@@ -149,3 +149,23 @@ def test_nothing_opens_exit_2_with_reasons(tmp_path) -> None:
     text = format_text("d", rows, 2)
     assert text.splitlines()[-1].endswith("nothing checked (exit 2)")
     assert '"exit": 2' in format_json("d", rows, 2)
+
+
+def test_chase_ring_is_one_cycle_through_every_line() -> None:
+    """The pointer-chase ring: from the first line, following the stored addresses visits
+    every cache line once and comes back (one cycle: every load depends on the previous)."""
+    import ctypes
+
+    from tiptop.selftest.child import ring
+    from tiptop.selftest.code import LINE
+
+    m = ring(8192)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    words = (ctypes.c_uint64 * (8192 // 8)).from_buffer(m)
+    seen, at = [], base
+    for _ in range(8192 // LINE):
+        seen.append((at - base) // LINE)
+        at = words[(at - base) // 8]
+    assert at == base and sorted(seen) == list(range(8192 // LINE))
+    assert seen[:4] != [0, 1, 2, 3]  # shuffled, not a stride a prefetcher would follow
+    del words

@@ -22,6 +22,8 @@ SIZES: dict[str, tuple[int, ...]] = {
     "mispredict": (100_000, 200_000, 400_000, 800_000),
     "touch": (64, 128, 256, 512),
     "pingpong": (50, 100, 200, 400),
+    "chase_small": (100_000, 200_000, 400_000, 800_000),
+    "chase_large": (25_000, 50_000, 100_000, 200_000),
 }
 
 
@@ -37,7 +39,9 @@ class Check:
     basis: str
 
 
-_HW, _SW = int(PerfType.HARDWARE), int(PerfType.SOFTWARE)
+_HW, _SW, _CACHE = int(PerfType.HARDWARE), int(PerfType.SOFTWARE), int(PerfType.HW_CACHE)
+#: ``PERF_TYPE_HW_CACHE`` configs: id | op << 8 | result << 16 (perf_event_open(2)).
+_L1D_READ_ACCESS, _L1D_READ_MISS = 0 | 0 << 8 | 0 << 16, 0 | 0 << 8 | 1 << 16
 _CPU_TIME = Check("loop", None, 0.05, "the child's CPU time (/proc/PID/schedstat)")
 CHECKS: dict[tuple[int, int], Check] = {
     (_HW, HwId.INSTRUCTIONS): Check("loop", Fraction(2), 0.005, "2 instructions per iteration"),
@@ -49,6 +53,12 @@ CHECKS: dict[tuple[int, int], Check] = {
     (_SW, SwId.CPU_CLOCK): _CPU_TIME,
     (_SW, SwId.PAGE_FAULTS): Check("touch", Fraction(1), 0.01, "1 fresh page per iteration"),
     (_SW, SwId.PAGE_FAULTS_MIN): Check("touch", Fraction(1), 0.01, "1 fresh page per iteration"),
+    (_CACHE, _L1D_READ_ACCESS): Check(
+        "chase_small", Fraction(1), 0.10, "1 load per iteration (4 KiB ring: L1 hits)"
+    ),
+    (_CACHE, _L1D_READ_MISS): Check(
+        "chase_large", Fraction(1), 0.10, "1 L1 miss per iteration (16 MiB random ring)"
+    ),
     (_SW, SwId.CONTEXT_SWITCHES): Check(
         "pingpong", Fraction(1), 0.10, "1 blocking pipe read per iteration"
     ),

@@ -17,9 +17,10 @@ import contextlib
 import ctypes
 import mmap
 import os
+import random
 import sys
 
-from tiptop.selftest.code import PAGE, kernel_code
+from tiptop.selftest.code import CHASE_BYTES, LINE, PAGE, kernel_code
 
 _PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4  # include/uapi/asm-generic/mman-common.h
 _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_void_p)
@@ -54,6 +55,24 @@ def fresh_pages(n: int) -> mmap.mmap:
     return m
 
 
+def ring(size: int) -> mmap.mmap:
+    """``size`` bytes holding one cycle through all their cache lines in a random order: at
+    each line, the address of the next (a pointer chase: no prefetcher guesses it), every
+    page touched before any counting starts."""
+    m = fresh_pages(size // PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    order = list(range(1, size // LINE))
+    random.Random(1).shuffle(order)
+    words = (ctypes.c_uint64 * (size // 8)).from_buffer(m)
+    prev = 0
+    for line in order:
+        words[prev * (LINE // 8)] = base + line * LINE
+        prev = line
+    words[prev * (LINE // 8)] = base
+    del words
+    return m
+
+
 def serve(rfd: int, wfd: int, arch: str) -> int:
     """Map the kernels, then run the ones asked for on stdin until it closes."""
     from tiptop.selftest.code import KERNELS
@@ -68,14 +87,17 @@ def serve(rfd: int, wfd: int, arch: str) -> int:
         print(f"refused: an executable mapping was refused ({why}): a W^X policy", flush=True)
         return 3
     print("ok", flush=True)
+    rings = {}
     for line in sys.stdin:
         name, n = line.split()
         count = int(n)
-        buf = fresh_pages(count) if name == "touch" else None
+        if name in CHASE_BYTES and name not in rings:
+            rings[name] = ring(CHASE_BYTES[name])
+        buf = fresh_pages(count) if name == "touch" else rings.get(name)
         ref = ctypes.c_char.from_buffer(buf) if buf is not None else None
         kernels[name].fn(count, rfd, wfd, ctypes.addressof(ref) if ref is not None else None)
         del ref
-        if buf is not None:
+        if name == "touch" and buf is not None:
             buf.close()
     return 0
 

@@ -20,7 +20,9 @@ arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h).
 Kernels (``KERNELS``): ``loop`` (2 instructions and 1 conditional branch per iteration),
 ``mispredict`` (a xorshift64 generator's low bit decides a branch: half of them mispredicted),
 ``touch`` (one store per 4 KiB page of ``buf``: one page fault per fresh page), ``pingpong``
-(one ``write`` then one blocking ``read`` per iteration: one context switch each).
+(one ``write`` then one blocking ``read`` per iteration: one context switch each),
+``chase_small``/``chase_large`` (one load per iteration, each from the address the previous
+load gave, over a random ring of cache lines in ``buf``: below and above the L1 size).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Kernel names, in the order the self-test runs them.
-KERNELS = ("loop", "mispredict", "touch", "pingpong")
+KERNELS = ("loop", "mispredict", "touch", "pingpong", "chase_small", "chase_large")
+#: The code each kernel runs (the two chases differ only by their ring's size).
+CODE_OF = {"chase_small": "chase", "chase_large": "chase"}
+#: Bytes of the ring each chase walks: well below any L1 data cache (16 KiB and up), and far
+#: above L1 and L2, so that every load misses L1.
+CHASE_BYTES = {"chase_small": 4096, "chase_large": 16 << 20}
+#: One pointer per cache line.
+LINE = 64
 #: Architectures with kernels (``os.uname().machine``).
 ARCHES = ("x86_64", "aarch64")
 PAGE = 4096
@@ -93,6 +102,12 @@ _X86_BODIES: dict[str, list[bytes | Label | Jump]] = {
         Jump(_X86_JNZ, "L"),
     ],
     "pingpong": [Label("L"), _X86_WRITE, _X86_READ, _X86_DEC_R8, Jump(_X86_JNZ, "L")],
+    "chase": [
+        Label("L"),
+        bytes.fromhex("488b1b"),
+        _X86_DEC_R8,
+        Jump(_X86_JNZ, "L"),
+    ],  # mov rbx, [rbx]
 }
 
 
@@ -184,6 +199,7 @@ _A64_BODIES: dict[str, list[int | Label | Jump]] = {
         _A64_SUBS_X9,
         Jump(_A64_BNE, "L"),
     ],
+    "chase": [Label("L"), 0xF940018C, _A64_SUBS_X9, Jump(_A64_BNE, "L")],  # ldr x12, [x12]
 }
 
 
@@ -213,6 +229,7 @@ def kernel_code(arch: str, name: str) -> bytes:
     """The machine code of kernel ``name`` for ``arch`` (see the module doc).
 
     Raises ``KeyError`` for an architecture or kernel without code."""
+    name = CODE_OF.get(name, name)
     if arch == "x86_64":
         body = _x86(_X86_BODIES[name])
         return (
