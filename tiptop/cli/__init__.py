@@ -74,6 +74,7 @@ Usage: {prog} [option] [-- command args]
 	--format f            batch output: text (default), csv or json
 	--list-events         list events and whether they open here
 	--check               explain what this machine allows, and how to get more
+	--selftest            check that the counters count what the screen (-S) says (--format json)
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
 	--replay FILE         show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
@@ -183,7 +184,7 @@ def _main(argv: list[str], prog: str) -> int:
     opts, warnings = merge(loaded.options, actions)
     opts.command = command
     problems = [str(w) for w in [*warnings, *loaded.problems]]
-    one_shot = opts.list_screens or opts.export or opts.list_events or opts.check
+    one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest
     # Live mode would wipe stderr lines at its first draw: its error log gets them instead.
     deferred = problems if not one_shot and is_live(opts) else []
     if not deferred:
@@ -203,6 +204,10 @@ def _main(argv: list[str], prog: str) -> int:
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
+    if opts.selftest:
+        from tiptop.cli.selftest import run_selftest_command
+
+        return run_selftest_command(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
     if opts.plot:
         from tiptop.cli.plot import run_plot
 

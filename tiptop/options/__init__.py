@@ -110,6 +110,7 @@ class Options:
     list_screens: bool = False
     list_events: bool = False
     check: bool = False
+    selftest: bool = False  # --selftest
 
     @property
     def watch(self) -> int | str | None:

@@ -62,6 +62,7 @@ LONG = {
     "format": ("set", "format"),
     "list-events": ("flag", "list_events"),
     "check": ("flag", "check"),
+    "selftest": ("flag", "selftest"),
     "export": ("set", "export"),
     "record": ("set", "record"),
     "replay": ("set", "replay"),

@@ -1,0 +1,165 @@
+"""``tiptop --selftest`` for real on this machine: the kernels run in a child, counted by pid.
+
+Software events are checked everywhere: page faults exactly one per fresh page, task-clock
+against the child's CPU time, context switches one per pipe ping-pong. Hardware events say
+why they cannot be checked where there is no PMU. A counter made wrong on purpose (a backend
+whose reads inflate every count by 1%) turns the verdict to "off" and the exit status to 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.helpers import nobody_command
+from tests.support.builders import screen
+from tiptop.host import Host
+from tiptop.kernel import PerfBackend
+from tiptop.selftest.checks import exit_code
+from tiptop.selftest.report import run_selftest
+
+TIPTOP = ["-m", "tiptop", "--selftest"]
+
+
+def _json(args: list[str], cmd: list[str] | None = None, env: dict[str, str] | None = None):
+    import sys
+
+    r = subprocess.run(
+        [*(cmd or [sys.executable]), *TIPTOP, "--format", "json", *args],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert r.stdout, r.stderr
+    return r, json.loads(r.stdout)
+
+
+def _rows(doc: dict) -> dict[str, dict]:
+    return {e["event"]: e for e in doc["events"]}
+
+
+def test_software_events_checked_and_exit_0() -> None:
+    """Default screen: page-faults exact, task-clock within 5% of the child's CPU time,
+    context-switches (root: counted in kernel mode) within 10%; exit 0."""
+    r, doc = _json([])
+    rows = _rows(doc)
+    pf = rows["page-faults"]
+    assert pf["kind"] == "exact" and pf["slope"] == 1.0 and pf["r2"] == 1.0, pf
+    assert pf["counts"] == [float(n) for n in pf["sizes"]], pf  # no fault outside the body
+    tc = rows["task-clock"]
+    assert tc["kind"] in ("exact", "within"), tc
+    assert tc["slope"] == pytest.approx(tc["predicted"], rel=0.05)
+    if Host.read().kernel_counting_allowed:
+        cs = rows["context-switches"]
+        assert cs["kind"] in ("exact", "within") and cs["predicted"] == 1.0, cs
+    assert r.returncode == doc["exit"] == 0, doc["summary"]
+
+
+def test_hardware_rows_say_why_without_pmu() -> None:
+    """``-S default`` where cycles do not open: every hardware row is "unsupported here"
+    with the errno, the software rows still pass, exit 0; text has one line per event."""
+    try:
+        PerfBackend().open_group(0, [screen_attr_cycles()]).close()
+        pytest.skip("a hardware PMU answers here")
+    except OSError:
+        pass
+    r, doc = _json(["-S", "default"])
+    hw = [e for e in doc["events"] if e["alias"] in ("CYCLE", "INSN", "MISS", "BR", "BUS")]
+    assert len(hw) == 5
+    for e in hw:
+        assert e["kind"] == "unsupported" and "ENOENT" in e["verdict"], e
+    assert r.returncode == 0, [e for e in doc["events"] if e["kind"] not in ("exact", "within")]
+    import sys
+
+    t = subprocess.run([sys.executable, *TIPTOP, "-S", "default"], capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    lines = t.stdout.splitlines()
+    assert len(lines) == 2 + len(doc["events"]) + 1, t.stdout
+    assert lines[-1].startswith("selftest: 3 good, 0 off, 5 unsupported here"), lines[-1]
+    assert t.returncode == 0
+
+
+def screen_attr_cycles():
+    """The attr of ``cycles``."""
+    from tiptop.kernel import Attr
+
+    return Attr(type=0, config=0)
+
+
+class _Inflated:
+    """A real group whose raw reads say 1% more of every count (ids and times untouched)."""
+
+    def __init__(self, group) -> None:
+        self.group = group
+        self.ids = group.ids
+        self.n_fds = group.n_fds
+
+    def read_raw(self) -> bytes:
+        w = np.frombuffer(self.group.read_raw(), np.uint64).copy()
+        w[3::2] = (w[3::2].astype(np.float64) * 1.01).astype(np.uint64)
+        return w.tobytes()
+
+    def read(self):
+        return self.group.read()
+
+    def close(self) -> None:
+        self.group.close()
+
+
+class _Inflating:
+    """A backend whose groups are :class:`_Inflated`."""
+
+    def __init__(self) -> None:
+        self.real = PerfBackend()
+
+    def open_group(self, tid, attrs):
+        return _Inflated(self.real.open_group(tid, attrs))
+
+    def open_pidfd(self, tid, thread):
+        return self.real.open_pidfd(tid, thread)
+
+
+def test_wrong_counts_are_off_and_exit_1() -> None:
+    """Counts inflated by 1% through the engine's reads: page-faults is "off by +1.x%"."""
+    scr = screen("pf", counters={"PF": "page-faults"}, columns=[("PF", "%5.0f", "delta(PF)")])
+    rows = run_selftest(scr, Host.read(), backend=_Inflating())
+    pf = next(r for r in rows if r.alias == "PF")
+    assert pf.kind == "off" and pf.verdict.startswith("off by +1."), pf
+    assert exit_code(rows) == 1
+
+
+def test_unprivileged_user_mode(root_only) -> None:
+    """As uid 65534 with perf_event_paranoid 2: user-mode software counts still check out;
+    context switches (kernel-only) say why they cannot be counted."""
+    host = Host.read()
+    cmd, env = nobody_command([])
+    r, doc = _json([], cmd=cmd, env=env)
+    rows = _rows(doc)
+    assert rows["page-faults"]["kind"] == "exact", rows["page-faults"]
+    assert rows["task-clock"]["kind"] in ("exact", "within"), rows["task-clock"]
+    if host.paranoid is not None and host.paranoid >= 2:
+        cs = rows["context-switches"]
+        assert cs["kind"] == "unsupported" and "paranoid" in cs["verdict"], cs
+    assert r.returncode == 0, (doc["summary"], r.stderr, os.getuid())
+
+
+def test_every_kernel_runs_here() -> None:
+    """Each kernel of this architecture runs in the child and returns (none faults): the
+    mispredict kernel too, which only a PMU with branch-misses would otherwise run. Page
+    faults: N for ``touch`` and none for the others (their code and stack are already mapped)."""
+    from tiptop.engine.plan import Planner
+    from tiptop.messages import MessageLog
+    from tiptop.selftest.code import KERNELS
+    from tiptop.selftest.measure import KernelChild, measure
+
+    backend = PerfBackend()
+    planner = Planner(backend, Host.read(), MessageLog(), threads=False, kernel=False)
+    splan = planner.plan(screen("pf", counters={"PF": "page-faults", "TC": "task-clock"}))
+    with KernelChild() as child:
+        for kernel in KERNELS:
+            run = measure(child, kernel, 300, splan, planner, backend)
+            assert not run.failed, run.failed
+            assert run.counts[0] == (300 if kernel == "touch" else 0), (kernel, run.counts)
+            assert run.counts[1] > 0 and run.running[1] > 0, (kernel, run)

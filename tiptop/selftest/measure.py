@@ -1,0 +1,180 @@
+"""The self-test's measuring side: the kernel child, and counting it through tiptop's engine.
+
+The counters take the live view's path: the screen is planned by ``engine.plan.Planner``
+(resolve, probe on ourselves, pack into groups per PMU, the same attrs: user space only,
+``inherit``, group reads), each group is opened on the child's pid and wrapped in an
+``engine.readout.Unit`` (its opening read is the base), and the counts come from
+``engine.readout.read_units`` (deltas modulo 2**64, scaled by ``enabled / running`` when
+multiplexed). Only the attachment moment differs from a refresh: the groups are opened while
+the child sleeps in the kernel's first ``read`` and read once it sleeps in the last one
+(``/proc/PID/stat`` state ``S``, proc(5)), so a run counts the kernel's body plus a fixed
+handful of instructions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tiptop.engine.plan import Planner, ScreenPlan
+from tiptop.engine.readout import Unit, read_units
+from tiptop.errors import CounterError, TiptopError
+from tiptop.kernel.backend import Backend
+
+#: Seconds to wait for the child at any step (the emulated guest is ~100x slower).
+WAIT_S = 120.0
+
+
+class ChildError(TiptopError):
+    """The kernel child could not start, was refused its code, or died."""
+
+
+@dataclass
+class Run:
+    """One kernel run: per alias, the scaled count and the group's Δtime_running; the child's
+    CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here."""
+
+    counts: np.ndarray
+    running: np.ndarray
+    cpu_ns: float
+    failed: dict[int, str]
+
+
+class KernelChild:
+    """``python3 -m tiptop.selftest.child``, started at once; a context manager."""
+
+    def __init__(self) -> None:
+        self.go_r, self.go_w = os.pipe()
+        self.done_r, self.done_w = os.pipe()
+        root = str(Path(__file__).resolve().parents[2])
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+        }
+        # /proc/self/exe: this interpreter even when its path is not ours to reach (proc(5))
+        exe = sys.executable if os.access(sys.executable, os.X_OK) else "/proc/self/exe"
+        try:
+            self.proc = subprocess.Popen(
+                [exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                pass_fds=(self.go_r, self.done_w),
+            )  # fmt: skip
+        except OSError as e:
+            for fd in (self.go_r, self.go_w, self.done_r, self.done_w):
+                os.close(fd)
+            raise ChildError(f"the kernel child could not start: {e.strerror or e}") from None
+        os.close(self.go_r)
+        os.close(self.done_w)
+        assert self.proc.stdout is not None
+        first = self.proc.stdout.readline().strip()
+        if first != "ok":
+            self.close()
+            raise ChildError(first.removeprefix("refused: ") or "the kernel child did not start")
+
+    @property
+    def pid(self) -> int:
+        """The child's pid (the counters' target)."""
+        return self.proc.pid
+
+    def ask(self, kernel: str, n: int) -> None:
+        """Start ``kernel`` with ``n`` iterations; returns once it sleeps before its body."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{kernel} {n}\n")
+        self.proc.stdin.flush()
+        self.expect()
+        self.wait_sleeping()
+
+    def go(self) -> None:
+        """Wake the kernel (one byte on its pipe)."""
+        os.write(self.go_w, b"g")
+
+    def expect(self) -> None:
+        """Wait for one byte from the kernel."""
+        ready, _, _ = select.select([self.done_r], [], [], WAIT_S)
+        if not ready or not os.read(self.done_r, 1):
+            code = self.proc.poll()
+            why = f"ended with status {code}" if code is not None else "did not answer"
+            raise ChildError(f"the kernel child {why}")
+
+    def wait_sleeping(self) -> None:
+        """Wait until the child sleeps (state ``S``: it is blocked in its ``read``)."""
+        end = time.monotonic() + WAIT_S
+        while time.monotonic() < end:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+            if state == b"S":
+                return
+            time.sleep(0.0002)
+        raise ChildError("the kernel child never went to sleep")
+
+    def cpu_ns(self) -> float:
+        """The child's time on a CPU so far, in ns (``/proc/PID/schedstat``, first field)."""
+        try:
+            with open(f"/proc/{self.pid}/schedstat") as f:
+                return float(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+
+    def close(self) -> None:
+        """End the child and close the pipes."""
+        for fd in (self.go_w, self.done_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> KernelChild:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def measure(
+    child: KernelChild, kernel: str, n: int, splan: ScreenPlan, planner: Planner, backend: Backend
+) -> Run:
+    """Run ``kernel`` once with ``n`` iterations, every group of ``splan`` attached to the
+    child by pid (see the module doc)."""
+    plan = splan.plan
+    child.ask(kernel, n)
+    cpu0 = child.cpu_ns()
+    units: list[Unit] = []
+    failed: dict[int, str] = {}
+    try:
+        for g, gdef in enumerate(plan.groups):
+            try:
+                units.append(Unit(backend.open_group(child.pid, gdef.attrs), g))
+            except CounterError as e:
+                for j in gdef.alias_index:
+                    failed[int(j)] = planner.explain(e, plan.aliases[int(j)], gdef.pmu)
+        child.go()
+        if kernel == "pingpong":
+            for _ in range(n):
+                child.expect()
+                child.go()
+        child.expect()
+        child.wait_sleeping()
+        readout, errors = read_units(plan, [units])
+        for _, unit, e in errors:
+            for j in plan.groups[unit.gdef].alias_index:
+                failed[int(j)] = f"read failed: {e.strerror or e}"
+        cpu = child.cpu_ns() - cpu0
+    finally:
+        for u in units:
+            u.close()
+    child.go()  # out of the kernel's last read
+    return Run(readout.total[0].copy(), readout.total_running[0].copy(), cpu, failed)

@@ -1,0 +1,164 @@
+"""``tiptop --selftest``: plan the screen, run the kernels, fit, and print the verdicts.
+
+One line per event of the screen plus the software events checked everywhere (task-clock,
+page-faults, context-switches, when the screen lacks them), then one summary line; the exit
+status is ``checks.exit_code``. See docs/selftest.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from tiptop.engine.plan import Planner, ScreenPlan
+from tiptop.errors import EventError
+from tiptop.events import resolve, resolve_numeric
+from tiptop.host import Host
+from tiptop.kernel.backend import Backend
+from tiptop.messages import MessageLog
+from tiptop.screens.model import CounterSpec, NamedEvent, ScreenSpec
+from tiptop.selftest.checks import SIZES, Row, check_for, exit_code, judge, summary
+from tiptop.selftest.code import KERNELS
+from tiptop.selftest.measure import ChildError, KernelChild, Run, measure
+
+#: Software events every self-test checks, with the aliases they get when the screen lacks them.
+EXTRAS = (("task-clock", "st-task-clock"), ("page-faults", "st-page-faults"),
+          ("context-switches", "st-context-switches"))  # fmt: skip
+
+
+def _event_key(c: CounterSpec, sysfs_root: str) -> tuple[int, int] | None:
+    """The perf type and config a counter resolves to here (its first binding), or None."""
+    try:
+        if isinstance(c.event, NamedEvent):
+            b = resolve(c.event.name, sysfs_root=sysfs_root)
+        else:
+            b = resolve_numeric(c.event.type, c.event.config, sysfs_root=sysfs_root)
+    except EventError:
+        return None
+    return b[0].attr.type, b[0].attr.config
+
+
+def selftest_screen(screen: ScreenSpec, sysfs_root: str) -> ScreenSpec:
+    """``screen``'s counters plus the software events it lacks (``EXTRAS``), no columns."""
+    have = {_event_key(c, sysfs_root) for c in screen.counters}
+    extra = []
+    for name, alias in EXTRAS:
+        c = CounterSpec(alias=alias, event=NamedEvent(name), config=name)
+        if _event_key(c, sysfs_root) not in have:
+            extra.append(c)
+    return ScreenSpec(screen.name, screen.desc, (*screen.counters, *extra), ())
+
+
+def _label(c: CounterSpec) -> str:
+    return c.event.name if isinstance(c.event, NamedEvent) else c.config
+
+
+def _rows(spec: ScreenSpec, splan: ScreenPlan, log: MessageLog) -> list[Row]:
+    """A row per counter: unsupported (with the probe's reason) when not opened here."""
+    keys: dict[int, tuple[int, int]] = {}
+    for g in splan.plan.groups:
+        for attr, j in zip(g.attrs, g.alias_index, strict=True):
+            keys.setdefault(int(j), (attr.type, attr.config))
+    rows = []
+    for j, c in enumerate(spec.counters):
+        row = Row(c.alias, _label(c))
+        if j not in keys:
+            msg = log.about(c.alias)
+            row.kind = "unsupported"
+            row.verdict = "unsupported here: " + (msg.line if msg else "not opened")
+        elif (chk := check_for(*keys[j])) is not None:
+            row.kernel = chk.kernel
+        rows.append(row)
+    return rows
+
+
+def _run_kernels(
+    needed: set[str], splan: ScreenPlan, planner: Planner, backend: Backend
+) -> dict[str, list[Run]]:
+    """Every needed kernel at each of its sizes, in one child."""
+    runs: dict[str, list[Run]] = {}
+    with KernelChild() as child:
+        for kernel in KERNELS:
+            if kernel in needed:
+                runs[kernel] = [
+                    measure(child, kernel, n, splan, planner, backend) for n in SIZES[kernel]
+                ]
+    return runs
+
+
+def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None) -> list[Row]:
+    """Check ``screen``'s events (and ``EXTRAS``) on this machine; one row each."""
+    if backend is None:
+        from tiptop.kernel import PerfBackend
+
+        backend = PerfBackend()
+    log = MessageLog()
+    planner = Planner(backend, host, log, threads=False, kernel=False)
+    spec = selftest_screen(screen, host.sysfs_root)
+    splan = planner.plan(spec)
+    rows = _rows(spec, splan, log)
+    needed = {r.kernel for r in rows if r.kernel and r.kind != "unsupported"}
+    try:
+        runs = _run_kernels(needed, splan, planner, backend) if needed else {}
+    except ChildError as e:
+        for r in rows:
+            if r.kernel in needed:
+                r.kind, r.verdict = "unsupported", f"unsupported here: {e}"
+        return rows
+    for j, r in enumerate(rows):
+        if r.kind == "unsupported" or r.kernel not in runs:
+            continue
+        rs = runs[r.kernel]
+        why = next((x.failed[j] for x in rs if j in x.failed), None)
+        if why is not None:
+            r.kind, r.verdict = "unsupported", f"unsupported here: {why}"
+            continue
+        key = next(
+            (a.type, a.config)
+            for g in splan.plan.groups
+            for a, k in zip(g.attrs, g.alias_index, strict=True)
+            if k == j
+        )
+        chk = check_for(*key)
+        assert chk is not None
+        judge(r, chk, list(SIZES[r.kernel]), [float(x.counts[j]) for x in rs],
+              [x.cpu_ns for x in rs])  # fmt: skip
+    return rows
+
+
+def _num(v: float | None, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.{digits}f}"
+
+
+def format_text(screen: str, rows: list[Row], code: int) -> str:
+    """The report as aligned text: a header, one line per event, the summary."""
+    head = (f"tiptop selftest: screen '{screen}' on {os.uname().machine}; kernels counted "
+            "by pid through tiptop's engine (user space only), fitted over 4 sizes")  # fmt: skip
+    lines = [head, f"{'EVENT':<28} {'KERNEL':<10} {'PREDICTED':>10} {'SLOPE':>12} "
+             f"{'INTERCEPT':>11} {'R2':>10}  VERDICT"]  # fmt: skip
+    for r in rows:
+        name = r.event if r.alias.startswith("st-") else f"{r.event} ({r.alias})"
+        lines.append(
+            f"{name:<28} {r.kernel or '-':<10} {_num(r.predicted):>10} {_num(r.slope, 6):>12} "
+            f"{_num(r.intercept, 1):>11} {_num(r.r2, 6):>10}  {r.verdict}"
+        )
+    lines.append(summary(rows, code))
+    return "\n".join(lines) + "\n"
+
+
+def format_json(screen: str, rows: list[Row], code: int) -> str:
+    """The report as one JSON document (``--format json``)."""
+    doc = {"screen": screen, "arch": os.uname().machine, "exit": code,
+           "summary": summary(rows, code), "events": [r.as_dict() for r in rows]}  # fmt: skip
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def selftest_main(screen: ScreenSpec, host: Host, fmt: str = "text") -> tuple[str, int]:
+    """Run the self-test; the report in ``fmt`` (text or json) and the exit status."""
+    rows = run_selftest(screen, host)
+    code = exit_code(rows)
+    out = format_json if fmt == "json" else format_text
+    return out(screen.name, rows, code), code
