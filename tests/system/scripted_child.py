@@ -68,11 +68,12 @@ CHILD = textwrap.dedent(
 
 
 class Child:
-    """The scripted child above, driven line by line."""
+    """A scripted child (the one above unless ``script`` is given) that prints ``ready``,
+    then ``done`` after each command, driven line by line."""
 
-    def __init__(self) -> None:
+    def __init__(self, script: str = CHILD) -> None:
         self.p = subprocess.Popen(
-            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
         assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]

@@ -4,8 +4,6 @@ its facts without a new ``/proc/PID/stat`` read, and is right again the moment i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -13,6 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from tests.system.scripted_child import Child
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.frame import Frame
@@ -48,26 +47,9 @@ def screen() -> ScreenSpec:
     )  # fmt: skip
 
 
-class Child:
-    """The scripted child above, driven line by line."""
-
-    def __init__(self) -> None:
-        self.p = subprocess.Popen(
-            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
-        self.pid = self.p.pid
-
-    def do(self, cmd: str) -> None:
-        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
-        self.p.stdin.flush()  # type: ignore[union-attr]
-        assert self.p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
-
-
 @pytest.fixture
 def child() -> Iterator[Child]:
-    c = Child()
+    c = Child(CHILD)
     yield c
     c.p.kill()
     c.p.wait()

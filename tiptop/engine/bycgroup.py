@@ -20,25 +20,14 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.engine.evaluate import _evaluate
-from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.kernel.cgroup import CgroupCache
-from tiptop.screens.expr import ColumnExpr, compile_column
+from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.screens.variables import RowFacts, environment
 
 #: The live key that switches grouping on and off.
 KEY = "G"
-
-
-def _compile(screen: ScreenSpec) -> list[ColumnExpr | None]:
-    out: list[ColumnExpr | None] = []
-    for col in screen.columns:
-        try:
-            out.append(compile_column(col.expr))
-        except SpecError:
-            out.append(None)
-    return out
 
 
 def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
@@ -88,7 +77,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         j = where.get(c.alias)
         env[c.alias] = missing if j is None else (total[:, j], tst[:, j].astype(STATUS_DTYPE))
         env[delta_key(c.alias)] = missing if j is None else (scaled[:, j], st[:, j])
-    columns = _compile(screen) if columns is None else columns
+    columns = compile_columns(screen) if columns is None else columns
     col_aliases = [
         np.array([where[a] for a in ce.aliases if a in where], np.int64) if ce else None
         for ce in columns
@@ -118,7 +107,7 @@ class CgroupSource:
         self.source = source
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
-        self._columns = _compile(source.screen)
+        self._columns = compile_columns(source.screen)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.source, name)  # messages, screen, title, attach_spawned...
@@ -148,7 +137,7 @@ class CgroupSource:
     def reconfigure(self, screen: Any = None, **changes: Any) -> None:
         """Reconfigure the wrapped source; a new screen's columns are compiled here too."""
         self.source.reconfigure(screen=screen, **changes)
-        self._columns = _compile(self.source.screen)
+        self._columns = compile_columns(self.source.screen)
 
     def close(self) -> None:
         """Close the wrapped source."""

@@ -32,10 +32,10 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.engine.evaluate import _evaluate
-from tiptop.errors import SpecError, TiptopError
+from tiptop.errors import TiptopError
 from tiptop.frame import Frame
 from tiptop.messages import MessageLog
-from tiptop.screens.expr import ColumnExpr, compile_column
+from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec, delta_key
 from tiptop.screens.variables import RowFacts, environment
 
@@ -206,16 +206,6 @@ def _counter_map(
     return out
 
 
-def _column_exprs(screen: ScreenSpec) -> list[ColumnExpr | None]:
-    out: list[ColumnExpr | None] = []
-    for col in screen.columns:
-        try:
-            out.append(compile_column(col.expr))
-        except SpecError:
-            out.append(None)
-    return out
-
-
 def decode(
     rec: Recording, index: int, screen: ScreenSpec, columns: list[ColumnExpr | None]
 ) -> Frame:
@@ -300,7 +290,7 @@ class ReplaySource:
         self.messages = messages if messages is not None else MessageLog()
         for note in rec.notes:
             self.messages.say(f"replay:{note}", note)
-        self._columns = _column_exprs(screen)
+        self._columns = compile_columns(screen)
         self._shown = False
         self._next = 0.0
 
@@ -355,7 +345,7 @@ class ReplaySource:
         """Switch screen (columns evaluated again); other settings are the recording's."""
         if screen is not None:
             self.screen = screen
-            self._columns = _column_exprs(screen)
+            self._columns = compile_columns(screen)
         self._shown = False
 
     def close(self) -> None:

@@ -45,7 +45,7 @@ from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node,
 from tiptop.screens.variables import BUILTINS
 from tiptop.vocab import CONFIG_NAMES
 
-__all__ = ["ColumnExpr", "compile_column", "evaluate_config"]
+__all__ = ["ColumnExpr", "compile_column", "compile_columns", "evaluate_config"]
 
 _U64 = (1 << 64) - 1
 _OK = int(Status.OK)
@@ -282,3 +282,15 @@ def _config(node: Node) -> int:
     if value > _U64:
         raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)
     return value
+
+
+def compile_columns(screen: Any) -> list[ColumnExpr | None]:
+    """Each column of ``screen`` compiled, or None where its expression does not compile
+    (the screen's loader has said why)."""
+    out: list[ColumnExpr | None] = []
+    for col in screen.columns:
+        try:
+            out.append(compile_column(col.expr))
+        except SpecError:
+            out.append(None)
+    return out
