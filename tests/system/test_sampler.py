@@ -29,15 +29,18 @@ def test_page_faults_exact(child: Child) -> None:
         s.start()
         child.do("pages 1")  # first-use faults of the command loop, outside the slopes
         s.refresh()
-        got = {}
+        got: dict[int, int] = {}
         for n in (100, 1000, 5000):
-            s.refresh()
-            child.do(f"pages {n}")
-            f = s.refresh()
-            i = only(f, child.pid)
-            assert f.status[i, 1] == Status.OK
-            got[n] = int(f.values[i, 1])
-        # Slope exactly 1 fault per fresh page; the handshake adds a small constant.
+            for _ in range(3):  # the least of 3: the interpreter's own faults only add
+                s.refresh()
+                child.do(f"pages {n}")
+                f = s.refresh()
+                i = only(f, child.pid)
+                assert f.status[i, 1] == Status.OK
+                got[n] = min(got.get(n, 1 << 62), int(f.values[i, 1]))
+        # Slope exactly 1 fault per fresh page; the handshake adds a small constant (an
+        # occasional extra fault of the child's interpreter, seen once in a CI run, is
+        # why each size is the least of three runs).
         assert got[1000] - got[100] == 900, got
         assert got[5000] - got[1000] == 4000, got
         assert 0 <= got[100] - 100 < 50, got
