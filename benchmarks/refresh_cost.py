@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from procbench import THREADS_CHILD  # the same sleeping-threads child as whole_process
+
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
@@ -58,17 +60,6 @@ MUX_SCREEN = ScreenSpec(
     counters=tuple(CounterSpec(f"I{i}", NamedEvent("instructions"), "instr") for i in range(10)),
     columns=tuple(ColumnSpec(f"{'I' + str(i):>6}", "%6.0f", f"delta(I{i})") for i in range(10)),
 )
-
-THREADS_CHILD = """
-import sys, threading
-threading.stack_size(64 * 1024)
-stop = threading.Event()
-ts = [threading.Thread(target=stop.wait, daemon=True) for _ in range(int(sys.argv[1]) - 1)]
-for t in ts:
-    t.start()
-print("ready", flush=True)
-sys.stdin.read()
-"""
 
 
 def start_threads(n: int) -> tuple[list[subprocess.Popen[str]], SamplerConfig]:

@@ -5,22 +5,14 @@ comments), so a change anywhere between the counters and the printed row shows u
 
 from __future__ import annotations
 
-import errno
 import io
-import types
 from pathlib import Path
 
 import pytest
 
-from tests.fakeproc import FakeProc
-from tests.support import host_at
-from tests.support.fake_backend import FakeBackend
-from tiptop.engine.sampler import Sampler, SamplerConfig
+from tests.support.sampling import default_screen_sampler
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
-from tiptop.screens import Target, builtin_screens
-
-CYCLES, INSN, MISSES, BMISS, BUS = (0, 0), (0, 1), (0, 3), (0, 5), (0, 6)
 
 # Over each 2 s interval (CLK_TCK 100, so 200 ticks = 100 % of one CPU):
 #   compute: 1e9 cycles/s -> Mcycle 2000.00; 2e9 instr/s -> Minstr 4000.00, IPC 2.00;
@@ -48,25 +40,8 @@ Screen 0: default
 def test_default_screen_through_sampler_and_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fp = FakeProc(tmp_path / "proc")
-    b = FakeBackend()
-    # The task scanner measures intervals with time.monotonic: make it the fake clock.
-    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
-    fp.add(100, "compute", processor=1)
-    fp.add(300, "server", tids=(301,))
-    fp.add(400, "idle")
-    for ev, rate in ((CYCLES, 1e9), (INSN, 2e9), (MISSES, 1e6), (BMISS, 4e6)):
-        b.script(100, ev, rate)
-    for tid, insn in ((300, 5e7), (301, 1.5e8)):
-        b.script(tid, CYCLES, 1e8)
-        b.script(tid, INSN, insn)
-    b.event_errors[BUS] = errno.ENOENT
-
-    (default,) = [s for s in builtin_screens(Target()) if s.name == "default"]
-    sampler = Sampler(
-        default, SamplerConfig(), backend=b,
-        host=host_at(str(fp.root), str(tmp_path / "nosys")),
-    )  # fmt: skip
+    fp, b, sampler = default_screen_sampler(tmp_path, monkeypatch, (1e9, 2e9, 1e6, 4e6))
+    default = sampler.screen
     opts = Options(delay=2.0, show_idle=True)
     out = io.StringIO()
     writer = TextWriter(out, opts, default, 0)

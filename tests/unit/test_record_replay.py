@@ -10,45 +10,26 @@ import errno
 import gzip
 import io
 import json
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.fakeproc import FakeProc
-from tests.support import host_at
-from tests.support.fake_backend import FakeBackend
+from tests.support.sampling import default_screen_sampler
 from tiptop.cells import Status
 from tiptop.engine import replay
-from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import TiptopError
 from tiptop.options import Options
 from tiptop.outputs import record
 from tiptop.outputs.batch import TextWriter
 from tiptop.screens import Target, builtin_screens
 
-CYCLES, INSN, MISSES, BMISS = (0, 0), (0, 1), (0, 3), (0, 5)
-
 
 def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, n: int = 3) -> tuple:
     """Run the default screen for ``n`` refreshes through a recording source; the live
     batch text and the recording's path."""
-    fp = FakeProc(tmp_path / "proc")
-    b = FakeBackend()
-    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
-    fp.add(100, "compute", processor=1)
-    fp.add(300, "server", tids=(301,))
-    fp.add(400, "idle")
-    for ev, rate in ((CYCLES, 1.1e9), (INSN, 2.3e9), (MISSES, 1.7e6), (BMISS, 4e6)):
-        b.script(100, ev, rate)
-    for tid, insn in ((300, 5e7), (301, 1.5e8)):
-        b.script(tid, CYCLES, 1e8)
-        b.script(tid, INSN, insn)
-    b.event_errors[(0, 6)] = errno.ENOENT
-    (default,) = [s for s in builtin_screens(Target()) if s.name == "default"]
-    host = host_at(str(fp.root), str(tmp_path / "nosys"))
-    sampler = Sampler(default, SamplerConfig(), backend=b, host=host)
+    fp, b, sampler = default_screen_sampler(tmp_path, monkeypatch, (1.1e9, 2.3e9, 1.7e6, 4e6))
+    default = sampler.screen
     path = str(tmp_path / name)
     source = record.RecordingSource(sampler, record.Recorder(path, {"host": "h", "interval": 2.0}))
     opts = Options(delay=2.0, show_idle=True)
