@@ -226,9 +226,10 @@ class Sampler:
         rows = shown + scan.gone
         where = {id(t): i for i, t in enumerate(known)}
         counts = counts.take([where[id(t)] for t in rows])
-        for i, t in enumerate(rows):
-            if t.pid in self._uncountable:  # its counters ended at its exec: nothing read
-                counts.readout.nread[i, :] = 0
+        if self._uncountable:  # a spawned set-user-ID command: its counters ended at exec
+            for i, t in enumerate(rows):
+                if t.pid in self._uncountable:
+                    counts.readout.nread[i, :] = 0
         reaped = np.array([False] * len(shown) + [not t.final for t in scan.gone], bool)
         sp = self._screen_plan
         return assemble(

@@ -196,12 +196,10 @@ PIDFD_THREAD = os.O_EXCL
 
 
 def open_pidfd(tid: int, thread: bool) -> int | None:
-    """A pidfd of process ``tid`` (or of thread ``tid`` with ``thread``), close-on-exec,
-    readable once it has exited (pidfd_open(2)); None when the kernel cannot give one
+    """A pidfd of process ``tid`` (or of thread ``tid`` with ``thread``), readable once it
+    has exited; close-on-exec already (pidfd_open(2)); None when the kernel cannot give one
     (gone, too old for threads, no pidfd_open)."""
     try:
-        fd = os.pidfd_open(tid, PIDFD_THREAD if thread else 0)
+        return os.pidfd_open(tid, PIDFD_THREAD if thread else 0)
     except (OSError, AttributeError):
         return None
-    os.set_inheritable(fd, False)
-    return fd
