@@ -215,14 +215,45 @@ def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
     return idx[np.lexsort((key, bad))]
 
 
+def _shown(frame: Frame, ncols: int, view: View) -> tuple[Frame, np.ndarray]:
+    """``frame`` conformed to ``ncols`` cells and the indices of its visible rows, sorted."""
+    frame = conform(frame, ncols)
+    idx = np.flatnonzero(visible(frame, view))
+    return frame, order(frame, idx, view, ncols)
+
+
+def text_lines(frame: Frame, screen: ScreenSpec, view: View) -> list[str]:
+    """The visible rows as :func:`format_row` prints them, followed by `` DEAD`` and
+    `` <---`` where they apply: batch mode's lines, made without a :class:`Row` per row
+    (every visible row is printed, so nothing is saved by formatting lazily)."""
+    frame, idx = _shown(frame, len(screen.columns), view)
+    fmt = row_format(tuple(screen.columns))
+    ncols = len(screen.columns)
+    codes = _cell_codes(frame.values[idx], frame.status[idx])
+    values = frame.values[idx].tolist()
+    names, cmdlines, markers, users = frame.name, frame.cmdline, frame.marker, frame.user
+    pw = view.pid_width
+    out: list[str] = []
+    for k, (i, tid, dead) in enumerate(
+        zip(idx.tolist(), frame.tid[idx].tolist(), frame.dead[idx].tolist(), strict=True)
+    ):
+        user = f"{users[i]:<10s} " if view.show_user else ""
+        command = cmdlines[i] if view.show_cmdline and cmdlines[i] else names[i]
+        cells = fmt.text(values[k], codes[k * ncols : (k + 1) * ncols])
+        line = f"{tid:>{pw}d}{markers[i] or ' '} {user}{cells}{command}"
+        if dead:
+            line += " DEAD"
+        if view.watch is not None and _watched(frame, i, view):
+            line += " <---"
+        out.append(line)
+    return out
+
+
 def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
     """The visible rows of ``frame``, filtered and sorted per ``view``; each row's cells
     are formatted when first asked for."""
     columns = screen.columns
-    ncols = len(columns)
-    frame = conform(frame, ncols)
-    idx = np.flatnonzero(visible(frame, view))
-    idx = order(frame, idx, view, ncols)
+    frame, idx = _shown(frame, len(columns), view)
     block = _Block(
         fmt=row_format(tuple(columns)),
         values=frame.values[idx],
@@ -267,13 +298,18 @@ class _Block:
     _codes: bytes | None = None
 
     def codes(self, k: int) -> bytes:
-        """Row ``k``'s cell codes: its statuses, UNREADABLE for an OK cell holding nan."""
+        """Row ``k``'s cell codes (see :func:`_cell_codes`)."""
         if self._codes is None:
-            c = self.status.astype(np.uint8)
-            c[(c == Status.OK) & np.isnan(self.values)] = Status.UNREADABLE
-            self._codes = c.tobytes()
+            self._codes = _cell_codes(self.values, self.status)
         n = self.status.shape[1]
         return self._codes[k * n : (k + 1) * n]
+
+
+def _cell_codes(values: np.ndarray, status: np.ndarray) -> bytes:
+    """The cells' statuses as bytes, row after row; UNREADABLE for an OK cell holding nan."""
+    c = status.astype(np.uint8)
+    c[(c == Status.OK) & np.isnan(values)] = Status.UNREADABLE
+    return c.tobytes()
 
 
 def conform(frame: Frame, ncols: int) -> Frame:

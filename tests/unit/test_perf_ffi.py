@@ -70,6 +70,21 @@ def test_config_words_land_where_the_kernel_reads_them() -> None:
     assert struct.unpack_from("<Q", raw, 128)[0] == 4
 
 
+def test_laid_out_once_then_copied() -> None:
+    """The second struct of one Attr is a copy of the first (new_attr's cache); an equal
+    but distinct Attr and a different one are laid out on their own; ``size`` is per call."""
+    a = Attr(type=4, config=0x1_0000_01A0, inherit=True, exclude_user=True)
+    first = bytes(_ffi.ffi.buffer(_ffi.new_attr(a)))
+    again = _ffi.new_attr(a, size=64)
+    assert bytes(_ffi.ffi.buffer(again))[8:] == first[8:]
+    assert again.size == 64 and again.type == 4 and again.inherit == 1
+    twin = Attr(type=4, config=0x1_0000_01A0, inherit=True, exclude_user=True)
+    assert _ffi.attr_bytes(twin) == first
+    other = _ffi.attr_bytes(Attr(type=4, config=0x76, inherit=True))
+    assert struct.unpack_from("<Q", other, 8)[0] == 0x76
+    assert _ffi.attr_bytes(a) == first
+
+
 def test_syscall_numbers() -> None:
     assert _ffi.syscall_number("x86_64") == 298
     assert _ffi.syscall_number("aarch64") == 241

@@ -8,7 +8,15 @@ import pytest
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.errors import SpecError
-from tiptop.table import View, compile_format, format_row, header, pid_width_for, rows
+from tiptop.table import (
+    View,
+    compile_format,
+    format_row,
+    header,
+    pid_width_for,
+    rows,
+    text_lines,
+)
 
 
 @pytest.mark.parametrize(
@@ -125,6 +133,33 @@ def test_idle_filter_watch_and_cmdline() -> None:
     assert [(x.tid, x.watched) for x in r] == [(2, False), (3, True)]
     assert rows(f, SCREEN, View(show_cmdline=True))[0].command == "busy --x"
     assert rows(f, SCREEN, View(watch=2))[0].watched
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        View(),
+        View(show_idle=True, show_user=True, sort_column=-1),
+        View(show_idle=True, show_cmdline=True, watch="watch", pid_width=7),
+        View(watch=2, sort_column=3, descending=False),
+    ],
+)
+def test_batch_lines_are_the_rows_formatted(view: View) -> None:
+    """Batch's Row-less path prints what live's Row path prints, plus DEAD and <---."""
+    f = frame(
+        [
+            task(1, 0.0, 0, 0, name="idle", user="nobody", marker="-"),
+            task(2, 3.0, 1.5, 2.0, name="busy", cmdline="busy --x", dead=True),
+            task(3, 0.0, 0, 0, name="watched", status=[Status.OK, Status.DIV0, Status.UNREADABLE]),
+            task(40000, 7.0, 2.0, 0.25, name="new", marker="+"),
+        ]
+    )
+    want = [
+        format_row(r, view) + (" DEAD" if r.dead else "") + (" <---" if r.watched else "")
+        for r in rows(f, SCREEN, view)
+    ]
+    assert len(want) >= 2
+    assert text_lines(f, SCREEN, view) == want
 
 
 def test_pid_width() -> None:

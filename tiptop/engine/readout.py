@@ -223,17 +223,7 @@ def read_units(
         if not items:
             continue
         gdef = plan.groups[g]
-        bufs: list[bytes] = []
-        rows: list[int] = []
-        ok: list[Unit] = []
-        for i, u in items:
-            try:
-                bufs.append(_read(u))
-            except OSError as e:
-                failed.append((i, u, e))
-                continue
-            rows.append(i)
-            ok.append(u)
+        bufs, rows, ok = _read_all(items, failed)
         if not ok:
             continue
         w = gdef.width
@@ -270,6 +260,29 @@ def _read(u: Unit, tries: int = 8) -> bytes:
         except GroupChanging:
             continue
     return u.read()
+
+
+def _read_all(
+    items: list[tuple[int, Unit]], failed: list[tuple[int, Unit, OSError]]
+) -> tuple[list[bytes], list[int], list[Unit]]:
+    """One read of each ``(row, unit)``: the words read, their rows and units; failures go
+    to ``failed``. The first try is inlined (the common case, once per task per refresh)."""
+    bufs: list[bytes] = []
+    rows: list[int] = []
+    ok: list[Unit] = []
+    for i, u in items:
+        try:
+            try:
+                b = u.group.read_raw() if u.raw else u.read()
+            except GroupChanging:
+                b = _read(u, 7)
+        except OSError as e:
+            failed.append((i, u, e))
+            continue
+        bufs.append(b)
+        rows.append(i)
+        ok.append(u)
+    return bufs, rows, ok
 
 
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:

@@ -33,7 +33,7 @@ from tiptop.cells import STATUS_NAME, Status
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
-from tiptop.table import View, format_row, header, rows
+from tiptop.table import View, header, rows, text_lines
 
 # --------------------------------------------------------------------------- text
 
@@ -98,14 +98,9 @@ class TextWriter:
             prefix += f"{iteration:6d} "
         if self.options.show_epoch:
             prefix += f"{int(frame.timestamp):10d} "
-        out = []
-        for row in rows(frame, self.screen, self.view):
-            line = prefix + format_row(row, self.view)
-            if row.dead:
-                line += " DEAD"
-            if row.watched:
-                line += " <---"
-            out.append(line)
+        out = text_lines(frame, self.screen, self.view)
+        if prefix:
+            out = [prefix + line for line in out]
         if out:
             self.out.write("\n".join(out) + "\n\n")
         return len(out)
