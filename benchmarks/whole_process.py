@@ -25,6 +25,7 @@ how many rows of the last refresh had all their counters, per tool.
 from __future__ import annotations
 
 import argparse
+import compileall
 import dataclasses
 import os
 import platform
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from livebench import LiveResult, Tmux, measure_idle, measure_live, measure_startup
 from procbench import (
+    REPO,
     BatchResult,
     Tool,
     build_shim,
@@ -253,6 +255,14 @@ def run_idle_parts(b: Bench) -> list[Row]:
     return rows
 
 
+def compile_ours() -> str:
+    """Our package's bytecode written beside it, as ``pip install`` writes it (PEP 3147
+    ``__pycache__``): a run with PYTHONDONTWRITEBYTECODE set (or from a read-only tree)
+    would otherwise compile every module at each start, a cost no installed copy pays."""
+    ok = compileall.compile_dir(str(REPO / "tiptop"), quiet=1)
+    return "bytecode compiled (as installed)" if ok else "bytecode NOT all compiled"
+
+
 def machine() -> str:
     """CPU model, cores, kernel and Python, for the record."""
     model = platform.processor() or "?"
@@ -303,7 +313,9 @@ def run(argv: list[str] | None = None) -> list[Row]:
         shim, why = (None, "--no-shim") if a.no_shim else build_shim(tmp)
         c_path, c_why = (None, "--no-c") if a.no_c else ensure_c_tiptop(a.c_path)
         tools = make_tools(shim, c_path, tmp / "rc")
+        compiled = compile_ours()
         print(f"machine: {machine()}")
+        print(f"ours: {compiled}")
         print(f"RLIMIT_NOFILE: {raise_fd_limit()}; shim: {shim or why}; C: {c_path or c_why}")
         print(
             f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]} minus -n {s.short}, "

@@ -7,7 +7,8 @@ screen's columns, k = COMMAND), ``descending`` (True), ``show_idle`` (-i),
 ``cpu_threshold`` (--cpu-min), ``show_user`` (-U), ``show_cmdline`` (-c), ``watch`` (pid or
 name, -w), ``sticky``, ``pid_width``.
 
-``rows(frame, screen, view) -> list[Row]``: the visible rows, filtered and sorted.
+``rows(frame, screen, view) -> RowList``: the visible rows, filtered and sorted (a sequence
+whose ``Row`` objects are made on first access).
 ``Row``: ``tid``, ``pid``, ``marker``, ``user``, ``cells`` (formatted strings, each the
 header's width when a placeholder), ``status`` (per cell, ``Status`` codes as ints),
 ``multiplexed`` (per cell bool), ``over_threshold`` (per cell bool), ``command``, ``dead``,
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -249,9 +251,10 @@ def text_lines(frame: Frame, screen: ScreenSpec, view: View) -> list[str]:
     return out
 
 
-def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
-    """The visible rows of ``frame``, filtered and sorted per ``view``; each row's cells
-    are formatted when first asked for."""
+def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
+    """The visible rows of ``frame``, filtered and sorted per ``view``; a :class:`Row` is
+    made when first asked for, and its cells formatted when first asked for (live mode
+    touches only the rows on screen)."""
     columns = screen.columns
     frame, idx = _shown(frame, len(columns), view)
     block = _Block(
@@ -261,29 +264,49 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> list[Row]:
         multiplexed=frame.multiplexed()[idx],
         over=_over_threshold(frame, columns)[idx],
     )
-    names, cmdlines, markers, users = frame.name, frame.cmdline, frame.marker, frame.user
-    show_cmdline = view.show_cmdline
-    watching = view.watch is not None
-    out: list[Row] = []
-    for k, (i, tid, pid, dead) in enumerate(
-        zip(idx.tolist(), frame.tid[idx].tolist(), frame.pid[idx].tolist(),
-            frame.dead[idx].tolist(), strict=True)
-    ):  # fmt: skip
-        out.append(
-            Row(
-                block,
-                k,
-                tid=tid,
-                pid=pid,
-                marker=markers[i] or " ",
-                user=users[i],
-                command=cmdlines[i] if show_cmdline and cmdlines[i] else names[i],
-                index=i,
-                dead=dead,
-                watched=watching and _watched(frame, i, view),
-            )
+    return RowList(frame, view, block, idx)
+
+
+class RowList(Sequence[Row]):
+    """The visible rows in display order, each :class:`Row` built on first access."""
+
+    def __init__(self, frame: Frame, view: View, block: _Block, idx: np.ndarray) -> None:
+        self._frame = frame
+        self._view = view
+        self._block = block
+        self._idx = idx.tolist()
+        self._made: list[Row | None] = [None] * len(self._idx)
+
+    def __len__(self) -> int:
+        return len(self._idx)
+
+    @overload
+    def __getitem__(self, k: int) -> Row: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Row]: ...
+    def __getitem__(self, k: int | slice) -> Row | list[Row]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self._idx)))]
+        row = self._made[k]
+        if row is None:
+            row = self._made[k] = self._make(k if k >= 0 else k + len(self._idx))
+        return row
+
+    def _make(self, k: int) -> Row:
+        f, view, i = self._frame, self._view, self._idx[k]
+        cmdline = f.cmdline[i]
+        return Row(
+            self._block,
+            k,
+            tid=int(f.tid[i]),
+            pid=int(f.pid[i]),
+            marker=f.marker[i] or " ",
+            user=f.user[i],
+            command=cmdline if view.show_cmdline and cmdline else f.name[i],
+            index=i,
+            dead=bool(f.dead[i]),
+            watched=view.watch is not None and _watched(f, i, view),
         )
-    return out
 
 
 @dataclass

@@ -93,7 +93,7 @@ class LiveApp:
         #: False until a frame has told how many tasks are tracked (start-up, restart).
         self.counted = False
         self.frame = Frame.empty(self._headers(), iteration=0)
-        self.rows: list[table.Row] = []
+        self.rows: Sequence[table.Row] = ()
         self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
         self._alarm: Any = None
