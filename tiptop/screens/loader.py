@@ -39,6 +39,7 @@ BUILTIN_FILES = (
     "original-x86.yaml",
     "fp.yaml",
     "cache.yaml",
+    "amd.yaml",  # AMD Zen variants: before topdown.yaml, whose generic variant comes last
     "topdown.yaml",
     "memory.yaml",
     "sched.yaml",
