@@ -1,6 +1,8 @@
 """Test support, safe for the unit room (no processes): hosts for fake /proc and sysfs trees
 (here), the scripted fake backend (fake_backend), the screen and frame builders (builders), a
-sampler over the fakes (sampling) and live mode over a scripted frame source (live)."""
+sampler over the fakes (sampling), live mode over a scripted frame source (live), and the
+known-answer validation's planning, fits and perf stat spelling (known_answer; the processes it
+counts are started by tests/system/known_runs.py)."""
 
 from __future__ import annotations
 

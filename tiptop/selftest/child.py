@@ -3,9 +3,11 @@
 ``python3 -m tiptop.selftest.child RFD WFD`` maps every kernel of ``tiptop.selftest.code``
 for this machine into its own page (written while ``PROT_READ|PROT_WRITE``, then switched to
 ``PROT_READ|PROT_EXEC`` with mprotect(2), so no page is ever writable and executable at once),
-says ``ok`` (or ``refused: why``) on stdout, then reads ``KERNEL N`` lines on stdin and calls
-the kernel with ``(N, RFD, WFD, buf)``: the kernel itself says ready, waits, runs and says done
-on the pipes (see ``tiptop.selftest.code``). A fault in a kernel ends this child, never tiptop.
+says ``ok PID`` (its own pid: a wrapper such as ``perf stat`` may have started it) or
+``refused: why`` on stdout, then reads ``KERNEL N [RING]`` lines on stdin and calls the kernel
+with ``(N, RFD, WFD, buf)``: the kernel itself says ready, waits, runs and says done on the
+pipes (see ``tiptop.selftest.code``). ``RING`` sets the bytes of a chase kernel's ring (default
+``CHASE_BYTES``). A fault in a kernel ends this child, never tiptop.
 
 Everything here is stdlib (``mmap``, ``ctypes``): the child must start fast and import nothing
 of tiptop beyond the code tables.
@@ -86,14 +88,15 @@ def serve(rfd: int, wfd: int, arch: str) -> int:
         why = os.strerror(e.errno) if isinstance(e, OSError) and e.errno else str(e)
         print(f"refused: an executable mapping was refused ({why}): a W^X policy", flush=True)
         return 3
-    print("ok", flush=True)
-    rings = {}
+    print(f"ok {os.getpid()}", flush=True)
+    rings: dict[int, mmap.mmap] = {}
     for line in sys.stdin:
-        name, n = line.split()
+        name, n, *size = line.split()
         count = int(n)
-        if name in CHASE_BYTES and name not in rings:
-            rings[name] = ring(CHASE_BYTES[name])
-        buf = fresh_pages(count) if name == "touch" else rings.get(name)
+        nbytes = int(size[0]) if size else CHASE_BYTES.get(name, 0)
+        if name in CHASE_BYTES and nbytes not in rings:
+            rings[nbytes] = ring(nbytes)
+        buf = fresh_pages(count) if name == "touch" else rings.get(nbytes)
         ref = ctypes.c_char.from_buffer(buf) if buf is not None else None
         kernels[name].fn(count, rfd, wfd, ctypes.addressof(ref) if ref is not None else None)
         del ref

@@ -19,10 +19,16 @@ arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h).
 
 Kernels (``KERNELS``): ``loop`` (2 instructions and 1 conditional branch per iteration),
 ``mispredict`` (a xorshift64 generator's low bit decides a branch: half of them mispredicted),
-``touch`` (one store per 4 KiB page of ``buf``: one page fault per fresh page), ``pingpong``
+``predict`` (the same code, but the branch tests a bit that is always 0: 2 conditional branches
+per iteration, both always taken, none mispredicted after warm-up), ``divide`` (a chain of
+integer divides, each waiting for the previous quotient: the back end is the bottleneck),
+``add`` (4 independent register adds, 2 NOPs and the loop branch: the pipeline retires near its
+width), ``touch`` (one store per 4 KiB page of ``buf``: one page fault per fresh page), ``pingpong``
 (one ``write`` then one blocking ``read`` per iteration: one context switch each),
 ``chase_small``/``chase_large`` (one load per iteration, each from the address the previous
 load gave, over a random ring of cache lines in ``buf``: below and above the L1 size).
+``INSTRUCTIONS`` gives each kernel's exact instructions per iteration (tests/hwpmu checks it
+in the emulated-PMU guest, where user-mode instruction counts are exact).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Kernel names, in the order the self-test runs them.
-KERNELS = ("loop", "mispredict", "touch", "pingpong", "chase_small", "chase_large")
+KERNELS = ("loop", "mispredict", "touch", "pingpong", "chase_small", "chase_large", "predict",
+           "divide", "add")  # fmt: skip
 #: The code each kernel runs (the two chases differ only by their ring's size).
 CODE_OF = {"chase_small": "chase", "chase_large": "chase"}
 #: Bytes of the ring each chase walks: well below any L1 data cache (16 KiB and up), and far
@@ -43,6 +50,19 @@ ARCHES = ("x86_64", "aarch64")
 PAGE = 4096
 #: xorshift64 seed of the mispredict kernel (any nonzero value).
 SEED = 0x9E3779B97F4A7C15
+#: Exact instructions per iteration of each kernel's body, per architecture (the loop branch
+#: included; ``mispredict`` is left out: its skipped instruction depends on the random bit).
+INSTRUCTIONS: dict[str, dict[str, int]] = {
+    # loop: dec, jnz; predict: 3 x (mov, shift, xor), test, jz, dec, jnz (inc skipped);
+    # divide: div, dec, jnz; add: 4 adds, 2 nops, dec, jnz; chase: mov, dec, jnz;
+    # touch: mov, add, dec, jnz
+    "x86_64": {"loop": 2, "predict": 13, "divide": 3, "add": 8, "chase_small": 3,
+               "chase_large": 3, "touch": 4},
+    # loop: subs, b.ne; predict: 3 eor, tbz, subs, b.ne (add skipped); divide: udiv, subs,
+    # b.ne; add: 4 adds, 2 nops, subs, b.ne; chase: ldr, subs, b.ne; touch: strb, add, subs, b.ne
+    "aarch64": {"loop": 2, "predict": 6, "divide": 3, "add": 8, "chase_small": 3,
+                "chase_large": 3, "touch": 4},
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,16 +101,38 @@ _X86_XORSHIFT = bytes.fromhex(
     "4889c1 48c1e111 4831c8"  # rax ^= rax << 17
 )
 
-_X86_BODIES: dict[str, list[bytes | Label | Jump]] = {
-    "loop": [Label("L"), _X86_DEC_R8, Jump(_X86_JNZ, "L")],
-    "mispredict": [
+
+def _x86_branchy(mask: int) -> list[bytes | Label | Jump]:
+    """xorshift64 in ``rax``, then ``test al, mask; jz S; inc rcx; S:`` and the loop branch:
+    with mask 1 the branch follows a random bit; with mask 0 it is always taken."""
+    return [
         b"\x48\xb8" + SEED.to_bytes(8, "little"),  # movabs rax, SEED
         Label("L"),
         _X86_XORSHIFT,
-        bytes.fromhex("a801"),  # test al, 1
+        bytes([0xA8, mask]),  # test al, mask
         Jump(_X86_JZ, "S"),
         bytes.fromhex("48ffc1"),  # inc rcx
         Label("S"),
+        _X86_DEC_R8,
+        Jump(_X86_JNZ, "L"),
+    ]
+
+
+_X86_BODIES: dict[str, list[bytes | Label | Jump]] = {
+    "loop": [Label("L"), _X86_DEC_R8, Jump(_X86_JNZ, "L")],
+    "mispredict": _x86_branchy(1),
+    "predict": _x86_branchy(0),
+    "divide": [
+        bytes.fromhex("b901000000 31d2 b8ffffffff"),  # mov ecx, 1; xor edx, edx; mov eax, -1
+        Label("L"),
+        bytes.fromhex("f7f1"),  # div ecx: edx:eax / 1, quotient 0xffffffff back into eax
+        _X86_DEC_R8,
+        Jump(_X86_JNZ, "L"),
+    ],
+    "add": [
+        Label("L"),
+        bytes.fromhex("4883c001 4883c101 4883c201 4883c601"),  # add rax/rcx/rdx/rsi, 1
+        bytes.fromhex("90 90"),  # nop; nop
         _X86_DEC_R8,
         Jump(_X86_JNZ, "L"),
     ],
@@ -152,6 +194,7 @@ _A64_READ, _A64_WRITE = 63, 64
 _A64_SUBS_X9 = 0xF1000529  # subs x9, x9, #1
 _A64_BNE = 0x54000001  # b.ne <offset in imm19>
 _A64_TBZ_X13_0 = 0x3600000D  # tbz x13, #0, <offset in imm14>
+_A64_TBZ_XZR_0 = 0x3600001F  # tbz xzr, #0, <offset in imm14>: always taken
 _A64_PROLOGUE = [
     0xD10043FF,  # sub sp, sp, #16: the buffer the syscalls use, at [sp]
     _a64_mov(9, 0),  # n
@@ -167,9 +210,10 @@ def _a64_eor_shift(rd: int, shift_type: int, amount: int) -> int:
     return 0xCA000000 | (shift_type << 22) | (rd << 16) | (amount << 10) | (rd << 5) | rd
 
 
-_A64_BODIES: dict[str, list[int | Label | Jump]] = {
-    "loop": [Label("L"), _A64_SUBS_X9, Jump(_A64_BNE, "L")],
-    "mispredict": [
+def _a64_branchy(tbz: int) -> list[int | Label | Jump]:
+    """xorshift64 in ``x13``, then ``tbz Xt, #0, S; add x14, x14, #1; S:`` and the loop
+    branch: testing x13 the branch follows a random bit; testing XZR it is always taken."""
+    return [
         *[
             _a64_movz(13, (SEED >> (16 * k)) & 0xFFFF, k) | (0x20000000 if k else 0)
             for k in range(4)
@@ -178,9 +222,34 @@ _A64_BODIES: dict[str, list[int | Label | Jump]] = {
         _a64_eor_shift(13, 0, 13),
         _a64_eor_shift(13, 1, 7),
         _a64_eor_shift(13, 0, 17),
-        Jump(_A64_TBZ_X13_0, "S"),
+        Jump(tbz, "S"),
         0x910005CE,  # add x14, x14, #1
         Label("S"),
+        _A64_SUBS_X9,
+        Jump(_A64_BNE, "L"),
+    ]
+
+
+_A64_BODIES: dict[str, list[int | Label | Jump]] = {
+    "loop": [Label("L"), _A64_SUBS_X9, Jump(_A64_BNE, "L")],
+    "mispredict": _a64_branchy(_A64_TBZ_X13_0),
+    "predict": _a64_branchy(_A64_TBZ_XZR_0),
+    "divide": [
+        _a64_movz(13, 0xFFFF, 3),  # x13 = 0xffff << 48: a 64-bit quotient
+        _a64_movz(14, 1),  # x14 = 1
+        Label("L"),
+        0x9ACE09AD,  # udiv x13, x13, x14
+        _A64_SUBS_X9,
+        Jump(_A64_BNE, "L"),
+    ],
+    "add": [
+        Label("L"),
+        0x910005AD,  # add x13, x13, #1
+        0x910005CE,  # add x14, x14, #1
+        0x910005EF,  # add x15, x15, #1
+        0x91000484,  # add x4, x4, #1
+        0xD503201F,  # nop
+        0xD503201F,  # nop
         _A64_SUBS_X9,
         Jump(_A64_BNE, "L"),
     ],

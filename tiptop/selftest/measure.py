@@ -40,18 +40,23 @@ class ChildError(TiptopError):
 @dataclass
 class Run:
     """One kernel run: per alias, the scaled count and the group's Δtime_running; the child's
-    CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here."""
+    CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here;
+    per alias, the group's Δtime_enabled (running < enabled: multiplexed)."""
 
     counts: np.ndarray
     running: np.ndarray
     cpu_ns: float
     failed: dict[int, str]
+    enabled: np.ndarray | None = None
 
 
 class KernelChild:
-    """``python3 -m tiptop.selftest.child``, started at once; a context manager."""
+    """``python3 -m tiptop.selftest.child``, started at once; a context manager.
 
-    def __init__(self) -> None:
+    ``wrap`` is a command the child is started under (``perf stat ... --``), given
+    ``pass_fds`` too; ``pid`` is then the child's own, as it says it."""
+
+    def __init__(self, wrap: tuple[str, ...] = (), pass_fds: tuple[int, ...] = ()) -> None:
         self.go_r, self.go_w = os.pipe()
         self.done_r, self.done_w = os.pipe()
         root = str(Path(__file__).resolve().parents[2])
@@ -63,9 +68,9 @@ class KernelChild:
         exe = sys.executable if os.access(sys.executable, os.X_OK) else "/proc/self/exe"
         try:
             self.proc = subprocess.Popen(
-                [exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
+                [*wrap, exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                pass_fds=(self.go_r, self.done_w),
+                pass_fds=(self.go_r, self.done_w, *pass_fds),
             )  # fmt: skip
         except OSError as e:
             for fd in (self.go_r, self.go_w, self.done_r, self.done_w):
@@ -74,20 +79,19 @@ class KernelChild:
         os.close(self.go_r)
         os.close(self.done_w)
         assert self.proc.stdout is not None
-        first = self.proc.stdout.readline().strip()
-        if first != "ok":
+        first = self.proc.stdout.readline().split()
+        if first[:1] != ["ok"]:
             self.close()
-            raise ChildError(first.removeprefix("refused: ") or "the kernel child did not start")
+            said = " ".join(first).removeprefix("refused: ")
+            raise ChildError(said or "the kernel child did not start")
+        #: The child's pid (the counters' target).
+        self.pid = int(first[1]) if len(first) > 1 else self.proc.pid
 
-    @property
-    def pid(self) -> int:
-        """The child's pid (the counters' target)."""
-        return self.proc.pid
-
-    def ask(self, kernel: str, n: int) -> None:
-        """Start ``kernel`` with ``n`` iterations; returns once it sleeps before its body."""
+    def ask(self, kernel: str, n: int, ring: int | None = None) -> None:
+        """Start ``kernel`` with ``n`` iterations (a chase over a ring of ``ring`` bytes);
+        returns once it sleeps before its body."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{kernel} {n}\n")
+        self.proc.stdin.write(f"{kernel} {n}{'' if ring is None else f' {ring}'}\n")
         self.proc.stdin.flush()
         self.expect()
         self.wait_sleeping()
@@ -145,12 +149,18 @@ class KernelChild:
 
 
 def measure(
-    child: KernelChild, kernel: str, n: int, splan: ScreenPlan, planner: Planner, backend: Backend
+    child: KernelChild,
+    kernel: str,
+    n: int,
+    splan: ScreenPlan,
+    planner: Planner,
+    backend: Backend,
+    ring: int | None = None,
 ) -> Run:
-    """Run ``kernel`` once with ``n`` iterations, every group of ``splan`` attached to the
-    child by pid (see the module doc)."""
+    """Run ``kernel`` once with ``n`` iterations (a chase over ``ring`` bytes), every group
+    of ``splan`` attached to the child by pid (see the module doc)."""
     plan = splan.plan
-    child.ask(kernel, n)
+    child.ask(kernel, n, ring)
     cpu0 = child.cpu_ns()
     units: list[Unit] = []
     failed: dict[int, str] = {}
@@ -177,4 +187,5 @@ def measure(
         for u in units:
             u.close()
     child.go()  # out of the kernel's last read
-    return Run(readout.total[0].copy(), readout.total_running[0].copy(), cpu, failed)
+    return Run(readout.total[0].copy(), readout.total_running[0].copy(), cpu, failed,
+               readout.total_enabled[0].copy())  # fmt: skip
