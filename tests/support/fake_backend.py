@@ -97,6 +97,9 @@ class FakeGroup:
         mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux * b.share(self)
         if task.cpu_share:
             mux *= task.cpu_share.get(self.keys[0][1] >> PERF_PMU_TYPE_SHIFT, 1.0)
+        if b.never_scheduled(self):  # a counter held elsewhere: it never runs
+            zeros = np.zeros(len(self.keys), dtype=np.uint64)
+            return GroupReading(zeros, max(int(enabled * 1e9), 1), 0)
         running = enabled * mux
         values = []
         for key in self.keys:
@@ -129,6 +132,8 @@ class FakeBackend:
     open on one tid hold more events than the counters, the fake multiplexes them in turn:
     each is scheduled ``1 / number of such groups`` of the time (what the kernel's
     rotation gives groups that cannot run together), on top of the task's scripted ``mux``.
+    ``held`` maps a type to counters taken by a pinned system-wide event (the NMI
+    watchdog): a group larger than what is left opens but never runs.
     """
 
     def __init__(self, clock: FakeClock | None = None, *, default_rate: Count = 0.0) -> None:
@@ -140,6 +145,8 @@ class FakeBackend:
         self.read_errors: dict[int, int] = {}
         self.max_fds: int | None = None
         self.max_group_size: dict[int, int] = {}
+        #: Counters of a PMU type held by a pinned system-wide event (the NMI watchdog).
+        self.held: dict[int, int] = {}
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
@@ -174,6 +181,14 @@ class FakeBackend:
         if sum(len(g.keys) for g in peers) <= counters:
             return 1.0
         return 1.0 / len(peers)
+
+    def never_scheduled(self, group: FakeGroup) -> bool:
+        """Whether ``group`` needs more counters than its fake PMU has free: ``held``
+        counters of a type are taken by a pinned system-wide event (the NMI watchdog), so
+        such a group opens (the kernel checks it against an empty PMU) but never runs."""
+        type_ = group.keys[0][0]
+        counters = self.max_group_size.get(type_)
+        return counters is not None and len(group.keys) > counters - self.held.get(type_, 0)
 
     def kill(self, tid: int) -> None:
         """The task exits now: later opens fail with ESRCH, reads keep the final counts."""

@@ -82,6 +82,19 @@ def test_groups_that_fit_are_not_split(env) -> None:  # type: ignore[no-untyped-
     assert not any("split" in m for m in s.messages.lines())
 
 
+def test_group_as_wide_as_a_pmu_with_a_held_counter_is_split(env) -> None:  # type: ignore[no-untyped-def]
+    """A 5-event group opens on a 5-counter PMU (checked against an empty PMU) but never
+    runs while the NMI watchdog holds one counter: the plan sees time_running stay 0 on
+    its probe and splits it, as it splits a group that does not open."""
+    _, b = env
+    b.max_group_size[0] = 5
+    b.held[0] = 1
+    s = make_screen(env, hw_screen(["delta(X0)", "delta(X4)"]))
+    hw = [len(g.attrs) for g in s.plan.groups if g.pmu != "software"]
+    assert hw == [3, 2]
+    assert any("split" in m or "multiplex" in m for m in s.messages.lines())
+
+
 HYBRID = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "hybrid")
 
 CORE, ATOM = 4, 8  # PMU types of cpu_core and cpu_atom in the hybrid tree

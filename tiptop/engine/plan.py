@@ -158,11 +158,26 @@ class Planner:
 
     # ------------------------------------------------------------------ probes
     def _opens(self, attrs: Sequence[Attr]) -> bool:
-        """Whether a group of ``attrs`` opens on ourselves (closed again at once)."""
+        """Whether a group of ``attrs`` opens on ourselves and is scheduled (closed again at
+        once). The open checks the group against an empty PMU (x86 ``validate_group()``), so
+        a group as large as the PMU opens even while a counter is held elsewhere, e.g. by
+        the NMI watchdog (Documentation/admin-guide/sysctl/kernel.rst, "nmi_watchdog"):
+        such a group is never scheduled (``time_running`` stays 0, perf_event_open(2)). An
+        enabled group is scheduled at once on a running task, so one read tells."""
         try:
-            self.backend.open_group(0, attrs).close()
+            group = self.backend.open_group(0, attrs)
         except CounterError:
             return False
+        try:
+            if len(attrs) > 1 and not attrs[0].disabled and not attrs[0].enable_on_exec:
+                sum(range(1000))  # a few microseconds on the CPU with the group in
+                r = group.read()
+                if r.time_enabled > 0 and r.time_running == 0:
+                    return False
+        except (CounterError, OSError):
+            return False
+        finally:
+            group.close()
         return True
 
     def probe(self, b: EventBinding, alias: str = "") -> bool:
