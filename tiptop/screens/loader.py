@@ -39,6 +39,7 @@ BUILTIN_FILES = (
     "original-x86.yaml",
     "fp.yaml",
     "cache.yaml",
+    "arm.yaml",  # Arm64 variants, gated on arch: before topdown.yaml's generic one
     "topdown.yaml",
     "memory.yaml",
     "sched.yaml",
