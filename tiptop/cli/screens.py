@@ -29,10 +29,17 @@ class ScreenSet:
     path: str | None = None
 
 
-def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
+#: The first CPU's Main ID Register (Documentation/ABI/testing/sysfs-devices-system-cpu).
+MIDR_EL1 = "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1"
+
+
+def host_target(
+    cpuinfo: str = "/proc/cpuinfo", *, machine: str | None = None, midr: str = MIDR_EL1
+) -> Target:
     """This CPU as the config's ``arch``/``model`` gating sees it (docs/original.md 2.3): ``x86``
-    and ``%02X_%02X`` family_model from /proc/cpuinfo, or the machine name elsewhere."""
-    machine = platform.machine()
+    and ``%02X_%02X`` family_model from /proc/cpuinfo; ``arm64`` and ``%02X_%03X``
+    implementer_part of the MIDR (:func:`arm_model`); the machine name elsewhere."""
+    machine = machine or platform.machine()
     if machine in ("x86_64", "i686", "i386"):
         fam = mod = None
         try:
@@ -50,7 +57,45 @@ def host_target(cpuinfo: str = "/proc/cpuinfo") -> Target:
             pass
         model = f"{fam:02X}_{mod:02X}" if fam is not None and mod is not None else None
         return Target("x86", model)
-    return Target({"aarch64": "arm64"}.get(machine, machine), None)
+    if machine in ("aarch64", "arm64"):
+        return Target("arm64", arm_model(_read_text(cpuinfo), _read_text(midr)))
+    return Target(machine, None)
+
+
+def _read_text(path: str) -> str:
+    """The text of ``path``, or ``""`` when it cannot be read."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def arm_model(cpuinfo: str, midr: str = "") -> str | None:
+    """An Arm CPU's model string ``II_PPP``: the MIDR's implementer (bits 31:24) and part
+    number (bits 15:4) in upper-case hex, e.g. ``41_D0C`` for Arm's Neoverse N1, the same
+    fields the kernel's tools/perf/pmu-events/arch/arm64/mapfile.csv keys on (variant and
+    revision left out). From the first processor's ``CPU implementer``/``CPU part`` lines of
+    ``/proc/cpuinfo`` text (arch/arm64/kernel/cpuinfo.c), else from the ``midr_el1`` sysfs text
+    (``0x00000000410fd0c1``); ``None`` when neither says."""
+    impl = part = None
+    for line in cpuinfo.splitlines():
+        key, _, val = line.partition(":")
+        key = key.strip()
+        try:
+            if key == "CPU implementer" and impl is None:
+                impl = int(val.strip(), 16)
+            elif key == "CPU part" and part is None:
+                part = int(val.strip(), 16)
+        except ValueError:
+            continue
+        if impl is not None and part is not None:
+            return f"{impl:02X}_{part:03X}"
+    try:
+        value = int(midr.strip(), 16)
+    except ValueError:
+        return None
+    return f"{(value >> 24) & 0xFF:02X}_{(value >> 4) & 0xFFF:03X}"
 
 
 def config_path(config_dir: str | None, notes: list[str] | None = None) -> str | None:

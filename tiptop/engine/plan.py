@@ -108,7 +108,7 @@ class Planner:
                     f"{host.paranoid} and we are neither root nor CAP_PERFMON; "
                     "counting user space only",
                 )
-        self._cores = sysfs.core_pmus(host.sysfs_root)
+        self._cores = sysfs.alias_pmus(host.sysfs_root)
 
     # ------------------------------------------------------------------ attrs
     def attr(self, b: EventBinding) -> Attr:

@@ -89,9 +89,10 @@ def _from_terms(
 
 
 def _core_alias(name: str, sysfs_root: str) -> list[EventBinding] | None:
-    """A bare alias (``slots``, ``topdown-retiring``) from the core PMU(s)' events/."""
+    """A bare alias (``slots``, ``topdown-retiring``, Arm's ``stall_frontend``) from the core
+    PMU(s)' events/."""
     out = []
-    for pmu_name in sysfs.core_pmus(sysfs_root):
+    for pmu_name in sysfs.alias_pmus(sysfs_root):
         pmu = sysfs.Pmu(sysfs_root, pmu_name)
         if pmu.alias(name) is not None:
             out += _from_terms(pmu, f"{pmu_name}/{name}/", [(name, None)], sysfs_root)
@@ -120,6 +121,7 @@ def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
     found = _builtin(name, sysfs_root) or _core_alias(name, sysfs_root)
     if found:
         return found
+    _not_implemented(name, sysfs_root)
     if _VENDOR.match(name) and ("." in name or ":" in name or name.isupper()):
         attr = pfm.encode(name)  # EventError when libpfm4 is missing or does not know it
         return [EventBinding(name, "cpu", attr)]
@@ -128,6 +130,24 @@ def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
         "L1-dcache-load-misses, task-clock, ...), rNNNN, pmu/term=value,.../ or a vendor "
         "name such as FP_ASSIST.ANY (needs libpfm4)"
     )
+
+
+#: An Arm PMUv3 common event's alias: lower case, as drivers/perf/arm_pmuv3.c names them.
+_ARM_ALIAS = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _not_implemented(name: str, sysfs_root: str) -> None:
+    """On Arm (CPU PMUs other than ``cpu``), a lower-case name that is no alias raises the
+    reason: drivers/perf/arm_pmuv3.c lists in ``events/`` only the common events that the
+    PMCEID0/1 registers say this CPU implements (``armv8pmu_event_attr_is_visible``)."""
+    if not _ARM_ALIAS.match(name) or sysfs.core_pmus(sysfs_root):
+        return
+    pmus = sysfs.alias_pmus(sysfs_root)
+    if pmus:
+        raise EventError(
+            f"{name}: not an event of PMU {', '.join(pmus)} (its events/ lists only the "
+            "common events this CPU implements, as its PMCEID registers announce)"
+        )
 
 
 def resolve_numeric(type: int, config: int, *, sysfs_root: str = "/sys") -> list[EventBinding]:

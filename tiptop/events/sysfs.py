@@ -47,6 +47,18 @@ def core_pmus(sysfs_root: str) -> list[str]:
     return [p for p in pmus if p.startswith("cpu_")]
 
 
+def alias_pmus(sysfs_root: str) -> list[str]:
+    """The PMUs whose ``events/`` aliases count this CPU's own events: :func:`core_pmus`, or
+    where there is none (Arm: ``armv8_pmuv3_0``, ``armv8_cortex_a72``..., one per kind of
+    core) every PMU with a ``cpus`` file, as perf tells core PMUs apart
+    (tools/perf/util/pmu.c, ``is_sysfs_pmu_core``; drivers/perf/arm_pmu.c writes ``cpus``)."""
+    cores = core_pmus(sysfs_root)
+    if cores:
+        return cores
+    base = devices_dir(sysfs_root)
+    return [p for p in list_pmus(sysfs_root) if os.path.isfile(os.path.join(base, p, "cpus"))]
+
+
 def is_hybrid(sysfs_root: str) -> bool:
     """True when there is no ``cpu`` PMU but several core PMUs (Intel hybrid)."""
     cores = core_pmus(sysfs_root)

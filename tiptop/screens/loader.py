@@ -40,6 +40,7 @@ BUILTIN_FILES = (
     "fp.yaml",
     "cache.yaml",
     "amd.yaml",  # AMD Zen variants: before topdown.yaml, whose generic variant comes last
+    "arm.yaml",  # Arm64 variants, gated on arch: before topdown.yaml's generic one
     "topdown.yaml",
     "memory.yaml",
     "sched.yaml",

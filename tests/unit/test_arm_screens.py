@@ -1,0 +1,215 @@
+"""Arm64 built-in screens, pinned without the hardware: the gating (on the model strings of
+tests/unit/test_arm_target.py) of the Neoverse V1/N2/V2 slot variants and of the
+architectural-event ones, the event encodings resolved against the fake Arm sysfs
+(tests/data/sysfs/arm64: an ``armv8_pmuv3_0`` PMU of type 10 whose ``events/`` hold the
+kernel's ``event=0x00NN`` aliases of a Neoverse V1-like CPU, and an ``arm_spe_0`` that is no
+CPU PMU), and the level-1 arithmetic through the sampler on the fake backend."""
+
+from __future__ import annotations
+
+import shutil
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support import host_at
+from tests.support.sampling import fake_env, row
+from tiptop.cells import Status
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.errors import EventError
+from tiptop.events import resolve, sysfs
+from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
+
+ARM_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "arm64")
+PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
+
+#: Alias -> event number, from tools/perf/pmu-events/arch/arm64/common-and-microarch.json.
+COMMON = {
+    "cpu_cycles": 0x11, "inst_retired": 0x08, "stall_frontend": 0x23, "stall_backend": 0x24,
+    "stall_slot": 0x3F, "stall_slot_frontend": 0x3E, "stall_slot_backend": 0x3D,
+    "op_retired": 0x3A, "op_spec": 0x3B, "br_mis_pred": 0x10, "l1d_cache": 0x04,
+    "l1d_cache_refill": 0x03, "l2d_cache_refill": 0x17, "ll_cache_miss_rd": 0x37,
+    "l1d_tlb_refill": 0x05,
+}  # fmt: skip
+
+V1, N2, V2 = Target("arm64", "41_D40"), Target("arm64", "41_D49"), Target("arm64", "41_D4F")
+#: Neoverse N1 (Graviton2, Ampere Altra), AmpereOne, Cortex-A72, an unknown or unread part.
+OTHER_ARM = [Target("arm64", m) for m in ("41_D0C", "C0_AC3", "41_D08", "41_D8E")] + [
+    Target("arm64", None)
+]
+
+
+def screen(target: Target, name: str) -> ScreenSpec:
+    (s,) = [s for s in builtin_screens(target) if s.name == name]
+    return s
+
+
+def test_arm_pmu_aliases_resolve_to_its_type() -> None:
+    for alias, code in COMMON.items():
+        (b,) = resolve(alias, sysfs_root=ARM_SYSFS)
+        assert (b.pmu, b.attr.type, b.attr.config, b.attr.config1) == (
+            "armv8_pmuv3_0", PMU_TYPE, code, 0,
+        ), alias  # fmt: skip
+    assert sysfs.alias_pmus(ARM_SYSFS) == ["armv8_pmuv3_0"]  # not arm_spe_0: no cpus file
+    assert sysfs.core_pmus(ARM_SYSFS) == []  # generic events stay plain PERF_TYPE_HARDWARE
+    (b,) = resolve("cycles", sysfs_root=ARM_SYSFS)
+    assert (b.attr.type, b.attr.config) == (0, 0)
+
+
+def test_an_event_the_cpu_lacks_says_why() -> None:
+    with pytest.raises(EventError, match=r"l3d_cache: not an event of PMU armv8_pmuv3_0.*PMCEID"):
+        resolve("l3d_cache", sysfs_root=ARM_SYSFS)
+
+
+def test_big_little_alias_binds_on_each_core_pmu(tmp_path: Path) -> None:
+    devices = tmp_path / "bus" / "event_source" / "devices"
+    for name, type_, events in (
+        ("armv8_cortex_a53", 8, {"cpu_cycles": "0x0011"}),
+        ("armv8_cortex_a72", 9, {"cpu_cycles": "0x0011", "stall_frontend": "0x0023"}),
+    ):
+        (devices / name / "format").mkdir(parents=True)
+        (devices / name / "events").mkdir()
+        (devices / name / "type").write_text(f"{type_}\n")
+        (devices / name / "cpus").write_text("0-3\n")
+        (devices / name / "format" / "event").write_text("config:0-15\n")
+        for e, code in events.items():
+            (devices / name / "events" / e).write_text(f"event={code}\n")
+    root = str(tmp_path)
+    got = [(b.pmu, b.attr.type, b.attr.config) for b in resolve("cpu_cycles", sysfs_root=root)]
+    assert got == [("armv8_cortex_a53", 8, 0x11), ("armv8_cortex_a72", 9, 0x11)]
+    got = [(b.pmu, b.attr.type, b.attr.config) for b in resolve("stall_frontend", sysfs_root=root)]
+    assert got == [("armv8_cortex_a72", 9, 0x23)]
+
+
+@pytest.mark.parametrize(
+    ("target", "width", "name"), [(V1, 8, "Neoverse V1"), (N2, 5, "Neoverse N2"), (V2, 8, "V2")]
+)
+def test_neoverse_slot_topdown_gating_and_width(target: Target, width: int, name: str) -> None:
+    s = screen(target, "topdown")
+    assert f"% of {width} slots" in s.desc and name in s.desc
+    names = {c.alias: c.event for c in s.counters}
+    expect = {
+        "CYC": "cpu_cycles", "SS": "stall_slot", "SSF": "stall_slot_frontend",
+        "SSB": "stall_slot_backend", "OPR": "op_retired", "OPS": "op_spec",
+    }  # fmt: skip
+    if target == V1:
+        expect["BMP"] = "br_mis_pred"
+    assert names == {a: NamedEvent(e) for a, e in expect.items()}
+    assert all(f"({width}*delta(CYC))" in c.expr.replace(" ", "") for c in s.columns[1:])
+
+
+@pytest.mark.parametrize("target", OTHER_ARM)
+def test_other_arm_cores_get_the_stall_cycles_variant(target: Target) -> None:
+    s = screen(target, "topdown")
+    assert "STALL_FRONTEND" in s.desc and "slot" in s.desc
+    assert [c.event for c in s.counters] == [
+        NamedEvent(n) for n in ("cpu_cycles", "inst_retired", "stall_frontend", "stall_backend")
+    ]
+    exprs = [c.expr.replace(" ", "") for c in s.columns]
+    assert exprs == [
+        "CPU_TOT", "delta(INS)/delta(CYC)", "100*delta(SF)/delta(CYC)", "100*delta(SB)/delta(CYC)",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", [V1, N2, V2, *OTHER_ARM])
+def test_every_arm_core_gets_the_memory_screen(target: Target) -> None:
+    s = screen(target, "memory")
+    assert "Arm" in s.desc
+    assert {c.event.name for c in s.counters if isinstance(c.event, NamedEvent)} == {
+        "inst_retired", "l1d_cache", "l1d_cache_refill", "l2d_cache_refill", "ll_cache_miss_rd",
+        "l1d_tlb_refill",
+    }  # fmt: skip
+    assert len(s.counters) <= 6  # one group within the six event counters: never multiplexed
+
+
+@pytest.mark.parametrize("target", [Target("x86", "19_11"), Target("x86", "06_55"), Target()])
+def test_other_machines_never_get_the_arm_variants(target: Target) -> None:
+    for s in builtin_screens(target):
+        assert "Arm" not in s.desc, (target, s.name)
+
+
+def _evaluate(s: ScreenSpec, deltas: dict[str, float]) -> list[float]:
+    env = {
+        f"delta({k})": (np.array([v]), np.array([Status.OK], dtype=np.uint8))
+        for k, v in deltas.items()
+    }
+    return [float(compile_column(c.expr).evaluate(env)[0][0]) for c in s.columns[1:]]
+
+
+@pytest.mark.parametrize(("target", "width"), [(N2, 5), (V2, 8), (V1, 8)])
+def test_slot_level1_sums_to_one(target: Target, width: int) -> None:
+    """Every slot is retiring, bad speculation, front-end or back-end bound when the stalled
+    slots split into front and back end (sbsa.json; V1 moves 4 cycles of slots per mispredict)."""
+    cyc, ssf, ssb = 1000.0, 900.0, 1500.0
+    deltas = {"CYC": cyc, "SS": ssf + ssb, "SSF": ssf, "SSB": ssb, "OPR": 3000.0, "OPS": 3600.0}
+    deltas["BMP"] = 20.0
+    ret, bad, fe, be = _evaluate(screen(target, "topdown"), deltas)
+    assert ret + bad + fe + be == pytest.approx(100.0)
+    issued = 1 - (ssf + ssb) / (width * cyc)
+    assert ret == pytest.approx(100 * 3000 / 3600 * issued)
+    assert be == pytest.approx(100 * ssb / (width * cyc))
+    moved = 100 * 4 * 20 / cyc if target == V1 else 0.0
+    assert fe == pytest.approx(100 * ssf / (width * cyc) - moved)
+
+
+def test_memory_columns() -> None:
+    s = screen(OTHER_ARM[0], "memory")
+    deltas = {"INS": 2e6, "L1D": 8e5, "L1DM": 4e4, "L2DM": 1e4, "LLM": 2e3, "DTLBM": 500.0}
+    assert _evaluate(s, deltas) == pytest.approx([2.0, 5.0, 20.0, 5.0, 1.0, 0.25])
+
+
+def _sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sysfs_root: str, rates: dict):
+    fp, b = fake_env(tmp_path)
+    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    fp.add(100, "compute", processor=1)
+    for alias, rate in rates.items():
+        b.script(100, (PMU_TYPE, COMMON[alias]), rate)
+    b.max_group_size[PMU_TYPE] = 7  # six event counters and the cycle counter
+    host = host_at(str(fp.root), sysfs_root)
+    sampler = Sampler(screen(V1, "topdown"), SamplerConfig(), backend=b, host=host)
+    sampler.start()
+    b.clock.advance(2.0)
+    fp.set_stat(100, "compute", utime=180, stime=20, processor=1)
+    return b, sampler, sampler.refresh()
+
+
+V1_RATES = {
+    "cpu_cycles": 1e9, "stall_slot": 3e9, "stall_slot_frontend": 1e9,
+    "stall_slot_backend": 2e9, "op_retired": 4e9, "op_spec": 5e9, "br_mis_pred": 1e7,
+}  # fmt: skip
+
+
+def test_neoverse_v1_topdown_through_the_sampler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8e9 slots/s, 3e9 of them stalled: retiring 4/5 x 5/8 = 50 %, bad speculation
+    1/5 x 5/8 + 4 x 1e7/1e9 = 16.5 %, front end 1/8 - 4 % = 8.5 %, back end 2/8 = 25 %;
+    the seven events in one group on the Arm PMU's type."""
+    b, sampler, frame = _sampler(tmp_path, monkeypatch, ARM_SYSFS, V1_RATES)
+    i = row(frame, 100)
+    assert list(frame.status[i]) == [Status.OK] * 5, sampler.messages.lines()
+    np.testing.assert_allclose(frame.values[i, 1:], [50.0, 16.5, 8.5, 25.0])
+    groups = [attrs for tid, attrs in b.opens if tid == 100]
+    assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
+    assert sorted(a.config for a in groups[0]) == sorted(COMMON[a] for a in V1_RATES)
+    sampler.close()
+
+
+def test_missing_arm_event_gives_question_marks_and_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CPU without STALL_SLOT (no events/stall_slot): retiring and bad speculation show '?',
+    one line says why, the front- and back-end columns still count."""
+    root = tmp_path / "sys"
+    shutil.copytree(ARM_SYSFS, root)
+    (root / "bus/event_source/devices/armv8_pmuv3_0/events/stall_slot").unlink()
+    rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
+    _b, sampler, frame = _sampler(tmp_path, monkeypatch, str(root), rates)
+    i = row(frame, 100)
+    assert list(frame.status[i, 1:3]) == [Status.UNREADABLE] * 2  # shown as "?"
+    np.testing.assert_allclose(frame.values[i, 3:], [8.5, 25.0])
+    said = [m for m in sampler.messages.lines() if "stall_slot" in m]
+    assert len(said) == 1 and "not an event of PMU armv8_pmuv3_0" in said[0], said
+    sampler.close()

@@ -1,0 +1,59 @@
+"""The host's target on arm64: ``arm64`` and the MIDR's ``%02X_%03X`` implementer_part, from
+fake /proc/cpuinfo text or the sysfs ``midr_el1``; x86 and other machines unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiptop.cli.screens import arm_model, host_target
+from tiptop.screens import Target
+
+GRAVITON2 = """\
+processor\t: 0
+BogoMIPS\t: 243.75
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x3
+CPU part\t: 0xd0c
+CPU revision\t: 1
+
+processor\t: 1
+CPU implementer\t: 0x41
+CPU part\t: 0xd0c
+"""
+#: A big.LITTLE phone: the first processor's part is the one used.
+BIG_LITTLE = GRAVITON2.replace("0xd0c\nCPU revision", "0xd05\nCPU revision")
+
+
+@pytest.mark.parametrize(
+    ("text", "midr", "model"),
+    [
+        (GRAVITON2, "", "41_D0C"),
+        (BIG_LITTLE, "", "41_D05"),
+        ("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n", "", "C0_AC3"),  # AmpereOne
+        ("", "0x00000000410fd4f1\n", "41_D4F"),  # no cpuinfo lines: the sysfs MIDR
+        ("CPU implementer\t: 0x41\n", "0x00000000410fd401", "41_D40"),  # part missing
+        ("CPU implementer\t: junk\nCPU part\t: 0xd0c\n", "", None),
+        ("", "", None),
+    ],
+)
+def test_arm_model_from_midr_fields(text: str, midr: str, model: str | None) -> None:
+    assert arm_model(text, midr) == model
+
+
+def test_host_target_per_machine(tmp_path: Path) -> None:
+    arm = tmp_path / "cpuinfo-arm"
+    arm.write_text(GRAVITON2)
+    x86 = tmp_path / "cpuinfo-x86"
+    x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n")
+    nothing = str(tmp_path / "absent")
+    assert host_target(str(arm), machine="aarch64", midr=nothing) == Target("arm64", "41_D0C")
+    midr = tmp_path / "midr_el1"
+    midr.write_text("0x00000000410fd490\n")
+    assert host_target(nothing, machine="aarch64", midr=str(midr)) == Target("arm64", "41_D49")
+    assert host_target(nothing, machine="aarch64", midr=nothing) == Target("arm64", None)
+    assert host_target(str(x86), machine="x86_64") == Target("x86", "19_11")  # unchanged
+    assert host_target(str(arm), machine="riscv64") == Target("riscv64", None)
