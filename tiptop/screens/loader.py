@@ -40,6 +40,7 @@ BUILTIN_FILES = (
     "fp.yaml",
     "cache.yaml",
     "topdown.yaml",
+    "intel.yaml",
     "memory.yaml",
     "sched.yaml",
 )
