@@ -5,6 +5,9 @@ fake sysfs trees, and the numbers a sampler over the FAKE backend shows for scri
 
 from __future__ import annotations
 
+import platform
+from pathlib import Path
+
 import pytest
 
 from tests.support import host_at
@@ -230,3 +233,22 @@ def test_fp_assists_per_100_instructions(env: FakeEnv, model: str, sysfs: str) -
     # No instruction count on a hybrid: a cpu_core-only count is scaled by its group's
     # enabled/running, i.e. extrapolated over the E-core time; the ratios are not.
     assert ("Minstr" in got) == (sysfs == INTEL)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "i686", "i386"), reason="x86 cpuinfo")
+@pytest.mark.parametrize(
+    ("model", "variant"),
+    [(126, "Ice Lake+"), (143, "Sapphire Rapids+"), (151, "P-core"), (183, "P-core")],
+)
+def test_fake_cpuinfo_picks_the_variant(tmp_path: Path, model: int, variant: str) -> None:
+    """/proc/cpuinfo's decimal family and model (Ice Lake-L 6/126, Sapphire Rapids 6/143,
+    Alder Lake 6/151, Raptor Lake 6/183) as the command line reads them."""
+    from tiptop.cli.screens import host_target
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        f"processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: {model}\n"
+    )
+    s = {x.name: x for x in builtin_screens(host_target(str(info)))}
+    desc = s["topdown2"].desc if variant == "Sapphire Rapids+" else s["topdown"].desc
+    assert variant in desc
