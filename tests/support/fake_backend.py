@@ -18,7 +18,8 @@ Model of one group on one task, ``t`` seconds after it was opened:
 * on a hybrid CPU a generic event carries its core PMU's type in ``config[63:32]``
   (perf_event_open(2), "PERF_TYPE_HARDWARE") and only counts while the task
   runs on that PMU's CPUs: ``FakeTask.cpu_share`` gives that fraction per PMU type, and
-  multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time).
+  multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time); an
+  event of the PMU's own type (``cpu_core/event=.../``) is filtered the same way.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ EventKey = tuple[int, int]
 Count = float | Callable[[float], float]
 #: PERF_TYPE_SOFTWARE (include/uapi/linux/perf_event.h).
 SOFTWARE = 1
+
+
+def pmu_type(key: EventKey) -> int:
+    """The PMU an event counts on: the extended type in ``config[63:32]`` of a generic
+    hardware or cache event (types 0 and 3), else its own ``type``."""
+    type_, config = key
+    return config >> PERF_PMU_TYPE_SHIFT if type_ in (0, 3) else type_
 
 
 class FakeClock:
@@ -96,7 +104,7 @@ class FakeGroup:
         # Software events always fit (the software PMU never multiplexes).
         mux = 1.0 if self.keys[0][0] == SOFTWARE else task.mux * b.share(self)
         if task.cpu_share:
-            mux *= task.cpu_share.get(self.keys[0][1] >> PERF_PMU_TYPE_SHIFT, 1.0)
+            mux *= task.cpu_share.get(pmu_type(self.keys[0]), 1.0)
         if b.never_scheduled(self):  # a counter held elsewhere: it never runs
             zeros = np.zeros(len(self.keys), dtype=np.uint64)
             return GroupReading(zeros, max(int(enabled * 1e9), 1), 0)
@@ -134,6 +142,12 @@ class FakeBackend:
     rotation gives groups that cannot run together), on top of the task's scripted ``mux``.
     ``held`` maps a type to counters taken by a pinned system-wide event (the NMI
     watchdog): a group larger than what is left opens but never runs.
+
+    ``perf_metrics`` maps a PMU type to ``(slots, metrics)``, the event-select-and-umask
+    codes of its ``slots`` event and of its top-down metric events, to play the kernel's
+    rules for them (arch/x86/events/intel/core.c ``intel_pmu_hw_config``): a metric event
+    opens only in a group led by that PMU's ``slots`` (EINVAL otherwise), and takes none
+    of the ``max_group_size`` counters (arch/x86/events/core.c ``collect_event``).
     """
 
     def __init__(self, clock: FakeClock | None = None, *, default_rate: Count = 0.0) -> None:
@@ -147,6 +161,7 @@ class FakeBackend:
         self.max_group_size: dict[int, int] = {}
         #: Counters of a PMU type held by a pinned system-wide event (the NMI watchdog).
         self.held: dict[int, int] = {}
+        self.perf_metrics: dict[int, tuple[int, frozenset[int]]] = {}
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
@@ -178,7 +193,7 @@ class FakeBackend:
         if counters is None:
             return 1.0
         peers = [g for g in self.groups if g.tid == group.tid and g.keys[0][0] == type_]
-        if sum(len(g.keys) for g in peers) <= counters:
+        if sum(self.counters_used(g.keys) for g in peers) <= counters:
             return 1.0
         return 1.0 / len(peers)
 
@@ -188,7 +203,9 @@ class FakeBackend:
         such a group opens (the kernel checks it against an empty PMU) but never runs."""
         type_ = group.keys[0][0]
         counters = self.max_group_size.get(type_)
-        return counters is not None and len(group.keys) > counters - self.held.get(type_, 0)
+        return counters is not None and self.counters_used(group.keys) > counters - self.held.get(
+            type_, 0
+        )
 
     def kill(self, tid: int) -> None:
         """The task exits now: later opens fail with ESRCH, reads keep the final counts."""
@@ -217,8 +234,13 @@ class FakeBackend:
                 e = OSError(err, os.strerror(err))
                 e.member = k  # type: ignore[attr-defined]
                 raise translate(e)
+        for k, a in enumerate(attrs):
+            if self.is_metric((a.type, a.config)) and not self.leads_metrics(attrs[0], a):
+                e = OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+                e.member = k  # type: ignore[attr-defined]
+                raise translate(e)
         limit = self.max_group_size.get(attrs[0].type)
-        if limit is not None and len(attrs) > limit:
+        if limit is not None and self.counters_used([(a.type, a.config) for a in attrs]) > limit:
             e = OSError(errno.EINVAL, os.strerror(errno.EINVAL))
             e.member = limit  # type: ignore[attr-defined]
             raise translate(e)
@@ -236,3 +258,22 @@ class FakeBackend:
         self.groups.add(g)
         self.opens.append((tid, tuple(attrs)))
         return g
+
+    # ------------------------------------------------------------ perf metrics
+    def is_metric(self, key: EventKey) -> bool:
+        """Whether ``key`` is a top-down metric event of a PMU in ``perf_metrics``."""
+        entry = self.perf_metrics.get(key[0])
+        return entry is not None and key[1] & 0xFFFF in entry[1]
+
+    def leads_metrics(self, leader: Attr, metric: Attr) -> bool:
+        """Whether ``leader`` is the ``slots`` event of ``metric``'s PMU."""
+        entry = self.perf_metrics.get(metric.type)
+        return (
+            entry is not None
+            and leader.type == metric.type
+            and (leader.config & 0xFFFF == entry[0])
+        )
+
+    def counters_used(self, keys: Sequence[EventKey]) -> int:
+        """How many of the PMU's counters a group of ``keys`` takes (metrics take none)."""
+        return sum(1 for k in keys if not self.is_metric(k))

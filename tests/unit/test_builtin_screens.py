@@ -109,7 +109,8 @@ def test_branch_is_the_original() -> None:
                                   "topdown", "sched"]),
         (Target("x86", "06_3F"), ["default", "branch", "fp", "cache", "topdown", "memory",
                                   "sched"]),
-        (Target("x86", "06_8F"), ["default", "branch", "cache", "topdown", "sched"]),
+        (Target("x86", "06_8F"), ["default", "branch", "cache", "topdown", "topdown2", "fp",
+                                  "sched"]),
     ],
 )  # fmt: skip
 def test_screens_offered_per_cpu(target: Target, names: list[str]) -> None:

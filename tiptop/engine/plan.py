@@ -21,6 +21,21 @@ group has its own enabled/running times, so every event is scaled by its own gro
 ratio of two separately scaled estimates (what ``perf stat`` prints for events that do not
 share a group): exact for uniform workloads, approximate for phased ones.
 
+*Top-down groups (Intel perf metrics, ``tiptop.events.topdown``).* A ``topdown-*`` metric
+event opens only in a group led by its PMU's ``slots``, read with ``PERF_FORMAT_GROUP``
+(tools/perf/Documentation/topdown.txt, "Limits on Intel Ice Lake"; EINVAL otherwise). So it
+is probed in a group ``[slots, metric]``, never alone; without a working ``slots`` of its PMU
+in the screen it is not opened and one line says why; and the PMU's group starts with
+``slots``, then every metric, then the other events. Metric events use no counter
+(arch/x86/events/core.c ``collect_event``), so this head always fits: when the PMU's events
+must be split, the head stays whole in the first group. Counts read are cumulative (the
+kernel resets the hardware on each read but adds each read's share to the count,
+arch/x86/events/intel/core.c ``intel_update_topdown_event``): ``delta(metric) /
+delta(slots)`` is the interval's fraction. On hybrid CPUs only ``cpu_core`` has perf
+metrics; ``cpu_atom``'s events of the same names count its own slots, so an alias bound to
+a metric keeps only its metric bindings, and one line says that time on the other core
+PMU's CPUs is not counted (a task's running fraction is its share of time on ``cpu_core``).
+
 *Attrs.* Counting only (no sampling), ``PERF_FORMAT_GROUP`` reads, user space only unless
 ``-K`` is allowed, ``inherit`` (+ ``inherit_thread``, Linux 5.13+) in process mode. PMUs that
 reject every ``exclude_*`` bit (``msr``: the kernel sets ``PERF_PMU_CAP_NO_EXCLUDE`` for
@@ -49,6 +64,7 @@ import numpy as np
 from tiptop.engine.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
+from tiptop.events.topdown import Topdown
 from tiptop.host import Host
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import Backend
@@ -109,6 +125,7 @@ class Planner:
                     "counting user space only",
                 )
         self._cores = sysfs.alias_pmus(host.sysfs_root)
+        self.td = Topdown(host.sysfs_root)
 
     # ------------------------------------------------------------------ attrs
     def attr(self, b: EventBinding) -> Attr:
@@ -180,14 +197,17 @@ class Planner:
             group.close()
         return True
 
-    def probe(self, b: EventBinding, alias: str = "") -> bool:
-        """Open the event once on ourselves; report a failure once (about ``alias``)."""
+    def probe(self, b: EventBinding, alias: str = "", leader: EventBinding | None = None) -> bool:
+        """Open the event once on ourselves, after ``leader`` in one group when given (a
+        metric event under its ``slots``); report a failure once (about ``alias``)."""
+        head = [self.attr(leader)] if leader is not None else []
         try:
-            self.backend.open_group(0, [self.attr(b)]).close()
+            self.backend.open_group(0, [*head, self.attr(b)]).close()
             return True
         except CounterError as e:
             if (
-                isinstance(e, EventRefused)
+                leader is None
+                and isinstance(e, EventRefused)
                 and self.attr(b).inherit_thread
                 and self._opens([self.attr(b).replace(inherit_thread=False)])
             ):
@@ -206,12 +226,13 @@ class Planner:
             return False
 
     def pack(
-        self, members: list[tuple[int, EventBinding]], column_of: dict[int, int]
+        self, members: list[tuple[int, EventBinding]], column_of: dict[int, int], head: int = 0
     ) -> list[list[tuple[int, EventBinding]]]:
         """Split one PMU's members into groups that each open (see the module doc).
 
         ``members`` are in first-use order; ``column_of`` maps an alias index to the
         first column using it (members of one column are kept together when they fit).
+        The first ``head`` members (``slots`` and the metric events) are never split up.
         The greedy packing fixes the number of groups; the members are then spread evenly
         over that many groups when they can be (5 + 5 rather than 6 + 4): every group gets
         the same share of the PMU, and the PMU's last counter, which a hypervisor or the
@@ -223,24 +244,26 @@ class Planner:
             """The column that first uses alias ``j``, or the alias itself when none does."""
             return ("column", column_of[j]) if j in column_of else ("alias", j)
 
-        chunks: list[list[tuple[int, EventBinding]]] = []
-        for m in members:
-            if chunks and owner(chunks[-1][0][0]) == owner(m[0]):
+        chunks: list[list[tuple[int, EventBinding]]] = [members[:head]] if head else []
+        for m in members[head:]:
+            if len(chunks) > bool(head) and owner(chunks[-1][0][0]) == owner(m[0]):
                 chunks[-1].append(m)
             else:
                 chunks.append([m])
-        groups = self._greedy(chunks, len(members))
+        groups = self._greedy(chunks, len(members), bool(head))
         if len(groups) > 1:
-            even = self._greedy(chunks, -(-len(members) // len(groups)))
+            even = self._greedy(chunks, -(-len(members) // len(groups)), bool(head))
             if len(even) == len(groups):
                 groups = even
         return groups
 
     def _greedy(
-        self, chunks: list[list[tuple[int, EventBinding]]], cap: int
+        self, chunks: list[list[tuple[int, EventBinding]]], cap: int, whole_first: bool = False
     ) -> list[list[tuple[int, EventBinding]]]:
         """Fill groups of at most ``cap`` members in order; a chunk (one column's events)
         goes whole into the current group, else whole into a new one, else event by event.
+        With ``whole_first`` the first chunk (a top-down head) starts the first group
+        whatever its size: it is never split.
         """
 
         def fits(ms: list[tuple[int, EventBinding]]) -> bool:
@@ -254,7 +277,7 @@ class Planner:
                 continue
             if cur:
                 groups.append(cur)
-            if fits(chunk):
+            if fits(chunk) or (whole_first and not groups and not cur):
                 cur = list(chunk)
                 continue
             cur = []
@@ -290,9 +313,37 @@ class Planner:
                     column_of.setdefault(idx[a], c)
         order = sorted(range(len(aliases)), key=lambda j: (column_of.get(j, len(columns)), j))
 
+        by_pmu, n_bind = self._bind(screen, order)
+        groups = self._groups(by_pmu, column_of)
+        plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
+        col_aliases = [
+            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
+            for ce in columns
+        ]
+        return ScreenPlan(plan, columns, col_aliases, self.kernel, self.inherit_thread)
+
+    # ------------------------------------------------------------------ binding
+    def say_no_slots(self, screen: ScreenSpec, alias: str, b: EventBinding) -> None:
+        """One line: a metric event with no working ``slots`` of its PMU is not opened."""
+        self.log.say(
+            f"topdown-no-slots:{screen.name}:{alias}",
+            f"counter {alias!r} ({b.name}) of screen {screen.name!r} is a top-down metric "
+            f"event: the kernel opens it only in a group led by the 'slots' event of PMU "
+            f"{b.pmu} (tools/perf/Documentation/topdown.txt), and this screen has no "
+            "working 'slots' counter there: add one (e.g. 'S: slots'); not counted",
+            subject=alias,
+        )
+
+    def _bind(
+        self, screen: ScreenSpec, order: list[int]
+    ) -> tuple[dict[str, list[tuple[int, EventBinding]]], np.ndarray]:
+        """Resolve and probe the counters in ``order``: the working bindings per PMU (in
+        that order, metric events after the rest) and the number per alias."""
         by_pmu: dict[str, list[tuple[int, EventBinding]]] = {}
-        n_bind = np.zeros(len(aliases), np.int64)
+        n_bind = np.zeros(len(screen.counters), np.int64)
         unseen: list[tuple[str, str]] = []  # kernel-only events that cannot count here
+        metrics: list[tuple[int, EventBinding]] = []  # probed under their PMU's slots
+        dropped: dict[str, list[str]] = {}  # PMU of a metric -> other PMUs' bindings left out
         for j in order:
             c = screen.counters[j]
             try:
@@ -309,18 +360,42 @@ class Planner:
                     subject=c.alias,
                 )
                 continue
-            for b in bindings:
-                if kernel_only(b.attr) and not self.kernel_allowed:
+            kept = self.td.metrics_only(bindings)
+            for b in kept:
+                if self.td.role(b) == "metric":
+                    metrics.append((j, b))
+                    left = [x.name for x in bindings if x not in kept]
+                    dropped.setdefault(b.pmu, []).extend(left)
+                elif kernel_only(b.attr) and not self.kernel_allowed:
                     unseen.append((b.name, c.alias))
-                    continue
-                if self.probe(b, c.alias):
+                elif self.probe(b, c.alias):
                     by_pmu.setdefault(b.pmu, []).append((j, b))
                     n_bind[j] += 1
         if unseen:
             self.say_kernel_only([n for n, _ in unseen], [a for _, a in unseen])
+        for j, b in metrics:
+            alias = screen.counters[j].alias
+            lead = next((x for _, x in by_pmu.get(b.pmu, []) if self.td.role(x) == "slots"), None)
+            if lead is None:
+                self.say_no_slots(screen, alias, b)
+            elif self.probe(b, alias, leader=lead):
+                by_pmu[b.pmu].append((j, b))
+                n_bind[j] += 1
+        for pmu, members in by_pmu.items():
+            if any(self.td.role(b) == "metric" for _, b in members):
+                aliases = [screen.counters[j].alias for j, b in members if self.td.role(b)]
+                note = self.td.only_here(pmu, dropped.get(pmu, []))
+                if note:
+                    self.log.say(f"topdown-pmu:{pmu}", note, subject=tuple(aliases))
+        return by_pmu, n_bind
+
+    def _groups(
+        self, by_pmu: dict[str, list[tuple[int, EventBinding]]], column_of: dict[int, int]
+    ) -> list[GroupDef]:
+        """Each PMU's members packed into groups that open (top-down head first)."""
         groups: list[GroupDef] = []
         for pmu, members in by_pmu.items():
-            packed = self.pack(members, column_of)
+            packed = self.pack(members, column_of, self.td.head(members))
             if len(packed) > 1:
                 self.log.say(
                     f"split:{pmu}",
@@ -336,9 +411,4 @@ class Planner:
                         np.array([j for j, _ in ms], np.int64),
                     )
                 )
-        plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
-        col_aliases = [
-            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
-            for ce in columns
-        ]
-        return ScreenPlan(plan, columns, col_aliases, self.kernel, self.inherit_thread)
+        return groups

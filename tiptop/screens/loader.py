@@ -42,6 +42,7 @@ BUILTIN_FILES = (
     "amd.yaml",  # AMD Zen variants: before topdown.yaml, whose generic variant comes last
     "arm.yaml",  # Arm64 variants, gated on arch: before topdown.yaml's generic one
     "topdown.yaml",
+    "intel.yaml",
     "memory.yaml",
     "sched.yaml",
 )
