@@ -49,16 +49,14 @@ import numpy as np
 from tiptop.engine.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
+from tiptop.events.bindings import counting_attr
 from tiptop.host import Host
-from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.explain import explain_open_error, kernel_only
 from tiptop.messages import MessageLog
 from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import NamedEvent, ScreenSpec
-
-#: PMUs whose events refuse any exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE).
-NO_EXCLUDE_PMUS = frozenset({"msr"})
 
 
 @dataclass
@@ -113,20 +111,9 @@ class Planner:
     # ------------------------------------------------------------------ attrs
     def attr(self, b: EventBinding) -> Attr:
         """The attr one binding is opened with, per task and when probed."""
-        process_mode = not self.threads
-        exclude = b.pmu not in NO_EXCLUDE_PMUS
         in_kernel = self.kernel or (self.kernel_allowed and kernel_only(b.attr))
-        return b.attr.replace(
-            read_format=GROUP_READ_FORMAT,
-            exclude_kernel=exclude and not in_kernel,
-            exclude_hv=exclude,
-            exclude_user=False,
-            exclude_idle=False,
-            pinned=False,
-            disabled=False,
-            enable_on_exec=False,
-            inherit=process_mode,
-            inherit_thread=process_mode and self.inherit_thread,
+        return counting_attr(
+            b, kernel=in_kernel, inherit=not self.threads, inherit_thread=self.inherit_thread
         )
 
     def explain(
@@ -140,6 +127,7 @@ class Planner:
             fd_limits=(self.host.fd_soft, self.host.fd_hard),
             kernel=self.kernel if kernel is None else kernel,
             event_pmu=pmu, core_pmus=self._cores,
+            per_cpu_pmu=bool(pmu) and sysfs.per_cpu_only(self.sysfs_root, pmu or ""),
         )  # fmt: skip
 
     def say_kernel_only(self, names: Sequence[str], aliases: Sequence[str]) -> None:

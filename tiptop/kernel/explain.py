@@ -30,8 +30,12 @@ KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)
 
 
 def kernel_only(attr: Attr) -> bool:
-    """Whether ``attr`` is a software event that fires only in kernel context, so that it
-    always reads 0 with ``exclude_kernel=1`` (context switches, CPU migrations)."""
+    """Whether ``attr`` fires only in kernel context, so that it always reads 0 with
+    ``exclude_kernel=1``: context switches, CPU migrations, and tracepoints
+    (``perf_tp_event_match()`` in kernel/events/core.c: "If exclude_kernel, only trace
+    user-space tracepoints (uprobes)"; a uprobe event is taken as kernel-only too)."""
+    if attr.type == PerfType.TRACEPOINT:
+        return True
     return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
@@ -85,6 +89,7 @@ def explain_open_error(
     core_pmus: Sequence[str] | None = None,
     in_container: bool = False,
     fd_limits: tuple[int, int] | None = None,
+    per_cpu_pmu: bool = False,
 ) -> str:
     """One line: ``event: ERRNAME: meaning; what to do``.
 
@@ -92,7 +97,8 @@ def explain_open_error(
     ``event_pmu`` (the binding's PMU name; ``""`` for a type no sysfs PMU has) and
     ``core_pmus`` (the CPU PMUs sysfs shows, ``[]`` for none) make the ENOENT line exact;
     without ``core_pmus`` it names both usual causes. ``in_container`` and ``fd_limits``
-    (soft, hard) are the host's (``tiptop.host.Host``).
+    (soft, hard) are the host's (``tiptop.host.Host``). ``per_cpu_pmu``: the event's PMU
+    counts per CPU only (a sysfs ``cpumask``), which explains an EINVAL on a task.
     """
     code = err.errno or 0
     # EOPNOTSUPP == ENOTSUP on Linux; errorcode picks the latter, the man page the former.
@@ -137,6 +143,12 @@ def explain_open_error(
         )
     if code == errno.ESRCH:
         return f"{head}: the task no longer exists (it exited)"
+    if code == errno.EINVAL and per_cpu_pmu:
+        return (
+            f"{head}: the {event_pmu} PMU counts per CPU only (its sysfs cpumask), and the "
+            "kernel refuses its events on a task (perf_event_open(2) with pid > 0 and "
+            "cpu == -1); tiptop counts per task, so it cannot count this event"
+        )
     if code == errno.EINVAL:
         return (
             f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
