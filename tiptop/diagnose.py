@@ -161,6 +161,26 @@ def tracepoint_lines(host: Host) -> list[str]:
     return out
 
 
+def screen_lines(loaded: Any, host: Host) -> list[str]:
+    """Each screen and whether it counts here; for a built-in with CPU variants, which one
+    this CPU got and why; then the built-ins no variant of which is for this CPU."""
+    lines = ["screens:"]
+    for i, s in enumerate(loaded.screens):
+        lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
+        v = getattr(s, "variant", None)
+        if v is not None and (len(v.variants) > 1 or v.variants[v.picked][1:] != (None, None)):
+            lines.append(
+                f"       variant {v.picked + 1} of {len(v.variants)}: {v.desc} ({v.why()})"
+            )
+    shown = {s.name for s in loaded.screens}
+    absent = [v for name, v in getattr(loaded, "variants", {}).items()
+              if v.picked is None and name not in shown]  # fmt: skip
+    if absent:
+        names = ", ".join(v.name for v in absent)
+        lines.append(f"  not offered: {names} (no variant for {absent[0].cpu()})")
+    return lines
+
+
 def _machine() -> str:
     """CPUs (logical, and physical cores where psutil can tell) and memory, from psutil."""
     logical = psutil.cpu_count(logical=True) or "?"
@@ -207,9 +227,7 @@ def check(host: Host, loaded: Any = None) -> str:
     lines.append(f"hardware counters (cycles): {'yes' if hw is None else 'no: ' + hw}")
     lines.append(f"software counters (task-clock): {'yes' if sw is None else 'no: ' + sw}")
     if loaded is not None:
-        lines.append("screens:")
-        for i, s in enumerate(loaded.screens):
-            lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
+        lines += screen_lines(loaded, host)
     advice = []
     if paranoid is None:
         advice.append("this kernel has no perf events (CONFIG_PERF_EVENTS off)")

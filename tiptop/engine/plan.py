@@ -242,7 +242,11 @@ class Planner:
 
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
-        """Resolve and probe ``screen``'s counters here; build the plan and columns."""
+        """Resolve and probe ``screen``'s counters here; build the plan and columns. A
+        built-in whose generic variant stands in for this CPU says so once."""
+        note = screen.variant.note() if screen.variant is not None else None
+        if note:
+            self.log.say(f"variant:{screen.name}", note)
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
         columns: list[ColumnExpr | None] = []

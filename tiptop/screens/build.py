@@ -27,6 +27,7 @@ from tiptop.screens.model import (
     NumericEvent,
     ScreenSpec,
     Target,
+    VariantChoice,
 )
 from tiptop.screens.printf import compile_format
 from tiptop.screens.rcoptions import IGNORED_OPTIONS, RC_OPTIONS
@@ -77,6 +78,14 @@ def gate(arch: str | None, model: str | None, target: Target) -> str | None:
     if model is not None and (target.model is None or target.model not in model):
         return "model"
     return None
+
+
+def choose_variant(name: str, raws: list[RawScreen], target: Target) -> VariantChoice:
+    """Which of ``raws`` (the variants of screen ``name``, in order) ``target`` gets: the
+    first whose gate admits it, recorded with every variant's description and gate."""
+    picked = next((i for i, r in enumerate(raws) if gate(r.arch, r.model, target) is None), None)
+    variants = tuple((printable(r.desc or "(no desc)"), r.arch, r.model) for r in raws)
+    return VariantChoice(name, target, variants, picked)
 
 
 def parse_type(text: str) -> int:
