@@ -42,7 +42,7 @@ are ``?``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,6 +72,11 @@ class ScreenPlan:
     kernel: bool
     #: ``inherit_thread`` is used (the kernel knows it).
     inherit_thread: bool
+    #: Indices of the screen's breakdown columns (``ScreenSpec.breakdown_columns``).
+    breakdown: tuple[int, ...] = ()
+    #: PMU -> (its events, the groups they were split into), for the PMUs whose events
+    #: do not fit its counters together.
+    split: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class Planner:
@@ -296,15 +301,11 @@ class Planner:
         if unseen:
             self.say_kernel_only([n for n, _ in unseen], [a for _, a in unseen])
         groups: list[GroupDef] = []
+        split: dict[str, tuple[int, int]] = {}
         for pmu, members in by_pmu.items():
             packed = self.pack(members, column_of)
-            if len(packed) > 1:
-                self.log.say(
-                    f"split:{pmu}",
-                    f"{len(members)} events of PMU {pmu or '?'} do not fit its counters "
-                    f"together: split into {len(packed)} groups that the kernel "
-                    "multiplexes (values are scaled estimates)",
-                )
+            if len(packed) > 1:  # said with the running fraction (engine.sampler)
+                split[pmu] = (len(members), len(packed))
             for ms in packed:
                 groups.append(
                     GroupDef(
@@ -318,4 +319,7 @@ class Planner:
             np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
             for ce in columns
         ]
-        return ScreenPlan(plan, columns, col_aliases, self.kernel, self.inherit_thread)
+        return ScreenPlan(
+            plan, columns, col_aliases, self.kernel, self.inherit_thread,
+            screen.breakdown_columns(), split,
+        )  # fmt: skip

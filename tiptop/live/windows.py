@@ -60,6 +60,7 @@ def help_lines(
             (P.SCALED, "scaled"),
             " (counters multiplexed)",
         ],
+        "42.0! suspect: the screen's breakdown does not add up to 100% for that task",
     ]
     names = table.builtin_variables() if variables is None else variables
     width = max((len(n) for n, _ in names), default=0)

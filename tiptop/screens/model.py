@@ -149,6 +149,14 @@ class ScreenSpec:
     source: str = "builtin"
     #: For a built-in: which of its name's variants this is and why (not compared).
     variant: VariantChoice | None = field(default=None, compare=False)
+    #: Headers (stripped) of the columns that split one whole into percentages adding up
+    #: to 100, such as a top-down level 1 (docs/screens.md, "breakdown"); () for none.
+    breakdown: tuple[str, ...] = ()
+
+    def breakdown_columns(self) -> tuple[int, ...]:
+        """Indices of the :attr:`breakdown` columns, in screen order."""
+        names = set(self.breakdown)
+        return tuple(i for i, c in enumerate(self.columns) if c.header.strip() in names)
 
     def counter(self, alias: str) -> CounterSpec:
         """The counter declared as ``alias``."""
