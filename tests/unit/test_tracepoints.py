@@ -220,3 +220,25 @@ def test_list_events_names_subsystems_or_says_why_none(tmp_path: Path) -> None:
     assert len(lines) == 2
     assert lines[1].startswith("  none listed: tracefs not mounted at ")
     assert lines[1].endswith("mount -t tracefs nodev /sys/kernel/tracing")
+
+
+def test_planner_explains_a_per_cpu_pmu_refused_per_task(tmp_path: Path) -> None:
+    """RAPL's ``power`` PMU resolves (sysfs alias with scale and unit) but the kernel
+    refuses its events on a task (EINVAL): the line says why, from its sysfs cpumask."""
+    import shutil
+
+    sysfs = tmp_path / "sys"
+    shutil.copytree(SYSFS / "intel", sysfs)
+    power = sysfs / "bus/event_source/devices/power"
+    (power / "cpumask").write_text("0\n")
+    (b,) = resolve("power/energy-pkg/", sysfs_root=str(sysfs))
+    assert b.pmu == "power" and b.unit == "Joules"
+    fp, fake = fake_env(tmp_path)
+    fake.event_errors[(b.attr.type, b.attr.config)] = errno.EINVAL
+    scr = screen(
+        "rapl", counters={"E": "power/energy-pkg/"}, columns=[("  E", "%3.0f", "delta(E)")]
+    )
+    s = Sampler(scr, SamplerConfig(), backend=fake, host=host_at(str(fp.root), str(sysfs)))
+    (line,) = s.messages.lines()
+    assert line.startswith("power/energy-pkg/: EINVAL: the power PMU counts per CPU only")
+    s.close()

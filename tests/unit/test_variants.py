@@ -19,8 +19,8 @@ from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.options import Options
 from tiptop.screens import builtin_screens
-from tiptop.screens.build import RawScreen, choose_variant
-from tiptop.screens.loader import builtin_variants
+from tiptop.screens.build import RawScreen
+from tiptop.screens.loader import builtin_variants, choose_variant
 from tiptop.screens.model import Target
 
 ZEN4 = Target("x86", "19_11")

@@ -310,7 +310,6 @@ class Sampler:
             f"multiplexed:{self.screen.name}",
             f"screen '{self.screen.name}': {why}; its counters ran {ran} of the time, so "
             "its values are scaled estimates",
-            subject=tuple(self.plan.aliases[j] for j in np.flatnonzero(part.any(axis=0))),
         )
 
 

@@ -78,6 +78,21 @@ def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
     return f"the {event_pmu} PMU does not support this event (type/config) on this kernel"
 
 
+def _einval(head: str, per_cpu_pmu: str | None) -> str:
+    """EINVAL: a PMU that counts per CPU only (``per_cpu_pmu``), else the usual causes."""
+    if per_cpu_pmu is not None:
+        return (
+            f"{head}: the {per_cpu_pmu} PMU counts per CPU only (its sysfs cpumask), and the "
+            "kernel refuses its events on a task (perf_event_open(2) with pid > 0 and "
+            "cpu == -1); tiptop counts per task, so it cannot count this event"
+        )
+    return (
+        f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
+        "an unsupported flag, or a group too large to fit the counters; check the event "
+        "or use fewer counters per screen"
+    )
+
+
 def explain_open_error(
     err: OSError,
     event: str,
@@ -143,18 +158,8 @@ def explain_open_error(
         )
     if code == errno.ESRCH:
         return f"{head}: the task no longer exists (it exited)"
-    if code == errno.EINVAL and per_cpu_pmu:
-        return (
-            f"{head}: the {event_pmu} PMU counts per CPU only (its sysfs cpumask), and the "
-            "kernel refuses its events on a task (perf_event_open(2) with pid > 0 and "
-            "cpu == -1); tiptop counts per task, so it cannot count this event"
-        )
     if code == errno.EINVAL:
-        return (
-            f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
-            "an unsupported flag, or a group too large to fit the counters; check the event "
-            "or use fewer counters per screen"
-        )
+        return _einval(head, event_pmu if per_cpu_pmu else None)
     if code == errno.E2BIG:
         return f"{head}: this kernel rejected the perf_event_attr size (kernel too old?)"
     if code == errno.EBUSY:

@@ -27,7 +27,6 @@ from tiptop.screens.model import (
     NumericEvent,
     ScreenSpec,
     Target,
-    VariantChoice,
 )
 from tiptop.screens.printf import compile_format
 from tiptop.screens.rcoptions import IGNORED_OPTIONS, RC_OPTIONS
@@ -80,14 +79,6 @@ def gate(arch: str | None, model: str | None, target: Target) -> str | None:
     if model is not None and (target.model is None or target.model not in model):
         return "model"
     return None
-
-
-def choose_variant(name: str, raws: list[RawScreen], target: Target) -> VariantChoice:
-    """Which of ``raws`` (the variants of screen ``name``, in order) ``target`` gets: the
-    first whose gate admits it, recorded with every variant's description and gate."""
-    picked = next((i for i, r in enumerate(raws) if gate(r.arch, r.model, target) is None), None)
-    variants = tuple((printable(r.desc or "(no desc)"), r.arch, r.model) for r in raws)
-    return VariantChoice(name, target, variants, picked)
 
 
 def parse_type(text: str) -> int:
@@ -191,27 +182,18 @@ def build_screen(
 
 
 def _breakdown(
-    raw: RawScreen,
-    name: str,
-    columns: tuple[ColumnSpec, ...],
-    path: str | None,
+    raw: RawScreen, name: str, columns: tuple[ColumnSpec, ...], path: str | None,
     problems: list[SpecError],
-) -> tuple[str, ...]:
+) -> tuple[str, ...]:  # fmt: skip
     """The screen's breakdown headers (stripped), or () with a problem when one names a
     column the screen does not have (dropped, or gated out on this CPU): the parts left
     would not add up, so nothing is checked."""
     wanted = tuple(h.strip() for h in raw.breakdown)
-    if not wanted:
-        return ()
-    have = {c.header.strip() for c in columns}
-    missing = [h for h in wanted if h not in have]
-    if missing or len(set(wanted)) < 2:
+    missing = [h for h in wanted if h not in {c.header.strip() for c in columns}]
+    if wanted and (missing or len(set(wanted)) < 2):
         why = f"no column '{missing[0]}'" if missing else "fewer than two columns"
-        problems.append(
-            SpecError(
-                f"Breakdown of screen '{name}': {why}; not checked", path, raw.line, raw.column
-            )
-        )
+        msg = f"Breakdown of screen '{name}': {why}; not checked"
+        problems.append(SpecError(msg, path, raw.line, raw.column))
         return ()
     return wanted
 
