@@ -2,7 +2,9 @@
 
 Every evaluated cell carries a value (float64) and a :class:`Status`. Statuses are ordered
 so that combining the statuses of an expression's operands is ``numpy.maximum``: any
-unreadable operand wins over a zero divisor, which wins over OK.
+unreadable operand wins over a zero divisor, which wins over OK. ``SUSPECT`` is never an
+operand's: it is given to finished column cells only (a breakdown that does not add up,
+``tiptop.engine.evaluate.judge_breakdown``), and such a cell keeps its value.
 """
 
 from __future__ import annotations
@@ -22,10 +24,26 @@ class Status(IntEnum):
     NOT_COUNTED = 2
     #: A counter could not be opened or read, or a built-in value is unknown: ``?``.
     UNREADABLE = 3
+    #: The value is shown but not to be trusted: the screen's breakdown columns do not add
+    #: up to 100% for this task although it ran long enough to tell (docs/screens.md,
+    #: "breakdown"). Shown as the value followed by :data:`SUSPECT_MARK`.
+    SUSPECT = 4
 
 
 #: The text shown in place of a value, per status (right-aligned to the header width).
 PLACEHOLDER = {Status.DIV0: "-", Status.NOT_COUNTED: "?", Status.UNREADABLE: "?"}
+
+#: Written right after a SUSPECT cell's value (the value moves one place left to make room).
+SUSPECT_MARK = "!"
+
+#: The statuses whose cell holds a value to show, sort and export.
+VALUED = (Status.OK, Status.SUSPECT)
+
+
+def valued(status: np.ndarray) -> np.ndarray:
+    """Where ``status`` is one of :data:`VALUED` (two compares: cheaper than ``isin``)."""
+    return (status == Status.OK) | (status == Status.SUSPECT)
+
 
 #: Stable lower-case names used by the csv and json outputs.
 STATUS_NAME = {
@@ -33,6 +51,7 @@ STATUS_NAME = {
     Status.DIV0: "div0",
     Status.NOT_COUNTED: "not_counted",
     Status.UNREADABLE: "unreadable",
+    Status.SUSPECT: "suspect",
 }
 
 STATUS_DTYPE = np.uint8

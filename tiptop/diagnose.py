@@ -1,9 +1,10 @@
 """``--check``, ``--list-events`` and the per-screen availability shown by
 ``--list-screens``: what this machine lets tiptop count, and why not.
 
-Every probe opens the event on tiptop itself (``pid=0, cpu=-1``), counting user mode only,
-which is what ``perf_event_paranoid <= 2`` allows any user (perf_event_open(2), "the
-perf_event_paranoid file"); a failure is reported with its real errno.
+Every probe opens the event on tiptop itself (``pid=0, cpu=-1``) with the attr the sampler
+uses, counting user mode only, which is what ``perf_event_paranoid <= 2`` allows any user
+(perf_event_open(2), "the perf_event_paranoid file"), or kernel mode too for kernel-only
+events where that is allowed; a failure is reported with its real errno.
 """
 
 from __future__ import annotations
@@ -37,47 +38,66 @@ CACHE = (
 )
 
 
-def _bindings(event: Any) -> list[Any]:
+def _bindings(event: Any, sysfs_root: str) -> list[Any]:
     """An event record (NamedEvent/NumericEvent) or a name, resolved on this machine."""
     from tiptop import events
 
     if isinstance(event, str):
-        return events.resolve(event)
+        return events.resolve(event, sysfs_root=sysfs_root)
     if hasattr(event, "name"):
-        return events.resolve(event.name)
-    return events.resolve_numeric(event.type, event.config)
+        return events.resolve(event.name, sysfs_root=sysfs_root)
+    return events.resolve_numeric(event.type, event.config, sysfs_root=sysfs_root)
 
 
 def probe(event: Any, host: Host) -> str | None:
-    """``None`` when ``event`` opens on this process, else a short reason with the errno."""
+    """``None`` when ``event`` opens on this process, else a short reason with the errno.
+
+    The attr is the sampler's (``tiptop.events.bindings.counting_attr``): user mode, kernel
+    mode too for kernel-only events where allowed, no exclude bit on the PMUs that refuse
+    them (``msr``)."""
+    from tiptop.events import sysfs
+    from tiptop.events.bindings import counting_attr
     from tiptop.kernel import PerfBackend
     from tiptop.kernel.explain import kernel_only
 
     try:
-        bindings = _bindings(event)
+        bindings = _bindings(event, host.sysfs_root)
     except EventError as exc:
         return str(exc)
     last = "no binding"
     backend = PerfBackend()
     for b in bindings:
-        if kernel_only(b.attr):
-            paranoid = host.paranoid
-            if not host.kernel_counting_allowed:
-                # Counted in user mode it would always read 0 (explain.KERNEL_ONLY_SW).
-                last = (
-                    f"kernel-only event: needs root, CAP_PERFMON or "
-                    f"perf_event_paranoid < 2 (it is {paranoid})"
-                )
-                continue
+        if kernel_only(b.attr) and not host.kernel_counting_allowed:
+            # Counted in user mode it would always read 0 (explain.kernel_only).
+            last = (
+                f"kernel-only event: needs root, CAP_PERFMON or "
+                f"perf_event_paranoid < 2 (it is {host.paranoid})"
+            )
+            continue
+        attr = counting_attr(b, kernel=kernel_only(b.attr), inherit=False, inherit_thread=False)
         try:
-            group = backend.open_group(0, [b.attr])
+            group = backend.open_group(0, [*_slots_head(b, host, attr), attr])
         except OSError as exc:
             code = exc.errno or 0
             last = f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"
+            if code == errno.EINVAL and sysfs.per_cpu_only(host.sysfs_root, b.pmu):
+                last += f": PMU {b.pmu} counts per CPU only (sysfs cpumask), not per task"
             continue
         group.close()
         return None
     return last
+
+
+def _slots_head(b: Any, host: Host, attr: Any) -> list[Any]:
+    """An Intel perf-metrics event (``topdown-*``) opens only in a group led by its PMU's
+    ``slots`` (tools/perf/Documentation/topdown.txt; ``tiptop.events.topdown``): that
+    leader's attr, else nothing."""
+    from tiptop.events.topdown import ARCH_EVENT_MASK, Topdown
+
+    pm = Topdown(host.sysfs_root).pmu(b.pmu)
+    if pm is None or pm.role(b) != "metric":
+        return []
+    return [attr.replace(config=(attr.config & ~ARCH_EVENT_MASK) | pm.slots)]
 
 
 def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:
@@ -128,7 +148,49 @@ def list_events(host: Host) -> str:
                 section(f"PMU {pmu_name} (sysfs aliases)", [f"{pmu_name}/{a}/" for a in aliases])
     except ImportError:
         lines.append("(sysfs PMU listing unavailable in this build)")
+    lines += tracepoint_lines(host)
     return "\n".join(lines) + "\n"
+
+
+def tracepoint_lines(host: Host) -> list[str]:
+    """How to name tracepoints, tracefs' subsystems (names only: there are thousands of
+    events) or why there are none, and whether ``sched:sched_switch`` counts here."""
+    import textwrap
+
+    from tiptop.events import tracefs
+
+    events, names, why = tracefs.subsystems(host.sysfs_root)
+    where = events or "<tracefs>/events"
+    out = [f"Tracepoints (name them subsystem:event; the events are {where}/<subsystem>/*):"]
+    if names:
+        text = f"{len(names)} subsystems: {', '.join(names)}"
+        out += textwrap.wrap(text, 88, initial_indent="  ", subsequent_indent="    ")
+    else:
+        return [*out, f"  none listed: {why}"]
+    if "sched" in names:
+        status = probe("sched:sched_switch", host)
+        out.append(f"  {'sched:sched_switch':40s} {'available' if status is None else status}")
+    return out
+
+
+def screen_lines(loaded: Any, host: Host) -> list[str]:
+    """Each screen and whether it counts here; for a built-in with CPU variants, which one
+    this CPU got and why; then the built-ins no variant of which is for this CPU."""
+    lines = ["screens:"]
+    for i, s in enumerate(loaded.screens):
+        lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
+        v = getattr(s, "variant", None)
+        if v is not None and (len(v.variants) > 1 or v.variants[v.picked][1:] != (None, None)):
+            lines.append(
+                f"       variant {v.picked + 1} of {len(v.variants)}: {v.desc} ({v.why()})"
+            )
+    shown = {s.name for s in loaded.screens}
+    absent = [v for name, v in getattr(loaded, "variants", {}).items()
+              if v.picked is None and name not in shown]  # fmt: skip
+    if absent:
+        names = ", ".join(v.name for v in absent)
+        lines.append(f"  not offered: {names} (no variant for {absent[0].cpu()})")
+    return lines
 
 
 def _machine() -> str:
@@ -177,9 +239,7 @@ def check(host: Host, loaded: Any = None) -> str:
     lines.append(f"hardware counters (cycles): {'yes' if hw is None else 'no: ' + hw}")
     lines.append(f"software counters (task-clock): {'yes' if sw is None else 'no: ' + sw}")
     if loaded is not None:
-        lines.append("screens:")
-        for i, s in enumerate(loaded.screens):
-            lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
+        lines += screen_lines(loaded, host)
     advice = []
     if paranoid is None:
         advice.append("this kernel has no perf events (CONFIG_PERF_EVENTS off)")

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 
 
@@ -115,7 +115,7 @@ class Frame:
 
     def multiplexed(self) -> np.ndarray:
         """Cells whose value was scaled because their counters ran part of the interval."""
-        return (self.running < 1.0) & (self.status == Status.OK)
+        return (self.running < 1.0) & valued(self.status)
 
     def take(self, rows: slice | np.ndarray) -> Frame:
         """Some rows of the frame (a slice, an index array or a boolean mask); the frame

@@ -33,7 +33,7 @@ from typing import overload
 
 import numpy as np
 
-from tiptop.cells import Status
+from tiptop.cells import Status, valued
 from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec, ScreenSpec
@@ -195,7 +195,7 @@ def visible(frame: Frame, view: View) -> np.ndarray:
 
 
 def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
-    """The indices ``idx`` sorted on the view's column: stable; non-OK cells last in
+    """The indices ``idx`` sorted on the view's column: stable; cells without a value last in
     either direction; PID numerically; COMMAND by string."""
     if len(idx) == 0:
         return idx
@@ -209,7 +209,7 @@ def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
         return idx[np.asarray(perm, np.int64)]
     else:
         key = frame.values[idx, col].astype(np.float64)
-        bad = (frame.status[idx, col] != Status.OK) | np.isnan(key)
+        bad = ~valued(frame.status[idx, col]) | np.isnan(key)
         key = np.where(bad, 0.0, key)
     if view.descending:
         key = -key

@@ -126,7 +126,7 @@ def test_topdown_head_stays_whole_when_the_pmu_must_split(tmp_path: Path) -> Non
     PMU: the whole does not fit, the head (slots, metrics: one counter) stays together and
     first, and takes the first column's events; the last column goes to a second group."""
     b = fake()
-    p, log = planner(b, INTEL, tmp_path)
+    p, _log = planner(b, INTEL, tmp_path)
     raw = {f"X{i}": f"cpu/event=0x{0x10 + i:x}/" for i in range(5)}
     td = {"S": "slots", "RET": "topdown-retiring", "BAD": "topdown-bad-spec",
           "FE": "topdown-fe-bound", "BE": "topdown-be-bound"}  # fmt: skip
@@ -136,7 +136,7 @@ def test_topdown_head_stays_whole_when_the_pmu_must_split(tmp_path: Path) -> Non
     sp = p.plan(screen(counters={**raw, **td}, columns=cols))
     hw = [[sp.plan.aliases[j] for j in g.alias_index] for g in sp.plan.groups]
     assert hw == [["S", "RET", "BAD", "FE", "BE", "X0", "X1", "X2"], ["X3", "X4"]]
-    assert [line for line in log.lines() if "split into 2 groups" in line]
+    assert sp.split == {"cpu": (10, 2)}  # said at a refresh, with the running fraction
     for g in sp.plan.groups:  # each group opens as planned (metrics take no counter)
         b.open_group(0, g.attrs).close()
 
@@ -209,3 +209,19 @@ def test_raw_forms_of_a_metric_are_metrics_too(text: str, tmp_path: Path) -> Non
     (g,) = sp.plan.groups
     assert configs(g.attrs) == [(CORE, SLOTS), (CORE, METRIC["topdown-retiring"])]
     assert not log.lines()
+
+
+def test_list_screens_probe_opens_a_metric_under_slots() -> None:
+    """--list-screens / --list-events probe each event on its own, except a metric event,
+    which the kernel opens only under its PMU's slots: the probe's group gets that head."""
+    from tiptop import diagnose
+    from tiptop.events import resolve
+    from tiptop.events.bindings import counting_attr
+
+    host = host_at("/proc", INTEL)
+    for name, head in (("topdown-retiring", [SLOTS]), ("slots", []), ("cycles", [])):
+        (b,) = resolve(name, sysfs_root=INTEL)
+        attr = counting_attr(b, kernel=False, inherit=False, inherit_thread=False)
+        got = diagnose._slots_head(b, host, attr)
+        assert [a.config for a in got] == head, name
+        assert all(a.type == attr.type and a.exclude_kernel for a in got)

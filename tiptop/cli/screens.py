@@ -27,6 +27,9 @@ class ScreenSet:
     options: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     path: str | None = None
+    #: Per built-in screen name: which variant this CPU got and why
+    #: (``tiptop.screens.loader.builtin_variants``); empty with ``--only-conf``.
+    variants: dict[str, Any] = field(default_factory=dict)
 
 
 #: The first CPU's Main ID Register (Documentation/ABI/testing/sysfs-devices-system-cpu).
@@ -158,6 +161,7 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
     builtins: list[Any] = []
     if not only_conf:
         builtins = list(loader.builtin_screens(target))
+        result.variants = loader.builtin_variants(target)
     # A config screen named like a built-in replaces it in the built-in's place, so a file
     # written by --export or the W key (every screen, built-ins included) loads back as
     # the same list; the original appended copies (docs/original.md section 8, defect 13).

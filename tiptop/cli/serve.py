@@ -47,6 +47,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
         top=opts.plot_top,
         cmdline=opts.show_cmdline and opts.series_by == "pid",
         cgroup_of=cgroups.label,
+        breakdown=bool(screen.breakdown),
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.engine.evaluate import _evaluate
+from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.frame import Frame
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.screens.expr import ColumnExpr, compile_columns
@@ -83,6 +83,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         for ce in columns
     ]
     values, cstatus, running = _evaluate(columns, col_aliases, env, run, m)
+    judge_breakdown(values, cstatus, screen.breakdown_columns(), row.cpu_total, frame.interval)
     pid = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(pid, g, frame.pid)
     alive = _sum((~frame.dead).astype(float), g, m)

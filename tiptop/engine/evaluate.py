@@ -7,6 +7,23 @@ the counts of groups closed while the task lived (reclaim), every column express
 evaluated over the whole row set (``tiptop.screens.expr``), and a cell's running fraction is
 the smallest ``Δrunning/Δenabled`` of the counters it reads: with split groups
 (``tiptop.engine.plan``) each counter carries its own group's fraction.
+
+*Breakdowns.* A screen's ``breakdown`` columns (a top-down level 1: retiring, bad
+speculation, front end, back end... in % of slots) split one whole, so for each task their
+values must add up to 100 and each lie in [0, 100]. :func:`judge_breakdown` marks a task's
+breakdown cells ``SUSPECT`` (values kept) when they miss that by more than
+:data:`BREAKDOWN_TOLERANCE` points, provided the task was on a CPU for at least
+:data:`BREAKDOWN_MIN_CPU` seconds of the interval; shorter runs are not judged. Why that
+long: the counts of groups the kernel time-multiplexes are each scaled from the part of
+the time they ran, and the kernel rotates the groups once per
+``perf_event_mux_interval_ms`` (one tick by default, 4 ms at HZ=250; kernel/events/core.c
+``PERF_CPU_HRTIMER``): 50 ms on a CPU is a dozen rotations, enough for the scaled parts to
+sample the same mix of phases, while a task seen for a rotation or two would be flagged
+for its phases, not for its counters. It is also 5 ticks of ``/proc/PID/stat`` times
+(proc(5), ``utime``), where the %CPU this is read from is known to 20%. Tasks sharing one
+group are never skewed by multiplexing, and the kernel's own metrics round each part to
+1/255 (8 bits per metric in ``PERF_METRICS``, arch/x86/events/intel/core.c), far below 5
+points.
 """
 
 from __future__ import annotations
@@ -47,6 +64,7 @@ def assemble(
     tasks_total: int,
     reaped: np.ndarray | None = None,
     dead: np.ndarray | None = None,
+    breakdown: Sequence[int] = (),
 ) -> Frame:
     """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
 
@@ -56,7 +74,8 @@ def assemble(
     ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
-    exited: this is its last interval."""
+    exited: this is its last interval. ``breakdown`` are the indices of the columns
+    :func:`judge_breakdown` checks."""
     n, k = len(rows), len(plan.aliases)
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
@@ -73,6 +92,7 @@ def assemble(
         env[a] = (total[:, j], total_status[:, j])
         env[delta_key(a)] = (delta[:, j], status[:, j])
     values, cstatus, running = _evaluate(columns, col_aliases, env, c_running, n)
+    judge_breakdown(values, cstatus, breakdown, facts.cpu_total, interval)
     return Frame(
         iteration=iteration,
         timestamp=time.time(),
@@ -177,3 +197,37 @@ def _evaluate(
             r = np.fmin.reduce(c_running[:, idx], axis=1)
             running[:, c] = np.where(np.isnan(r), 1.0, r)
     return values, cstatus, running
+
+
+#: Percentage points a breakdown may miss 100 by (and each part [0, 100]) before it is
+#: suspect: 5 points, the 1 +- 0.05 of the fractions.
+BREAKDOWN_TOLERANCE = 5.0
+#: Seconds on a CPU in the interval below which a task's breakdown is not judged (see the
+#: module doc).
+BREAKDOWN_MIN_CPU = 0.05
+
+
+def judge_breakdown(
+    values: np.ndarray,
+    status: np.ndarray,
+    columns: Sequence[int],
+    cpu_total: np.ndarray,
+    interval: float,
+) -> None:
+    """Mark ``SUSPECT``, in ``status``, the breakdown cells (``columns``) of the rows whose
+    parts do not add up to 100 +- :data:`BREAKDOWN_TOLERANCE` or fall outside [0, 100]
+    by more than that, among the rows on a CPU for :data:`BREAKDOWN_MIN_CPU` seconds or
+    more (``cpu_total`` %CPU over ``interval`` s) whose parts are all OK."""
+    cols = np.asarray(columns, np.int64)
+    if cols.size < 2 or not len(values):
+        return
+    parts = values[:, cols]
+    tol = BREAKDOWN_TOLERANCE
+    with np.errstate(invalid="ignore"):
+        judged = (status[:, cols] == Status.OK).all(axis=1) & np.isfinite(parts).all(axis=1)
+        judged &= np.nan_to_num(cpu_total, nan=0.0) * interval / 100.0 >= BREAKDOWN_MIN_CPU
+        off = np.abs(parts.sum(axis=1) - 100.0) > tol
+        off |= ((parts < -tol) | (parts > 100.0 + tol)).any(axis=1)
+    bad = np.flatnonzero(judged & off)
+    if bad.size:
+        status[np.ix_(bad, cols)] = Status.SUSPECT

@@ -57,24 +57,22 @@ are ``?``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tiptop.engine.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
+from tiptop.events.bindings import counting_attr
 from tiptop.events.topdown import Topdown
 from tiptop.host import Host
-from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.explain import explain_open_error, kernel_only
 from tiptop.messages import MessageLog
 from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import NamedEvent, ScreenSpec
-
-#: PMUs whose events refuse any exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE).
-NO_EXCLUDE_PMUS = frozenset({"msr"})
 
 
 @dataclass
@@ -90,6 +88,11 @@ class ScreenPlan:
     kernel: bool
     #: ``inherit_thread`` is used (the kernel knows it).
     inherit_thread: bool
+    #: Indices of the screen's breakdown columns (``ScreenSpec.breakdown_columns``).
+    breakdown: tuple[int, ...] = ()
+    #: PMU -> (its events, the groups they were split into), for the PMUs whose events
+    #: do not fit its counters together.
+    split: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class Planner:
@@ -130,20 +133,9 @@ class Planner:
     # ------------------------------------------------------------------ attrs
     def attr(self, b: EventBinding) -> Attr:
         """The attr one binding is opened with, per task and when probed."""
-        process_mode = not self.threads
-        exclude = b.pmu not in NO_EXCLUDE_PMUS
         in_kernel = self.kernel or (self.kernel_allowed and kernel_only(b.attr))
-        return b.attr.replace(
-            read_format=GROUP_READ_FORMAT,
-            exclude_kernel=exclude and not in_kernel,
-            exclude_hv=exclude,
-            exclude_user=False,
-            exclude_idle=False,
-            pinned=False,
-            disabled=False,
-            enable_on_exec=False,
-            inherit=process_mode,
-            inherit_thread=process_mode and self.inherit_thread,
+        return counting_attr(
+            b, kernel=in_kernel, inherit=not self.threads, inherit_thread=self.inherit_thread
         )
 
     def explain(
@@ -157,6 +149,7 @@ class Planner:
             fd_limits=(self.host.fd_soft, self.host.fd_hard),
             kernel=self.kernel if kernel is None else kernel,
             event_pmu=pmu, core_pmus=self._cores,
+            per_cpu_pmu=bool(pmu) and sysfs.per_cpu_only(self.sysfs_root, pmu or ""),
         )  # fmt: skip
 
     def say_kernel_only(self, names: Sequence[str], aliases: Sequence[str]) -> None:
@@ -292,7 +285,11 @@ class Planner:
 
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
-        """Resolve and probe ``screen``'s counters here; build the plan and columns."""
+        """Resolve and probe ``screen``'s counters here; build the plan and columns. A
+        built-in whose generic variant stands in for this CPU says so once."""
+        note = screen.variant.note() if screen.variant is not None else None
+        if note:
+            self.log.say(f"variant:{screen.name}", note)
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
         columns: list[ColumnExpr | None] = []
@@ -314,13 +311,16 @@ class Planner:
         order = sorted(range(len(aliases)), key=lambda j: (column_of.get(j, len(columns)), j))
 
         by_pmu, n_bind = self._bind(screen, order)
-        groups = self._groups(by_pmu, column_of)
+        groups, split = self._groups(by_pmu, column_of)
         plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
         col_aliases = [
             np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
             for ce in columns
         ]
-        return ScreenPlan(plan, columns, col_aliases, self.kernel, self.inherit_thread)
+        return ScreenPlan(
+            plan, columns, col_aliases, self.kernel, self.inherit_thread,
+            screen.breakdown_columns(), split,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ binding
     def say_no_slots(self, screen: ScreenSpec, alias: str, b: EventBinding) -> None:
@@ -391,18 +391,15 @@ class Planner:
 
     def _groups(
         self, by_pmu: dict[str, list[tuple[int, EventBinding]]], column_of: dict[int, int]
-    ) -> list[GroupDef]:
-        """Each PMU's members packed into groups that open (top-down head first)."""
+    ) -> tuple[list[GroupDef], dict[str, tuple[int, int]]]:
+        """Each PMU's members packed into groups that open (top-down head first), and per
+        PMU split, its (events, groups): said with the running fraction (engine.sampler)."""
         groups: list[GroupDef] = []
+        split: dict[str, tuple[int, int]] = {}
         for pmu, members in by_pmu.items():
             packed = self.pack(members, column_of, self.td.head(members))
-            if len(packed) > 1:
-                self.log.say(
-                    f"split:{pmu}",
-                    f"{len(members)} events of PMU {pmu or '?'} do not fit its counters "
-                    f"together: split into {len(packed)} groups that the kernel "
-                    "multiplexes (values are scaled estimates)",
-                )
+            if len(packed) > 1:  # said with the running fraction (engine.sampler)
+                split[pmu] = (len(members), len(packed))
             for ms in packed:
                 groups.append(
                     GroupDef(
@@ -411,4 +408,4 @@ class Planner:
                         np.array([j for j, _ in ms], np.int64),
                     )
                 )
-        return groups
+        return groups, split

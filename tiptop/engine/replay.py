@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.engine.evaluate import _evaluate
+from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame
 from tiptop.messages import MessageLog
@@ -63,7 +63,10 @@ def screen_from_record(d: dict[str, Any]) -> ScreenSpec:
         )
         for c in d.get("columns", ())
     )
-    return ScreenSpec(d["name"], d.get("desc", ""), counters, columns, source="recording")
+    return ScreenSpec(
+        d["name"], d.get("desc", ""), counters, columns, source="recording",
+        breakdown=tuple(d.get("breakdown", ())),  # absent from recordings made before it
+    )  # fmt: skip
 
 
 @dataclass
@@ -254,6 +257,7 @@ def decode(
         for ce in columns
     ]
     values, cstatus, running = _evaluate(columns, col_aliases, env, run, n)
+    judge_breakdown(values, cstatus, screen.breakdown_columns(), row.cpu_total, row.interval)
     markers = [
         "-" if t != p else "+" if m > 1 else " " for t, p, m in zip(tid, pid, nth, strict=True)
     ]

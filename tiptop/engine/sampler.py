@@ -134,6 +134,7 @@ class Sampler:
         self._started = False
         self._iteration = 0
         self._tasks_total = 0
+        self._said_multiplexed = False
 
     @property
     def plan(self) -> CounterPlan:
@@ -177,6 +178,7 @@ class Sampler:
         scan = self._scanner.scan(idle, counts.ended)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
+        self._note_multiplexed(frame)
         self._attacher.detach(scan.gone)
         self._attacher.attach(scan, self._scanner.tree)
         self._iteration += 1
@@ -236,7 +238,7 @@ class Sampler:
             rows, self.plan, counts.readout, counts.retired, sp.columns, sp.col_aliases,
             iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
             headers=self._headers(), tasks_total=scan.threads_total, reaped=reaped,
-            dead=np.arange(len(rows)) >= len(shown),
+            dead=np.arange(len(rows)) >= len(shown), breakdown=sp.breakdown,
         )  # fmt: skip
 
     def _with_sticky(self, frame: Frame, n_dying: int) -> Frame:
@@ -279,6 +281,36 @@ class Sampler:
                     f"second tiptop{own}); those cells show '?'",
                     subject=tuple(self.plan.aliases[j] for j in g.alias_index),
                 )
+
+    def _note_multiplexed(self, frame: Frame) -> None:
+        """Say once per screen, at the first refresh that shows it, that its counters were
+        multiplexed and for what part of the time they ran (the least and most
+        ``Δrunning/Δenabled`` of the counter cells read then); why: the screen's events did
+        not fit their PMU together (split by the plan), or other users of the PMU took
+        counters (perf, a second tiptop, the NMI watchdog)."""
+        if self._said_multiplexed:
+            return
+        run = frame.counter_running
+        part = (frame.counter_status == Status.OK) & np.isfinite(run) & (run < 1.0)
+        if not part.any():
+            return
+        self._said_multiplexed = True
+        lo, hi = float(run[part].min()), float(run[part].max())
+        ran = f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{lo:.0%} to {hi:.0%}"
+        split = self._screen_plan.split
+        why = (
+            "; ".join(
+                f"its {n} events of PMU {pmu or '?'} do not fit the counters together: split "
+                f"into {k} groups that the kernel multiplexes"
+                for pmu, (n, k) in split.items()
+            )
+            or "other users of the PMU (perf, another tiptop, the NMI watchdog) hold counters"
+        )
+        self.messages.say(
+            f"multiplexed:{self.screen.name}",
+            f"screen '{self.screen.name}': {why}; its counters ran {ran} of the time, so "
+            "its values are scaled estimates",
+        )
 
 
 __all__ = ["Sampler", "SamplerConfig"]

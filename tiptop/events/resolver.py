@@ -3,10 +3,13 @@
 Tried in this order: ``pmu/terms/`` syntax, raw ``rNNNN``, perf's generic hardware, cache
 and software names (the forms perf-list(1) describes) and the original's upper-case names,
 bare aliases of the core PMU's ``events/`` (Documentation/ABI/testing/
-sysfs-bus-event_source-devices-events), and finally vendor names through libpfm4
-(pfm_get_os_event_encoding(3)). On hybrid CPUs a generic hardware or cache event becomes
-one binding per core PMU, with the PMU's type in ``config[63:32]`` (uapi perf_event.h,
-``PERF_PMU_TYPE_SHIFT``).
+sysfs-bus-event_source-devices-events), tracepoints ``subsystem:event`` through tracefs
+(``tiptop.events.tracefs``), and finally vendor names through libpfm4
+(pfm_get_os_event_encoding(3)). A ``NAME:UMASK`` spelling is both a tracepoint's and
+libpfm4's: tracefs is asked first, then libpfm4, and when neither knows it the line is
+tracefs' for a lower-case subsystem, libpfm4's otherwise. On hybrid CPUs a generic
+hardware or cache event becomes one binding per core PMU, with the PMU's type in
+``config[63:32]`` (uapi perf_event.h, ``PERF_PMU_TYPE_SHIFT``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import re
 
 from tiptop import vocab
 from tiptop.errors import EventError
-from tiptop.events import sysfs
+from tiptop.events import sysfs, tracefs
 from tiptop.events.bindings import EventBinding
 from tiptop.kernel import pfm
 from tiptop.kernel.attr import Attr
@@ -99,6 +102,20 @@ def _core_alias(name: str, sysfs_root: str) -> list[EventBinding] | None:
     return out or None
 
 
+def _tracepoint(name: str, subsystem: str, event: str, sysfs_root: str) -> list[EventBinding]:
+    """``subsystem:event`` from tracefs, else libpfm4's ``EVENT:UMASK`` (see the module doc)."""
+    try:
+        config = tracefs.tracepoint_id(subsystem, event, sysfs_root)
+    except EventError as not_traced:
+        try:
+            attr = pfm.encode(name)
+        except EventError as not_vendor:
+            raise (not_vendor if subsystem.isupper() else not_traced) from None
+        return [EventBinding(name, "cpu", attr)]
+    attr = Attr(type=int(PerfType.TRACEPOINT), config=config)
+    return [EventBinding(name, "tracepoint", attr)]
+
+
 def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
     """Every binding ``name`` stands for on this machine; ``EventError`` if none.
 
@@ -122,13 +139,17 @@ def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
     if found:
         return found
     _not_implemented(name, sysfs_root)
+    m = tracefs.NAME.match(name)
+    if m:
+        return _tracepoint(name, m.group(1), m.group(2), sysfs_root)
     if _VENDOR.match(name) and ("." in name or ":" in name or name.isupper()):
         attr = pfm.encode(name)  # EventError when libpfm4 is missing or does not know it
         return [EventBinding(name, "cpu", attr)]
     raise EventError(
         f"unknown event {name!r}: use a perf name (cycles, instructions, "
-        "L1-dcache-load-misses, task-clock, ...), rNNNN, pmu/term=value,.../ or a vendor "
-        "name such as FP_ASSIST.ANY (needs libpfm4)"
+        "L1-dcache-load-misses, task-clock, ...), rNNNN, pmu/term=value,.../, a tracepoint "
+        "subsystem:event (sched:sched_switch) or a vendor name such as FP_ASSIST.ANY "
+        "(needs libpfm4)"
     )
 
 

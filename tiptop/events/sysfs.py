@@ -59,6 +59,16 @@ def alias_pmus(sysfs_root: str) -> list[str]:
     return [p for p in list_pmus(sysfs_root) if os.path.isfile(os.path.join(base, p, "cpus"))]
 
 
+def per_cpu_only(sysfs_root: str, name: str) -> bool:
+    """Whether PMU ``name`` counts per CPU only: it has a ``cpumask`` file, the CPUs its
+    events are opened on (uncore, RAPL ``power``...; ``<pmu>/cpumask`` in
+    Documentation/ABI/testing/sysfs-bus-event_source-devices-events, ``<event>.cpus``).
+    The kernel refuses such a PMU's events on a task with EINVAL (kernel/events/core.c
+    ``perf_event_alloc()``: "Disallow uncore-task events"). Only used to explain that
+    EINVAL: nothing is refused on its word."""
+    return os.path.isfile(os.path.join(devices_dir(sysfs_root), name, "cpumask"))
+
+
 def is_hybrid(sysfs_root: str) -> bool:
     """True when there is no ``cpu`` PMU but several core PMUs (Intel hybrid)."""
     cores = core_pmus(sysfs_root)

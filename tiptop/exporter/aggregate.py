@@ -114,6 +114,7 @@ class _Group:
     tasks: int = 0
     running: np.ndarray | None = None  # min running fraction per counter, last refresh
     ok: np.ndarray | None = None  # 1.0 when every task read the counter OK, last refresh
+    suspect: int = 0  # tasks whose breakdown cells were SUSPECT, last refresh
 
 
 @dataclass
@@ -125,6 +126,9 @@ class Aggregator:
     top: int = 20
     cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
     cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
+    #: The screen declares a breakdown (``ScreenSpec.breakdown``): export how many tasks
+    #: of each group had it marked suspect (``tiptop_breakdown_suspect_tasks``).
+    breakdown: bool = False
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
 
     @property
@@ -155,7 +159,8 @@ class Aggregator:
         deltas = _deltas(frame, self.metrics)
         keys = [self._key(frame, i) for i in range(len(frame))]
         for g in self._groups.values():
-            g.tasks, g.running, g.ok = 0, None, None
+            g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
+        suspect = (frame.status == Status.SUSPECT).any(axis=1)
         if self.by == "pid":
             shown = set(np.argsort(-frame.cpu_total, kind="stable")[: self.top].tolist())
             shown_keys = {keys[i] for i in shown}
@@ -169,6 +174,7 @@ class Aggregator:
                 g = self._groups[key] = _Group(np.zeros(k + 1))
             g.totals += deltas[i]
             g.tasks += 0 if frame.dead[i] else 1
+            g.suspect += int(suspect[i])
             running, ok = _row_quality(frame, i, k)
             g.running = running if g.running is None else np.fmin(g.running, running)
             g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
@@ -196,7 +202,8 @@ class Aggregator:
         return Snapshot(tuple(fams), frame.timestamp)
 
     def _gauges(self, items: list[tuple[tuple[str, ...], _Group]]) -> list[Family]:
-        """Tasks per group; per counter the running fraction and whether it read OK."""
+        """Tasks per group; per counter the running fraction and whether it read OK; with a
+        breakdown, the tasks whose breakdown was suspect."""
         live = [(key, g) for key, g in items if g.running is not None]
         ev_labels = ("event", *self.labels)
         running, ok = [], []
@@ -207,7 +214,7 @@ class Aggregator:
                 if not np.isnan(g.running[j]):
                     running.append((name, float(g.running[j])))
                 ok.append((name, float(g.ok[j])))
-        return [
+        fams = [
             Family(f"{PREFIX}tasks", "Tasks of the group alive at the latest refresh", "gauge",
                    self.labels, tuple((key, float(g.tasks)) for key, g in live)),
             Family(f"{PREFIX}event_running_ratio",
@@ -219,6 +226,14 @@ class Aggregator:
                    "0 when some count is missing (not counted or unreadable)", "gauge",
                    ev_labels, tuple(ok)),
         ]  # fmt: skip
+        if self.breakdown:
+            fams.append(Family(
+                f"{PREFIX}breakdown_suspect_tasks",
+                "Tasks of the group whose breakdown columns (a top-down level 1) did not add "
+                "up to 100% +- 5 in the latest refresh: their cells are suspect", "gauge",
+                self.labels, tuple((key, float(g.suspect)) for key, g in live),
+            ))  # fmt: skip
+        return fams
 
 
 def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:

@@ -30,8 +30,12 @@ KERNEL_ONLY_SW = frozenset({int(SwId.CONTEXT_SWITCHES), int(SwId.CPU_MIGRATIONS)
 
 
 def kernel_only(attr: Attr) -> bool:
-    """Whether ``attr`` is a software event that fires only in kernel context, so that it
-    always reads 0 with ``exclude_kernel=1`` (context switches, CPU migrations)."""
+    """Whether ``attr`` fires only in kernel context, so that it always reads 0 with
+    ``exclude_kernel=1``: context switches, CPU migrations, and tracepoints
+    (``perf_tp_event_match()`` in kernel/events/core.c: "If exclude_kernel, only trace
+    user-space tracepoints (uprobes)"; a uprobe event is taken as kernel-only too)."""
+    if attr.type == PerfType.TRACEPOINT:
+        return True
     return attr.type == PerfType.SOFTWARE and attr.config in KERNEL_ONLY_SW
 
 
@@ -74,6 +78,21 @@ def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
     return f"the {event_pmu} PMU does not support this event (type/config) on this kernel"
 
 
+def _einval(head: str, per_cpu_pmu: str | None) -> str:
+    """EINVAL: a PMU that counts per CPU only (``per_cpu_pmu``), else the usual causes."""
+    if per_cpu_pmu is not None:
+        return (
+            f"{head}: the {per_cpu_pmu} PMU counts per CPU only (its sysfs cpumask), and the "
+            "kernel refuses its events on a task (perf_event_open(2) with pid > 0 and "
+            "cpu == -1); tiptop counts per task, so it cannot count this event"
+        )
+    return (
+        f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
+        "an unsupported flag, or a group too large to fit the counters; check the event "
+        "or use fewer counters per screen"
+    )
+
+
 def explain_open_error(
     err: OSError,
     event: str,
@@ -85,6 +104,7 @@ def explain_open_error(
     core_pmus: Sequence[str] | None = None,
     in_container: bool = False,
     fd_limits: tuple[int, int] | None = None,
+    per_cpu_pmu: bool = False,
 ) -> str:
     """One line: ``event: ERRNAME: meaning; what to do``.
 
@@ -92,7 +112,8 @@ def explain_open_error(
     ``event_pmu`` (the binding's PMU name; ``""`` for a type no sysfs PMU has) and
     ``core_pmus`` (the CPU PMUs sysfs shows, ``[]`` for none) make the ENOENT line exact;
     without ``core_pmus`` it names both usual causes. ``in_container`` and ``fd_limits``
-    (soft, hard) are the host's (``tiptop.host.Host``).
+    (soft, hard) are the host's (``tiptop.host.Host``). ``per_cpu_pmu``: the event's PMU
+    counts per CPU only (a sysfs ``cpumask``), which explains an EINVAL on a task.
     """
     code = err.errno or 0
     # EOPNOTSUPP == ENOTSUP on Linux; errorcode picks the latter, the man page the former.
@@ -138,11 +159,7 @@ def explain_open_error(
     if code == errno.ESRCH:
         return f"{head}: the task no longer exists (it exited)"
     if code == errno.EINVAL:
-        return (
-            f"{head}: invalid event: a bad encoding (config out of range or reserved bits), "
-            "an unsupported flag, or a group too large to fit the counters; check the event "
-            "or use fewer counters per screen"
-        )
+        return _einval(head, event_pmu if per_cpu_pmu else None)
     if code == errno.E2BIG:
         return f"{head}: this kernel rejected the perf_event_attr size (kernel too old?)"
     if code == errno.EBUSY:

@@ -169,7 +169,14 @@ class LiveApp:
     def _update_help(self) -> None:
         cols = [(c.header, c.desc) for c in self.state.screen.columns]
         target = self.state.opt("target") or getattr(self.source, "target", None)
-        self.widget.help = help_lines(target_line(target), self.state.screen.desc, cols)
+        variants = []
+        for s in self.state.screens:
+            v = getattr(s, "variant", None)
+            if v is not None and len(v.variants) > 1:
+                variants.append((s.name, v.desc, v.why()))
+        self.widget.help = help_lines(
+            target_line(target), self.state.screen.desc, cols, variants=variants
+        )
 
     def _update_notice(self) -> None:
         """Say why hardware columns show ``?`` when whole counters could not be read."""

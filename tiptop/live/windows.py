@@ -33,16 +33,21 @@ def help_lines(
     desc: str,
     columns: Sequence[tuple[str, str]],
     variables: Sequence[tuple[str, str]] | None = None,
+    variants: Sequence[tuple[str, str, str]] = (),
 ) -> list[Markup]:
     """The help window's text: the target line (reverse), the screen description, then
-    ``header: description`` per column, headers stripped and padded to the widest, then a
-    legend of the colours and the built-in variables of expressions (``variables``,
-    by default :func:`tiptop.table.builtin_variables`), last since a short terminal
-    clips the window's end (our additions)."""
+    ``header: description`` per column, headers stripped and padded to the widest, then
+    per screen name with CPU variants the one this CPU got and why (``variants``: name,
+    description, why), a legend of the colours and the built-in variables of expressions
+    (``variables``, by default :func:`tiptop.table.builtin_variables`), last since a short
+    terminal clips the window's end (our additions)."""
     heads = [h.strip() for h, _ in columns]
     width = max((len(h) for h in heads), default=0)
     lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
     lines += [f"{h.ljust(width)}: {d}" for h, (_, d) in zip(heads, columns, strict=True)]
+    if variants:
+        lines += ["", "Screen variants for this CPU:"]
+        lines += [f"{name}: {d} ({why})" for name, d, why in variants]
     lines += [
         "",
         [
@@ -55,6 +60,7 @@ def help_lines(
             (P.SCALED, "scaled"),
             " (counters multiplexed)",
         ],
+        "42.0! suspect: the screen's breakdown does not add up to 100% for that task",
     ]
     names = table.builtin_variables() if variables is None else variables
     width = max((len(n) for n, _ in names), default=0)

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 import psutil
 
-from tiptop.cells import STATUS_NAME, Status
+from tiptop.cells import STATUS_NAME, VALUED, Status
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
@@ -158,7 +158,7 @@ class RecordWriter:
         for row in rows(frame, self.screen, self.view):
             i = row.index
             values = [
-                _num(v) if s == Status.OK else None
+                _num(v) if s in VALUED else None
                 for v, s in zip(row.values, row.status, strict=True)
             ]
             statuses = [STATUS_NAME[s] for s in row.status]

@@ -55,6 +55,7 @@ def screen_record(screen: Any) -> dict[str, Any]:
             }
             for c in screen.columns
         ],
+        **({"breakdown": list(screen.breakdown)} if getattr(screen, "breakdown", ()) else {}),
     }
 
 

@@ -64,6 +64,8 @@ class RawScreen:
     column: int | None = None
     arch: str | None = None
     model: str | None = None
+    #: Headers of the columns forming a breakdown (docs/screens.md, "breakdown").
+    breakdown: tuple[str, ...] = ()
 
 
 #: One ``options`` entry as read: name, value, line, column.
@@ -196,13 +198,32 @@ def build_screen(
         else:
             _add_column(b, item)
     _drop_unused(b)
+    columns = tuple(c for c, _a in b.columns)
     return ScreenSpec(
         name=name,
         desc=desc,
         counters=tuple(b.counters.values()),
-        columns=tuple(c for c, _a in b.columns),
+        columns=columns,
         source=path or "builtin",
+        breakdown=_breakdown(raw, name, columns, path, problems),
     )
+
+
+def _breakdown(
+    raw: RawScreen, name: str, columns: tuple[ColumnSpec, ...], path: str | None,
+    problems: list[SpecError],
+) -> tuple[str, ...]:  # fmt: skip
+    """The screen's breakdown headers (stripped), or () with a problem when one names a
+    column the screen does not have (dropped, or gated out on this CPU): the parts left
+    would not add up, so nothing is checked."""
+    wanted = tuple(h.strip() for h in raw.breakdown)
+    missing = [h for h in wanted if h not in {c.header.strip() for c in columns}]
+    if wanted and (missing or len(set(wanted)) < 2):
+        why = f"no column '{missing[0]}'" if missing else "fewer than two columns"
+        msg = f"Breakdown of screen '{name}': {why}; not checked"
+        problems.append(SpecError(msg, path, raw.line, raw.column))
+        return ()
+    return wanted
 
 
 def build_config(

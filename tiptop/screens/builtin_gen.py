@@ -42,9 +42,10 @@ def _item(item: RawItem) -> str:
 
 
 def _screen(raw: RawScreen) -> list[str]:
+    extra = f"breakdown={raw.breakdown!r}, " if raw.breakdown else ""
     lines = [
         f"        RawScreen({raw.name!r}, {raw.desc!r}, line={raw.line!r}, "
-        f"column={raw.column!r}, arch={raw.arch!r}, model={raw.model!r}, items=["
+        f"column={raw.column!r}, arch={raw.arch!r}, model={raw.model!r}, {extra}items=["
     ]
     lines += [f"            {_item(i)}," for i in raw.items]
     lines.append("        ]),")

@@ -17,14 +17,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tiptop.errors import SpecError
-from tiptop.screens.build import build_config
-from tiptop.screens.model import ConfigSpec, ScreenSpec, Target
+from tiptop.errors import SpecError, printable
+from tiptop.screens.build import RawScreen, build_config, gate
+from tiptop.screens.model import ConfigSpec, ScreenSpec, Target, VariantChoice
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 
 __all__ = [
     "BUILTIN_FILES",
     "builtin_screens",
+    "builtin_variants",
     "export_xml",
     "export_yaml",
     "find_config",
@@ -133,10 +134,12 @@ def builtin_screens(target: Target) -> list[ScreenSpec]:
     """The built-in screens for ``target``: ``default``, ``branch``, then the others.
 
     A file may hold several variants of one screen gated by ``arch``/``model``; the first
-    variant that admits ``target`` is kept, the others are skipped.
+    variant that admits ``target`` is kept, the others are skipped. Each kept screen
+    records the choice (``ScreenSpec.variant``, :func:`builtin_variants`).
     """
     from tiptop.screens.builtin_data import SCREENS
 
+    choices = builtin_variants(target)
     out: list[ScreenSpec] = []
     names: set[str] = set()
     for name in BUILTIN_FILES:
@@ -144,5 +147,26 @@ def builtin_screens(target: Target) -> list[ScreenSpec]:
         for s in config.screens:
             if s.name not in names:
                 names.add(s.name)
-                out.append(replace(s, source="builtin"))
+                out.append(replace(s, source="builtin", variant=choices.get(s.name)))
     return out
+
+
+def builtin_variants(target: Target) -> dict[str, VariantChoice]:
+    """Per built-in screen name, in order, which of its variants ``target`` gets and why
+    (``picked`` is None for a name no variant of which admits ``target``)."""
+    from tiptop.screens.builtin_data import SCREENS
+
+    raws: dict[str, list[RawScreen]] = {}
+    for name in BUILTIN_FILES:
+        for raw in SCREENS[name]:
+            raws.setdefault(printable(raw.name or "(no name)"), []).append(raw)
+    return {name: choose_variant(name, rs, target) for name, rs in raws.items()}
+
+
+def choose_variant(name: str, raws: list[RawScreen], target: Target) -> VariantChoice:
+    """Which of ``raws`` (the variants of screen ``name``, in order) ``target`` gets: the
+    first whose gate admits it (:func:`tiptop.screens.build.gate`), recorded with every
+    variant's description and gate."""
+    picked = next((i for i, r in enumerate(raws) if gate(r.arch, r.model, target) is None), None)
+    variants = tuple((printable(r.desc or "(no desc)"), r.arch, r.model) for r in raws)
+    return VariantChoice(name, target, variants, picked)

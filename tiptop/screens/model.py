@@ -43,6 +43,65 @@ class Target:
 
 
 @dataclass(frozen=True)
+class VariantChoice:
+    """Which variant of one built-in screen name this CPU got, and why: the variants are
+    gated by ``arch``/``model`` (``tiptop.screens.build.gate``) and the first that admits
+    the target is used. Data, so that ``--check``, the help window and the message log
+    each say it their way."""
+
+    name: str
+    target: Target
+    #: Per variant, in file order: ``(desc, arch, model)`` as written.
+    variants: tuple[tuple[str, str | None, str | None], ...]
+    #: Index of the variant used, or ``None`` when no gate admits the target.
+    picked: int | None
+
+    @property
+    def desc(self) -> str | None:
+        """The description of the variant used."""
+        return None if self.picked is None else self.variants[self.picked][0]
+
+    @property
+    def generic(self) -> bool:
+        """The variant used has no gate while others are for named CPUs: a fallback."""
+        if self.picked is None or len(self.variants) < 2:
+            return False
+        _desc, arch, model = self.variants[self.picked]
+        return arch is None and model is None
+
+    def cpu(self) -> str:
+        """The target as the gates see it: ``x86 19_11``, ``arm64``."""
+        arch, model = self.target.arch, self.target.model
+        if arch is None:
+            return "an unknown CPU"
+        return f"{arch} {model}" if model else f"{arch} (model unknown)"
+
+    def why(self) -> str:
+        """Why this variant (or none): ``x86 19_11 is in its model list``, ``generic: no
+        variant for x86 1A_80``, ``no variant for x86 19_11``."""
+        if self.picked is None:
+            return f"no variant for {self.cpu()}"
+        _desc, arch, model = self.variants[self.picked]
+        if model is not None:
+            return f"{self.cpu()} is in its model list"
+        if arch is not None:
+            return f"the CPU is {self.target.arch}"
+        if len(self.variants) == 1:
+            return "its only variant, for any CPU"
+        return f"generic: no variant for {self.cpu()}"
+
+    def note(self) -> str | None:
+        """One line for the message log when the generic variant stands in, else None."""
+        if not self.generic:
+            return None
+        others = len(self.variants) - 1
+        return (
+            f"{self.name}: no variant for {self.cpu()} ({others} are for other CPUs); "
+            f"the generic one is used: {self.desc}"
+        )
+
+
+@dataclass(frozen=True)
 class CounterSpec:
     """One ``<counter>``: an alias bound to an event.
 
@@ -88,6 +147,16 @@ class ScreenSpec:
     columns: tuple[ColumnSpec, ...] = ()
     #: Where it came from: a file path, or ``"builtin"``.
     source: str = "builtin"
+    #: For a built-in: which of its name's variants this is and why (not compared).
+    variant: VariantChoice | None = field(default=None, compare=False)
+    #: Headers (stripped) of the columns that split one whole into percentages adding up
+    #: to 100, such as a top-down level 1 (docs/screens.md, "breakdown"); () for none.
+    breakdown: tuple[str, ...] = ()
+
+    def breakdown_columns(self) -> tuple[int, ...]:
+        """Indices of the :attr:`breakdown` columns, in screen order."""
+        names = set(self.breakdown)
+        return tuple(i for i, c in enumerate(self.columns) if c.header.strip() in names)
 
     def counter(self, alias: str) -> CounterSpec:
         """The counter declared as ``alias``."""

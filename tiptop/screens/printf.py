@@ -19,7 +19,7 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
-from tiptop.cells import PLACEHOLDER, Status
+from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
 from tiptop.screens.model import ColumnSpec
 
@@ -140,6 +140,8 @@ class RowFormat:
         return [
             self.fmts[j](v).rjust(self.widths[j])
             if c == 0
+            else _marked(self.fmts[j](v)).rjust(self.widths[j])
+            if c == Status.SUSPECT
             else PLACEHOLDER[Status(c)].rjust(self.widths[j])
             for j, (v, c) in enumerate(zip(values, codes, strict=True))
         ]
@@ -157,6 +159,8 @@ class RowFormat:
     def _template(self, codes: bytes) -> str | None:
         parts = []
         for j, c in enumerate(codes):
+            if c == Status.SUSPECT:
+                return None  # the cell-by-cell path marks it
             if c == 0:
                 f = self.fields[j]
                 if f is None:
@@ -166,6 +170,11 @@ class RowFormat:
                 parts.append(_literal(PLACEHOLDER[Status(c)].rjust(self.widths[j])))
             parts.append(" ")
         return "".join(parts)
+
+
+def _marked(text: str) -> str:
+    """A SUSPECT cell: its value one place left, then :data:`SUSPECT_MARK`."""
+    return (text[1:] if text.startswith(" ") else text) + SUSPECT_MARK
 
 
 @functools.lru_cache(maxsize=64)

@@ -133,6 +133,7 @@ def load_xml(data: bytes | str, target: Target, path: str | None = None) -> Conf
                 column=el.column,
                 arch=el.attrs.get("arch"),
                 model=el.attrs.get("model"),
+                breakdown=tuple(p for p in el.attrs.get("breakdown", "").split(";") if p.strip()),
             )
             for child in el.children:
                 if child.tag in ("counter", "column"):
@@ -179,7 +180,8 @@ def export_xml(config: ConfigSpec) -> str:
             out.append("\t\t" + _element("option", [("name", name), ("value", value)]))
         out.append("\t</options>")
     for s in config.screens:
-        out.append(f'\t<screen name="{_attr(s.name)}" desc="{_attr(s.desc)}">')
+        extra = f' breakdown="{_attr(";".join(s.breakdown))}"' if s.breakdown else ""
+        out.append(f'\t<screen name="{_attr(s.name)}" desc="{_attr(s.desc)}"{extra}>')
         for c in s.counters:
             pairs = [("alias", c.alias), ("config", c.config), ("type", c.type)]
             out.append("\t\t" + _element("counter", [*pairs, ("arch", c.arch), ("model", c.model)]))

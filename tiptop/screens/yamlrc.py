@@ -17,6 +17,7 @@ Schema (everything optional except where the XML form requires it)::
         columns:
           - {header: " IPC", format: "%4.2f", expr: delta(INSN)/delta(CYCLE), desc: ...,
              threshold: 0.5, threshold_below: true}
+        breakdown: ["%RET", "%BAD"]  # optional: columns whose percentages add up to 100
 
 Only PyYAML's safe loader is used (its composer, to keep line/column marks); anchors and
 aliases are refused (a YAML "billion laughs" expands through them), as are files over
@@ -137,7 +138,7 @@ def _item(
 def _screen(r: _Reader, node: yaml.Node) -> RawScreen:
     fields = {k: (kn, v) for k, kn, v in r.mapping(node, "a screen")}
     for k, (kn, _v) in fields.items():
-        if k not in ("name", "desc", "arch", "model", "counters", "columns"):
+        if k not in ("name", "desc", "arch", "model", "counters", "columns", "breakdown"):
             raise r.error(f"unknown key '{k}' in a screen", kn)
 
     def opt(key: str) -> str | None:
@@ -162,6 +163,9 @@ def _screen(r: _Reader, node: yaml.Node) -> RawScreen:
     if "columns" in fields and not _null(fields["columns"][1]):
         for cnode in r.sequence(fields["columns"][1], "columns"):
             raw.items.append(_item(r, "column", cnode, _COLUMN_KEYS))
+    if "breakdown" in fields and not _null(fields["breakdown"][1]):
+        parts = r.sequence(fields["breakdown"][1], "breakdown")
+        raw.breakdown = tuple(r.text(p, "a breakdown column") for p in parts)
     return raw
 
 
@@ -245,6 +249,10 @@ def export_yaml(config: ConfigSpec) -> str:
             if col.threshold_below:
                 entry["threshold_below"] = True
             columns.append(entry)
-        screens.append({"name": s.name, "desc": s.desc, "counters": counters, "columns": columns})
+        screen: dict[str, Any] = {"name": s.name, "desc": s.desc}
+        screen.update(counters=counters, columns=columns)
+        if s.breakdown:
+            screen["breakdown"] = list(s.breakdown)
+        screens.append(screen)
     doc["screens"] = screens
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1 << 16)
