@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.sampling import CY, IN, PF, make, row
 from tiptop.cells import Status
+from tiptop.engine import attach
 
 
 def test_deltas_ratios_and_absolute(env) -> None:  # type: ignore[no-untyped-def]
@@ -202,6 +203,30 @@ def test_no_collect_never_reclaims(env) -> None:  # type: ignore[no-untyped-def]
     b.clock.advance(1.0)
     s.refresh()
     assert {g.tid for g in b.groups} == {10}
+
+
+def test_tasks_waiting_for_fds_are_not_listed_again(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With the budget spent and nothing to reclaim, a waiting idle task is put back to wait
+    without reading its thread list (at 5000 tasks that was ~1700 directory reads per
+    refresh); it is still counted once fds free up."""
+    fp, b = env
+    for tid in range(10, 16):
+        fp.add(tid, f"idle{tid}", utime=0)
+    s = make(env, fd_budget=3)  # room for one task
+    s.start()
+    listed: list[int] = []
+    real = attach.list_threads
+    monkeypatch.setattr(
+        attach, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
+    )
+    b.clock.advance(1.0)
+    s.refresh()
+    assert listed == []
+    (counted,) = {g.tid for g in b.groups}
+    fp.remove(counted)
+    b.clock.advance(1.0)
+    s.refresh()
+    assert len(listed) == 1 and {g.tid for g in b.groups} == {listed[0]}
 
 
 def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]

@@ -245,18 +245,24 @@ class Attacher:
             self._drop_units(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:
             return
+        busy = t.new or t.cpu_total >= self.cpu_threshold
+        if self.fds_used + self.plan.fds_per_thread > self.fd_budget and not (
+            self.collect and busy
+        ):
+            # Not one thread's groups fit and none will be reclaimed for it: wait without
+            # listing its threads (a directory read per waiting task and refresh).
+            self._out_of_fds(t)
+            return
         try:
             tids, is_tree = self._targets(t, tree)
         except (TaskGone, PermissionError):
             return
         need = len(tids) * self.plan.fds_per_thread
         if self.fds_used + need > self.fd_budget:
-            busy = t.new or t.cpu_total >= self.cpu_threshold
             if self.collect and busy:
                 self._reclaim(need, t, tasks)
             if self.fds_used + need > self.fd_budget:
-                self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
-                           "some tasks are not counted (retried when fds free up)")  # fmt: skip
+                self._out_of_fds(t)
                 return
         units = self._open_units(t, st, tids, is_tree, again=2)
         if units is None:
@@ -339,6 +345,10 @@ class Attacher:
         self.log.say(
             f"denied:{e.errno}", f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}"
         )
+
+    def _out_of_fds(self, t: Task) -> None:
+        self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
+                   "some tasks are not counted (retried when fds free up)")  # fmt: skip
 
     def _wait(self, t: Task, key: str, why: str) -> None:
         """``t`` gets no counters now; it is retried at later refreshes."""
