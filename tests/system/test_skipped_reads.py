@@ -30,6 +30,10 @@ CHILD = textwrap.dedent(
                 pass
         elif cmd == "name":
             libc.prctl(15, arg.encode(), 0, 0, 0)  # PR_SET_NAME, prctl(2)
+        elif cmd == "threads":
+            import threading
+            for _ in range(int(arg)):
+                threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()
         elif cmd == "exec":
             print("done", flush=True)
             os.execvp(arg, [arg, "1000"])
@@ -121,5 +125,26 @@ def test_a_new_name_shows_within_one_refresh(child: Child) -> None:
         f = s.refresh()
         i = row(f, child.pid)
         assert f.name[i] == "sleep" and f.cmdline[i] == "sleep 1000"
+    finally:
+        s.close()
+
+
+def test_a_new_thread_of_a_long_quiet_process_shows_within_one_refresh(child: Child) -> None:
+    """-H: while none of its threads run, the process's thread list is not read again; a
+    thread it then makes (the making thread runs) is found by the next refresh's scan."""
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid, threads=True))
+    try:
+        child.do("threads 3")
+        s.start()
+        for _ in range(4):
+            f = s.refresh()
+            time.sleep(0.05)
+        assert len(f) == 4, f.tid
+        before = set(f.tid.tolist())
+        child.do("threads 2")
+        s.refresh()  # found by this refresh's scan, shown once counted (as any new task)
+        assert len(s._scanner.tasks) == 6
+        f = s.refresh()
+        assert len(f) == 6 and before < set(f.tid.tolist()), f.tid
     finally:
         s.close()

@@ -237,3 +237,29 @@ def test_zombie_final_times_give_its_last_interval(tmp_path: Path) -> None:
     by = {t.tid: t for t in scan.gone}
     assert sorted(by) == [20, 21]
     assert by[20].cpu_total == pytest.approx(10 * 100 / (scan.interval * CLK_TCK))
+
+
+def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With -H, a process none of whose listed threads ran (all ``quiet``) cannot have made
+    a thread: its ``task/`` listing is reused. One that ran is listed again, and a thread
+    it created shows up in that scan."""
+    from tiptop.engine import tasks as tasks_mod
+
+    fp = FakeProc(tmp_path)
+    fp.add(20, "pool", tids=(21, 22))
+    listed: list[int] = []
+    real = tasks_mod.list_threads
+    monkeypatch.setattr(
+        tasks_mod, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
+    )
+    sc = TaskScanner(str(tmp_path), threads=True)
+    sc.scan()
+    assert listed == [20]
+    fp.add(20, "pool", tids=(21, 22, 23))  # (impossible: a thread made while none ran)
+    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})
+    assert listed == [20]  # all quiet: not listed, so 23 is not seen (it could not exist)
+    sc.scan(idle={20, 22}, quiet={20, 22})  # 21 ran: listed again, 23 found
+    assert listed == [20, 20]
+    assert sorted(t.tid for t in sc.tasks) == [20, 21, 22, 23]
+    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})  # 23 has no counters yet: not quiet
+    assert listed == [20, 20, 20]

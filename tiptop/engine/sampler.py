@@ -172,10 +172,9 @@ class Sampler:
         # A rotating 1/SWEEP of the idle tasks is read anyway, so nothing the counters
         # cannot see (counters detached by a setuid exec) stays hidden for long.
         sweep = self._iteration % SWEEP
-        idle = {
-            t.tid for t, i in zip(known, counts.idle, strict=True) if i and t.tid % SWEEP != sweep
-        }
-        scan = self._scanner.scan(idle, counts.ended)
+        quiet = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
+        idle = {tid for tid in quiet if tid % SWEEP != sweep}
+        scan = self._scanner.scan(idle, counts.ended, quiet)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)

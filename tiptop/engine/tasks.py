@@ -123,6 +123,9 @@ class TaskScanner:
         self._last: float | None = None
         self._exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
         self._uptime: float | None = None
+        #: With ``-H``: pid -> the tids its ``task/`` directory listed at the last scan.
+        self._threads_of: dict[int, list[int]] = {}
+        self._quiet: frozenset[int] | set[int] = frozenset()
 
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> _Proc:
@@ -144,11 +147,14 @@ class TaskScanner:
         self,
         idle: frozenset[int] | set[int] = frozenset(),
         exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
+        quiet: frozenset[int] | set[int] | None = None,
     ) -> Scan:
         """Look at ``/proc`` once; see :class:`Scan`. ``idle``: tids of tasks known not to
-        have run since the last scan; ``exited``: identities known to have exited (the
-        module doc, "Skipped reads")."""
+        have run since the last scan; ``exited``: identities known to have exited;
+        ``quiet``: all the tids known not to have run, ``idle`` being those of them whose
+        ``stat`` is not read again (the module doc, "Skipped reads")."""
         self._exited = exited
+        self._quiet = idle if quiet is None else quiet
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
@@ -205,6 +211,7 @@ class TaskScanner:
                 self._scan_threads(seen, new, old, pid, p, interval, idle)
         for pid in [q for q in procs if q not in live_pids]:
             del procs[pid]
+            self._threads_of.pop(pid, None)
         if trees is not None:
             self.tree = {}
         if roots:
@@ -261,11 +268,17 @@ class TaskScanner:
         idle: frozenset[int] | set[int],
     ) -> None:
         """With ``-H``: one row per live thread of watched process ``pid``; a thread in
-        ``idle`` keeps its facts without a new ``stat`` read (see :meth:`scan`)."""
-        try:
-            tids = list_threads(self.proc_root, pid)
-        except (TaskGone, PermissionError):
-            return
+        ``idle`` keeps its facts without a new ``stat`` read (see :meth:`scan`). When none
+        of the threads listed last time ran, none can have created a thread (clone(2) is
+        run by one of them; the counters were read before that listing), so the listing
+        is not read again: a 2000-thread process costs a 2000-entry directory read."""
+        known = self._threads_of.get(pid)
+        if not known or not self._quiet.issuperset(known):
+            try:
+                known = self._threads_of[pid] = list_threads(self.proc_root, pid)
+            except (TaskGone, PermissionError):
+                return
+        tids = known
         for tid in tids:
             t = old.get(tid) if tid in idle else None
             if t is not None:
