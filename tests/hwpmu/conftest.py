@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -137,6 +138,27 @@ def loop_children(kloop: str) -> Iterator[Callable[..., LoopChild]]:
     yield make
     for c in made:
         c.kill()
+
+
+def count_once(screen: Any, child: LoopChild) -> tuple[Any, int, list[str]]:
+    """Count one ``kloop`` child by pid with a sampler of ``screen``, from its start to its
+    end: (the frame, the child's row in it, the sampler's messages)."""
+    import numpy as np
+
+    from tiptop.engine import sampler as sampler_mod
+
+    sampler = sampler_mod.Sampler(screen, sampler_mod.SamplerConfig(only_pid=child.pid))
+    try:
+        sampler.start()
+        child.go()
+        child.wait_done()
+        frame = sampler.refresh()
+        messages = sampler.messages.lines()
+    finally:
+        sampler.close()
+        child.finish()
+    (i,) = np.flatnonzero(frame.tid == child.pid)
+    return frame, int(i), messages
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 import platform
 
-import numpy as np
 import pytest
 
-from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL
+from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, count_once
 from tiptop.cells import Status
 
 pytestmark = pytest.mark.hwpmu
@@ -40,24 +39,12 @@ def _run(screen_name: str, loop_children, k: int, n: int):
     """The built-in ``screen_name`` for this host, counting one ``kloop K N`` child by pid:
     (screen, its row's values, statuses, the sampler's messages)."""
     from tiptop.cli.screens import host_target
-    from tiptop.engine import sampler as sampler_mod
     from tiptop.screens import builtin_screens
 
     if platform.machine() != "aarch64":
         pytest.skip("Arm screens: this is not an arm64 machine")
     (screen,) = [s for s in builtin_screens(host_target()) if s.name == screen_name]
-    child = loop_children(k, n)
-    sampler = sampler_mod.Sampler(screen, sampler_mod.SamplerConfig(only_pid=child.pid))
-    try:
-        sampler.start()
-        child.go()
-        child.wait_done()
-        frame = sampler.refresh()
-        messages = sampler.messages.lines()
-    finally:
-        sampler.close()
-        child.finish()
-    (i,) = np.flatnonzero(frame.tid == child.pid)
+    frame, i, messages = count_once(screen, loop_children(k, n))
     return screen, frame.values[i], frame.status[i], messages
 
 

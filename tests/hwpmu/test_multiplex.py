@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.hwpmu.conftest import IN_GUEST
+from tests.hwpmu.conftest import IN_GUEST, count_once
 from tests.support.builders import screen
 from tiptop.screens.model import ScreenSpec
 
@@ -34,22 +34,12 @@ def _screen() -> ScreenSpec:
 
 def test_multiplexed_counters_scaled_and_marked(loop_children, report) -> None:
     from tiptop import table
-    from tiptop.engine import sampler as sampler_mod
 
     k = 4
     n = 25_000_000 if IN_GUEST else 250_000_000
-    child = loop_children(k, n)
     screen = _screen()
-    sampler = sampler_mod.Sampler(screen, sampler_mod.SamplerConfig(only_pid=child.pid))
-    try:
-        sampler.start()
-        child.go()
-        child.wait_done()
-        frame = sampler.refresh()
-    finally:
-        sampler.close()
-        child.finish()
-    (i,) = np.flatnonzero(frame.tid == child.pid)
+    child = loop_children(k, n)
+    frame, i, messages = count_once(screen, child)
     values, running = frame.values[i], frame.running[i]
     raw = frame.counter_delta[i]
     report(
@@ -57,7 +47,7 @@ def test_multiplexed_counters_scaled_and_marked(loop_children, report) -> None:
         f"running={np.round(running, 3).tolist()} "
         f"max_rel_err={np.abs(values / (k * n) - 1).max():.5f}"
     )
-    assert (frame.status[i] == 0).all(), (frame.status[i], sampler.messages.lines())
+    assert (frame.status[i] == 0).all(), (frame.status[i], messages)
     assert (running < 1.0).all() and (running > 0.0).all(), running
     assert (raw < values).all()  # the raw deltas were scaled up
     np.testing.assert_allclose(values, k * n, rtol=0.01)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tiptop.screens import Target, load_text
-from tiptop.screens.build import gate, model_admits
+from tiptop.screens.gating import gate, model_admits
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.options import Options
 from tiptop.screens import builtin_screens
-from tiptop.screens.build import RawScreen, model_admits
+from tiptop.screens.build import RawScreen
+from tiptop.screens.gating import model_admits
 from tiptop.screens.loader import builtin_variants, choose_variant
 from tiptop.screens.model import Target
 

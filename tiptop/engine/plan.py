@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tiptop.engine.packing import pack
 from tiptop.engine.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
@@ -221,67 +222,8 @@ class Planner:
     def pack(
         self, members: list[tuple[int, EventBinding]], column_of: dict[int, int], head: int = 0
     ) -> list[list[tuple[int, EventBinding]]]:
-        """Split one PMU's members into groups that each open (see the module doc).
-
-        ``members`` are in first-use order; ``column_of`` maps an alias index to the
-        first column using it (members of one column are kept together when they fit).
-        The first ``head`` members (``slots`` and the metric events) are never split up.
-        The greedy packing fixes the number of groups; the members are then spread evenly
-        over that many groups when they can be (5 + 5 rather than 6 + 4): every group gets
-        the same share of the PMU, and the PMU's last counter, which a hypervisor or the
-        NMI watchdog may be sharing, is left free."""
-        if len(members) < 2 or self._opens([self.attr(b) for _, b in members]):
-            return [members]
-
-        def owner(j: int) -> tuple[str, int]:
-            """The column that first uses alias ``j``, or the alias itself when none does."""
-            return ("column", column_of[j]) if j in column_of else ("alias", j)
-
-        chunks: list[list[tuple[int, EventBinding]]] = [members[:head]] if head else []
-        for m in members[head:]:
-            if len(chunks) > bool(head) and owner(chunks[-1][0][0]) == owner(m[0]):
-                chunks[-1].append(m)
-            else:
-                chunks.append([m])
-        groups = self._greedy(chunks, len(members), bool(head))
-        if len(groups) > 1:
-            even = self._greedy(chunks, -(-len(members) // len(groups)), bool(head))
-            if len(even) == len(groups):
-                groups = even
-        return groups
-
-    def _greedy(
-        self, chunks: list[list[tuple[int, EventBinding]]], cap: int, whole_first: bool = False
-    ) -> list[list[tuple[int, EventBinding]]]:
-        """Fill groups of at most ``cap`` members in order; a chunk (one column's events)
-        goes whole into the current group, else whole into a new one, else event by event.
-        With ``whole_first`` the first chunk (a top-down head) starts the first group
-        whatever its size: it is never split.
-        """
-
-        def fits(ms: list[tuple[int, EventBinding]]) -> bool:
-            return len(ms) <= cap and (len(ms) < 2 or self._opens([self.attr(b) for _, b in ms]))
-
-        groups: list[list[tuple[int, EventBinding]]] = []
-        cur: list[tuple[int, EventBinding]] = []
-        for chunk in chunks:
-            if fits(cur + chunk):
-                cur = cur + chunk
-                continue
-            if cur:
-                groups.append(cur)
-            if fits(chunk) or (whole_first and not groups and not cur):
-                cur = list(chunk)
-                continue
-            cur = []
-            for m in chunk:  # one column alone is too large: event by event
-                if cur and not fits([*cur, m]):
-                    groups.append(cur)
-                    cur = []
-                cur.append(m)
-        if cur:
-            groups.append(cur)
-        return groups
+        """Split one PMU's members into groups that each open and run (``engine.packing``)."""
+        return pack(members, column_of, lambda ms: self._opens([self.attr(b) for b in ms]), head)
 
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:

@@ -4,9 +4,9 @@ and YAML (docs/original.md sections 2.2-2.4).
 Readers produce :class:`RawScreen`s (attribute text plus positions, in document order); this
 module applies the original's rules: defaults ``(no name)``/``(no desc)``/``(unknown)``,
 counters declared before use, the last declaration of an alias wins, ``type`` names or
-numbers (``strtol`` base 0), ``arch``/``model`` gating (substring match of the
-``%02X_%02X`` model string; our addition: ``19_10-19_1F`` range tokens), unused counters
-dropped. Every problem becomes a
+numbers (``strtol`` base 0), ``arch``/``model`` gating (``tiptop.screens.gating``: substring
+match of the ``%02X_%02X`` model string; our addition: ``19_10-19_1F`` range tokens), unused
+counters dropped. Every problem becomes a
 :class:`SpecError` with path, line and column in ``problems``; only the faulty counter or
 column is dropped, never the rest of the file.
 """
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError, printable, shown
 from tiptop.screens.expr import compile_column, evaluate_config
+from tiptop.screens.gating import gate
 from tiptop.screens.model import (
     ColumnSpec,
     ConfigSpec,
@@ -35,10 +36,6 @@ from tiptop.vocab import TYPE_NAMES, PerfType
 
 # Something that can only be an event name (perf/sysfs/libpfm4 spellings), never XML junk.
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
-#: A CPU's ``family_model`` string, upper-case hex (``19_11``).
-_CPU_MODEL = re.compile(r"([0-9A-F]+)_([0-9A-F]+)\Z")
-#: A ``model`` range token (our addition): ``19_10-19_1F``, one family, both ends included.
-_MODEL_RANGE = re.compile(r"([0-9A-F]+)_([0-9A-F]+)-([0-9A-F]+)_([0-9A-F]+)\Z")
 
 
 @dataclass
@@ -70,43 +67,6 @@ class RawScreen:
 
 #: One ``options`` entry as read: name, value, line, column.
 RawOption = tuple[str | None, str | None, int | None, int | None]
-
-
-def gate(arch: str | None, model: str | None, target: Target) -> str | None:
-    """``None`` when ``arch``/``model`` admit ``target``, else ``"arch"`` or ``"model"``.
-
-    As the original (docs/original.md 2.3): ``arch`` compares case-insensitively; ``model`` matches
-    when the target's ``%02X_%02X`` string is a substring of the list, or (our addition) lies
-    in one of its ``;``-separated range tokens (:func:`model_admits`). An unknown target
-    matches no gate.
-    """
-    if arch is not None and (target.arch is None or arch.lower() != target.arch.lower()):
-        return "arch"
-    if model is not None and (target.model is None or not model_admits(model, target.model)):
-        return "model"
-    return None
-
-
-def model_admits(model: str, cpu: str) -> bool:
-    """Whether a ``model`` attribute admits the CPU's ``family_model`` string ``cpu``.
-
-    The original's rule first: ``cpu`` is a substring of ``model``. Then each ``;``-separated
-    token of the form ``FF_LO-FF_HI`` (upper-case hex, one family, low end first) admits the
-    models of that family from ``LO`` to ``HI``, both included: ``19_10-19_1F`` admits
-    ``19_10``, ``19_1A`` and ``19_1F``, not ``19_20`` nor ``1A_10``. Any other token keeps
-    the plain substring meaning.
-    """
-    if cpu in model:
-        return True
-    here = _CPU_MODEL.match(cpu)
-    if here is None:
-        return False
-    family, number = here[1], int(here[2], 16)
-    for token in model.split(";"):
-        r = _MODEL_RANGE.match(token.strip())
-        if r and r[1] == r[3] == family and int(r[2], 16) <= number <= int(r[4], 16):
-            return True
-    return False
 
 
 def parse_type(text: str) -> int:

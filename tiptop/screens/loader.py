@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from tiptop.errors import SpecError, printable
-from tiptop.screens.build import RawScreen, build_config, gate
+from tiptop.screens.build import RawScreen, build_config
+from tiptop.screens.gating import gate
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target, VariantChoice
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 
@@ -165,7 +166,7 @@ def builtin_variants(target: Target) -> dict[str, VariantChoice]:
 
 def choose_variant(name: str, raws: list[RawScreen], target: Target) -> VariantChoice:
     """Which of ``raws`` (the variants of screen ``name``, in order) ``target`` gets: the
-    first whose gate admits it (:func:`tiptop.screens.build.gate`), recorded with every
+    first whose gate admits it (:func:`tiptop.screens.gating.gate`), recorded with every
     variant's description and gate."""
     picked = next((i for i, r in enumerate(raws) if gate(r.arch, r.model, target) is None), None)
     variants = tuple((printable(r.desc or "(no desc)"), r.arch, r.model) for r in raws)

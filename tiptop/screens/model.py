@@ -45,7 +45,7 @@ class Target:
 @dataclass(frozen=True)
 class VariantChoice:
     """Which variant of one built-in screen name this CPU got, and why: the variants are
-    gated by ``arch``/``model`` (``tiptop.screens.build.gate``) and the first that admits
+    gated by ``arch``/``model`` (``tiptop.screens.gating.gate``) and the first that admits
     the target is used. Data, so that ``--check``, the help window and the message log
     each say it their way."""
 
