@@ -110,7 +110,7 @@ class Attacher:
         for i, st in enumerate(states):
             # Without a pidfd an exit and a PID reused in the same clock tick look alike
             # to a task that slept; counters disabled until exec say nothing of running.
-            if st.spawned or st.exit_fd is None or rows[i].key in ended:
+            if st.spawned or st.exit_fd is None or (ended and rows[i].key in ended):
                 idle[i] = False
         for i, u, e in failed:
             idle[i] = False

@@ -7,7 +7,7 @@ that fills these records is ``tiptop.engine.tasks``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tiptop.kernel.procfs import CLK_TCK, Stat
 
@@ -41,11 +41,12 @@ class Task:
     #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
+    #: The identity ``(tid, starttime)``, made once (looked up for every task at every
+    #: refresh); ``tid`` and ``starttime`` never change.
+    key: tuple[int, int] = field(init=False)
 
-    @property
-    def key(self) -> tuple[int, int]:
-        """The identity ``(tid, starttime)``."""
-        return (self.tid, self.starttime)
+    def __post_init__(self) -> None:
+        self.key = (self.tid, self.starttime)
 
 
 @dataclass
