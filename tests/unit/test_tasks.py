@@ -263,3 +263,39 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     assert sorted(t.tid for t in sc.tasks) == [20, 21, 22, 23]
     sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})  # 23 has no counters yet: not quiet
     assert listed == [20, 20, 20]
+
+
+def test_other_users_processes_are_not_read_again_until_their_mark_changes(
+    tmp_path: Path,
+) -> None:
+    """Not root: another user's process is examined once; while its /proc/PID inode and
+    owner stay, its stat is not read again. A PID reused (new directory, new inode) or an
+    owner change (setuid then exec) makes it examined again, and it shows when it is ours."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "mine", uid=1000)
+    fp.add(20, "theirs", uid=0)
+    reads: list[str] = []
+
+    def reader(path: str) -> Stat:
+        reads.append(path.split("/")[-2])
+        return read_stat(path)
+
+    sc = TaskScanner(str(tmp_path), euid=1000, stat_reader=reader)
+    assert [t.tid for t in sc.scan().tasks] == [10]
+    assert sorted(reads) == ["10", "20"]
+    reads.clear()
+    sc.scan()
+    assert reads == ["10"]  # 20: its mark is unchanged
+    # The owner changes (a setuid, then an exec: proc(5) owns /proc/PID by the euid).
+    fp.add(20, "nowmine", uid=1000)
+    os.chown(tmp_path / "20", 1000, -1)
+    reads.clear()
+    assert sorted(t.tid for t in sc.scan().tasks) == [10, 20]
+    assert sorted(reads) == ["10", "20"]
+    # PID 30 of another user exits and the PID is reused by one of ours: a new inode.
+    fp.add(30, "theirs", uid=0)
+    sc.scan()
+    fp.remove(30)
+    fp.add(30, "reused", uid=1000, starttime=777)
+    os.chown(tmp_path / "30", 1000, -1)  # procfs: a new inode and our uid
+    assert 30 in [t.tid for t in sc.scan().tasks]

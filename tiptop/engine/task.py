@@ -1,4 +1,5 @@
-"""One watched task's record, a scan's result, and a task's CPU accounting from ``stat``.
+"""One watched task's record, a process's facts, a scan's result, and a task's CPU accounting
+from ``stat``.
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task. The scanner
@@ -7,6 +8,7 @@ that fills these records is ``tiptop.engine.tasks``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tiptop.kernel.procfs import CLK_TCK, Stat
@@ -86,3 +88,35 @@ def account(t: Task, st: Stat, interval: float) -> None:
     t.state = st.state
     t.processor = st.processor
     t.num_threads = st.num_threads
+
+
+@dataclass(slots=True)
+class Proc:
+    """What the scanner knows of one process identity (watched or not): its facts, read
+    once per identity, and whether it is watched."""
+
+    pid: int
+    starttime: int
+    comm: str
+    uid: int
+    user: str
+    cmdline: str
+    watched: bool
+    #: Not ours (another user's, or not the ``-u`` user's): its ``/proc/PID`` inode and
+    #: owner when examined (:func:`dir_mark`); None for our own processes.
+    foreign: tuple[int, int] | None = None
+
+
+def dir_mark(path: str) -> tuple[int, int] | None:
+    """``/proc/PID``'s inode and owner. A PID reused by a new process gets a new inode
+    (procfs makes one per process instance, fs/proc/base.c ``proc_pid_make_inode``) and an
+    owner change (setuid(2), then execve(2): proc(5) "/proc/pid" is owned by the effective
+    uid of a dumpable process) changes the owner: so a process of another user whose mark
+    is unchanged is still another user's, and its ``stat`` need not be read (~2 us for the
+    ``stat(2)`` against ~8 us for reading and parsing the file). The ownership rule itself
+    (real uid, docs/original.md 7.1) was applied when it was examined."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_uid)

@@ -37,10 +37,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Set
-from dataclasses import dataclass
 from functools import partial
 
-from tiptop.engine.task import Scan, Task, account, rest
+from tiptop.engine.task import Proc, Scan, Task, account, dir_mark, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -118,7 +117,7 @@ class TaskScanner:
         self.euid = os.geteuid() if euid is None else euid
         # pid -> identity and facts of every process seen (watched or not), so that a
         # process is examined (status, cmdline) once per identity, not once per refresh.
-        self._procs: dict[int, _Proc] = {}
+        self._procs: dict[int, Proc] = {}
         self._tasks: dict[int, Task] = {}
         self._last: float | None = None
         self._exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
@@ -128,15 +127,19 @@ class TaskScanner:
         self._quiet: frozenset[int] | set[int] = frozenset()
 
     # ------------------------------------------------------------------ processes
-    def _examine(self, pid: int, st: Stat) -> _Proc:
+    def _examine(self, pid: int, st: Stat) -> Proc:
         """A process seen for the first time (or after an exec): ownership and filters."""
+        # Before the facts: an owner change after this look shows at the next one.
+        mark = dir_mark(f"{self.proc_root}/{pid}")
         uid, user, cmdline = self._read_facts(pid, st.comm)
-        watched = (self.euid == 0 or uid == self.euid) and (self.uid is None or uid == self.uid)
+        ours = (self.euid == 0 or uid == self.euid) and (self.uid is None or uid == self.uid)
+        watched = ours
         if watched and self.only_pid is not None:
             watched = pid == self.only_pid
         if watched and self.only_name is not None:
             watched = self.only_name in (cmdline if self.match_cmdline else st.comm)
-        return _Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched)
+        return Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched,
+                     None if ours else mark)  # fmt: skip
 
     @property
     def tasks(self) -> list[Task]:
@@ -173,7 +176,7 @@ class TaskScanner:
         trees = self.tree_roots if not self.threads else None
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
-        roots: list[tuple[int, _Proc, Stat]] = []
+        roots: list[tuple[int, Proc, Stat]] = []
         for entry in entries:
             name = entry.name
             if not name.isdigit():
@@ -184,6 +187,17 @@ class TaskScanner:
                 rest(t)  # it did not run: no new look at its stat
                 live_pids.add(pid)
                 threads_total += t.num_threads
+                continue
+            p = procs.get(pid)
+            if (
+                p is not None
+                and p.foreign is not None
+                and not trees
+                and (
+                    dir_mark(entry.path) == p.foreign  # still another user's: no stat read
+                )
+            ):
+                live_pids.add(pid)
                 continue
             looked = self._look(pid, exited)
             if looked is None:
@@ -220,7 +234,7 @@ class TaskScanner:
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
 
-    def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[_Proc, Stat] | None:
+    def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[Proc, Stat] | None:
         """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new
         identity, an exec (comm changed) or a reuse of an exited one's PID within the same
         tick (see :meth:`scan`) is examined again."""
@@ -236,11 +250,11 @@ class TaskScanner:
 
     def _tree_root(
         self,
-        p: _Proc,
+        p: Proc,
         st: Stat,
         ended: bool,
         fam: dict[int, tuple[int, int, int]],
-        roots: list[tuple[int, _Proc, Stat]],
+        roots: list[tuple[int, Proc, Stat]],
         old: dict[int, Task],
         interval: float,
     ) -> int:
@@ -263,7 +277,7 @@ class TaskScanner:
         new: list[Task],
         old: dict[int, Task],
         pid: int,
-        p: _Proc,
+        p: Proc,
         interval: float,
         idle: frozenset[int] | set[int],
     ) -> None:
@@ -300,7 +314,7 @@ class TaskScanner:
 
     def _fold_trees(
         self,
-        roots: list[tuple[int, _Proc, Stat]],
+        roots: list[tuple[int, Proc, Stat]],
         fam: dict[int, tuple[int, int, int]],
         seen: dict[int, Task],
         new: list[Task],
@@ -357,7 +371,7 @@ class TaskScanner:
         old: dict[int, Task],
         tid: int,
         pid: int,
-        p: _Proc,
+        p: Proc,
         st: Stat,
         interval: float,
     ) -> None:
@@ -380,14 +394,3 @@ class TaskScanner:
                 t.cpu_lifetime = 100.0 * (st.utime + st.stime) / age
             new.append(t)
         seen[tid] = t
-
-
-@dataclass(slots=True)
-class _Proc:
-    pid: int
-    starttime: int
-    comm: str
-    uid: int
-    user: str
-    cmdline: str
-    watched: bool
