@@ -27,9 +27,10 @@ context clock only ticks while the task is on a CPU, perf_event_open(2)). Their 
 not read again: CPU times, state, CPU and thread count cannot have changed, and an exit, an
 exec or a rename is done by the task itself, so it would have run. Their %CPU is 0 for the
 interval. Not used for process trees (a tree root's row sums its descendants' times).
-``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
-``engine.exits``): one that /proc still shows alive, not a zombie, is a new task whose PID
-was reused within the same clock tick.
+A process of another user is not read again while its ``/proc/PID`` inode and owner stay
+(``engine.task.dir_mark``). ``exited`` holds identities ``(tid, starttime)`` known to have
+exited (their pidfd said so, ``engine.exits``): one that /proc still shows alive, not a
+zombie, is a new task whose PID was reused within the same clock tick.
 """
 
 from __future__ import annotations
