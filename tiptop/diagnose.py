@@ -251,15 +251,18 @@ def check(host: Host, loaded: Any = None) -> str:
         )
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
-    fits, tasks = host.fd_budget // 4, len(psutil.pids())
+    # A counted task holds one fd per event and a pidfd (engine.exits).
+    per_task = 4 + 1
+    fits, tasks = host.fd_budget // per_task, len(psutil.pids())
     lines.append(
-        f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events "
-        f"({tasks} processes now)"
+        f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events and a "
+        f"pidfd each ({tasks} processes now)"
     )
     if fits < tasks:
         advice.append(
             f"the fd limit is what limits counting here: {tasks} processes need about "
-            f"{4 * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count them all"
+            f"{per_task * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count "
+            "them all"
         )
     elif soft < 4096 and soft < hard:
         advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")
