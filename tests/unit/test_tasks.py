@@ -299,3 +299,20 @@ def test_other_users_processes_are_not_read_again_until_their_mark_changes(
     fp.add(30, "reused", uid=1000, starttime=777)
     os.chown(tmp_path / "30", 1000, -1)  # procfs: a new inode and our uid
     assert 30 in [t.tid for t in sc.scan().tasks]
+
+
+def test_only_pid_reads_no_other_process(tmp_path: Path) -> None:
+    """-p PID: no other process can ever be watched, so none is read (only listed)."""
+    fp = FakeProc(tmp_path)
+    for pid in (10, 20, 30):
+        fp.add(pid, f"p{pid}")
+    reads: list[str] = []
+
+    def reader(path: str) -> Stat:
+        reads.append(path.split("/")[-2])
+        return read_stat(path)
+
+    sc = TaskScanner(str(tmp_path), only_pid=20, stat_reader=reader)
+    for _ in range(2):
+        assert [t.tid for t in sc.scan().tasks] == [20]
+    assert reads == ["20", "20"]

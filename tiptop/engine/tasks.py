@@ -170,16 +170,18 @@ class TaskScanner:
         new: list[Task] = []
         threads_total = 0
         live_pids: set[int] = set()
-        try:
-            entries = list(os.scandir(root))
-        except OSError:
-            entries = []
         trees = self.tree_roots if not self.threads else None
+        if self.only_pid is not None and not trees:
+            names = [str(self.only_pid)]  # -p PID: no other process can ever be watched
+        else:
+            try:
+                names = os.listdir(root)
+            except OSError:
+                names = []
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
-        for entry in entries:
-            name = entry.name
+        for name in names:
             if not name.isdigit():
                 continue
             pid = int(name)
@@ -195,7 +197,7 @@ class TaskScanner:
                 and p.foreign is not None
                 and not trees
                 and (
-                    dir_mark(entry.path) == p.foreign  # still another user's: no stat read
+                    dir_mark(f"{root}/{name}") == p.foreign  # another user's still: no read
                 )
             ):
                 live_pids.add(pid)
