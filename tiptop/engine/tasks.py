@@ -171,13 +171,12 @@ class TaskScanner:
         threads_total = 0
         live_pids: set[int] = set()
         trees = self.tree_roots if not self.threads else None
-        if self.only_pid is not None and not trees:
-            names = [str(self.only_pid)]  # -p PID: no other process can ever be watched
-        else:
-            try:
-                names = os.listdir(root)
-            except OSError:
-                names = []
+        try:
+            names = os.listdir(root)
+        except OSError:
+            names = []
+        if self.only_pid is not None and not trees:  # -p PID: no other can ever be watched
+            names = [n for n in (str(self.only_pid),) if n in names]  # listed: a process
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
