@@ -9,12 +9,13 @@ import io
 import os
 from typing import Any
 
+import pytest
 import urwid
 
 from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
-from tiptop.live.widgets import MIN_COLS, MIN_ROWS
+from tiptop.live.widgets import MIN_COLS, MIN_ROWS, line_canvas
 from tiptop.options import Options
 from tiptop.screens.model import Target
 from tiptop.screens.variables import VARIABLES
@@ -232,3 +233,26 @@ def test_error_file_gets_each_new_message_once() -> None:
     sampler.messages.say("third", "third")
     app.refresh()
     assert text(app)[2].startswith("-E: cannot write the error log")
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "plain line",
+        "",
+        "x" * 50,
+        "y" * 49,
+        [(None, "14185+  99.3 "), ("over", "  201.89"), (None, "  1.00 python3")],
+        [("dead", "  7  0.5     ?     ? gone DEAD")],
+        [(None, "ab"), ("scaled", "c" * 60), (None, "tail")],
+        [(None, "left "), ("over", "")],
+        "caf\u00e9 \u4e2d\u6587 wide",  # not ASCII: through urwid.Text
+        "tab\there",  # a control character: through urwid.Text
+    ],
+)
+def test_line_canvas_is_what_urwid_text_renders(markup: Any) -> None:
+    """The direct path for plain ASCII lines draws exactly what urwid.Text(wrap="clip")
+    draws: same bytes, same attribute runs, padded and clipped to the width."""
+    cols = 50
+    want = list(urwid.Text(markup, wrap="clip").render((cols,)).content())
+    assert list(line_canvas(markup, cols).content()) == want

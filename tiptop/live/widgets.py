@@ -236,10 +236,37 @@ class Scroller(urwid.Widget):
         self.height = rows
         self.clamp()
         canvases = [
-            urwid.Text(self.line(i, cols), wrap="clip").render((cols,))
+            line_canvas(self.line(i, cols), cols)
             for i in range(self.top, min(self.top + rows, self.count))
         ]
         return _stack(canvases, cols, rows)
+
+
+def line_canvas(markup: Markup, cols: int) -> urwid.Canvas:
+    """One line of ``markup`` clipped to ``cols``, as ``urwid.Text(markup, wrap="clip")``
+    renders it. A line of plain ASCII segments (almost every task row) is made into its
+    canvas directly: one column per byte, so there is no text layout to compute (the bulk
+    of a live refresh's drawing); anything else goes through ``urwid.Text``."""
+    segs = [(None, markup)] if isinstance(markup, str) else markup
+    if isinstance(segs, list) and all(
+        isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str) and _plain(s[1])
+        for s in segs
+    ):
+        runs: list[tuple[Any, int]] = []
+        used = 0
+        for attr, text in segs:
+            n = min(len(text), cols - used)
+            if n > 0:
+                runs.append((attr, n))
+                used += n
+        text = "".join(t for _, t in segs)[:cols]
+        return urwid.TextCanvas([text.encode("ascii")], [runs], maxcol=cols)
+    return urwid.Text(markup, wrap="clip").render((cols,))
+
+
+def _plain(text: str) -> bool:
+    """One screen column per character: printable ASCII (no tab, no control character)."""
+    return text.isascii() and text.isprintable()
 
 
 class TaskTable(Scroller):
