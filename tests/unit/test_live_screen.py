@@ -256,3 +256,17 @@ def test_line_canvas_is_what_urwid_text_renders(markup: Any) -> None:
     cols = 50
     want = list(urwid.Text(markup, wrap="clip").render((cols,)).content())
     assert list(line_canvas(markup, cols).content()) == want
+
+
+def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
+    """Plain lines drawn together in one canvas, others through urwid.Text, in order, the
+    rest of the box blank: the same screen as every line through urwid.Text."""
+    from tiptop.live.widgets import Scroller
+
+    lines = ["one", [("over", "two"), (None, " 2")], "caf\u00e9", "four", "x" * 80, "tab\there"]
+    sc = Scroller(lambda i, cols: lines[i], len(lines))
+    cols, rows = 40, 9
+    got = list(sc.render((cols, rows)).content())
+    want = [r for m in lines for r in urwid.Text(m, wrap="clip").render((cols,)).content()]
+    want += list(urwid.SolidCanvas(" ", cols, rows - len(lines)).content())
+    assert got == want

@@ -189,8 +189,9 @@ class Line(urwid.Widget):
 
 
 def _stack(canvases: list[urwid.Canvas], cols: int, rows: int) -> urwid.Canvas:
-    if len(canvases) < rows:
-        canvases.append(urwid.SolidCanvas(" ", cols, rows - len(canvases)))
+    have = sum(c.rows() for c in canvases)
+    if have < rows:
+        canvases.append(urwid.SolidCanvas(" ", cols, rows - have))
     return urwid.CanvasCombine([(c, None, False) for c in canvases])
 
 
@@ -235,33 +236,52 @@ class Scroller(urwid.Widget):
         cols, rows = size
         self.height = rows
         self.clamp()
-        canvases = [
-            line_canvas(self.line(i, cols), cols)
-            for i in range(self.top, min(self.top + rows, self.count))
-        ]
+        canvases: list[urwid.Canvas] = []
+        texts: list[bytes] = []
+        runs: list[list[tuple[Any, int]]] = []
+        for i in range(self.top, min(self.top + rows, self.count)):
+            markup = self.line(i, cols)
+            plain = plain_line(markup, cols)
+            if plain is not None:  # consecutive plain lines: one canvas
+                texts.append(plain[0])
+                runs.append(plain[1])
+                continue
+            if texts:
+                canvases.append(urwid.TextCanvas(texts, runs, maxcol=cols))
+                texts, runs = [], []
+            canvases.append(urwid.Text(markup, wrap="clip").render((cols,)))
+        if texts:
+            canvases.append(urwid.TextCanvas(texts, runs, maxcol=cols))
         return _stack(canvases, cols, rows)
 
 
 def line_canvas(markup: Markup, cols: int) -> urwid.Canvas:
     """One line of ``markup`` clipped to ``cols``, as ``urwid.Text(markup, wrap="clip")``
-    renders it. A line of plain ASCII segments (almost every task row) is made into its
-    canvas directly: one column per byte, so there is no text layout to compute (the bulk
-    of a live refresh's drawing); anything else goes through ``urwid.Text``."""
+    renders it (see :func:`plain_line`)."""
+    plain = plain_line(markup, cols)
+    if plain is None:
+        return urwid.Text(markup, wrap="clip").render((cols,))
+    return urwid.TextCanvas([plain[0]], [plain[1]], maxcol=cols)
+
+
+def plain_line(markup: Markup, cols: int) -> tuple[bytes, list[tuple[Any, int]]] | None:
+    """A line of plain ASCII segments (almost every task row) clipped to ``cols``, as its
+    bytes and attribute runs: one column per byte, so there is no urwid text layout to
+    compute (the bulk of a live refresh's drawing); None for anything else."""
     segs = [(None, markup)] if isinstance(markup, str) else markup
-    if isinstance(segs, list) and all(
+    if not isinstance(segs, list) or not all(
         isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str) and _plain(s[1])
         for s in segs
     ):
-        runs: list[tuple[Any, int]] = []
-        used = 0
-        for attr, text in segs:
-            n = min(len(text), cols - used)
-            if n > 0:
-                runs.append((attr, n))
-                used += n
-        text = "".join(t for _, t in segs)[:cols]
-        return urwid.TextCanvas([text.encode("ascii")], [runs], maxcol=cols)
-    return urwid.Text(markup, wrap="clip").render((cols,))
+        return None
+    runs: list[tuple[Any, int]] = []
+    used = 0
+    for attr, text in segs:
+        n = min(len(text), cols - used)
+        if n > 0:
+            runs.append((attr, n))
+            used += n
+    return "".join(t for _, t in segs)[:cols].encode("ascii"), runs
 
 
 def _plain(text: str) -> bool:
