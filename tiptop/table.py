@@ -233,16 +233,14 @@ def text_lines(frame: Frame, screen: ScreenSpec, view: View) -> list[str]:
     ncols = len(screen.columns)
     codes = _cell_codes(frame.values[idx], frame.status[idx])
     values = frame.values[idx].tolist()
-    names, cmdlines, markers, users = frame.name, frame.cmdline, frame.marker, frame.user
-    pw = view.pid_width
+    markers, users = frame.marker, frame.user
     out: list[str] = []
     for k, (i, tid, dead) in enumerate(
         zip(idx.tolist(), frame.tid[idx].tolist(), frame.dead[idx].tolist(), strict=True)
     ):
-        user = f"{users[i]:<10s} " if view.show_user else ""
-        command = cmdlines[i] if view.show_cmdline and cmdlines[i] else names[i]
         cells = fmt.text(values[k], codes[k * ncols : (k + 1) * ncols])
-        line = f"{tid:>{pw}d}{markers[i] or ' '} {user}{cells}{command}"
+        command = _command(frame, i, view.show_cmdline)
+        line = _line(tid, markers[i] or " ", users[i], cells, command, view)
         if dead:
             line += " DEAD"
         if view.watch is not None and _watched(frame, i, view):
@@ -294,7 +292,6 @@ class RowList(Sequence[Row]):
 
     def _make(self, k: int) -> Row:
         f, view, i = self._frame, self._view, self._idx[k]
-        cmdline = f.cmdline[i]
         return Row(
             self._block,
             k,
@@ -302,7 +299,7 @@ class RowList(Sequence[Row]):
             pid=int(f.pid[i]),
             marker=f.marker[i] or " ",
             user=f.user[i],
-            command=cmdline if view.show_cmdline and cmdline else f.name[i],
+            command=_command(f, i, view.show_cmdline),
             index=i,
             dead=bool(f.dead[i]),
             watched=view.watch is not None and _watched(f, i, view),
@@ -391,6 +388,12 @@ def format_row(row: Row, view: View, width: int | None = None) -> str:
     """One row as the original prints it, without prefixes and without ``DEAD``/``<---``
     (batch appends those). ``width`` cuts the line (live mode); batch never cuts, so full
     command lines survive (a defect of the original fixed)."""
-    user = f"{row.user:<10s} " if view.show_user else ""
-    line = f"{row.tid:>{view.pid_width}d}{row.marker} {user}{row.cells_text}{row.command}"
+    line = _line(row.tid, row.marker, row.user, row.cells_text, row.command, view)
     return line if width is None else line[:width]
+
+
+def _line(tid: int, marker: str, user: str, cells: str, command: str, view: View) -> str:
+    """A row's text (docs/original.md 6.2): ``"%*d%c "`` id and marker, ``"%-10s "`` user
+    with ``-U``, the cells (each followed by a space), the name or command line."""
+    who = f"{user:<10s} " if view.show_user else ""
+    return f"{tid:>{view.pid_width}d}{marker} {who}{cells}{command}"
