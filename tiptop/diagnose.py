@@ -10,6 +10,7 @@ events where that is allowed; a failure is reported with its real errno.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import platform
 from typing import Any
@@ -92,12 +93,21 @@ def _slots_head(b: Any, host: Host, attr: Any) -> list[Any]:
     """An Intel perf-metrics event (``topdown-*``) opens only in a group led by its PMU's
     ``slots`` (tools/perf/Documentation/topdown.txt; ``tiptop.events.topdown``): that
     leader's attr, else nothing."""
-    from tiptop.events.topdown import ARCH_EVENT_MASK, Topdown
+    from tiptop.events.topdown import ARCH_EVENT_MASK
 
-    pm = Topdown(host.sysfs_root).pmu(b.pmu)
+    pm = _topdown(host.sysfs_root).pmu(b.pmu)
     if pm is None or pm.role(b) != "metric":
         return []
     return [attr.replace(config=(attr.config & ~ARCH_EVENT_MASK) | pm.slots)]
+
+
+@functools.lru_cache(maxsize=4)
+def _topdown(sysfs_root: str) -> Any:
+    """The perf metrics of this machine's PMUs, read from sysfs once for all the probes of
+    ``--list-screens`` / ``--list-events`` (``tiptop.events.topdown.Topdown``)."""
+    from tiptop.events.topdown import Topdown
+
+    return Topdown(sysfs_root)
 
 
 def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:

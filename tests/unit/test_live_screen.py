@@ -15,7 +15,7 @@ import urwid
 from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
-from tiptop.live.widgets import MIN_COLS, MIN_ROWS, line_canvas
+from tiptop.live.widgets import MIN_COLS, MIN_ROWS, Scroller
 from tiptop.options import Options
 from tiptop.screens.model import Target
 from tiptop.screens.variables import VARIABLES
@@ -250,19 +250,17 @@ def test_error_file_gets_each_new_message_once() -> None:
         "tab\there",  # a control character: through urwid.Text
     ],
 )
-def test_line_canvas_is_what_urwid_text_renders(markup: Any) -> None:
+def test_a_line_is_drawn_as_urwid_text_draws_it(markup: Any) -> None:
     """The direct path for plain ASCII lines draws exactly what urwid.Text(wrap="clip")
     draws: same bytes, same attribute runs, padded and clipped to the width."""
     cols = 50
     want = list(urwid.Text(markup, wrap="clip").render((cols,)).content())
-    assert list(line_canvas(markup, cols).content()) == want
+    assert list(Scroller(lambda i, c: markup, 1).render((cols, 1)).content()) == want
 
 
 def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     """Plain lines drawn together in one canvas, others through urwid.Text, in order, the
     rest of the box blank: the same screen as every line through urwid.Text."""
-    from tiptop.live.widgets import Scroller
-
     lines = ["one", [("over", "two"), (None, " 2")], "caf\u00e9", "four", "x" * 80, "tab\there"]
     sc = Scroller(lambda i, cols: lines[i], len(lines))
     cols, rows = 40, 9

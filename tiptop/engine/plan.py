@@ -191,6 +191,10 @@ class Planner:
             group.close()
         return True
 
+    def _opens_bindings(self, bindings: list[EventBinding]) -> bool:
+        """:meth:`_opens` for bindings, with the attrs they are opened with."""
+        return self._opens([self.attr(b) for b in bindings])
+
     def probe(self, b: EventBinding, alias: str = "", leader: EventBinding | None = None) -> bool:
         """Open the event once on ourselves, after ``leader`` in one group when given (a
         metric event under its ``slots``); report a failure once (about ``alias``)."""
@@ -218,12 +222,6 @@ class Planner:
                 subject=alias,
             )
             return False
-
-    def pack(
-        self, members: list[tuple[int, EventBinding]], column_of: dict[int, int], head: int = 0
-    ) -> list[list[tuple[int, EventBinding]]]:
-        """Split one PMU's members into groups that each open and run (``engine.packing``)."""
-        return pack(members, column_of, lambda ms: self._opens([self.attr(b) for b in ms]), head)
 
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
@@ -339,7 +337,7 @@ class Planner:
         groups: list[GroupDef] = []
         split: dict[str, tuple[int, int]] = {}
         for pmu, members in by_pmu.items():
-            packed = self.pack(members, column_of, self.td.head(members))
+            packed = pack(members, column_of, self._opens_bindings, self.td.head(members))
             if len(packed) > 1:  # said with the running fraction (engine.sampler)
                 split[pmu] = (len(members), len(packed))
             for ms in packed:

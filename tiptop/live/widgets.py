@@ -255,15 +255,6 @@ class Scroller(urwid.Widget):
         return _stack(canvases, cols, rows)
 
 
-def line_canvas(markup: Markup, cols: int) -> urwid.Canvas:
-    """One line of ``markup`` clipped to ``cols``, as ``urwid.Text(markup, wrap="clip")``
-    renders it (see :func:`plain_line`)."""
-    plain = plain_line(markup, cols)
-    if plain is None:
-        return urwid.Text(markup, wrap="clip").render((cols,))
-    return urwid.TextCanvas([plain[0]], [plain[1]], maxcol=cols)
-
-
 def plain_line(markup: Markup, cols: int) -> tuple[bytes, list[tuple[Any, int]]] | None:
     """A line of plain ASCII segments (almost every task row) clipped to ``cols``, as its
     bytes and attribute runs: one column per byte, so there is no urwid text layout to
