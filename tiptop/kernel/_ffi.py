@@ -91,11 +91,7 @@ SYSCALL_NUMBERS = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "r
 _libc = ffi.dlopen(None)
 
 #: This machine's syscall number as a C long (None where unknown: the first call says so).
-_NR = (
-    ffi.cast("long", SYSCALL_NUMBERS[platform.machine()])
-    if platform.machine() in SYSCALL_NUMBERS
-    else None
-)
+_NR = ffi.cast("long", n) if (n := SYSCALL_NUMBERS.get(platform.machine())) else None
 
 # Fields of Attr copied one to one into the C struct.
 _ATTR_FIELDS = (
