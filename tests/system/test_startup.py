@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def imported(*args: str, **kw: object) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``python -X importtime -m tiptop args``; the result and every module imported."""
@@ -55,3 +57,30 @@ def _env(home: Path) -> dict[str, str]:
     """The environment with no configuration file to find (HOME and XDG in ``home``)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TIPTOP", "XDG_CONFIG_HOME")}
     return {**env, "HOME": str(home)}
+
+
+_THREADS = (
+    "import os, tiptop.frame; "
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+)
+
+
+def test_numpy_brings_no_blas_threads_and_leaves_the_environment_alone() -> None:
+    """OpenBLAS starts one thread per core when numpy loads (~80 ms of CPU on 2 cores):
+    tiptop's process stays one thread, and the variable it sets for that is put back as the
+    user had it (a ``tiptop -- CMD`` child inherits the user's environment)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: OpenBLAS starts no thread pool, so there is nothing to tell apart")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.stdout.split() == ["1", "None"], out.stderr[-2000:]
+    out = subprocess.run(
+        [sys.executable, "-c", _THREADS],
+        env={**env, "OPENBLAS_NUM_THREADS": "4"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout.split() == ["1", "4"], out.stderr[-2000:]
