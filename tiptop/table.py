@@ -20,8 +20,7 @@ rows on screen.
 
 Layout rules follow docs/original.md section 6.2 (the original's ``build_rows()``): the
 row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, each cell and
-one space, then the name or command line. Imports only ``frame``, ``spec``, ``cells`` and
-``errors``.
+one space, then the name or command line. Imports only ``frame``, ``screens`` and ``cells``.
 """
 
 from __future__ import annotations
@@ -34,10 +33,9 @@ from typing import overload
 import numpy as np
 
 from tiptop.cells import Status, valued
-from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec, ScreenSpec
-from tiptop.screens.printf import RowFormat, compile_format, row_format
+from tiptop.screens.printf import RowFormat, row_format
 from tiptop.screens.variables import VARIABLES
 
 #: The original's default ``--cpu-min`` (percent).
@@ -134,21 +132,7 @@ class Row:
         return f"Row(tid={self.tid}, command={self.command!r}, cells={self.cells!r})"
 
 
-# --------------------------------------------------------------------------- printf
-
-
-def check_formats(screen: ScreenSpec) -> None:
-    """Raise :class:`SpecError` (with the column's location) if a format cannot be used."""
-    for col in screen.columns:
-        try:
-            compile_format(col.format)
-        except SpecError as exc:
-            raise SpecError(
-                f"screen '{screen.name}', column '{col.header.strip()}': {exc.message}",
-                screen.source if screen.source != "builtin" else None,
-                col.line,
-                col.column,
-            ) from None
+# --------------------------------------------------------------------------- settings
 
 
 def builtin_variables() -> list[tuple[str, str]]:
@@ -224,28 +208,45 @@ def _shown(frame: Frame, ncols: int, view: View) -> tuple[Frame, np.ndarray]:
     return frame, order(frame, idx, view, ncols)
 
 
-def text_lines(frame: Frame, screen: ScreenSpec, view: View) -> list[str]:
+def text_lines(
+    frame: Frame, screen: ScreenSpec, view: View, memo: dict[tuple, str] | None = None
+) -> list[str]:
     """The visible rows as :func:`format_row` prints them, followed by `` DEAD`` and
     `` <---`` where they apply: batch mode's lines, made without a :class:`Row` per row
-    (every visible row is printed, so nothing is saved by formatting lazily)."""
+    (every visible row is printed, so nothing is saved by formatting lazily).
+
+    ``memo`` (the caller's, for one screen and view) maps what a row shows to its line, so
+    a row as it was at the last call (a sleeping task) is not formatted again; it keeps
+    this call's rows only. Cells not shown as values hold 0.0 there, and -0.0 is 0.0."""
     frame, idx = _shown(frame, len(screen.columns), view)
     fmt = row_format(tuple(screen.columns))
     ncols = len(screen.columns)
-    codes = _cell_codes(frame.values[idx], frame.status[idx])
-    values = frame.values[idx].tolist()
+    shown = frame.values[idx]
+    code_array = _cell_code_array(shown, frame.status[idx])
+    codes = code_array.tobytes()
+    values = (np.where(valued(code_array), shown, 0.0) + 0.0).tolist()
     markers, users = frame.marker, frame.user
+    old, fresh = memo if memo is not None else {}, {}
     out: list[str] = []
     for k, (i, tid, dead) in enumerate(
         zip(idx.tolist(), frame.tid[idx].tolist(), frame.dead[idx].tolist(), strict=True)
     ):
-        cells = fmt.text(values[k], codes[k * ncols : (k + 1) * ncols])
+        row_codes = codes[k * ncols : (k + 1) * ncols]
         command = _command(frame, i, view.show_cmdline)
-        line = _line(tid, markers[i] or " ", users[i], cells, command, view)
-        if dead:
-            line += " DEAD"
+        key = (tid, markers[i], users[i], command, dead, row_codes, *values[k])
+        line = old.get(key)
+        if line is None:
+            cells = fmt.text(values[k], row_codes)
+            line = _line(tid, markers[i] or " ", users[i], cells, command, view)
+            if dead:
+                line += " DEAD"
+        fresh[key] = line
         if view.watch is not None and _watched(frame, i, view):
             line += " <---"
         out.append(line)
+    if memo is not None:
+        memo.clear()
+        memo.update(fresh)
     return out
 
 
@@ -318,18 +319,18 @@ class _Block:
     _codes: bytes | None = None
 
     def codes(self, k: int) -> bytes:
-        """Row ``k``'s cell codes (see :func:`_cell_codes`)."""
+        """Row ``k``'s cell codes (see :func:`_cell_code_array`)."""
         if self._codes is None:
-            self._codes = _cell_codes(self.values, self.status)
+            self._codes = _cell_code_array(self.values, self.status).tobytes()
         n = self.status.shape[1]
         return self._codes[k * n : (k + 1) * n]
 
 
-def _cell_codes(values: np.ndarray, status: np.ndarray) -> bytes:
-    """The cells' statuses as bytes, row after row; UNREADABLE for an OK cell holding nan."""
+def _cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """The cells' statuses as uint8; UNREADABLE for an OK cell holding nan."""
     c = status.astype(np.uint8)
     c[(c == Status.OK) & np.isnan(values)] = Status.UNREADABLE
-    return c.tobytes()
+    return c
 
 
 def conform(frame: Frame, ncols: int) -> Frame:

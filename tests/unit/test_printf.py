@@ -14,7 +14,7 @@ from tiptop import table
 from tiptop.errors import SpecError
 from tiptop.frame import Frame
 from tiptop.screens import ScreenSpec, Target, load_text
-from tiptop.screens.printf import MAX_FIELD, compile_format
+from tiptop.screens.printf import MAX_FIELD, check_formats, compile_format
 from tiptop.table import View
 
 
@@ -47,7 +47,7 @@ def test_lf_is_accepted_by_the_loader_and_the_table(as_yaml: bool) -> None:
     (col,) = cfg.screens[0].columns
     assert col.format == "%8.2lf"
     assert compile_format(col.format)(3.0) == "    3.00"
-    table.check_formats(cfg.screens[0])  # no SpecError
+    check_formats(cfg.screens[0])  # no SpecError
 
 
 @pytest.mark.parametrize(

@@ -67,10 +67,10 @@ def replay_screens(loaded: ScreenSet, rec: Any) -> tuple[list[Any], int]:
 
 def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output."""
-    from tiptop import table
     from tiptop.cli.run import is_live, open_output
     from tiptop.cli.screens import pick_screen
     from tiptop.engine.replay import ReplaySource, load
+    from tiptop.screens.printf import check_formats
 
     rec = load(opts.replay)
     first, last = frame_range(opts, rec.times)
@@ -78,7 +78,7 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     if opts.screen is not None:
         index, _ = pick_screen(screens, opts.screen)
     screen = screens[index]
-    table.check_formats(screen)
+    check_formats(screen)
     opts.pid_width = int(rec.header.get("pid_width", opts.pid_width))
     kept = rec.header.get("options", {})  # what the recording run watched (cli.record)
     opts.show_idle = opts.show_idle or bool(kept.get("show_idle"))

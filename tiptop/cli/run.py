@@ -106,9 +106,10 @@ def run_monitor(
     another user's process) start the message log: batch's stderr or ``-E``, live's
     message line, ``e`` window and ``-E``."""
     from tiptop import table
+    from tiptop.screens.printf import check_formats
 
     index, screen = pick_screen(loaded.screens, opts.screen)
-    table.check_formats(screen)
+    check_formats(screen)
     opts.pid_width = table.pid_width_for(read_pid_max())
     opts.target = host_target()
     opts.config_path = loaded.path

@@ -80,6 +80,7 @@ class TextWriter:
         self.screen = screen
         self.screen_index = screen_index
         self.view: View = options.view()
+        self._lines: dict[tuple, str] = {}  # text_lines' memo: one screen, one view
 
     def begin(self, now: float) -> None:
         """Preamble and the header line (printed once, never repeated)."""
@@ -98,7 +99,7 @@ class TextWriter:
             prefix += f"{iteration:6d} "
         if self.options.show_epoch:
             prefix += f"{int(frame.timestamp):10d} "
-        out = text_lines(frame, self.screen, self.view)
+        out = text_lines(frame, self.screen, self.view, self._lines)
         if prefix:
             out = [prefix + line for line in out]
         if out:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
-from tiptop.screens.model import ColumnSpec
+from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 __all__ = ["MAX_FIELD", "RowFormat", "compile_format", "format_parts", "row_format"]
 
@@ -205,3 +205,17 @@ def _field(j: int, fmt: str, width: int) -> str | None:
 def _literal(text: str) -> str:
     """``text`` as literal text of a ``str.format`` template."""
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def check_formats(screen: ScreenSpec) -> None:
+    """Raise :class:`SpecError` (with the column's location) if a format cannot be used."""
+    for col in screen.columns:
+        try:
+            compile_format(col.format)
+        except SpecError as exc:
+            raise SpecError(
+                f"screen '{screen.name}', column '{col.header.strip()}': {exc.message}",
+                screen.source if screen.source != "builtin" else None,
+                col.line,
+                col.column,
+            ) from None
