@@ -17,6 +17,7 @@ from tiptop.table import (
     rows,
     text_lines,
 )
+from tiptop.table.text import LineMemo
 
 
 @pytest.mark.parametrize(
@@ -176,9 +177,9 @@ def test_batch_memo_reformats_only_rows_that_changed(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         RowFormat, "text", lambda self, v, c: formatted.append(v) or real_text(self, v, c)
     )
-    memo: dict[tuple, str] = {}
+    memo = LineMemo()
     first = text_lines(frame(tasks), SCREEN, view, memo)
-    assert len(formatted) == 3 and len(memo) == 3
+    assert len(formatted) == 3 and len(memo.lines) == 3
     formatted.clear()
     assert text_lines(frame(tasks), SCREEN, view, memo) == first
     assert formatted == []  # every row as it was: nothing formatted
@@ -192,7 +193,7 @@ def test_batch_memo_reformats_only_rows_that_changed(monkeypatch: pytest.MonkeyP
     formatted.clear()
     got = text_lines(frame(changed), SCREEN, view, memo)
     assert got == want
-    assert len(formatted) == 3 and len(memo) == 4  # rows 1, 2 and 4; row 3 was kept
+    assert len(formatted) == 3 and len(memo.lines) == 4  # rows 1, 2 and 4; row 3 was kept
     assert got[-1].endswith(" DEAD") and "-0.0" not in got[-1]
 
 

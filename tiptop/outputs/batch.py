@@ -34,6 +34,7 @@ from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.table import View, header, rows, text_lines
+from tiptop.table.text import LineMemo
 
 # --------------------------------------------------------------------------- text
 
@@ -80,7 +81,7 @@ class TextWriter:
         self.screen = screen
         self.screen_index = screen_index
         self.view: View = options.view()
-        self._lines: dict[tuple, str] = {}  # text_lines' memo: one screen, one view
+        self._lines = LineMemo()  # text_lines' memo: one screen, one view
 
     def begin(self, now: float) -> None:
         """Preamble and the header line (printed once, never repeated)."""

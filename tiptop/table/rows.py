@@ -1,0 +1,208 @@
+"""A view's rows as objects and as text: :class:`Row` (cells formatted when first asked
+for), :func:`rows`, the header and one row's line (docs/original.md 6.2 and 6.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import overload
+
+import numpy as np
+
+from tiptop.cells import Status
+from tiptop.frame import Frame
+from tiptop.screens.model import ScreenSpec
+from tiptop.screens.printf import RowFormat, row_format
+from tiptop.table.select import View, command_of, is_watched, over_threshold, shown_rows
+
+
+class Row:
+    """One visible row. Its cells are formatted when first asked for (live mode formats
+    only the rows on screen), from the screen's :class:`RowFormat`; ``status``, ``values``,
+    ``multiplexed`` and ``over_threshold`` are read from the rows' shared arrays then too."""
+
+    __slots__ = ("_block", "_k", "_text", "command", "dead", "index", "marker", "pid", "tid",
+                 "user", "watched")  # fmt: skip
+
+    def __init__(
+        self,
+        block: _Block,
+        k: int,
+        *,
+        tid: int,
+        pid: int,
+        marker: str,
+        user: str,
+        command: str,
+        index: int,
+        dead: bool = False,
+        watched: bool = False,
+    ) -> None:
+        self._block = block
+        self._k = k
+        self._text: str | None = None
+        self.tid = tid
+        self.pid = pid
+        self.marker = marker
+        self.user = user
+        self.command = command
+        #: Index of the row in the frame it came from (for csv/json and live lookups).
+        self.index = index
+        self.dead = dead
+        self.watched = watched
+
+    @property
+    def values(self) -> list[float]:
+        """The cells' values (``nan`` where not OK)."""
+        return self._block.values[self._k].tolist()
+
+    @property
+    def status(self) -> list[int]:
+        """The cells' :class:`Status` codes, as ints (``Status`` members compare equal)."""
+        return self._block.status[self._k].tolist()
+
+    @property
+    def multiplexed(self) -> list[bool]:
+        """Per cell: its value was scaled (its counters ran part of the interval)."""
+        return self._block.multiplexed[self._k].tolist()
+
+    @property
+    def over_threshold(self) -> list[bool]:
+        """Per cell: its value is past the column's threshold."""
+        return self._block.over[self._k].tolist()
+
+    @property
+    def cells(self) -> list[str]:
+        """The formatted cells, each at least its header's width."""
+        b = self._block
+        return b.fmt.cells(self.values, b.codes(self._k))
+
+    @property
+    def cells_text(self) -> str:
+        """The cells, each followed by one space: the row's middle (formatted once)."""
+        if self._text is None:
+            b = self._block
+            self._text = b.fmt.text(self.values, b.codes(self._k))
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Row(tid={self.tid}, command={self.command!r}, cells={self.cells!r})"
+
+
+def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
+    """The visible rows of ``frame``, filtered and sorted per ``view``; a :class:`Row` is
+    made when first asked for, and its cells formatted when first asked for (live mode
+    touches only the rows on screen)."""
+    columns = screen.columns
+    frame, idx = shown_rows(frame, len(columns), view)
+    block = _Block(
+        fmt=row_format(tuple(columns)),
+        values=frame.values[idx],
+        status=frame.status[idx],
+        multiplexed=frame.multiplexed()[idx],
+        over=over_threshold(frame, columns)[idx],
+    )
+    return RowList(frame, view, block, idx)
+
+
+class RowList(Sequence[Row]):
+    """The visible rows in display order, each :class:`Row` built on first access."""
+
+    def __init__(self, frame: Frame, view: View, block: _Block, idx: np.ndarray) -> None:
+        self._frame = frame
+        self._view = view
+        self._block = block
+        self._idx = idx.tolist()
+        self._made: list[Row | None] = [None] * len(self._idx)
+
+    def __len__(self) -> int:
+        return len(self._idx)
+
+    @overload
+    def __getitem__(self, k: int) -> Row: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Row]: ...
+    def __getitem__(self, k: int | slice) -> Row | list[Row]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self._idx)))]
+        row = self._made[k]
+        if row is None:
+            row = self._made[k] = self._make(k if k >= 0 else k + len(self._idx))
+        return row
+
+    def _make(self, k: int) -> Row:
+        f, view, i = self._frame, self._view, self._idx[k]
+        return Row(
+            self._block,
+            k,
+            tid=int(f.tid[i]),
+            pid=int(f.pid[i]),
+            marker=f.marker[i] or " ",
+            user=f.user[i],
+            command=command_of(f, i, view.show_cmdline),
+            index=i,
+            dead=bool(f.dead[i]),
+            watched=view.watch is not None and is_watched(f, i, view),
+        )
+
+
+@dataclass
+class _Block:
+    """The cell arrays of the visible rows, in display order (shared by their Rows)."""
+
+    fmt: RowFormat
+    values: np.ndarray
+    status: np.ndarray
+    multiplexed: np.ndarray
+    over: np.ndarray
+    _codes: bytes | None = None
+
+    def codes(self, k: int) -> bytes:
+        """Row ``k``'s cell codes (see :func:`cell_code_array`)."""
+        if self._codes is None:
+            self._codes = cell_code_array(self.values, self.status).tobytes()
+        n = self.status.shape[1]
+        return self._codes[k * n : (k + 1) * n]
+
+
+def cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """The cells' statuses as uint8; UNREADABLE for an OK cell holding nan."""
+    c = status.astype(np.uint8)
+    c[(c == Status.OK) & np.isnan(values)] = Status.UNREADABLE
+    return c
+
+
+# --------------------------------------------------------------------------- text
+
+
+def header(screen: ScreenSpec, view: View) -> str:
+    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND; the sort
+    column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
+    k = len(screen.columns)
+    s = view.sort_column
+    parts = [" " * max(view.pid_width - 4, 0)]
+    parts.append("[PID]" if s == -1 else " PID ")
+    if view.show_user:
+        parts.append(" user      ")
+    for j, col in enumerate(screen.columns):
+        parts.append("[" if s == j else ("]" if s == j - 1 and s >= 0 else " "))
+        parts.append(col.header)
+    parts.append("[" if s == k else ("]" if s == k - 1 and s >= 0 else " "))
+    parts.append("COMMAND")
+    parts.append("]" if s == k else " ")
+    return "".join(parts)
+
+
+def format_row(row: Row, view: View, width: int | None = None) -> str:
+    """One row as the original prints it, without prefixes and without ``DEAD``/``<---``
+    (batch appends those). ``width`` cuts the line (live mode); batch never cuts, so full
+    command lines survive (a defect of the original fixed)."""
+    line = row_line(row.tid, row.marker, row.user, row.cells_text, row.command, view)
+    return line if width is None else line[:width]
+
+
+def row_line(tid: int, marker: str, user: str, cells: str, command: str, view: View) -> str:
+    """A row's text (docs/original.md 6.2): ``"%*d%c "`` id and marker, ``"%-10s "`` user
+    with ``-U``, the cells (each followed by a space), the name or command line."""
+    who = f"{user:<10s} " if view.show_user else ""
+    return f"{tid:>{view.pid_width}d}{marker} {who}{cells}{command}"

@@ -1,0 +1,90 @@
+"""Batch mode's lines: every visible row as text, made without a :class:`Row` per row, and
+a row that shows what it showed at the last refresh (a sleeping task: most rows of ``-i``)
+not formatted again but taken from a :class:`LineMemo`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tiptop.cells import valued
+from tiptop.frame import Frame
+from tiptop.screens.model import ScreenSpec
+from tiptop.screens.printf import row_format
+from tiptop.table.rows import cell_code_array, row_line
+from tiptop.table.select import View, is_watched, shown_rows
+
+
+class LineMemo:
+    """The lines of the last :func:`text_lines` call and what each row showed there (cell
+    values and codes, death, command, marker, user), sorted by task id. One memo serves
+    one screen and one view (batch mode has one of each)."""
+
+    def __init__(self) -> None:
+        self.tid = np.empty(0, np.int64)
+        self.facts: tuple[np.ndarray, ...] = ()
+        self.lines: list[str] = []
+
+    def recall(self, tid: np.ndarray, facts: tuple[np.ndarray, ...]) -> list[str | None]:
+        """Per row: its last line if the row shows exactly what it showed then, else None.
+        Compared as arrays (numpy), not row by row."""
+        if len(self.tid) == 0 or len(tid) == 0:
+            return [None] * len(tid)
+        pos = np.searchsorted(self.tid, tid).clip(max=len(self.tid) - 1)
+        same = self.tid[pos] == tid
+        for mine, now in zip(self.facts, facts, strict=True):
+            eq = mine[pos] == now
+            same &= eq.all(axis=1) if eq.ndim == 2 else eq
+        lines = self.lines
+        return [lines[p] if s else None for p, s in zip(pos.tolist(), same.tolist(), strict=True)]
+
+    def keep(self, tid: np.ndarray, facts: tuple[np.ndarray, ...], lines: list[str]) -> None:
+        """Remember this call's rows (and only them)."""
+        order = np.argsort(tid, kind="stable")
+        self.tid = tid[order]
+        self.facts = tuple(f[order] for f in facts)
+        self.lines = [lines[k] for k in order.tolist()]
+
+
+def text_lines(
+    frame: Frame, screen: ScreenSpec, view: View, memo: LineMemo | None = None
+) -> list[str]:
+    """The visible rows as :func:`~tiptop.table.rows.format_row` prints them, followed by
+    `` DEAD`` and `` <---`` where they apply: batch mode's lines (every visible row is
+    printed, so nothing is saved by formatting lazily). With ``memo``, a row showing what it
+    showed at the last call keeps its line. Cells not shown as values compare as 0.0, and
+    -0.0 is printed as 0.0, so that rows printed alike compare alike."""
+    frame, idx = shown_rows(frame, len(screen.columns), view)
+    fmt = row_format(tuple(screen.columns))
+    values = frame.values[idx]
+    codes = cell_code_array(values, frame.status[idx])
+    values = np.where(valued(codes), values, 0.0) + 0.0
+    tid = frame.tid[idx]
+    facts = (values, codes, frame.dead[idx], *_texts(frame, idx, view))
+    memo = memo if memo is not None else LineMemo()
+    lines = memo.recall(tid, facts)
+    todo = [k for k, line in enumerate(lines) if line is None]
+    if todo:
+        rows_values = values[todo].tolist()
+        rows_codes = codes[todo].tobytes()
+        ncols, (dead, commands, markers, users) = codes.shape[1], facts[2:]
+        for j, k in enumerate(todo):
+            cells = fmt.text(rows_values[j], rows_codes[j * ncols : (j + 1) * ncols])
+            line = row_line(int(tid[k]), markers[k] or " ", users[k], cells, commands[k], view)
+            lines[k] = line + " DEAD" if dead[k] else line
+    memo.keep(tid, facts, lines)  # type: ignore[arg-type]  # every None was filled
+    if view.watch is not None:
+        lines = [
+            line + " <---" if is_watched(frame, i, view) else line
+            for i, line in zip(idx.tolist(), lines, strict=True)
+        ]
+    return lines  # type: ignore[return-value]
+
+
+def _texts(frame: Frame, idx: np.ndarray, view: View) -> tuple[np.ndarray, ...]:
+    """The rows' command (name, or command line with ``-c`` when it has one), marker and
+    user, as object arrays."""
+    name = np.array(frame.name, object)
+    if view.show_cmdline:
+        cmdline = np.array(frame.cmdline, object)
+        name = np.where(cmdline != "", cmdline, name)
+    return name[idx], np.array(frame.marker, object)[idx], np.array(frame.user, object)[idx]
