@@ -6,10 +6,12 @@ scales down with a small fd limit so the busiest tasks are still counted."""
 from __future__ import annotations
 
 import errno
+import struct
 
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
 from tiptop.engine.attach import RACE_TRIES
+from tiptop.engine.readout import Unit, _read_all
 from tiptop.host import Host, fd_reserve
 from tiptop.kernel.errors import translate
 
@@ -129,3 +131,35 @@ def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) 
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 10.0  # two intervals' faults
     assert s.messages.lines() == []
+
+
+class _Words:
+    """A group of one counter (id 7) whose reads are scripted: a count, or an errno to
+    raise (ECHILD is the kernel's "group changing", read again)."""
+
+    ids = (7,)
+
+    def __init__(self, *script: int | str) -> None:
+        self.script = list(script)
+
+    def read_raw(self) -> bytes:
+        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if isinstance(step, str):
+            raise translate(OSError(getattr(errno, step), step))
+        return struct.pack("5Q", 1, 100, 100, step, 7)
+
+    def close(self) -> None:
+        pass
+
+
+def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
+    """The read of every unit in one pass; from the first error on, unit by unit: units
+    before and after a failing one keep their reads and rows, a group changing under the
+    read is read again, the failing one goes to ``failed``."""
+    groups = [_Words(0, 1), _Words(0, "ECHILD", 2), _Words(0, "EIO"), _Words(0, 3)]
+    units = [Unit(g, 0) for g in groups]  # each first read (the base) is the 0
+    failed: list[tuple[int, Unit, OSError]] = []
+    bufs, rows, ok = _read_all(list(enumerate(units)), failed)
+    counts = [struct.unpack("5Q", b)[3] for b in bufs]
+    assert (counts, rows, ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
+    assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]

@@ -42,11 +42,10 @@ from tiptop.screens.model import delta_key
 from tiptop.screens.variables import RowFacts, environment
 
 
-def marker(t: Task) -> str:
-    """The original's row marker: ``-`` other thread, ``+`` multi-threaded process, ``" "``."""
-    if t.tid != t.pid:
-        return "-"
-    return "+" if t.num_threads > 1 else " "
+def markers(tid: np.ndarray, pid: np.ndarray, num_threads: np.ndarray) -> list[str]:
+    """The original's row markers: ``-`` other thread, ``+`` multi-threaded process, ``" "``
+    (one array expression, not a call per row)."""
+    return np.where(tid != pid, "-", np.where(num_threads > 1, "+", " ")).tolist()
 
 
 def assemble(
@@ -93,6 +92,9 @@ def assemble(
         env[delta_key(a)] = (delta[:, j], status[:, j])
     values, cstatus, running = _evaluate(columns, col_aliases, env, c_running, n)
     judge_breakdown(values, cstatus, breakdown, facts.cpu_total, interval)
+    tid = np.array([t.tid for t in rows], np.int64)
+    pid = np.array([t.pid for t in rows], np.int64)
+    num_threads = np.array([t.num_threads for t in rows], np.int64)
     return Frame(
         iteration=iteration,
         timestamp=time.time(),
@@ -100,13 +102,13 @@ def assemble(
         threads=threads,
         headers=headers,
         counters=plan.aliases,
-        tid=np.array([t.tid for t in rows], np.int64),
-        pid=np.array([t.pid for t in rows], np.int64),
-        marker=[marker(t) for t in rows],
+        tid=tid,
+        pid=pid,
+        marker=markers(tid, pid, num_threads),
         user=[t.user for t in rows],
         name=[t.name for t in rows],
         cmdline=[t.cmdline for t in rows],
-        num_threads=np.array([t.num_threads for t in rows], np.int64),
+        num_threads=num_threads,
         dead=np.zeros(n, bool) if dead is None else dead,
         cpu_total=facts.cpu_total,
         values=values,

@@ -216,9 +216,12 @@ def read_units(
     acc = {f: np.zeros(size) for f in Readout.__dataclass_fields__}
     failed: list[tuple[int, Unit, OSError]] = []
     per_g: list[list[tuple[int, Unit]]] = [[] for _ in plan.groups]
-    for i, us in enumerate(units_per_row):
-        for u in us:
-            per_g[u.gdef].append((i, u))
+    if len(per_g) == 1:  # one group kind (most screens): every unit is of it
+        per_g[0] = [(i, u) for i, us in enumerate(units_per_row) for u in us]
+    else:
+        for i, us in enumerate(units_per_row):
+            for u in us:
+                per_g[u.gdef].append((i, u))
     for g, items in enumerate(per_g):
         if not items:
             continue
@@ -266,13 +269,34 @@ def _read_all(
     items: list[tuple[int, Unit]], failed: list[tuple[int, Unit, OSError]]
 ) -> tuple[list[bytes], list[int], list[Unit]]:
     """One read of each ``(row, unit)``: the words read, their rows and units; failures go
-    to ``failed``. The first try is inlined (the common case, once per task per refresh)."""
+    to ``failed``. Every read succeeding at its first try is the common case (once per
+    task per refresh), so it runs without a ``try`` per unit; the first error hands over
+    to :func:`_read_rest`."""
     bufs: list[bytes] = []
-    rows: list[int] = []
-    ok: list[Unit] = []
-    for i, u in items:
+    try:
+        for _, u in items:
+            bufs.append(u.group.read_raw() if u.raw else u.read())
+    except OSError as e:
+        return _read_rest(items, failed, bufs, e)
+    return bufs, [i for i, _ in items], [u for _, u in items]
+
+
+def _read_rest(
+    items: list[tuple[int, Unit]],
+    failed: list[tuple[int, Unit, OSError]],
+    bufs: list[bytes],
+    error: OSError,
+) -> tuple[list[bytes], list[int], list[Unit]]:
+    """:func:`_read_all` on from ``items[len(bufs)]``, whose first read raised ``error``,
+    unit by unit: a group changing under the read is read again (:func:`_read`), any
+    other error goes to ``failed``."""
+    k = len(bufs)
+    rows, ok = [i for i, _ in items[:k]], [u for _, u in items[:k]]
+    for n, (i, u) in enumerate(items[k:]):
         try:
             try:
+                if n == 0:
+                    raise error
                 b = u.group.read_raw() if u.raw else u.read()
             except GroupChanging:
                 b = _read(u, 7)

@@ -180,13 +180,16 @@ class TaskScanner:
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
+        resting = idle if not trees and not self.threads else frozenset()
         for name in names:
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid in idle and not trees and not self.threads and pid in old:
-                t = seen[pid] = old[pid]
-                rest(t)  # it did not run: no new look at its stat
+            if pid in resting and (t := old.get(pid)) is not None:
+                # It did not run: no new look at its stat (rest(t), inlined: per task).
+                seen[pid] = t
+                t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
+                t.new = False
                 live_pids.add(pid)
                 threads_total += t.num_threads
                 continue
