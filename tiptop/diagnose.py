@@ -261,18 +261,19 @@ def check(host: Host, loaded: Any = None) -> str:
         )
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
-    # A counted task holds one fd per event and a pidfd (engine.exits).
+    # A counted task holds one fd per event and a pidfd, given up when fds run short
+    # (engine.exits).
     per_task = 4 + 1
     fits, tasks = host.fd_budget // per_task, len(psutil.pids())
     lines.append(
         f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events and a "
-        f"pidfd each ({tasks} processes now)"
+        f"pidfd each, {host.fd_budget // 4} without the pidfds ({tasks} processes now)"
     )
     if fits < tasks:
         advice.append(
             f"the fd limit is what limits counting here: {tasks} processes need about "
             f"{per_task * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count "
-            "them all"
+            "them all at the lowest cost"
         )
     elif soft < 4096 and soft < hard:
         advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")

@@ -96,6 +96,8 @@ class Attacher:
         #: pid -> starttime of spawned commands: their rows stand for their process tree.
         self.trees: dict[int, int] = {}
         self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
+        #: pidfds were given up for counters' fds: no new one is taken (``_room``).
+        self._shed = False
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -107,11 +109,16 @@ class Attacher:
         readout, failed = read_units(plan, [s.units for s in states])
         ended = self._exits.ended()
         idle = readout.idle()
+        marks: dict[int, tuple[int, int]] = {}
         for i, st in enumerate(states):
-            # Without a pidfd an exit and a PID reused in the same clock tick look alike
-            # to a task that slept; counters disabled until exec say nothing of running.
-            if st.spawned or st.exit_fd is None or (ended and rows[i].key in ended):
+            # Without a pidfd or a mark an exit and a PID reused in the same clock tick
+            # look alike to a task that slept; counters disabled until exec say nothing
+            # of running.
+            unwatched = st.exit_fd is None and st.mark is None
+            if st.spawned or unwatched or (ended and rows[i].key in ended):
                 idle[i] = False
+            elif st.mark is not None and idle[i]:
+                marks[rows[i].tid] = st.mark
         for i, u, e in failed:
             idle[i] = False
             if isinstance(e, GroupChanging):
@@ -127,7 +134,7 @@ class Attacher:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, [s.retired for s in states], idle, ended)
+        return Counts(readout, [s.retired for s in states], idle, ended, marks)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -246,9 +253,7 @@ class Attacher:
         if not self.plan.groups or st.denied:
             return
         busy = t.new or t.cpu_total >= self.cpu_threshold
-        if self.fds_used + self.plan.fds_per_thread > self.fd_budget and not (
-            self.collect and busy
-        ):
+        if not self._room(self.plan.fds_per_thread) and not (self.collect and busy):
             # Not one thread's groups fit and none will be reclaimed for it: wait without
             # listing its threads (a directory read per waiting task and refresh).
             self._out_of_fds(t)
@@ -258,7 +263,7 @@ class Attacher:
         except (TaskGone, PermissionError):
             return
         need = len(tids) * self.plan.fds_per_thread
-        if self.fds_used + need > self.fd_budget:
+        if not self._room(need):
             if self.collect and busy:
                 self._reclaim(need, t, tasks)
             if self.fds_used + need > self.fd_budget:
@@ -271,7 +276,7 @@ class Attacher:
         st.tries = 0
         self._pending.pop(t.key, None)
         self.fds_used += sum(u.group.n_fds for u in units)
-        if units and self.fds_used < self.fd_budget:
+        if units and self.fds_used < self.fd_budget and not self._shed:
             st.exit_fd = self._exits.watch(t, self.threads)
             self.fds_used += st.exit_fd is not None
 
@@ -345,6 +350,27 @@ class Attacher:
         self.log.say(
             f"denied:{e.errno}", f"cannot watch some tasks (first: PID {t.pid} {t.name!r}): {why}"
         )
+
+    def _room(self, need: int) -> bool:
+        """Whether ``need`` more fds fit the budget, pidfds given up for them if that makes
+        the room (process rows: see ``engine.exits``; oldest tasks' first). From then on
+        no new pidfd is taken."""
+        short = self.fds_used + need - self.fd_budget
+        if short <= 0:
+            return True
+        if self.threads or short > len(self._exits):
+            return False
+        self._shed = True
+        ended = self._exits.ended()
+        for key, st in self._counters.items():
+            if st.exit_fd is not None and key not in ended:
+                st.mark = self._exits.release(st.exit_fd, f"{self.proc_root}/{key[0]}")
+                st.exit_fd = None
+                self.fds_used -= 1
+                short -= 1
+                if short <= 0:
+                    return True
+        return False
 
     def _out_of_fds(self, t: Task) -> None:
         self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "

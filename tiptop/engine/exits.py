@@ -4,6 +4,13 @@ A task is known by ``(tid, starttime)``; ``starttime`` counts clock ticks (proc(
 PID reused within one tick looks like the same task, and a task that exited looks, to
 counters that read the same values, like one that slept. A pidfd (pidfd_open(2)) refers to
 one process (or, with ``PIDFD_THREAD``, one thread) and turns readable once it has exited.
+
+A pidfd costs an fd of the budget that counters draw from too. When counters need the room
+(process rows only), pidfds are given up (:meth:`ExitWatch.release`): a task without one is
+told from a new process under its PID by its ``/proc/PID`` mark (``engine.task.dir_mark``:
+a new process instance gets a new inode), one ``stat(2)`` per refresh instead of a
+``poll(2)`` entry; an exited, reaped one is no longer listed. What is lost is only the
+moment a zombie is seen dead: without a pidfd it shows until its parent reaps it.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import os
 import select
 from collections.abc import Callable
 
-from tiptop.engine.task import Task
+from tiptop.engine.task import Task, dir_mark
 
 #: Identity of a task: ``(tid, starttime)``.
 Identity = tuple[int, int]
@@ -36,6 +43,17 @@ class ExitWatch:
             self._poll.register(fd, select.POLLIN)
             self._owner[fd] = t.key
         return fd
+
+    def __len__(self) -> int:
+        """The pidfds held."""
+        return len(self._owner)
+
+    def release(self, fd: int, proc_dir: str) -> tuple[int, int] | None:
+        """Give up ``fd`` of a task that has not exited (see the module doc): the mark of
+        ``proc_dir`` (its ``/proc/PID``), taken first; None when it is gone."""
+        mark = dir_mark(proc_dir)
+        self.forget(fd)
+        return mark
 
     def forget(self, fd: int) -> None:
         """Stop watching and close ``fd``."""

@@ -21,7 +21,7 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -324,7 +324,7 @@ def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
 class TaskCounters:
     """The counters of one watched task."""
 
-    __slots__ = ("denied", "exit_fd", "retired", "spawned", "tries", "units")
+    __slots__ = ("denied", "exit_fd", "mark", "retired", "spawned", "tries", "units")
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
@@ -339,6 +339,9 @@ class TaskCounters:
         self.tries = 0
         #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
         self.exit_fd: int | None = None
+        #: Its ``/proc/PID`` mark when its pidfd was given up for counters' fds (see
+        #: ``engine.exits``), or None.
+        self.mark: tuple[int, int] | None = None
 
     def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
         """Keep what ``units`` counted (to their last read) in the task's total, before
@@ -358,10 +361,16 @@ class Counts:
     idle: np.ndarray
     #: Identities of the rows whose task has exited (their pidfd said so).
     ended: set[Identity]
+    #: pid -> ``/proc/PID`` mark of the idle rows watched without a pidfd (``engine.exits``).
+    marks: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
         idx = list(rows)
         return Counts(
-            self.readout.take(idx), [self.retired[i] for i in idx], self.idle[idx], self.ended
+            self.readout.take(idx),
+            [self.retired[i] for i in idx],
+            self.idle[idx],
+            self.ended,
+            self.marks,
         )

@@ -174,7 +174,7 @@ class Sampler:
         sweep = self._iteration % SWEEP
         quiet = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
         idle = {tid for tid in quiet if tid % SWEEP != sweep}
-        scan = self._scanner.scan(idle, counts.ended, quiet)
+        scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)

@@ -52,19 +52,13 @@ from tiptop.kernel.procfs import (
     read_file,
     read_stat,
     safe_text,
+    uptime_ticks,
 )
 
 __all__ = [
     "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
     "read_facts", "read_file", "read_stat", "safe_text",
 ]  # fmt: skip
-
-
-def _uptime_ticks(proc_root: str) -> float:
-    try:
-        return float(read_file(f"{proc_root}/uptime").split()[0]) * CLK_TCK
-    except (TaskGone, ValueError, IndexError):
-        return 0.0
 
 
 class TaskScanner:
@@ -152,11 +146,13 @@ class TaskScanner:
         idle: frozenset[int] | set[int] = frozenset(),
         exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
         quiet: frozenset[int] | set[int] | None = None,
+        marks: dict[int, tuple[int, int]] | None = None,
     ) -> Scan:
         """Look at ``/proc`` once; see :class:`Scan`. ``idle``: tids of tasks known not to
         have run since the last scan; ``exited``: identities known to have exited;
         ``quiet``: all the tids known not to have run, ``idle`` being those of them whose
-        ``stat`` is not read again (the module doc, "Skipped reads")."""
+        ``stat`` is not read again (the module doc, "Skipped reads"); ``marks``: pid ->
+        ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``)."""
         self._exited = exited
         self._quiet = idle if quiet is None else quiet
         now = time.monotonic()
@@ -185,7 +181,11 @@ class TaskScanner:
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid in resting and (t := old.get(pid)) is not None:
+            if (
+                pid in resting
+                and (t := old.get(pid)) is not None
+                and (not marks or pid not in marks or dir_mark(f"{root}/{name}") == marks[pid])
+            ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
                 t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
@@ -393,7 +393,7 @@ class TaskScanner:
                 st.state, st.processor, st.utime, st.stime,
             )  # fmt: skip
             if self._uptime is None:
-                self._uptime = _uptime_ticks(self.proc_root)
+                self._uptime = uptime_ticks(self.proc_root)
             age = self._uptime - st.starttime
             if age > 0:
                 t.cpu_lifetime = 100.0 * (st.utime + st.stime) / age

@@ -203,3 +203,11 @@ def open_pidfd(tid: int, thread: bool) -> int | None:
         return os.pidfd_open(tid, PIDFD_THREAD if thread else 0)
     except (OSError, AttributeError):
         return None
+
+
+def uptime_ticks(proc_root: str) -> float:
+    """The system's uptime (``/proc/uptime``, proc(5)) in clock ticks; 0 if unreadable."""
+    try:
+        return float(read_file(f"{proc_root}/uptime").split()[0]) * CLK_TCK
+    except (TaskGone, ValueError, IndexError):
+        return 0.0

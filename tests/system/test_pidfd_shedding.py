@@ -1,0 +1,83 @@
+"""Out of fds, pidfds are given up before counters (``engine.exits``): as many processes are
+counted as the budget holds for their counters alone. A process left without its pidfd still
+skips its ``stat`` read while it sleeps (its ``/proc/PID`` mark holds), and its exit still
+ends its row."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.system.test_skipped_reads import CountingReads
+from tiptop.cells import Status
+from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.host import Host
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+
+N = 20
+#: fd_soft 40, 2 in use, reserve 8 (``host.fd_reserve``): 30 fds for counters and pidfds.
+BUDGET = {"fd_soft": 40, "fds_in_use": 2}
+
+SCREEN = ScreenSpec(
+    "sw", "software",
+    counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
+    columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"), ColumnSpec("   TC", "%8.0f", "delta(TC)")),
+)  # fmt: skip
+
+
+@pytest.fixture
+def sleepers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """N copies of sleep(1) under a name of their own (one thread each: one fd of counters)."""
+    exe = tmp_path / "tpshed"
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", exe)
+    procs = [subprocess.Popen([str(exe), "1000"]) for _ in range(N)]
+    yield procs
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_counters_come_before_pidfds(sleepers: list[subprocess.Popen[bytes]]) -> None:
+    host = dataclasses.replace(Host.read(), **BUDGET)
+    assert host.fd_budget == 30
+    s = Sampler(SCREEN, SamplerConfig(only_name="tpshed"), host=host)
+    try:
+        s.start()
+        for _ in range(2):
+            time.sleep(0.02)
+            f = s.refresh()
+        # 20 processes x 1 counter fd fit 30 fds; with a pidfd each only 15 would.
+        assert len(f) == N
+        assert int((f.status[:, 1] == Status.OK).sum()) == N, f.status[:, 1]
+        assert s._attacher.fds_used <= 30
+        shed = [k[0] for k, st in s._attacher._counters.items() if st.mark is not None]
+        assert len(shed) == N - 15
+        pid = shed[0]
+        reads = CountingReads(s, pid)
+        for _ in range(6):
+            time.sleep(0.02)
+            f = s.refresh()
+        assert reads.reads <= 1  # asleep, mark unchanged: at most the sweep's one look
+        # A mark that no longer holds (a new process under the PID: a new inode) is looked
+        # at again: here the mark kept is made wrong.
+        (st,) = [st for k, st in s._attacher._counters.items() if k[0] == pid]
+        st.mark, reads.reads = (0, 0), 0
+        s.refresh()
+        assert reads.reads == 1
+        (gone,) = [p for p in sleepers if p.pid == pid]
+        gone.kill()
+        gone.wait()  # reaped: /proc/PID is no more
+        f = s.refresh()
+        (i,) = np.flatnonzero(f.tid == pid)
+        assert bool(f.dead[i])  # its last interval, shown dead
+        f = s.refresh()
+        assert pid not in f.tid.tolist() and len(f) == N - 1
+    finally:
+        s.close()
