@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.system.test_skipped_reads import CountingReads
+from tests.system.scripted_child import Child
+from tests.system.test_skipped_reads import CHILD, CountingReads
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.host import Host
@@ -57,8 +58,11 @@ def test_counters_come_before_pidfds(sleepers: list[subprocess.Popen[bytes]]) ->
         assert len(f) == N
         assert int((f.status[:, 1] == Status.OK).sum()) == N, f.status[:, 1]
         assert s._attacher.fds_used <= 30
-        shed = [k[0] for k, st in s._attacher._counters.items() if st.mark is not None]
-        assert len(shed) == N - 15
+        # The first 15 took a pidfd each; each of the 5 others gave one up and took none:
+        # 10 pidfds (20 + 10 = 30 fds), 10 processes known by their /proc/PID mark.
+        states = s._attacher._counters.items()
+        shed = [k[0] for k, st in states if st.mark is not None and st.exit_fd is None]
+        assert len(shed) == 10 and len(s._attacher._exits) == 10
         pid = shed[0]
         reads = CountingReads(s, pid)
         for _ in range(6):
@@ -81,3 +85,35 @@ def test_counters_come_before_pidfds(sleepers: list[subprocess.Popen[bytes]]) ->
         assert pid not in f.tid.tolist() and len(f) == N - 1
     finally:
         s.close()
+
+
+def test_threads_too() -> None:
+    """-H: a process of 20 threads, one counter fd each, in 30 fds: every thread counted;
+    one that sleeps on without a pidfd is not read again (its /proc/TID mark holds)."""
+    child = Child(CHILD)
+    try:
+        child.do("threads 19")
+        host = dataclasses.replace(Host.read(), **BUDGET)
+        s = Sampler(SCREEN, SamplerConfig(only_pid=child.pid, threads=True), host=host)
+        s.start()
+        for _ in range(2):
+            time.sleep(0.02)
+            f = s.refresh()
+        assert len(f) == N and int((f.status[:, 1] == Status.OK).sum()) == N, f.status
+        states = s._attacher._counters.items()
+        shed = [k[0] for k, st in states if st.mark is not None and st.exit_fd is None]
+        assert len(shed) == 10
+        tid = next(t for t in shed if t != child.pid)  # a thread, not the leader
+        reads = CountingReads(s, tid)
+        for _ in range(6):
+            time.sleep(0.02)
+            f = s.refresh()
+        assert reads.reads <= 1 and tid in f.tid.tolist()
+        (st,) = [st for k, st in s._attacher._counters.items() if k[0] == tid]
+        st.mark, reads.reads = (0, 0), 0  # as if a new thread had taken its TID
+        s.refresh()
+        assert reads.reads == 1
+        s.close()
+    finally:
+        child.p.kill()
+        child.p.wait()

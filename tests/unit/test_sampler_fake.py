@@ -194,6 +194,23 @@ def test_fd_budget_busy_first_reclaim_and_retry(env) -> None:  # type: ignore[no
     assert {g.tid for g in b.groups} == {12}
 
 
+def test_a_fruitless_reclaim_is_not_tried_again_in_the_same_round(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Out of fds, each new task (busy: it is new) may reclaim idle tasks' fds; once a
+    reclaim finds nothing to close, the others of that attach round do not try again (each
+    try walks every task: at 5000 new tasks, 1000 of them waiting, 2 s of CPU at start)."""
+    fp, _ = env
+    for tid in range(10, 30):
+        fp.add(tid, f"new{tid}", utime=0)
+    s = make(env, fd_budget=3)  # room for one task: 19 wait
+    tries: list[int] = []
+    real = attach.Attacher._reclaim
+    monkeypatch.setattr(
+        attach.Attacher, "_reclaim", lambda self, *a: tries.append(1) or real(self, *a)
+    )
+    s.start()
+    assert s.fds_used == 3 and len(tries) == 1  # not 19
+
+
 def test_no_collect_never_reclaims(env) -> None:  # type: ignore[no-untyped-def]
     fp, b = env
     fp.add(10, "idle")

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 
 from tiptop.engine.exits import ExitWatch, Identity
 from tiptop.engine.readout import CounterPlan, Counts, TaskCounters, Unit, read_units
+from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
 from tiptop.errors import (
     CounterError,
@@ -98,6 +99,7 @@ class Attacher:
         self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
+        self._reclaimable = True
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -158,6 +160,7 @@ class Attacher:
             self._prune_spawned()
         todo = scan.new + [t for t in self._pending.values() if not t.new]
         todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
+        self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
         for t in todo:
             self._open_task(t, scan.tasks, tree)
 
@@ -264,8 +267,8 @@ class Attacher:
             return
         need = len(tids) * self.plan.fds_per_thread
         if not self._room(need):
-            if self.collect and busy:
-                self._reclaim(need, t, tasks)
+            if self.collect and busy and self._reclaimable:
+                self._reclaimable = self._reclaim(need, t, tasks)
             if self.fds_used + need > self.fd_budget:
                 self._out_of_fds(t)
                 return
@@ -279,6 +282,8 @@ class Attacher:
         if units and self.fds_used < self.fd_budget and not self._shed:
             st.exit_fd = self._exits.watch(t, self.threads)
             self.fds_used += st.exit_fd is not None
+        elif units and self._shed:  # no pidfd for it: its mark instead (see ``_room``)
+            st.mark = dir_mark(f"{self.proc_root}/{t.tid}")
 
     def _open_units(
         self, t: Task, st: TaskCounters, tids: list[int], is_tree: bool, again: int = 0
@@ -353,24 +358,17 @@ class Attacher:
 
     def _room(self, need: int) -> bool:
         """Whether ``need`` more fds fit the budget, pidfds given up for them if that makes
-        the room (process rows: see ``engine.exits``; oldest tasks' first). From then on
-        no new pidfd is taken."""
+        the room (see ``engine.exits``; oldest tasks' first). From then on no new pidfd is
+        taken."""
         short = self.fds_used + need - self.fd_budget
         if short <= 0:
             return True
-        if self.threads or short > len(self._exits):
+        if short > len(self._exits):
             return False
         self._shed = True
-        ended = self._exits.ended()
-        for key, st in self._counters.items():
-            if st.exit_fd is not None and key not in ended:
-                st.mark = self._exits.release(st.exit_fd, f"{self.proc_root}/{key[0]}")
-                st.exit_fd = None
-                self.fds_used -= 1
-                short -= 1
-                if short <= 0:
-                    return True
-        return False
+        freed = self._exits.give_up(self._counters.items(), short, self.proc_root)
+        self.fds_used -= freed
+        return freed >= short
 
     def _out_of_fds(self, t: Task) -> None:
         self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
@@ -381,17 +379,22 @@ class Attacher:
         self._pending[t.key] = t
         self.log.say(key, why)
 
-    def _reclaim(self, need: int, keep: Task, tasks: Sequence[Task]) -> None:
-        """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget."""
+    def _reclaim(self, need: int, keep: Task, tasks: Sequence[Task]) -> bool:
+        """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget.
+        False when none could be closed: the rest of this attach round does not try again
+        (at 5000 new tasks, 1000 of them waiting, each trying cost 2 s of CPU at start)."""
+        closed = False
         for t in tasks:
             if self.fds_used + need <= self.fd_budget:
-                return
+                return True
             st = self._counters.get(t.key)
             if t is keep or t.new or st is None or not st.units:
                 continue
             if t.cpu_total < self.cpu_threshold:
                 self._close(st, keep=True)
                 self._pending[t.key] = t
+                closed = True
+        return closed
 
 
 def _errname(e: OSError) -> str:

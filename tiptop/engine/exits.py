@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import select
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from tiptop.engine.task import Task, dir_mark
 
@@ -48,12 +49,20 @@ class ExitWatch:
         """The pidfds held."""
         return len(self._owner)
 
-    def release(self, fd: int, proc_dir: str) -> tuple[int, int] | None:
-        """Give up ``fd`` of a task that has not exited (see the module doc): the mark of
-        ``proc_dir`` (its ``/proc/PID``), taken first; None when it is gone."""
-        mark = dir_mark(proc_dir)
-        self.forget(fd)
-        return mark
+    def give_up(self, states: Iterable[tuple[Identity, Any]], short: int, proc_root: str) -> int:
+        """Give up to ``short`` pidfds (see the module doc), in ``states`` order: each
+        ``(identity, TaskCounters)`` holding one whose task has not exited gets its
+        ``/proc/PID`` mark as ``mark`` and None as ``exit_fd``. Returns how many went."""
+        ended, freed = self.ended(), 0
+        for key, st in states:
+            if freed >= short:
+                break
+            if st.exit_fd is not None and key not in ended:
+                st.mark = dir_mark(f"{proc_root}/{key[0]}")
+                self.forget(st.exit_fd)
+                st.exit_fd = None
+                freed += 1
+        return freed
 
     def forget(self, fd: int) -> None:
         """Stop watching and close ``fd``."""

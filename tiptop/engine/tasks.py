@@ -6,20 +6,17 @@ processes are never mixed. Ownership follows the original (docs/original.md sect
 a non-root user sees the processes whose *real* uid (``Uid:`` of ``/proc/PID/status``)
 is its effective uid; root sees everything. ``-u`` filters on top of that.
 
-Each refresh costs one ``stat`` read per task (one per process in process mode, where
-``/proc/PID/stat`` already sums the times of every thread, live and dead, proc(5)), read by
-hand: about 11 us a task with parsing, where psutil's ``Process.cpu_times()`` alone costs
-about 18 us (measurements in ``tiptop.kernel.procfs``). The facts of a process identity,
-its real uid, user name and command line, come from psutil, once at discovery and again
-when ``comm`` changes (an ``execve``); they are read through ``facts_reader`` (see
-:class:`TaskScanner`). %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in
-``sysconf(_SC_CLK_TCK)`` ticks), seeded at discovery so the first value covers a real
-interval. A task seen ended (a zombie its parent has not reaped yet) has its final CPU
-times taken, so its last interval's %CPU is right, and is then reported gone. A task that
-vanishes between two looks (ENOENT/ESRCH) is dropped silently (a task reaped before we saw
-it a zombie has ``final`` unset: the sampler then takes its last %CPU from its counters'
-on-CPU time), and so is one whose files we may not read (EACCES). Reading the files (and
-calling psutil) is ``tiptop.kernel.procfs``.
+A task that ran costs one ``stat`` read (per process in process mode: ``/proc/PID/stat``
+sums every thread's times, proc(5)), by hand (psutil's ``cpu_times()`` costs more:
+``tiptop.kernel.procfs``). A process identity's real uid, user name and command line come
+from psutil (``facts_reader``), at discovery and when ``comm`` changes (an ``execve``).
+%CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in ``sysconf(_SC_CLK_TCK)``
+ticks), seeded at discovery so the first value covers a real interval. A task seen ended
+(a zombie not reaped yet) has its final CPU times taken, so its last interval's %CPU is
+right, and is then reported gone. A task that vanishes between two looks (ENOENT/ESRCH) is
+dropped silently (a task reaped before we saw it a zombie has ``final`` unset: the sampler
+then takes its last %CPU from its counters' on-CPU time), and so is one whose files we may
+not read (EACCES). Reading the files (and calling psutil) is ``tiptop.kernel.procfs``.
 
 *Skipped reads.* ``scan(idle, exited)``: ``idle`` holds tids of tasks of the last scan that
 did not run since (their counters' ``time_enabled`` did not advance: a task-bound event's
@@ -120,6 +117,7 @@ class TaskScanner:
         #: With ``-H``: pid -> the tids its ``task/`` directory listed at the last scan.
         self._threads_of: dict[int, list[int]] = {}
         self._quiet: frozenset[int] | set[int] = frozenset()
+        self._marks: dict[int, tuple[int, int]] | None = None  # see scan()
 
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> Proc:
@@ -154,7 +152,7 @@ class TaskScanner:
         ``stat`` is not read again (the module doc, "Skipped reads"); ``marks``: pid ->
         ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``)."""
         self._exited = exited
-        self._quiet = idle if quiet is None else quiet
+        self._quiet, self._marks = (idle if quiet is None else quiet), marks
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
@@ -298,8 +296,11 @@ class TaskScanner:
             except (TaskGone, PermissionError):
                 return
         tids = known
+        marks = self._marks
         for tid in tids:
             t = old.get(tid) if tid in idle else None
+            if t is not None and marks and tid in marks:  # without a pidfd (engine.exits)
+                t = t if dir_mark(f"{self.proc_root}/{tid}") == marks[tid] else None
             if t is not None:
                 rest(t)
                 seen[tid] = t
