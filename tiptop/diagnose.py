@@ -269,11 +269,16 @@ def check(host: Host, loaded: Any = None) -> str:
         f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events and a "
         f"pidfd each, {host.fd_budget // 4} without the pidfds ({tasks} processes now)"
     )
-    if fits < tasks:
+    if host.fd_budget // 4 < tasks:
         advice.append(
             f"the fd limit is what limits counting here: {tasks} processes need about "
             f"{per_task * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count "
-            "them all at the lowest cost"
+            "them all"
+        )
+    elif fits < tasks:
+        advice.append(
+            f"every process fits only without its pidfd (each then costs a stat(2) a "
+            f"refresh); ulimit -n {max(hard, 8 * tasks)} gives them their pidfds"
         )
     elif soft < 4096 and soft < hard:
         advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")

@@ -5,9 +5,10 @@ Per-task counters are kept by task identity ``(tid, starttime)`` (proc(5), ``sta
 field 22), so a reused PID never inherits another task's counters.
 
 *fds.* Every open group costs one fd per member (perf_event_open(2) returns one fd per
-event). The budget is the soft RLIMIT_NOFILE (raised to the hard limit) minus what is in
-use and a reserve (``Host.fd_budget``); busy tasks are opened first; out of fds, idle
-tasks' groups are closed (unless ``collect`` is off) and their counts so far kept in the
+event), a counted task one pidfd while fds allow (given up first when counters need the
+room: ``engine.exits``). The budget is the soft RLIMIT_NOFILE (raised to the hard limit)
+minus what is in use and a reserve (``Host.fd_budget``); busy tasks are opened first; out
+of fds, idle tasks' groups are closed (unless ``collect`` is off) and their counts kept in the
 task's total, and every task left without counters is retried at later refreshes. EMFILE
 or ENFILE from the kernel shrink the budget to what is open.
 
@@ -55,6 +56,8 @@ from tiptop.messages import MessageLog
 
 #: Attaches in a row that may fail like a race with the task before it is given up.
 RACE_TRIES = 5
+#: pidfds given up at least at a time when counters need their fds (``Attacher._room``).
+SHED = 64
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
 
@@ -161,6 +164,8 @@ class Attacher:
         todo = scan.new + [t for t in self._pending.values() if not t.new]
         todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
         self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
+        if self._shed and not todo and self.fds_used + SHED < self.fd_budget:
+            self._shed = False  # nothing waits and fds are spare: new tasks get pidfds
         for t in todo:
             self._open_task(t, scan.tasks, tree)
 
@@ -256,7 +261,9 @@ class Attacher:
         if not self.plan.groups or st.denied:
             return
         busy = t.new or t.cpu_total >= self.cpu_threshold
-        if not self._room(self.plan.fds_per_thread) and not (self.collect and busy):
+        if not self._room(self.plan.fds_per_thread) and not (
+            self.collect and busy and self._reclaimable
+        ):
             # Not one thread's groups fit and none will be reclaimed for it: wait without
             # listing its threads (a directory read per waiting task and refresh).
             self._out_of_fds(t)
@@ -282,7 +289,8 @@ class Attacher:
         if units and self.fds_used < self.fd_budget and not self._shed:
             st.exit_fd = self._exits.watch(t, self.threads)
             self.fds_used += st.exit_fd is not None
-        elif units and self._shed:  # no pidfd for it: its mark instead (see ``_room``)
+        if units and st.exit_fd is None and self._exits.able:
+            # No pidfd (fds short, or none to be had): its /proc mark instead (engine.exits).
             st.mark = dir_mark(f"{self.proc_root}/{t.tid}")
 
     def _open_units(
@@ -358,15 +366,16 @@ class Attacher:
 
     def _room(self, need: int) -> bool:
         """Whether ``need`` more fds fit the budget, pidfds given up for them if that makes
-        the room (see ``engine.exits``; oldest tasks' first). From then on no new pidfd is
-        taken."""
+        the room (see ``engine.exits``; oldest tasks' first, at least ``SHED`` at a time:
+        each give-up polls every pidfd). No new pidfd is taken until fds are plenty again."""
         short = self.fds_used + need - self.fd_budget
         if short <= 0:
             return True
         if short > len(self._exits):
             return False
-        self._shed = True
-        freed = self._exits.give_up(self._counters.items(), short, self.proc_root)
+        want = min(max(short, SHED), len(self._exits))
+        freed = self._exits.give_up(self._counters.items(), want, self.proc_root)
+        self._shed = self._shed or freed > 0
         self.fds_used -= freed
         return freed >= short
 

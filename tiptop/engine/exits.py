@@ -5,12 +5,13 @@ PID reused within one tick looks like the same task, and a task that exited look
 counters that read the same values, like one that slept. A pidfd (pidfd_open(2)) refers to
 one process (or, with ``PIDFD_THREAD``, one thread) and turns readable once it has exited.
 
-A pidfd costs an fd of the budget that counters draw from too. When counters need the room
-(process rows only), pidfds are given up (:meth:`ExitWatch.release`): a task without one is
-told from a new process under its PID by its ``/proc/PID`` mark (``engine.task.dir_mark``:
-a new process instance gets a new inode), one ``stat(2)`` per refresh instead of a
-``poll(2)`` entry; an exited, reaped one is no longer listed. What is lost is only the
-moment a zombie is seen dead: without a pidfd it shows until its parent reaps it.
+A pidfd costs an fd of the budget that counters draw from too. When counters need the room,
+pidfds are given up (:meth:`ExitWatch.give_up`), and a task without one (also where none can
+be had: ``-H`` before Linux 6.9) is told from a new task under its id by its ``/proc/TID``
+mark (``engine.task.dir_mark``: a new task instance gets a new inode), one ``stat(2)`` a
+refresh while it sleeps instead of a ``poll(2)`` entry. Its exit is still seen: the exiting
+task runs (its counters move), so its ``stat`` is read and shows the zombie, or ``/proc`` no
+longer lists it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ class ExitWatch:
             self._poll.register(fd, select.POLLIN)
             self._owner[fd] = t.key
         return fd
+
+    @property
+    def able(self) -> bool:
+        """Whether pidfds can be asked for at all (the test fake's backend has none)."""
+        return self._open is not None
 
     def __len__(self) -> int:
         """The pidfds held."""

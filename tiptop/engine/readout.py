@@ -361,7 +361,7 @@ class Counts:
     idle: np.ndarray
     #: Identities of the rows whose task has exited (their pidfd said so).
     ended: set[Identity]
-    #: pid -> ``/proc/PID`` mark of the idle rows watched without a pidfd (``engine.exits``).
+    #: tid -> ``/proc/TID`` mark of the idle rows watched without a pidfd (``engine.exits``).
     marks: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def take(self, rows: Sequence[int]) -> Counts:

@@ -27,7 +27,8 @@ interval. Not used for process trees (a tree root's row sums its descendants' ti
 A process of another user is not read again while its ``/proc/PID`` inode and owner stay
 (``engine.task.dir_mark``). ``exited`` holds identities ``(tid, starttime)`` known to have
 exited (their pidfd said so, ``engine.exits``): one that /proc still shows alive, not a
-zombie, is a new task whose PID was reused within the same clock tick.
+zombie, is a new task whose PID was reused within the same clock tick. ``marks`` stand in
+for the pidfds given up: an idle task's ``/proc/TID`` mark must hold to skip its read.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ __all__ = [
     "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
     "read_facts", "read_file", "read_stat", "safe_text",
 ]  # fmt: skip
+
+
+def _still(p: Proc, root: str, name: str) -> bool:
+    """Whether another user's process ``p`` is still there as examined (its mark holds)."""
+    return dir_mark(f"{root}/{name}") == p.foreign
 
 
 class TaskScanner:
@@ -165,12 +171,7 @@ class TaskScanner:
         threads_total = 0
         live_pids: set[int] = set()
         trees = self.tree_roots if not self.threads else None
-        try:
-            names = os.listdir(root)
-        except OSError:
-            names = []
-        if self.only_pid is not None and not trees:  # -p PID: no other can ever be watched
-            names = [n for n in (str(self.only_pid),) if n in names]  # listed: a process
+        names = self._names(trees)
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
@@ -192,15 +193,8 @@ class TaskScanner:
                 threads_total += t.num_threads
                 continue
             p = procs.get(pid)
-            if (
-                p is not None
-                and p.foreign is not None
-                and not trees
-                and (
-                    dir_mark(f"{root}/{name}") == p.foreign  # another user's still: no read
-                )
-            ):
-                live_pids.add(pid)
+            if p is not None and p.foreign is not None and not trees and _still(p, root, name):
+                live_pids.add(pid)  # another user's still: no read
                 continue
             looked = self._look(pid, exited)
             if looked is None:
@@ -226,7 +220,7 @@ class TaskScanner:
                 self._update(seen, new, old, pid, pid, p, st, interval)
             else:
                 self._scan_threads(seen, new, old, pid, p, interval, idle)
-        for pid in [q for q in procs if q not in live_pids]:
+        for pid in procs.keys() - live_pids:
             del procs[pid]
             self._threads_of.pop(pid, None)
         if trees is not None:
@@ -236,6 +230,16 @@ class TaskScanner:
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
+
+    def _names(self, trees: dict[int, int] | None) -> list[str]:
+        """The ``/proc`` entries to look at: with ``-p PID`` and no tree, that one only."""
+        try:
+            names = os.listdir(self.proc_root)
+        except OSError:
+            return []
+        if self.only_pid is not None and not trees:  # -p PID: no other can ever be watched
+            return [n for n in (str(self.only_pid),) if n in names]  # listed: a process
+        return names
 
     def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[Proc, Stat] | None:
         """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new

@@ -23,7 +23,9 @@ from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 
-__all__ = ["MAX_FIELD", "RowFormat", "compile_format", "format_parts", "row_format"]
+__all__ = [
+    "MAX_FIELD", "RowFormat", "check_formats", "compile_format", "format_parts", "row_format",
+]  # fmt: skip
 
 #: The widest field width or precision a format may ask for (docs/screens.md).
 MAX_FIELD = 64

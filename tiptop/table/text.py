@@ -51,15 +51,15 @@ def text_lines(
     """The visible rows as :func:`~tiptop.table.rows.format_row` prints them, followed by
     `` DEAD`` and `` <---`` where they apply: batch mode's lines (every visible row is
     printed, so nothing is saved by formatting lazily). With ``memo``, a row showing what it
-    showed at the last call keeps its line. Cells not shown as values compare as 0.0, and
-    -0.0 is printed as 0.0, so that rows printed alike compare alike."""
+    showed at the last call keeps its line. Values compare by their bits (so -0.0 is not
+    0.0, and a NaN is itself); cells not shown as values compare as 0.0."""
     frame, idx = shown_rows(frame, len(screen.columns), view)
     fmt = row_format(tuple(screen.columns))
     values = frame.values[idx]
     codes = cell_code_array(values, frame.status[idx])
-    values = np.where(valued(codes), values, 0.0) + 0.0
+    values = np.where(valued(codes), values, 0.0)
     tid = frame.tid[idx]
-    facts = (values, codes, frame.dead[idx], *_texts(frame, idx, view))
+    facts = (values.view(np.uint64), codes, frame.dead[idx], *_texts(frame, idx, view))
     memo = memo if memo is not None else LineMemo()
     lines = memo.recall(tid, facts)
     todo = [k for k, line in enumerate(lines) if line is None]
