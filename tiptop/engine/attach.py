@@ -12,24 +12,8 @@ of fds, idle tasks' groups are closed (unless ``collect`` is off) and their coun
 task's total, and every task left without counters is retried at later refreshes. EMFILE
 or ENFILE from the kernel shrink the budget to what is open.
 
-*Process rows* (perf_event_open(2), "inherit"): every thread that exists when a process
-is first seen gets one group per PMU opened with ``inherit=1, inherit_thread=1``; threads
-created later are counted by the kernel into their creator's group and folded in when
-they exit (kernel/events/core.c, ``perf_event_exit_task`` -> ``sync_child_event``), so
-nothing is counted twice and threads shorter than a refresh are caught. Groups of
-attach-time threads that exit stay open until the whole process ends: their final counts
-stay readable, so a process total never goes down. With ``-H`` each thread gets
-``inherit=0`` groups: exact per-thread rows.
-
-*A spawned command counts its whole process tree* (``tiptop -- cmd``, as ``perf stat --
-cmd``). In process mode its groups are opened with ``inherit=1`` and *without*
-``inherit_thread``: every thread and child process it creates later gets a copy of the
-group, and when one exits the kernel adds its counts to the parent event, so short-lived
-descendants are counted exactly. Groups reopened later on that tree (a screen switch, a
-retry) are opened on every thread of the root and of each live descendant, each with the
-same attrs: processes forked afterwards fold into them, nothing is counted twice. With
-``-H`` the spawned command's threads are rows of their own and its children are not
-followed (per-thread groups do not inherit).
+Which threads get groups, with which ``inherit`` flags, for process rows, ``-H`` rows and
+a spawned command's process tree: docs/architecture.md, "Counting processes and trees".
 """
 
 from __future__ import annotations
@@ -185,8 +169,9 @@ class Attacher:
     def attach_spawned(self, pid: int) -> int | None:
         """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
         child that has not exec'd yet; adopted as its task's counters once /proc shows it.
-        In process mode they count the child's whole process tree (see the module doc).
-        Returns the child's starttime, or None when it is gone or nothing could open."""
+        In process mode they count the child's whole process tree (docs/architecture.md,
+        "Counting processes and trees"). Returns the child's starttime, or None when it is
+        gone or nothing could open."""
         try:
             starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
         except TaskGone:

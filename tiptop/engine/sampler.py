@@ -185,7 +185,7 @@ class Sampler:
 
     def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
         """Attach counters to a forked child that has not exec'd yet (``enable_on_exec``);
-        in process mode its row counts its whole process tree (``engine.attach``).
+        in process mode its row counts its whole process tree (docs/architecture.md).
         ``stops_at_exec`` says why its counters will count nothing after its exec (a
         set-user-ID program, ``spawn.changes_credentials``): its counter cells are then
         ``?``, not zeros shown as valid, and the reason is said once."""

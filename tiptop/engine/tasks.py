@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Set
 from functools import partial
 
-from tiptop.engine.task import Proc, Scan, Task, account, dir_mark, rest
+from tiptop.engine.task import Proc, Scan, Task, account, descendants, dir_mark, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -332,21 +332,10 @@ class TaskScanner:
         interval: float,
     ) -> list[Task]:
         """Give each tree root its tree's CPU times and drop its descendants' rows."""
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _) in fam.items():
-            children.setdefault(ppid, []).append(pid)
-        hidden: set[int] = set()
+        members = descendants(fam, [pid for pid, _, _ in roots])
+        hidden = {c for desc in members.values() for c in desc}
         for pid, p, st in roots:
-            desc: list[int] = []
-            todo = list(children.get(pid, ()))
-            while todo:
-                c = todo.pop()
-                if c in hidden or c == pid:
-                    continue
-                hidden.add(c)
-                desc.append(c)
-                todo.extend(children.get(c, ()))
-            self.tree[pid] = desc
+            desc = self.tree[pid] = members[pid]
             user = st.utime + st.cutime + sum(fam[c][1] for c in desc)
             system = st.stime + st.cstime + sum(fam[c][2] for c in desc)
             self._update(seen, new, old, pid, pid, p, st._replace(utime=user, stime=system),
