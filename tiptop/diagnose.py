@@ -263,13 +263,14 @@ def check(host: Host, loaded: Any = None) -> str:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
     # A counted task holds one fd per event and a pidfd, given up when fds run short
     # (engine.exits).
-    per_task = 4 + 1
-    fits, tasks = host.fd_budget // per_task, len(psutil.pids())
+    events = 4
+    per_task = events + 1
+    fits, bare, tasks = host.fd_budget // per_task, host.fd_budget // events, len(psutil.pids())
     lines.append(
-        f"fds for counters: {host.fd_budget}, room for {fits} tasks of 4 events and a "
-        f"pidfd each, {host.fd_budget // 4} without the pidfds ({tasks} processes now)"
+        f"fds for counters: {host.fd_budget}, room for {fits} tasks of {events} events and a "
+        f"pidfd each, {bare} without the pidfds ({tasks} processes now)"
     )
-    if host.fd_budget // 4 < tasks:
+    if bare < tasks:
         advice.append(
             f"the fd limit is what limits counting here: {tasks} processes need about "
             f"{per_task * tasks} fds; raise it (ulimit -n {max(hard, 8 * tasks)}) to count "

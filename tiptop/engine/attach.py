@@ -106,7 +106,7 @@ class Attacher:
             unwatched = st.exit_fd is None and st.mark is None
             if st.spawned or unwatched or (ended and rows[i].key in ended):
                 idle[i] = False
-            elif st.mark is not None and idle[i]:
+            elif st.exit_fd is None and idle[i]:  # watched by its mark alone
                 marks[rows[i].tid] = st.mark
         for i, u, e in failed:
             idle[i] = False

@@ -216,12 +216,9 @@ def read_units(
     acc = {f: np.zeros(size) for f in Readout.__dataclass_fields__}
     failed: list[tuple[int, Unit, OSError]] = []
     per_g: list[list[tuple[int, Unit]]] = [[] for _ in plan.groups]
-    if len(per_g) == 1:  # one group kind (most screens): every unit is of it
-        per_g[0] = [(i, u) for i, us in enumerate(units_per_row) for u in us]
-    else:
-        for i, us in enumerate(units_per_row):
-            for u in us:
-                per_g[u.gdef].append((i, u))
+    for i, us in enumerate(units_per_row):
+        for u in us:
+            per_g[u.gdef].append((i, u))
     for g, items in enumerate(per_g):
         if not items:
             continue

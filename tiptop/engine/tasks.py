@@ -59,9 +59,10 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _still(p: Proc, root: str, name: str) -> bool:
-    """Whether another user's process ``p`` is still there as examined (its mark holds)."""
-    return dir_mark(f"{root}/{name}") == p.foreign
+def _holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
+    """Whether ``/proc/NAME`` still bears ``mark`` (``engine.task.dir_mark``): the same
+    task instance, same owner."""
+    return dir_mark(f"{root}/{name}") == mark
 
 
 class TaskScanner:
@@ -183,7 +184,7 @@ class TaskScanner:
             if (
                 pid in resting
                 and (t := old.get(pid)) is not None
-                and (not marks or pid not in marks or dir_mark(f"{root}/{name}") == marks[pid])
+                and (not marks or pid not in marks or _holds(root, name, marks[pid]))
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -193,7 +194,8 @@ class TaskScanner:
                 threads_total += t.num_threads
                 continue
             p = procs.get(pid)
-            if p is not None and p.foreign is not None and not trees and _still(p, root, name):
+            foreign = p.foreign if p is not None and not trees else None
+            if foreign is not None and _holds(root, name, foreign):
                 live_pids.add(pid)  # another user's still: no read
                 continue
             looked = self._look(pid, exited)
@@ -304,7 +306,7 @@ class TaskScanner:
         for tid in tids:
             t = old.get(tid) if tid in idle else None
             if t is not None and marks and tid in marks:  # without a pidfd (engine.exits)
-                t = t if dir_mark(f"{self.proc_root}/{tid}") == marks[tid] else None
+                t = t if _holds(self.proc_root, str(tid), marks[tid]) else None
             if t is not None:
                 rest(t)
                 seen[tid] = t
