@@ -40,6 +40,13 @@ def _rows(doc: dict) -> dict[str, dict]:
     return {e["event"]: e for e in doc["events"]}
 
 
+def _stolen(tc) -> bool:
+    """task-clock not checked because the host stole time meanwhile (docs/selftest.md): true
+    only when the verdict says so and the steal was seen."""
+    get = tc.get if isinstance(tc, dict) else tc.__dict__.get
+    return get("kind") == "unchecked" and get("steal_ms") > 0 and "stole" in get("verdict")
+
+
 def test_software_events_checked_and_exit_0() -> None:
     """Default screen: page-faults exact, task-clock within 5% of the child's CPU time,
     context-switches (root: counted in kernel mode) within 10%; exit 0."""
@@ -49,8 +56,9 @@ def test_software_events_checked_and_exit_0() -> None:
     assert pf["kind"] == "exact" and pf["slope"] == 1.0 and pf["r2"] == 1.0, pf
     assert pf["counts"] == [float(n) for n in pf["sizes"]], pf  # no fault outside the body
     tc = rows["task-clock"]
-    assert tc["kind"] in ("exact", "within"), tc
-    assert tc["slope"] == pytest.approx(tc["predicted"], rel=0.05)
+    if not _stolen(tc):
+        assert tc["kind"] in ("exact", "within"), tc
+        assert tc["slope"] == pytest.approx(tc["predicted"], rel=0.05)
     if Host.read().kernel_counting_allowed:
         cs = rows["context-switches"]
         assert cs["kind"] in ("exact", "within") and cs["predicted"] == 1.0, cs
@@ -163,3 +171,36 @@ def test_every_kernel_runs_here() -> None:
             assert not run.failed, run.failed
             assert run.counts[0] == (300 if kernel == "touch" else 0), (kernel, run.counts)
             assert run.counts[1] > 0 and run.running[1] > 0, (kernel, run)
+
+
+def _steal_burst(monkeypatch, repeats: int) -> list:
+    """The self-test with ``REPEATS`` = ``repeats``, the first run of the largest ``loop`` size
+    disturbed as a burst of steal time disturbs it on a busy VM: its counts read 20% more (a
+    fake: this machine cannot steal on demand). Its rows."""
+    from tiptop.selftest import report
+    from tiptop.selftest.checks import SIZES
+
+    real, hit = report.measure, []
+
+    def disturbed(child, kernel, n, *args, **kwargs):
+        run = real(child, kernel, n, *args, **kwargs)
+        if kernel == "loop" and n == SIZES["loop"][-1] and not hit:
+            hit.append(n)
+            run.counts = run.counts * 1.2
+        return run
+
+    monkeypatch.setattr(report, "measure", disturbed)
+    monkeypatch.setattr(report, "REPEATS", repeats)
+    rows = run_selftest(screen("tc", counters={"TC": "task-clock"}), Host.read())
+    assert hit, "the loop kernel never ran at its largest size"
+    return rows
+
+
+def test_one_disturbed_run_does_not_move_the_slope(monkeypatch) -> None:
+    """One run in 20% high (as a steal burst makes task-clock) leaves task-clock within 5%:
+    of ``REPEATS`` runs of a size the least disturbed is fitted. With one run per size the
+    slope is more than 5% high."""
+    tc = next(r for r in _steal_burst(monkeypatch, 3) if r.alias == "TC")
+    assert tc.kind in ("exact", "within") or _stolen(tc), tc
+    once = next(r for r in _steal_burst(monkeypatch, 1) if r.alias == "TC")
+    assert once.slope > 1.05 * once.predicted, once

@@ -16,7 +16,17 @@ import pytest
 from tests.support import host_at
 from tests.support.builders import screen
 from tiptop.errors import EventUnsupported
-from tiptop.selftest.checks import CHECKS, SIZES, Check, Row, exit_code, fit, judge, summary
+from tiptop.selftest.checks import (
+    CHECKS,
+    SIZES,
+    Check,
+    Row,
+    exit_code,
+    fit,
+    judge,
+    pick_run,
+    summary,
+)
 from tiptop.selftest.code import KERNELS, kernel_code
 from tiptop.selftest.report import format_json, format_text, run_selftest, selftest_screen
 from tiptop.vocab import HwId, PerfType, SwId
@@ -169,3 +179,30 @@ def test_chase_ring_is_one_cycle_through_every_line() -> None:
     assert at == base and sorted(seen) == list(range(8192 // LINE))
     assert seen[:4] != [0, 1, 2, 3]  # shuffled, not a stride a prefetcher would follow
     del words
+
+
+def test_pick_run_keeps_count_and_cpu_time_of_one_run() -> None:
+    """Of three runs of a size: the median by count for an exact check; for task-clock the
+    run with the least excess over its own CPU time, so a run on a slower CPU (both higher)
+    and a run with a steal burst (the count alone higher) never mix."""
+    exact = CHECKS[(int(PerfType.SOFTWARE), SwId.PAGE_FAULTS)]
+    assert pick_run(exact, [(12.0, 1.0), (10.0, 9.0), (11.0, math.nan)]) == (11.0, math.nan)
+    clock = CHECKS[(int(PerfType.SOFTWARE), SwId.TASK_CLOCK)]
+    runs = [(4.8, 4.0), (4.5, 4.4), (4.2, 4.2)]  # the first: a burst of 0.8 on a fast CPU
+    assert pick_run(clock, runs) == (4.2, 4.2)
+    assert math.isnan(pick_run(clock, [(4.2, 4.2), (4.4, math.nan), (4.0, 4.0)])[1])
+
+
+def test_cpu_time_off_under_steal_is_unchecked_not_off() -> None:
+    """task-clock off while the host stole time: not checked, saying so (exit 0); off
+    without steal: off."""
+    sizes = [100, 200, 400, 800]
+    ts, ref = [3.3 * n for n in sizes], [3.0 * n for n in sizes]
+    clock = CHECKS[(int(PerfType.SOFTWARE), SwId.TASK_CLOCK)]
+    r = Row("TC", "task-clock")
+    judge(r, clock, sizes, ts, ref, steal_ns=20e6)
+    assert r.kind == "unchecked" and r.steal_ms == 20.0, r
+    assert r.verdict.startswith("not checked: off by +10.00% while the host stole 20 ms"), r
+    assert exit_code([r, Row("PF", "page-faults", kind="exact")]) == 0
+    judge(r, clock, sizes, ts, ref, steal_ns=0.0)
+    assert (r.kind, r.verdict) == ("off", "off by +10.00%")

@@ -28,6 +28,7 @@ from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import Unit, read_units
 from tiptop.errors import CounterError, TiptopError
 from tiptop.kernel.backend import Backend
+from tiptop.kernel.procfs import CLK_TCK
 
 #: Seconds to wait for the child at any step (the emulated guest is ~100x slower).
 WAIT_S = 120.0
@@ -41,13 +42,25 @@ class ChildError(TiptopError):
 class Run:
     """One kernel run: per alias, the scaled count and the group's Δtime_running; the child's
     CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here;
-    per alias, the group's Δtime_enabled (running < enabled: multiplexed)."""
+    per alias, the group's Δtime_enabled (running < enabled: multiplexed); the host's steal
+    meanwhile (``steal_ns``)."""
 
     counts: np.ndarray
     running: np.ndarray
     cpu_ns: float
     failed: dict[int, str]
     enabled: np.ndarray | None = None
+    steal_ns: float = 0.0
+
+
+def steal_ns(path: str = "/proc/stat") -> float:
+    """Time the host has stolen from this machine's CPUs so far, all CPUs, in ns (proc(5),
+    ``/proc/stat`` "steal", in clock ticks: to 10 ms); 0 when unreadable."""
+    try:
+        with open(path) as f:
+            return float(f.readline().split()[8]) * 1e9 / CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class KernelChild:
@@ -161,7 +174,7 @@ def measure(
     of ``splan`` attached to the child by pid (see the module doc)."""
     plan = splan.plan
     child.ask(kernel, n, ring)
-    cpu0 = child.cpu_ns()
+    cpu0, steal0 = child.cpu_ns(), steal_ns()
     units: list[Unit] = []
     failed: dict[int, str] = {}
     try:
@@ -182,10 +195,10 @@ def measure(
         for _, unit, e in errors:
             for j in plan.groups[unit.gdef].alias_index:
                 failed[int(j)] = f"read failed: {e.strerror or e}"
-        cpu = child.cpu_ns() - cpu0
+        cpu, steal = child.cpu_ns() - cpu0, steal_ns() - steal0
     finally:
         for u in units:
             u.close()
     child.go()  # out of the kernel's last read
     return Run(readout.total[0].copy(), readout.total_running[0].copy(), cpu, failed,
-               readout.total_enabled[0].copy())  # fmt: skip
+               readout.total_enabled[0].copy(), steal)  # fmt: skip

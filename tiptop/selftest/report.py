@@ -18,7 +18,16 @@ from tiptop.host import Host
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 from tiptop.screens.model import CounterSpec, NamedEvent, ScreenSpec
-from tiptop.selftest.checks import SIZES, Row, check_for, exit_code, judge, summary
+from tiptop.selftest.checks import (
+    REPEATS,
+    SIZES,
+    Row,
+    check_for,
+    exit_code,
+    judge,
+    pick_run,
+    summary,
+)
 from tiptop.selftest.code import KERNELS
 from tiptop.selftest.measure import ChildError, KernelChild, Run, measure
 
@@ -75,15 +84,16 @@ def _rows(spec: ScreenSpec, splan: ScreenPlan, log: MessageLog) -> list[Row]:
 
 def _run_kernels(
     needed: set[str], splan: ScreenPlan, planner: Planner, backend: Backend
-) -> dict[str, list[Run]]:
-    """Every needed kernel at each of its sizes, in one child."""
-    runs: dict[str, list[Run]] = {}
+) -> dict[str, list[list[Run]]]:
+    """Every needed kernel at each of its sizes, ``REPEATS`` passes over them all in one
+    child: per kernel, per size, its runs."""
+    kernels = [k for k in KERNELS if k in needed]
+    runs: dict[str, list[list[Run]]] = {k: [[] for _ in SIZES[k]] for k in kernels}
     with KernelChild() as child:
-        for kernel in KERNELS:
-            if kernel in needed:
-                runs[kernel] = [
-                    measure(child, kernel, n, splan, planner, backend) for n in SIZES[kernel]
-                ]
+        for _ in range(REPEATS):
+            for kernel in kernels:
+                for i, n in enumerate(SIZES[kernel]):
+                    runs[kernel][i].append(measure(child, kernel, n, splan, planner, backend))
     return runs
 
 
@@ -109,8 +119,7 @@ def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None)
     for j, r in enumerate(rows):
         if r.kind == "unsupported" or r.kernel not in runs:
             continue
-        rs = runs[r.kernel]
-        why = next((x.failed[j] for x in rs if j in x.failed), None)
+        why = next((x.failed[j] for rs in runs[r.kernel] for x in rs if j in x.failed), None)
         if why is not None:
             r.kind, r.verdict = "unsupported", f"unsupported here: {why}"
             continue
@@ -122,8 +131,10 @@ def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None)
         )
         chk = check_for(*key)
         assert chk is not None
-        judge(r, chk, list(SIZES[r.kernel]), [float(x.counts[j]) for x in rs],
-              [x.cpu_ns for x in rs])  # fmt: skip
+        picked = [pick_run(chk, [(float(x.counts[j]), x.cpu_ns) for x in rs])
+                  for rs in runs[r.kernel]]  # fmt: skip
+        steal = sum(x.steal_ns for rs in runs[r.kernel] for x in rs)
+        judge(r, chk, list(SIZES[r.kernel]), [c for c, _ in picked], [t for _, t in picked], steal)
     return rows
 
 
@@ -136,7 +147,8 @@ def _num(v: float | None, digits: int = 4) -> str:
 def format_text(screen: str, rows: list[Row], code: int) -> str:
     """The report as aligned text: a header, one line per event, the summary."""
     head = (f"tiptop selftest: screen '{screen}' on {os.uname().machine}; kernels counted "
-            "by pid through tiptop's engine (user space only), fitted over 4 sizes")  # fmt: skip
+            "by pid through tiptop's engine (user space only), fitted over 4 sizes "
+            f"({REPEATS} runs each)")  # fmt: skip
     lines = [head, f"{'EVENT':<28} {'KERNEL':<10} {'PREDICTED':>10} {'SLOPE':>12} "
              f"{'INTERCEPT':>11} {'R2':>10}  VERDICT"]  # fmt: skip
     for r in rows:
