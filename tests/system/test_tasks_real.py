@@ -107,3 +107,20 @@ def test_real_busy_and_sleeping_children() -> None:
         for p in (busy, sleeper):
             p.kill()
             p.wait()
+
+
+def test_real_proc_sees_a_new_process_at_once() -> None:
+    """On this machine's ``/proc``: the listing is kept while no PID is made, and a process
+    started since shows at the next call (its fork made a PID)."""
+    from tiptop.engine.listing import ProcListing
+
+    listing = ProcListing("/proc")
+    first = listing.names()
+    assert str(os.getpid()) in first
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert str(child.pid) in listing.names()
+    finally:
+        child.kill()
+        child.wait()
+    assert listing._usable is True

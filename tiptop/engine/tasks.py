@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Set
 from functools import partial
 
+from tiptop.engine.listing import ProcListing
 from tiptop.engine.task import Proc, Scan, Task, account, descendants, dir_mark, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
@@ -102,6 +103,7 @@ class TaskScanner:
         facts_reader: Callable[[int, str], Facts] | None = None,
     ) -> None:
         self.proc_root = proc_root
+        self._listing = ProcListing(proc_root)
         self._read_stat = stat_reader or read_stat
         self._read_facts = facts_reader or partial(read_facts, proc_root)
         #: pid -> starttime of the process-tree roots (see the class doc).
@@ -177,9 +179,8 @@ class TaskScanner:
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
         resting = idle if not trees and not self.threads else frozenset()
+        vanished: list[str] = []
         for name in names:
-            if not name.isdigit():
-                continue
             pid = int(name)
             if (
                 pid in resting
@@ -200,6 +201,7 @@ class TaskScanner:
                 continue
             looked = self._look(pid, exited)
             if looked is None:
+                vanished.append(name)
                 continue
             p, st = looked
             live_pids.add(pid)
@@ -222,6 +224,7 @@ class TaskScanner:
                 self._update(seen, new, old, pid, pid, p, st, interval)
             else:
                 self._scan_threads(seen, new, old, pid, p, interval, idle)
+        self._listing.forget(vanished)
         for pid in procs.keys() - live_pids:
             del procs[pid]
             self._threads_of.pop(pid, None)
@@ -234,14 +237,14 @@ class TaskScanner:
         return Scan(list(seen.values()), new, gone, interval, threads_total)
 
     def _names(self, trees: dict[int, int] | None) -> list[str]:
-        """The ``/proc`` entries to look at: with ``-p PID`` and no tree, that one only."""
-        try:
+        """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
+        if self.only_pid is None or trees:
+            return self._listing.names()
+        try:  # -p PID: no other can ever be watched
             names = os.listdir(self.proc_root)
         except OSError:
             return []
-        if self.only_pid is not None and not trees:  # -p PID: no other can ever be watched
-            return [n for n in (str(self.only_pid),) if n in names]  # listed: a process
-        return names
+        return [n for n in (str(self.only_pid),) if n in names]  # listed: a process
 
     def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[Proc, Stat] | None:
         """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new

@@ -1,0 +1,59 @@
+"""tiptop.engine.listing: ``/proc`` listed again only when ``/proc/loadavg``'s last PID
+changed, on a fake tree (whose ``self`` names this process); the real ``/proc`` in
+tests/system/test_tasks_real.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.fakeproc import FakeProc
+from tiptop.engine.listing import ProcListing
+from tiptop.engine.tasks import TaskScanner
+
+
+def _made(root: Path, last_pid: int) -> None:
+    (root / "loadavg").write_text(f"0.00 0.01 0.05 1/120 {last_pid}\n")
+
+
+def _tids(sc: TaskScanner) -> list[int]:
+    return sorted(t.tid for t in sc.scan().tasks)
+
+
+def test_listed_again_only_when_a_pid_was_made(tmp_path: Path) -> None:
+    """A new entry shows once the last PID changes; one gone is gone at once (its stat
+    read fails) and leaves the kept listing."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to(str(os.getpid()))
+    fp.add(10, "a")
+    fp.add(12, "c")
+    _made(tmp_path, 12)
+    sc = TaskScanner(str(tmp_path))
+    assert _tids(sc) == [10, 12]
+    fp.add(11, "b")  # the same last PID: the kept listing (a kernel would have changed it)
+    assert _tids(sc) == [10, 12]
+    fp.remove(10)
+    assert _tids(sc) == [12]
+    assert sc._listing.names() == ["12"]
+    _made(tmp_path, 11)
+    assert _tids(sc) == [11, 12]
+
+
+def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Path) -> None:
+    """``self`` naming another PID (a ``/proc`` of another PID namespace) or no ``loadavg``:
+    every call lists."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to("1")
+    _made(tmp_path, 10)
+    fp.add(10, "a")
+    other = ProcListing(str(tmp_path))
+    assert other.names() == ["10"]
+    fp.add(11, "b")
+    assert sorted(other.names()) == ["10", "11"]
+    bare = tmp_path / "bare"
+    FakeProc(bare).add(20, "x")
+    (bare / "self").symlink_to(str(os.getpid()))
+    listing = ProcListing(str(bare))
+    assert listing.names() == ["20"]
+    FakeProc(bare).add(21, "y")
+    assert sorted(listing.names()) == ["20", "21"]
