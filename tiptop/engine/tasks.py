@@ -238,13 +238,11 @@ class TaskScanner:
 
     def _names(self, trees: dict[int, int] | None) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
+        names = self._listing.names()
         if self.only_pid is None or trees:
-            return self._listing.names()
-        try:  # -p PID: no other can ever be watched
-            names = os.listdir(self.proc_root)
-        except OSError:
-            return []
-        return [n for n in (str(self.only_pid),) if n in names]  # listed: a process
+            return names
+        # -p PID: no other can ever be watched; listed: a process, not a thread
+        return [n for n in (str(self.only_pid),) if n in names]
 
     def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[Proc, Stat] | None:
         """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new
