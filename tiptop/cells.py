@@ -30,6 +30,18 @@ class Status(IntEnum):
     SUSPECT = 4
 
 
+class Code:
+    """:class:`Status` values as plain ints, for numpy expressions. numpy takes an ``IntEnum``
+    member through its generic object path: comparing a uint8 array with ``Status.OK`` took
+    ~4.5 us, with ``0`` ~1.2 us (numpy 2.x, 1 to 500 elements), and a refresh makes dozens."""
+
+    OK = int(Status.OK)
+    DIV0 = int(Status.DIV0)
+    NOT_COUNTED = int(Status.NOT_COUNTED)
+    UNREADABLE = int(Status.UNREADABLE)
+    SUSPECT = int(Status.SUSPECT)
+
+
 #: The text shown in place of a value, per status (right-aligned to the header width).
 PLACEHOLDER = {Status.DIV0: "-", Status.NOT_COUNTED: "?", Status.UNREADABLE: "?"}
 
@@ -42,7 +54,7 @@ VALUED = (Status.OK, Status.SUSPECT)
 
 def valued(status: np.ndarray) -> np.ndarray:
     """Where ``status`` is one of :data:`VALUED` (two compares: cheaper than ``isin``)."""
-    return (status == Status.OK) | (status == Status.SUSPECT)
+    return (status == Code.OK) | (status == Code.SUSPECT)
 
 
 #: Stable lower-case names used by the csv and json outputs.

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.frame import Frame
 from tiptop.kernel.cgroup import CgroupCache
@@ -46,17 +46,17 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
     index = {v: i for i, v in enumerate(names)}
     g = np.array([index[x] for x in labels], np.int64)
     m, k = len(names), len(frame.counters)
-    ok = frame.counter_status == Status.OK
+    ok = frame.counter_status == Code.OK
     raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
     any_ok = _sum(ok.astype(np.float64), g, m) > 0
-    st = np.where(any_ok, Status.OK, Status.NOT_COUNTED).astype(STATUS_DTYPE)
+    st = np.where(any_ok, Code.OK, Code.NOT_COUNTED).astype(STATUS_DTYPE)
     scaled = np.where(any_ok, _sum(np.where(ok, raw, 0.0), g, m), np.nan)
     total = np.full((m, k), np.nan)
-    tst = np.full((m, k), Status.UNREADABLE, STATUS_DTYPE)
+    tst = np.full((m, k), Code.UNREADABLE, STATUS_DTYPE)
     if frame.counter_total is not None and frame.counter_total_status is not None:
-        t_ok = frame.counter_total_status == Status.OK
+        t_ok = frame.counter_total_status == Code.OK
         total = _sum(np.where(t_ok, frame.counter_total, 0.0), g, m)
-        tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Status.OK, Status.UNREADABLE)
+        tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Code.OK, Code.UNREADABLE)
     run = np.ones((m, k))
     np.minimum.at(run, g, np.where(ok & np.isfinite(frame.counter_running),
                                    frame.counter_running, 1.0))  # fmt: skip
@@ -68,11 +68,11 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         cpu_user=_sum(frame.cpu_user, g, m) if split else zeros,  # type: ignore[arg-type]
         processor=np.full(m, np.nan), interval=frame.interval,
         total_status=np.zeros(m, STATUS_DTYPE),
-        split_status=np.full(m, Status.OK if split else Status.UNREADABLE, STATUS_DTYPE),
+        split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
     )  # fmt: skip
     env = environment(row)
     where = {a: j for j, a in enumerate(frame.counters)}
-    missing = (np.full(m, np.nan), np.full(m, Status.UNREADABLE, STATUS_DTYPE))
+    missing = (np.full(m, np.nan), np.full(m, Code.UNREADABLE, STATUS_DTYPE))
     for c in screen.counters:
         j = where.get(c.alias)
         env[c.alias] = missing if j is None else (total[:, j], tst[:, j].astype(STATUS_DTYPE))

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.readout import CounterPlan, Readout, on_cpu_seconds
 from tiptop.engine.tasks import Task
 from tiptop.frame import Frame
@@ -81,8 +81,8 @@ def assemble(
     total = readout.total
     if any(r is not None for r in retired):
         total = total + np.stack([np.zeros(k) if r is None else r for r in retired])
-    delta = np.where(status == Status.OK, readout.delta, np.nan)
-    total = np.where(total_status == Status.OK, total, np.nan)
+    delta = np.where(status == Code.OK, readout.delta, np.nan)
+    total = np.where(total_status == Code.OK, total, np.nan)
     c_running = readout.running_fraction(plan)
 
     facts = row_facts(rows, readout, plan, interval, reaped, threads)
@@ -114,7 +114,7 @@ def assemble(
         values=values,
         status=cstatus,
         running=running,
-        counter_delta=np.where(status == Status.UNREADABLE, np.nan, readout.raw),
+        counter_delta=np.where(status == Code.UNREADABLE, np.nan, readout.raw),
         counter_running=c_running,
         counter_status=status,
         tasks_total=tasks_total,
@@ -153,15 +153,16 @@ def row_facts(
     cap = 100.0 * np.array(per_row, np.float64)
     est = 100.0 * on_cpu_seconds(readout, plan) / interval if interval > 0 else np.full(n, np.nan)
     counted = ~np.isnan(est)
-    best = np.where(counted, np.minimum(np.nan_to_num(est), cap), cap)
+    est0 = np.where(counted, est, 0.0)  # not np.nan_to_num: a Python function, ~8 us
+    best = np.where(counted, np.minimum(est0, cap), cap)
     cpu_total = np.where(ticks > cap, best, ticks)
     reaped = np.zeros(n, bool) if reaped is None else reaped
-    cpu_total = np.where(reaped, np.nan_to_num(est), cpu_total)
+    cpu_total = np.where(reaped, est0, cpu_total)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(ticks > 0, cpu_total / ticks, 0.0)
     user = share * np.array([t.cpu_user for t in rows], np.float64)
     system = share * np.array([t.cpu_sys for t in rows], np.float64)
-    unknown = np.where(reaped, Status.UNREADABLE, Status.OK).astype(STATUS_DTYPE)
+    unknown = np.where(reaped, Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
     tot_st = np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE)
     split_st = unknown
     return RowFacts(
@@ -186,7 +187,7 @@ def _evaluate(
     smallest of the counters the column reads)."""
     nc = len(columns)
     values = np.full((n, nc), np.nan)
-    cstatus = np.full((n, nc), Status.UNREADABLE, STATUS_DTYPE)
+    cstatus = np.full((n, nc), Code.UNREADABLE, STATUS_DTYPE)
     running = np.ones((n, nc))
     for c, ce in enumerate(columns):
         if ce is None:
@@ -226,10 +227,10 @@ def judge_breakdown(
     parts = values[:, cols]
     tol = BREAKDOWN_TOLERANCE
     with np.errstate(invalid="ignore"):
-        judged = (status[:, cols] == Status.OK).all(axis=1) & np.isfinite(parts).all(axis=1)
+        judged = (status[:, cols] == Code.OK).all(axis=1) & np.isfinite(parts).all(axis=1)
         judged &= np.nan_to_num(cpu_total, nan=0.0) * interval / 100.0 >= BREAKDOWN_MIN_CPU
         off = np.abs(parts.sum(axis=1) - 100.0) > tol
         off |= ((parts < -tol) | (parts > 100.0 + tol)).any(axis=1)
     bad = np.flatnonzero(judged & off)
     if bad.size:
-        status[np.ix_(bad, cols)] = Status.SUSPECT
+        status[np.ix_(bad, cols)] = Code.SUSPECT

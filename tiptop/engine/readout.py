@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.exits import Identity
 from tiptop.errors import GroupChanging
 from tiptop.kernel.attr import Attr
@@ -146,8 +146,8 @@ class Readout:
         ena = self.total_enabled if cumulative else self.enabled
         run = self.total_running if cumulative else self.running
         st = np.zeros(ena.shape, STATUS_DTYPE)
-        st[(ena > 0) & (run == 0)] = Status.NOT_COUNTED
-        st[(self.nread == 0) | ~plan.available[None, :]] = Status.UNREADABLE
+        st[(ena > 0) & (run == 0)] = Code.NOT_COUNTED
+        st[(self.nread == 0) | ~plan.available[None, :]] = Code.UNREADABLE
         return st
 
     def running_fraction(self, plan: CounterPlan) -> np.ndarray:

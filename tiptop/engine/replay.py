@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame
@@ -239,15 +239,15 @@ def decode(
             _arr(c["s"], n) if "s" in c else np.where(np.isnan(raw[:, j]), np.nan, raw[:, j])
         )
         st[:, j] = _arr(c.get("st"), n, 0, STATUS_DTYPE)
-        scaled[:, j] = np.where(st[:, j] == Status.OK, scaled[:, j], np.nan)
+        scaled[:, j] = np.where(st[:, j] == Code.OK, scaled[:, j], np.nan)
         total[:, j] = _arr(c.get("T"), n, np.nan)
         run[:, j] = _arr(c.get("r"), n, 1.0)
         tst[:, j] = _arr(c["Ts"], n, 0, STATUS_DTYPE) if "Ts" in c else st[:, j]
         if "T" not in c:  # totals are recorded only for aliases a column reads bare
-            tst[:, j] = Status.UNREADABLE
+            tst[:, j] = Code.UNREADABLE
     recorded = rec.screens[rec.screen_of[index]] if rec.screen_of else None
     idx = _counter_map(screen, recorded, aliases)
-    missing = (np.full(n, np.nan), np.full(n, Status.UNREADABLE, STATUS_DTYPE))
+    missing = (np.full(n, np.nan), np.full(n, Code.UNREADABLE, STATUS_DTYPE))
     for c in screen.counters:
         j = idx.get(c.alias)
         env[c.alias] = missing if j is None else (total[:, j], tst[:, j])

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.cells import Status
+from tiptop.cells import Code
 from tiptop.engine.attach import Attacher, Counts
 from tiptop.engine.evaluate import assemble
 from tiptop.engine.plan import Planner, ScreenPlan
@@ -264,7 +264,7 @@ class Sampler:
         groups. Measured here on a 6-counter AMD PMU: two samplers of the default screen
         (4 hardware events each) on the same tasks; the later one sees Δrunning == 0 for
         ~10 kernel threads per interval, and for none once the first closes."""
-        nc = (frame.counter_status == Status.NOT_COUNTED).any(axis=0)
+        nc = (frame.counter_status == Code.NOT_COUNTED).any(axis=0)
         if not nc.any():
             return
         per_pmu: dict[str, int] = {}
@@ -290,7 +290,7 @@ class Sampler:
         if self._said_multiplexed:
             return
         run = frame.counter_running
-        part = (frame.counter_status == Status.OK) & np.isfinite(run) & (run < 1.0)
+        part = (frame.counter_status == Code.OK) & np.isfinite(run) & (run < 1.0)
         if not part.any():
             return
         self._said_multiplexed = True

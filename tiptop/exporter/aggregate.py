@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tiptop import vocab
-from tiptop.cells import Status
+from tiptop.cells import Code
 from tiptop.frame import Frame
 
 PREFIX = "tiptop_"
@@ -160,7 +160,7 @@ class Aggregator:
         keys = [self._key(frame, i) for i in range(len(frame))]
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
-        suspect = (frame.status == Status.SUSPECT).any(axis=1)
+        suspect = (frame.status == Code.SUSPECT).any(axis=1)
         if self.by == "pid":
             shown = set(np.argsort(-frame.cpu_total, kind="stable")[: self.top].tolist())
             shown_keys = {keys[i] for i in shown}
@@ -245,7 +245,7 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
     out[:, 0] = np.maximum(cpu, 0.0)
     if k:
         raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
-        good = (frame.counter_status == Status.OK) & np.isfinite(raw) & (raw >= 0)
+        good = (frame.counter_status == Code.OK) & np.isfinite(raw) & (raw >= 0)
         scale = np.array([m.scale for m in metrics])
         out[:, 1:] = np.where(good, raw, 0.0) * scale
     return out
@@ -256,7 +256,7 @@ def _row_quality(frame: Frame, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     if not k:
         return np.zeros(0), np.zeros(0)
     running = np.asarray(frame.counter_running[i], np.float64)
-    ok = (frame.counter_status[i] == Status.OK).astype(np.float64)
+    ok = (frame.counter_status[i] == Code.OK).astype(np.float64)
     return running, ok
 
 

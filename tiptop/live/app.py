@@ -19,7 +19,7 @@ from typing import IO, Any
 import urwid
 
 from tiptop import table
-from tiptop.cells import Status
+from tiptop.cells import Code
 from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
@@ -184,7 +184,7 @@ class LiveApp:
         self.notice = None
         if len(f) == 0 or not f.counters:
             return
-        dead = (f.counter_status == Status.UNREADABLE).all(axis=0)
+        dead = (f.counter_status == Code.UNREADABLE).all(axis=0)
         aliases = [a for a, d in zip(f.counters, dead, strict=True) if d]
         if not aliases:
             return

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tiptop.cells import Status
+from tiptop.cells import Code
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame
 
@@ -114,7 +114,7 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
     for j, alias in enumerate(frame.counters):
         raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
         c: dict[str, Any] = {"d": numbers(raw), "st": _ints(st)}
-        implied = np.where(st == Status.OK, raw, np.nan)
+        implied = np.where(st == Code.OK, raw, np.nan)
         if frame.counter_scaled is not None and not np.array_equal(
             frame.counter_scaled[:, j], implied, equal_nan=True
         ):

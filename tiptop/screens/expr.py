@@ -98,8 +98,11 @@ class ColumnExpr:
             n = _rows(env, self.keys)
         with np.errstate(all="ignore"):
             v, s = self._fn(env)
-        values = np.array(np.broadcast_to(v, (n,)), dtype=np.float64)
-        status = np.array(np.broadcast_to(s, (n,)), dtype=STATUS_DTYPE)
+        # Broadcast by assignment: np.broadcast_to is a Python function (~3 us a call).
+        values = np.empty(n)
+        values[...] = v
+        status = np.empty(n, STATUS_DTYPE)
+        status[...] = s
         values[status != _OK] = np.nan
         return values, status
 

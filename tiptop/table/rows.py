@@ -9,7 +9,7 @@ from typing import overload
 
 import numpy as np
 
-from tiptop.cells import Status
+from tiptop.cells import Code
 from tiptop.frame import Frame
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
@@ -168,7 +168,7 @@ class _Block:
 def cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
     """The cells' statuses as uint8; UNREADABLE for an OK cell holding nan."""
     c = status.astype(np.uint8)
-    c[(c == Status.OK) & np.isnan(values)] = Status.UNREADABLE
+    c[(c == Code.OK) & np.isnan(values)] = Code.UNREADABLE
     return c
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.cells import Status, valued
+from tiptop.cells import Code, valued
 from tiptop.frame import Frame
 from tiptop.screens.model import ColumnSpec
 from tiptop.screens.variables import VARIABLES
@@ -116,7 +116,7 @@ def conform(frame: Frame, ncols: int) -> Frame:
     n = len(frame)
     keep = min(have, ncols)
     values = np.full((n, ncols), np.nan)
-    status = np.full((n, ncols), Status.UNREADABLE, frame.status.dtype)
+    status = np.full((n, ncols), Code.UNREADABLE, frame.status.dtype)
     running = np.ones((n, ncols))
     values[:, :keep] = frame.values[:, :keep]
     status[:, :keep] = frame.status[:, :keep]
@@ -126,7 +126,7 @@ def conform(frame: Frame, ncols: int) -> Frame:
 
 def over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:
     over = np.zeros(frame.values.shape, bool)
-    ok = frame.status == Status.OK
+    ok = frame.status == Code.OK
     for j, c in enumerate(columns):
         if c.threshold is None:
             continue
