@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from tests.fakeproc import FakeProc
-from tiptop.engine.listing import ProcListing
+from tiptop.engine.listing import RELIST, ProcListing
 from tiptop.engine.tasks import TaskScanner
 
 
@@ -21,8 +21,9 @@ def _tids(sc: TaskScanner) -> list[int]:
 
 
 def test_listed_again_only_when_a_pid_was_made(tmp_path: Path) -> None:
-    """A new entry shows once the last PID changes; one gone is gone at once (its stat
-    read fails) and leaves the kept listing."""
+    """Kept once loadavg named the same PID at two listings in a row; a new entry shows once
+    the last PID changes; one gone is gone at once (its stat read fails) and leaves the
+    kept listing."""
     fp = FakeProc(tmp_path)
     (tmp_path / "self").symlink_to(str(os.getpid()))
     fp.add(10, "a")
@@ -30,6 +31,7 @@ def test_listed_again_only_when_a_pid_was_made(tmp_path: Path) -> None:
     _made(tmp_path, 12)
     sc = TaskScanner(str(tmp_path))
     assert _tids(sc) == [10, 12]
+    assert _tids(sc) == [10, 12]  # the same PID at two listings: kept from now on
     fp.add(11, "b")  # the same last PID: the kept listing (a kernel would have changed it)
     assert _tids(sc) == [10, 12]
     fp.remove(10)
@@ -37,6 +39,37 @@ def test_listed_again_only_when_a_pid_was_made(tmp_path: Path) -> None:
     assert sc._listing.names() == ["12"]
     _made(tmp_path, 11)
     assert _tids(sc) == [11, 12]
+
+
+def test_a_pid_made_but_not_yet_shown_is_listed_at_the_next_call(tmp_path: Path) -> None:
+    """loadavg names a PID whose task is not in /proc yet (alloc_pid() before attach_pid()):
+    that listing is not trusted; the next call lists again and sees it."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to(str(os.getpid()))
+    fp.add(10, "a")
+    _made(tmp_path, 10)
+    listing = ProcListing(str(tmp_path))
+    listing.names()
+    listing.names()  # settled on PID 10
+    _made(tmp_path, 11)
+    assert listing.names() == ["10"]  # 11 taken, not shown yet
+    fp.add(11, "b")
+    assert sorted(listing.names()) == ["10", "11"]
+
+
+def test_listed_at_least_every_relist_calls(tmp_path: Path) -> None:
+    """A PID the caller chose (clone3 set_tid) does not move loadavg: listed anyway after
+    RELIST calls answered from the kept listing."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to(str(os.getpid()))
+    fp.add(10, "a")
+    _made(tmp_path, 10)
+    listing = ProcListing(str(tmp_path))
+    listing.names()
+    listing.names()
+    fp.add(500, "restored")
+    seen = [("500" in listing.names()) for _ in range(RELIST + 1)]
+    assert seen == [False] * RELIST + [True]
 
 
 def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Path) -> None:

@@ -6,40 +6,59 @@ new can appear in it unless a PID was allocated since the last listing, and
 ``/proc/loadavg`` says which PID was allocated last (proc(5): "the PID of the process that
 was most recently created on the system", a thread's TID included; 14 us to read). While
 that number stays, the last listing, less the entries found gone since, is the listing
-(exits need no listing: a scan that finds an entry gone says so, ``forget``). The number is
-of the reader's PID namespace: it is used only where ``/proc/self`` names this process, so
-the ``/proc`` read is of that namespace too; a tree without ``loadavg`` (the tests' fake
-``/proc``) is listed every time.
+(exits need no listing: a scan that finds an entry gone says so, ``forget``).
+
+Two gaps are closed. The kernel takes the PID (``alloc_pid()``) a moment before the task
+shows in ``/proc`` (``attach_pid()``, later in ``copy_process()``, kernel/fork.c): a
+listing taken in between lacks a PID that loadavg already names, so a listing is trusted
+only once loadavg named the same PID at two listings in a row. And a PID chosen by the
+caller (``clone3()`` with ``set_tid``, as CRIU restores) does not move the number: every
+``RELIST``-th call lists anyway. The number is of the reader's PID namespace: it is used
+only where ``/proc/self`` names this process, so the ``/proc`` read is of that namespace
+too; a tree without ``loadavg`` (the tests' fake ``/proc``) is listed every time.
 """
 
 from __future__ import annotations
 
 import os
 
+#: Calls between two listings at most, whatever loadavg says (a PID chosen by the caller).
+RELIST = 16
+
 
 class ProcListing:
     """The numeric entries of a ``/proc`` tree, listed again only when a PID was made."""
 
-    __slots__ = ("_last_pid", "_names", "_usable", "root")
+    __slots__ = ("_kept", "_last_pid", "_names", "_settled", "_usable", "root")
 
     def __init__(self, root: str) -> None:
         self.root = root
         self._names: list[str] | None = None
         self._last_pid: bytes | None = None
+        #: The last listing came after the last PID made had shown (see the module doc).
+        self._settled = False
+        self._kept = 0  # calls answered from the kept listing since it was taken
         self._usable: bool | None = None  # decided at the first listing
 
     def names(self) -> list[str]:
         """The PID directories, as names; [] when ``/proc`` cannot be listed."""
         last = self._last_made()
-        if last is not None and last == self._last_pid and self._names is not None:
+        if (
+            self._settled
+            and last == self._last_pid
+            and self._names is not None
+            and self._kept < RELIST
+        ):
+            self._kept += 1
             return self._names
         try:
             names = os.listdir(self.root)
         except OSError:
-            self._names = None
+            self._names, self._settled = None, False
             return []
         self._names = [n for n in names if n.isdigit()]
-        self._last_pid = last
+        self._settled = last is not None and last == self._last_pid
+        self._last_pid, self._kept = last, 0
         return self._names
 
     def forget(self, gone: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""The tasks a user may watch, read straight from ``/proc`` at every refresh.
+"""The tasks a user may watch, read from ``/proc`` at every refresh (listed: ``engine.listing``).
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task and two
@@ -24,11 +24,10 @@ context clock only ticks while the task is on a CPU, perf_event_open(2)). Their 
 not read again: CPU times, state, CPU and thread count cannot have changed, and an exit, an
 exec or a rename is done by the task itself, so it would have run. Their %CPU is 0 for the
 interval. Not used for process trees (a tree root's row sums its descendants' times).
-A process of another user is not read again while its ``/proc/PID`` inode and owner stay
-(``engine.task.dir_mark``). ``exited`` holds identities ``(tid, starttime)`` known to have
-exited (their pidfd said so, ``engine.exits``): one that /proc still shows alive, not a
-zombie, is a new task whose PID was reused within the same clock tick. ``marks`` stand in
-for the pidfds given up: an idle task's ``/proc/TID`` mark must hold to skip its read.
+Another user's process is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
+``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
+``engine.exits``): one /proc shows alive, not a zombie, reused its PID within a clock tick.
+``marks`` stand in for pidfds given up: an idle task's ``/proc/TID`` mark must hold.
 """
 
 from __future__ import annotations
@@ -199,9 +198,8 @@ class TaskScanner:
             if foreign is not None and _holds(root, name, foreign):
                 live_pids.add(pid)  # another user's still: no read
                 continue
-            looked = self._look(pid, exited)
+            looked = self._look(pid, exited, vanished)
             if looked is None:
-                vanished.append(name)
                 continue
             p, st = looked
             live_pids.add(pid)
@@ -244,17 +242,21 @@ class TaskScanner:
         # -p PID: no other can ever be watched; listed: a process, not a thread
         return [n for n in (str(self.only_pid),) if n in names]
 
-    def _look(self, pid: int, exited: Set[tuple[int, int]]) -> tuple[Proc, Stat] | None:
-        """Process ``pid``'s facts and ``stat`` now; None when it is gone or hidden. A new
-        identity, an exec (comm changed) or a reuse of an exited one's PID within the same
-        tick (see :meth:`scan`) is examined again."""
+    def _look(
+        self, pid: int, exited: Set[tuple[int, int]], vanished: list[str]
+    ) -> tuple[Proc, Stat] | None:
+        """Process ``pid``'s facts and ``stat`` now; None when gone (added to ``vanished``)
+        or hidden. A new identity, an exec or a PID reused within a tick is examined again."""
         try:
             st = self._read_stat(f"{self.proc_root}/{pid}/stat")
             p = self._procs.get(pid)
             reused = (pid, st.starttime) in exited and st.state not in "ZX"
             if p is None or p.starttime != st.starttime or p.comm != st.comm or reused:
                 p = self._procs[pid] = self._examine(pid, st)
-        except (TaskGone, PermissionError):
+        except TaskGone:
+            vanished.append(str(pid))
+            return None
+        except PermissionError:  # hidden: still listed, looked at again
             return None
         return p, st
 
