@@ -131,10 +131,10 @@ def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None)
         )
         chk = check_for(*key)
         assert chk is not None
-        picked = [pick_run(chk, [(float(x.counts[j]), x.cpu_ns) for x in rs])
+        picked = [rs[pick_run(chk, [(float(x.counts[j]), x.cpu_ns) for x in rs])]
                   for rs in runs[r.kernel]]  # fmt: skip
-        steal = sum(x.steal_ns for rs in runs[r.kernel] for x in rs)
-        judge(r, chk, list(SIZES[r.kernel]), [c for c, _ in picked], [t for _, t in picked], steal)
+        judge(r, chk, list(SIZES[r.kernel]), [float(x.counts[j]) for x in picked],
+              [x.cpu_ns for x in picked], sum(x.steal_ns for x in picked))  # fmt: skip
     return rows
 
 
