@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.fakeproc import FakeProc
 from tiptop.engine.listing import RELIST, ProcListing
-from tiptop.engine.tasks import TaskScanner
+from tiptop.engine.tasks import Stat, TaskScanner, read_stat
 
 
 def _made(root: Path, last_pid: int) -> None:
@@ -90,3 +90,36 @@ def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Pat
     assert listing.names() == ["20"]
     FakeProc(bare).add(21, "y")
     assert sorted(listing.names()) == ["20", "21"]
+
+
+def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Path) -> None:
+    """More marks to check than a listing costs: /proc is listed afresh, and while no PID
+    was made since the last scan an idle task it shows needs no mark check (no PID could
+    be reused) and no stat read. Once a PID is made, the marks are checked again: these
+    do not hold, so those tasks are read."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to(str(os.getpid()))
+    for pid in (10, 11, 12):
+        fp.add(pid, "sleeper")
+    _made(tmp_path, 12)
+    reads: list[str] = []
+
+    def reader(path: str) -> Stat:
+        reads.append(path)
+        return read_stat(path)
+
+    sc = TaskScanner(str(tmp_path), stat_reader=reader)
+    sc.scan()
+    idle, stale = {10, 11, 12}, {10: (0, 0), 11: (0, 0)}  # marks that would not hold
+    reads.clear()
+    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert reads == [] and sc._listing.proves
+    _made(tmp_path, 13)
+    reads.clear()
+    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert sorted(reads) == [f"{tmp_path}/10/stat", f"{tmp_path}/11/stat"]
+    assert not sc._listing.proves
+
+
+def _tids_of(scan) -> list[int]:  # type: ignore[no-untyped-def]
+    return sorted(t.tid for t in scan.tasks)

@@ -6,9 +6,8 @@ processes are never mixed. Ownership follows the original (docs/original.md sect
 a non-root user sees the processes whose *real* uid (``Uid:`` of ``/proc/PID/status``)
 is its effective uid; root sees everything. ``-u`` filters on top of that.
 
-A task that ran costs one ``stat`` read (per process in process mode: ``/proc/PID/stat``
-sums every thread's times, proc(5)), by hand (psutil's ``cpu_times()`` costs more:
-``tiptop.kernel.procfs``). A process identity's real uid, user name and command line come
+A task that ran costs one ``stat`` read by hand (per process in process mode: its ``stat``
+sums every thread's times, proc(5)). A process identity's real uid, user name and command line come
 from psutil (``facts_reader``), at discovery and when ``comm`` changes (an ``execve``).
 %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in ``sysconf(_SC_CLK_TCK)``
 ticks), seeded at discovery so the first value covers a real interval. A task seen ended
@@ -173,7 +172,8 @@ class TaskScanner:
         threads_total = 0
         live_pids: set[int] = set()
         trees = self.tree_roots if not self.threads else None
-        names = self._names(trees)
+        names = self._names(trees, len(marks) if marks and not self.threads else 0)
+        proven = self._listing.proves  # the listing stands for the marks (engine.listing)
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
         fam: dict[int, tuple[int, int, int]] = {}
         roots: list[tuple[int, Proc, Stat]] = []
@@ -184,7 +184,7 @@ class TaskScanner:
             if (
                 pid in resting
                 and (t := old.get(pid)) is not None
-                and (not marks or pid not in marks or _holds(root, name, marks[pid]))
+                and (proven or not marks or pid not in marks or _holds(root, name, marks[pid]))
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -234,9 +234,9 @@ class TaskScanner:
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
 
-    def _names(self, trees: dict[int, int] | None) -> list[str]:
+    def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
-        names = self._listing.names()
+        names = self._listing.names(checks)
         if self.only_pid is None or trees:
             return names
         # -p PID: no other can ever be watched; listed: a process, not a thread
