@@ -123,3 +123,27 @@ def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Pat
 
 def _tids_of(scan) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(t.tid for t in scan.tasks)
+
+
+def test_a_pid_made_while_listing_proves_nothing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A PID made between the loadavg read and the listing could be a reused one in that
+    listing: loadavg is read again after it, and a change proves nothing."""
+    fp = FakeProc(tmp_path)
+    (tmp_path / "self").symlink_to(str(os.getpid()))
+    fp.add(10, "a")
+    _made(tmp_path, 10)
+    listing = ProcListing(str(tmp_path))
+    listing.names()
+    real = os.listdir
+
+    def a_pid_made_meanwhile(path: str) -> list[str]:
+        names = real(path)
+        _made(tmp_path, 11)
+        return names
+
+    monkeypatch.setattr(os, "listdir", a_pid_made_meanwhile)
+    listing.names(checks=10)
+    assert not listing.proves
+    monkeypatch.setattr(os, "listdir", real)
+    listing.names(checks=10)  # 11 at both reads and at the call before: proves
+    assert listing.proves

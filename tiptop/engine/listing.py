@@ -79,7 +79,11 @@ class ProcListing:
             return []
         self._names = [n for n in names if n.isdigit()]
         self._settled = last is not None and last == self._last_pid
-        self._last_pid, self._kept, self.proves = last, 0, unchanged
+        self._last_pid, self._kept = last, 0
+        if unchanged and checks > 0:
+            # and none made while listing: read again (a PID reused meanwhile is listed)
+            self._prev = self._last_made()
+            self.proves = self._prev == last
         return self._names
 
     def forget(self, gone: list[str]) -> None:
