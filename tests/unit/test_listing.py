@@ -16,6 +16,16 @@ def _made(root: Path, last_pid: int) -> None:
     (root / "loadavg").write_text(f"0.00 0.01 0.05 1/120 {last_pid}\n")
 
 
+def _our_tree(root: Path, last_pid: int) -> FakeProc:
+    """A fake /proc of this PID namespace (``self`` names us) holding process 10 ("a"),
+    loadavg naming ``last_pid`` as the last PID made."""
+    fp = FakeProc(root)
+    (root / "self").symlink_to(str(os.getpid()))
+    fp.add(10, "a")
+    _made(root, last_pid)
+    return fp
+
+
 def _tids(sc: TaskScanner) -> list[int]:
     return sorted(t.tid for t in sc.scan().tasks)
 
@@ -44,10 +54,7 @@ def test_listed_again_only_when_a_pid_was_made(tmp_path: Path) -> None:
 def test_a_pid_made_but_not_yet_shown_is_listed_at_the_next_call(tmp_path: Path) -> None:
     """loadavg names a PID whose task is not in /proc yet (alloc_pid() before attach_pid()):
     that listing is not trusted; the next call lists again and sees it."""
-    fp = FakeProc(tmp_path)
-    (tmp_path / "self").symlink_to(str(os.getpid()))
-    fp.add(10, "a")
-    _made(tmp_path, 10)
+    fp = _our_tree(tmp_path, 10)
     listing = ProcListing(str(tmp_path))
     listing.names()
     listing.names()  # settled on PID 10
@@ -60,10 +67,7 @@ def test_a_pid_made_but_not_yet_shown_is_listed_at_the_next_call(tmp_path: Path)
 def test_listed_at_least_every_relist_calls(tmp_path: Path) -> None:
     """A PID the caller chose (clone3 set_tid) does not move loadavg: listed anyway after
     RELIST calls answered from the kept listing."""
-    fp = FakeProc(tmp_path)
-    (tmp_path / "self").symlink_to(str(os.getpid()))
-    fp.add(10, "a")
-    _made(tmp_path, 10)
+    fp = _our_tree(tmp_path, 10)
     listing = ProcListing(str(tmp_path))
     listing.names()
     listing.names()
@@ -128,10 +132,7 @@ def _tids_of(scan) -> list[int]:  # type: ignore[no-untyped-def]
 def test_a_pid_made_while_listing_proves_nothing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A PID made between the loadavg read and the listing could be a reused one in that
     listing: loadavg is read again after it, and a change proves nothing."""
-    fp = FakeProc(tmp_path)
-    (tmp_path / "self").symlink_to(str(os.getpid()))
-    fp.add(10, "a")
-    _made(tmp_path, 10)
+    _our_tree(tmp_path, 10)
     listing = ProcListing(str(tmp_path))
     listing.names()
     real = os.listdir
