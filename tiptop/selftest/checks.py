@@ -139,19 +139,20 @@ class Row:
 def pick_run(check: Check, runs: list[tuple[float, float]]) -> int:
     """Of one size's runs, each ``(count, the child's CPU time)``, the index of the one to
     fit: the median by count (one of the runs, never a mean: exact counts stay exact); for a
-    check against CPU time, the run whose count exceeds its own CPU time least (a run whose
-    CPU time is unknown, if any). Time that task-clock counts and the scheduler does not give
-    the child (steal, interrupts: docs/selftest.md) only ever adds to the count, so the least
-    excess is the least disturbed run; and count and reference come from that one run, since
-    runs of one size can differ more than any excess (on a VM the loop's time per iteration
-    varied 2x from one child to the next)."""
+    check against CPU time, the median run by excess, the count less its own CPU time (a run
+    whose CPU time is unknown, if any). Time that task-clock counts and the scheduler does
+    not give the child (steal, interrupts: docs/selftest.md) adds to one run's excess, so the
+    median leaves a disturbed run out; the least excess would pick the runs whose excess the
+    clocks' granularity made negative, a bias of its own. Count and reference come from that
+    one run, since runs of one size can differ more than any excess (on a VM the loop's time
+    per iteration varied 2x from one child to the next)."""
     order = range(len(runs))
     if check.per_iter is not None:
         return sorted(order, key=lambda i: runs[i][0])[len(runs) // 2]
     unknown = [i for i in order if math.isnan(runs[i][1])]
     if unknown:
         return unknown[0]
-    return min(order, key=lambda i: runs[i][0] - runs[i][1])
+    return sorted(order, key=lambda i: runs[i][0] - runs[i][1])[len(runs) // 2]
 
 
 def judge(
