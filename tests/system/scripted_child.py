@@ -27,8 +27,15 @@ SOFTWARE = screen(
 
 CHILD = textwrap.dedent(
     """
-    import mmap, queue, sys, threading, time
+    import mmap, os, queue, sys, threading, time
     keep = []
+    def reaped(th):
+        # join() returns at CLONE_CHILD_CLEARTID, before do_exit() hands the thread's
+        # inherited counts to its parent (perf_event_exit_task); its /proc/self/task entry
+        # goes later still (release_task), so once that is gone its counts are the parent's.
+        th.join()
+        while os.path.exists(f"/proc/self/task/{th.native_id}"):
+            time.sleep(0.001)
     def burn(s):
         end = time.thread_time() + s
         while time.thread_time() < end:
@@ -39,7 +46,7 @@ CHILD = textwrap.dedent(
         while True:
             cmd, s = t1q.get()
             if cmd == "spawn":
-                th = threading.Thread(target=burn, args=(s,)); th.start(); th.join()
+                th = threading.Thread(target=burn, args=(s,)); th.start(); reaped(th)
             else:
                 burn(s)
                 t1done.put(1)
@@ -57,11 +64,11 @@ CHILD = textwrap.dedent(
                 m[i] = 1
             keep.append(m)
         elif cmd == "burn":
-            th = threading.Thread(target=burn, args=(float(arg),)); th.start(); th.join()
+            th = threading.Thread(target=burn, args=(float(arg),)); th.start(); reaped(th)
         elif cmd in ("t1spawn", "t1exit"):
             t1q.put(("spawn" if cmd == "t1spawn" else "exit", float(arg))); t1done.get()
             if cmd == "t1exit":
-                T1.join()
+                reaped(T1)
         print("done", flush=True)
     """
 )

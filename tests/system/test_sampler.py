@@ -118,8 +118,7 @@ def test_thread_rows(child: Child) -> None:
         assert set(f.marker) == {"+", "-"}
         assert (f.pid == child.pid).all()
         t1 = int(f.tid[f.tid != child.pid][0])
-        child.do("t1exit 0.2")
-        time.sleep(0.1)  # join() returns at CLONE_CHILD_CLEARTID, a moment before release
+        child.do("t1exit 0.2")  # returns once t1 is released (scripted_child.reaped)
         f = s.refresh()
         # t1 died during the interval: its row shows that last interval once, dead (its
         # 0.2 s burn), and its fds are closed; without sticky it is gone afterwards.
