@@ -8,11 +8,14 @@ from __future__ import annotations
 import errno
 import struct
 
+import numpy as np
+
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
 from tiptop.engine.attach import RACE_TRIES
-from tiptop.engine.readout import Unit, _read_all
+from tiptop.engine.readout import CounterPlan, GroupDef, Unit, _read_all, read_units
 from tiptop.host import Host, fd_reserve
+from tiptop.kernel.attr import Attr
 from tiptop.kernel.errors import translate
 
 
@@ -159,7 +162,51 @@ def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
     groups = [_Words(0, 1), _Words(0, "ECHILD", 2), _Words(0, "EIO"), _Words(0, 3)]
     units = [Unit(g, 0) for g in groups]  # each first read (the base) is the 0
     failed: list[tuple[int, Unit, OSError]] = []
-    bufs, rows, ok = _read_all(list(enumerate(units)), failed)
+    bufs, rows, ok = _read_all(units, np.arange(4), failed, 5 * 8)
     counts = [struct.unpack("5Q", b)[3] for b in bufs]
-    assert (counts, rows, ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
+    assert (counts, rows.tolist(), ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
     assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]
+
+
+class _Bare(_Words):
+    """A scripted group with the kernel group's bare read (``CounterGroup.bare_read``):
+    0 bytes where ``read_raw`` says EIO (a pinned event in error state)."""
+
+    def bare_read(self) -> object:
+        def words() -> bytes:
+            return b"" if self.script[0] == "EIO" else self.read_raw()
+
+        return words
+
+
+def test_a_short_bare_read_is_read_again_and_fails_alone() -> None:
+    """The bare reads of a refresh are checked by their total length: one short read sends
+    the refresh unit by unit, where that unit fails with EIO and the others keep theirs."""
+    groups = [_Bare(0, 1), _Bare(0, "EIO"), _Bare(0, 3)]
+    units = [Unit(g, 0) for g in groups]
+    failed: list[tuple[int, Unit, OSError]] = []
+    bufs, rows, ok = _read_all(units, np.arange(3), failed, 5 * 8)
+    counts = [struct.unpack("5Q", b)[3] for b in bufs]
+    assert (counts, rows.tolist(), ok) == ([1, 3], [0, 2], [units[0], units[2]])
+    assert [(i, e.errno) for i, _, e in failed] == [(1, errno.EIO)]
+
+
+def test_one_unit_a_row_and_several_a_row_sum_alike() -> None:
+    """read_units' two ways to the (row, alias) cells: one unit a row, every read good
+    (each cell set from its unit), and several units a row or a failed read (summed per
+    cell) give the same sums."""
+    plan = CounterPlan(
+        ("A",), [GroupDef("software", (Attr(type=1, config=0),), np.array([0]))],
+        np.ones(1, bool), np.zeros(1, bool),
+    )  # fmt: skip
+
+    def units(*scripts: tuple[int | str, ...]) -> list[Unit]:
+        return [Unit(_Words(0, *s), 0) for s in scripts]
+
+    one, _ = read_units(plan, [units((5,)), units((7,))])
+    assert (one.raw.tolist(), one.nread.tolist()) == ([[5.0], [7.0]], [[1.0], [1.0]])
+    two, _ = read_units(plan, [units((5,), (2,)), units((7,))])
+    assert (two.raw.tolist(), two.nread.tolist()) == ([[7.0], [7.0]], [[2.0], [1.0]])
+    bad, failed = read_units(plan, [units((5,)), units(("EIO",))])
+    assert (bad.raw.tolist(), bad.nread.tolist()) == ([[5.0], [0.0]], [[1.0], [0.0]])
+    assert [(i, e.errno) for i, _, e in failed] == [(1, errno.EIO)]

@@ -99,15 +99,19 @@ class Attacher:
         ended = self._exits.ended()
         idle = readout.idle()
         marks: dict[int, tuple[int, int]] = {}
-        for i, st in enumerate(states):
-            # Without a pidfd or a mark an exit and a PID reused in the same clock tick
-            # look alike to a task that slept; counters disabled until exec say nothing
-            # of running.
-            unwatched = st.exit_fd is None and st.mark is None
-            if st.spawned or unwatched or (ended and rows[i].key in ended):
+        # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
+        # alike to a task that slept; counters disabled until exec say nothing of running.
+        # Most tasks have a pidfd and are not spawned: only the others are looked at.
+        for i in [i for i, st in enumerate(states) if st.exit_fd is None or st.spawned]:
+            st = states[i]
+            if st.spawned or st.mark is None:
                 idle[i] = False
-            elif st.exit_fd is None and idle[i]:  # watched by its mark alone
+            elif idle[i] and not (ended and rows[i].key in ended):  # watched by its mark
                 marks[rows[i].tid] = st.mark
+        if ended:
+            for i, t in enumerate(rows):
+                if t.key in ended:
+                    idle[i] = False
         for i, u, e in failed:
             idle[i] = False
             if isinstance(e, GroupChanging):

@@ -20,7 +20,8 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,10 +78,24 @@ def pack_reading(values: np.ndarray, time_enabled: int, time_running: int) -> by
     return words.tobytes()
 
 
+def _packer(group: Group) -> Callable[[], bytes]:
+    """A read of ``group`` (a backend that gives a ``GroupReading``) as the kernel's words."""
+
+    def words() -> bytes:
+        r = group.read()
+        return pack_reading(r.values, r.time_enabled, r.time_running)
+
+    return words
+
+
+def _closed() -> bytes:
+    raise OSError(errno.EBADF, "counter group is closed")
+
+
 class Unit:
     """One open group on one thread, with its first and previous reads."""
 
-    __slots__ = ("base", "gdef", "group", "last", "raw")
+    __slots__ = ("base", "gdef", "group", "last", "raw", "words")
 
     def __init__(self, group: Group, gdef: int) -> None:
         self.group = group
@@ -88,6 +103,13 @@ class Unit:
         # The kernel backend's CounterGroup gives raw bytes; any other backend its
         # GroupReading, packed to the same words.
         self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
+        #: What a refresh calls for this unit's words: for the kernel's groups a bare
+        #: read (``CounterGroup.bare_read``: errors and length checked by the caller,
+        #: :func:`_read_all`); never a bound method of the unit, a reference cycle each.
+        self.words: Callable[[], bytes] = _packer(group)
+        if self.raw:
+            bare = getattr(group, "bare_read", None)
+            self.words = bare() if callable(bare) else group.read_raw  # type: ignore[attr-defined]
         opened = False
         try:
             self.base = self.last = _read(self)
@@ -97,6 +119,7 @@ class Unit:
             ids = np.asarray(getattr(group, "ids", ()), _U64)
             if self.raw and not np.array_equal(np.frombuffer(self.base, _U64)[4::2], ids):
                 self.raw = False
+                self.words = _packer(group)
                 self.base = self.last = _read(self)
             opened = True
         finally:
@@ -104,14 +127,14 @@ class Unit:
                 group.close()
 
     def read(self) -> bytes:
-        """The group's words now. Raises ``OSError``."""
+        """The group's words now, errors translated and a short read an ``OSError``."""
         if self.raw:
             return self.group.read_raw()  # type: ignore[attr-defined]
-        r = self.group.read()
-        return pack_reading(r.values, r.time_enabled, r.time_running)
+        return self.words()
 
     def close(self) -> None:
-        """Close the group's fds."""
+        """Close the group's fds; a later read fails (EBADF), never reads a reused fd."""
+        self.words = _closed
         self.group.close()
 
 
@@ -212,43 +235,69 @@ def read_units(
     """Read every unit once and sum per (row, alias). Returns the readout and the units
     whose read failed as ``(row, unit, error)`` (their ``last`` is unchanged)."""
     n, k = len(units_per_row), len(plan.aliases)
-    size = n * k
-    acc = {f: np.zeros(size) for f in Readout.__dataclass_fields__}
+    acc = {f: np.zeros((n, k)) for f in Readout.__dataclass_fields__}
     failed: list[tuple[int, Unit, OSError]] = []
-    per_g: list[list[tuple[int, Unit]]] = [[] for _ in plan.groups]
-    for i, us in enumerate(units_per_row):
-        for u in us:
-            per_g[u.gdef].append((i, u))
-    for g, items in enumerate(per_g):
+    # Flat lists, no Python work per unit beyond its read (once per task per refresh).
+    per_row = list(map(len, units_per_row))
+    units = [u for us in units_per_row for u in us]
+    rows = np.repeat(np.arange(n, dtype=np.int64), per_row)
+    kinds = None
+    if len(plan.groups) > 1:
+        kinds = np.fromiter((u.gdef for u in units), np.int64, len(units))
+    for g, gdef in enumerate(plan.groups):
+        items, at = units, rows
+        if kinds is not None:
+            pick = np.flatnonzero(kinds == g)
+            items, at = [units[j] for j in pick], rows[pick]
         if not items:
             continue
-        gdef = plan.groups[g]
-        bufs, rows, ok = _read_all(items, failed)
-        if not ok:
-            continue
-        w = gdef.width
-        cur = np.frombuffer(b"".join(bufs), _U64).reshape(-1, w)
-        prev = np.frombuffer(b"".join([u.last for u in ok]), _U64).reshape(-1, w)
-        base = np.frombuffer(b"".join([u.base for u in ok]), _U64).reshape(-1, w)
-        for u, b in zip(ok, bufs, strict=True):
-            u.last = b
-        dv, ds, de, dr = _counts(plan, gdef, _delta(cur, prev))
-        _, ts, te, tr = _counts(plan, gdef, _delta(cur, base))
-        flat = (np.asarray(rows, np.int64)[:, None] * k + gdef.alias_index[None, :]).ravel()
-        m = len(gdef.attrs)
-        for name, vals in (
-            ("raw", dv),
-            ("delta", ds),
-            ("total", ts),
-            ("enabled", np.repeat(de, m)),
-            ("running", np.repeat(dr, m)),
-            ("total_enabled", np.repeat(te, m)),
-            ("total_running", np.repeat(tr, m)),
-            ("nread", np.ones(flat.size)),
-        ):
-            acc[name] += np.bincount(flat, weights=vals.ravel(), minlength=size)
-    out = Readout(**{f: a.reshape(n, k) for f, a in acc.items()})
-    return out, failed
+        bufs, at, ok = _read_all(items, at, failed, gdef.width * 8)
+        if ok:
+            once = kinds is None and max(per_row) == 1  # one unit per row
+            _accumulate(acc, plan, gdef, bufs, ok, at, once)
+    return Readout(**acc), failed
+
+
+def _accumulate(
+    acc: dict[str, np.ndarray],
+    plan: CounterPlan,
+    gdef: GroupDef,
+    bufs: list[bytes],
+    ok: list[Unit],
+    at: np.ndarray,
+    once: bool,
+) -> None:
+    """Add the reads ``bufs`` of the units ``ok`` (rows ``at``) of one group kind to the
+    ``(n, k)`` sums in ``acc``, and make them the units' previous reads."""
+    w = gdef.width
+    cur = np.frombuffer(b"".join(bufs), _U64).reshape(-1, w)
+    prev = np.frombuffer(b"".join([u.last for u in ok]), _U64).reshape(-1, w)
+    base = np.frombuffer(b"".join([u.base for u in ok]), _U64).reshape(-1, w)
+    for u, b in zip(ok, bufs, strict=True):
+        u.last = b
+    dv, ds, de, dr = _counts(plan, gdef, _delta(cur, prev))
+    _, ts, te, tr = _counts(plan, gdef, _delta(cur, base))
+    cols = gdef.alias_index
+    n, k = acc["raw"].shape
+    # The common case (one group kind holding every alias in order, one unit per row,
+    # every read good): each cell is one unit's, added in place; else summed per cell.
+    whole = once and len(at) == n and np.array_equal(cols, np.arange(k))
+    flat = None if whole else (at[:, None] * k + cols[None, :]).ravel()
+    for name, vals in (
+        ("raw", dv),
+        ("delta", ds),
+        ("total", ts),
+        ("enabled", de[:, None]),
+        ("running", dr[:, None]),
+        ("total_enabled", te[:, None]),
+        ("total_running", tr[:, None]),
+        ("nread", np.ones((1, 1))),
+    ):
+        if flat is None:
+            acc[name] += vals
+        else:
+            full = np.broadcast_to(vals, (len(at), len(cols))).ravel()
+            acc[name] += np.bincount(flat, weights=full, minlength=n * k).reshape(n, k)
 
 
 def _read(u: Unit, tries: int = 8) -> bytes:
@@ -263,47 +312,42 @@ def _read(u: Unit, tries: int = 8) -> bytes:
 
 
 def _read_all(
-    items: list[tuple[int, Unit]], failed: list[tuple[int, Unit, OSError]]
-) -> tuple[list[bytes], list[int], list[Unit]]:
-    """One read of each ``(row, unit)``: the words read, their rows and units; failures go
-    to ``failed``. Every read succeeding at its first try is the common case (once per
-    task per refresh), so it runs without a ``try`` per unit; the first error hands over
-    to :func:`_read_rest`."""
-    bufs: list[bytes] = []
+    units: list[Unit], rows: np.ndarray, failed: list[tuple[int, Unit, OSError]], nbytes: int
+) -> tuple[list[bytes], np.ndarray, list[Unit]]:
+    """One read of each unit (``rows``: the row of each; ``nbytes``: the size of one
+    read): the words read, their rows and units; failures go to ``failed``. Every read
+    succeeding at its first try is the common case (once per task per refresh), so it runs
+    as one comprehension of bare reads without a ``try`` per unit; the first error or a
+    short read hands over to :func:`_read_rest`, which reads through ``Unit.read``."""
     try:
-        for _, u in items:
-            bufs.append(u.group.read_raw() if u.raw else u.read())
-    except OSError as e:
-        return _read_rest(items, failed, bufs, e)
-    return bufs, [i for i, _ in items], [u for _, u in items]
+        bufs = [u.words() for u in units]
+    except OSError:
+        return _read_rest(units, rows, failed)
+    if sum(map(len, bufs)) != nbytes * len(units):  # a short read (Unit.read says which)
+        return _read_rest(units, rows, failed)
+    return bufs, rows, units
 
 
 def _read_rest(
-    items: list[tuple[int, Unit]],
-    failed: list[tuple[int, Unit, OSError]],
-    bufs: list[bytes],
-    error: OSError,
-) -> tuple[list[bytes], list[int], list[Unit]]:
-    """:func:`_read_all` on from ``items[len(bufs)]``, whose first read raised ``error``,
-    unit by unit: a group changing under the read is read again (:func:`_read`), any
-    other error goes to ``failed``."""
-    k = len(bufs)
-    rows, ok = [i for i, _ in items[:k]], [u for _, u in items[:k]]
-    for n, (i, u) in enumerate(items[k:]):
+    units: list[Unit], rows: np.ndarray, failed: list[tuple[int, Unit, OSError]]
+) -> tuple[list[bytes], np.ndarray, list[Unit]]:
+    """:func:`_read_all` unit by unit, after an error: a group changing under the read is
+    read again (:func:`_read`), any other error goes to ``failed``. The units read before
+    the error are read again: a read returns counts since the group was enabled and
+    changes none of them (perf_event_open(2), "Reading results")."""
+    bufs: list[bytes] = []
+    kept: list[int] = []
+    ok: list[Unit] = []
+    for j, u in enumerate(units):
         try:
-            try:
-                if n == 0:
-                    raise error
-                b = u.group.read_raw() if u.raw else u.read()
-            except GroupChanging:
-                b = _read(u, 7)
+            b = _read(u, 7)  # with the failed first try: 8 in all (_read)
         except OSError as e:
-            failed.append((i, u, e))
+            failed.append((int(rows[j]), u, e))
             continue
         bufs.append(b)
-        rows.append(i)
+        kept.append(j)
         ok.append(u)
-    return bufs, rows, ok
+    return bufs, rows[np.asarray(kept, np.int64)], ok
 
 
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -95,6 +96,12 @@ class CounterGroup:
             # 0 bytes: a pinned event in error state (perf_event_open(2), "pinned").
             raise OSError(errno.EIO, f"short read of perf group ({len(buf)} bytes)")
         return buf
+
+    def bare_read(self) -> Callable[[], bytes]:
+        """A read of the leader as a call with nothing around it: ``os.read`` of its fd,
+        errors untranslated and no check of the length (the caller checks both; what
+        a refresh calls once per task). Not to be called after ``close``."""
+        return functools.partial(os.read, self.fds[0], self._bufsize)
 
     def read(self) -> GroupReading:
         """Cumulative counts and times since the group was opened."""
