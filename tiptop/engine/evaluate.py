@@ -85,16 +85,16 @@ def assemble(
     total = np.where(total_status == Code.OK, total, np.nan)
     c_running = readout.running_fraction(plan)
 
-    facts = row_facts(rows, readout, plan, interval, reaped, threads)
+    tid = np.array([t.tid for t in rows], np.int64)
+    pid = np.array([t.pid for t in rows], np.int64)
+    num_threads = np.array([t.num_threads for t in rows], np.int64)
+    facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads)
     env = environment(facts)
     for j, a in enumerate(plan.aliases):
         env[a] = (total[:, j], total_status[:, j])
         env[delta_key(a)] = (delta[:, j], status[:, j])
     values, cstatus, running = _evaluate(columns, col_aliases, env, c_running, n)
     judge_breakdown(values, cstatus, breakdown, facts.cpu_total, interval)
-    tid = np.array([t.tid for t in rows], np.int64)
-    pid = np.array([t.pid for t in rows], np.int64)
-    num_threads = np.array([t.num_threads for t in rows], np.int64)
     return Frame(
         iteration=iteration,
         timestamp=time.time(),
@@ -135,6 +135,7 @@ def row_facts(
     interval: float,
     reaped: np.ndarray | None,
     threads: bool = False,
+    num_threads: np.ndarray | None = None,
 ) -> RowFacts:
     """What the built-in variables read (``tiptop.screens.variables``) for ``rows``: their
     CPU times and last CPU.
@@ -149,8 +150,12 @@ def row_facts(
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = np.array([t.cpu_total for t in rows], np.float64)
-    per_row = [1 if threads else max(t.num_threads, 1) for t in rows]
-    cap = 100.0 * np.array(per_row, np.float64)
+    if threads:
+        cap = np.full(n, 100.0)
+    else:
+        if num_threads is None:
+            num_threads = np.array([t.num_threads for t in rows], np.int64)
+        cap = 100.0 * np.maximum(num_threads, 1)
     est = 100.0 * on_cpu_seconds(readout, plan) / interval if interval > 0 else np.full(n, np.nan)
     counted = ~np.isnan(est)
     est0 = np.where(counted, est, 0.0)  # not np.nan_to_num: a Python function, ~8 us

@@ -32,6 +32,7 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -225,8 +226,10 @@ class Sampler:
         afterwards, frozen."""
         shown: list[Task] = [t for t in scan.tasks if not t.new]
         rows = shown + scan.gone
-        where = {id(t): i for i, t in enumerate(known)}
-        counts = counts.take([where[id(t)] for t in rows])
+        # Most refreshes show the tasks read, in the same order: nothing to take then.
+        if len(rows) != len(known) or not all(map(operator.is_, rows, known)):
+            where = {id(t): i for i, t in enumerate(known)}
+            counts = counts.take([where[id(t)] for t in rows])
         if self._uncountable:  # a spawned set-user-ID command: its counters ended at exec
             for i, t in enumerate(rows):
                 if t.pid in self._uncountable:
