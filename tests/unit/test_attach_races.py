@@ -144,8 +144,10 @@ class _Words:
 
     def __init__(self, *script: int | str) -> None:
         self.script = list(script)
+        self.reads = 0
 
     def read_raw(self) -> bytes:
+        self.reads += 1
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         if isinstance(step, str):
             raise translate(OSError(getattr(errno, step), step))
@@ -166,6 +168,8 @@ def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
     counts = [struct.unpack("5Q", b)[3] for b in bufs]
     assert (counts, rows.tolist(), ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
     assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]
+    # Each read once after its first (the base), the changing group once more: none twice.
+    assert [g.reads for g in groups] == [2, 3, 2, 2]
 
 
 class _Bare(_Words):

@@ -146,7 +146,8 @@ def row_facts(
     counters' on-CPU time where they were read (Δtime_enabled, in ns: a task-bound context
     clock ticks only while the task runs, perf_event_open(2)), else clamped; the
     system/user split is scaled to match. A reaped task's %CPU is its counters' on-CPU
-    time, its split unknown (``?``)."""
+    time, its split unknown (``?``). ``num_threads``: the rows' thread counts when the
+    caller has them as an array (else read from ``rows``)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = np.array([t.cpu_total for t in rows], np.float64)

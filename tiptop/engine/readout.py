@@ -31,6 +31,7 @@ from tiptop.engine.exits import Identity
 from tiptop.errors import GroupChanging
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Group
+from tiptop.kernel.errors import translate
 
 _U64 = np.dtype("<u8")
 _HALF = np.uint64(1 << 63)
@@ -244,6 +245,7 @@ def read_units(
     kinds = None
     if len(plan.groups) > 1:
         kinds = np.fromiter((u.gdef for u in units), np.int64, len(units))
+    once = kinds is None and bool(units) and max(per_row) == 1  # one unit per row
     for g, gdef in enumerate(plan.groups):
         items, at = units, rows
         if kinds is not None:
@@ -253,7 +255,6 @@ def read_units(
             continue
         bufs, at, ok = _read_all(items, at, failed, gdef.width * 8)
         if ok:
-            once = kinds is None and max(per_row) == 1  # one unit per row
             _accumulate(acc, plan, gdef, bufs, ok, at, once)
     return Readout(**acc), failed
 
@@ -317,37 +318,54 @@ def _read_all(
     """One read of each unit (``rows``: the row of each; ``nbytes``: the size of one
     read): the words read, their rows and units; failures go to ``failed``. Every read
     succeeding at its first try is the common case (once per task per refresh), so it runs
-    as one comprehension of bare reads without a ``try`` per unit; the first error or a
-    short read hands over to :func:`_read_rest`, which reads through ``Unit.read``."""
+    as one loop of bare reads without a ``try`` per unit; the first error or a short read
+    hands over to :func:`_read_rest`."""
+    bufs: list[bytes] = []
+    add = bufs.append
     try:
-        bufs = [u.words() for u in units]
-    except OSError:
-        return _read_rest(units, rows, failed)
-    if sum(map(len, bufs)) != nbytes * len(units):  # a short read (Unit.read says which)
-        return _read_rest(units, rows, failed)
+        for u in units:
+            add(u.words())
+    except OSError as e:
+        return _read_rest(units, rows, failed, bufs, translate(e), nbytes)
+    if sum(map(len, bufs)) != nbytes * len(units):
+        return _read_rest(units, rows, failed, bufs, None, nbytes)
     return bufs, rows, units
 
 
 def _read_rest(
-    units: list[Unit], rows: np.ndarray, failed: list[tuple[int, Unit, OSError]]
+    units: list[Unit],
+    rows: np.ndarray,
+    failed: list[tuple[int, Unit, OSError]],
+    bufs: list[bytes],
+    error: OSError | None,
+    nbytes: int,
 ) -> tuple[list[bytes], np.ndarray, list[Unit]]:
-    """:func:`_read_all` unit by unit, after an error: a group changing under the read is
-    read again (:func:`_read`), any other error goes to ``failed``. The units read before
-    the error are read again: a read returns counts since the group was enabled and
-    changes none of them (perf_event_open(2), "Reading results")."""
-    bufs: list[bytes] = []
+    """:func:`_read_all` unit by unit once a bare read failed or came short: the whole
+    reads of ``bufs`` are kept; ``error`` is that of the unit after them (None for a short
+    read); every other unit is read through ``Unit.read`` (translated, length checked). A
+    group changing under the read is read again (:func:`_read`: 8 tries in all), any other
+    error goes to ``failed``."""
+    words: list[bytes] = []
     kept: list[int] = []
     ok: list[Unit] = []
     for j, u in enumerate(units):
         try:
-            b = _read(u, 7)  # with the failed first try: 8 in all (_read)
+            if j < len(bufs) and len(bufs[j]) == nbytes:
+                b = bufs[j]
+            else:
+                try:
+                    if j == len(bufs) and error is not None:
+                        raise error
+                    b = u.read()
+                except GroupChanging:
+                    b = _read(u, 7)
         except OSError as e:
             failed.append((int(rows[j]), u, e))
             continue
-        bufs.append(b)
+        words.append(b)
         kept.append(j)
         ok.append(u)
-    return bufs, rows[np.asarray(kept, np.int64)], ok
+    return words, rows[np.asarray(kept, np.int64)], ok
 
 
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
