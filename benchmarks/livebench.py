@@ -17,24 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from procbench import ITERATION, Tool, run_retrying
+from procbench import ITERATION, Tool, cpu_ns, run_retrying
 
 TMUX_CONF = "set -g remain-on-exit on\nset -g status off\nset -g default-size 200x50\n"
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time used so far by every thread of ``pid``, in nanoseconds."""
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        return total
-    except (OSError, ValueError, IndexError):
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15
-        return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 class Tmux:

@@ -4,8 +4,10 @@ Each tool (ours, ``python3 -m tiptop -S default``; the C original, ``/usr/bin/ti
 as a child process on the same sleeping tasks, with the preload shim ``hw2sw.c`` turning the
 default screen's hardware events into software ones, and is measured as a user pays it:
 
-* batch: user + system CPU of the child from ``os.wait4`` (getrusage(2)) for ``-n A`` and
-  ``-n B`` refreshes; the difference over ``B - A`` is one refresh, start-up cancelled;
+* batch: the child's run time (``/proc/PID/task/*/schedstat``, as for live) read while it
+  runs, when its output shows refresh ``A`` printed and when it shows refresh ``B``
+  printed (each refresh ends with one blank line); the difference over ``B - A`` is one
+  refresh, start-up and exit outside the window;
 * live: the tool in a tmux pane, its run time (``/proc/PID/task/*/schedstat``, first field,
   nanoseconds, proc(5)) between two screen updates, over the ``Iteration:`` counter that
   ``--timestamp`` prints at the bottom of both tools' screens.
@@ -190,6 +192,8 @@ class Run:
     rows: int
     counted: int
     error: str = ""
+    #: CPU seconds a refresh inside the run's window (``Window``), when one was asked for
+    per_refresh_s: float | None = None
 
 
 def last_block(text: str) -> tuple[int, int]:
@@ -202,6 +206,21 @@ def last_block(text: str) -> tuple[int, int]:
             counted = sum("?" not in ln.split()[1 : 1 + CELLS] for ln in lines)
             break
     return rows, counted
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time used so far by every thread of ``pid``, in nanoseconds."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total
+    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15
+        return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def vm_hwm_kb(pid: int) -> int:
@@ -217,26 +236,76 @@ def vm_hwm_kb(pid: int) -> int:
     return 0
 
 
-def wait_watching(pid: int, timeout: float) -> tuple[int, resource.struct_rusage, int]:
+class Window:
+    """The child's run time when its batch output first shows ``first`` and then ``last``
+    refreshes printed, read while it runs: each refresh block ends with one blank line, as
+    does the preamble (so ``k`` refreshes printed show as ``k + 1`` blank lines). Both
+    marks are read at the same point of a refresh (the flush that carries its last line),
+    so the window holds ``last - first`` whole refreshes."""
+
+    def __init__(self, out: Path, first: int, last: int) -> None:
+        self.out, self.first, self.last = out, first, last
+        self.offset, self.tail, self.blanks = 0, b"", 0
+        self.cpu: dict[int, int] = {}
+
+    def poll(self, pid: int) -> None:
+        """Read what the child wrote since the last poll; note its run time at a mark."""
+        try:
+            with open(self.out, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return
+        self.offset += len(data)
+        both = self.tail + data
+        self.blanks += len(re.findall(rb"\n(?=\n)", both))  # a pair counts when it ends
+        self.tail = both[-1:]
+        for k in (self.first, self.last):
+            if k not in self.cpu and self.blanks >= k + 1:
+                with contextlib.suppress(OSError, ValueError):
+                    self.cpu[k] = cpu_ns(pid)
+
+    def per_refresh_s(self) -> float | None:
+        """CPU seconds a refresh inside the window; None when a mark was not seen."""
+        if len(self.cpu) < 2:
+            return None
+        return (self.cpu[self.last] - self.cpu[self.first]) / 1e9 / (self.last - self.first)
+
+
+def wait_watching(
+    pid: int, timeout: float, window: Window | None = None
+) -> tuple[int, resource.struct_rusage, int]:
     """Wait for child ``pid`` (killed after ``timeout`` s): its wait status, its rusage and
-    its peak RSS in kB, read every 20 ms while it runs. Not ``ru_maxrss``: the kernel
-    starts a child's from the RSS of the process that forked it (fs/exec.c, exec_mmap), here
-    this Python process, which is larger than the C original."""
-    end, hwm = time.monotonic() + timeout, 0
+    its peak RSS in kB, read every 20 ms while it runs, and ``window``'s marks polled every
+    2 ms. Not ``ru_maxrss``: the kernel starts a child's from the RSS of the process that
+    forked it (fs/exec.c, exec_mmap), here this Python process, which is larger than the C
+    original."""
+    end, hwm, n = time.monotonic() + timeout, 0, 0
     while True:
         done, status, ru = os.wait4(pid, os.WNOHANG)
         if done:
             return status, ru, hwm
-        hwm = max(hwm, vm_hwm_kb(pid))
+        if window is not None:
+            window.poll(pid)
+        if n % 10 == 0:
+            hwm = max(hwm, vm_hwm_kb(pid))
+        n += 1
         if time.monotonic() > end:
             os.kill(pid, signal.SIGKILL)
             _, status, ru = os.wait4(pid, 0)
             return status, ru, hwm
-        time.sleep(0.02)
+        time.sleep(0.002)
 
 
-def run_batch(tool: Tool, args: list[str], out: Path, timeout: float = 300) -> Run:
-    """Run ``tool`` with ``args`` to completion, stdout into ``out``; its rusage."""
+def run_batch(
+    tool: Tool,
+    args: list[str],
+    out: Path,
+    timeout: float = 300,
+    window: tuple[int, int] | None = None,
+) -> Run:
+    """Run ``tool`` with ``args`` to completion, stdout into ``out``; its rusage, and its
+    CPU a refresh between refreshes ``window[0]`` and ``window[1]`` printed."""
     err = out.with_suffix(".err")
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
@@ -245,23 +314,33 @@ def run_batch(tool: Tool, args: list[str], out: Path, timeout: float = 300) -> R
     ]
     cmd = tool.command(args)
     pid = os.posix_spawn(cmd[0], cmd, tool.environ(), file_actions=actions)
-    status, ru, hwm = wait_watching(pid, timeout)
+    marks = Window(out, *window) if window else None
+    status, ru, hwm = wait_watching(pid, timeout, marks)
     text = out.read_text(errors="replace")
     rows, counted = last_block(text)
     # the default screen's header, not a fallback screen's (the shim makes its events open)
     error = "" if "Mcycle" in text else "no Mcycle column: the default screen did not open"
+    per_refresh = marks.per_refresh_s() if marks else None
+    if marks and per_refresh is None and not error:
+        error = f"refreshes {window} were not seen printed while it ran"
     if os.waitstatus_to_exitcode(status) != 0:
         tail = err.read_text(errors="replace").strip().splitlines()[-3:]
         error = f"exit {os.waitstatus_to_exitcode(status)}: {' / '.join(tail)}"
-    return Run(ru.ru_utime + ru.ru_stime, hwm, rows, counted, error)
+    return Run(ru.ru_utime + ru.ru_stime, hwm, rows, counted, error, per_refresh)
 
 
-def run_retrying(tool: Tool, args: list[str], out: Path, crashes: list[str]) -> Run:
+def run_retrying(
+    tool: Tool,
+    args: list[str],
+    out: Path,
+    crashes: list[str],
+    window: tuple[int, int] | None = None,
+) -> Run:
     """``run_batch``, run again (up to 3 tries) when the tool fails, each failure noted in
     ``crashes``: the C original sometimes aborts (a double free) when a task it attaches to
     exits at that moment, which other people's short-lived processes make likely."""
     for _ in range(3):
-        run = run_batch(tool, args, out)
+        run = run_batch(tool, args, out, window=window)
         if not run.error:
             break
         crashes.append(run.error)
@@ -284,9 +363,11 @@ class BatchResult:
 def measure_batch(
     tools: list[Tool], args: list[str], short: int, long: int, repeats: int, out: Path
 ) -> dict[str, BatchResult | str]:
-    """CPU per refresh of each tool with ``args``: ``-n long`` minus ``-n short``, divided
-    by ``long - short``, median over ``repeats`` (tools alternated, order flipped each
-    repeat); a string instead when a tool kept failing."""
+    """CPU per refresh of each tool with ``args``: one ``-n long`` run, its CPU between
+    refresh ``short`` printed and refresh ``long - 1`` printed (``Window``: the last
+    refresh's line only shows at exit), over the refreshes between; median over
+    ``repeats`` (tools alternated, order flipped each repeat); a string instead when a
+    tool kept failing."""
     samples: dict[str, list[float]] = {t.label: [] for t in tools}
     crashes: dict[str, list[str]] = {t.label: [] for t in tools}
     last: dict[str, Run] = {}
@@ -295,19 +376,17 @@ def measure_batch(
         for tool in tools if r % 2 == 0 else tools[::-1]:
             if tool.label in failed:
                 continue
-            runs = [
-                run_retrying(
-                    tool, [*args, "-n", str(k)], out / f"{tool.label}.out", crashes[tool.label]
-                )
-                for k in (short, long)
-            ]
-            if bad := next((x.error for x in runs if x.error), ""):
-                failed[tool.label] = f"failed 3 times: {bad}"
+            run = run_retrying(
+                tool, [*args, "-n", str(long)], out / f"{tool.label}.out", crashes[tool.label],
+                window=(short, long - 1),
+            )  # fmt: skip
+            if run.error or run.per_refresh_s is None:
+                failed[tool.label] = f"failed 3 times: {run.error}"
                 continue
-            samples[tool.label].append((runs[1].cpu_s - runs[0].cpu_s) / (long - short))
+            samples[tool.label].append(run.per_refresh_s)
             prev = last.get(tool.label)
-            peak = max(runs[1].peak_kb, prev.peak_kb if prev else 0)
-            last[tool.label] = Run(0, peak, runs[1].rows, runs[1].counted)
+            peak = max(run.peak_kb, prev.peak_kb if prev else 0)
+            last[tool.label] = Run(0, peak, run.rows, run.counted)
     res: dict[str, BatchResult | str] = dict(failed)
     for label, xs in samples.items():
         if xs and label not in failed:

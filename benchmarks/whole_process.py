@@ -6,9 +6,10 @@
 For each size N it starts N sleeping processes (or one process with N threads, shown with
 ``-H``) and measures both tools, alternated, on those tasks plus whatever else runs here:
 
-* batch: CPU of the whole ``tiptop -b -i`` process per refresh: (CPU of ``-n 3+K``) minus
-  (CPU of ``-n 3``), over K, so that start-up cancels (K = 25000 / N within 20..50, enough
-  for the refreshes to dwarf start-up's noise); median of 3; peak RSS (VmHWM);
+* batch: CPU of the whole ``tiptop -b -i`` process per refresh, read while a ``-n 3+K``
+  run runs: its CPU between the output showing refresh 3 printed and showing refresh
+  2+K printed, over those K-1 refreshes, so that start-up and exit stay outside (K =
+  25000 / N within 20..50); median of 3; peak RSS (VmHWM);
 * live: the tool in a 200x50 tmux terminal, CPU between two screen updates over the
   refreshes counted in between;
 * start-up: CPU of a whole ``tiptop -b -n 1`` (median of 5), with 200 sleeping processes;
@@ -83,8 +84,8 @@ IDLE = Target("< 0.05% core", 0.05, False)
 class Settings:
     """How long and how often to measure (``--quick`` shortens everything)."""
 
-    short: int = 3  # refreshes of the short batch run (start-up and discovery included)
-    spread: int = 25000  # the long run has short + spread // N refreshes more, clamped:
+    short: int = 3  # refreshes before the measured window (start-up and discovery)
+    spread: int = 25000  # the run has short + spread // N refreshes more, clamped:
     extra: tuple[int, int] = (20, 50)
     repeats: int = 3
     delay: float = 0.1
@@ -95,8 +96,8 @@ class Settings:
     startup_repeats: int = 5
 
     def long(self, n: int) -> int:
-        """Refreshes of the long batch run with ``n`` tasks: enough for the CPU of the
-        refreshes in between to dwarf the run-to-run noise of start-up."""
+        """Refreshes of the batch run with ``n`` tasks: enough for the window's CPU to
+        dwarf the error of reading it at two marks."""
         lo, hi = self.extra
         return self.short + max(lo, min(hi, self.spread // max(n, 1)))
 
@@ -318,8 +319,8 @@ def run(argv: list[str] | None = None) -> list[Row]:
         print(f"ours: {compiled}")
         print(f"RLIMIT_NOFILE: {raise_fd_limit()}; shim: {shim or why}; C: {c_path or c_why}")
         print(
-            f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]} minus -n {s.short}, "
-            f"median of {s.repeats}; "
+            f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]}, CPU from refresh "
+            f"{s.short} to the one before last, median of {s.repeats}; "
             f"live: -d {s.live_delay}, {s.live_seconds:.0f} s; filter: {a.filter}"
         )
         print_row(HEAD)

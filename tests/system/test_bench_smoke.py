@@ -1,8 +1,10 @@
 """Smoke test of the whole-process benchmark (benchmarks/whole_process.py): a short batch
-measurement of our tiptop alone (no C original) on 20 sleeping processes."""
+measurement of our tiptop alone (no C original) on 20 sleeping processes; the window that
+reads a batch run's CPU between two refreshes printed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -35,3 +37,29 @@ def test_batch_row_of_ours_alone(capsys: pytest.CaptureFixture[str]) -> None:
     assert row.c == "n/a" and row.ratio == "n/a"
     printed = capsys.readouterr().out
     assert "| batch " in printed and row.ours in printed
+
+
+def test_window_marks_refreshes_by_their_blank_lines(tmp_path: Path) -> None:
+    """Refresh k printed shows as k + 1 blank lines (the preamble ends with one), counted
+    across the writes a poll sees, a blank line split between two of them included; the
+    run time is read at refresh 1 and at refresh 3, and the window is 2 refreshes."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import procbench
+    finally:
+        sys.path.remove(str(BENCH))
+    out = tmp_path / "batch.out"
+    w = procbench.Window(out, 1, 3)
+    me = os.getpid()
+    for chunk, blanks, marks in (
+        (b"tiptop - up\n\n  PID [ %CPU]\n    1 a\n", 1, []),
+        (b"\n", 2, [1]),  # refresh 1's blank line, its first newline in the chunk before
+        (b"    1 a\n\n    1 a\n", 3, [1]),
+        (b"\n", 4, [1, 3]),
+    ):
+        with open(out, "ab") as f:
+            f.write(chunk)
+        w.poll(me)
+        assert (w.blanks, sorted(w.cpu)) == (blanks, marks)
+    per = w.per_refresh_s()
+    assert per is not None and per == (w.cpu[3] - w.cpu[1]) / 1e9 / 2
