@@ -208,14 +208,21 @@ def last_block(text: str) -> tuple[int, int]:
     return rows, counted
 
 
+def run_time_ns(pid: int) -> int:
+    """Run time of every thread of ``pid`` so far (``/proc/PID/task/*/schedstat``, first
+    field, ns); ``OSError``/``ValueError`` when any cannot be read (no tick fallback: a
+    window's two marks must be in the same unit)."""
+    return sum(
+        int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        for tid in os.listdir(f"/proc/{pid}/task")
+    )
+
+
 def cpu_ns(pid: int) -> int:
-    """CPU time used so far by every thread of ``pid``, in nanoseconds."""
-    total = 0
+    """CPU time used so far by every thread of ``pid``, in nanoseconds: its run time, or
+    where schedstat cannot be read its user and system ticks (proc(5))."""
     try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        return total
+        return run_time_ns(pid)
     except (OSError, ValueError, IndexError):
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -240,16 +247,25 @@ class Window:
     """The child's run time when its batch output first shows ``first`` and then ``last``
     refreshes printed, read while it runs: each refresh block ends with one blank line, as
     does the preamble (so ``k`` refreshes printed show as ``k + 1`` blank lines). Both
-    marks are read at the same point of a refresh (the flush that carries its last line),
-    so the window holds ``last - first`` whole refreshes."""
+    marks are read at the same point of a refresh (right after the flush that carries its
+    last line), so the window holds ``last - first`` whole refreshes (schedstat's run time
+    of a task on a CPU is brought up to date at the scheduler's updates, a tick at most
+    late: a few ms per mark). A mark is kept only
+    when the poll that saw it saw exactly that refresh end, less than ``max_gap`` seconds
+    after the poll before (else it could fall in another refresh): ``problem`` says why
+    not."""
 
-    def __init__(self, out: Path, first: int, last: int) -> None:
-        self.out, self.first, self.last = out, first, last
+    def __init__(self, out: Path, first: int, last: int, max_gap: float = 0.02) -> None:
+        self.out, self.first, self.last, self.max_gap = out, first, last, max_gap
         self.offset, self.tail, self.blanks = 0, b"", 0
         self.cpu: dict[int, int] = {}
+        self.problem = ""
+        self._polled = time.monotonic()
 
     def poll(self, pid: int) -> None:
         """Read what the child wrote since the last poll; note its run time at a mark."""
+        now, before = time.monotonic(), self._polled
+        self._polled = now
         try:
             with open(self.out, "rb") as f:
                 f.seek(self.offset)
@@ -261,13 +277,20 @@ class Window:
         self.blanks += len(re.findall(rb"\n(?=\n)", both))  # a pair counts when it ends
         self.tail = both[-1:]
         for k in (self.first, self.last):
-            if k not in self.cpu and self.blanks >= k + 1:
-                with contextlib.suppress(OSError, ValueError):
-                    self.cpu[k] = cpu_ns(pid)
+            if k in self.cpu or self.blanks < k + 1 or self.problem:
+                continue
+            if self.blanks > k + 1 or now - before > self.max_gap:
+                self.problem = f"refresh {k}'s end seen late ({now - before:.3f} s after a poll)"
+                continue
+            try:
+                self.cpu[k] = run_time_ns(pid)
+            except (OSError, ValueError) as e:
+                self.problem = f"run time unreadable at refresh {k}: {e}"
 
     def per_refresh_s(self) -> float | None:
-        """CPU seconds a refresh inside the window; None when a mark was not seen."""
-        if len(self.cpu) < 2:
+        """CPU seconds a refresh inside the window; None when a mark is missing or the
+        window read no time."""
+        if len(self.cpu) < 2 or self.cpu[self.last] <= self.cpu[self.first]:
             return None
         return (self.cpu[self.last] - self.cpu[self.first]) / 1e9 / (self.last - self.first)
 
@@ -322,7 +345,12 @@ def run_batch(
     error = "" if "Mcycle" in text else "no Mcycle column: the default screen did not open"
     per_refresh = marks.per_refresh_s() if marks else None
     if marks and per_refresh is None and not error:
-        error = f"refreshes {window} were not seen printed while it ran"
+        error = marks.problem or f"refreshes {window} were not seen printed while it ran"
+    n = args[args.index("-n") + 1] if "-n" in args else ""
+    blanks = len(re.findall(r"\n(?=\n)", text))
+    if marks and n.isdigit() and blanks != int(n) + 1 and not error:
+        # a refresh without rows prints no blank line, a name with a newline one more
+        error = f"{blanks} blank lines for {n} refreshes: the window's count is off"
     if os.waitstatus_to_exitcode(status) != 0:
         tail = err.read_text(errors="replace").strip().splitlines()[-3:]
         error = f"exit {os.waitstatus_to_exitcode(status)}: {' / '.join(tail)}"
@@ -381,7 +409,7 @@ def measure_batch(
                 window=(short, long - 1),
             )  # fmt: skip
             if run.error or run.per_refresh_s is None:
-                failed[tool.label] = f"failed 3 times: {run.error}"
+                failed[tool.label] = f"failed 3 times: {run.error or 'no window'}"
                 continue
             samples[tool.label].append(run.per_refresh_s)
             prev = last.get(tool.label)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_window_marks_refreshes_by_their_blank_lines(tmp_path: Path) -> None:
     finally:
         sys.path.remove(str(BENCH))
     out = tmp_path / "batch.out"
-    w = procbench.Window(out, 1, 3)
+    w = procbench.Window(out, 1, 3, max_gap=1.0)
     me = os.getpid()
     for chunk, blanks, marks in (
         (b"tiptop - up\n\n  PID [ %CPU]\n    1 a\n", 1, []),
@@ -59,7 +60,28 @@ def test_window_marks_refreshes_by_their_blank_lines(tmp_path: Path) -> None:
     ):
         with open(out, "ab") as f:
             f.write(chunk)
+        # run 20 ms between marks: schedstat's run time of a running task moves at the
+        # scheduler's updates (a tick at most), so the window sees time pass
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
         w.poll(me)
         assert (w.blanks, sorted(w.cpu)) == (blanks, marks)
     per = w.per_refresh_s()
     assert per is not None and per == (w.cpu[3] - w.cpu[1]) / 1e9 / 2
+
+
+def test_window_refuses_a_mark_seen_late(tmp_path: Path) -> None:
+    """A poll that sees more than the refresh end it waits for, or comes long after the
+    poll before, could read the run time in another refresh: no mark, and why."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import procbench
+    finally:
+        sys.path.remove(str(BENCH))
+    out = tmp_path / "batch.out"
+    out.write_bytes(b"tiptop - up\n\n    1 a\n\n    1 a\n\n")  # refreshes 1 and 2 at once
+    w = procbench.Window(out, 1, 2)
+    w.poll(os.getpid())
+    assert w.cpu == {} and "refresh 1's end seen late" in w.problem
+    assert w.per_refresh_s() is None
