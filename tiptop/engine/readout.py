@@ -284,6 +284,7 @@ def _accumulate(
     # every read good): each cell is one unit's, added in place; else summed per cell.
     whole = once and len(at) == n and np.array_equal(cols, np.arange(k))
     flat = None if whole else (at[:, None] * k + cols[None, :]).ravel()
+    m = len(cols)
     for name, vals in (
         ("raw", dv),
         ("delta", ds),
@@ -292,13 +293,19 @@ def _accumulate(
         ("running", dr[:, None]),
         ("total_enabled", te[:, None]),
         ("total_running", tr[:, None]),
-        ("nread", np.ones((1, 1))),
+        ("nread", None),
     ):
         if flat is None:
-            acc[name] += vals
+            acc[name] += 1.0 if vals is None else vals
+            continue
+        # One weight per (unit, member): np.repeat, not np.broadcast_to (~3x slower here).
+        if vals is None:
+            weights = np.ones(flat.size)
+        elif vals.shape[1] == m:
+            weights = vals.ravel()
         else:
-            full = np.broadcast_to(vals, (len(at), len(cols))).ravel()
-            acc[name] += np.bincount(flat, weights=full, minlength=n * k).reshape(n, k)
+            weights = np.repeat(vals[:, 0], m)
+        acc[name] += np.bincount(flat, weights=weights, minlength=n * k).reshape(n, k)
 
 
 def _read(u: Unit, tries: int = 8) -> bytes:
