@@ -4,24 +4,31 @@ reads a batch run's CPU between two refreshes printed."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the hw2sw shim")
-def test_batch_row_of_ours_alone(capsys: pytest.CaptureFixture[str]) -> None:
+def _bench(module: str) -> ModuleType:
+    """A module of benchmarks/ (not a package: its modules import each other by name)."""
     sys.path.insert(0, str(BENCH))
     try:
-        import whole_process
+        return importlib.import_module(module)
     finally:
         sys.path.remove(str(BENCH))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the hw2sw shim")
+def test_batch_row_of_ours_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    whole_process = _bench("whole_process")
     argv = ["--sizes", "20", "--quick", "--no-c", "--parts", "batch"]
     rows = whole_process.run([*argv, "--modes", "processes"])
     batch = [r for r in rows if r.what == "batch"]
@@ -44,11 +51,7 @@ def test_window_marks_refreshes_by_their_blank_lines(tmp_path: Path) -> None:
     """Refresh k printed shows as k + 1 blank lines (the preamble ends with one), counted
     across the writes a poll sees, a blank line split between two of them included; the
     run time is read at refresh 1 and at refresh 3, and the window is 2 refreshes."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import procbench
-    finally:
-        sys.path.remove(str(BENCH))
+    procbench = _bench("procbench")
     out = tmp_path / "batch.out"
     w = procbench.Window(out, 1, 3, max_gap=1.0)
     me = os.getpid()
@@ -74,11 +77,7 @@ def test_window_marks_refreshes_by_their_blank_lines(tmp_path: Path) -> None:
 def test_window_refuses_a_mark_seen_late(tmp_path: Path) -> None:
     """A poll that sees more than the refresh end it waits for, or comes long after the
     poll before, could read the run time in another refresh: no mark, and why."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import procbench
-    finally:
-        sys.path.remove(str(BENCH))
+    procbench = _bench("procbench")
     out = tmp_path / "batch.out"
     out.write_bytes(b"tiptop - up\n\n    1 a\n\n    1 a\n\n")  # refreshes 1 and 2 at once
     w = procbench.Window(out, 1, 2)
