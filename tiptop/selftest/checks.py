@@ -11,6 +11,7 @@ docs/selftest.md explains each category.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -148,11 +149,16 @@ def pick_run(check: Check, runs: list[tuple[float, float]]) -> int:
     per iteration varied 2x from one child to the next)."""
     order = range(len(runs))
     if check.per_iter is not None:
-        return sorted(order, key=lambda i: runs[i][0])[len(runs) // 2]
+        return _median_index(order, lambda i: runs[i][0])
     unknown = [i for i in order if math.isnan(runs[i][1])]
     if unknown:
         return unknown[0]
-    return sorted(order, key=lambda i: runs[i][0] - runs[i][1])[len(runs) // 2]
+    return _median_index(order, lambda i: runs[i][0] - runs[i][1])
+
+
+def _median_index(order: range, key: Callable[[int], float]) -> int:
+    """The index in ``order`` whose ``key`` is the median (the upper one of an even count)."""
+    return sorted(order, key=key)[len(order) // 2]
 
 
 def judge(
