@@ -13,7 +13,8 @@ import numpy as np
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
 from tiptop.engine.attach import RACE_TRIES
-from tiptop.engine.readout import CounterPlan, GroupDef, Unit, _read_all, read_units
+from tiptop.engine.readout import CounterPlan, GroupDef, read_units
+from tiptop.engine.units import Unit, read_all
 from tiptop.host import Host, fd_reserve
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.errors import translate
@@ -164,7 +165,7 @@ def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
     groups = [_Words(0, 1), _Words(0, "ECHILD", 2), _Words(0, "EIO"), _Words(0, 3)]
     units = [Unit(g, 0) for g in groups]  # each first read (the base) is the 0
     failed: list[tuple[int, Unit, OSError]] = []
-    bufs, rows, ok = _read_all(units, np.arange(4), failed, 5 * 8)
+    bufs, rows, ok = read_all(units, np.arange(4), failed, 5 * 8)
     counts = [struct.unpack("5Q", b)[3] for b in bufs]
     assert (counts, rows.tolist(), ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
     assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]
@@ -189,7 +190,7 @@ def test_a_short_bare_read_is_read_again_and_fails_alone() -> None:
     groups = [_Bare(0, 1), _Bare(0, "EIO"), _Bare(0, 3)]
     units = [Unit(g, 0) for g in groups]
     failed: list[tuple[int, Unit, OSError]] = []
-    bufs, rows, ok = _read_all(units, np.arange(3), failed, 5 * 8)
+    bufs, rows, ok = read_all(units, np.arange(3), failed, 5 * 8)
     counts = [struct.unpack("5Q", b)[3] for b in bufs]
     assert (counts, rows.tolist(), ok) == ([1, 3], [0, 2], [units[0], units[2]])
     assert [(i, e.errno) for i, _, e in failed] == [(1, errno.EIO)]

@@ -82,7 +82,7 @@ def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
     """The batched reads use the raw words by position only once the ids are seen in open
     order; otherwise the unit parses each read by id (values never land on the wrong
     counter)."""
-    from tiptop.engine.readout import Unit
+    from tiptop.engine.units import Unit
 
     in_order = Unit(_RawGroup([7, 9], [0, 1], [100, 200]), 0)
     assert in_order.raw

@@ -23,9 +23,10 @@ import errno
 from collections.abc import Callable, Sequence
 
 from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan, Counts, TaskCounters, Unit, read_units
+from tiptop.engine.readout import CounterPlan, Counts, TaskCounters, read_units
 from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
+from tiptop.engine.units import Unit
 from tiptop.errors import (
     CounterError,
     EventRefused,

@@ -4,8 +4,8 @@ A screen's counters become a :class:`CounterPlan`: one group per PMU (software e
 their own, each hardware PMU its own; on hybrid CPUs a generic event gives one binding
 per core PMU, hence one group per core PMU), because the kernel refuses groups that mix
 hardware PMUs (kernel/events/core.c, ``perf_event_open()``: "Don't allow group of multiple
-hw events from different pmus", EINVAL). Every open group on one thread is a
-:class:`Unit`; it keeps its opening read (``base``) and its previous read (``last``) as the
+hw events from different pmus", EINVAL). Every open group on one thread is an
+``engine.units.Unit``; it keeps its opening read (``base``) and its previous read (``last``) as the
 kernel's own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
 perf_event_open(2) "read_format"), so that a refresh joins the bytes of every unit of a
 group kind and turns them into one numpy matrix: no per-task numpy work.
@@ -20,20 +20,16 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 
 from __future__ import annotations
 
-import errno
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.exits import Identity
-from tiptop.errors import GroupChanging
+from tiptop.engine.units import WORD, Unit, read_all
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.backend import Group
-from tiptop.kernel.errors import translate
 
-_U64 = np.dtype("<u8")
 _HALF = np.uint64(1 << 63)
 
 
@@ -66,77 +62,6 @@ class CounterPlan:
     def fds_per_thread(self) -> int:
         """File descriptors one thread costs."""
         return sum(len(g.attrs) for g in self.groups)
-
-
-def pack_reading(values: np.ndarray, time_enabled: int, time_running: int) -> bytes:
-    """A ``GroupReading`` as the kernel's group-read words (ids left 0)."""
-    m = len(values)
-    words = np.zeros(3 + 2 * m, _U64)
-    words[0] = m
-    words[1] = time_enabled
-    words[2] = time_running
-    words[3::2] = values
-    return words.tobytes()
-
-
-def _packer(group: Group) -> Callable[[], bytes]:
-    """A read of ``group`` (a backend that gives a ``GroupReading``) as the kernel's words."""
-
-    def words() -> bytes:
-        r = group.read()
-        return pack_reading(r.values, r.time_enabled, r.time_running)
-
-    return words
-
-
-def _closed() -> bytes:
-    raise OSError(errno.EBADF, "counter group is closed")
-
-
-class Unit:
-    """One open group on one thread, with its first and previous reads."""
-
-    __slots__ = ("base", "gdef", "group", "last", "raw", "words")
-
-    def __init__(self, group: Group, gdef: int) -> None:
-        self.group = group
-        self.gdef = gdef
-        # The kernel backend's CounterGroup gives raw bytes; any other backend its
-        # GroupReading, packed to the same words.
-        self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
-        #: What a refresh calls for this unit's words: for the kernel's groups a bare
-        #: read (``CounterGroup.bare_read``: errors and length checked by the caller,
-        #: :func:`_read_all`); never a bound method of the unit, a reference cycle each.
-        self.words: Callable[[], bytes] = _packer(group)
-        if self.raw:
-            bare = getattr(group, "bare_read", None)
-            self.words = bare() if callable(bare) else group.read_raw  # type: ignore[attr-defined]
-        opened = False
-        try:
-            self.base = self.last = _read(self)
-            # The raw words are used by position: the kernel lists the leader then the
-            # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
-            # open order. Checked once by id; otherwise each read is parsed by id.
-            ids = np.asarray(getattr(group, "ids", ()), _U64)
-            if self.raw and not np.array_equal(np.frombuffer(self.base, _U64)[4::2], ids):
-                self.raw = False
-                self.words = _packer(group)
-                self.base = self.last = _read(self)
-            opened = True
-        finally:
-            if not opened:  # a failed first read: nothing stays open
-                group.close()
-
-    def read(self) -> bytes:
-        """The group's words now, errors translated and a short read an ``OSError``."""
-        if self.raw:
-            return self.group.read_raw()  # type: ignore[attr-defined]
-        return self.words()
-
-    def close(self) -> None:
-        """Close the group's fds; a later read fails (EBADF), never reads a reused fd."""
-        self.words = _closed
-        self.group.close()
 
 
 @dataclass
@@ -253,7 +178,7 @@ def read_units(
             items, at = [units[j] for j in pick], rows[pick]
         if not items:
             continue
-        bufs, at, ok = _read_all(items, at, failed, gdef.width * 8)
+        bufs, at, ok = read_all(items, at, failed, gdef.width * 8)
         if ok:
             _accumulate(acc, plan, gdef, bufs, ok, at, once)
     return Readout(**acc), failed
@@ -271,9 +196,9 @@ def _accumulate(
     """Add the reads ``bufs`` of the units ``ok`` (rows ``at``) of one group kind to the
     ``(n, k)`` sums in ``acc``, and make them the units' previous reads."""
     w = gdef.width
-    cur = np.frombuffer(b"".join(bufs), _U64).reshape(-1, w)
-    prev = np.frombuffer(b"".join([u.last for u in ok]), _U64).reshape(-1, w)
-    base = np.frombuffer(b"".join([u.base for u in ok]), _U64).reshape(-1, w)
+    cur = np.frombuffer(b"".join(bufs), WORD).reshape(-1, w)
+    prev = np.frombuffer(b"".join([u.last for u in ok]), WORD).reshape(-1, w)
+    base = np.frombuffer(b"".join([u.base for u in ok]), WORD).reshape(-1, w)
     for u, b in zip(ok, bufs, strict=True):
         u.last = b
     dv, ds, de, dr = _counts(plan, gdef, _delta(cur, prev))
@@ -308,80 +233,13 @@ def _accumulate(
         acc[name] += np.bincount(flat, weights=weights, minlength=n * k).reshape(n, k)
 
 
-def _read(u: Unit, tries: int = 8) -> bytes:
-    """``u.read()``, read again at once (up to ``tries`` times in all) while the kernel
-    says the inherited group is changing under the read (``GroupChanging``, ECHILD)."""
-    for _ in range(tries - 1):
-        try:
-            return u.read()
-        except GroupChanging:
-            continue
-    return u.read()
-
-
-def _read_all(
-    units: list[Unit], rows: np.ndarray, failed: list[tuple[int, Unit, OSError]], nbytes: int
-) -> tuple[list[bytes], np.ndarray, list[Unit]]:
-    """One read of each unit (``rows``: the row of each; ``nbytes``: the size of one
-    read): the words read, their rows and units; failures go to ``failed``. Every read
-    succeeding at its first try is the common case (once per task per refresh), so it runs
-    as one loop of bare reads without a ``try`` per unit; the first error or a short read
-    hands over to :func:`_read_rest`."""
-    bufs: list[bytes] = []
-    add = bufs.append
-    try:
-        for u in units:
-            add(u.words())
-    except OSError as e:
-        return _read_rest(units, rows, failed, bufs, translate(e), nbytes)
-    if sum(map(len, bufs)) != nbytes * len(units):
-        return _read_rest(units, rows, failed, bufs, None, nbytes)
-    return bufs, rows, units
-
-
-def _read_rest(
-    units: list[Unit],
-    rows: np.ndarray,
-    failed: list[tuple[int, Unit, OSError]],
-    bufs: list[bytes],
-    error: OSError | None,
-    nbytes: int,
-) -> tuple[list[bytes], np.ndarray, list[Unit]]:
-    """:func:`_read_all` unit by unit once a bare read failed or came short: the whole
-    reads of ``bufs`` are kept; ``error`` is that of the unit after them (None for a short
-    read); every other unit is read through ``Unit.read`` (translated, length checked). A
-    group changing under the read is read again (:func:`_read`: 8 tries in all), any other
-    error goes to ``failed``."""
-    words: list[bytes] = []
-    kept: list[int] = []
-    ok: list[Unit] = []
-    for j, u in enumerate(units):
-        try:
-            if j < len(bufs) and len(bufs[j]) == nbytes:
-                b = bufs[j]
-            else:
-                try:
-                    if j == len(bufs) and error is not None:
-                        raise error
-                    b = u.read()
-                except GroupChanging:
-                    b = _read(u, 7)
-        except OSError as e:
-            failed.append((int(rows[j]), u, e))
-            continue
-        words.append(b)
-        kept.append(j)
-        ok.append(u)
-    return words, rows[np.asarray(kept, np.int64)], ok
-
-
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
     """Scaled counts since attach of some units, per alias, from their last reads (what a
     task keeps when its groups are closed while it lives: reclaim, read error)."""
     out = np.zeros(len(plan.aliases))
     for u in units:
         gdef = plan.groups[u.gdef]
-        t = _delta(np.frombuffer(u.last, _U64)[None, :], np.frombuffer(u.base, _U64)[None, :])
+        t = _delta(np.frombuffer(u.last, WORD)[None, :], np.frombuffer(u.base, WORD)[None, :])
         _, ts, _, _ = _counts(plan, gdef, t)
         np.add.at(out, gdef.alias_index, ts[0])
     return out

@@ -3,7 +3,7 @@
 The counters take the live view's path: the screen is planned by ``engine.plan.Planner``
 (resolve, probe on ourselves, pack into groups per PMU, the same attrs: user space only,
 ``inherit``, group reads), each group is opened on the child's pid and wrapped in an
-``engine.readout.Unit`` (its opening read is the base), and the counts come from
+``engine.units.Unit`` (its opening read is the base), and the counts come from
 ``engine.readout.read_units`` (deltas modulo 2**64, scaled by ``enabled / running`` when
 multiplexed). Only the attachment moment differs from a refresh: the groups are opened while
 the child sleeps in the kernel's first ``read`` and read once it sleeps in the last one
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from tiptop.engine.plan import Planner, ScreenPlan
-from tiptop.engine.readout import Unit, read_units
+from tiptop.engine.readout import read_units
+from tiptop.engine.units import Unit
 from tiptop.errors import CounterError, TiptopError
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.procfs import CLK_TCK

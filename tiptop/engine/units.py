@@ -1,0 +1,163 @@
+"""One open counter group on one thread (:class:`Unit`) and the reads of a refresh's units.
+
+A unit keeps its opening read (``base``) and its previous read (``last``) as the kernel's
+own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
+perf_event_open(2) "read_format"); ``engine.readout`` turns the words of every unit into
+deltas. A refresh reads every unit once in one loop of bare reads (:func:`read_all`); an
+error or a short read sends it unit by unit through the translating read, a group changing
+under the read (ECHILD) read again.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+
+import numpy as np
+
+from tiptop.errors import GroupChanging
+from tiptop.kernel.backend import Group
+from tiptop.kernel.errors import translate
+
+#: One word of a group read (perf_event_open(2): u64, this machine's byte order).
+WORD = np.dtype("<u8")
+
+
+def pack_reading(values: np.ndarray, time_enabled: int, time_running: int) -> bytes:
+    """A ``GroupReading`` as the kernel's group-read words (ids left 0)."""
+    m = len(values)
+    words = np.zeros(3 + 2 * m, WORD)
+    words[0] = m
+    words[1] = time_enabled
+    words[2] = time_running
+    words[3::2] = values
+    return words.tobytes()
+
+
+def _packer(group: Group) -> Callable[[], bytes]:
+    """A read of ``group`` (a backend that gives a ``GroupReading``) as the kernel's words."""
+
+    def words() -> bytes:
+        r = group.read()
+        return pack_reading(r.values, r.time_enabled, r.time_running)
+
+    return words
+
+
+def _closed() -> bytes:
+    raise OSError(errno.EBADF, "counter group is closed")
+
+
+class Unit:
+    """One open group on one thread, with its first and previous reads."""
+
+    __slots__ = ("base", "gdef", "group", "last", "raw", "words")
+
+    def __init__(self, group: Group, gdef: int) -> None:
+        self.group = group
+        self.gdef = gdef
+        # The kernel backend's CounterGroup gives raw bytes; any other backend its
+        # GroupReading, packed to the same words.
+        self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
+        #: What a refresh calls for this unit's words: for the kernel's groups a bare
+        #: read (``CounterGroup.bare_read``: errors and length checked by the caller,
+        #: :func:`read_all`); never a bound method of the unit, a reference cycle each.
+        self.words: Callable[[], bytes]
+        if self.raw:
+            bare = getattr(group, "bare_read", None)
+            self.words = bare() if callable(bare) else group.read_raw  # type: ignore[attr-defined]
+        else:
+            self.words = _packer(group)
+        opened = False
+        try:
+            self.base = self.last = _read(self)
+            # The raw words are used by position: the kernel lists the leader then the
+            # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
+            # open order. Checked once by id; otherwise each read is parsed by id.
+            ids = np.asarray(getattr(group, "ids", ()), WORD)
+            if self.raw and not np.array_equal(np.frombuffer(self.base, WORD)[4::2], ids):
+                self.raw = False
+                self.words = _packer(group)
+                self.base = self.last = _read(self)
+            opened = True
+        finally:
+            if not opened:  # a failed first read: nothing stays open
+                group.close()
+
+    def read(self) -> bytes:
+        """The group's words now, errors translated and a short read an ``OSError``."""
+        if self.raw:
+            return self.group.read_raw()  # type: ignore[attr-defined]
+        return self.words()
+
+    def close(self) -> None:
+        """Close the group's fds; a later read fails (EBADF), never reads a reused fd."""
+        self.words = _closed
+        self.group.close()
+
+
+def _read(u: Unit, tries: int = 8) -> bytes:
+    """``u.read()``, read again at once (up to ``tries`` times in all) while the kernel
+    says the inherited group is changing under the read (``GroupChanging``, ECHILD)."""
+    for _ in range(tries - 1):
+        try:
+            return u.read()
+        except GroupChanging:
+            continue
+    return u.read()
+
+
+def read_all(
+    units: list[Unit], rows: np.ndarray, failed: list[tuple[int, Unit, OSError]], nbytes: int
+) -> tuple[list[bytes], np.ndarray, list[Unit]]:
+    """One read of each unit (``rows``: the row of each; ``nbytes``: the size of one
+    read): the words read, their rows and units; failures go to ``failed``. Every read
+    succeeding at its first try is the common case (once per task per refresh), so it runs
+    as one loop of bare reads without a ``try`` per unit; the first error or a short read
+    hands over to :func:`_read_rest`."""
+    bufs: list[bytes] = []
+    add = bufs.append
+    try:
+        for u in units:
+            add(u.words())
+    except OSError as e:
+        return _read_rest(units, rows, failed, bufs, translate(e), nbytes)
+    if sum(map(len, bufs)) != nbytes * len(units):
+        return _read_rest(units, rows, failed, bufs, None, nbytes)
+    return bufs, rows, units
+
+
+def _read_rest(
+    units: list[Unit],
+    rows: np.ndarray,
+    failed: list[tuple[int, Unit, OSError]],
+    bufs: list[bytes],
+    error: OSError | None,
+    nbytes: int,
+) -> tuple[list[bytes], np.ndarray, list[Unit]]:
+    """:func:`read_all` unit by unit once a bare read failed or came short: the whole
+    reads of ``bufs`` are kept; ``error`` is that of the unit after them (None for a short
+    read); every other unit is read through ``Unit.read`` (translated, length checked). A
+    group changing under the read is read again (:func:`_read`: 8 tries in all), any other
+    error goes to ``failed``."""
+    words: list[bytes] = []
+    kept: list[int] = []
+    ok: list[Unit] = []
+    for j, u in enumerate(units):
+        try:
+            if j < len(bufs) and len(bufs[j]) == nbytes:
+                b = bufs[j]
+            else:
+                try:
+                    if j == len(bufs) and error is not None:
+                        raise error
+                    b = u.read()
+                except GroupChanging:
+                    b = _read(u, 7)
+        except OSError as e:
+            failed.append((int(rows[j]), u, e))
+            continue
+        words.append(b)
+        kept.append(j)
+        ok.append(u)
+    return words, rows[np.asarray(kept, np.int64)], ok
