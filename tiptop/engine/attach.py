@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import operator
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan, Counts, TaskCounters, read_units
+from tiptop.engine.readout import CounterPlan, Counts, Reading, TaskCounters
 from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
 from tiptop.engine.units import Unit
@@ -88,6 +91,9 @@ class Attacher:
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
+        #: Bumped by every change to a task's units, pidfd or mark (``_RowReading``).
+        self._changes = 0
+        self._reading: _RowReading | None = None
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -95,15 +101,18 @@ class Attacher:
         read fails is closed with what it counted kept in the task's total; the task is
         reopened at a later refresh unless it is gone."""
         plan = self.plan
-        states = [self._counters.get(t.key) or TaskCounters() for t in rows]
-        readout, failed = read_units(plan, [s.units for s in states])
+        r = self._reading
+        if r is None or r.changes != self._changes or not r.holds(rows):
+            r = self._reading = _RowReading(plan, rows, self._counters, self._changes)
+        states = r.states
+        readout, failed = r.reading.read()
         ended = self._exits.ended()
         idle = readout.idle()
         marks: dict[int, tuple[int, int]] = {}
         # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
         # alike to a task that slept; counters disabled until exec say nothing of running.
         # Most tasks have a pidfd and are not spawned: only the others are looked at.
-        for i in [i for i, st in enumerate(states) if st.exit_fd is None or st.spawned]:
+        for i in r.watched:
             st = states[i]
             if st.spawned or st.mark is None:
                 idle[i] = False
@@ -113,6 +122,8 @@ class Attacher:
             for i, t in enumerate(rows):
                 if t.key in ended:
                     idle[i] = False
+        if failed:
+            self._changes += 1
         for i, u, e in failed:
             idle[i] = False
             if isinstance(e, GroupChanging):
@@ -128,11 +139,14 @@ class Attacher:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, [s.retired for s in states], idle, ended, marks)
+        # A failed read retired some counts just now: read each row's anew.
+        retired = [s.retired for s in states] if failed else r.retired()
+        return Counts(readout, retired, idle, ended, marks)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
         """Close the groups of tasks that are gone and forget them."""
+        self._changes += bool(tasks)
         for t in tasks:
             self._pending.pop(t.key, None)
             st = self._counters.pop(t.key, None)
@@ -160,6 +174,7 @@ class Attacher:
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
+        self._changes += 1
         for st in self._counters.values():
             self._close(st)
         self._counters.clear()
@@ -218,6 +233,7 @@ class Attacher:
 
     # ------------------------------------------------------------------ groups
     def _close(self, st: TaskCounters, *, keep: bool = False) -> None:
+        self._changes += 1
         if keep and st.units:
             st.retire(self.plan, st.units)
         self._drop_units(st.units)
@@ -240,6 +256,7 @@ class Attacher:
         return tids, True
 
     def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
+        self._changes += 1  # its units, pidfd, mark; pidfds given up (``_room``)
         st = self._counters.setdefault(t.key, TaskCounters())
         spawned = self._spawned.pop(t.tid, None)
         if spawned is not None:
@@ -394,6 +411,39 @@ class Attacher:
                 self._pending[t.key] = t
                 closed = True
         return closed
+
+
+class _RowReading:
+    """The counters of the rows of one read, kept for the next while nothing changes: the
+    same rows (the scanner's ``Task`` objects, in order) and no change to any task's
+    units, pidfd or mark since (``Attacher._changes``): a refresh then looks up no task's
+    state and orders no unit (``readout.Reading``)."""
+
+    def __init__(
+        self,
+        plan: CounterPlan,
+        rows: Sequence[Task],
+        counters: dict[Identity, TaskCounters],
+        changes: int,
+    ) -> None:
+        self.rows = list(rows)
+        self.changes = changes
+        self.states = [counters.get(t.key) or TaskCounters() for t in rows]
+        self.reading = Reading(plan, [s.units for s in self.states])
+        #: Rows without a pidfd or spawned: their idleness says less (``Attacher.read``).
+        self.watched = [i for i, st in enumerate(self.states) if st.exit_fd is None or st.spawned]
+        none = all(s.retired is None for s in self.states)
+        self._retired: list[np.ndarray | None] | None = [None] * len(rows) if none else None
+
+    def holds(self, rows: Sequence[Task]) -> bool:
+        """Whether ``rows`` are this reading's rows, in the same order."""
+        return len(rows) == len(self.rows) and all(map(operator.is_, rows, self.rows))
+
+    def retired(self) -> list[np.ndarray | None]:
+        """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
+        if self._retired is not None:
+            return self._retired
+        return [s.retired for s in self.states]
 
 
 def _errname(e: OSError) -> str:

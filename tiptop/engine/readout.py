@@ -27,7 +27,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.exits import Identity
-from tiptop.engine.units import WORD, Unit, read_all
+from tiptop.engine.units import WORD, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
 _HALF = np.uint64(1 << 63)
@@ -155,33 +155,56 @@ def _counts(
     return v, np.where(multi[None, :], v, _scale(v, ena, run)), ena, run
 
 
+class Reading:
+    """The reads of some rows' units in a fixed order (``units_per_row[i]``: the units of
+    row ``i``), made once and read at every refresh while those rows and units stay
+    (``engine.attach`` keeps one): the flat order, each unit's row and its store slot are
+    worked out here, so a refresh does no Python work per unit beyond its read."""
+
+    def __init__(self, plan: CounterPlan, units_per_row: Sequence[Sequence[Unit]]) -> None:
+        self.plan = plan
+        self.n = len(units_per_row)
+        per_row = list(map(len, units_per_row))
+        units = [u for us in units_per_row for u in us]
+        rows = np.repeat(np.arange(self.n, dtype=np.int64), per_row)
+        kinds = None
+        if len(plan.groups) > 1:
+            kinds = np.fromiter((u.gdef for u in units), np.int64, len(units))
+        #: One unit a row, one group kind: each cell is one unit's (``_accumulate``).
+        self.once = kinds is None and bool(units) and max(per_row) == 1
+        #: Per group kind: (its units, their rows, their slots) or None when it has none.
+        self.kinds: list[tuple[list[Unit], np.ndarray, np.ndarray] | None] = []
+        for g in range(len(plan.groups)):
+            items, at = units, rows
+            if kinds is not None:
+                pick = np.flatnonzero(kinds == g)
+                items, at = [units[j] for j in pick], rows[pick]
+            slots = np.fromiter((u.slot for u in items), np.int64, len(items))
+            self.kinds.append((items, at, slots) if items else None)
+
+    def read(self) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
+        """Read every unit once and sum per (row, alias). Returns the readout and the
+        units whose read failed as ``(row, unit, error)`` (their ``last`` unchanged)."""
+        n, k = self.n, len(self.plan.aliases)
+        acc = {f: np.zeros((n, k)) for f in Readout.__dataclass_fields__}
+        failed: list[tuple[int, Unit, OSError]] = []
+        for gdef, kind in zip(self.plan.groups, self.kinds, strict=True):
+            if kind is None:
+                continue
+            items, at, slots = kind
+            bufs, ok_at, ok = read_all(items, at, failed, gdef.width * 8)
+            if len(ok) != len(items):  # some failed: the slots of the others
+                slots = np.fromiter((u.slot for u in ok), np.int64, len(ok))
+            if ok:
+                _accumulate(acc, self.plan, gdef, bufs, ok[0].store, slots, ok_at, self.once)
+        return Readout(**acc), failed
+
+
 def read_units(
     plan: CounterPlan, units_per_row: Sequence[Sequence[Unit]]
 ) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
-    """Read every unit once and sum per (row, alias). Returns the readout and the units
-    whose read failed as ``(row, unit, error)`` (their ``last`` is unchanged)."""
-    n, k = len(units_per_row), len(plan.aliases)
-    acc = {f: np.zeros((n, k)) for f in Readout.__dataclass_fields__}
-    failed: list[tuple[int, Unit, OSError]] = []
-    # Flat lists, no Python work per unit beyond its read (once per task per refresh).
-    per_row = list(map(len, units_per_row))
-    units = [u for us in units_per_row for u in us]
-    rows = np.repeat(np.arange(n, dtype=np.int64), per_row)
-    kinds = None
-    if len(plan.groups) > 1:
-        kinds = np.fromiter((u.gdef for u in units), np.int64, len(units))
-    once = kinds is None and bool(units) and max(per_row) == 1  # one unit per row
-    for g, gdef in enumerate(plan.groups):
-        items, at = units, rows
-        if kinds is not None:
-            pick = np.flatnonzero(kinds == g)
-            items, at = [units[j] for j in pick], rows[pick]
-        if not items:
-            continue
-        bufs, at, ok = read_all(items, at, failed, gdef.width * 8)
-        if ok:
-            _accumulate(acc, plan, gdef, bufs, ok, at, once)
-    return Readout(**acc), failed
+    """Read every unit once and sum per (row, alias) (a :class:`Reading` used once)."""
+    return Reading(plan, units_per_row).read()
 
 
 def _accumulate(
@@ -189,20 +212,19 @@ def _accumulate(
     plan: CounterPlan,
     gdef: GroupDef,
     bufs: list[bytes],
-    ok: list[Unit],
+    store: Store,
+    slots: np.ndarray,
     at: np.ndarray,
     once: bool,
 ) -> None:
-    """Add the reads ``bufs`` of the units ``ok`` (rows ``at``) of one group kind to the
-    ``(n, k)`` sums in ``acc``, and make them the units' previous reads."""
+    """Add the reads ``bufs`` of the units in ``slots`` of ``store`` (rows ``at``) of one
+    group kind to the ``(n, k)`` sums in ``acc``, and make them the units' previous reads."""
     w = gdef.width
     cur = np.frombuffer(b"".join(bufs), WORD).reshape(-1, w)
-    prev = np.frombuffer(b"".join([u.last for u in ok]), WORD).reshape(-1, w)
-    base = np.frombuffer(b"".join([u.base for u in ok]), WORD).reshape(-1, w)
-    for u, b in zip(ok, bufs, strict=True):
-        u.last = b
+    prev = store.last[slots]
+    store.last[slots] = cur
     dv, ds, de, dr = _counts(plan, gdef, _delta(cur, prev))
-    _, ts, te, tr = _counts(plan, gdef, _delta(cur, base))
+    _, ts, te, tr = _counts(plan, gdef, _delta(cur, store.base[slots]))
     cols = gdef.alias_index
     n, k = acc["raw"].shape
     # The common case (one group kind holding every alias in order, one unit per row,

@@ -2,10 +2,12 @@
 
 A unit keeps its opening read (``base``) and its previous read (``last``) as the kernel's
 own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
-perf_event_open(2) "read_format"); ``engine.readout`` turns the words of every unit into
-deltas. A refresh reads every unit once in one loop of bare reads (:func:`read_all`); an
-error or a short read sends it unit by unit through the translating read, a group changing
-under the read (ECHILD) read again.
+perf_event_open(2) "read_format"), in one row (its ``slot``) of the :class:`Store` of its
+read's width, so that a refresh takes the previous reads of all its units with one numpy
+index, not one Python object per unit; ``engine.readout`` turns the words of every unit
+into deltas. A refresh reads every unit once in one loop of bare reads (:func:`read_all`);
+an error or a short read sends it unit by unit through the translating read, a group
+changing under the read (ECHILD) read again.
 """
 
 from __future__ import annotations
@@ -44,14 +46,55 @@ def _packer(group: Group) -> Callable[[], bytes]:
     return words
 
 
+class Store:
+    """The opening and previous reads of the open units whose reads are ``width`` words
+    long: one row each (a slot, taken at open and given back at close)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.base = np.zeros((0, width), WORD)
+        self.last = np.zeros((0, width), WORD)
+        self._free: list[int] = []
+
+    def put(self, words: bytes) -> int:
+        """A slot holding ``words`` as both its opening and its previous read."""
+        if not self._free:
+            n = len(self.base)
+            grown = max(16, 2 * n)
+            self.base = np.concatenate([self.base, np.zeros((grown - n, self.width), WORD)])
+            self.last = np.concatenate([self.last, np.zeros((grown - n, self.width), WORD)])
+            self._free = list(range(grown - 1, n - 1, -1))
+        slot = self._free.pop()
+        self.base[slot] = self.last[slot] = np.frombuffer(words, WORD)
+        return slot
+
+    def release(self, slot: int) -> None:
+        """Give ``slot`` back (its unit is closed)."""
+        self._free.append(slot)
+
+
+#: One store per read width for the whole process (slots are what keeps units apart).
+_STORES: dict[int, Store] = {}
+
+
+def store_for(nbytes: int) -> Store:
+    """The store of the units whose reads are ``nbytes`` long."""
+    width = nbytes // WORD.itemsize
+    st = _STORES.get(width)
+    if st is None:
+        st = _STORES[width] = Store(width)
+    return st
+
+
 def _closed() -> bytes:
     raise OSError(errno.EBADF, "counter group is closed")
 
 
 class Unit:
-    """One open group on one thread, with its first and previous reads."""
+    """One open group on one thread, with its first and previous reads (``base``,
+    ``last``: bytes, kept in row ``slot`` of ``store``)."""
 
-    __slots__ = ("base", "gdef", "group", "last", "raw", "words")
+    __slots__ = ("gdef", "group", "raw", "slot", "store", "words")
 
     def __init__(self, group: Group, gdef: int) -> None:
         self.group = group
@@ -70,19 +113,35 @@ class Unit:
             self.words = _packer(group)
         opened = False
         try:
-            self.base = self.last = _read(self)
+            first = _read(self)
             # The raw words are used by position: the kernel lists the leader then the
             # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
             # open order. Checked once by id; otherwise each read is parsed by id.
             ids = np.asarray(getattr(group, "ids", ()), WORD)
-            if self.raw and not np.array_equal(np.frombuffer(self.base, WORD)[4::2], ids):
+            if self.raw and not np.array_equal(np.frombuffer(first, WORD)[4::2], ids):
                 self.raw = False
                 self.words = _packer(group)
-                self.base = self.last = _read(self)
+                first = _read(self)
             opened = True
         finally:
             if not opened:  # a failed first read: nothing stays open
                 group.close()
+        self.store = store_for(len(first))
+        self.slot = self.store.put(first)
+
+    @property
+    def base(self) -> bytes:
+        """The opening read's words."""
+        return self.store.base[self.slot].tobytes()
+
+    @property
+    def last(self) -> bytes:
+        """The previous read's words."""
+        return self.store.last[self.slot].tobytes()
+
+    @last.setter
+    def last(self, words: bytes) -> None:
+        self.store.last[self.slot] = np.frombuffer(words, WORD)
 
     def read(self) -> bytes:
         """The group's words now, errors translated and a short read an ``OSError``."""
@@ -91,7 +150,10 @@ class Unit:
         return self.words()
 
     def close(self) -> None:
-        """Close the group's fds; a later read fails (EBADF), never reads a reused fd."""
+        """Close the group's fds; a later read fails (EBADF), never reads a reused fd.
+        Its slot is given back once."""
+        if self.words is not _closed:
+            self.store.release(self.slot)
         self.words = _closed
         self.group.close()
 

@@ -1,0 +1,102 @@
+"""The reads kept across refreshes: each unit's words in a row of a shared ``Store``
+(engine.units), the flat order of a refresh's reads kept while nothing changes
+(``readout.Reading``, ``attach._RowReading``). Over the FAKE backend and a fake /proc."""
+
+from __future__ import annotations
+
+import errno
+
+import numpy as np
+
+from tests.support.sampling import CY, IN, PF, make, row
+from tiptop.engine.units import WORD, Store
+
+
+def _words(*values: int) -> bytes:
+    return np.array(values, WORD).tobytes()
+
+
+def test_a_slot_given_back_is_taken_again_and_growth_keeps_the_rows() -> None:
+    st = Store(2)
+    slots = [st.put(_words(i, 10 * i)) for i in range(20)]  # past the first 16 rows
+    assert len(set(slots)) == 20
+    assert st.base[slots].tolist() == [[i, 10 * i] for i in range(20)]
+    st.last[slots[3]] = (7, 70)
+    st.release(slots[3])
+    again = st.put(_words(5, 50))
+    assert again == slots[3]
+    assert (st.base[again].tolist(), st.last[again].tolist()) == ([5, 50], [5, 50])
+
+
+def test_the_reading_is_kept_while_nothing_changes_and_made_anew_after(env) -> None:  # type: ignore[no-untyped-def]
+    """Refreshes over the same tasks reuse the reading; a task that starts or ends makes
+    a new one, and every interval's counts stay right through both."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    b.script(10, IN, 2e9)
+    b.script(10, PF, 10)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    first = s._attacher._reading
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert s._attacher._reading is first
+    assert f.counter_delta[row(f, 10)].tolist() == [1e9, 2e9, 10]
+    fp.add(20, "new")
+    b.script(20, CY, 3e9)
+    b.clock.advance(1.0)
+    s.refresh()  # 20 found: its groups open after this refresh's read
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert s._attacher._reading is not first
+    assert f.counter_delta[row(f, 20), 0] == 3e9
+    assert f.counter_delta[row(f, 10)].tolist() == [1e9, 2e9, 10]
+
+
+def test_a_slot_freed_by_an_ended_task_serves_the_next_one(env) -> None:  # type: ignore[no-untyped-def]
+    """The slots of an ended task's groups go to the next task's: its first interval
+    counts from its own opening read, never from the ended task's last one."""
+    fp, b = env
+    fp.add(10, "old")
+    b.script(10, CY, 5e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    slots = {u.slot for u in s._attacher._counters[(10, 1000)].units}
+    fp.remove(10)
+    b.clock.advance(1.0)
+    s.refresh()  # 10's last interval, then its groups close
+    fp.add(30, "next")
+    b.script(30, CY, 1e9)
+    b.clock.advance(1.0)
+    s.refresh()
+    assert {u.slot for u in s._attacher._counters[(30, 1000)].units} == slots
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.counter_delta[row(f, 30), 0] == 1e9
+    assert f.values[row(f, 30), 4] == 1e9  # since its attach
+
+
+def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  # type: ignore[no-untyped-def]
+    """A group whose read failed is closed and its counts kept once: the next refresh,
+    over the same rows, makes a new reading without it (a kept one would read the closed
+    group again, fail again and keep its counts twice)."""
+    fp, b = env
+    fp.add(10, "app", tids=(11,))
+    b.script(10, CY, 1e9)
+    b.script(11, CY, 3e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    units = s._attacher._counters[(10, 1000)].units
+    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
+    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    for total in (5e9, 6e9, 7e9):  # 4e9, then thread 10's 1e9 a second; 11's 3e9 kept once
+        b.clock.advance(1.0)
+        f = s.refresh()
+        assert f.values[0, 4] == total
