@@ -141,7 +141,7 @@ class Attacher:
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
         # A failed read retired some counts just now: read each row's anew.
         retired = [s.retired for s in states] if failed else r.retired()
-        return Counts(readout, retired, idle, ended, marks)
+        return Counts(readout, retired, idle, ended, marks, r.tids)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -427,6 +427,7 @@ class _RowReading:
         changes: int,
     ) -> None:
         self.rows = list(rows)
+        self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
         self.changes = changes
         self.states = [counters.get(t.key) or TaskCounters() for t in rows]
         self.reading = Reading(plan, [s.units for s in self.states])

@@ -29,6 +29,7 @@ points.
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -128,6 +129,13 @@ def assemble(
     )
 
 
+def floats(values: list[float]) -> np.ndarray:
+    """A float64 array of a list of Python numbers, through ``array('d')``: half the cost
+    of ``np.array(values, np.float64)``, which looks at each item's type (~95 against
+    ~195 us for 2064 task facts here)."""
+    return np.frombuffer(array("d", values), np.float64)
+
+
 def row_facts(
     rows: Sequence[Task],
     readout: Readout,
@@ -150,7 +158,7 @@ def row_facts(
     caller has them as an array (else read from ``rows``)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
-    ticks = np.array([t.cpu_total for t in rows], np.float64)
+    ticks = floats([t.cpu_total for t in rows])
     if threads:
         cap = np.full(n, 100.0)
     else:
@@ -166,8 +174,8 @@ def row_facts(
     cpu_total = np.where(reaped, est0, cpu_total)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(ticks > 0, cpu_total / ticks, 0.0)
-    user = share * np.array([t.cpu_user for t in rows], np.float64)
-    system = share * np.array([t.cpu_sys for t in rows], np.float64)
+    user = share * floats([t.cpu_user for t in rows])
+    system = share * floats([t.cpu_sys for t in rows])
     unknown = np.where(reaped, Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
     tot_st = np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE)
     split_st = unknown
@@ -175,7 +183,7 @@ def row_facts(
         cpu_total=cpu_total,
         cpu_sys=system,
         cpu_user=user,
-        processor=np.array([t.processor for t in rows], np.float64),
+        processor=floats([t.processor for t in rows]),
         interval=interval,
         total_status=tot_st,
         split_status=split_st,

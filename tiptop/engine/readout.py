@@ -309,6 +309,8 @@ class Counts:
     ended: set[Identity]
     #: tid -> ``/proc/TID`` mark of the idle rows watched without a pidfd (``engine.exits``).
     marks: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: Each row's tid (int64).
+    tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
@@ -319,4 +321,5 @@ class Counts:
             self.idle[idx],
             self.ended,
             self.marks,
+            self.tids[idx],
         )

@@ -173,8 +173,9 @@ class Sampler:
         # A rotating 1/SWEEP of the idle tasks is read anyway, so nothing the counters
         # cannot see (counters detached by a setuid exec) stays hidden for long.
         sweep = self._iteration % SWEEP
-        quiet = {t.tid for t, i in zip(known, counts.idle, strict=True) if i}
-        idle = {tid for tid in quiet if tid % SWEEP != sweep}
+        tids, still = counts.tids, counts.idle
+        quiet = set(tids[still].tolist())
+        idle = set(tids[still & (tids % SWEEP != sweep)].tolist())
         scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
