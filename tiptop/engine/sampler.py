@@ -49,7 +49,8 @@ from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 from tiptop.screens.model import ScreenSpec
 
-#: Idle tasks' ``stat`` is still read once every SWEEP refreshes (see ``refresh``).
+#: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
+#: ``schedstat``, and their ``stat`` when they ran (``TaskScanner._slept``).
 SWEEP = 16
 
 
@@ -170,7 +171,7 @@ class Sampler:
             return frame
         known = self._scanner.tasks
         counts = self._attacher.read(known)
-        # A rotating 1/SWEEP of the idle tasks is read anyway, so nothing the counters
+        # A rotating 1/SWEEP of the idle tasks is looked at anyway, so nothing the counters
         # cannot see (counters detached by a setuid exec) stays hidden for long.
         sweep = self._iteration % SWEEP
         tids, still = counts.tids, counts.idle

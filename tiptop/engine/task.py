@@ -43,6 +43,9 @@ class Task:
     #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
+    #: Its time on a CPU (ns, ``/proc/PID/schedstat``) when a sweep last found it quiet;
+    #: 0 until then (``TaskScanner._slept``).
+    runtime: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
     #: refresh); ``tid`` and ``starttime`` never change.
     key: tuple[int, int] = field(init=False)

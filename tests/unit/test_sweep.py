@@ -1,0 +1,69 @@
+"""The sweep's look at a quiet task (engine.tasks ``TaskScanner._slept``): its
+``schedstat`` run time first, its ``stat`` only when that moved, on a fake /proc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fakeproc import FakeProc
+from tiptop.engine.tasks import Stat, TaskScanner, read_stat
+
+
+class Counting:
+    """A stat reader counting its reads (with ``threads``, of thread stat files only: a
+    process's own is read at every scan with -H)."""
+
+    def __init__(self, threads: bool = False) -> None:
+        self.reads = 0
+        self.threads = threads
+
+    def __call__(self, path: str) -> Stat:
+        self.reads += not self.threads or "/task/" in path
+        return read_stat(path)
+
+
+def _ran(root: Path, ns: int | None) -> None:
+    """Task 10's run time under ``root`` (``root/10/schedstat``); None: no such file."""
+    path = root / "10" / "schedstat"
+    if ns is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(f"{ns} 0 1\n")
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threads: bool) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app", utime=5)
+    where = tmp_path / "10" / "task" if threads else tmp_path  # its schedstat's
+    _ran(where, 500)
+    reads = Counting(threads)
+    sc = TaskScanner(str(tmp_path), euid=0, threads=threads, stat_reader=reads)
+    sc.scan()
+    swept = {10}  # quiet, and its turn in the sweep: not in ``idle``
+    sc.scan(quiet=swept)
+    assert reads.reads == 2  # discovery, then a first sweep: no run time seen before
+    (t,) = sc.scan(quiet=swept).tasks
+    assert (reads.reads, t.cpu_total) == (2, 0.0)  # same run time: no stat read
+    fp.set_stat(10, "app", utime=55, **({"tid": 10} if threads else {}))  # it ran
+    _ran(where, 900)
+    time_read = reads.reads
+    (t,) = sc.scan(quiet=swept).tasks
+    assert reads.reads == time_read + 1 and t.cpu_total > 0
+    _ran(where, None)  # no scheduler statistics: read as before
+    sc.scan(quiet=swept)
+    assert reads.reads == time_read + 2
+
+
+def test_a_zero_run_time_never_stands_for_asleep(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app")
+    _ran(tmp_path, 0)  # "0 0 0": the kernel keeps no run times
+    reads = Counting()
+    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
+    sc.scan()
+    for _ in range(3):
+        sc.scan(quiet={10})
+    assert reads.reads == 4
