@@ -106,8 +106,9 @@ def test_pid_reused_within_one_tick_is_a_new_task(env: FakeEnv) -> None:
 
 def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) -> None:
     """ECHILD from a group read (an inherited group read while a thread joins or leaves it,
-    kernel/events/core.c __perf_read_group_add) is read again at once; still failing, the
-    group is kept and the next refresh's delta covers both intervals."""
+    kernel/events/core.c __perf_read_group_add) is read again at once, then once more after
+    a pause (``units.CHANGING_PAUSE``); still failing, the group is kept and the next
+    refresh's delta covers both intervals."""
     fp, b = env
     fp.add(10, "churner")
     b.script(10, (1, 2), 5)  # 5 page faults a second
@@ -127,7 +128,11 @@ def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) 
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0  # read again at once
-    fails[:] = [1] * 8  # eight in a row: not read this refresh, kept open
+    fails[:] = [1] * 8  # eight in a row: read again after a pause
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0
+    fails[:] = [1] * 16  # and after it: not read this refresh, kept open
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.UNREADABLE and soft in b.groups

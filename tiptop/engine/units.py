@@ -13,6 +13,7 @@ changing under the read (ECHILD) read again.
 from __future__ import annotations
 
 import errno
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -158,6 +159,15 @@ class Unit:
         self.group.close()
 
 
+#: Seconds a refresh waits, once, before reading again the groups still changing after 8
+#: reads. The kernel refuses to sum an inherited group whose copy in a thread is being made
+#: or torn down (ECHILD: kernel/events/core.c ``__perf_read_group_add()``), which takes a
+#: few microseconds, unless the thread doing it is preempted: on a 2-CPU VM, a process
+#: making and ending 4 threads a millisecond had its group refused 8 times in a row in
+#: about one refresh in 25 (tests/system/test_churn_soak.py), its cells '?' for that refresh.
+CHANGING_PAUSE = 0.002
+
+
 def _read(u: Unit, tries: int = 8) -> bytes:
     """``u.read()``, read again at once (up to ``tries`` times in all) while the kernel
     says the inherited group is changing under the read (``GroupChanging``, ECHILD)."""
@@ -200,26 +210,42 @@ def _read_rest(
     """:func:`read_all` unit by unit once a bare read failed or came short: the whole
     reads of ``bufs`` are kept; ``error`` is that of the unit after them (None for a short
     read); every other unit is read through ``Unit.read`` (translated, length checked). A
-    group changing under the read is read again (:func:`_read`: 8 tries in all), any other
-    error goes to ``failed``."""
+    group changing under the read is read again (:func:`_read`: 8 tries in all) and, still
+    changing, once more after :data:`CHANGING_PAUSE`; any other error goes to ``failed``."""
+    got: list[bytes | OSError] = []
+    for j, u in enumerate(units):
+        if j < len(bufs) and len(bufs[j]) == nbytes:
+            got.append(bufs[j])
+            continue
+        try:
+            if j == len(bufs) and error is not None:
+                raise error
+            got.append(u.read())
+        except GroupChanging:
+            got.append(_tried(u, 7))
+        except OSError as e:
+            got.append(e)
+    changing = [j for j, b in enumerate(got) if isinstance(b, GroupChanging)]
+    if changing:
+        time.sleep(CHANGING_PAUSE)
+        for j in changing:
+            got[j] = _tried(units[j], 8)
     words: list[bytes] = []
     kept: list[int] = []
     ok: list[Unit] = []
-    for j, u in enumerate(units):
-        try:
-            if j < len(bufs) and len(bufs[j]) == nbytes:
-                b = bufs[j]
-            else:
-                try:
-                    if j == len(bufs) and error is not None:
-                        raise error
-                    b = u.read()
-                except GroupChanging:
-                    b = _read(u, 7)
-        except OSError as e:
-            failed.append((int(rows[j]), u, e))
+    for j, (u, b) in enumerate(zip(units, got, strict=True)):
+        if isinstance(b, OSError):
+            failed.append((int(rows[j]), u, b))
             continue
         words.append(b)
         kept.append(j)
         ok.append(u)
     return words, rows[np.asarray(kept, np.int64)], ok
+
+
+def _tried(u: Unit, tries: int) -> bytes | OSError:
+    """:func:`_read`, its error returned rather than raised."""
+    try:
+        return _read(u, tries)
+    except OSError as e:
+        return e
