@@ -1,5 +1,6 @@
 """The sweep's look at a quiet task (engine.tasks ``TaskScanner._slept``): its
-``schedstat`` run time first, its ``stat`` only when that moved, on a fake /proc."""
+``schedstat`` run time first, its ``stat`` only when that moved since its discovery or its
+last sweep, on a fake /proc."""
 
 from __future__ import annotations
 
@@ -41,12 +42,11 @@ def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threa
     _ran(where, 500)
     reads = Counting(threads)
     sc = TaskScanner(str(tmp_path), euid=0, threads=threads, stat_reader=reads)
-    sc.scan()
+    sc.scan()  # discovery: a stat read, and the run time seen then
     swept = {10}  # quiet, and its turn in the sweep: not in ``idle``
-    sc.scan(quiet=swept)
-    assert reads.reads == 2  # discovery, then a first sweep: no run time seen before
-    (t,) = sc.scan(quiet=swept).tasks
-    assert (reads.reads, t.cpu_total) == (2, 0.0)  # same run time: no stat read
+    for _ in range(2):
+        (t,) = sc.scan(quiet=swept).tasks
+        assert (reads.reads, t.cpu_total) == (1, 0.0)  # same run time: no stat read
     fp.set_stat(10, "app", utime=55, **({"tid": 10} if threads else {}))  # it ran
     _ran(where, 900)
     time_read = reads.reads
@@ -67,3 +67,16 @@ def test_a_zero_run_time_never_stands_for_asleep(tmp_path: Path) -> None:
     for _ in range(3):
         sc.scan(quiet={10})
     assert reads.reads == 4
+
+
+def test_a_run_between_discovery_and_the_first_sweep_is_read(tmp_path: Path) -> None:
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app")
+    _ran(tmp_path, 500)
+    reads = Counting()
+    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
+    sc.scan()
+    _ran(tmp_path, 700)
+    sc.scan(quiet={10})
+    sc.scan(quiet={10})
+    assert reads.reads == 2  # read at the first sweep only

@@ -61,6 +61,15 @@ __all__ = [
 ]  # fmt: skip
 
 
+def _runtime(path: str) -> int:
+    """A task's time on a CPU, in ns: the first field of its ``schedstat``
+    (Documentation/scheduler/sched-stats.rst); 0 when it cannot be read."""
+    try:
+        return int(read_file(path).split(None, 1)[0])
+    except (TaskGone, OSError, ValueError, IndexError):
+        return 0
+
+
 def _holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
     """Whether ``/proc/NAME`` still bears ``mark`` (``engine.task.dir_mark``): the same
     task instance, same owner."""
@@ -242,17 +251,13 @@ class TaskScanner:
     @staticmethod
     def _slept(t: Task, path: str) -> bool:
         """Whether quiet task ``t``, read by the sweep (``engine.sampler``), is still
-        asleep since the sweep before: its time on a CPU (the first field of
-        ``/proc/PID/schedstat``, in ns: Documentation/scheduler/sched-stats.rst) is the one
-        seen then. That file costs a third of a ``stat``
-        read (6.4 against 20 us at 2000 processes on the development VM), so a task whose
+        asleep since it was last seen so: its time on a CPU (``_runtime``) is the one seen
+        at its discovery or its last sweep. That file costs a third of a ``stat`` read
+        (6.4 against 20 us at 2000 processes on the development VM), so a task whose
         counters went blind without it sleeping (a set-user-ID exec ends them,
-        fs/exec.c ``begin_new_exec()``) is still caught at its next sweep, for less. A
-        first sweep, an unreadable file or a 0 (no scheduler statistics) say no."""
-        try:
-            ran = int(read_file(path).split(None, 1)[0])
-        except (TaskGone, OSError, ValueError, IndexError):
-            return False
+        fs/exec.c ``begin_new_exec()``) is still caught at its next sweep, for less. An
+        unreadable file or a 0 (no scheduler statistics) say no."""
+        ran = _runtime(path)
         was, t.runtime = t.runtime, ran
         return ran != 0 and ran == was
 
@@ -415,6 +420,9 @@ class TaskScanner:
                 tid, pid, st.starttime, p.uid, p.user, p.comm, p.cmdline, st.num_threads,
                 st.state, st.processor, st.utime, st.stime,
             )  # fmt: skip
+            # The sweep's first reference (``_slept``): the run time at discovery.
+            sub = "" if tid == pid and not self.threads else f"/task/{tid}"
+            t.runtime = _runtime(f"{self.proc_root}/{pid}{sub}/schedstat")
             if self._uptime is None:
                 self._uptime = uptime_ticks(self.proc_root)
             age = self._uptime - st.starttime
