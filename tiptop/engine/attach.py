@@ -91,7 +91,8 @@ class Attacher:
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
-        #: Bumped by every change to a task's units, pidfd or mark (``_RowReading``).
+        #: Bumped by every change to a task's units, pidfd or mark (``_RowReading``); not
+        #: by a task that still waits for fds (at 5000 tasks, ~1000 retried each refresh).
         self._changes = 0
         self._reading: _RowReading | None = None
 
@@ -256,11 +257,11 @@ class Attacher:
         return tids, True
 
     def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
-        self._changes += 1  # its units, pidfd, mark; pidfds given up (``_room``)
         st = self._counters.setdefault(t.key, TaskCounters())
         spawned = self._spawned.pop(t.tid, None)
         if spawned is not None:
             if spawned[0] == t.starttime:
+                self._changes += 1
                 st.units = spawned[1]
                 st.spawned = True
                 return
@@ -289,6 +290,7 @@ class Attacher:
         units = self._open_units(t, st, tids, is_tree, again=2)
         if units is None:
             return
+        self._changes += 1  # its units, pidfd and mark
         st.units = units
         st.tries = 0
         self._pending.pop(t.key, None)
@@ -382,6 +384,7 @@ class Attacher:
             return False
         want = min(max(short, SHED), len(self._exits))
         freed = self._exits.give_up(self._counters.items(), want, self.proc_root)
+        self._changes += 1  # pidfds given up: marks instead
         self._shed = self._shed or freed > 0
         self.fds_used -= freed
         return freed >= short
