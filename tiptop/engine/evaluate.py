@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,6 +42,29 @@ from tiptop.frame import Frame
 from tiptop.screens.expr import ColumnExpr
 from tiptop.screens.model import delta_key
 from tiptop.screens.variables import RowFacts, environment
+
+
+@dataclass(frozen=True)
+class RowLabels:
+    """What a frame shows of its rows that only an exec or a rename changes: ids, user,
+    name and command line (``Sampler`` keeps them while its rows do not change)."""
+
+    tid: np.ndarray  # int64
+    pid: np.ndarray  # int64
+    user: list[str]
+    name: list[str]
+    cmdline: list[str]
+
+    @classmethod
+    def of(cls, rows: Sequence[Task]) -> RowLabels:
+        """The labels of ``rows`` now."""
+        return cls(
+            np.array([t.tid for t in rows], np.int64),
+            np.array([t.pid for t in rows], np.int64),
+            [t.user for t in rows],
+            [t.name for t in rows],
+            [t.cmdline for t in rows],
+        )
 
 
 def markers(tid: np.ndarray, pid: np.ndarray, num_threads: np.ndarray) -> list[str]:
@@ -65,6 +89,7 @@ def assemble(
     reaped: np.ndarray | None = None,
     dead: np.ndarray | None = None,
     breakdown: Sequence[int] = (),
+    labels: RowLabels | None = None,
 ) -> Frame:
     """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
 
@@ -75,7 +100,8 @@ def assemble(
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
     exited: this is its last interval. ``breakdown`` are the indices of the columns
-    :func:`judge_breakdown` checks."""
+    :func:`judge_breakdown` checks. ``labels``: the rows' :class:`RowLabels` when the
+    caller kept them (else read from ``rows``)."""
     n, k = len(rows), len(plan.aliases)
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
@@ -86,8 +112,8 @@ def assemble(
     total = np.where(total_status == Code.OK, total, np.nan)
     c_running = readout.running_fraction(plan)
 
-    tid = np.array([t.tid for t in rows], np.int64)
-    pid = np.array([t.pid for t in rows], np.int64)
+    labels = labels or RowLabels.of(rows)
+    tid, pid = labels.tid, labels.pid
     num_threads = np.array([t.num_threads for t in rows], np.int64)
     facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads)
     env = environment(facts)
@@ -106,9 +132,9 @@ def assemble(
         tid=tid,
         pid=pid,
         marker=markers(tid, pid, num_threads),
-        user=[t.user for t in rows],
-        name=[t.name for t in rows],
-        cmdline=[t.cmdline for t in rows],
+        user=labels.user,
+        name=labels.name,
+        cmdline=labels.cmdline,
         num_threads=num_threads,
         dead=np.zeros(n, bool) if dead is None else dead,
         cpu_total=facts.cpu_total,

@@ -39,7 +39,7 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.engine.attach import Attacher, Counts
-from tiptop.engine.evaluate import assemble
+from tiptop.engine.evaluate import RowLabels, assemble
 from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import CounterPlan
 from tiptop.engine.tasks import Scan, Task, TaskScanner
@@ -136,6 +136,8 @@ class Sampler:
         self._started = False
         self._iteration = 0
         self._tasks_total = 0
+        #: (rows, scanner renames, their labels) of the last frame (``_row_labels``).
+        self._labels: tuple[list[Task], int, RowLabels] | None = None
         self._said_multiplexed = False
 
     @property
@@ -243,7 +245,21 @@ class Sampler:
             iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
             headers=self._headers(), tasks_total=scan.threads_total, reaped=reaped,
             dead=np.arange(len(rows)) >= len(shown), breakdown=sp.breakdown,
+            labels=self._row_labels(rows),
         )  # fmt: skip
+
+    def _row_labels(self, rows: list[Task]) -> RowLabels:
+        """The rows' labels, kept from the last refresh while the rows are the same
+        ``Task`` objects in the same order and the scanner renamed none."""
+        kept, renames = self._labels, self._scanner.renames
+        if (
+            kept is None
+            or kept[1] != renames
+            or len(kept[0]) != len(rows)
+            or not all(map(operator.is_, rows, kept[0]))
+        ):
+            kept = self._labels = (rows, renames, RowLabels.of(rows))
+        return kept[2]
 
     def _with_sticky(self, frame: Frame, n_dying: int) -> Frame:
         """With ``sticky``, dead rows stay, frozen, after the live ones (a new frame)."""

@@ -137,6 +137,8 @@ class TaskScanner:
         self._threads_of: dict[int, list[int]] = {}
         self._quiet: frozenset[int] | set[int] = frozenset()
         self._marks: dict[int, tuple[int, int]] | None = None  # see scan()
+        #: Bumped whenever a known task's name, command line or user changes (an exec).
+        self.renames = 0
 
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> Proc:
@@ -414,6 +416,7 @@ class TaskScanner:
             account(t, st, interval)
             if t.name != p.comm or t.cmdline != p.cmdline:
                 t.name, t.cmdline, t.uid, t.user = p.comm, p.cmdline, p.uid, p.user
+                self.renames += 1
             t.new = False
         else:
             t = Task(
