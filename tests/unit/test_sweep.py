@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
+from tiptop.engine.listing import ProcListing
 from tiptop.engine.tasks import Stat, TaskScanner, read_stat
 
 
@@ -80,3 +81,34 @@ def test_a_run_between_discovery_and_the_first_sweep_is_read(tmp_path: Path) -> 
     sc.scan(quiet={10})
     sc.scan(quiet={10})
     assert reads.reads == 2  # read at the first sweep only
+
+
+def test_a_task_without_counters_is_read_when_it_ran_or_a_pid_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task without counters (``blind``) is read only when its run time moved, while
+    loadavg's last PID stays (no PID made: none reused); a PID made, or a second thread
+    (whose run time the main thread's file does not hold), reads it at every scan."""
+    last = [b"7"]
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app")
+    _ran(tmp_path, 500)
+    reads = Counting()
+    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
+    sc.scan()
+    for _ in range(2):
+        sc.scan(blind={10})
+    assert reads.reads == 1  # discovery only
+    _ran(tmp_path, 600)
+    sc.scan(blind={10})
+    assert reads.reads == 2  # it ran
+    last[0] = b"8"
+    sc.scan(blind={10})
+    assert reads.reads == 3  # a PID was made since the last scan
+    fp.add(10, "app", tids=(11,))
+    last[0] = b"9"
+    sc.scan(blind={10})  # now 2 threads (a PID was made for the second)
+    sc.scan(blind={10})
+    sc.scan(blind={10})
+    assert reads.reads == 6

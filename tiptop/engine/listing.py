@@ -41,7 +41,7 @@ class ProcListing:
     """The numeric entries of a ``/proc`` tree, listed again only when a PID was made."""
 
     __slots__ = ("_kept", "_last_pid", "_names", "_prev", "_settled", "_usable", "proves",
-                 "root")  # fmt: skip
+                 "root", "steady")  # fmt: skip
 
     def __init__(self, root: str) -> None:
         self.root = root
@@ -55,6 +55,9 @@ class ProcListing:
         #: The last call listed afresh and no PID was made since the call before: every
         #: entry it gave is the task that had that PID at the call before (no PID reused).
         self.proves = False
+        #: No PID was made between the call before and this one (loadavg's last PID
+        #: unchanged): no task seen then can have been replaced under its PID since.
+        self.steady = False
 
     def names(self, checks: int = 0) -> list[str]:
         """The PID directories, as names; [] when ``/proc`` cannot be listed. ``checks``:
@@ -62,7 +65,7 @@ class ProcListing:
         listing, it lists afresh, and ``proves`` tells whether that stands for them."""
         last = self._last_made()
         unchanged = last is not None and last == self._prev
-        self._prev, self.proves = last, False
+        self._prev, self.proves, self.steady = last, False, unchanged
         if (
             checks * STAT_ENTRIES <= len(self._names or ())
             and self._settled

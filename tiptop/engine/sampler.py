@@ -179,7 +179,8 @@ class Sampler:
         tids, still = counts.tids, counts.idle
         quiet = set(tids[still].tolist())
         idle = set(tids[still & (tids % SWEEP != sweep)].tolist())
-        scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks)
+        blind = set(tids[counts.readout.nread.sum(axis=1) == 0].tolist())
+        scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks, blind)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)

@@ -166,12 +166,16 @@ class TaskScanner:
         exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
         quiet: frozenset[int] | set[int] | None = None,
         marks: dict[int, tuple[int, int]] | None = None,
+        blind: frozenset[int] | set[int] = frozenset(),
     ) -> Scan:
         """Look at ``/proc`` once; see :class:`Scan`. ``idle``: tids of tasks known not to
         have run since the last scan; ``exited``: identities known to have exited;
         ``quiet``: all the tids known not to have run, ``idle`` being those of them whose
         ``stat`` is not read again (the module doc, "Skipped reads"); ``marks``: pid ->
-        ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``)."""
+        ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``);
+        ``blind``: tids of tasks without counters (waiting for fds, refused), whose
+        ``stat`` is read only when their ``schedstat`` run time moved, while no PID was
+        made since the last scan (``_slept``; single-threaded processes only)."""
         self._exited = exited
         self._quiet, self._marks = (idle if quiet is None else quiet), marks
         now = time.monotonic()
@@ -193,6 +197,9 @@ class TaskScanner:
         roots: list[tuple[int, Proc, Stat]] = []
         resting = idle if not trees and not self.threads else frozenset()
         swept = self._quiet if not trees and not self.threads else frozenset()
+        # A PID made since the last scan could stand for another task now: then read all.
+        steady = not trees and not self.threads and self._listing.steady
+        unseen = blind if steady else frozenset()
         vanished: list[str] = []
         for name in names:
             pid = int(name)
@@ -201,6 +208,11 @@ class TaskScanner:
                 and (t := old.get(pid)) is not None
                 and (proven or not marks or pid not in marks or _holds(root, name, marks[pid]))
                 and (pid in resting or self._slept(t, f"{root}/{name}/schedstat"))
+            ) or (
+                pid in unseen
+                and (t := old.get(pid)) is not None
+                and t.num_threads == 1  # its schedstat is its only thread's
+                and self._slept(t, f"{root}/{name}/schedstat")
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -252,13 +264,14 @@ class TaskScanner:
 
     @staticmethod
     def _slept(t: Task, path: str) -> bool:
-        """Whether quiet task ``t``, read by the sweep (``engine.sampler``), is still
-        asleep since it was last seen so: its time on a CPU (``_runtime``) is the one seen
-        at its discovery or its last sweep. That file costs a third of a ``stat`` read
-        (6.4 against 20 us at 2000 processes on the development VM), so a task whose
-        counters went blind without it sleeping (a set-user-ID exec ends them,
-        fs/exec.c ``begin_new_exec()``) is still caught at its next sweep, for less. An
-        unreadable file or a 0 (no scheduler statistics) say no."""
+        """Whether task ``t`` is still asleep since it was last seen so: its time on a CPU
+        (``_runtime``) is the one seen at its discovery or its last such look. Asked for a
+        quiet task read by the sweep (``engine.sampler``), and for a task without counters
+        (``blind``) at every scan. That file costs a third of a ``stat`` read (6.4 against
+        20 us at 2000 processes on the development VM), so a task whose counters went
+        blind without it sleeping (a set-user-ID exec ends them, fs/exec.c
+        ``begin_new_exec()``) is still caught at its next sweep, for less. An unreadable
+        file or a 0 (no scheduler statistics) say no."""
         ran = _runtime(path)
         was, t.runtime = t.runtime, ran
         return ran != 0 and ran == was
