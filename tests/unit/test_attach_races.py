@@ -12,6 +12,7 @@ import numpy as np
 
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
+from tiptop.engine import units
 from tiptop.engine.attach import RACE_TRIES
 from tiptop.engine.readout import CounterPlan, GroupDef, read_units
 from tiptop.engine.units import Unit, read_all
@@ -106,8 +107,8 @@ def test_pid_reused_within_one_tick_is_a_new_task(env: FakeEnv) -> None:
 
 def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) -> None:
     """ECHILD from a group read (an inherited group read while a thread joins or leaves it,
-    kernel/events/core.c __perf_read_group_add) is read again at once, then once more after
-    a pause (``units.CHANGING_PAUSE``); still failing, the group is kept and the next
+    kernel/events/core.c __perf_read_group_add) is read again at once, then again after
+    each pause (``units.CHANGING_PAUSES``); still failing, the group is kept and the next
     refresh's delta covers both intervals."""
     fp, b = env
     fp.add(10, "churner")
@@ -128,11 +129,12 @@ def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) 
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0  # read again at once
-    fails[:] = [1] * 8  # eight in a row: read again after a pause
+    fails[:] = [1] * 8 * len(units.CHANGING_PAUSES)  # read again after the last pause
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0
-    fails[:] = [1] * 16  # and after it: not read this refresh, kept open
+    # Still changing after every pause: not read this refresh, kept open.
+    fails[:] = [1] * 8 * (1 + len(units.CHANGING_PAUSES))
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.UNREADABLE and soft in b.groups

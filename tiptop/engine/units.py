@@ -159,13 +159,15 @@ class Unit:
         self.group.close()
 
 
-#: Seconds a refresh waits, once, before reading again the groups still changing after 8
-#: reads. The kernel refuses to sum an inherited group whose copy in a thread is being made
-#: or torn down (ECHILD: kernel/events/core.c ``__perf_read_group_add()``), which takes a
-#: few microseconds, unless the thread doing it is preempted: on a 2-CPU VM, a process
-#: making and ending 4 threads a millisecond had its group refused 8 times in a row in
-#: about one refresh in 25 (tests/system/test_churn_soak.py), its cells '?' for that refresh.
-CHANGING_PAUSE = 0.002
+#: Seconds a refresh waits before reading again the groups still changing after 8 reads,
+#: each pause followed by 8 more reads of those still changing. The kernel refuses to sum
+#: an inherited group whose copy in a thread is being made or torn down (ECHILD:
+#: kernel/events/core.c ``__perf_read_group_add()``): a few microseconds, unless the
+#: thread doing it is preempted or threads come and go without a break. On a 2-CPU VM, a
+#: process making and ending 4 threads a millisecond (tests/system/test_churn_soak.py) had
+#: its group refused 8 times in a row about once in 25 refreshes, in some periods; after
+#: one 2 ms pause 10 of 11 such groups read, the 11th showed '?' for that refresh.
+CHANGING_PAUSES = (0.001, 0.002, 0.004, 0.008)
 
 
 def _read(u: Unit, tries: int = 8) -> bytes:
@@ -211,7 +213,8 @@ def _read_rest(
     reads of ``bufs`` are kept; ``error`` is that of the unit after them (None for a short
     read); every other unit is read through ``Unit.read`` (translated, length checked). A
     group changing under the read is read again (:func:`_read`: 8 tries in all) and, still
-    changing, once more after :data:`CHANGING_PAUSE`; any other error goes to ``failed``."""
+    changing, again after each of :data:`CHANGING_PAUSES` (15 ms at most, once per pass);
+    any other error goes to ``failed``."""
     got: list[bytes | OSError] = []
     for j, u in enumerate(units):
         if j < len(bufs) and len(bufs[j]) == nbytes:
@@ -225,9 +228,11 @@ def _read_rest(
             got.append(_tried(u, 7))
         except OSError as e:
             got.append(e)
-    changing = [j for j, b in enumerate(got) if isinstance(b, GroupChanging)]
-    if changing:
-        time.sleep(CHANGING_PAUSE)
+    for pause in CHANGING_PAUSES:
+        changing = [j for j, b in enumerate(got) if isinstance(b, GroupChanging)]
+        if not changing:
+            break
+        time.sleep(pause)
         for j in changing:
             got[j] = _tried(units[j], 8)
     words: list[bytes] = []
