@@ -1,6 +1,6 @@
 """The reads kept across refreshes: each unit's words in a row of a shared ``Store``
 (engine.units), the flat order of a refresh's reads kept while nothing changes
-(``readout.Reading``, ``attach._RowReading``). Over the FAKE backend and a fake /proc."""
+(``readout.Reading``, ``readout.RowReading``). Over the FAKE backend and a fake /proc."""
 
 from __future__ import annotations
 

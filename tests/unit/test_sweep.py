@@ -1,4 +1,4 @@
-"""The sweep's look at a quiet task (engine.tasks ``TaskScanner._slept``): its
+"""The sweep's look at a quiet task (``engine.task.slept``): its
 ``schedstat`` run time first, its ``stat`` only when that moved since its discovery or its
 last sweep, on a fake /proc."""
 

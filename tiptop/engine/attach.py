@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import operator
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan, Counts, Reading, TaskCounters
+from tiptop.engine.readout import CounterPlan, Counts, RowReading, TaskCounters
 from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
 from tiptop.engine.units import Unit
@@ -91,10 +88,10 @@ class Attacher:
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
-        #: Bumped by every change to a task's units, pidfd or mark (``_RowReading``); not
+        #: Bumped by every change to a task's units, pidfd or mark (``RowReading``); not
         #: by a task that still waits for fds (at 5000 tasks, ~1000 retried each refresh).
         self._changes = 0
-        self._reading: _RowReading | None = None
+        self._reading: RowReading | None = None
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -104,7 +101,7 @@ class Attacher:
         plan = self.plan
         r = self._reading
         if r is None or r.changes != self._changes or not r.holds(rows):
-            r = self._reading = _RowReading(plan, rows, self._counters, self._changes)
+            r = self._reading = RowReading(plan, rows, self._counters, self._changes)
         states = r.states
         readout, failed = r.reading.read()
         ended = self._exits.ended()
@@ -414,40 +411,6 @@ class Attacher:
                 self._pending[t.key] = t
                 closed = True
         return closed
-
-
-class _RowReading:
-    """The counters of the rows of one read, kept for the next while nothing changes: the
-    same rows (the scanner's ``Task`` objects, in order) and no change to any task's
-    units, pidfd or mark since (``Attacher._changes``): a refresh then looks up no task's
-    state and orders no unit (``readout.Reading``)."""
-
-    def __init__(
-        self,
-        plan: CounterPlan,
-        rows: Sequence[Task],
-        counters: dict[Identity, TaskCounters],
-        changes: int,
-    ) -> None:
-        self.rows = list(rows)
-        self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
-        self.changes = changes
-        self.states = [counters.get(t.key) or TaskCounters() for t in rows]
-        self.reading = Reading(plan, [s.units for s in self.states])
-        #: Rows without a pidfd or spawned: their idleness says less (``Attacher.read``).
-        self.watched = [i for i, st in enumerate(self.states) if st.exit_fd is None or st.spawned]
-        none = all(s.retired is None for s in self.states)
-        self._retired: list[np.ndarray | None] | None = [None] * len(rows) if none else None
-
-    def holds(self, rows: Sequence[Task]) -> bool:
-        """Whether ``rows`` are this reading's rows, in the same order."""
-        return len(rows) == len(self.rows) and all(map(operator.is_, rows, self.rows))
-
-    def retired(self) -> list[np.ndarray | None]:
-        """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
-        if self._retired is not None:
-            return self._retired
-        return [s.retired for s in self.states]
 
 
 def _errname(e: OSError) -> str:

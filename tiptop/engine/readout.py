@@ -20,6 +20,7 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.exits import Identity
+from tiptop.engine.task import Task
 from tiptop.engine.units import WORD, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
@@ -294,6 +296,40 @@ class TaskCounters:
         they are closed while the task lives."""
         kept = unit_totals(plan, units)
         self.retired = kept if self.retired is None else self.retired + kept
+
+
+class RowReading:
+    """The counters of the rows of one read, kept by ``engine.attach.Attacher`` for the
+    next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
+    and no change to any task's units, pidfd or mark since (its change count): a refresh
+    then looks up no task's state and orders no unit (:class:`Reading`)."""
+
+    def __init__(
+        self,
+        plan: CounterPlan,
+        rows: Sequence[Task],
+        counters: dict[Identity, TaskCounters],
+        changes: int,
+    ) -> None:
+        self.rows = list(rows)
+        self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
+        self.changes = changes
+        self.states = [counters.get(t.key) or TaskCounters() for t in rows]
+        self.reading = Reading(plan, [s.units for s in self.states])
+        #: Rows without a pidfd or spawned: their idleness says less (``Attacher.read``).
+        self.watched = [i for i, st in enumerate(self.states) if st.exit_fd is None or st.spawned]
+        none = all(s.retired is None for s in self.states)
+        self._retired: list[np.ndarray | None] | None = [None] * len(rows) if none else None
+
+    def holds(self, rows: Sequence[Task]) -> bool:
+        """Whether ``rows`` are this reading's rows, in the same order."""
+        return len(rows) == len(self.rows) and all(map(operator.is_, rows, self.rows))
+
+    def retired(self) -> list[np.ndarray | None]:
+        """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
+        if self._retired is not None:
+            return self._retired
+        return [s.retired for s in self.states]
 
 
 @dataclass

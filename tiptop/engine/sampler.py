@@ -50,7 +50,7 @@ from tiptop.messages import MessageLog
 from tiptop.screens.model import ScreenSpec
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
-#: ``schedstat``, and their ``stat`` when they ran (``TaskScanner._slept``).
+#: ``schedstat``, and their ``stat`` when they ran (``engine.task.slept``).
 SWEEP = 16
 
 

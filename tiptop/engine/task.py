@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from tiptop.kernel.procfs import CLK_TCK, Stat
+from tiptop.errors import TaskGone
+from tiptop.kernel.procfs import CLK_TCK, Stat, read_file
 
 
 @dataclass(eq=False, slots=True)
@@ -44,7 +45,7 @@ class Task:
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
     #: Its time on a CPU (ns, ``/proc/PID/schedstat``) when a sweep last found it quiet;
-    #: 0 until then (``TaskScanner._slept``).
+    #: 0 until then (:func:`slept`).
     runtime: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
     #: refresh); ``tid`` and ``starttime`` never change.
@@ -123,6 +124,29 @@ def dir_mark(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_uid)
+
+
+def runtime(path: str) -> int:
+    """A task's time on a CPU, in ns: the first field of its ``schedstat``
+    (Documentation/scheduler/sched-stats.rst); 0 when it cannot be read."""
+    try:
+        return int(read_file(path).split(None, 1)[0])
+    except (TaskGone, OSError, ValueError, IndexError):
+        return 0
+
+
+def slept(t: Task, path: str) -> bool:
+    """Whether task ``t`` is still asleep since it was last seen so: its time on a CPU
+    (:func:`runtime`) is the one seen at its discovery or its last such look. Asked for a
+    quiet task read by the sweep (``engine.sampler``), and for a task without counters
+    (``blind``) at every scan. That file costs a third of a ``stat`` read (6.4 against
+    20 us at 2000 processes on the development VM), so a task whose counters went
+    blind without it sleeping (a set-user-ID exec ends them, fs/exec.c
+    ``begin_new_exec()``) is still caught at its next sweep, for less. An unreadable
+    file or a 0 (no scheduler statistics) say no."""
+    ran = runtime(path)
+    was, t.runtime = t.runtime, ran
+    return ran != 0 and ran == was
 
 
 def descendants(fam: dict[int, tuple[int, ...]], roots: list[int]) -> dict[int, list[int]]:

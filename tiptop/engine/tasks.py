@@ -25,7 +25,7 @@ exec or a rename is done by the task itself, so it would have run. Their %CPU is
 interval. Not used for process trees (a tree root's row sums its descendants' times).
 ``quiet`` holds the tids of every task known not to have run, ``idle`` those of them whose
 turn in the sampler's sweep it is not: a swept one's ``stat`` is read only when its
-``schedstat`` run time moved since its last sweep (``TaskScanner._slept``).
+``schedstat`` run time moved since its last sweep (``engine.task.slept``).
 Another user's process is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
 ``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
 ``engine.exits``): one /proc shows alive, not a zombie, reused its PID within a clock tick.
@@ -40,7 +40,17 @@ from collections.abc import Callable, Set
 from functools import partial
 
 from tiptop.engine.listing import ProcListing
-from tiptop.engine.task import Proc, Scan, Task, account, descendants, dir_mark, rest
+from tiptop.engine.task import (
+    Proc,
+    Scan,
+    Task,
+    account,
+    descendants,
+    dir_mark,
+    rest,
+    runtime,
+    slept,
+)  # fmt: skip
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -59,15 +69,6 @@ __all__ = [
     "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
     "read_facts", "read_file", "read_stat", "safe_text",
 ]  # fmt: skip
-
-
-def _runtime(path: str) -> int:
-    """A task's time on a CPU, in ns: the first field of its ``schedstat``
-    (Documentation/scheduler/sched-stats.rst); 0 when it cannot be read."""
-    try:
-        return int(read_file(path).split(None, 1)[0])
-    except (TaskGone, OSError, ValueError, IndexError):
-        return 0
 
 
 def _holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
@@ -175,7 +176,7 @@ class TaskScanner:
         ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``);
         ``blind``: tids of tasks without counters (waiting for fds, refused), whose
         ``stat`` is read only when their ``schedstat`` run time moved, while no PID was
-        made since the last scan (``_slept``; single-threaded processes only)."""
+        made since the last scan (``engine.task.slept``; single-threaded processes only)."""
         self._exited = exited
         self._quiet, self._marks = (idle if quiet is None else quiet), marks
         now = time.monotonic()
@@ -207,12 +208,12 @@ class TaskScanner:
                 pid in swept
                 and (t := old.get(pid)) is not None
                 and (proven or not marks or pid not in marks or _holds(root, name, marks[pid]))
-                and (pid in resting or self._slept(t, f"{root}/{name}/schedstat"))
+                and (pid in resting or slept(t, f"{root}/{name}/schedstat"))
             ) or (
                 pid in unseen
                 and (t := old.get(pid)) is not None
                 and t.num_threads == 1  # its schedstat is its only thread's
-                and self._slept(t, f"{root}/{name}/schedstat")
+                and slept(t, f"{root}/{name}/schedstat")
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -261,20 +262,6 @@ class TaskScanner:
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
-
-    @staticmethod
-    def _slept(t: Task, path: str) -> bool:
-        """Whether task ``t`` is still asleep since it was last seen so: its time on a CPU
-        (``_runtime``) is the one seen at its discovery or its last such look. Asked for a
-        quiet task read by the sweep (``engine.sampler``), and for a task without counters
-        (``blind``) at every scan. That file costs a third of a ``stat`` read (6.4 against
-        20 us at 2000 processes on the development VM), so a task whose counters went
-        blind without it sleeping (a set-user-ID exec ends them, fs/exec.c
-        ``begin_new_exec()``) is still caught at its next sweep, for less. An unreadable
-        file or a 0 (no scheduler statistics) say no."""
-        ran = _runtime(path)
-        was, t.runtime = t.runtime, ran
-        return ran != 0 and ran == was
 
     def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
@@ -353,7 +340,7 @@ class TaskScanner:
             if t is not None and marks and tid in marks:  # without a pidfd (engine.exits)
                 t = t if _holds(self.proc_root, str(tid), marks[tid]) else None
             if t is not None and (
-                tid in idle or self._slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat")
+                tid in idle or slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat")
             ):
                 rest(t)
                 seen[tid] = t
@@ -436,9 +423,9 @@ class TaskScanner:
                 tid, pid, st.starttime, p.uid, p.user, p.comm, p.cmdline, st.num_threads,
                 st.state, st.processor, st.utime, st.stime,
             )  # fmt: skip
-            # The sweep's first reference (``_slept``): the run time at discovery.
+            # The sweep's first reference (``slept``): the run time at discovery.
             sub = "" if tid == pid and not self.threads else f"/task/{tid}"
-            t.runtime = _runtime(f"{self.proc_root}/{pid}{sub}/schedstat")
+            t.runtime = runtime(f"{self.proc_root}/{pid}{sub}/schedstat")
             if self._uptime is None:
                 self._uptime = uptime_ticks(self.proc_root)
             age = self._uptime - st.starttime

@@ -140,10 +140,6 @@ class Unit:
         """The previous read's words."""
         return self.store.last[self.slot].tobytes()
 
-    @last.setter
-    def last(self, words: bytes) -> None:
-        self.store.last[self.slot] = np.frombuffer(words, WORD)
-
     def read(self) -> bytes:
         """The group's words now, errors translated and a short read an ``OSError``."""
         if self.raw:
