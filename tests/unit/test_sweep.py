@@ -35,15 +35,24 @@ def _ran(root: Path, ns: int | None) -> None:
         path.write_text(f"{ns} 0 1\n")
 
 
-@pytest.mark.parametrize("threads", [False, True])
-def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threads: bool) -> None:
+def _discovered(
+    tmp_path: Path, ns: int, threads: bool = False
+) -> tuple[FakeProc, Counting, TaskScanner]:
+    """Process 10 ("app", 5 user ticks, run time ``ns``) in a fake /proc, found by a
+    first scan of a scanner whose stat reads are counted."""
     fp = FakeProc(tmp_path)
     fp.add(10, "app", utime=5)
-    where = tmp_path / "10" / "task" if threads else tmp_path  # its schedstat's
-    _ran(where, 500)
+    _ran(tmp_path / "10" / "task" if threads else tmp_path, ns)
     reads = Counting(threads)
     sc = TaskScanner(str(tmp_path), euid=0, threads=threads, stat_reader=reads)
     sc.scan()  # discovery: a stat read, and the run time seen then
+    return fp, reads, sc
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threads: bool) -> None:
+    fp, reads, sc = _discovered(tmp_path, 500, threads)
+    where = tmp_path / "10" / "task" if threads else tmp_path  # its schedstat's
     swept = {10}  # quiet, and its turn in the sweep: not in ``idle``
     for _ in range(2):
         (t,) = sc.scan(quiet=swept).tasks
@@ -59,24 +68,14 @@ def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threa
 
 
 def test_a_zero_run_time_never_stands_for_asleep(tmp_path: Path) -> None:
-    fp = FakeProc(tmp_path)
-    fp.add(10, "app")
-    _ran(tmp_path, 0)  # "0 0 0": the kernel keeps no run times
-    reads = Counting()
-    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
-    sc.scan()
+    _, reads, sc = _discovered(tmp_path, 0)  # "0 0 0": the kernel keeps no run times
     for _ in range(3):
         sc.scan(quiet={10})
     assert reads.reads == 4
 
 
 def test_a_run_between_discovery_and_the_first_sweep_is_read(tmp_path: Path) -> None:
-    fp = FakeProc(tmp_path)
-    fp.add(10, "app")
-    _ran(tmp_path, 500)
-    reads = Counting()
-    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
-    sc.scan()
+    _, reads, sc = _discovered(tmp_path, 500)
     _ran(tmp_path, 700)
     sc.scan(quiet={10})
     sc.scan(quiet={10})
@@ -91,12 +90,7 @@ def test_a_task_without_counters_is_read_when_it_ran_or_a_pid_was_made(
     (whose run time the main thread's file does not hold), reads it at every scan."""
     last = [b"7"]
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
-    fp = FakeProc(tmp_path)
-    fp.add(10, "app")
-    _ran(tmp_path, 500)
-    reads = Counting()
-    sc = TaskScanner(str(tmp_path), euid=0, stat_reader=reads)
-    sc.scan()
+    fp, reads, sc = _discovered(tmp_path, 500)
     for _ in range(2):
         sc.scan(blind={10})
     assert reads.reads == 1  # discovery only

@@ -137,9 +137,7 @@ class Attacher:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        # A failed read retired some counts just now: read each row's anew.
-        retired = [s.retired for s in states] if failed else r.retired()
-        return Counts(readout, retired, idle, ended, marks, r.tids)
+        return Counts(readout, r.retired(), idle, ended, marks, r.tids)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:

@@ -20,7 +20,6 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.exits import Identity
-from tiptop.engine.task import Task
+from tiptop.engine.task import Task, same_tasks
 from tiptop.engine.units import WORD, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
@@ -318,17 +317,13 @@ class RowReading:
         self.reading = Reading(plan, [s.units for s in self.states])
         #: Rows without a pidfd or spawned: their idleness says less (``Attacher.read``).
         self.watched = [i for i, st in enumerate(self.states) if st.exit_fd is None or st.spawned]
-        none = all(s.retired is None for s in self.states)
-        self._retired: list[np.ndarray | None] | None = [None] * len(rows) if none else None
 
     def holds(self, rows: Sequence[Task]) -> bool:
         """Whether ``rows`` are this reading's rows, in the same order."""
-        return len(rows) == len(self.rows) and all(map(operator.is_, rows, self.rows))
+        return same_tasks(rows, self.rows)
 
     def retired(self) -> list[np.ndarray | None]:
         """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
-        if self._retired is not None:
-            return self._retired
         return [s.retired for s in self.states]
 
 

@@ -32,7 +32,6 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 from __future__ import annotations
 
 import dataclasses
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +41,7 @@ from tiptop.engine.attach import Attacher, Counts
 from tiptop.engine.evaluate import RowLabels, assemble
 from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import CounterPlan
+from tiptop.engine.task import same_tasks
 from tiptop.engine.tasks import Scan, Task, TaskScanner
 from tiptop.frame import Frame
 from tiptop.host import Host
@@ -232,7 +232,7 @@ class Sampler:
         shown: list[Task] = [t for t in scan.tasks if not t.new]
         rows = shown + scan.gone
         # Most refreshes show the tasks read, in the same order: nothing to take then.
-        if len(rows) != len(known) or not all(map(operator.is_, rows, known)):
+        if not same_tasks(rows, known):
             where = {id(t): i for i, t in enumerate(known)}
             counts = counts.take([where[id(t)] for t in rows])
         if self._uncountable:  # a spawned set-user-ID command: its counters ended at exec
@@ -253,12 +253,7 @@ class Sampler:
         """The rows' labels, kept from the last refresh while the rows are the same
         ``Task`` objects in the same order and the scanner renamed none."""
         kept, renames = self._labels, self._scanner.renames
-        if (
-            kept is None
-            or kept[1] != renames
-            or len(kept[0]) != len(rows)
-            or not all(map(operator.is_, rows, kept[0]))
-        ):
+        if kept is None or kept[1] != renames or not same_tasks(rows, kept[0]):
             kept = self._labels = (rows, renames, RowLabels.of(rows))
         return kept[2]
 

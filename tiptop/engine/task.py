@@ -8,7 +8,9 @@ that fills these records is ``tiptop.engine.tasks``.
 
 from __future__ import annotations
 
+import operator
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
@@ -69,6 +71,12 @@ class Scan:
     interval: float
     #: Every thread of the watched processes (for the "Tasks:" line).
     threads_total: int
+
+
+def same_tasks(a: Sequence[Task], b: Sequence[Task]) -> bool:
+    """Whether ``a`` and ``b`` hold the same ``Task`` objects in the same order (a
+    refresh over the rows of the one before: what the engine keeps between refreshes)."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def rest(t: Task) -> None:
