@@ -193,6 +193,11 @@ def test_resolve_numeric() -> None:
         ("cpu/needs-param/", INTEL, "needs a value"),
         ("cpu/cycles-ct/", INTEL, "no term 'in_tx'"),
         ("cpu//", INTEL, "no terms"),
+        # Ice Lake+ topdown's leader where sysfs shows no CPU PMU (a VM without a virtual
+        # one): the reason, not advice to spell it as a perf or vendor name.
+        ("slots", NOPMU, "'slots': not a perf name, and no CPU PMU here"),
+        ("topdown-retiring", NOPMU, "no hardware PMU visible"),
+        ("bogus-event", NOPMU, "no CPU PMU here whose events/ could define it"),
     ],
 )
 def test_errors(name: str, root: str, needle: str) -> None:

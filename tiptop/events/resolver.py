@@ -155,16 +155,26 @@ def resolve(name: str, *, sysfs_root: str = "/sys") -> list[EventBinding]:
 
 #: An Arm PMUv3 common event's alias: lower case, as drivers/perf/arm_pmuv3.c names them.
 _ARM_ALIAS = re.compile(r"^[a-z][a-z0-9_]*$")
+#: A core PMU's alias as sysfs spells them (``slots``, ``topdown-retiring``, ``l1d_cache``).
+_ALIAS = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
 def _not_implemented(name: str, sysfs_root: str) -> None:
-    """On Arm (CPU PMUs other than ``cpu``), a lower-case name that is no alias raises the
-    reason: drivers/perf/arm_pmuv3.c lists in ``events/`` only the common events that the
-    PMCEID0/1 registers say this CPU implements (``armv8pmu_event_attr_is_visible``)."""
-    if not _ARM_ALIAS.match(name) or sysfs.core_pmus(sysfs_root):
+    """A lower-case name that no core PMU's ``events/`` lists raises the reason where there is
+    one: on Arm (CPU PMUs other than ``cpu``) drivers/perf/arm_pmuv3.c lists only the common
+    events that the PMCEID0/1 registers say this CPU implements
+    (``armv8pmu_event_attr_is_visible``); where sysfs shows no CPU PMU at all (no hardware
+    PMU: a VM without a virtual one), no alias such as Intel's ``slots`` can exist."""
+    if not _ALIAS.match(name) or sysfs.core_pmus(sysfs_root):
         return
     pmus = sysfs.alias_pmus(sysfs_root)
-    if pmus:
+    if not pmus:
+        raise EventError(
+            f"unknown event {name!r}: not a perf name, and no CPU PMU here whose events/ "
+            "could define it (no hardware PMU visible: a VM or container without a virtual "
+            "PMU?)"
+        )
+    if _ARM_ALIAS.match(name):
         raise EventError(
             f"{name}: not an event of PMU {', '.join(pmus)} (its events/ lists only the "
             "common events this CPU implements, as its PMCEID registers announce)"
