@@ -14,8 +14,7 @@ from tiptop.engine.tasks import Stat, TaskScanner, read_stat
 
 
 class Counting:
-    """A stat reader counting its reads (with ``threads``, of thread stat files only: a
-    process's own is read at every scan with -H)."""
+    """A stat reader counting its reads (with ``threads``, of thread stat files only)."""
 
     def __init__(self, threads: bool = False) -> None:
         self.reads = 0
@@ -106,3 +105,33 @@ def test_a_task_without_counters_is_read_when_it_ran_or_a_pid_was_made(
     sc.scan(blind={10})
     sc.scan(blind={10})
     assert reads.reads == 6
+
+
+class ProcessReads(Counting):
+    """A stat reader counting the reads of processes' own stat files only (-H)."""
+
+    def __call__(self, path: str) -> Stat:
+        self.reads += "/task/" not in path
+        return read_stat(path)
+
+
+def test_with_threads_a_process_none_of_whose_threads_ran_is_not_read(tmp_path: Path) -> None:
+    """-H: a process's own stat is read again only when one of its threads ran (or is
+    watched by a mark, not a pidfd); its rows and the thread total stay."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app", tids=(11, 12))
+    reads = ProcessReads()
+    sc = TaskScanner(str(tmp_path), euid=0, threads=True, stat_reader=reads)
+    sc.scan()
+    all_quiet = {10, 11, 12}
+    for _ in range(2):
+        scan = sc.scan(idle=all_quiet, quiet=all_quiet)
+        assert reads.reads == 1 and scan.threads_total == 3
+        assert sorted(t.tid for t in scan.tasks) == [10, 11, 12]
+    sc.scan(idle={10, 11}, quiet={10, 11})  # thread 12 ran
+    assert reads.reads == 2
+    sc.scan(idle=all_quiet, quiet=all_quiet, marks={11: (1, 0)})  # 11 has no pidfd
+    assert reads.reads == 3
+    fp.remove(10, tid=12)  # 12 exited: its pidfd says so, it is not quiet
+    scan = sc.scan(idle={10, 11}, quiet={10, 11})
+    assert reads.reads == 4 and sorted(t.tid for t in scan.tasks) == [10, 11]

@@ -25,7 +25,8 @@ exec or a rename is done by the task itself, so it would have run. Their %CPU is
 interval. Not used for process trees (a tree root's row sums its descendants' times).
 ``quiet`` holds the tids of every task known not to have run, ``idle`` those of them whose
 turn in the sampler's sweep it is not: a swept one's ``stat`` is read only when its
-``schedstat`` run time moved since its last sweep (``engine.task.slept``).
+``schedstat`` run time moved since its last sweep (``engine.task.slept``). With ``-H`` a
+process none of whose threads ran is neither listed nor read again, only its threads.
 Another user's process is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
 ``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
 ``engine.exits``): one /proc shows alive, not a zombie, reused its PID within a clock tick.
@@ -222,6 +223,11 @@ class TaskScanner:
                 live_pids.add(pid)
                 threads_total += t.num_threads
                 continue
+            if self.threads and (known := self._unchanged(pid)) is not None:
+                live_pids.add(pid)
+                threads_total += len(known)
+                self._scan_threads(seen, new, old, pid, procs[pid], interval, idle)
+                continue
             p = procs.get(pid)
             foreign = p.foreign if p is not None and not trees else None
             if foreign is not None and _holds(root, name, foreign):
@@ -289,6 +295,19 @@ class TaskScanner:
             return None
         return p, st
 
+    def _unchanged(self, pid: int) -> list[int] | None:
+        """With ``-H``: the threads of watched process ``pid`` listed last time when none of
+        them ran since (all quiet, none watched by a mark instead of a pidfd); None
+        otherwise. Its ``stat`` is then not read again: an exec, a clone(2) or a rename
+        (prctl(2) ``PR_SET_NAME``) is run by one of its threads, and its exit makes their
+        pidfds readable (``engine.exits``), which keeps them out of the quiet ones."""
+        known = self._threads_of.get(pid)
+        p = self._procs.get(pid)
+        if not known or p is None or not p.watched or not self._quiet.issuperset(known):
+            return None
+        marks = self._marks
+        return known if not marks or marks.keys().isdisjoint(known) else None
+
     def _tree_root(
         self,
         p: Proc,
@@ -333,14 +352,14 @@ class TaskScanner:
                 known = self._threads_of[pid] = list_threads(self.proc_root, pid)
             except (TaskGone, PermissionError):
                 return
-        tids = known
-        marks = self._marks
-        for tid in tids:
-            t = old.get(tid) if tid in self._quiet else None
-            if t is not None and marks and tid in marks:  # without a pidfd (engine.exits)
-                t = t if _holds(self.proc_root, str(tid), marks[tid]) else None
-            if t is not None and (
-                tid in idle or slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat")
+        marks, quiet, get = self._marks, self._quiet, old.get
+        for tid in known:
+            if (
+                tid in quiet
+                and (t := get(tid)) is not None
+                # without a pidfd (engine.exits): its mark still holds
+                and (not marks or tid not in marks or _holds(self.proc_root, str(tid), marks[tid]))
+                and (tid in idle or slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat"))
             ):
                 rest(t)
                 seen[tid] = t
