@@ -84,3 +84,25 @@ def test_numpy_brings_no_blas_threads_and_leaves_the_environment_alone() -> None
         timeout=60,
     )
     assert out.stdout.split() == ["1", "4"], out.stderr[-2000:]
+
+
+def test_live_mode_imports_urwid_without_the_other_event_loops(tmp_path: Path) -> None:
+    """urwid's event_loop package imports every other loop's library that is installed
+    (trio, Tornado...); tiptop's import of urwid does not, and leaves them importable.
+    Stand-ins for those libraries (a fake, named as such: this machine may have none of
+    them) record that they were imported."""
+    from tiptop.live import FOREIGN_LOOPS
+
+    for name in FOREIGN_LOOPS:
+        pkg = tmp_path / name
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text(
+            f"open({str(tmp_path / ('imported-' + name))!r}, 'w').close()\n"
+            "raise ImportError('a stand-in')\n"
+        )
+    code = "import tiptop.live.app\nimport trio\n"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)  # fmt: skip
+    assert "ImportError: a stand-in" in r.stderr  # `import trio` after: still importable
+    assert sorted(p.name for p in tmp_path.glob("imported-*")) == ["imported-trio"]
