@@ -246,6 +246,31 @@ def test_tasks_waiting_for_fds_are_not_listed_again(env, monkeypatch) -> None:  
     assert len(listed) == 1 and {g.tid for g in b.groups} == {listed[0]}
 
 
+def test_waiting_idle_tasks_are_not_tried_until_one_is_busy(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Out of fds with no pidfd to give up, a waiting task that is not busy could neither
+    fit nor reclaim: it is not tried at all (at 5000 tasks ~1000 such tries per refresh);
+    one that turns busy is, and reclaims an idle task's fds."""
+    fp, b = env
+    for tid in range(10, 16):
+        fp.add(tid, f"idle{tid}", utime=0)
+    s = make(env, fd_budget=3)  # room for one task: five wait
+    s.start()
+    tried: list[int] = []
+    real = attach.Attacher._open_task
+    monkeypatch.setattr(
+        attach.Attacher, "_open_task", lambda self, t, *a: tried.append(t.tid) or real(self, t, *a)
+    )
+    b.clock.advance(1.0)
+    s.refresh()
+    assert tried == []
+    (counted,) = {g.tid for g in b.groups}
+    busy = next(tid for tid in range(10, 16) if tid != counted)
+    fp.set_stat(busy, f"idle{busy}", utime=90)  # 90 ticks in the next 1 s: busy
+    b.clock.advance(1.0)
+    s.refresh()
+    assert tried == [busy] and {g.tid for g in b.groups} == {busy}
+
+
 def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]
     fp, b = env
     fp.add(10, "app")

@@ -165,7 +165,18 @@ class Attacher:
         self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
         if self._shed and not todo and self.fds_used + SHED < self.fd_budget:
             self._shed = False  # nothing waits and fds are spare: new tasks get pidfds
+        fpt, threshold = self.plan.fds_per_thread, self.cpu_threshold
         for t in todo:
+            if (
+                not t.new
+                and t.cpu_total < threshold
+                and self.fds_used + fpt - self.fd_budget > len(self._exits)
+                and t.tid not in self._spawned
+            ):
+                # Waiting, not busy (so it reclaims nothing), and not one thread's groups
+                # fit even with every pidfd given up: what _open_task() would find, for
+                # less (at 5000 tasks about 1000 wait so, every refresh).
+                continue
             self._open_task(t, scan.tasks, tree)
 
     def close(self) -> None:
