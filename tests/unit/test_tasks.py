@@ -319,7 +319,7 @@ def test_only_pid_reads_no_other_process(tmp_path: Path) -> None:
 
 
 def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
-    from tiptop.engine.task import descendants
+    from tiptop.engine.trees import descendants
 
     fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own

@@ -155,25 +155,3 @@ def slept(t: Task, path: str) -> bool:
     ran = runtime(path)
     was, t.runtime = t.runtime, ran
     return ran != 0 and ran == was
-
-
-def descendants(fam: dict[int, tuple[int, ...]], roots: list[int]) -> dict[int, list[int]]:
-    """Each root's live descendants, followed through the parents of ``fam`` (pid ->
-    ``(ppid, ...)``, proc(5) ``stat`` field 4); a process under two roots goes to the
-    first, and a root is never its own descendant."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, *_) in fam.items():
-        children.setdefault(ppid, []).append(pid)
-    taken: set[int] = set()
-    out: dict[int, list[int]] = {}
-    for root in roots:
-        desc = out[root] = []
-        todo = list(children.get(root, ()))
-        while todo:
-            c = todo.pop()
-            if c in taken or c == root:
-                continue
-            taken.add(c)
-            desc.append(c)
-            todo.extend(children.get(c, ()))
-    return out

@@ -46,12 +46,12 @@ from tiptop.engine.task import (
     Scan,
     Task,
     account,
-    descendants,
     dir_mark,
     rest,
     runtime,
     slept,
 )  # fmt: skip
+from tiptop.engine.trees import Family, Root, fold, tree_root
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -89,16 +89,7 @@ class TaskScanner:
     identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
-    root's row stands for its whole process tree, as its counters do (``inherit`` without
-    ``inherit_thread``). Its CPU times are the sum, over the root and every live
-    descendant (found through ``ppid``, field 4), of ``utime + stime + cutime + cstime``
-    (fields 14-17): ``cutime``/``cstime`` hold the times of the children a process has
-    waited for, recursively (proc(5), getrusage(2) ``RUSAGE_CHILDREN``), so a descendant
-    that has ended and been reaped inside the tree stays counted, and a zombie still counts
-    its own times until its parent reaps it. Not covered: descendants reparented out of the
-    tree (their parent exited first: they are re-parented to init or a subreaper) and the
-    moment between a child's reap and our read of its parent (shown in the next interval).
-    Descendants get no rows of their own. With ``-H`` trees are not followed.
+    root's row stands for its whole process tree (``engine.trees``).
     """
 
     def __init__(
@@ -195,8 +186,8 @@ class TaskScanner:
         names = self._names(trees, len(marks) if marks and not self.threads else 0)
         proven = self._listing.proves  # the listing stands for the marks (engine.listing)
         # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
-        fam: dict[int, tuple[int, int, int]] = {}
-        roots: list[tuple[int, Proc, Stat]] = []
+        fam: Family = {}
+        roots: list[Root] = []
         resting = idle if not trees and not self.threads else frozenset()
         swept = self._quiet if not trees and not self.threads else frozenset()
         # A PID made since the last scan could stand for another task now: then read all.
@@ -244,7 +235,8 @@ class TaskScanner:
             if trees:
                 fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
                 if trees.get(pid) == st.starttime:
-                    threads_total += self._tree_root(p, st, ended, fam, roots, old, interval)
+                    look = partial(self._last_look, old, interval=interval)
+                    threads_total += tree_root(p, st, ended, fam, roots, look)
                     continue
             if not p.watched:
                 continue
@@ -264,7 +256,12 @@ class TaskScanner:
         if trees is not None:
             self.tree = {}
         if roots:
-            new = self._fold_trees(roots, fam, seen, new, old, interval)
+            hidden = fold(
+                roots, fam, self.tree, partial(self._update_root, seen, new, old, interval)
+            )
+            for c in hidden:
+                seen.pop(c, None)
+            new = [t for t in new if t.pid not in hidden] if hidden else new
         gone = [t for tid, t in old.items() if seen.get(tid) is not t]
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, interval, threads_total)
@@ -307,29 +304,6 @@ class TaskScanner:
             return None
         marks = self._marks
         return known if not marks or marks.keys().isdisjoint(known) else None
-
-    def _tree_root(
-        self,
-        p: Proc,
-        st: Stat,
-        ended: bool,
-        fam: dict[int, tuple[int, int, int]],
-        roots: list[tuple[int, Proc, Stat]],
-        old: dict[int, Task],
-        interval: float,
-    ) -> int:
-        """A process-tree root seen by the scan: kept for folding, or its last look when it
-        ended; returns the threads it adds to the total."""
-        if not p.watched:
-            return 0
-        if ended:
-            # Its live descendants were re-parented when it exited (exit(2)): its own
-            # times and its waited-for children's are the whole tree.
-            _, u, s = fam[p.pid]
-            self._last_look(old, p.pid, st._replace(utime=u, stime=s), interval)
-            return 0
-        roots.append((p.pid, p, st))
-        return st.num_threads
 
     def _scan_threads(
         self,
@@ -377,27 +351,12 @@ class TaskScanner:
         """Make process ``(pid, starttime)`` a tree root (see the class doc)."""
         self.tree_roots[pid] = starttime
 
-    def _fold_trees(
-        self,
-        roots: list[tuple[int, Proc, Stat]],
-        fam: dict[int, tuple[int, int, int]],
-        seen: dict[int, Task],
-        new: list[Task],
-        old: dict[int, Task],
-        interval: float,
-    ) -> list[Task]:
-        """Give each tree root its tree's CPU times and drop its descendants' rows."""
-        members = descendants(fam, [pid for pid, _, _ in roots])
-        hidden = {c for desc in members.values() for c in desc}
-        for pid, p, st in roots:
-            desc = self.tree[pid] = members[pid]
-            user = st.utime + st.cutime + sum(fam[c][1] for c in desc)
-            system = st.stime + st.cstime + sum(fam[c][2] for c in desc)
-            self._update(seen, new, old, pid, pid, p, st._replace(utime=user, stime=system),
-                         interval)  # fmt: skip
-        for c in hidden:
-            seen.pop(c, None)
-        return [t for t in new if t.pid not in hidden] if hidden else new
+    def _update_root(
+        self, seen: dict[int, Task], new: list[Task], old: dict[int, Task], interval: float,
+        pid: int, p: Proc, st: Stat,
+    ) -> None:  # fmt: skip
+        """A tree root's row, from its tree's CPU times (``engine.trees.fold``)."""
+        self._update(seen, new, old, pid, pid, p, st, interval)
 
     def _last_look(self, old: dict[int, Task], tid: int, st: Stat, interval: float) -> None:
         """A watched task seen ended (a zombie, not reaped yet): its final CPU times give
