@@ -135,3 +135,41 @@ def test_with_threads_a_process_none_of_whose_threads_ran_is_not_read(tmp_path: 
     fp.remove(10, tid=12)  # 12 exited: its pidfd says so, it is not quiet
     scan = sc.scan(idle={10, 11}, quiet={10, 11})
     assert reads.reads == 4 and sorted(t.tid for t in scan.tasks) == [10, 11]
+
+
+def test_with_threads_a_thread_without_counters_is_read_when_its_run_time_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-H: a thread without counters (``blind``) is read only when its own schedstat run
+    time moved (each thread has its file), while no PID was made; the others as before."""
+    last = [b"7"]
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app", tids=(11,))
+    ran = tmp_path / "10" / "task" / "11" / "schedstat"
+    ran.write_text("500 0 1\n")
+    reads = ThreadReads()
+    sc = TaskScanner(str(tmp_path), euid=0, threads=True, stat_reader=reads)
+    sc.scan()
+    reads.tids.clear()
+    for _ in range(2):
+        sc.scan(blind={11})
+    assert reads.tids == [10, 10]  # 10 is neither quiet nor blind: read at each scan
+    ran.write_text("900 0 1\n")
+    sc.scan(blind={11})
+    assert sorted(reads.tids[2:]) == [10, 11]  # 11 ran
+    last[0] = b"8"
+    sc.scan(blind={11})
+    assert sorted(reads.tids[4:]) == [10, 11]  # a PID was made since the last scan
+
+
+class ThreadReads:
+    """A stat reader noting which thread's stat file it read (-H)."""
+
+    def __init__(self) -> None:
+        self.tids: list[int] = []
+
+    def __call__(self, path: str) -> Stat:
+        if "/task/" in path:
+            self.tids.append(int(path.rsplit("/", 2)[1]))
+        return read_stat(path)

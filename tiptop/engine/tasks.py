@@ -130,6 +130,7 @@ class TaskScanner:
         self._threads_of: dict[int, list[int]] = {}
         self._quiet: frozenset[int] | set[int] = frozenset()
         self._marks: dict[int, tuple[int, int]] | None = None  # see scan()
+        self._unseen: frozenset[int] | set[int] = frozenset()  # -H: see scan()
         #: Bumped whenever a known task's name, command line or user changes (an exec).
         self.renames = 0
 
@@ -168,7 +169,8 @@ class TaskScanner:
         ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``);
         ``blind``: tids of tasks without counters (waiting for fds, refused), whose
         ``stat`` is read only when their ``schedstat`` run time moved, while no PID was
-        made since the last scan (``engine.task.slept``; single-threaded processes only)."""
+        made since the last scan (``engine.task.slept``; in process mode single-threaded
+        processes only: a process's ``schedstat`` is its main thread's)."""
         self._exited = exited
         self._quiet, self._marks = (idle if quiet is None else quiet), marks
         now = time.monotonic()
@@ -191,8 +193,8 @@ class TaskScanner:
         resting = idle if not trees and not self.threads else frozenset()
         swept = self._quiet if not trees and not self.threads else frozenset()
         # A PID made since the last scan could stand for another task now: then read all.
-        steady = not trees and not self.threads and self._listing.steady
-        unseen = blind if steady else frozenset()
+        unseen = blind if not trees and self._listing.steady else frozenset()
+        self._unseen = unseen if self.threads else frozenset()  # -H: each thread's own file
         vanished: list[str] = []
         for name in names:
             pid = int(name)
@@ -326,7 +328,7 @@ class TaskScanner:
                 known = self._threads_of[pid] = list_threads(self.proc_root, pid)
             except (TaskGone, PermissionError):
                 return
-        marks, quiet, get = self._marks, self._quiet, old.get
+        marks, quiet, unseen, get = self._marks, self._quiet, self._unseen, old.get
         for tid in known:
             if (
                 tid in quiet
@@ -334,6 +336,10 @@ class TaskScanner:
                 # without a pidfd (engine.exits): its mark still holds
                 and (not marks or tid not in marks or _holds(self.proc_root, str(tid), marks[tid]))
                 and (tid in idle or slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat"))
+            ) or (
+                tid in unseen  # without counters: read when its own run time moved
+                and (t := get(tid)) is not None
+                and slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat")
             ):
                 rest(t)
                 seen[tid] = t
