@@ -173,3 +173,35 @@ class ThreadReads:
         if "/task/" in path:
             self.tids.append(int(path.rsplit("/", 2)[1]))
         return read_stat(path)
+
+
+def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-H: idle threads watched by their /proc marks (no pidfd) are not stat(2)ed when the
+    process's task/ listing was read while no PID was made; when one was, each mark is
+    checked (here they do not hold: those threads are read again)."""
+    import tiptop.engine.tasks as tasks_module
+
+    last = [b"7"]
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
+    checked: list[str] = []
+    real = tasks_module._holds
+    monkeypatch.setattr(
+        tasks_module,
+        "_holds",
+        lambda root, name, mark: checked.append(name) or real(root, name, mark),
+    )
+    fp = FakeProc(tmp_path)
+    fp.add(10, "app", tids=(11, 12))
+    reads = ThreadReads()
+    sc = TaskScanner(str(tmp_path), euid=0, threads=True, stat_reader=reads)
+    sc.scan()
+    sc.scan()  # the listing is steady from here (the same last PID at two calls)
+    reads.tids.clear()
+    marks = {11: (1, 0), 12: (1, 0)}  # not theirs: a check would fail
+    sc.scan(idle={11, 12}, quiet={11, 12}, marks=marks)  # 10 ran: task/ is listed
+    assert checked == [] and reads.tids == [10]
+    last[0] = b"8"  # a PID was made
+    sc.scan(idle={11, 12}, quiet={11, 12}, marks=marks)
+    assert sorted(checked) == ["11", "12"] and sorted(reads.tids[1:]) == [10, 11, 12]

@@ -89,6 +89,13 @@ class ProcListing:
             self.proves = self._prev == last
         return self._names
 
+    def unchanged(self) -> bool:
+        """Whether no PID was made since the last :meth:`names` call, nor between the call
+        before and it (``steady``): then a directory of tasks listed in between (a
+        process's ``task/``) shows, under each TID, the task that had it at the call
+        before, as a fresh listing with ``proves`` does."""
+        return self.steady and self._last_made() == self._prev
+
     def forget(self, gone: list[str]) -> None:
         """Entries a scan found gone: not in the kept listing any more."""
         if gone and self._names is not None:

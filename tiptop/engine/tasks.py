@@ -321,14 +321,21 @@ class TaskScanner:
         ``idle`` keeps its facts without a new ``stat`` read (see :meth:`scan`). When none
         of the threads listed last time ran, none can have created a thread (clone(2) is
         run by one of them; the counters were read before that listing), so the listing
-        is not read again: a 2000-thread process costs a 2000-entry directory read."""
+        is not read again: a 2000-thread process costs a 2000-entry directory read. A
+        listing read while no PID was made stands for the marks of its threads
+        (``ProcListing.unchanged``)."""
         known = self._threads_of.get(pid)
+        marks = self._marks
         if not known or not self._quiet.issuperset(known):
             try:
                 known = self._threads_of[pid] = list_threads(self.proc_root, pid)
             except (TaskGone, PermissionError):
                 return
-        marks, quiet, unseen, get = self._marks, self._quiet, self._unseen, old.get
+            if marks and self._listing.unchanged():
+                # That listing shows each TID's task of the last scan: no mark to check
+                # (at 5000 threads, ~4000 gave up their pidfds: a stat(2) each).
+                marks = None
+        quiet, unseen, get = self._quiet, self._unseen, old.get
         for tid in known:
             if (
                 tid in quiet
