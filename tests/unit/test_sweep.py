@@ -205,3 +205,21 @@ def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
     last[0] = b"8"  # a PID was made
     sc.scan(idle={11, 12}, quiet={11, 12}, marks=marks)
     assert sorted(checked) == ["11", "12"] and sorted(reads.tids[1:]) == [10, 11, 12]
+
+
+def test_with_threads_a_single_threaded_process_without_counters_is_read_when_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-H: a single-threaded process whose only thread has no counters is neither listed
+    nor read while its run time stays (its schedstat is that thread's), as in process mode."""
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")
+    _, _, sc = _discovered(tmp_path, 500, threads=True)
+    read: list[str] = []
+    sc._read_stat = lambda path: read.append(path[len(str(tmp_path)) :]) or read_stat(path)
+    _ran(tmp_path, 500)  # the process's own schedstat: its only thread's
+    sc.scan(blind={10})
+    (t,) = sc.scan(blind={10}).tasks
+    assert read == [] and t.tid == 10
+    _ran(tmp_path, 800)
+    sc.scan(blind={10})
+    assert read == ["/10/stat", "/10/task/10/stat"]
