@@ -165,17 +165,12 @@ class Attacher:
         self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
         if self._shed and not todo and self.fds_used + SHED < self.fd_budget:
             self._shed = False  # nothing waits and fds are spare: new tasks get pidfds
-        fpt, threshold = self.plan.fds_per_thread, self.cpu_threshold
+        fpt = self.plan.fds_per_thread
         for t in todo:
-            if (
-                not t.new
-                and t.cpu_total < threshold
-                and self.fds_used + fpt - self.fd_budget > len(self._exits)
-                and t.tid not in self._spawned
-            ):
+            if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned:
                 # Waiting, not busy (so it reclaims nothing), and not one thread's groups
-                # fit even with every pidfd given up: what _open_task() would find, for
-                # less (at 5000 tasks about 1000 wait so, every refresh).
+                # fit: what _open_task() would find, for less (at 5000 tasks about 1000
+                # wait so, every refresh).
                 continue
             self._open_task(t, scan.tasks, tree)
 
@@ -274,7 +269,7 @@ class Attacher:
             self._drop_units(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:
             return
-        busy = t.new or t.cpu_total >= self.cpu_threshold
+        busy = self._busy(t)
         if not self._room(self.plan.fds_per_thread) and not (
             self.collect and busy and self._reclaimable
         ):
@@ -386,7 +381,7 @@ class Attacher:
         short = self.fds_used + need - self.fd_budget
         if short <= 0:
             return True
-        if short > len(self._exits):
+        if self._no_room(need):
             return False
         want = min(max(short, SHED), len(self._exits))
         freed = self._exits.give_up(self._counters.items(), want, self.proc_root)
@@ -394,6 +389,14 @@ class Attacher:
         self._shed = self._shed or freed > 0
         self.fds_used -= freed
         return freed >= short
+
+    def _no_room(self, need: int) -> bool:
+        """Whether ``need`` more fds cannot fit even with every pidfd given up."""
+        return self.fds_used + need - self.fd_budget > len(self._exits)
+
+    def _busy(self, t: Task) -> bool:
+        """Whether ``t`` may reclaim idle tasks' fds: new, or at the CPU threshold."""
+        return t.new or t.cpu_total >= self.cpu_threshold
 
     def _out_of_fds(self, t: Task) -> None:
         self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "

@@ -331,7 +331,7 @@ class TaskScanner:
                 known = self._threads_of[pid] = list_threads(self.proc_root, pid)
             except (TaskGone, PermissionError):
                 return
-            if marks and self._listing.unchanged():
+            if marks and not marks.keys().isdisjoint(known) and self._listing.unchanged():
                 # That listing shows each TID's task of the last scan: no mark to check
                 # (at 5000 threads, ~4000 gave up their pidfds: a stat(2) each).
                 marks = None
