@@ -185,6 +185,7 @@ class Attacher:
             for u in units:
                 u.close()
         self._spawned.clear()
+        self._exits.close()
         self.fds_used = 0
 
     # ------------------------------------------------------------------ spawned

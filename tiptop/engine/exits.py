@@ -1,4 +1,4 @@
-"""Which watched tasks have exited, learnt for all of them with one ``poll(2)``.
+"""Which watched tasks have exited, learnt for all of them with one ``epoll_wait(2)``.
 
 A task is known by ``(tid, starttime)``; ``starttime`` counts clock ticks (proc(5)), so a
 PID reused within one tick looks like the same task, and a task that exited looks, to
@@ -9,13 +9,14 @@ A pidfd costs an fd of the budget that counters draw from too. When counters nee
 pidfds are given up (:meth:`ExitWatch.give_up`), and a task without one (also where none can
 be had: ``-H`` before Linux 6.9) is told from a new task under its id by its ``/proc/TID``
 mark (``engine.task.dir_mark``: a new task instance gets a new inode), one ``stat(2)`` a
-refresh while it sleeps instead of a ``poll(2)`` entry. Its exit is still seen: the exiting
+refresh while it sleeps instead of a pidfd. Its exit is still seen: the exiting
 task runs (its counters move), so its ``stat`` is read and shows the zombie, or ``/proc`` no
 longer lists it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 from collections.abc import Callable, Iterable
@@ -28,21 +29,34 @@ Identity = tuple[int, int]
 
 
 class ExitWatch:
-    """The pidfds of watched tasks, polled together (see the module doc). It tells a task
+    """The pidfds of watched tasks, in one epoll set (see the module doc). It tells a task
     that slept from one that exited and whose PID was reused within the same clock tick.
     ``open_pidfd(tid, thread)`` is the backend's; a backend without it (the test fake)
-    watches nothing."""
+    watches nothing.
+
+    An epoll set, not ``poll(2)``: poll asks every pidfd at every call (about 0.4 ms a
+    refresh at 570 pidfds on the development VM), epoll_wait(2) hands over the ready ones
+    only (epoll(7)), so a refresh where nothing exited costs the same at any count."""
 
     def __init__(self, open_pidfd: Callable[[int, bool], int | None] | None) -> None:
         self._open = open_pidfd
-        self._poll = select.poll()
+        self._epoll: select.epoll | None = None  # one fd for the watch's life
+        if open_pidfd is not None:
+            with contextlib.suppress(OSError):  # EMFILE: tried again at the first watch
+                self._epoll = select.epoll()
         self._owner: dict[int, Identity] = {}
 
     def watch(self, t: Task, thread: bool) -> int | None:
-        """A pidfd for ``t``, registered; None when none can be had."""
+        """A pidfd for ``t``, registered; None when none can be had (nor the epoll set)."""
         fd = self._open(t.tid, thread) if self._open is not None else None
         if fd is not None:
-            self._poll.register(fd, select.POLLIN)
+            try:
+                if self._epoll is None:
+                    self._epoll = select.epoll()
+                self._epoll.register(fd, select.EPOLLIN)
+            except OSError:  # EMFILE, ENOMEM: watched by its mark instead
+                os.close(fd)
+                return None
             self._owner[fd] = t.key
         return fd
 
@@ -72,12 +86,21 @@ class ExitWatch:
 
     def forget(self, fd: int) -> None:
         """Stop watching and close ``fd``."""
-        self._poll.unregister(fd)
+        if self._epoll is not None:
+            self._epoll.unregister(fd)
         del self._owner[fd]
         os.close(fd)
 
     def ended(self) -> set[Identity]:
         """Identities of the watched tasks that have exited."""
-        if not self._owner:
+        owner = self._owner
+        if not owner or self._epoll is None:
             return set()
-        return {self._owner[fd] for fd, _ in self._poll.poll(0) if fd in self._owner}
+        # maxevents: every pidfd may be ready (its default, FD_SETSIZE - 1, would leave some)
+        return {owner[fd] for fd, _ in self._epoll.poll(0, len(owner)) if fd in owner}
+
+    def close(self) -> None:
+        """Close the epoll set (its pidfds are each forgotten by their owner first)."""
+        if self._epoll is not None:
+            self._epoll.close()
+            self._epoll = None
