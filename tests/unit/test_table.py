@@ -195,6 +195,12 @@ def test_batch_memo_reformats_only_rows_that_changed(monkeypatch: pytest.MonkeyP
     assert got == want
     assert len(formatted) == 3 and len(memo.lines) == 4  # rows 1, 2 and 4; row 3 was kept
     assert got[-1].endswith(" DEAD")
+    # The same rows in the same order (compared in place): only the changed value is new.
+    moved = [changed[0], task(2, 3.5, 1.5, 2.5, name="busy"), *changed[2:]]
+    want = text_lines(frame(moved), SCREEN, view)
+    formatted.clear()
+    assert text_lines(frame(moved), SCREEN, view, memo) == want
+    assert formatted == [[3.5, 1.5, 2.5]]
     # -0.0 equals 0.0 but prints otherwise: a row going from one to the other is new text.
     signed = [task(1, -0.0, 0, 0, name="idle-exec")]
     assert text_lines(frame(signed), SCREEN, view, memo) == text_lines(frame(signed), SCREEN, view)

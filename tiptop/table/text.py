@@ -4,6 +4,8 @@ not formatted again but taken from a :class:`LineMemo`."""
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from tiptop.cells import valued
@@ -16,33 +18,54 @@ from tiptop.table.select import View, is_watched, shown_rows
 
 class LineMemo:
     """The lines of the last :func:`text_lines` call and what each row showed there (cell
-    values and codes, death, command, marker, user), sorted by task id. One memo serves
-    one screen and one view (batch mode has one of each)."""
+    values and codes, death, command, marker, user), in that call's order, with the order
+    that sorts its task ids (to find a row again). One memo serves one screen and one view
+    (batch mode has one of each)."""
 
     def __init__(self) -> None:
         self.tid = np.empty(0, np.int64)
         self.facts: tuple[np.ndarray, ...] = ()
         self.lines: list[str] = []
+        self._sorter = np.empty(0, np.intp)  # argsort of tid
+        self._same_order = False  # the last recall's rows were these, in this order
 
-    def recall(self, tid: np.ndarray, facts: tuple[np.ndarray, ...]) -> list[str | None]:
-        """Per row: its last line if the row shows exactly what it showed then, else None.
-        Compared as arrays (numpy), not row by row."""
-        if len(self.tid) == 0 or len(tid) == 0:
-            return [None] * len(tid)
-        pos = np.searchsorted(self.tid, tid).clip(max=len(self.tid) - 1)
-        same = self.tid[pos] == tid
+    def recall(
+        self, tid: np.ndarray, facts: tuple[np.ndarray, ...]
+    ) -> tuple[list[str | None], list[int]]:
+        """Per row: its last line if the row shows exactly what it showed then, else None;
+        and the rows given None. Compared as arrays (numpy), not row by row; the rows of
+        the last call in the same order (a refresh with no change of order: the common
+        case) are compared in place."""
+        n = len(tid)
+        self._same_order = n > 0 and np.array_equal(tid, self.tid)
+        if not n or not len(self.tid):
+            return [None] * n, list(range(n))
+        pos = None
+        if not self._same_order:
+            at = np.searchsorted(self.tid, tid, sorter=self._sorter).clip(max=len(self.tid) - 1)
+            pos = self._sorter[at]
+        same = np.ones(n, bool) if pos is None else self.tid[pos] == tid
         for mine, now in zip(self.facts, facts, strict=True):
-            eq = mine[pos] == now
+            eq = (mine if pos is None else mine[pos]) == now
             same &= eq.all(axis=1) if eq.ndim == 2 else eq
-        lines = self.lines
-        return [lines[p] if s else None for p, s in zip(pos.tolist(), same.tolist(), strict=True)]
+        lines: list[str | None] = list(self.lines if pos is None else _pick(self.lines, pos))
+        todo = np.flatnonzero(~same).tolist()
+        for k in todo:
+            lines[k] = None
+        return lines, todo
 
     def keep(self, tid: np.ndarray, facts: tuple[np.ndarray, ...], lines: list[str]) -> None:
-        """Remember this call's rows (and only them)."""
-        order = np.argsort(tid, kind="stable")
-        self.tid = tid[order]
-        self.facts = tuple(f[order] for f in facts)
-        self.lines = [lines[k] for k in order.tolist()]
+        """Remember this call's rows (and only them), after :meth:`recall` of the same."""
+        if not self._same_order:
+            self._sorter = np.argsort(tid, kind="stable")
+        self.tid, self.facts, self.lines = tid, facts, lines
+
+
+def _pick(items: list[str], pos: np.ndarray) -> list[str]:
+    """``[items[p] for p in pos]``, made by ``operator.itemgetter`` (one C call)."""
+    if len(pos) < 2:
+        return [items[p] for p in pos.tolist()]
+    return list(itemgetter(*pos.tolist())(items))
 
 
 def text_lines(
@@ -61,8 +84,7 @@ def text_lines(
     tid = frame.tid[idx]
     facts = (values.view(np.uint64), codes, frame.dead[idx], *_texts(frame, idx, view))
     memo = memo if memo is not None else LineMemo()
-    lines = memo.recall(tid, facts)
-    todo = [k for k, line in enumerate(lines) if line is None]
+    lines, todo = memo.recall(tid, facts)
     if todo:
         rows_values = values[todo].tolist()
         rows_codes = codes[todo].tobytes()
