@@ -229,7 +229,8 @@ class Sampler:
         dead (the original reads a zombie's counters once more and removes dead tasks
         after the iteration is shown: docs/original.md section 7.3); only ``sticky`` keeps them
         afterwards, frozen."""
-        shown: list[Task] = [t for t in scan.tasks if not t.new]
+        # The new tasks are shown from the next refresh (their first interval is unknown).
+        shown: list[Task] = [t for t in scan.tasks if not t.new] if scan.new else scan.tasks
         rows = shown + scan.gone
         # Most refreshes show the tasks read, in the same order: nothing to take then.
         if not same_tasks(rows, known):
@@ -239,7 +240,8 @@ class Sampler:
             for i, t in enumerate(rows):
                 if t.pid in self._uncountable:
                     counts.readout.nread[i, :] = 0
-        reaped = np.array([False] * len(shown) + [not t.final for t in scan.gone], bool)
+        reaped = np.zeros(len(rows), bool)
+        reaped[len(shown) :] = [not t.final for t in scan.gone]
         sp = self._screen_plan
         return assemble(
             rows, self.plan, counts.readout, counts.retired, sp.columns, sp.col_aliases,
