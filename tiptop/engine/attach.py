@@ -106,16 +106,11 @@ class Attacher:
         readout, failed = r.reading.read()
         ended = self._exits.ended()
         idle = readout.idle()
-        marks: dict[int, tuple[int, int]] = {}
         # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
         # alike to a task that slept; counters disabled until exec say nothing of running.
         # Most tasks have a pidfd and are not spawned: only the others are looked at.
-        for i in r.watched:
-            st = states[i]
-            if st.spawned or st.mark is None:
-                idle[i] = False
-            elif idle[i] and not (ended and rows[i].key in ended):  # watched by its mark
-                marks[rows[i].tid] = st.mark
+        idle[r.unsure] = False
+        marks = r.watched_marks(idle)
         if ended:
             for i, t in enumerate(rows):
                 if t.key in ended:

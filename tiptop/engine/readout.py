@@ -315,12 +315,33 @@ class RowReading:
         self.changes = changes
         self.states = [counters.get(t.key) or TaskCounters() for t in rows]
         self.reading = Reading(plan, [s.units for s in self.states])
-        #: Rows without a pidfd or spawned: their idleness says less (``Attacher.read``).
-        self.watched = [i for i, st in enumerate(self.states) if st.exit_fd is None or st.spawned]
+        # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):
+        # those it says nothing of (spawned, or without a mark either), and those watched
+        # by their /proc mark (their tids and marks), fixed while the reading is kept.
+        unsure: list[int] = []
+        marked: list[int] = []
+        #: The marks of the rows in ``marked``.
+        self.marks: list[tuple[int, int]] = []
+        for i, st in enumerate(self.states):
+            if st.spawned or (st.exit_fd is None and st.mark is None):
+                unsure.append(i)
+            elif st.exit_fd is None and st.mark is not None:
+                marked.append(i)
+                self.marks.append(st.mark)
+        self.unsure = np.array(unsure, np.intp)
+        self.marked = np.array(marked, np.intp)
+        self.marked_tids = self.tids[self.marked]
 
     def holds(self, rows: Sequence[Task]) -> bool:
         """Whether ``rows`` are this reading's rows, in the same order."""
         return same_tasks(rows, self.rows)
+
+    def watched_marks(self, idle: np.ndarray) -> dict[int, tuple[int, int]]:
+        """tid -> ``/proc/TID`` mark of the rows watched by their mark that ``idle`` says
+        did not run (none has a pidfd, so none is among those a pidfd said ended)."""
+        sel = np.flatnonzero(idle[self.marked])
+        tids = self.marked_tids[sel].tolist()
+        return dict(zip(tids, map(self.marks.__getitem__, sel.tolist()), strict=True))
 
     def retired(self) -> list[np.ndarray | None]:
         """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
