@@ -268,3 +268,43 @@ def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     want = [r for m in lines for r in urwid.Text(m, wrap="clip").render((cols,)).content()]
     want += list(urwid.SolidCanvas(" ", cols, rows - len(lines)).content())
     assert got == want
+
+
+def test_a_row_showing_what_it_showed_is_not_formatted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The task table keeps the lines of the rows on screen: a refresh whose rows show the
+    same is drawn without formatting any; a changed value, a view that prints the rows
+    otherwise (``U``: the user column) format what changed, and the screen is what an app
+    without the kept lines draws."""
+    formatted: list[int] = []
+    real = LiveApp._format_row
+    monkeypatch.setattr(
+        LiveApp, "_format_row", lambda self, row: formatted.append(row.tid) or real(self, row)
+    )
+    app, sampler = new_app()
+    first = text(app)
+    assert sorted(formatted) == [100, 101, 102, 103]
+    formatted.clear()
+    app.refresh()
+    assert text(app) == first and formatted == []
+    real_refresh = sampler.refresh
+
+    def one_changed() -> Any:
+        f = real_refresh()
+        f.values[2, 0] = 7.5  # task2's %CPU
+        return f
+
+    monkeypatch.setattr(sampler, "refresh", one_changed)
+    app.refresh()
+    lines = text(app)
+    assert formatted == [102]
+    other, other_sampler = new_app()
+    monkeypatch.setattr(other_sampler, "refresh", one_changed)
+    other.refresh()
+    assert lines == text(other)
+    assert any("7.5" in line for line in lines)
+    formatted.clear()
+    keys(app, "U")
+    assert text(app) != lines
+    assert sorted(formatted) == [100, 101, 102, 103]

@@ -20,6 +20,8 @@ from tiptop.live.windows import ErrorLog, error_window, help_window, scrolled
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
 Markup = Any
+#: A plain line's bytes and attribute runs (:func:`plain_line`).
+Plain = tuple[bytes, list[tuple[Any, int]]]
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -168,6 +170,9 @@ class Line(urwid.Widget):
         super().__init__()
         self.compose = compose
         self.max_rows = max_rows
+        #: (markup, cols, max_rows) of the last render and its canvas: most refreshes
+        #: compose the same line again (urwid lays out a Text anew: ~0.15 ms a line).
+        self._last: tuple[Markup, int, int, urwid.Canvas] | None = None
 
     def _text(self, cols: int) -> urwid.Text:
         wrap = "clip" if self.max_rows <= 1 else "space"
@@ -181,10 +186,16 @@ class Line(urwid.Widget):
 
     def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
         (cols,) = size
-        canvas = urwid.CompositeCanvas(self._text(cols).render((cols,)))
-        extra = canvas.rows() - self.rows(size)
+        markup = self.compose(cols) or ""
+        last = self._last
+        if last is not None and last[:3] == (markup, cols, self.max_rows):
+            return last[3]  # urwid wraps a canvas it finalized before (cached_render)
+        text = urwid.Text(markup, wrap="clip" if self.max_rows <= 1 else "space")
+        canvas = urwid.CompositeCanvas(text.render((cols,)))
+        extra = canvas.rows() - max(1, min(text.rows((cols,)), self.max_rows))
         if extra > 0:
             canvas.trim_end(extra)
+        self._last = (markup, cols, self.max_rows, canvas)
         return canvas
 
 
@@ -232,6 +243,11 @@ class Scroller(urwid.Widget):
         self._invalidate()
         return True
 
+    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
+        """Line ``i``'s markup and, when it is plain, its :func:`plain_line`."""
+        markup = self.line(i, cols)
+        return markup, plain_line(markup, cols)
+
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         cols, rows = size
         self.height = rows
@@ -240,8 +256,7 @@ class Scroller(urwid.Widget):
         texts: list[bytes] = []
         runs: list[list[tuple[Any, int]]] = []
         for i in range(self.top, min(self.top + rows, self.count)):
-            markup = self.line(i, cols)
-            plain = plain_line(markup, cols)
+            markup, plain = self.line_at(i, cols)
             if plain is not None:  # consecutive plain lines: one canvas
                 texts.append(plain[0])
                 runs.append(plain[1])
@@ -255,7 +270,7 @@ class Scroller(urwid.Widget):
         return _stack(canvases, cols, rows)
 
 
-def plain_line(markup: Markup, cols: int) -> tuple[bytes, list[tuple[Any, int]]] | None:
+def plain_line(markup: Markup, cols: int) -> Plain | None:
     """A line of plain ASCII segments (almost every task row) clipped to ``cols``, as its
     bytes and attribute runs: one column per byte, so there is no urwid text layout to
     compute (the bulk of a live refresh's drawing); None for anything else."""
@@ -288,9 +303,21 @@ class TaskTable(Scroller):
         super().__init__(self._row_line)
         self.format_row = format_row
         self.rows: Sequence[Any] = ()
+        #: What the lines depend on beyond each row (``set_rows``).
+        self.style: Any = None
+        #: A row's ``shows()`` and width -> its line, for the rows of the last render:
+        #: a row showing what it showed is not formatted again (most rows, most refreshes).
+        self._lines: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
+        self._drawn: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
 
-    def set_rows(self, rows: Sequence[Any], format_row: Callable[[Any], str]) -> None:
-        """Show new rows (formatted lazily with ``format_row``)."""
+    def set_rows(
+        self, rows: Sequence[Any], format_row: Callable[[Any], str], style: Any = None
+    ) -> None:
+        """Show new rows (formatted lazily with ``format_row``); ``style``: what, beyond
+        a row's ``shows()``, its line depends on (the view's id width, user column)."""
+        if (format_row, style) != (self.format_row, self.style):
+            self._lines = {}
+        self.style = style
         self.rows = rows
         self.format_row = format_row
         self.set_count(len(rows))
@@ -302,6 +329,20 @@ class TaskTable(Scroller):
     def _row_line(self, i: int, cols: int) -> Markup:
         row = self.rows[i]
         return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
+
+    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
+        key = (self.rows[i].shows(), cols)
+        got = self._lines.get(key)
+        if got is None:
+            got = super().line_at(i, cols)
+        self._drawn[key] = got
+        return got
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        self._drawn = {}
+        canvas = super().render(size, focus)
+        self._lines = self._drawn  # only what is on screen is kept
+        return canvas
 
 
 def too_small(cols: int, rows: int) -> urwid.Canvas:
@@ -354,7 +395,11 @@ class LiveScreen(urwid.Widget):
             return too_small(cols, rows)
         # Wrapped lines may not take the table's last rows on a short terminal.
         for k in ("message", "notice"):
-            self.lines[k].max_rows = max(1, min(WRAPPED_ROWS, rows - MIN_ROWS))
+            line = self.lines[k]
+            most = max(1, min(WRAPPED_ROWS, rows - MIN_ROWS))
+            if line.max_rows != most:  # urwid's canvas cache must not give the old one
+                line.max_rows = most
+                line._invalidate()
         parts: list[Any] = [("pack", self.lines[k]) for k in ("title", "tasks", "message")]
         parts += [("pack", self.lines["header"]), self.table]
         if self.lines["notice"].compose(cols) is not None:
