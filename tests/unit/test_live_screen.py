@@ -15,7 +15,8 @@ import urwid
 from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
-from tiptop.live.widgets import MIN_COLS, MIN_ROWS, Scroller
+from tiptop.live.rows import Scroller
+from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
 from tiptop.screens.model import Target
 from tiptop.screens.variables import VARIABLES

@@ -25,10 +25,10 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.keys import Exporter, KeyActions, Keys
+from tiptop.live.rows import TaskTable
 from tiptop.live.state import LiveState
 from tiptop.live.widgets import (
     LiveScreen,
-    TaskTable,
     footer_markup,
     header_markup,
     tasks_markup,

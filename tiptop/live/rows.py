@@ -1,0 +1,198 @@
+"""The task table of live mode: a box widget that builds only its visible lines
+(:class:`Scroller`), the task rows' markup, and :class:`TaskTable`, which draws a row that
+shows what it showed at the last render from that render. Imports nothing from tiptop but
+the palette and the windows' scrolling rule (the rows come from ``tiptop.table``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import urwid
+
+from tiptop.live import palette as P
+from tiptop.live.windows import scrolled
+
+#: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
+Markup = Any
+#: A plain line's bytes and attribute runs (:func:`plain_line`).
+Plain = tuple[bytes, list[tuple[Any, int]]]
+
+
+def row_markup(row: Any, line: str) -> list[Markup]:
+    """One task row: the whole line green (watched) or red (dead), and each cell over its
+    threshold or scaled by multiplexing in its own attribute.
+
+    ``line`` is ``table.format_row(row, view)`` already cut to the screen; cells are found
+    in it in order, so the layout stays the table's alone. Every row carries its own
+    attribute, so a dead row's red cannot leak onto the next (docs/original.md 8, defect 17).
+    """
+    base = P.DEAD if row.dead else P.WATCHED if row.watched else None
+    spans: list[tuple[int, int, str]] = []
+    over, scaled = row.over_threshold, row.multiplexed
+    if any(over) or any(scaled):
+        pos = 0
+        for i, cell in enumerate(row.cells):
+            j = line.find(cell, pos) if cell else -1
+            if j < 0:
+                break
+            pos = j + len(cell)
+            attr = P.OVER if over[i] else P.SCALED if scaled[i] else None
+            if attr:
+                spans.append((j, pos, attr))
+    out: list[Markup] = []
+    pos = 0
+    for lo, hi, attr in spans:
+        if lo > pos:
+            out.append((base, line[pos:lo]))
+        out.append((attr, line[lo:hi]))
+        pos = hi
+    if pos < len(line) or not out:
+        out.append((base, line[pos:]))
+    return out
+
+
+def _stack(canvases: list[urwid.Canvas], cols: int, rows: int) -> urwid.Canvas:
+    have = sum(c.rows() for c in canvases)
+    if have < rows:
+        canvases.append(urwid.SolidCanvas(" ", cols, rows - have))
+    return urwid.CanvasCombine([(c, None, False) for c in canvases])
+
+
+class Scroller(urwid.Widget):
+    """A box widget showing lines ``top .. top+height`` of ``count`` lazily built lines.
+
+    ``line(i, cols)`` gives line ``i``'s markup; only visible lines are ever built. Up/Down,
+    PgUp/PgDn and Home/End move the view (the original cannot show more tasks than the
+    terminal has lines; we can).
+    """
+
+    _sizing = frozenset([urwid.Sizing.BOX])
+    ignore_focus = True
+
+    def __init__(self, line: Callable[[int, int], Markup], count: int = 0) -> None:
+        super().__init__()
+        self.line = line
+        self.count = count
+        self.top = 0
+        self.height = 1
+
+    def set_count(self, count: int) -> None:
+        """Change the number of lines, keeping the view where it was when possible."""
+        self.count = count
+        self._invalidate()
+
+    def clamp(self) -> None:
+        """Keep ``top`` inside ``0 .. count - height``."""
+        self.top = max(0, min(self.top, self.count - self.height))
+
+    def scroll(self, key: str) -> bool:
+        """Move the view for a navigation key; False when the key is not one."""
+        top = scrolled(self.top, key, self.count, self.height - 1)
+        if top is None:
+            return False
+        self.top = top
+        self.clamp()
+        self._invalidate()
+        return True
+
+    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
+        """Line ``i``'s markup and, when it is plain, its :func:`plain_line`."""
+        markup = self.line(i, cols)
+        return markup, plain_line(markup, cols)
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        cols, rows = size
+        self.height = rows
+        self.clamp()
+        canvases: list[urwid.Canvas] = []
+        texts: list[bytes] = []
+        runs: list[list[tuple[Any, int]]] = []
+        for i in range(self.top, min(self.top + rows, self.count)):
+            markup, plain = self.line_at(i, cols)
+            if plain is not None:  # consecutive plain lines: one canvas
+                texts.append(plain[0])
+                runs.append(plain[1])
+                continue
+            if texts:
+                canvases.append(urwid.TextCanvas(texts, runs, maxcol=cols))
+                texts, runs = [], []
+            canvases.append(urwid.Text(markup, wrap="clip").render((cols,)))
+        if texts:
+            canvases.append(urwid.TextCanvas(texts, runs, maxcol=cols))
+        return _stack(canvases, cols, rows)
+
+
+def plain_line(markup: Markup, cols: int) -> Plain | None:
+    """A line of plain ASCII segments (almost every task row) clipped to ``cols``, as its
+    bytes and attribute runs: one column per byte, so there is no urwid text layout to
+    compute (the bulk of a live refresh's drawing); None for anything else."""
+    segs = [(None, markup)] if isinstance(markup, str) else markup
+    if not isinstance(segs, list) or not all(
+        isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str) and _plain(s[1])
+        for s in segs
+    ):
+        return None
+    runs: list[tuple[Any, int]] = []
+    used = 0
+    for attr, text in segs:
+        n = min(len(text), cols - used)
+        if n > 0:
+            runs.append((attr, n))
+            used += n
+    return "".join(t for _, t in segs)[:cols].encode("ascii"), runs
+
+
+def _plain(text: str) -> bool:
+    """One screen column per character: printable ASCII (no tab, no control character)."""
+    return text.isascii() and text.isprintable()
+
+
+class TaskTable(Scroller):
+    """The task rows: ``table.Row`` objects formatted by ``format_row`` only when shown,
+    cut to COLS-1 like the original's rows."""
+
+    def __init__(self, format_row: Callable[[Any], str]) -> None:
+        super().__init__(self._row_line)
+        self.format_row = format_row
+        self.rows: Sequence[Any] = ()
+        #: What the lines depend on beyond each row (``set_rows``).
+        self.style: Any = None
+        #: A row's ``shows()`` and width -> its line, for the rows of the last render:
+        #: a row showing what it showed is not formatted again (most rows, most refreshes).
+        self._lines: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
+        self._drawn: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
+
+    def set_rows(
+        self, rows: Sequence[Any], format_row: Callable[[Any], str], style: Any = None
+    ) -> None:
+        """Show new rows (formatted lazily with ``format_row``); ``style``: what, beyond
+        a row's ``shows()``, its line depends on (the view's id width, user column)."""
+        if (format_row, style) != (self.format_row, self.style):
+            self._lines = {}
+        self.style = style
+        self.rows = rows
+        self.format_row = format_row
+        self.set_count(len(rows))
+
+    def visible(self) -> Sequence[Any]:
+        """The rows currently on screen (after the last render)."""
+        return self.rows[self.top : self.top + self.height]
+
+    def _row_line(self, i: int, cols: int) -> Markup:
+        row = self.rows[i]
+        return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
+
+    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
+        key = (self.rows[i].shows(), cols)
+        got = self._lines.get(key)
+        if got is None:
+            got = super().line_at(i, cols)
+        self._drawn[key] = got
+        return got
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        self._drawn = {}
+        canvas = super().render(size, focus)
+        self._lines = self._drawn  # only what is on screen is kept
+        return canvas
