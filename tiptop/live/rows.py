@@ -112,7 +112,7 @@ class Scroller(urwid.Widget):
             markup, plain = self.line_at(i, cols)
             if plain is not None:  # consecutive plain lines: one canvas
                 texts.append(plain[0])
-                runs.append(plain[1])
+                runs.append(list(plain[1]))  # a copy: TextCanvas pads it in place
                 continue
             if texts:
                 canvases.append(urwid.TextCanvas(texts, runs, maxcol=cols))
