@@ -27,7 +27,6 @@ class LineMemo:
         self.facts: tuple[np.ndarray, ...] = ()
         self.lines: list[str] = []
         self._sorter = np.empty(0, np.intp)  # argsort of tid
-        self._same_order = False  # the last recall's rows were these, in this order
 
     def recall(
         self, tid: np.ndarray, facts: tuple[np.ndarray, ...]
@@ -37,11 +36,10 @@ class LineMemo:
         the last call in the same order (a refresh with no change of order: the common
         case) are compared in place."""
         n = len(tid)
-        self._same_order = n > 0 and np.array_equal(tid, self.tid)
         if not n or not len(self.tid):
             return [None] * n, list(range(n))
         pos = None
-        if not self._same_order:
+        if not np.array_equal(tid, self.tid):
             at = np.searchsorted(self.tid, tid, sorter=self._sorter).clip(max=len(self.tid) - 1)
             pos = self._sorter[at]
         same = np.ones(n, bool) if pos is None else self.tid[pos] == tid
@@ -55,8 +53,8 @@ class LineMemo:
         return lines, todo
 
     def keep(self, tid: np.ndarray, facts: tuple[np.ndarray, ...], lines: list[str]) -> None:
-        """Remember this call's rows (and only them), after :meth:`recall` of the same."""
-        if not self._same_order:
+        """Remember this call's rows (and only them)."""
+        if not np.array_equal(tid, self.tid):
             self._sorter = np.argsort(tid, kind="stable")
         self.tid, self.facts, self.lines = tid, facts, lines
 
