@@ -138,18 +138,9 @@ class Line(urwid.Widget):
         #: compose the same line again (urwid lays out a Text anew: ~0.15 ms a line).
         self._last: tuple[Markup, int, int, urwid.Canvas] | None = None
 
-    def _text(self, cols: int) -> urwid.Text:
-        wrap = "clip" if self.max_rows <= 1 else "space"
-        return urwid.Text(self.compose(cols) or "", wrap=wrap)
-
-    def rows(self, size: tuple[int], focus: bool = False) -> int:
-        if self.max_rows <= 1:
-            return 1
-        (cols,) = size
-        return max(1, min(self._text(cols).rows((cols,)), self.max_rows))
-
-    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
-        (cols,) = size
+    def _canvas(self, cols: int) -> urwid.Canvas:
+        """The line at width ``cols``: laid out again only when its markup, the width or
+        ``max_rows`` changed; one row, or wrapped onto at most ``max_rows``."""
         markup = self.compose(cols) or ""
         last = self._last
         if last is not None and last[:3] == (markup, cols, self.max_rows):
@@ -161,6 +152,12 @@ class Line(urwid.Widget):
             canvas.trim_end(extra)
         self._last = (markup, cols, self.max_rows, canvas)
         return canvas
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        return 1 if self.max_rows <= 1 else self._canvas(size[0]).rows()
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        return self._canvas(size[0])
 
 
 def too_small(cols: int, rows: int) -> urwid.Canvas:
