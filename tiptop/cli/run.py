@@ -61,6 +61,11 @@ def other_users_pid(opts: Any, host: Host) -> str | None:
     )
 
 
+#: Blocks below this size come from malloc's heap, and up to twice it of freed memory
+#: stays there (``tiptop.kernel.keep_heap``).
+HEAP_KEPT = 16 << 20
+
+
 def is_live(opts: Any) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
     return not opts.batch and opts.output is None and sys.stdout.isatty()
@@ -73,8 +78,12 @@ def make_sampler(
     ``problems`` (configuration warnings) and ``notices`` (what start-up had to say) start
     its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
     from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.kernel import keep_heap
     from tiptop.messages import MessageLog
 
+    # Each refresh makes numpy arrays of every row: with thousands of tasks, over the
+    # 128 KiB above which malloc would map and unmap each one (benchmarks/README.md).
+    keep_heap(HEAP_KEPT)
     log = MessageLog()
     for line in problems:
         log.say(f"config:{line}", line)

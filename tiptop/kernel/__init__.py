@@ -3,12 +3,12 @@
 Public surface: :class:`Attr`, the backend protocol (:class:`Backend`, :class:`Group`,
 :class:`GroupReading`), the real backend (:class:`PerfBackend`, :class:`CounterGroup`,
 :func:`open_group`, :func:`parse_group_read`), the raw syscall (:func:`perf_event_open`),
-and the error explanations.
+the error explanations, and :func:`keep_heap` (malloc kept from mmap for numpy's arrays).
 """
 
 from __future__ import annotations
 
-from tiptop.kernel._ffi import perf_event_open
+from tiptop.kernel._ffi import keep_heap, perf_event_open
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import Backend, Group, GroupReading
 from tiptop.kernel.explain import (
@@ -30,6 +30,7 @@ __all__ = [
     "GroupReading",
     "PerfBackend",
     "explain_open_error",
+    "keep_heap",
     "open_group",
     "parse_group_read",
     "perf_event_open",

@@ -63,6 +63,7 @@ CDEF = """
         uint64_t config3;
     };
     long syscall(long number, ...);
+    int mallopt(int param, int value);
 
     /* libpfm4 (perfmon/pfmlib.h, pfmlib_perf_event.h); pfm_os_t is an enum -> int. */
     typedef struct {
@@ -165,6 +166,28 @@ def perf_event_open(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -
             break
         c.size = want
     raise OSError(err, os.strerror(err))
+
+
+# ----------------------------------------------------------------------------- malloc
+
+#: mallopt(3) parameters (glibc's malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_heap(nbytes: int) -> bool:
+    """Have the C library's malloc serve blocks below ``nbytes`` from its heap and keep up
+    to twice that of freed memory at its top, instead of a mmap(2)/munmap(2) pair and
+    fresh pages (one page fault each) for every block of 128 KiB or more (mallopt(3),
+    M_MMAP_THRESHOLD, M_TRIM_THRESHOLD). numpy allocates each array it makes with malloc:
+    with thousands of tasks a refresh makes many such arrays (5000 rows of 5 counters:
+    200 KB). ``nbytes`` at most 32 MiB (mallopt(3): the largest M_MMAP_THRESHOLD on 64-bit
+    systems). Returns whether the library took both settings (not one without
+    ``mallopt``, such as musl's)."""
+    try:
+        mallopt = _libc.mallopt
+    except AttributeError:
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, nbytes)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 * nbytes))
 
 
 # ----------------------------------------------------------------------------- libpfm4
