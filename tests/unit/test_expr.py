@@ -53,6 +53,10 @@ CASES = [
     ("delta(A) / delta(Z)", None, DIV0),
     ("delta(A) / (delta(B) - 3)", None, DIV0),
     ("1 / 0", None, DIV0),
+    ("delta(A) / (2 - 2)", None, DIV0),  # a divisor folded to 0
+    ("delta(A) / 2", 3.0, OK),  # a constant divisor: plain arithmetic
+    ("delta(U) / 2", None, UNR),
+    ("delta(Z) / 1e6", 0.0, OK),
     ("delta(U) + delta(A)", None, UNR),
     ("delta(A) + delta(U)", None, UNR),
     ("delta(A) / delta(U)", None, UNR),  # the original printed A/1 here

@@ -118,7 +118,7 @@ def assemble(
     tid, pid = labels.tid, labels.pid
     num_threads = np.array([t.num_threads for t in rows], np.int64)
     facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads)
-    env = environment(facts)
+    env = environment(facts, _builtins(columns))
     for j, a in enumerate(plan.aliases):
         env[a] = (total[:, j], total_status[:, j])
         env[delta_key(a)] = (delta[:, j], status[:, j])
@@ -155,6 +155,11 @@ def assemble(
         counter_total=total,
         counter_total_status=total_status,
     )
+
+
+def _builtins(columns: Sequence[ColumnExpr | None]) -> frozenset[str]:
+    """The built-in variables the columns read."""
+    return frozenset().union(*(ce.builtins for ce in columns if ce is not None))
 
 
 def floats(values: list[float]) -> np.ndarray:
@@ -226,22 +231,35 @@ def _evaluate(
     n: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every column over the ``n`` rows: values, statuses and running fractions (the
-    smallest of the counters the column reads)."""
+    smallest of the counters the column reads). The columns are filled in place under one
+    ``np.errstate`` and blanked where not OK at once: the numpy calls of a refresh do not
+    grow with a screen's columns beyond its expressions' own (each call costs microseconds
+    whatever the rows)."""
     nc = len(columns)
     values = np.full((n, nc), np.nan)
     cstatus = np.full((n, nc), Code.UNREADABLE, STATUS_DTYPE)
-    running = np.ones((n, nc))
-    for c, ce in enumerate(columns):
-        if ce is None:
-            continue
-        v, s = ce.evaluate(env, n) if n else (np.zeros(0), np.zeros(0, STATUS_DTYPE))
-        values[:, c] = v
-        cstatus[:, c] = s
-        idx = col_aliases[c]
-        if idx is not None and idx.size and n:
-            r = np.fmin.reduce(c_running[:, idx], axis=1)
-            running[:, c] = np.where(np.isnan(r), 1.0, r)
-    return values, cstatus, running
+    if n:
+        with np.errstate(all="ignore"):
+            for c, ce in enumerate(columns):
+                if ce is not None:
+                    values[:, c], cstatus[:, c] = ce.parts(env)  # scalars broadcast
+        values[cstatus != Code.OK] = np.nan
+    return values, cstatus, _columns_running(col_aliases, c_running, n)
+
+
+def _columns_running(
+    col_aliases: Sequence[np.ndarray | None], c_running: np.ndarray, n: int
+) -> np.ndarray:
+    """Per row and column, the smallest running fraction of the counters the column reads
+    (``c_running``: per row and counter, nan where unread); 1.0 where it reads none or none
+    was read. One gather over the columns' counter indices, padded with a column of 1.0."""
+    k = c_running.shape[1]
+    picks = [[] if a is None else a.tolist() for a in col_aliases]
+    width = max(map(len, picks), default=0) or 1
+    pad = np.array([p + [k] * (width - len(p)) for p in picks], np.intp).reshape(-1, width)
+    ext = np.ones((n, k + 1))
+    ext[:, :k] = np.fmin(c_running, 1.0)  # nan (unread) -> 1.0; a fraction is <= 1.0
+    return ext[:, pad].min(axis=2)
 
 
 #: Percentage points a breakdown may miss 100 by (and each part [0, 100]) before it is

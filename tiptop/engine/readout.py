@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -58,6 +59,16 @@ class CounterPlan:
     available: np.ndarray
     #: Per alias: summed over several PMUs (hybrid), so never scaled.
     multi: np.ndarray
+
+    @cached_property
+    def groups_per_alias(self) -> np.ndarray:
+        """How many of the groups hold each alias (2 for a hybrid counter), at least 1."""
+        nb = np.zeros(len(self.aliases))
+        for g in self.groups:
+            held = np.zeros(len(self.aliases), bool)  # not np.unique: it imports numpy.ma
+            held[g.alias_index] = True
+            nb += held
+        return np.maximum(nb, 1)
 
     @property
     def fds_per_thread(self) -> int:
@@ -103,22 +114,12 @@ class Readout:
     def running_fraction(self, plan: CounterPlan) -> np.ndarray:
         """Δrunning/Δenabled per counter: 1.0 when nothing was enabled, nan when unread;
         for a hybrid counter, relative to one PMU's enabled time (its groups split it)."""
-        nb = _groups_per_alias(plan)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(self.enabled > 0, self.running * nb / self.enabled, 1.0)
-        frac = np.minimum(frac, 1.0)
+        ena = self.enabled
+        frac = np.divide(self.running * plan.groups_per_alias, ena, out=np.ones(ena.shape),
+                         where=ena > 0)  # fmt: skip
+        np.minimum(frac, 1.0, out=frac)
         frac[self.nread == 0] = np.nan
         return frac
-
-
-def _groups_per_alias(plan: CounterPlan) -> np.ndarray:
-    """How many of the plan's groups hold each alias (2 for a hybrid counter), at least 1."""
-    nb = np.zeros(len(plan.aliases))
-    for g in plan.groups:
-        held = np.zeros(len(plan.aliases), bool)  # not np.unique: it imports numpy.ma
-        held[g.alias_index] = True
-        nb += held
-    return np.maximum(nb, 1)
 
 
 def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
@@ -127,7 +128,7 @@ def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
     (``update_context_time()`` in kernel/events/core.c runs only while the task's context is
     scheduled in), and an inherited group's read adds its children's times (kernel/events/core.c
     ``__perf_read_group_add``). nan for a row with nothing read."""
-    per_alias = readout.enabled / _groups_per_alias(plan)[None, :]
+    per_alias = readout.enabled / plan.groups_per_alias[None, :]
     secs = per_alias.max(axis=1, initial=0.0) / 1e9
     return np.where(readout.nread.max(axis=1, initial=0.0) > 0, secs, np.nan)
 

@@ -49,7 +49,6 @@ __all__ = ["ColumnExpr", "compile_column", "compile_columns", "evaluate_config"]
 
 _U64 = (1 << 64) - 1
 _OK = int(Status.OK)
-_DIV0 = int(Status.DIV0)
 _UNREADABLE = int(Status.UNREADABLE)
 
 Env = Mapping[str, tuple[np.ndarray, np.ndarray]]
@@ -92,12 +91,19 @@ class ColumnExpr:
     def __repr__(self) -> str:
         return f"ColumnExpr({self.text!r})"
 
+    def parts(self, env: Env) -> tuple[Any, Any]:
+        """``(values, status)`` as the expression makes them: arrays, or scalars where it
+        reads no row (a constant); values not yet blanked where the status is not OK. For
+        a caller that fills many columns under one ``np.errstate(all="ignore")`` (a
+        division by zero is a status here, never a warning) and blanks them at once."""
+        return self._fn(env)
+
     def evaluate(self, env: Env, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(values float64[n], status uint8[n])`` for the rows of ``env``."""
         if n is None:
             n = _rows(env, self.keys)
         with np.errstate(all="ignore"):
-            v, s = self._fn(env)
+            v, s = self.parts(env)
         # Broadcast by assignment: np.broadcast_to is a Python function (~3 us a call).
         values = np.empty(n)
         values[...] = v
@@ -176,7 +182,7 @@ def _compile(
         with np.errstate(all="ignore"):
             value = float(_ARITH[node.op](np.float64(lc), np.float64(rc)))
         return _const(value), value
-    if node.op == "/":
+    if node.op == "/" and (rc is None or rc == 0):  # else a constant divisor, never 0
         return _div(lf, rf), None
     return _arith(_ARITH[node.op], lf, rf), None
 
@@ -227,10 +233,10 @@ def _div(lf: _Fn, rf: _Fn) -> _Fn:
     def fn(env: Env) -> tuple[Any, Any]:
         a, sa = lf(env)
         b, sb = rf(env)
-        s = _worst(sa, sb)
-        zero = np.equal(b, 0)
-        s = np.where(zero, np.maximum(s, _DIV0), s).astype(STATUS_DTYPE)
-        return np.divide(a, b), s
+        # DIV0 where b is 0: a bool is 0 or 1 = DIV0 as a status byte, and the worst
+        # status is the largest (tiptop.cells), so one maximum does it.
+        zero = np.asarray(np.equal(b, 0)).view(STATUS_DTYPE)
+        return np.divide(a, b), np.maximum(_worst(sa, sb), zero)
 
     return fn
 

@@ -10,7 +10,7 @@ not gather yet is one more field of :class:`RowFacts`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +98,8 @@ VARIABLES: tuple[Variable, ...] = (
 BUILTINS: tuple[str, ...] = tuple(v.name for v in VARIABLES)
 
 
-def environment(facts: RowFacts) -> dict[str, Column]:
-    """Every built-in's column for ``facts``: the part of an expression environment that
+def environment(facts: RowFacts, names: Collection[str] | None = None) -> dict[str, Column]:
+    """Every built-in's column for ``facts`` (or those in ``names``: the ones a screen's
+    expressions read, ``ColumnExpr.builtins``): the part of an expression environment that
     does not come from counters."""
-    return {v.name: v.compute(facts) for v in VARIABLES}
+    return {v.name: v.compute(facts) for v in VARIABLES if names is None or v.name in names}
