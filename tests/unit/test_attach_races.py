@@ -222,3 +222,6 @@ def test_one_unit_a_row_and_several_a_row_sum_alike() -> None:
     bad, failed = read_units(plan, [units((5,)), units(("EIO",))])
     assert (bad.raw.tolist(), bad.nread.tolist()) == ([[5.0], [0.0]], [[1.0], [0.0]])
     assert [(i, e.errno) for i, _, e in failed] == [(1, errno.EIO)]
+    # as many units as rows, but not one each: still summed per row
+    uneven, _ = read_units(plan, [units((5,), (2,)), units()])
+    assert (uneven.raw.tolist(), uneven.nread.tolist()) == ([[7.0], [0.0]], [[2.0], [0.0]])

@@ -48,25 +48,35 @@ def _packer(group: Group) -> Callable[[], bytes]:
 
 
 class Store:
-    """The opening and previous reads of the open units whose reads are ``width`` words
-    long: one row each (a slot, taken at open and given back at close)."""
+    """The previous and opening reads of the open units whose reads are ``width`` words
+    long: one slot each (taken at open and given back at close), ``words[slot]`` holding
+    the previous read then the opening one, so that one index takes both."""
 
     def __init__(self, width: int) -> None:
         self.width = width
-        self.base = np.zeros((0, width), WORD)
-        self.last = np.zeros((0, width), WORD)
+        self.words = np.zeros((0, 2, width), WORD)
         self._free: list[int] = []
+
+    @property
+    def last(self) -> np.ndarray:
+        """Each slot's previous read (a view: assigning to it sets the reads)."""
+        return self.words[:, 0]
+
+    @property
+    def base(self) -> np.ndarray:
+        """Each slot's opening read (a view)."""
+        return self.words[:, 1]
 
     def put(self, words: bytes) -> int:
         """A slot holding ``words`` as both its opening and its previous read."""
         if not self._free:
-            n = len(self.base)
+            n = len(self.words)
             grown = max(16, 2 * n)
-            self.base = np.concatenate([self.base, np.zeros((grown - n, self.width), WORD)])
-            self.last = np.concatenate([self.last, np.zeros((grown - n, self.width), WORD)])
+            more = np.zeros((grown - n, 2, self.width), WORD)
+            self.words = np.concatenate([self.words, more])
             self._free = list(range(grown - 1, n - 1, -1))
         slot = self._free.pop()
-        self.base[slot] = self.last[slot] = np.frombuffer(words, WORD)
+        self.words[slot] = np.frombuffer(words, WORD)
         return slot
 
     def release(self, slot: int) -> None:
