@@ -225,8 +225,8 @@ def _run_batch(
 
     stop = batch.Stop()
     old = {
-        sig: signal.signal(sig, lambda *_: setattr(stop, "requested", True))
-        for sig in (signal.SIGTERM, signal.SIGINT)
+        sig: signal.signal(sig, lambda *_: stop.request())
+        for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
         batch.run(
@@ -236,6 +236,7 @@ def _run_batch(
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        stop.close()
     if child is not None and stop.requested and not child.exited():
         os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
     return child.reap() if child is not None else 0

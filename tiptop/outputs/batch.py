@@ -218,10 +218,31 @@ def make_writer(
 
 
 class Stop:
-    """Why the loop should end early: a signal (set by cli's handlers) or a reader gone."""
+    """Why the loop should end early: a signal (cli's handlers call :meth:`request`) or a
+    reader gone. A wait in progress is woken through a pipe (:meth:`fileno`): a signal
+    handler runs while poll(2) is interrupted, and Python then polls again for the time
+    left (PEP 475), so the flag alone would be seen only at the wait's end."""
 
     def __init__(self) -> None:
         self.requested = False
+        self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def request(self) -> None:
+        """Ask the loop to end, waking a wait in progress (safe in a signal handler)."""
+        self.requested = True
+        with contextlib.suppress(OSError):  # closed, or a byte already waiting
+            os.write(self._wake[1], b"\0")
+
+    def fileno(self) -> int:
+        """Readable once a stop was requested."""
+        return self._wake[0]
+
+    def close(self) -> None:
+        """Close the wake pipe (once)."""
+        for fd in self._wake:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake = (-1, -1)
 
 
 def reader_gone(fd: int) -> bool:
@@ -230,23 +251,36 @@ def reader_gone(fd: int) -> bool:
     try:
         p = select.poll()
         p.register(fd, select.POLLERR)
-        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in p.poll(0))
+        return any(ev & _GONE for _, ev in p.poll(0))
     except (OSError, ValueError):
         return False
 
 
+#: poll(2) events that say an output's reader is gone (always reported, whatever asked).
+_GONE = select.POLLERR | select.POLLHUP
+
+
 def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> None:
-    """Sleep until ``deadline`` (monotonic) in short slices, returning early when a stop
-    is requested, the output reader went away, or the spawned child exited."""
+    """Sleep until ``deadline`` (monotonic) in one poll(2), returning early when a stop is
+    requested (its pipe), the output reader went away (BrokenPipeError), or the spawned
+    child exited (looked at every 20 ms: it has no fd to wait on). Waking every 50 ms to
+    look cost 0.19% of a core here at any ``-d``, more than a refresh of 200 tasks every
+    5 s."""
+    poller = select.poll()
+    poller.register(stop.fileno(), select.POLLIN)
+    if out_fd is not None:
+        poller.register(out_fd, 0)  # errors only
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or stop.requested:
             return
-        if out_fd is not None and reader_gone(out_fd):
-            raise BrokenPipeError
         if child is not None and child.exited():
             return
-        time.sleep(min(left, 0.02 if child is not None else 0.05))
+        for fd, ev in poller.poll(1000 * (left if child is None else min(left, 0.02))):
+            if fd == out_fd and ev & _GONE:
+                raise BrokenPipeError
+            if fd == out_fd:  # POLLNVAL: not a file to poll; writes will say what it is
+                poller.unregister(out_fd)
 
 
 def run(
@@ -265,7 +299,6 @@ def run(
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also
     returns 0. The source's messages go to ``err`` as they appear, one line each, while the
     output still has a reader (after ``| head`` has gone they would explain nothing)."""
-    stop = stop or Stop()
     writer = make_writer(out, options, screen, screen_index)
     try:
         out_fd: int | None = out.fileno()
@@ -282,6 +315,8 @@ def run(
             err.write(f"tiptop: {printable(m.line)}\n")
         err.flush()
 
+    own_stop = stop is None
+    stop = stop or Stop()
     try:
         with _writing():
             writer.begin(time.time())
@@ -310,6 +345,9 @@ def run(
     except BrokenPipeError:
         _silence_stdout(out_fd)
         return 0
+    finally:
+        if own_stop:
+            stop.close()
     return 0
 
 
