@@ -181,15 +181,15 @@ def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
     """-H: idle threads watched by their /proc marks (no pidfd) are not stat(2)ed when the
     process's task/ listing was read while no PID was made; when one was, each mark is
     checked (here they do not hold: those threads are read again)."""
-    import tiptop.engine.tasks as tasks_module
+    import tiptop.engine.threadscan as threadscan
 
     last = [b"7"]
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
     checked: list[str] = []
-    real = tasks_module._holds
+    real = threadscan.holds
     monkeypatch.setattr(
-        tasks_module,
-        "_holds",
+        threadscan,
+        "holds",
         lambda root, name, mark: checked.append(name) or real(root, name, mark),
     )
     fp = FakeProc(tmp_path)

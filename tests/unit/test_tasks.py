@@ -243,14 +243,14 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     """With -H, a process none of whose listed threads ran (all ``quiet``) cannot have made
     a thread: its ``task/`` listing is reused. One that ran is listed again, and a thread
     it created shows up in that scan."""
-    from tiptop.engine import tasks as tasks_mod
+    from tiptop.engine import threadscan
 
     fp = FakeProc(tmp_path)
     fp.add(20, "pool", tids=(21, 22))
     listed: list[int] = []
-    real = tasks_mod.list_threads
+    real = threadscan.list_threads
     monkeypatch.setattr(
-        tasks_mod, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
+        threadscan, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
     )
     sc = TaskScanner(str(tmp_path), threads=True)
     sc.scan()
@@ -263,6 +263,21 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     assert sorted(t.tid for t in sc.tasks) == [20, 21, 22, 23]
     sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})  # 23 has no counters yet: not quiet
     assert listed == [20, 20, 20]
+
+
+def test_a_thread_that_ran_keeps_its_place_among_its_process_s_threads(tmp_path: Path) -> None:
+    """With -H the rows follow each process's task/ listing whether a thread was read
+    afresh or kept (it did not run): the same rows in the same order, so the engine keeps
+    its readings between refreshes (``same_tasks``)."""
+    fp = FakeProc(tmp_path)
+    fp.add(20, "pool", tids=(21, 22, 23))
+    sc = TaskScanner(str(tmp_path), threads=True)
+    first = [t.tid for t in sc.scan().tasks]
+    assert sorted(first) == [20, 21, 22, 23]
+    # 22 ran (not quiet): its stat is read again, the others are kept as they were.
+    again = sc.scan(idle={20, 21, 23}, quiet={20, 21, 23})
+    assert [t.tid for t in again.tasks] == first
+    assert not again.new and not again.gone
 
 
 def test_other_users_processes_are_not_read_again_until_their_mark_changes(

@@ -134,6 +134,12 @@ def dir_mark(path: str) -> tuple[int, int] | None:
     return (st.st_ino, st.st_uid)
 
 
+def holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
+    """Whether ``ROOT/NAME`` (a ``/proc/PID``) still bears ``mark`` (:func:`dir_mark`): the
+    same task instance, same owner."""
+    return dir_mark(f"{root}/{name}") == mark
+
+
 def runtime(path: str) -> int:
     """A task's time on a CPU, in ns: the first field of its ``schedstat``
     (Documentation/scheduler/sched-stats.rst); 0 when it cannot be read."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Set
+from dataclasses import dataclass, field
 from functools import partial
 
 from tiptop.engine.listing import ProcListing
@@ -47,10 +48,11 @@ from tiptop.engine.task import (
     Task,
     account,
     dir_mark,
-    rest,
+    holds,
     runtime,
     slept,
 )  # fmt: skip
+from tiptop.engine.threadscan import ThreadRows
 from tiptop.engine.trees import Family, Root, fold, tree_root
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
@@ -72,10 +74,24 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
-    """Whether ``/proc/NAME`` still bears ``mark`` (``engine.task.dir_mark``): the same
-    task instance, same owner."""
-    return dir_mark(f"{root}/{name}") == mark
+@dataclass(slots=True)
+class _Walk:
+    """One scan's working state, shared by its steps (:meth:`TaskScanner.scan`)."""
+
+    old: dict[int, Task]
+    interval: float
+    #: Tree roots (pid -> starttime); None with ``-H``.
+    trees: dict[int, int] | None
+    exited: Set[tuple[int, int]]
+    seen: dict[int, Task] = field(default_factory=dict)
+    new: list[Task] = field(default_factory=list)
+    #: PIDs still listed (their processes' facts are kept).
+    live: set[int] = field(default_factory=set)
+    vanished: list[str] = field(default_factory=list)
+    #: Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
+    fam: Family = field(default_factory=dict)
+    roots: list[Root] = field(default_factory=list)
+    threads_total: int = 0
 
 
 class TaskScanner:
@@ -126,11 +142,10 @@ class TaskScanner:
         self._last: float | None = None
         self._exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
         self._uptime: float | None = None
-        #: With ``-H``: pid -> the tids its ``task/`` directory listed at the last scan.
-        self._threads_of: dict[int, list[int]] = {}
+        #: With ``-H``: the threads of each watched process (``engine.threadscan``).
+        self._thread_rows = ThreadRows(proc_root, self._listing)
         self._quiet: frozenset[int] | set[int] = frozenset()
         self._marks: dict[int, tuple[int, int]] | None = None  # see scan()
-        self._unseen: frozenset[int] | set[int] = frozenset()  # -H: see scan()
         #: Bumped whenever a known task's name, command line or user changes (an exec).
         self.renames = 0
 
@@ -177,31 +192,35 @@ class TaskScanner:
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
         self._uptime: float | None = None
-        root = self.proc_root
-        procs = self._procs
-        old = self._tasks
-        seen: dict[int, Task] = {}
-        new: list[Task] = []
-        threads_total = 0
-        live_pids: set[int] = set()
         trees = self.tree_roots if not self.threads else None
+        walk = _Walk(self._tasks, interval, trees, exited)
         names = self._names(trees, len(marks) if marks and not self.threads else 0)
+        self._walk(walk, names, idle, blind)
+        return self._settle(walk)
+
+    def _walk(self, w: _Walk, names: list[str], idle: Set[int], blind: Set[int]) -> None:
+        """Each listed process: kept as it was when it did not run (no read of its
+        ``stat``: :meth:`scan`'s arguments), else looked at afresh (:meth:`_visit`)."""
+        root, marks, old, seen, live = self.proc_root, self._marks, w.old, w.seen, w.live
         proven = self._listing.proves  # the listing stands for the marks (engine.listing)
-        # Tree mode only: pid -> (ppid, user ticks, system ticks) of every process.
-        fam: Family = {}
-        roots: list[Root] = []
-        resting = idle if not trees and not self.threads else frozenset()
-        swept = self._quiet if not trees and not self.threads else frozenset()
+        flat = not w.trees and not self.threads
+        resting = idle if flat else frozenset()
+        swept = self._quiet if flat else frozenset()
         # A PID made since the last scan could stand for another task now: then read all.
-        unseen = blind if not trees and self._listing.steady else frozenset()
-        self._unseen = unseen if self.threads else frozenset()  # -H: each thread's own file
-        vanished: list[str] = []
+        unseen = blind if not w.trees and self._listing.steady else frozenset()
+        threads = self._thread_rows if self.threads else None
+        if threads is not None:  # -H: this scan for the thread rows (engine.threadscan)
+            take = partial(self._take, w)
+            threads.begin(
+                self._procs, old, seen, self._quiet, idle, unseen, marks, self._read_stat, take
+            )
+        threads_total = 0
         for name in names:
             pid = int(name)
             if (
                 pid in swept
                 and (t := old.get(pid)) is not None
-                and (proven or not marks or pid not in marks or _holds(root, name, marks[pid]))
+                and (proven or not marks or pid not in marks or holds(root, name, marks[pid]))
                 and (pid in resting or slept(t, f"{root}/{name}/schedstat"))
             ) or (
                 pid in unseen
@@ -213,60 +232,70 @@ class TaskScanner:
                 seen[pid] = t
                 t.cpu_user = t.cpu_sys = t.cpu_total = 0.0
                 t.new = False
-                live_pids.add(pid)
+                live.add(pid)
                 threads_total += t.num_threads
                 continue
-            if self.threads and (known := self._unchanged(pid)) is not None:
-                live_pids.add(pid)
+            if threads is not None and (known := threads.unchanged(pid)) is not None:
+                live.add(pid)
                 threads_total += len(known)
-                self._scan_threads(seen, new, old, pid, procs[pid], interval, idle)
+                threads.scan(pid, self._procs[pid])
                 continue
-            p = procs.get(pid)
-            foreign = p.foreign if p is not None and not trees else None
-            if foreign is not None and _holds(root, name, foreign):
-                live_pids.add(pid)  # another user's still: no read
-                continue
-            looked = self._look(pid, exited, vanished)
-            if looked is None:
-                continue
-            p, st = looked
-            live_pids.add(pid)
-            # A zombie leader whose other threads still run is a live process (its
-            # nr_threads still counts them; proc(5) "num_threads").
-            ended = st.state in "ZX" and st.num_threads <= 1
-            if trees:
-                fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
-                if trees.get(pid) == st.starttime:
-                    look = partial(self._last_look, old, interval=interval)
-                    threads_total += tree_root(p, st, ended, fam, roots, look)
-                    continue
-            if not p.watched:
-                continue
-            if ended:
-                if pid in old:
-                    self._last_look(old, pid, self._own_stat(pid, st), interval)
-                continue
-            threads_total += st.num_threads
-            if not self.threads:
-                self._update(seen, new, old, pid, pid, p, st, interval)
-            else:
-                self._scan_threads(seen, new, old, pid, p, interval, idle)
-        self._listing.forget(vanished)
-        for pid in procs.keys() - live_pids:
+            threads_total += self._visit(w, pid, name)
+        w.threads_total = threads_total
+
+    def _visit(self, w: _Walk, pid: int, name: str) -> int:
+        """Process ``pid``, read afresh: its row (its threads' rows with ``-H``, its tree's
+        in tree mode) updated; how many threads it adds to the total."""
+        p = self._procs.get(pid)
+        foreign = p.foreign if p is not None and not w.trees else None
+        if foreign is not None and holds(self.proc_root, name, foreign):
+            w.live.add(pid)  # another user's still: no read
+            return 0
+        looked = self._look(pid, w.exited, w.vanished)
+        if looked is None:
+            return 0
+        p, st = looked
+        w.live.add(pid)
+        # A zombie leader whose other threads still run is a live process (its
+        # nr_threads still counts them; proc(5) "num_threads").
+        ended = st.state in "ZX" and st.num_threads <= 1
+        if w.trees:
+            w.fam[pid] = (st.ppid, st.utime + st.cutime, st.stime + st.cstime)
+            if w.trees.get(pid) == st.starttime:
+                look = partial(self._last_look, w.old, interval=w.interval)
+                return tree_root(p, st, ended, w.fam, w.roots, look)
+        if not p.watched:
+            return 0
+        if ended:
+            if pid in w.old:
+                self._last_look(w.old, pid, self._own_stat(pid, st), w.interval)
+            return 0
+        if not self.threads:
+            self._update(w.seen, w.new, w.old, pid, pid, p, st, w.interval)
+        else:
+            self._thread_rows.scan(pid, p)
+        return st.num_threads
+
+    def _settle(self, w: _Walk) -> Scan:
+        """The scan's result: processes no longer listed forgotten, tree roots' rows
+        folded from their trees (``engine.trees``), the tasks not seen again gone."""
+        self._listing.forget(w.vanished)
+        procs = self._procs
+        for pid in procs.keys() - w.live:
             del procs[pid]
-            self._threads_of.pop(pid, None)
-        if trees is not None:
+            self._thread_rows.listed.pop(pid, None)
+        if w.trees is not None:
             self.tree = {}
-        if roots:
-            hidden = fold(
-                roots, fam, self.tree, partial(self._update_root, seen, new, old, interval)
-            )
+        seen, new = w.seen, w.new
+        if w.roots:
+            update = partial(self._update_root, seen, new, w.old, w.interval)
+            hidden = fold(w.roots, w.fam, self.tree, update)
             for c in hidden:
                 seen.pop(c, None)
             new = [t for t in new if t.pid not in hidden] if hidden else new
-        gone = [t for tid, t in old.items() if seen.get(tid) is not t]
+        gone = [t for tid, t in w.old.items() if seen.get(tid) is not t]
         self._tasks = seen
-        return Scan(list(seen.values()), new, gone, interval, threads_total)
+        return Scan(list(seen.values()), new, gone, w.interval, w.threads_total)
 
     def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
@@ -294,71 +323,13 @@ class TaskScanner:
             return None
         return p, st
 
-    def _unchanged(self, pid: int) -> list[int] | None:
-        """With ``-H``: the threads of watched process ``pid`` listed last time when none of
-        them ran since (all quiet, none watched by a mark instead of a pidfd); None
-        otherwise. Its ``stat`` is then not read again: an exec, a clone(2) or a rename
-        (prctl(2) ``PR_SET_NAME``) is run by one of its threads, and its exit makes their
-        pidfds readable (``engine.exits``), which keeps them out of the quiet ones."""
-        known = self._threads_of.get(pid)
-        p = self._procs.get(pid)
-        if not known or p is None or not p.watched or not self._quiet.issuperset(known):
-            return None
-        marks = self._marks
-        return known if not marks or marks.keys().isdisjoint(known) else None
-
-    def _scan_threads(
-        self,
-        seen: dict[int, Task],
-        new: list[Task],
-        old: dict[int, Task],
-        pid: int,
-        p: Proc,
-        interval: float,
-        idle: frozenset[int] | set[int],
-    ) -> None:
-        """With ``-H``: one row per live thread of watched process ``pid``; a thread in
-        ``idle`` keeps its facts without a new ``stat`` read (see :meth:`scan`). When none
-        of the threads listed last time ran, none can have created a thread (clone(2) is
-        run by one of them; the counters were read before that listing), so the listing
-        is not read again: a 2000-thread process costs a 2000-entry directory read. A
-        listing read while no PID was made stands for the marks of its threads
-        (``ProcListing.unchanged``)."""
-        known = self._threads_of.get(pid)
-        marks = self._marks
-        if not known or not self._quiet.issuperset(known):
-            try:
-                known = self._threads_of[pid] = list_threads(self.proc_root, pid)
-            except (TaskGone, PermissionError):
-                return
-            if marks and not marks.keys().isdisjoint(known) and self._listing.unchanged():
-                # That listing shows each TID's task of the last scan: no mark to check
-                # (at 5000 threads, ~4000 gave up their pidfds: a stat(2) each).
-                marks = None
-        quiet, unseen, get = self._quiet, self._unseen, old.get
-        for tid in known:
-            if (
-                tid in quiet
-                and (t := get(tid)) is not None
-                # without a pidfd (engine.exits): its mark still holds
-                and (not marks or tid not in marks or _holds(self.proc_root, str(tid), marks[tid]))
-                and (tid in idle or slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat"))
-            ) or (
-                tid in unseen  # without counters: read when its own run time moved
-                and (t := get(tid)) is not None
-                and slept(t, f"{self.proc_root}/{pid}/task/{tid}/schedstat")
-            ):
-                rest(t)
-                seen[tid] = t
-                continue
-            try:
-                tst = self._read_stat(f"{self.proc_root}/{pid}/task/{tid}/stat")
-            except (TaskGone, PermissionError):  # gone, or hidden from us: no row
-                continue
-            if tst.state in "ZX":
-                self._last_look(old, tid, tst, interval)
-                continue
-            self._update(seen, new, old, tid, pid, p, tst, interval)
+    def _take(self, w: _Walk, tid: int, pid: int, p: Proc, st: Stat) -> None:
+        """With ``-H``: a thread of watched process ``pid`` read afresh (``ThreadRows``):
+        its row, or its last look when it ended."""
+        if st.state in "ZX":
+            self._last_look(w.old, tid, st, w.interval)
+        else:
+            self._update(w.seen, w.new, w.old, tid, pid, p, st, w.interval)
 
     def add_tree_root(self, pid: int, starttime: int) -> None:
         """Make process ``(pid, starttime)`` a tree root (see the class doc)."""
