@@ -112,7 +112,7 @@ FILES = sorted(PKG.rglob("*.py"))
 #: sequences them). docs/architecture.md draws this path.
 ENGINE_ORDER = (
     "task", "listing", "trees", "threadscan", "tasks", "exits", "units", "readout", "packing",
-    "plan", "attach", "evaluate", "sampler", "replay", "bycgroup",
+    "plan", "spawned", "attach", "evaluate", "sampler", "replay", "bycgroup",
 )  # fmt: skip
 
 

@@ -375,3 +375,15 @@ def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: 
     assert b.open_fds == s.fds_used == 3  # the new identity's own groups only
     s.close()
     assert b.open_fds == 0
+
+
+def test_spawned_counters_that_cannot_all_open_are_closed_and_said(env) -> None:  # type: ignore[no-untyped-def]
+    """A spawned child whose groups cannot all open (EMFILE at the second) keeps none: the
+    ones opened are closed, no fd is counted, and one line says why, naming its PID."""
+    fp, b = env
+    fp.add(10, "child", starttime=100)
+    s = make(env)
+    b.max_fds = 2  # the first group opens, the next does not fit
+    s.attach_spawned(10)
+    assert b.open_fds == s.fds_used == 0
+    assert [m for m in s.messages.lines() if "PID 10" in m and "EMFILE" in m]

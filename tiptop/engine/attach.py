@@ -1,5 +1,6 @@
 """Attaching and detaching counter groups: the fd budget, reclaim, retries, and the
-counters of a spawned command. The sampler *holds* one :class:`Attacher`.
+adoption of a spawned command's counters (opened before its exec: ``engine.spawned``).
+The sampler *holds* one :class:`Attacher`.
 
 Per-task counters are kept by task identity ``(tid, starttime)`` (proc(5), ``stat``
 field 22), so a reused PID never inherits another task's counters.
@@ -24,8 +25,9 @@ from collections.abc import Callable, Sequence
 
 from tiptop.engine.exits import ExitWatch, Identity
 from tiptop.engine.readout import CounterPlan, Counts, RowReading, TaskCounters
+from tiptop.engine.spawned import SpawnedCounters, tree_attrs
 from tiptop.engine.task import dir_mark
-from tiptop.engine.tasks import Scan, Task, list_threads, read_stat
+from tiptop.engine.tasks import Scan, Task, list_threads
 from tiptop.engine.units import Unit
 from tiptop.errors import (
     CounterError,
@@ -35,7 +37,6 @@ from tiptop.errors import (
     OutOfFds,
     TaskGone,
 )
-from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
 
@@ -45,11 +46,6 @@ RACE_TRIES = 5
 SHED = 64
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
-
-
-def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
-    """``attrs`` for a process tree's groups: inherited by threads and child processes."""
-    return [a.replace(inherit=True, inherit_thread=False) for a in attrs]
 
 
 class Attacher:
@@ -80,10 +76,7 @@ class Attacher:
         self.cpu_threshold = cpu_threshold
         self._counters: dict[Identity, TaskCounters] = {}
         self._pending: dict[Identity, Task] = {}
-        #: tid -> (starttime, units) of spawned children not adopted yet.
-        self._spawned: dict[int, tuple[int, list[Unit]]] = {}
-        #: pid -> starttime of spawned commands: their rows stand for their process tree.
-        self.trees: dict[int, int] = {}
+        self._spawned = SpawnedCounters(backend, plan, proc_root, threads)
         self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
@@ -153,8 +146,8 @@ class Attacher:
             live = {t.key for t in scan.tasks}
             for key in [k for k in self._pending if k not in live]:
                 del self._pending[key]
-        if self._spawned:
-            self._prune_spawned()
+        if self._spawned.waiting:
+            self._drop_units(self._spawned.stale())
         todo = scan.new + [t for t in self._pending.values() if not t.new]
         todo.sort(key=lambda t: t.cpu_lifetime if t.new else t.cpu_total, reverse=True)
         self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
@@ -162,7 +155,7 @@ class Attacher:
             self._shed = False  # nothing waits and fds are spare: new tasks get pidfds
         fpt = self.plan.fds_per_thread
         for t in todo:
-            if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned:
+            if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned.waiting:
                 # Waiting, not busy (so it reclaims nothing), and not one thread's groups
                 # fit: what _open_task() would find, for less (at 5000 tasks about 1000
                 # wait so, every refresh).
@@ -176,58 +169,35 @@ class Attacher:
             self._close(st)
         self._counters.clear()
         self._pending.clear()
-        for _, units in self._spawned.values():
-            for u in units:
-                u.close()
-        self._spawned.clear()
+        self._spawned.close()
         self._exits.close()
         self.fds_used = 0
 
     # ------------------------------------------------------------------ spawned
+    @property
+    def trees(self) -> dict[int, int]:
+        """pid -> starttime of spawned commands: their rows stand for their process tree."""
+        return self._spawned.trees
+
     def attach_spawned(self, pid: int) -> int | None:
-        """Open counters, disabled until its ``execve`` (``enable_on_exec``), on a forked
-        child that has not exec'd yet; adopted as its task's counters once /proc shows it.
-        In process mode they count the child's whole process tree (docs/architecture.md,
-        "Counting processes and trees"). Returns the child's starttime, or None when it is
-        gone or nothing could open."""
+        """Counters on a forked child before its ``execve`` (``engine.spawned``), adopted
+        as its task's once /proc shows it. Its starttime, or None when it is gone or
+        nothing could open."""
         try:
-            starttime = read_stat(f"{self.proc_root}/{pid}/stat").starttime
-        except TaskGone:
-            return None
-        tree = not self.threads
-        units: list[Unit] = []
-        try:
-            for g, gdef in enumerate(self.plan.groups):
-                attrs = tree_attrs(gdef.attrs) if tree else list(gdef.attrs)
-                attrs = [a.replace(enable_on_exec=True, disabled=True) for a in attrs]
-                units.append(Unit(self.backend.open_group(pid, attrs), g))
+            opened = self._spawned.open(pid)
         except CounterError as e:
-            for u in units:
-                u.close()
             self.log.say(f"spawned:{e.errno}", self.explain(e, f"PID {pid}", None))
             return None
+        if opened is None:
+            return None
+        starttime, units = opened
         self.fds_used += sum(u.group.n_fds for u in units)
-        self._spawned[pid] = (starttime, units)
-        if tree:
-            self.trees[pid] = starttime
         return starttime
 
     def _drop_units(self, units: list[Unit]) -> None:
         for u in units:
             self.fds_used -= u.group.n_fds
             u.close()
-
-    def _prune_spawned(self) -> None:
-        """Close counters attached to spawned children that will never be adopted: the
-        child is gone from /proc, or is there under another identity (PID reuse)."""
-        for pid, (starttime, units) in list(self._spawned.items()):
-            try:
-                same = read_stat(f"{self.proc_root}/{pid}/stat").starttime == starttime
-            except TaskGone:
-                same = False
-            if not same:
-                del self._spawned[pid]
-                self._drop_units(units)
 
     # ------------------------------------------------------------------ groups
     def _close(self, st: TaskCounters, *, keep: bool = False) -> None:
@@ -255,7 +225,7 @@ class Attacher:
 
     def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
         st = self._counters.setdefault(t.key, TaskCounters())
-        spawned = self._spawned.pop(t.tid, None)
+        spawned = self._spawned.waiting.pop(t.tid, None)
         if spawned is not None:
             if spawned[0] == t.starttime:
                 self._changes += 1
