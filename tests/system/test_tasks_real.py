@@ -86,6 +86,10 @@ def test_real_busy_and_sleeping_children() -> None:
     try:
         time.sleep(0.3)
         sc = TaskScanner()
+        # The first scan examines every process (status, cmdline): with hundreds running
+        # it reads the child's stat tens of ms later in the scan than the next scans do.
+        # The window is taken between two scans that both only read stat files.
+        sc.scan()
         c0, t0 = on_cpu_seconds(busy.pid), time.monotonic()
         sc.scan()
         time.sleep(0.6)
