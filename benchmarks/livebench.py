@@ -13,6 +13,7 @@ import os
 import shlex
 import statistics
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,3 +169,23 @@ def measure_startup(
         if label not in res:
             res[label] = statistics.median(xs)
     return res
+
+
+#: What every start of ours pays before its own code: the interpreter with its site, and
+#: numpy imported as tiptop imports it (OpenBLAS at one thread, ``tiptop/__init__.py``).
+FLOOR_CODE = "import numpy"
+
+
+def measure_floor(repeats: int, code: str = FLOOR_CODE) -> float:
+    """Median CPU ms (user + system, wait4(2)) of ``python3 -c CODE`` run ``repeats`` times:
+    the floor under the start-up row on this machine, measured in the same run."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    cpu: list[float] = []
+    for _ in range(repeats):
+        child = subprocess.Popen([sys.executable, "-c", code], env=env)
+        _, status, ru = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            raise RuntimeError(f"python3 -c {code!r} exited {child.returncode}")
+        cpu.append((ru.ru_utime + ru.ru_stime) * 1e3)
+    return statistics.median(cpu)

@@ -84,3 +84,13 @@ def test_window_refuses_a_mark_seen_late(tmp_path: Path) -> None:
     w.poll(os.getpid())
     assert w.cpu == {} and "refresh 1's end seen late" in w.problem
     assert w.per_refresh_s() is None
+
+
+def test_start_up_floor_is_a_child_s_cpu() -> None:
+    """The start-up row's floor is the CPU of a child Python: importing numpy costs more
+    than an empty program, and both cost something (a floor read from the wrong process,
+    or from none, would be 0 for both)."""
+    livebench = _bench("livebench")
+    empty = livebench.measure_floor(3, "pass")
+    numpy = livebench.measure_floor(3)
+    assert 0 < empty < numpy
