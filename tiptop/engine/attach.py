@@ -23,8 +23,9 @@ import contextlib
 import errno
 from collections.abc import Callable, Sequence
 
+from tiptop.engine.counters import Counts, RowReading, TaskCounters
 from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan, Counts, RowReading, TaskCounters
+from tiptop.engine.readout import CounterPlan
 from tiptop.engine.spawned import SpawnedCounters, tree_attrs
 from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads

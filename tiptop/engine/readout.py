@@ -21,14 +21,12 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.exits import Identity
-from tiptop.engine.task import Task, same_tasks
 from tiptop.engine.units import WORD, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
@@ -290,112 +288,3 @@ def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
         _, ts, _, _ = _counts(plan.multi_in[u.gdef], t[None, :])
         np.add.at(out, gdef.alias_index, ts[0])
     return out
-
-
-class TaskCounters:
-    """The counters of one watched task."""
-
-    __slots__ = ("denied", "exit_fd", "mark", "retired", "spawned", "tries", "units")
-
-    def __init__(self) -> None:
-        self.units: list[Unit] = []
-        #: Its counters were opened before its exec (``enable_on_exec``): disabled until
-        #: then, so an interval without enabled time does not mean it did not run.
-        self.spawned = False
-        #: Counts of groups closed while the task lived (reclaim, read error), per alias.
-        self.retired: np.ndarray | None = None
-        #: Refused for good (EACCES...): never retried for this identity.
-        self.denied = False
-        #: Failed attaches in a row that look like a race with the task (``_raced``).
-        self.tries = 0
-        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
-        self.exit_fd: int | None = None
-        #: Its ``/proc/PID`` mark when its pidfd was given up for counters' fds (see
-        #: ``engine.exits``), or None.
-        self.mark: tuple[int, int] | None = None
-
-    def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
-        """Keep what ``units`` counted (to their last read) in the task's total, before
-        they are closed while the task lives."""
-        kept = unit_totals(plan, units)
-        self.retired = kept if self.retired is None else self.retired + kept
-
-
-class RowReading:
-    """The counters of the rows of one read, kept by ``engine.attach.Attacher`` for the
-    next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
-    and no change to any task's units, pidfd or mark since (its change count): a refresh
-    then looks up no task's state and orders no unit (:class:`Reading`)."""
-
-    def __init__(
-        self,
-        plan: CounterPlan,
-        rows: Sequence[Task],
-        counters: dict[Identity, TaskCounters],
-        changes: int,
-    ) -> None:
-        self.rows = list(rows)
-        self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
-        self.changes = changes
-        self.states = [counters.get(t.key) or TaskCounters() for t in rows]
-        self.reading = Reading(plan, [s.units for s in self.states])
-        # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):
-        # those it says nothing of (spawned, or without a mark either), and those watched
-        # by their /proc mark (their tids and marks), fixed while the reading is kept.
-        unsure: list[int] = []
-        marked: list[int] = []
-        #: The marks of the rows in ``marked``.
-        self.marks: list[tuple[int, int]] = []
-        for i, st in enumerate(self.states):
-            if st.spawned or (st.exit_fd is None and st.mark is None):
-                unsure.append(i)
-            elif st.exit_fd is None and st.mark is not None:
-                marked.append(i)
-                self.marks.append(st.mark)
-        self.unsure = np.array(unsure, np.intp)
-        self.marked = np.array(marked, np.intp)
-        self.marked_tids = self.tids[self.marked]
-
-    def holds(self, rows: Sequence[Task]) -> bool:
-        """Whether ``rows`` are this reading's rows, in the same order."""
-        return same_tasks(rows, self.rows)
-
-    def watched_marks(self, idle: np.ndarray) -> dict[int, tuple[int, int]]:
-        """tid -> ``/proc/TID`` mark of the rows watched by their mark that ``idle`` says
-        did not run (none has a pidfd, so none is among those a pidfd said ended)."""
-        sel = np.flatnonzero(idle[self.marked])
-        tids = self.marked_tids[sel].tolist()
-        return dict(zip(tids, map(self.marks.__getitem__, sel.tolist()), strict=True))
-
-    def retired(self) -> list[np.ndarray | None]:
-        """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
-        return [s.retired for s in self.states]
-
-
-@dataclass
-class Counts:
-    """What one refresh read for its rows: the readout, each row's retired totals, and
-    which rows are known not to have run (every read fine, no enabled time; not a spawned
-    command's counters, which are disabled until its exec)."""
-
-    readout: Readout
-    retired: list[np.ndarray | None]
-    idle: np.ndarray
-    #: Identities of the rows whose task has exited (their pidfd said so).
-    ended: set[Identity]
-    #: tid -> ``/proc/TID`` mark of the idle rows watched without a pidfd (``engine.exits``).
-    marks: dict[int, tuple[int, int]] = field(default_factory=dict)
-    #: Each row's tid (int64).
-    tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-
-    def take(self, rows: Sequence[int]) -> Counts:
-        """The counts of some rows, in the given order."""
-        idx = list(rows)
-        return Counts(
-            self.readout.take(idx),
-            [self.retired[i] for i in idx],
-            self.idle[idx],
-            self.ended,
-            self.marks,
-            self.tids[idx],
-        )
