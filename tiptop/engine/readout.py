@@ -27,7 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.units import WORD, Store, Unit, read_all
+from tiptop.engine.units import WORD, FdReads, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
 _HALF = np.uint64(1 << 63)
@@ -183,9 +183,11 @@ class Reading:
             and np.array_equal(plan.groups[0].alias_index, np.arange(len(plan.aliases)))
         )
         #: Per group kind: (its units, their rows, their slots, where their counts go in
-        #: the flat sums (:meth:`_places`), or None when each row's cells are one unit's),
-        #: or None when it has none.
-        self.kinds: list[tuple[list[Unit], np.ndarray, np.ndarray, np.ndarray | None] | None]
+        #: the flat sums (:meth:`_places`), or None when each row's cells are one unit's,
+        #: their reads as one call), or None when it has none.
+        self.kinds: list[
+            tuple[list[Unit], np.ndarray, np.ndarray, np.ndarray | None, FdReads] | None
+        ]
         self.kinds = []
         for g in range(len(plan.groups)):
             items, at = units, rows
@@ -194,7 +196,8 @@ class Reading:
                 items, at = [units[j] for j in pick], rows[pick]
             slots = np.fromiter((u.slot for u in items), np.int64, len(items))
             places = None if one_each else self._places(g, at)
-            self.kinds.append((items, at, slots, places) if items else None)
+            reads = FdReads(items, plan.groups[g].width * 8)
+            self.kinds.append((items, at, slots, places, reads) if items else None)
 
     def _places(self, g: int, at: np.ndarray) -> np.ndarray:
         """For the units of group kind ``g`` in rows ``at``: where each of their counts
@@ -213,8 +216,12 @@ class Reading:
         for g, (gdef, kind) in enumerate(zip(self.plan.groups, self.kinds, strict=True)):
             if kind is None:
                 continue
-            items, at, slots, places = kind
-            bufs, ok_at, ok = read_all(items, at, failed, gdef.width * 8)
+            items, at, slots, places, reads = kind
+            got = reads.read()
+            if got is not None:
+                bufs, ok_at, ok = got, at, items
+            else:  # one by one: failures and short reads sorted out
+                bufs, ok_at, ok = read_all(items, at, failed, gdef.width * 8)
             if len(ok) != len(items):  # some failed: the slots and rows of the others
                 slots = np.fromiter((u.slot for u in ok), np.int64, len(ok))
                 places = self._places(g, ok_at)

@@ -5,16 +5,19 @@ own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} *
 perf_event_open(2) "read_format"), in one row (its ``slot``) of the :class:`Store` of its
 read's width, so that a refresh takes the previous reads of all its units with one numpy
 index, not one Python object per unit; ``engine.readout`` turns the words of every unit
-into deltas. A refresh reads every unit once in one loop of bare reads (:func:`read_all`);
-an error or a short read sends it unit by unit through the translating read, a group
-changing under the read (ECHILD) read again.
+into deltas. A refresh reads every unit once: in one call over their fd numbers while
+none was closed (:class:`FdReads`), else in one loop of bare reads (:func:`read_all`); an
+error or a short read sends it unit by unit through the translating read, a group changing
+under the read (ECHILD) read again.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -56,6 +59,8 @@ class Store:
         self.width = width
         self.words = np.zeros((0, 2, width), WORD)
         self._free: list[int] = []
+        #: Slots given back so far (:class:`FdReads` holds while it stays).
+        self.released = 0
 
     @property
     def last(self) -> np.ndarray:
@@ -82,6 +87,7 @@ class Store:
     def release(self, slot: int) -> None:
         """Give ``slot`` back (its unit is closed)."""
         self._free.append(slot)
+        self.released += 1
 
 
 #: One store per read width for the whole process (slots are what keeps units apart).
@@ -205,6 +211,34 @@ def read_all(
     if sum(map(len, bufs)) != nbytes * len(units):
         return _read_rest(units, rows, failed, bufs, None, nbytes)
     return bufs, rows, units
+
+
+class FdReads:
+    """The bare reads of some units of one store as one ``map(os.read, ...)`` over their
+    leaders' fd numbers: ~0.4 us less a read than each unit's own call (1.3-1.7 against
+    1.7-2.1 us here; a read(2) of a group is ~0.7 us of that). The numbers are good only
+    while none of the units is closed: a closed unit's number may be another file's by
+    then. So :meth:`read` reads only while no slot of their store was given back since
+    (``Store.released``), and says None then, or when a unit is not the kernel's, a read
+    fails or one comes short: :func:`read_all` reads them one by one instead."""
+
+    def __init__(self, units: Sequence[Unit], nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.store = units[0].store if units else None
+        self.released = self.store.released if self.store is not None else 0
+        raw = all(u.raw and getattr(u.group, "fds", None) for u in units)
+        self.fds: list[int] | None = [u.group.fds[0] for u in units] if raw else None  # type: ignore[attr-defined]
+
+    def read(self) -> list[bytes] | None:
+        """The words of each unit in order, or None (see the class doc)."""
+        fds, store, n = self.fds, self.store, self.nbytes
+        if fds is None or store is None or store.released != self.released:
+            return None
+        try:
+            bufs = list(map(os.read, fds, repeat(n, len(fds))))
+        except OSError:
+            return None
+        return bufs if sum(map(len, bufs)) == n * len(bufs) else None
 
 
 def _read_rest(
