@@ -194,10 +194,13 @@ class Reading:
             if kinds is not None:
                 pick = np.flatnonzero(kinds == g)
                 items, at = [units[j] for j in pick], rows[pick]
+            if not items:
+                self.kinds.append(None)
+                continue
             slots = np.fromiter((u.slot for u in items), np.int64, len(items))
             places = None if one_each else self._places(g, at)
             reads = FdReads(items, plan.groups[g].width * 8)
-            self.kinds.append((items, at, slots, places, reads) if items else None)
+            self.kinds.append((items, at, slots, places, reads))
 
     def _places(self, g: int, at: np.ndarray) -> np.ndarray:
         """For the units of group kind ``g`` in rows ``at``: where each of their counts

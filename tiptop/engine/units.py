@@ -224,9 +224,9 @@ class FdReads:
 
     def __init__(self, units: Sequence[Unit], nbytes: int) -> None:
         self.nbytes = nbytes
-        self.store = units[0].store if units else None
-        self.released = self.store.released if self.store is not None else 0
-        raw = all(u.raw and getattr(u.group, "fds", None) for u in units)
+        store = self.store = units[0].store if units else None
+        self.released = store.released if store is not None else 0
+        raw = all(u.raw and u.store is store and getattr(u.group, "fds", None) for u in units)
         self.fds: list[int] | None = [u.group.fds[0] for u in units] if raw else None  # type: ignore[attr-defined]
 
     def read(self) -> list[bytes] | None:
