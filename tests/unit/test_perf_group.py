@@ -98,3 +98,21 @@ def test_unit_deltas_wrap_modulo_2_64() -> None:
     cur = np.array([[5, 2**63 - 1]], np.uint64)
     prev = np.array([[2**64 - 3, 2**63]], np.uint64)
     assert _delta(cur, prev).tolist() == [[8, 0]]
+
+
+def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> None:
+    from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+    from tiptop.kernel.group import _as_opened
+
+    attrs = (Attr(type=1, config=0), Attr(type=1, config=2))
+    opened = _as_opened(attrs, True)
+    assert [(a.config, a.disabled, a.read_format) for a in opened] == [
+        (0, True, GROUP_READ_FORMAT),
+        (2, False, GROUP_READ_FORMAT),
+    ]
+    assert _as_opened(attrs, True) is opened  # kept: the plan opens it on every task
+    assert not _as_opened((Attr(type=1, config=0),), False)[0].disabled
+    mutable = list(attrs)
+    assert _as_opened(mutable, True)[0].config == 0
+    mutable[0] = Attr(type=1, config=5)  # a list may change: never taken from the memo
+    assert _as_opened(mutable, True)[0].config == 5

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 import time
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -134,8 +135,8 @@ class Unit:
             # The raw words are used by position: the kernel lists the leader then the
             # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
             # open order. Checked once by id; otherwise each read is parsed by id.
-            ids = np.asarray(getattr(group, "ids", ()), WORD)
-            if self.raw and not np.array_equal(np.frombuffer(first, WORD)[4::2], ids):
+            ids = tuple(getattr(group, "ids", ()))
+            if self.raw and struct.unpack_from(f"<{len(first) // 8}Q", first)[4::2] != ids:
                 self.raw = False
                 self.words = _packer(group)
                 first = _read(self)

@@ -72,15 +72,15 @@ class CounterGroup:
 
     __slots__ = ("_bufsize", "_ids", "fds", "n_fds", "tid")
 
-    def __init__(self, tid: int, fds: list[int], ids: list[int]) -> None:
+    def __init__(self, tid: int, fds: list[int], ids: Sequence[int]) -> None:
         self.tid = tid
         self.fds = fds
         self.n_fds = len(fds)
-        self._ids = np.asarray(ids, dtype=_U64)
+        self._ids = tuple(ids)
         self._bufsize = group_read_size(len(fds))
 
     @property
-    def ids(self) -> np.ndarray:
+    def ids(self) -> tuple[int, ...]:
         """Kernel event ids, members in open order."""
         return self._ids
 
@@ -130,6 +130,34 @@ class CounterGroup:
         self.close()
 
 
+#: id(attrs) -> (attrs, what :func:`open_group` opens for them): a plan opens the same
+#: attrs on every task, so the group read format and a leader's ``disabled`` are applied
+#: once, not per task (a ``dataclasses.replace`` ~7 us, and laying out a new Attr's struct
+#: ~5 us, per group here). Holding ``attrs`` keeps its id from being reused.
+_OPENED: dict[int, tuple[tuple[Attr, ...], tuple[Attr, ...]]] = {}
+
+
+def _as_opened(attrs: Sequence[Attr], enable_after: bool) -> tuple[Attr, ...]:
+    """``attrs`` with the group read format, the leader ``disabled`` when ``enable_after``
+    (it is enabled once the group is whole); kept for a tuple (immutable), made for others."""
+    seen = _OPENED.get(id(attrs))
+    if seen is not None and seen[0] is attrs:
+        return seen[1]
+    made = []
+    for k, attr in enumerate(attrs):
+        if attr.read_format != GROUP_READ_FORMAT:
+            attr = attr.replace(read_format=GROUP_READ_FORMAT)
+        if k == 0 and enable_after:
+            attr = attr.replace(disabled=True)
+        made.append(attr)
+    out = tuple(made)
+    if type(attrs) is tuple:
+        if len(_OPENED) >= 512:  # screens switched many times: start again
+            _OPENED.clear()
+        _OPENED[id(attrs)] = (attrs, out)
+    return out
+
+
 def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGroup:
     """Open ``attrs[0]`` as leader and the others as members on ``tid`` (0 = caller).
 
@@ -150,11 +178,7 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
     fds: list[int] = []
     opened = False
     try:
-        for k, attr in enumerate(attrs):
-            if attr.read_format != GROUP_READ_FORMAT:
-                attr = attr.replace(read_format=GROUP_READ_FORMAT)
-            if k == 0 and enable_after:
-                attr = attr.replace(disabled=True)
+        for k, attr in enumerate(_as_opened(attrs, enable_after)):
             leader = fds[0] if fds else -1
             try:
                 fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC))
