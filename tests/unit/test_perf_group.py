@@ -105,14 +105,14 @@ def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> No
     from tiptop.kernel.group import _as_opened
 
     attrs = (Attr(type=1, config=0), Attr(type=1, config=2))
-    opened = _as_opened(attrs, True)
+    opened = _as_opened(attrs)
     assert [(a.config, a.disabled, a.read_format) for a in opened] == [
-        (0, True, GROUP_READ_FORMAT),
+        (0, True, GROUP_READ_FORMAT),  # enabled with the whole group once it is in
         (2, False, GROUP_READ_FORMAT),
     ]
-    assert _as_opened(attrs, True) is opened  # kept: the plan opens it on every task
-    assert not _as_opened((Attr(type=1, config=0),), False)[0].disabled
+    assert _as_opened(attrs) is opened  # kept: the plan opens it on every task
+    assert not _as_opened((Attr(type=1, config=0, enable_on_exec=True),))[0].disabled
     mutable = list(attrs)
-    assert _as_opened(mutable, True)[0].config == 0
+    assert _as_opened(mutable)[0].config == 0
     mutable[0] = Attr(type=1, config=5)  # a list may change: never taken from the memo
-    assert _as_opened(mutable, True)[0].config == 5
+    assert _as_opened(mutable)[0].config == 5

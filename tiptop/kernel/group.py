@@ -137,12 +137,20 @@ class CounterGroup:
 _OPENED: dict[int, tuple[tuple[Attr, ...], tuple[Attr, ...]]] = {}
 
 
-def _as_opened(attrs: Sequence[Attr], enable_after: bool) -> tuple[Attr, ...]:
-    """``attrs`` with the group read format, the leader ``disabled`` when ``enable_after``
-    (it is enabled once the group is whole); kept for a tuple (immutable), made for others."""
+def _enabled_after(attrs: Sequence[Attr]) -> bool:
+    """Whether :func:`open_group` opens the leader disabled and enables the whole group
+    once every member is in: a leader asked to start enabled."""
+    return not attrs[0].disabled and not attrs[0].enable_on_exec
+
+
+def _as_opened(attrs: Sequence[Attr]) -> tuple[Attr, ...]:
+    """``attrs`` as :func:`open_group` opens them: the group read format, the leader
+    ``disabled`` when the group is enabled once whole (:func:`_enabled_after`); kept for a
+    tuple (immutable), made afresh for other sequences."""
     seen = _OPENED.get(id(attrs))
     if seen is not None and seen[0] is attrs:
         return seen[1]
+    enable_after = _enabled_after(attrs)
     made = []
     for k, attr in enumerate(attrs):
         if attr.read_format != GROUP_READ_FORMAT:
@@ -173,12 +181,11 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
     """
     if not attrs:
         raise ValueError("a counter group needs at least one event")
-    first = attrs[0]
-    enable_after = not first.disabled and not first.enable_on_exec
+    enable_after = _enabled_after(attrs)
     fds: list[int] = []
     opened = False
     try:
-        for k, attr in enumerate(_as_opened(attrs, enable_after)):
+        for k, attr in enumerate(_as_opened(attrs)):
             leader = fds[0] if fds else -1
             try:
                 fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC))
