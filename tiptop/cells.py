@@ -4,7 +4,7 @@ Every evaluated cell carries a value (float64) and a :class:`Status`. Statuses a
 so that combining the statuses of an expression's operands is ``numpy.maximum``: any
 unreadable operand wins over a zero divisor, which wins over OK. ``SUSPECT`` is never an
 operand's: it is given to finished column cells only (a breakdown that does not add up,
-``tiptop.engine.evaluate.judge_breakdown``), and such a cell keeps its value.
+``tiptop.screens.evaluate.judge_breakdown``), and such a cell keeps its value.
 """
 
 from __future__ import annotations

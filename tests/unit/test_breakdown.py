@@ -21,7 +21,7 @@ from tiptop.cells import STATUS_NAME, Status
 from tiptop.engine import replay
 from tiptop.engine import tasks as tasks_mod
 from tiptop.engine.bycgroup import group
-from tiptop.engine.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
+from tiptop.screens.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.options import Options

@@ -5,8 +5,8 @@ the sampler already has, so no privilege beyond what ``tiptop`` needs is asked f
 The cgroup of each process is ``tiptop.kernel.cgroup``'s shortened label, read once per
 process. A group row sums %CPU (user and system too), each counter's scaled delta and
 running total over the tasks whose counter read OK; its columns are then evaluated again
-as ``tiptop.engine.evaluate`` does, so ``IPC`` of a group is its instructions over its
-cycles, not a sum of ratios. A counter is ``?`` in a group only when none of its tasks
+by the one evaluator (``tiptop.screens.evaluate``), so ``IPC`` of a group is its
+instructions over its cycles, not a sum of ratios. A counter is ``?`` in a group only when none of its tasks
 read it; its running fraction is the least of those that did. The row's PID is the
 smallest of the group, its name and command line the cgroup label, its user the tasks'
 user (``*`` when they differ); it is dead when all its tasks are.
@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.frame import Frame
 from tiptop.kernel.cgroup import CgroupCache
+from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_columns
-from tiptop.screens.model import ScreenSpec, delta_key
-from tiptop.screens.variables import RowFacts, environment
+from tiptop.screens.model import ScreenSpec
+from tiptop.screens.variables import RowFacts
 
 #: The live key that switches grouping on and off.
 KEY = "G"
@@ -70,20 +70,9 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         total_status=np.zeros(m, STATUS_DTYPE),
         split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
     )  # fmt: skip
-    env = environment(row)
     where = {a: j for j, a in enumerate(frame.counters)}
-    missing = (np.full(m, np.nan), np.full(m, Code.UNREADABLE, STATUS_DTYPE))
-    for c in screen.counters:
-        j = where.get(c.alias)
-        env[c.alias] = missing if j is None else (total[:, j], tst[:, j].astype(STATUS_DTYPE))
-        env[delta_key(c.alias)] = missing if j is None else (scaled[:, j], st[:, j])
-    columns = compile_columns(screen) if columns is None else columns
-    col_aliases = [
-        np.array([where[a] for a in ce.aliases if a in where], np.int64) if ce else None
-        for ce in columns
-    ]
-    values, cstatus, running = _evaluate(columns, col_aliases, env, run, m)
-    judge_breakdown(values, cstatus, screen.breakdown_columns(), row.cpu_total, frame.interval)
+    evaluator = Evaluator(screen, where, columns)
+    cells = evaluator.evaluate(row, CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run))
     pid = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(pid, g, frame.pid)
     alive = _sum((~frame.dead).astype(float), g, m)
@@ -94,7 +83,8 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         marker=[" "] * m, user=[u[0] if len(u) == 1 else "*" for u in users],
         name=list(names), cmdline=list(names),
         num_threads=_sum(frame.num_threads, g, m).astype(np.int64), dead=alive == 0,
-        cpu_total=row.cpu_total, values=values, status=cstatus, running=running,
+        cpu_total=row.cpu_total, values=cells.values, status=cells.status,
+        running=cells.running,
         counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
         counter_running=run, counter_status=st, tasks_total=frame.tasks_total,
     )  # fmt: skip

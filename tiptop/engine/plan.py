@@ -72,6 +72,7 @@ from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.explain import explain_open_error, kernel_only
 from tiptop.messages import MessageLog
+from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
@@ -81,16 +82,12 @@ class ScreenPlan:
     """A screen bound to this machine: the counter plan and the compiled columns."""
 
     plan: CounterPlan
-    #: Per screen column: its compiled expression, or None when it did not compile.
-    columns: list[ColumnExpr | None]
-    #: Per screen column: indices (into ``plan.aliases``) of the counters it reads.
-    col_aliases: list[np.ndarray | None]
+    #: The screen's columns, compiled, over the counters in ``plan.aliases`` order.
+    evaluator: Evaluator
     #: Kernel-mode counting is on (``-K`` asked and allowed).
     kernel: bool
     #: ``inherit_thread`` is used (the kernel knows it).
     inherit_thread: bool
-    #: Indices of the screen's breakdown columns (``ScreenSpec.breakdown_columns``).
-    breakdown: tuple[int, ...] = ()
     #: PMU -> (its events, the groups they were split into), for the PMUs whose events
     #: do not fit its counters together.
     split: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -253,14 +250,8 @@ class Planner:
         by_pmu, n_bind = self._bind(screen, order)
         groups, split = self._groups(by_pmu, column_of)
         plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
-        col_aliases = [
-            np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
-            for ce in columns
-        ]
-        return ScreenPlan(
-            plan, columns, col_aliases, self.kernel, self.inherit_thread,
-            screen.breakdown_columns(), split,
-        )  # fmt: skip
+        evaluator = Evaluator(screen, aliases, columns)
+        return ScreenPlan(plan, evaluator, self.kernel, self.inherit_thread, split)
 
     # ------------------------------------------------------------------ binding
     def say_no_slots(self, screen: ScreenSpec, alias: str, b: EventBinding) -> None:

@@ -12,8 +12,8 @@ Loading keeps the frame lines as bytes and parses one only when it is shown, so 
 recording opens in the time it takes to decompress it. A last line cut short (the recorder
 was killed mid-write) is dropped with a note; so is any other line that does not parse.
 
-The columns of a replayed frame are evaluated as the sampler evaluates them
-(``tiptop.engine.evaluate``): the built-in variables from the recorded CPU facts
+The columns of a replayed frame are computed by the evaluator the sampler uses
+(``tiptop.screens.evaluate``): the built-in variables from the recorded CPU facts
 (``tiptop.screens.variables.environment``), ``alias`` and ``delta(alias)`` from the
 recorded totals and scaled deltas, and any screen can be shown: a counter it needs that was
 not recorded reads ``?``.
@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.evaluate import _evaluate, judge_breakdown
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame
 from tiptop.messages import MessageLog
+from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_columns
-from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec, delta_key
-from tiptop.screens.variables import RowFacts, environment
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.screens.variables import RowFacts
 
 #: The recording format this reader understands (``tiptop.outputs.record`` writes it).
 FORMAT_VERSION = 1
@@ -231,7 +231,6 @@ def decode(
     run = np.ones((n, k))
     st = np.zeros((n, k), STATUS_DTYPE)
     tst = np.zeros((n, k), STATUS_DTYPE)
-    env = environment(row)
     for j, a in enumerate(aliases):
         c = d["k"][a]
         raw[:, j] = _arr(c["d"], n)
@@ -246,18 +245,8 @@ def decode(
         if "T" not in c:  # totals are recorded only for aliases a column reads bare
             tst[:, j] = Code.UNREADABLE
     recorded = rec.screens[rec.screen_of[index]] if rec.screen_of else None
-    idx = _counter_map(screen, recorded, aliases)
-    missing = (np.full(n, np.nan), np.full(n, Code.UNREADABLE, STATUS_DTYPE))
-    for c in screen.counters:
-        j = idx.get(c.alias)
-        env[c.alias] = missing if j is None else (total[:, j], tst[:, j])
-        env[delta_key(c.alias)] = missing if j is None else (scaled[:, j], st[:, j])
-    col_aliases = [
-        np.array([idx[a] for a in ce.aliases if a in idx], np.int64) if ce else None
-        for ce in columns
-    ]
-    values, cstatus, running = _evaluate(columns, col_aliases, env, run, n)
-    judge_breakdown(values, cstatus, screen.breakdown_columns(), row.cpu_total, row.interval)
+    evaluator = Evaluator(screen, _counter_map(screen, recorded, aliases), columns)
+    cells = evaluator.evaluate(row, CounterCells(scaled, st, total, tst, run))
     markers = [
         "-" if t != p else "+" if m > 1 else " " for t, p, m in zip(tid, pid, nth, strict=True)
     ]
@@ -267,7 +256,7 @@ def decode(
         counters=aliases, tid=tid, pid=pid, marker=markers,
         user=[f[1] for f in facts], name=[f[2] for f in facts], cmdline=[f[3] for f in facts],
         num_threads=nth, dead=_arr(d.get("dead"), n, 0, bool), cpu_total=row.cpu_total,
-        values=values, status=cstatus, running=running, counter_delta=raw,
+        values=cells.values, status=cells.status, running=cells.running, counter_delta=raw,
         counter_running=run, counter_status=st, tasks_total=int(d.get("n", n)),
         cpu_user=row.cpu_user, cpu_sys=row.cpu_sys, processor=row.processor,
         cpu_status=np.stack([row.total_status, row.split_status], axis=1),

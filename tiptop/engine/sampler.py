@@ -244,11 +244,10 @@ class Sampler:
         reaped[len(shown) :] = [not t.final for t in scan.gone]
         sp = self._screen_plan
         return assemble(
-            rows, self.plan, counts.readout, counts.retired, sp.columns, sp.col_aliases,
+            rows, self.plan, counts.readout, counts.retired, sp.evaluator,
             iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
-            headers=self._headers(), tasks_total=scan.threads_total, reaped=reaped,
-            dead=np.arange(len(rows)) >= len(shown), breakdown=sp.breakdown,
-            labels=self._row_labels(rows),
+            tasks_total=scan.threads_total, reaped=reaped,
+            dead=np.arange(len(rows)) >= len(shown), labels=self._row_labels(rows),
         )  # fmt: skip
 
     def _row_labels(self, rows: list[Task]) -> RowLabels:
