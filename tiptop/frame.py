@@ -175,22 +175,23 @@ INPUT_FIELDS: tuple[str, ...] = (
 
 class FrameSource(Protocol):
     """Where frames come from: the sampler (``tiptop.engine.sampler``), a replayed
-    recording, or a test's scripted source. The live view, the batch writers and every
-    other consumer take frames through this protocol only.
+    recording (``tiptop.recording``), rows summed by cgroup, or a test's scripted source.
+    The live view, the batch writers, the exporter and every other consumer take frames
+    through this protocol only.
 
     ``start()`` takes baselines (nothing is shown for it); ``refresh()`` gives the frame
     covering the time since the previous ``start``/``refresh``; ``reconfigure(screen=...,
     **changes)`` switches screen or settings and the next ``refresh`` starts afresh;
     ``messages`` is the message log every consumer reads with its own cursor; ``close()``
     releases everything.
+
+    The abilities below have defaults here: a source that subclasses this protocol and
+    lacks one inherits "not supported", so consumers call them without probing.
     """
 
     messages: MessageLog
-
-    @property
-    def screen(self) -> Any:
-        """The screen (``tiptop.screens.model.ScreenSpec``) being evaluated."""
-        ...
+    #: The screen (``tiptop.screens.model.ScreenSpec``) being evaluated.
+    screen: Any
 
     def start(self) -> None:
         """Take baselines; the next :meth:`refresh` covers a real interval."""
@@ -208,5 +209,63 @@ class FrameSource(Protocol):
         """Release every resource."""
         ...
 
+    # ------------------------------------------------------------------ abilities
+    def key(self, key: str) -> bool:
+        """A key this source acts on (a replay's time travel, the cgroup ``G``): True
+        when it used ``key``. By default it uses none."""
+        return False
 
-__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource"]
+    def title(self) -> str:
+        """Words for the live title line about where frames come from (a replay's time);
+        empty by default."""
+        return ""
+
+    def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
+        """Count a forked child from its ``execve`` (``tiptop -- cmd``); only a source
+        that counts live tasks can."""
+        raise NotImplementedError(f"{type(self).__name__} counts no spawned command")
+
+
+class SourceWrapper(FrameSource):
+    """A source that passes everything to the ``source`` it wraps; a subclass overrides
+    what it changes (recording each frame, rows summed by cgroup)."""
+
+    def __init__(self, source: FrameSource) -> None:
+        self.source = source
+        self.messages = source.messages
+
+    @property
+    def screen(self) -> Any:
+        """The wrapped source's screen."""
+        return self.source.screen
+
+    def start(self) -> None:
+        """The wrapped source's baselines."""
+        self.source.start()
+
+    def refresh(self) -> Frame:
+        """The wrapped source's frame."""
+        return self.source.refresh()
+
+    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+        """Reconfigure the wrapped source."""
+        self.source.reconfigure(screen=screen, **changes)
+
+    def close(self) -> None:
+        """Close the wrapped source."""
+        self.source.close()
+
+    def key(self, key: str) -> bool:
+        """The wrapped source's keys."""
+        return self.source.key(key)
+
+    def title(self) -> str:
+        """The wrapped source's title words."""
+        return self.source.title()
+
+    def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
+        """The wrapped source counts the spawned command."""
+        self.source.attach_spawned(pid, stops_at_exec)
+
+
+__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource", "SourceWrapper"]

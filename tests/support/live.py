@@ -11,7 +11,7 @@ import numpy as np
 
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.messages import MessageLog
@@ -60,7 +60,7 @@ def make_frame(n: int = 4, *, iteration: int = 4) -> Frame:
     )
 
 
-class ScriptedSampler:
+class ScriptedSampler(FrameSource):
     """A scripted frame source (``tiptop.frame.FrameSource``) handing out hand-built frames.
 
     It keeps the real sampler's priming rule (``tiptop.engine.sampler`` contract): after

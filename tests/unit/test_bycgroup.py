@@ -9,6 +9,7 @@ import pytest
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.engine.bycgroup import CgroupSource, group
+from tiptop.frame import FrameSource
 from tiptop.messages import MessageLog
 
 
@@ -41,7 +42,7 @@ def test_a_counter_is_missing_only_when_no_task_counted_it() -> None:
     assert not g.dead.any()
 
 
-class _Source:
+class _Source(FrameSource):
     messages = MessageLog()
     screen = SCREEN
 

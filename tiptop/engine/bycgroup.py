@@ -6,8 +6,8 @@ The cgroup of each process is ``tiptop.kernel.cgroup``'s shortened label, read o
 process. A group row sums %CPU (user and system too), each counter's scaled delta and
 running total over the tasks whose counter read OK; its columns are then evaluated again
 by the one evaluator (``tiptop.screens.evaluate``), so ``IPC`` of a group is its
-instructions over its cycles, not a sum of ratios. A counter is ``?`` in a group only when none of its tasks
-read it; its running fraction is the least of those that did. The row's PID is the
+instructions over its cycles, not a sum of ratios. A counter is ``?`` in a group only when
+none of its tasks read it; its running fraction is the least of those that did. The row's PID is the
 smallest of the group, its name and command line the cgroup label, its user the tasks'
 user (``*`` when they differ); it is dead when all its tasks are.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_columns
@@ -90,22 +90,15 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
     )  # fmt: skip
 
 
-class CgroupSource:
+class CgroupSource(SourceWrapper):
     """A frame source whose rows are summed by cgroup while :attr:`enabled`; the live
     ``G`` key (through the source's ``key``, as a replay's time travel keys) switches it."""
 
-    def __init__(self, source: Any, enabled: bool = True, proc_root: str = "/proc") -> None:
-        self.source = source
+    def __init__(self, source: FrameSource, enabled: bool = True, proc_root: str = "/proc") -> None:
+        super().__init__(source)
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
         self._columns = compile_columns(source.screen)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.source, name)  # messages, screen, title, attach_spawned...
-
-    def start(self) -> None:
-        """Take the wrapped source's baselines."""
-        self.source.start()
 
     def refresh(self) -> Frame:
         """The wrapped source's frame, grouped when enabled."""
@@ -118,21 +111,16 @@ class CgroupSource:
         return group(frame, self.source.screen, labels, self._columns)
 
     def key(self, key: str) -> bool:
-        """``G`` switches grouping; other keys go to the wrapped source's, if any."""
+        """``G`` switches grouping; other keys go to the wrapped source."""
         if key == KEY:
             self.enabled = not self.enabled
             return True
-        inner = getattr(self.source, "key", None)
-        return bool(inner(key)) if inner is not None else False
+        return self.source.key(key)
 
     def reconfigure(self, screen: Any = None, **changes: Any) -> None:
         """Reconfigure the wrapped source; a new screen's columns are compiled here too."""
         self.source.reconfigure(screen=screen, **changes)
         self._columns = compile_columns(self.source.screen)
-
-    def close(self) -> None:
-        """Close the wrapped source."""
-        self.source.close()
 
 
 __all__ = ["KEY", "CgroupSource", "group"]

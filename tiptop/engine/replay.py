@@ -32,7 +32,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.errors import TiptopError
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource
 from tiptop.messages import MessageLog
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_columns
@@ -264,7 +264,7 @@ def decode(
     )  # fmt: skip
 
 
-class ReplaySource:
+class ReplaySource(FrameSource):
     """A recording as a ``FrameSource``: each refresh shows the next recorded refresh (one
     per ``delay`` seconds at most, so a key that refreshes the view does not skip ahead);
     :meth:`key` steps, jumps and pauses. Frames ``first`` to ``last`` (inclusive) only."""

@@ -43,7 +43,7 @@ from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import CounterPlan
 from tiptop.engine.task import same_tasks
 from tiptop.engine.tasks import Scan, Task, TaskScanner
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
@@ -71,7 +71,7 @@ class SamplerConfig:
     sticky: bool = False
 
 
-class Sampler:
+class Sampler(FrameSource):
     """Turns a screen into frames, one per :meth:`refresh` (a ``FrameSource``).
 
     ``host`` (default: this machine, ``Host.read()``) says what may be counted;

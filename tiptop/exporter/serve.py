@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
+from tiptop.frame import FrameSource
 
 
 def parse_address(text: str, where: str = "--serve") -> tuple[str, int]:
@@ -68,7 +69,7 @@ class SnapshotCollector:
 class Exporter:
     """A frame source sampled every ``delay`` seconds, exported over HTTP and/or a file."""
 
-    def __init__(self, source: Any, aggregator: Aggregator, delay: float) -> None:
+    def __init__(self, source: FrameSource, aggregator: Aggregator, delay: float) -> None:
         self.source = source
         self.aggregator = aggregator
         self.delay = delay

@@ -101,9 +101,7 @@ class LiveApp:
         self.table = TaskTable(self._format_row)
         self.widget = LiveScreen(
             {
-                "title": lambda cols: title_markup(
-                    cols, self.indicators(), getattr(self.source, "title", str)()
-                ),
+                "title": lambda cols: title_markup(cols, self.indicators(), self.source.title()),
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
@@ -168,7 +166,7 @@ class LiveApp:
 
     def _update_help(self) -> None:
         cols = [(c.header, c.desc) for c in self.state.screen.columns]
-        target = self.state.opt("target") or getattr(self.source, "target", None)
+        target = self.state.opt("target")
         variants = []
         for s in self.state.screens:
             v = getattr(s, "variant", None)
@@ -300,8 +298,7 @@ class LiveApp:
             self.widget.changed()
             return True
         self.state.message = ""
-        travel = getattr(self.source, "key", None)  # a replay's time travel keys
-        if travel is not None and travel(key):
+        if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
             self._arm(self.state.delay)
             self.widget.changed()

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tiptop.frame import FrameSource
 from tiptop.live.prompts import Prompt
 from tiptop.table import View
 
@@ -40,7 +41,7 @@ class LiveState:
     def initial(
         cls,
         options: Any,
-        source: Any,
+        source: FrameSource,
         screens: Sequence[Any],
         screen_index: int | None = None,
         message: str = "",
@@ -76,9 +77,9 @@ class LiveState:
             setattr(self.options, name, value)
 
 
-def _screen_index(options: Any, sampler: Any, screens: Sequence[Any]) -> int:
-    """The index of the screen the sampler was built with (or ``options.screen``)."""
-    current = getattr(sampler, "screen", None)
+def _screen_index(options: Any, source: FrameSource, screens: Sequence[Any]) -> int:
+    """The index of the screen the source was built with (or ``options.screen``)."""
+    current = source.screen
     for i, s in enumerate(screens):
         if s is current:
             return i

@@ -28,7 +28,7 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.errors import TiptopError
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource, SourceWrapper
 
 _DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
@@ -189,19 +189,13 @@ class Recorder:
             raise TiptopError(f"--record: cannot write '{self.path}': {exc.strerror}") from None
 
 
-class RecordingSource:
-    """A ``FrameSource`` that records every frame of ``source`` (its other attributes, such
-    as ``attach_spawned``, pass through)."""
+class RecordingSource(SourceWrapper):
+    """A ``FrameSource`` that records every frame of ``source`` (everything else passes
+    through to it)."""
 
-    def __init__(self, source: Any, recorder: Recorder) -> None:
-        self.source = source
+    def __init__(self, source: FrameSource, recorder: Recorder) -> None:
+        super().__init__(source)
         self.recorder = recorder
-        self.messages = source.messages
-
-    @property
-    def screen(self) -> Any:
-        """The wrapped source's screen."""
-        return self.source.screen
 
     def start(self) -> None:
         """The wrapped source's baselines; the header's ``started`` is now (the batch
@@ -215,19 +209,12 @@ class RecordingSource:
         self.recorder.write(frame, self.source.screen)
         return frame
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
-        """Reconfigure the wrapped source (a new screen gets a header line)."""
-        self.source.reconfigure(screen=screen, **changes)
-
     def close(self) -> None:
         """Close the wrapped source, then the file."""
         try:
             self.source.close()
         finally:
             self.recorder.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.source, name)
 
 
 __all__ = [
