@@ -5,10 +5,9 @@ The import package is ``tiptop``; the distribution is ``tiptop-perf``.
 numpy is imported here, once, with ``OPENBLAS_NUM_THREADS=1`` for the length of the import:
 numpy's wheels link OpenBLAS, whose library constructor starts a pool of one thread per
 core that spins for a while (OpenBLAS's README, "Setting the number of threads using
-environment variables"). tiptop never calls BLAS; on a 2-core VM that pool cost ~80 ms of
-CPU at every start and put a second thread in tiptop's own row. The variable is put back as
-it was right after, so that a command started with ``tiptop -- CMD`` gets the user's
-environment.
+environment variables"). tiptop never calls BLAS, so that pool is only CPU spent at every
+start and a second thread in tiptop's own row. The variable is put back as it was right
+after, so that a command started with ``tiptop -- CMD`` gets the user's environment.
 """
 
 import os as _os

@@ -82,7 +82,8 @@ def make_sampler(
     from tiptop.messages import MessageLog
 
     # Each refresh makes numpy arrays of every row: with thousands of tasks, over the
-    # 128 KiB above which malloc would map and unmap each one (benchmarks/README.md).
+    # 128 KiB above which malloc would map and unmap each one (mallopt(3),
+    # M_MMAP_THRESHOLD), every page of it faulting afresh.
     keep_heap(HEAP_KEPT)
     log = MessageLog()
     for line in problems:

@@ -115,8 +115,9 @@ def syscall_number(machine: str | None = None) -> int:
 
 
 #: id(attr) -> (attr, its struct's bytes): an Attr is immutable and a plan opens the same
-#: few on every task, so each is laid out once (filling the bitfields one by one costs
-#: ~15 us, copying the bytes ~1 us). Holding ``attr`` keeps its id from being reused.
+#: few on every task, so each is laid out once (filling the bitfields is one cffi store per
+#: field, copying the laid-out bytes one memmove). Holding ``attr`` keeps its id from being
+#: reused.
 _LAID_OUT: dict[int, tuple[Attr, bytes]] = {}
 
 

@@ -88,7 +88,7 @@ class CounterGroup:
         """One ``read()`` of the leader; ``OSError`` on failure or a short read."""
         if not self.fds:
             raise OSError(errno.EBADF, "counter group is closed")
-        try:  # not ``with translated()``: a context manager costs ~1 us a read, per task
+        try:  # not ``with translated()``: a context manager's enter and exit, per task
             buf = os.read(self.fds[0], self._bufsize)
         except OSError as e:
             raise translate(e) from None
@@ -132,8 +132,8 @@ class CounterGroup:
 
 #: id(attrs) -> (attrs, what :func:`open_group` opens for them): a plan opens the same
 #: attrs on every task, so the group read format and a leader's ``disabled`` are applied
-#: once, not per task (a ``dataclasses.replace`` ~7 us, and laying out a new Attr's struct
-#: ~5 us, per group here). Holding ``attrs`` keeps its id from being reused.
+#: once, not per task (each ``dataclasses.replace`` would make a new Attr, whose struct
+#: ``_ffi`` would lay out afresh). Holding ``attrs`` keeps its id from being reused.
 _OPENED: dict[int, tuple[tuple[Attr, ...], tuple[Attr, ...]]] = {}
 
 

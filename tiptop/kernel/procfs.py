@@ -3,20 +3,19 @@ of a process identity through psutil.
 
 Two kinds of read, two ways. The *per-refresh* reads, one ``/proc/PID/stat`` per task (and
 ``/proc/PID/task`` with ``-H``), are hand-written: they are the scanner's whole cost, paid
-for every task at every refresh. Measured over 2000 calls each (time.perf_counter, a 2-core
-VM): open+read+close of a stat file takes about 8 us, about 11 us with :func:`parse_stat`;
-psutil's ``Process.cpu_times()`` takes about 18 us on a kept ``Process`` and about 37 us
-with building the ``Process`` first. Nor does it give what the scanner keys on: its times
-are float seconds, not the exact clock ticks the %CPU deltas are taken from, and its
-``create_time()`` is seconds since the epoch, not the ``starttime`` of the task identity.
+for every task at every refresh, and psutil's ``Process.cpu_times()`` wraps the same read
+in more Python (and a ``Process`` per task; benchmarks/README.md has the figures). Nor
+does it give what the scanner keys on: its times are float seconds, not the exact clock
+ticks the %CPU deltas are taken from, and its ``create_time()`` is seconds since the epoch,
+not the ``starttime`` of the task identity.
 
 The facts read *once per process identity* (at discovery, and again after an ``execve``),
 the real uid, the user name and the command line, come from psutil (:func:`read_facts`):
 ``Process.uids().real``, ``username()`` (the number when the passwd database has no name)
-and ``cmdline()`` (the whole of it, however long). That costs 65-72 us a process, where the
-former hand-written status + cmdline reads took 21-29 us: paid once per process, not per
-refresh. psutil reads the global ``psutil.PROCFS_PATH``; :func:`read_facts` points it at
-another tree (the tests' fake /proc) only for the duration of a read.
+and ``cmdline()`` (the whole of it, however long). That costs more than hand-written
+status + cmdline reads would, but once per process, not per refresh. psutil reads the
+global ``psutil.PROCFS_PATH``; :func:`read_facts` points it at another tree (the tests'
+fake /proc) only for the duration of a read.
 
 Every read of a task that has vanished (ENOENT/ESRCH, psutil's ``NoSuchProcess``) raises
 ``TaskGone``; permission errors (psutil's ``AccessDenied``) are ``PermissionError``.

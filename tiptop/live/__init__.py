@@ -7,11 +7,10 @@ stdout is a terminal and ``-b`` is not given. Imports ``table``, ``frame``, ``op
 urwid is imported here, once, without the other event loops' libraries: its
 ``urwid.event_loop`` package imports, at its own import, the loop of every such library
 that is installed (Twisted, Tornado, GLib, trio, ZeroMQ), and tiptop runs urwid's
-``SelectEventLoop`` only. With trio installed that import cost ~170 ms of CPU at each
-start on the development VM (``import urwid``: 538 against 361 ms, medians of 11). Those
-names are marked absent for the length of the import (``sys.modules[name] = None`` makes
-``import name`` raise ImportError: the Python reference, "The module cache") and put back
-after, so nothing else in the process is affected.
+``SelectEventLoop`` only, so those imports are start-up CPU for nothing. Those names are
+marked absent for the length of the import (``sys.modules[name] = None`` makes ``import
+name`` raise ImportError: the Python reference, "The module cache") and put back after, so
+nothing else in the process is affected.
 """
 
 from __future__ import annotations

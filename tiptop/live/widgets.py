@@ -135,7 +135,7 @@ class Line(urwid.Widget):
         self.compose = compose
         self.max_rows = max_rows
         #: (markup, cols, max_rows) of the last render and its canvas: most refreshes
-        #: compose the same line again (urwid lays out a Text anew: ~0.15 ms a line).
+        #: compose the same line again, and urwid lays out a Text anew at each render.
         self._last: tuple[Markup, int, int, urwid.Canvas] | None = None
 
     def _canvas(self, cols: int) -> urwid.Canvas:
@@ -197,7 +197,7 @@ class LiveScreen(urwid.Widget):
         self.window: str | None = None
         self.help: Sequence[Markup] = ()
         #: The lines and the table stacked, with and without the notice line (made once:
-        #: a Pile costs ~0.3 ms to make, more than the rest of a quiet refresh's layout).
+        #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
 
     def changed(self) -> None:

@@ -263,9 +263,8 @@ _GONE = select.POLLERR | select.POLLHUP
 def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> None:
     """Sleep until ``deadline`` (monotonic) in one poll(2), returning early when a stop is
     requested (its pipe), the output reader went away (BrokenPipeError), or the spawned
-    child exited (looked at every 20 ms: it has no fd to wait on). Waking every 50 ms to
-    look cost 0.19% of a core here at any ``-d``, more than a refresh of 200 tasks every
-    5 s."""
+    child exited (looked at every 20 ms: it has no fd to wait on). Not a wake-up every few
+    ms to look: that costs CPU at any ``-d``, more than the refreshes of a long delay."""
     poller = select.poll()
     poller.register(stop.fileno(), select.POLLIN)
     if out_fd is not None:
