@@ -100,7 +100,7 @@ def test_unit_deltas_wrap_modulo_2_64() -> None:
     assert _delta(cur, prev).tolist() == [[8, 0]]
 
 
-def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> None:
+def test_opened_attrs_are_made_once_per_plan_tuple_and_for_what_a_list_holds() -> None:
     from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
     from tiptop.kernel.group import _as_opened
 
@@ -111,8 +111,27 @@ def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> No
         (2, False, GROUP_READ_FORMAT),
     ]
     assert _as_opened(attrs) is opened  # kept: the plan opens it on every task
+    assert _as_opened(tuple(attrs)) is opened  # an equal tuple is the same group
     assert not _as_opened((Attr(type=1, config=0, enable_on_exec=True),))[0].disabled
     mutable = list(attrs)
-    assert _as_opened(mutable)[0].config == 0
-    mutable[0] = Attr(type=1, config=5)  # a list may change: never taken from the memo
+    assert _as_opened(mutable) is opened  # looked up by what the list holds now
+    mutable[0] = Attr(type=1, config=5)
     assert _as_opened(mutable)[0].config == 5
+
+
+def test_opened_attrs_kept_are_never_another_group_s() -> None:
+    """Kept by the whole attrs: groups that differ only in what decides the leader's
+    ``disabled`` (its own ``disabled``, ``enable_on_exec``) or the read format, opened
+    one after the other, each get what a fresh memo makes for them."""
+    from tiptop.kernel.attr import Attr
+    from tiptop.kernel.group import OpenedAttrs, _as_opened
+
+    lead, member = Attr(type=1, config=0), Attr(type=1, config=2)
+    groups = [
+        (lead, member),
+        (lead.replace(enable_on_exec=True), member),
+        (lead.replace(disabled=True), member),
+        (lead, member.replace(read_format=0)),
+    ]
+    for attrs in groups:
+        assert _as_opened(attrs) == OpenedAttrs()(attrs), attrs
