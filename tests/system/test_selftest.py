@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import nobody_command
 from tests.support.builders import screen
 from tiptop.host import Host
-from tiptop.kernel import PerfBackend
+from tiptop.kernel import PerfBackend, parse_group_read
 from tiptop.selftest.checks import exit_code
 from tiptop.selftest.report import run_selftest
 
@@ -96,21 +96,37 @@ def screen_attr_cycles():
     return Attr(type=0, config=0)
 
 
+def _inflated(words: bytes) -> bytes:
+    """Group-read words with every count 1% more (ids and times untouched)."""
+    w = np.frombuffer(words, np.uint64).copy()
+    w[3::2] = (w[3::2].astype(np.float64) * 1.01).astype(np.uint64)
+    return w.tobytes()
+
+
 class _Inflated:
-    """A real group whose raw reads say 1% more of every count (ids and times untouched)."""
+    """A real group whose reads say 1% more of every count (ids and times untouched)."""
 
     def __init__(self, group) -> None:
         self.group = group
         self.ids = group.ids
-        self.n_fds = group.n_fds
+
+    @property
+    def n_fds(self) -> int:
+        return self.group.n_fds
+
+    @property
+    def fds(self) -> list[int]:
+        return self.group.fds
 
     def read_raw(self) -> bytes:
-        w = np.frombuffer(self.group.read_raw(), np.uint64).copy()
-        w[3::2] = (w[3::2].astype(np.float64) * 1.01).astype(np.uint64)
-        return w.tobytes()
+        return _inflated(self.group.read_raw())
+
+    def bare_read(self):
+        bare = self.group.bare_read()
+        return lambda: _inflated(bare())
 
     def read(self):
-        return self.group.read()
+        return parse_group_read(self.read_raw(), self.ids)
 
     def close(self) -> None:
         self.group.close()
@@ -124,6 +140,9 @@ class _Inflating:
 
     def open_group(self, tid, attrs):
         return _Inflated(self.real.open_group(tid, attrs))
+
+    def read_leaders(self, fds, nbytes):
+        return [_inflated(w) for w in self.real.read_leaders(fds, nbytes)]
 
     def open_pidfd(self, tid, thread):
         return self.real.open_pidfd(tid, thread)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import struct
 
 import numpy as np
@@ -60,35 +61,32 @@ def test_parse_errors(buf: bytes, ids: list[int], msg: str) -> None:
         parse_group_read(buf, ids)
 
 
-class _RawGroup:
-    """A kernel-like group whose read words list the members in a given id order."""
+def test_a_group_read_out_of_open_order_is_refused_at_open() -> None:
+    """A unit uses the words by position, once it saw the ids in open order at its first
+    read (the kernel's order, ``perf_read_group()``); a group listing them otherwise is
+    closed and refused (EIO), never read with values on the wrong counter."""
+    from tests.support.fake_backend import FakeBackend
+    from tiptop.engine.units import Stores, Unit
+    from tiptop.errors import CounterError
+    from tiptop.kernel.attr import Attr
 
-    def __init__(self, ids: list[int], order: list[int], values: list[int]) -> None:
-        self.ids = np.asarray(ids, np.uint64)
-        self.n_fds = len(ids)
-        self._buf = pack_group_read([values[k] for k in order], [ids[k] for k in order], 10, 10)
+    b = FakeBackend(default_rate=1.0)
+    stores = Stores(b)
+    attrs = [Attr(type=1, config=0), Attr(type=1, config=2)]
+    in_order = Unit(b.open_group(7, attrs), 0, stores)
+    assert np.frombuffer(in_order.base, np.uint64)[4::2].tolist() == list(in_order.group.ids)
+    swapped = b.open_group(7, attrs)
+    kernel_s = swapped.words
 
-    def read_raw(self) -> bytes:
-        return self._buf
+    def members_swapped() -> bytes:
+        w = np.frombuffer(kernel_s(), np.uint64).copy()
+        w[3:] = w[3:].reshape(-1, 2)[::-1].ravel()  # the {value, id} pairs, last first
+        return w.tobytes()
 
-    def read(self):  # type: ignore[no-untyped-def]
-        return parse_group_read(self._buf, self.ids)
-
-    def close(self) -> None:
-        self.n_fds = 0
-
-
-def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
-    """The batched reads use the raw words by position only once the ids are seen in open
-    order; otherwise the unit parses each read by id (values never land on the wrong
-    counter)."""
-    from tiptop.engine.units import Unit
-
-    in_order = Unit(_RawGroup([7, 9], [0, 1], [100, 200]), 0)
-    assert in_order.raw
-    swapped = Unit(_RawGroup([7, 9], [1, 0], [100, 200]), 0)
-    assert not swapped.raw
-    assert np.frombuffer(swapped.base, np.uint64)[3::2].tolist() == [100, 200]
+    swapped.words = members_swapped  # type: ignore[method-assign]
+    with pytest.raises(CounterError) as e:
+        Unit(swapped, 0, stores)
+    assert e.value.errno == errno.EIO and swapped.n_fds == 0 and swapped not in b.groups
 
 
 def test_unit_deltas_wrap_modulo_2_64() -> None:

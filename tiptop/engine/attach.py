@@ -29,7 +29,7 @@ from tiptop.engine.readout import CounterPlan
 from tiptop.engine.spawned import SpawnedCounters, tree_attrs
 from tiptop.engine.task import dir_mark
 from tiptop.engine.tasks import Scan, Task, list_threads
-from tiptop.engine.units import Unit
+from tiptop.engine.units import Stores, Unit
 from tiptop.errors import (
     CounterError,
     EventRefused,
@@ -77,8 +77,10 @@ class Attacher:
         self.cpu_threshold = cpu_threshold
         self._counters: dict[Identity, TaskCounters] = {}
         self._pending: dict[Identity, Task] = {}
-        self._spawned = SpawnedCounters(backend, plan, proc_root, threads)
-        self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
+        #: The reads of every unit opened here (spawned ones too: read with the others).
+        self._stores = Stores(backend)
+        self._spawned = SpawnedCounters(backend, plan, proc_root, threads, self._stores)
+        self._exits = ExitWatch(backend.open_pidfd)
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
@@ -281,7 +283,7 @@ class Attacher:
             for g, gdef in enumerate(self.plan.groups):
                 attrs = tree_attrs(gdef.attrs) if is_tree else gdef.attrs
                 try:
-                    units.append(Unit(self.backend.open_group(tid, attrs), g))
+                    units.append(Unit(self.backend.open_group(tid, attrs), g, self._stores))
                 except TaskGone:  # the thread exited meanwhile: drop it
                     break
                 except (EventRefused, EventUnsupported, GroupChanging) as e:

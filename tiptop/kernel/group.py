@@ -15,6 +15,7 @@ import fcntl
 import functools
 import os
 from collections.abc import Callable, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -218,6 +219,12 @@ class PerfBackend:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
         with translated():
             return open_group(tid, attrs)
+
+    @staticmethod
+    def read_leaders(fds: Sequence[int], nbytes: int) -> list[bytes]:
+        """One ``os.read`` of ``nbytes`` from each of ``fds``, in order (see the protocol:
+        errors untranslated, lengths unchecked, none of ``fds`` closed)."""
+        return list(map(os.read, fds, repeat(nbytes, len(fds))))
 
     def open_pidfd(self, tid: int, thread: bool) -> int | None:
         """A pidfd that tells when ``tid`` has exited (``procfs.open_pidfd``)."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from tiptop.engine.plan import Planner, ScreenPlan
 from tiptop.engine.readout import read_units
-from tiptop.engine.units import Unit
+from tiptop.engine.units import Stores, Unit
 from tiptop.errors import CounterError, TiptopError
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.procfs import CLK_TCK
@@ -177,11 +177,12 @@ def measure(
     child.ask(kernel, n, ring)
     cpu0, steal0 = child.cpu_ns(), steal_ns()
     units: list[Unit] = []
+    stores = Stores(backend)
     failed: dict[int, str] = {}
     try:
         for g, gdef in enumerate(plan.groups):
             try:
-                units.append(Unit(backend.open_group(child.pid, gdef.attrs), g))
+                units.append(Unit(backend.open_group(child.pid, gdef.attrs), g, stores))
             except CounterError as e:
                 for j in gdef.alias_index:
                     failed[int(j)] = planner.explain(e, plan.aliases[int(j)], gdef.pmu)
