@@ -226,9 +226,8 @@ class Reading:
             per_unit = _per_unit(counts)
             if cells is None:  # each row's cells are its one unit's
                 return _readout(per_unit), failed
-            # One bincount per field sums a row's units (a multi-threaded process's):
-            # 0.1 ms for 570 units of 5 members here, 0.5-0.7 ms for 5000; a fancy-indexed
-            # add where no row repeats took 2x-4x that.
+            # One bincount per field sums a row's units (a multi-threaded process's), also
+            # where no row repeats (benchmarks/README.md, "Measured and dropped").
             flat = per_unit.reshape(len(_FIELDS), -1)
             for f in range(len(_FIELDS)):
                 sums[f] += np.bincount(cells, weights=flat[f], minlength=n * k)

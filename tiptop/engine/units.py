@@ -155,11 +155,9 @@ class Unit:
 #: Seconds a refresh waits before reading again the groups still changing after 8 reads,
 #: each pause followed by 8 more reads of those still changing. The kernel refuses to sum
 #: an inherited group whose copy in a thread is being made or torn down (ECHILD:
-#: kernel/events/core.c ``__perf_read_group_add()``): a few microseconds, unless the
-#: thread doing it is preempted or threads come and go without a break. On a 2-CPU VM, a
-#: process making and ending 4 threads a millisecond (tests/system/test_churn_soak.py) had
-#: its group refused 8 times in a row about once in 25 refreshes, in some periods; after
-#: one 2 ms pause 10 of 11 such groups read, the 11th showed '?' for that refresh.
+#: kernel/events/core.c ``__perf_read_group_add()``): short, unless the thread doing it is
+#: preempted or threads come and go without a break (tests/system/test_churn_soak.py), when
+#: reading again at once can meet the next copy; a pause lets the churn pass.
 CHANGING_PAUSES = (0.001, 0.002, 0.004, 0.008)
 
 
