@@ -111,8 +111,8 @@ FILES = sorted(PKG.rglob("*.py"))
 #: refresh flows one way (scan -> plan -> attach -> readout -> evaluate; the sampler
 #: sequences them). docs/architecture.md draws this path.
 ENGINE_ORDER = (
-    "task", "listing", "trees", "threadscan", "tasks", "exits", "units", "readout", "counters",
-    "packing", "plan", "spawned", "attach", "evaluate", "sampler", "replay", "bycgroup",
+    "task", "exits", "activity", "listing", "trees", "threadscan", "tasks", "units", "readout",
+    "counters", "packing", "plan", "spawned", "attach", "evaluate", "sampler", "replay", "bycgroup",
 )  # fmt: skip
 
 

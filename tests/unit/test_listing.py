@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from tests.fakeproc import FakeProc
+from tiptop.engine.activity import Activity
 from tiptop.engine.listing import RELIST, ProcListing
 from tiptop.engine.tasks import Stat, TaskScanner, read_stat
 
@@ -116,11 +117,11 @@ def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Pat
     sc.scan()
     idle, stale = {10, 11, 12}, {10: (0, 0), 11: (0, 0)}  # marks that would not hold
     reads.clear()
-    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert _tids_of(sc.scan(Activity(not_due=idle, did_not_run=idle, marks=stale))) == [10, 11, 12]
     assert reads == [] and sc._listing.proves
     _made(tmp_path, 13)
     reads.clear()
-    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert _tids_of(sc.scan(Activity(not_due=idle, did_not_run=idle, marks=stale))) == [10, 11, 12]
     assert sorted(reads) == [f"{tmp_path}/10/stat", f"{tmp_path}/11/stat"]
     assert not sc._listing.proves
 

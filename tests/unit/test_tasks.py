@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc, stat_line
+from tiptop.engine.activity import Activity
 from tiptop.engine.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 from tiptop.errors import TaskGone
 
@@ -256,12 +257,14 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     sc.scan()
     assert listed == [20]
     fp.add(20, "pool", tids=(21, 22, 23))  # (impossible: a thread made while none ran)
-    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})
+    sc.scan(Activity(not_due={20, 21, 22}, did_not_run={20, 21, 22}))
     assert listed == [20]  # all quiet: not listed, so 23 is not seen (it could not exist)
-    sc.scan(idle={20, 22}, quiet={20, 22})  # 21 ran: listed again, 23 found
+    sc.scan(Activity(not_due={20, 22}, did_not_run={20, 22}))  # 21 ran: listed again, 23 found
     assert listed == [20, 20]
     assert sorted(t.tid for t in sc.tasks) == [20, 21, 22, 23]
-    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})  # 23 has no counters yet: not quiet
+    sc.scan(
+        Activity(not_due={20, 21, 22}, did_not_run={20, 21, 22})
+    )  # 23 has no counters yet: not quiet
     assert listed == [20, 20, 20]
 
 
@@ -275,7 +278,7 @@ def test_a_thread_that_ran_keeps_its_place_among_its_process_s_threads(tmp_path:
     first = [t.tid for t in sc.scan().tasks]
     assert sorted(first) == [20, 21, 22, 23]
     # 22 ran (not quiet): its stat is read again, the others are kept as they were.
-    again = sc.scan(idle={20, 21, 23}, quiet={20, 21, 23})
+    again = sc.scan(Activity(not_due={20, 21, 23}, did_not_run={20, 21, 23}))
     assert [t.tid for t in again.tasks] == first
     assert not again.new and not again.gone
 

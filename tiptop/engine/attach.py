@@ -98,21 +98,21 @@ class Attacher:
             r = self._reading = RowReading(plan, rows, self._counters, self._changes)
         states = r.states
         readout, failed = r.reading.read()
-        ended = self._exits.ended()
-        idle = readout.idle()
+        exited = self._exits.ended()
+        still = readout.did_not_run()
         # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
         # alike to a task that slept; counters disabled until exec say nothing of running.
         # Most tasks have a pidfd and are not spawned: only the others are looked at.
-        idle[r.unsure] = False
-        marks = r.watched_marks(idle)
-        if ended:
+        still[r.unsure] = False
+        marks = r.watched_marks(still)
+        if exited:
             for i, t in enumerate(rows):
-                if t.key in ended:
-                    idle[i] = False
+                if t.key in exited:
+                    still[i] = False
         if failed:
             self._changes += 1
         for i, u, e in failed:
-            idle[i] = False
+            still[i] = False
             if isinstance(e, GroupChanging):
                 # Still changing after a few reads: keep the group and its last read; the
                 # next refresh's delta covers both intervals. This row shows '?' once.
@@ -126,7 +126,7 @@ class Attacher:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, r.retired(), idle, ended, marks, r.tids)
+        return Counts(readout, r.retired(), still, exited, marks, r.tids)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:

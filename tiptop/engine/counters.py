@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tiptop.engine.activity import Activity
 from tiptop.engine.exits import Identity
 from tiptop.engine.readout import CounterPlan, Reading, Readout, unit_totals
 from tiptop.engine.task import Task, same_tasks
@@ -99,15 +100,17 @@ class RowReading:
 @dataclass
 class Counts:
     """What one refresh read for its rows: the readout, each row's retired totals, and
-    which rows are known not to have run (every read fine, no enabled time; not a spawned
-    command's counters, which are disabled until its exec)."""
+    what it says of each row's task for the next scan (:meth:`activity`)."""
 
     readout: Readout
     retired: list[np.ndarray | None]
-    idle: np.ndarray
+    #: Rows known not to have run: every read fine, no enabled time, and the task's exit
+    #: would have been seen (a pidfd or a mark; not a spawned command's counters, which
+    #: are disabled until its exec).
+    did_not_run: np.ndarray
     #: Identities of the rows whose task has exited (their pidfd said so).
-    ended: set[Identity]
-    #: tid -> ``/proc/TID`` mark of the idle rows watched without a pidfd (``engine.exits``).
+    exited: set[Identity]
+    #: tid -> ``/proc/TID`` mark of the rows that did not run, watched without a pidfd.
     marks: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: Each row's tid (int64).
     tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -118,8 +121,20 @@ class Counts:
         return Counts(
             self.readout.take(idx),
             [self.retired[i] for i in idx],
-            self.idle[idx],
-            self.ended,
+            self.did_not_run[idx],
+            self.exited,
             self.marks,
             self.tids[idx],
+        )
+
+    def activity(self, sweep: int, turn: int) -> Activity:
+        """What these counts say of the tasks for the next scan (``engine.activity``): the
+        tasks that did not run whose tid is ``turn`` modulo ``sweep`` are due a look."""
+        tids, still = self.tids, self.did_not_run
+        return Activity(
+            did_not_run=set(tids[still].tolist()),
+            not_due=set(tids[still & (tids % sweep != turn)].tolist()),
+            uncounted=set(tids[self.readout.nread.sum(axis=1) == 0].tolist()),
+            exited=self.exited,
+            marks=self.marks,
         )

@@ -98,7 +98,7 @@ class Readout:
         idx = np.asarray(rows, np.int64)
         return Readout(**{f: getattr(self, f)[idx] for f in Readout.__dataclass_fields__})
 
-    def idle(self) -> np.ndarray:
+    def did_not_run(self) -> np.ndarray:
         """Per row: some group was read and none was enabled during the interval, i.e.
         the task did not run (a task-bound context clock only ticks while the task is on
         a CPU, perf_event_open(2) "time_enabled")."""

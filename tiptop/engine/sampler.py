@@ -5,8 +5,9 @@ One refresh (``docs/architecture.md`` draws it):
 1. ``Attacher.read(known)`` (``engine.attach`` over ``engine.readout``): one group read
    per task of the last scan and PMU, deltas and scaling, all rows at once; tasks whose
    groups were enabled for no time did not run;
-2. ``TaskScanner.scan(idle)`` (``engine.tasks``): which tasks exist, their facts and %CPU,
-   without reading ``/proc/PID/stat`` again for the tasks that did not run;
+2. ``TaskScanner.scan(activity)`` (``engine.tasks``): which tasks exist, their facts and
+   %CPU, without reading ``/proc/PID/stat`` again for the tasks that did not run
+   (``engine.activity``: what the counters said, handed over in one record);
 3. ``evaluate(...)`` (``engine.evaluate``): the readout and task facts become a finished
    ``Frame`` (columns evaluated, statuses, dead rows marked);
 4. ``Attacher.detach(gone)`` then ``Attacher.attach(scan)``: groups of tasks that ended are
@@ -173,14 +174,9 @@ class Sampler(FrameSource):
             return frame
         known = self._scanner.tasks
         counts = self._attacher.read(known)
-        # A rotating 1/SWEEP of the idle tasks is looked at anyway, so nothing the counters
-        # cannot see (counters detached by a setuid exec) stays hidden for long.
-        sweep = self._iteration % SWEEP
-        tids, still = counts.tids, counts.idle
-        quiet = set(tids[still].tolist())
-        idle = set(tids[still & (tids % SWEEP != sweep)].tolist())
-        blind = set(tids[counts.readout.nread.sum(axis=1) == 0].tolist())
-        scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks, blind)
+        # A rotating 1/SWEEP of the tasks that did not run is looked at anyway, so nothing
+        # the counters cannot see (counters ended by a setuid exec) stays hidden for long.
+        scan = self._scanner.scan(counts.activity(SWEEP, self._iteration % SWEEP))
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)
