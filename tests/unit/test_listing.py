@@ -77,6 +77,18 @@ def test_listed_at_least_every_relist_calls(tmp_path: Path) -> None:
     assert seen == [False] * RELIST + [True]
 
 
+def test_listed_afresh_when_marks_to_check_cost_more_than_a_listing(tmp_path: Path) -> None:
+    """No PID made, but more marks to check than a listing of its entries costs
+    (``STAT_ENTRIES`` each): listed afresh, and that listing stands for the marks."""
+    fp = _our_tree(tmp_path, 10)
+    listing = ProcListing(str(tmp_path))
+    listing.names()
+    listing.names()  # settled on PID 10: kept from now on
+    fp.add(500, "restored")  # a PID the caller chose: only a fresh listing shows it
+    assert "500" not in listing.names(checks=0)
+    assert "500" in listing.names(checks=1) and listing.proves  # 1 mark * 4 > 1 entry
+
+
 def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Path) -> None:
     """``self`` naming another PID (a ``/proc`` of another PID namespace) or no ``loadavg``:
     every call lists."""

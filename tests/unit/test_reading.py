@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 
 import numpy as np
+import pytest
 
 from tests.support.sampling import CY, IN, PF, make, row
 from tiptop.engine.units import WORD, Store
@@ -100,3 +101,40 @@ def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  #
         b.clock.advance(1.0)
         f = s.refresh()
         assert f.values[0, 4] == total
+
+
+@pytest.mark.parametrize("field", ["units", "exit_fd", "mark", "spawned"])
+def test_a_change_to_one_task_s_counters_makes_the_reading_anew(env, field: str) -> None:  # type: ignore[no-untyped-def]
+    """The rows stay the same, but one task's units, pidfd, mark or spawned flag is set
+    (as the attacher does when a read fails, pidfds are given up or a spawned command's
+    counters are adopted): the kept reading is stale, the next refresh makes a new one."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    first = s._attacher._reading
+    st = s._attacher._counters[(10, 1000)]
+    setattr(st, field, getattr(st, field) if field != "units" else list(st.units))
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert s._attacher._reading is not first
+    assert f.counter_delta[row(f, 10), 0] == 1e9
+
+
+def test_a_task_renamed_by_an_exec_shows_its_new_name_in_the_kept_rows(env) -> None:  # type: ignore[no-untyped-def]
+    """The rows' labels are kept while the rows stay (``Sampler._row_labels``); an exec
+    (a new ``comm``) on the same rows makes them anew."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    s = make(env)
+    s.start()
+    for _ in range(2):
+        b.clock.advance(1.0)
+        assert s.refresh().name == ["app"]
+    fp.set_stat(10, "other", utime=50)
+    b.clock.advance(1.0)
+    assert s.refresh().name == ["other"]

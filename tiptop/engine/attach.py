@@ -23,7 +23,7 @@ import contextlib
 import errno
 from collections.abc import Callable, Sequence
 
-from tiptop.engine.counters import Counts, RowReading, TaskCounters
+from tiptop.engine.counters import Changes, Counts, RowReading, TaskCounters
 from tiptop.engine.exits import ExitWatch, Identity
 from tiptop.engine.readout import CounterPlan
 from tiptop.engine.spawned import SpawnedCounters, tree_attrs
@@ -82,9 +82,9 @@ class Attacher:
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
-        #: Bumped by every change to a task's units, pidfd or mark (``RowReading``); not
-        #: by a task that still waits for fds (at 5000 tasks, ~1000 retried each refresh).
-        self._changes = 0
+        #: Changes to the tasks' counters, counted by their ``TaskCounters`` (a task that
+        #: still waits for fds changes nothing): what says the kept reading is stale.
+        self._changes = Changes()
         self._reading: RowReading | None = None
 
     # ------------------------------------------------------------------ readout
@@ -94,7 +94,7 @@ class Attacher:
         reopened at a later refresh unless it is gone."""
         plan = self.plan
         r = self._reading
-        if r is None or r.changes != self._changes or not r.holds(rows):
+        if r is None or not r.holds(rows):
             r = self._reading = RowReading(plan, rows, self._counters, self._changes)
         states = r.states
         readout, failed = r.reading.read()
@@ -109,8 +109,6 @@ class Attacher:
             for i, t in enumerate(rows):
                 if t.key in exited:
                     still[i] = False
-        if failed:
-            self._changes += 1
         for i, u, e in failed:
             still[i] = False
             if isinstance(e, GroupChanging):
@@ -119,7 +117,7 @@ class Attacher:
                 continue
             st = states[i]
             st.retire(plan, [u])
-            st.units.remove(u)
+            st.units = [v for v in st.units if v is not u]
             self.fds_used -= u.group.n_fds
             u.close()
             if not isinstance(e, TaskGone) and not st.units:
@@ -131,7 +129,6 @@ class Attacher:
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
         """Close the groups of tasks that are gone and forget them."""
-        self._changes += bool(tasks)
         for t in tasks:
             self._pending.pop(t.key, None)
             st = self._counters.pop(t.key, None)
@@ -142,7 +139,7 @@ class Attacher:
         """Open groups on the scan's new tasks and retry waiting ones, busy first.
         ``tree`` maps each tree root to its live descendants (``TaskScanner.tree``)."""
         for t in scan.new:
-            self._counters[t.key] = TaskCounters()
+            self._counters[t.key] = TaskCounters(self._changes)
         if self._pending:  # only tasks of this scan: a gone one is never reopened
             live = {t.key for t in scan.tasks}
             for key in [k for k in self._pending if k not in live]:
@@ -165,7 +162,7 @@ class Attacher:
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
-        self._changes += 1
+        self._reading = None
         for st in self._counters.values():
             self._close(st)
         self._counters.clear()
@@ -202,7 +199,6 @@ class Attacher:
 
     # ------------------------------------------------------------------ groups
     def _close(self, st: TaskCounters, *, keep: bool = False) -> None:
-        self._changes += 1
         if keep and st.units:
             st.retire(self.plan, st.units)
         self._drop_units(st.units)
@@ -225,11 +221,12 @@ class Attacher:
         return tids, True
 
     def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
-        st = self._counters.setdefault(t.key, TaskCounters())
+        st = self._counters.get(t.key)
+        if st is None:
+            st = self._counters[t.key] = TaskCounters(self._changes)
         spawned = self._spawned.waiting.pop(t.tid, None)
         if spawned is not None:
             if spawned[0] == t.starttime:
-                self._changes += 1
                 st.units = spawned[1]
                 st.spawned = True
                 return
@@ -258,7 +255,6 @@ class Attacher:
         units = self._open_units(t, st, tids, is_tree, again=2)
         if units is None:
             return
-        self._changes += 1  # its units, pidfd and mark
         st.units = units
         st.tries = 0
         self._pending.pop(t.key, None)
@@ -352,7 +348,6 @@ class Attacher:
             return False
         want = min(max(short, SHED), len(self._exits))
         freed = self._exits.give_up(self._counters.items(), want, self.proc_root)
-        self._changes += 1  # pidfds given up: marks instead
         self._shed = self._shed or freed > 0
         self.fds_used -= freed
         return freed >= short

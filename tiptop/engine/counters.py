@@ -17,27 +17,76 @@ from tiptop.engine.task import Task, same_tasks
 from tiptop.engine.units import Unit
 
 
-class TaskCounters:
-    """The counters of one watched task."""
+class Changes:
+    """How many times the attacher's per-task counters changed: a task's units, pidfd,
+    mark or spawned flag set (by :class:`TaskCounters` itself, as each is assigned). A
+    :class:`RowReading` made at one count is stale once it moved; the attacher owns one."""
 
-    __slots__ = ("denied", "exit_fd", "mark", "retired", "spawned", "tries", "units")
+    __slots__ = ("n",)
 
     def __init__(self) -> None:
-        self.units: list[Unit] = []
-        #: Its counters were opened before its exec (``enable_on_exec``): disabled until
-        #: then, so an interval without enabled time does not mean it did not run.
-        self.spawned = False
+        self.n = 0
+
+
+class TaskCounters:
+    """The counters of one watched task. Setting ``units``, ``exit_fd``, ``mark`` or
+    ``spawned`` counts a change in ``changes`` (what a kept :class:`RowReading` holds)."""
+
+    __slots__ = ("_exit_fd", "_mark", "_spawned", "_units", "changes", "denied", "retired", "tries")
+
+    def __init__(self, changes: Changes) -> None:
+        self.changes = changes
+        self._units: list[Unit] = []
+        self._spawned = False
+        self._exit_fd: int | None = None
+        self._mark: tuple[int, int] | None = None
         #: Counts of groups closed while the task lived (reclaim, read error), per alias.
         self.retired: np.ndarray | None = None
         #: Refused for good (EACCES...): never retried for this identity.
         self.denied = False
         #: Failed attaches in a row that look like a race with the task (``_raced``).
         self.tries = 0
-        #: A pidfd of the task, readable once it has exited (``ExitWatch``), or None.
-        self.exit_fd: int | None = None
-        #: Its ``/proc/PID`` mark when its pidfd was given up for counters' fds (see
-        #: ``engine.exits``), or None.
-        self.mark: tuple[int, int] | None = None
+
+    @property
+    def units(self) -> list[Unit]:
+        """Its open groups (set a new list: a list changed in place counts no change)."""
+        return self._units
+
+    @units.setter
+    def units(self, units: list[Unit]) -> None:
+        self._units = units
+        self.changes.n += 1
+
+    @property
+    def spawned(self) -> bool:
+        """Its counters were opened before its exec (``enable_on_exec``): disabled until
+        then, so an interval without enabled time does not mean it did not run."""
+        return self._spawned
+
+    @spawned.setter
+    def spawned(self, spawned: bool) -> None:
+        self._spawned = spawned
+        self.changes.n += 1
+
+    @property
+    def exit_fd(self) -> int | None:
+        """A pidfd of the task, readable once it has exited (``ExitWatch``), or None."""
+        return self._exit_fd
+
+    @exit_fd.setter
+    def exit_fd(self, fd: int | None) -> None:
+        self._exit_fd = fd
+        self.changes.n += 1
+
+    @property
+    def mark(self) -> tuple[int, int] | None:
+        """Its ``/proc/PID`` mark when it has no pidfd (``engine.exits``), or None."""
+        return self._mark
+
+    @mark.setter
+    def mark(self, mark: tuple[int, int] | None) -> None:
+        self._mark = mark
+        self.changes.n += 1
 
     def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
         """Keep what ``units`` counted (to their last read) in the task's total, before
@@ -49,20 +98,21 @@ class TaskCounters:
 class RowReading:
     """The counters of the rows of one read, kept by ``engine.attach.Attacher`` for the
     next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
-    and no change to any task's units, pidfd or mark since (its change count): a refresh
-    then looks up no task's state and orders no unit (:class:`Reading`)."""
+    and no change counted in ``changes`` since (:class:`Changes`): a refresh then looks up
+    no task's state and orders no unit (:class:`Reading`)."""
 
     def __init__(
         self,
         plan: CounterPlan,
         rows: Sequence[Task],
         counters: dict[Identity, TaskCounters],
-        changes: int,
+        changes: Changes,
     ) -> None:
         self.rows = list(rows)
         self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
-        self.changes = changes
-        self.states = [counters.get(t.key) or TaskCounters() for t in rows]
+        self._changes, self._made_at = changes, changes.n
+        none = TaskCounters(Changes())  # a row without counters
+        self.states = [counters.get(t.key) or none for t in rows]
         self.reading = Reading(plan, [s.units for s in self.states])
         # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):
         # those it says nothing of (spawned, or without a mark either), and those watched
@@ -82,8 +132,9 @@ class RowReading:
         self.marked_tids = self.tids[self.marked]
 
     def holds(self, rows: Sequence[Task]) -> bool:
-        """Whether ``rows`` are this reading's rows, in the same order."""
-        return same_tasks(rows, self.rows)
+        """Whether ``rows`` are this reading's rows, in the same order, and no task's
+        counters changed since it was made."""
+        return self._changes.n == self._made_at and same_tasks(rows, self.rows)
 
     def watched_marks(self, idle: np.ndarray) -> dict[int, tuple[int, int]]:
         """tid -> ``/proc/TID`` mark of the rows watched by their mark that ``idle`` says
