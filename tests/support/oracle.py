@@ -89,7 +89,10 @@ def kernel_lists(raw: RawScreen) -> dict[str, set[str]]:
 
 
 def tables(raw: RawScreen, models: set[str]) -> set[str]:
-    """The table directories ``models`` lead to (AMD: amdzenN of amd.c's ZENn)."""
+    """The table directories ``models`` lead to (AMD: amdzenN of amd.c's ZENn; an Arm
+    variant for any core: the architected events every Arm core may have)."""
+    if raw.arch == "arm64" and not raw.model:
+        return {"arm64/common-and-microarch"}
     if raw.arch == "arm64":
         return set().union(*(_arm_dirs(x) for x in models)) if models else set()
     out: set[str] = set()
