@@ -95,7 +95,7 @@ def test_help_window_lists_the_built_in_variables() -> None:
     start = body.index("Built-in variables of expressions:")
     shown = body[start + 1 : start + 1 + len(VARIABLES)]
     assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
-    assert shown[4] == "INTERVAL: seconds since the previous refresh"
+    assert shown[4] == "INTERVAL: seconds the row's counter deltas cover"
     for line, v in zip(shown, VARIABLES, strict=True):
         assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
 

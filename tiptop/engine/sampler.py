@@ -241,7 +241,8 @@ class Sampler(FrameSource):
         sp = self._screen_plan
         return assemble(
             rows, self.plan, counts.readout, counts.retired, sp.evaluator,
-            iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
+            iteration=self._iteration, interval=scan.interval, window=counts.window,
+            threads=self.config.threads,
             tasks_total=scan.threads_total, reaped=reaped,
             dead=np.arange(len(rows)) >= len(shown), labels=self._row_labels(rows),
         )  # fmt: skip

@@ -43,6 +43,8 @@ class RowFacts:
     interval: float
     total_status: np.ndarray
     split_status: np.ndarray
+    #: Per row, the seconds its counters' deltas cover (``INTERVAL``); None: ``interval``.
+    window: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -89,8 +91,11 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "INTERVAL",
-        "seconds since the previous refresh",
-        lambda f: (np.full(f.n, float(f.interval)), f.ok()),
+        "seconds the row's counter deltas cover",
+        lambda f: (
+            np.full(f.n, float(f.interval)) if f.window is None else f.window,
+            f.ok(),
+        ),
     ),
 )
 

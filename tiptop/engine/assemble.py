@@ -65,6 +65,7 @@ def assemble(
     *,
     iteration: int,
     interval: float,
+    window: float = 0.0,
     threads: bool,
     tasks_total: int,
     reaped: np.ndarray | None = None,
@@ -79,8 +80,9 @@ def assemble(
     ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
-    exited: this is its last interval. ``labels``: the rows' :class:`RowLabels` when the
-    caller kept them (else read from ``rows``)."""
+    exited: this is its last interval. ``interval`` is the scan's (``stat`` times),
+    ``window`` the counters' (seconds between their last two reads). ``labels``: the rows'
+    :class:`RowLabels` when the caller kept them (else read from ``rows``)."""
     n, k = len(rows), len(plan.aliases)
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
@@ -94,7 +96,7 @@ def assemble(
     labels = labels or RowLabels.of(rows)
     tid, pid = labels.tid, labels.pid
     num_threads = np.array([t.num_threads for t in rows], np.int64)
-    facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads)
+    facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads, window)
     cells = evaluator.evaluate(facts, CounterCells(delta, status, total, total_status, c_running))
     return Frame(
         iteration=iteration,
@@ -112,6 +114,7 @@ def assemble(
         num_threads=num_threads,
         dead=np.zeros(n, bool) if dead is None else dead,
         cpu_total=facts.cpu_total,
+        window=facts.window,
         values=cells.values,
         status=cells.status,
         running=cells.running,
@@ -143,6 +146,7 @@ def row_facts(
     reaped: np.ndarray | None,
     threads: bool = False,
     num_threads: np.ndarray | None = None,
+    window: float = 0.0,
 ) -> RowFacts:
     """What the built-in variables read (``tiptop.screens.variables``) for ``rows``: their
     CPU times and last CPU.
@@ -154,7 +158,14 @@ def row_facts(
     clock ticks only while the task runs, perf_event_open(2)), else clamped; the
     system/user split is scaled to match. A reaped task's %CPU is its counters' on-CPU
     time, its split unknown (``?``). ``num_threads``: the rows' thread counts when the
-    caller has them as an array (else read from ``rows``)."""
+    caller has them as an array (else read from ``rows``).
+
+    Each row's counter ``window`` (what ``INTERVAL`` reads in the columns' rates) is the
+    time between the counters' last two reads (``window``; the scan's ``interval`` before
+    there were two), and never less than the row's own on-CPU time in it (its groups'
+    Δtime_enabled): a row is read a little earlier or later within each pass over the
+    groups, so the pass's window alone can be shorter than the row's, and a task cannot
+    run longer than its own window (one thread's task-clock rate stays within 100%)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = floats([t.cpu_total for t in rows])
@@ -164,7 +175,8 @@ def row_facts(
         if num_threads is None:
             num_threads = np.array([t.num_threads for t in rows], np.int64)
         cap = 100.0 * np.maximum(num_threads, 1)
-    est = 100.0 * on_cpu_seconds(readout, plan) / interval if interval > 0 else np.full(n, np.nan)
+    on_cpu = on_cpu_seconds(readout, plan)
+    est = 100.0 * on_cpu / interval if interval > 0 else np.full(n, np.nan)
     counted = ~np.isnan(est)
     est0 = np.where(counted, est, 0.0)
     best = np.where(counted, np.minimum(est0, cap), cap)
@@ -184,6 +196,7 @@ def row_facts(
         cpu_user=user,
         processor=floats([t.processor for t in rows]),
         interval=interval,
+        window=np.fmax(np.full(n, window if window > 0 else interval), on_cpu),
         total_status=tot_st,
         split_status=split_st,
     )

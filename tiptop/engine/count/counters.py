@@ -165,6 +165,8 @@ class Counts:
     marks: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: Each row's tid (int64).
     tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Seconds between the previous read of the counters and this one (0: the first).
+    window: float = 0.0
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
@@ -176,6 +178,7 @@ class Counts:
             self.exited,
             self.marks,
             self.tids[idx],
+            self.window,
         )
 
     def activity(self, sweep: int, turn: int) -> Activity:

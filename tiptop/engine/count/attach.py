@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import time
 from collections.abc import Callable, Sequence
 
 from tiptop.engine.counters import Changes, Counts, RowReading, TaskCounters
@@ -86,6 +87,8 @@ class Attacher:
         #: still waits for fds changes nothing): what says the kept reading is stale.
         self._changes = Changes()
         self._reading: RowReading | None = None
+        #: When the counters were last read (``time.monotonic``), for the next window.
+        self._read_at: float | None = None
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -93,6 +96,9 @@ class Attacher:
         read fails is closed with what it counted kept in the task's total; the task is
         reopened at a later refresh unless it is gone."""
         plan = self.plan
+        now = time.monotonic()
+        window = 0.0 if self._read_at is None else now - self._read_at
+        self._read_at = now
         r = self._reading
         if r is None or not r.holds(rows):
             r = self._reading = RowReading(plan, rows, self._counters, self._changes)
@@ -124,7 +130,7 @@ class Attacher:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, r.retired(), still, exited, marks, r.tids)
+        return Counts(readout, r.retired(), still, exited, marks, r.tids, window)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
@@ -159,6 +165,8 @@ class Attacher:
                 # wait so, every refresh).
                 continue
             self._open_task(t, scan.tasks, tree)
+        if self._read_at is None:  # the groups opened now are the first reads
+            self._read_at = time.monotonic()
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
