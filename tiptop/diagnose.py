@@ -285,7 +285,7 @@ def check(host: Host, loaded: Any = None) -> str:
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
     # A counted task holds one fd per event and a pidfd, given up when fds run short
-    # (engine.exits).
+    # (engine.count.exits).
     events = 4
     per_task = events + 1
     fits, bare, tasks = host.fd_budget // per_task, host.fd_budget // events, len(psutil.pids())

@@ -1,4 +1,4 @@
-"""Out of fds, pidfds are given up before counters (``engine.exits``): as many processes are
+"""Out of fds, pidfds are given up before counters (``engine.count.exits``): as many processes are
 counted as the budget holds for their counters alone. A process left without its pidfd still
 skips its ``stat`` read while it sleeps (its ``/proc/PID`` mark holds), and its exit still
 ends its row."""

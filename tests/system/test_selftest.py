@@ -160,7 +160,7 @@ def test_every_kernel_runs_here() -> None:
     """Each kernel of this architecture runs in the child and returns (none faults): the
     mispredict kernel too, which only a PMU with branch-misses would otherwise run. Page
     faults: N for ``touch`` and none for the others (their code and stack are already mapped)."""
-    from tiptop.engine.plan import Planner
+    from tiptop.engine.count.plan import Planner
     from tiptop.messages import MessageLog
     from tiptop.selftest.code import KERNELS
     from tiptop.selftest.measure import KernelChild, measure

@@ -1,6 +1,6 @@
 """%TASK (``100 * delta(TC) / 1e9 / INTERVAL``, the ``sched`` screen) of one busy thread
 never reads over 100% of a CPU, even at ``-d 0.01`` on a loaded machine: ``INTERVAL`` is
-each row's own counter window (``engine.evaluate.row_facts``), never shorter than the
+each row's own counter window (``engine.assemble.row_facts``), never shorter than the
 time the task was on a CPU in it. With the scan's interval instead, rows read in a pass
 that came early or late read up to 143% here, 648% under load (issue 30)."""
 

@@ -163,7 +163,8 @@ def test_memory_columns() -> None:
 
 def _sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sysfs_root: str, rates: dict):
     fp, b = fake_env(tmp_path)
-    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    monkeypatch.setattr("tiptop.engine.scan.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    monkeypatch.setattr("tiptop.engine.count.attach.time", types.SimpleNamespace(monotonic=b.clock))
     fp.add(100, "compute", processor=1)
     for alias, rate in rates.items():
         b.script(100, (PMU_TYPE, COMMON[alias]), rate)

@@ -1,4 +1,4 @@
-"""tiptop.engine.listing: ``/proc`` listed again only when ``/proc/loadavg``'s last PID
+"""tiptop.engine.scan.listing: ``/proc`` listed again only when ``/proc/loadavg``'s last PID
 changed, on a fake tree (whose ``self`` names this process); the real ``/proc`` in
 tests/system/test_tasks_real.py."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.fakeproc import FakeProc
 from tiptop.engine.activity import Activity
-from tiptop.engine.listing import RELIST, ProcListing
-from tiptop.engine.tasks import Stat, TaskScanner, read_stat
+from tiptop.engine.scan.listing import RELIST, ProcListing
+from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
 
 def _made(root: Path, last_pid: int) -> None:

@@ -82,7 +82,7 @@ def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
     """The batched reads use the raw words by position only once the ids are seen in open
     order; otherwise the unit parses each read by id (values never land on the wrong
     counter)."""
-    from tiptop.engine.units import Unit
+    from tiptop.engine.count.units import Unit
 
     in_order = Unit(_RawGroup([7, 9], [0, 1], [100, 200]), 0)
     assert in_order.raw
@@ -93,7 +93,7 @@ def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
 
 def test_unit_deltas_wrap_modulo_2_64() -> None:
     """A u64 counter that wraps gives its true delta; one that goes backwards gives 0."""
-    from tiptop.engine.readout import _delta
+    from tiptop.engine.count.readout import _delta
 
     cur = np.array([[5, 2**63 - 1]], np.uint64)
     prev = np.array([[2**64 - 3, 2**63]], np.uint64)

@@ -1,5 +1,5 @@
 """The reads kept across refreshes: each unit's words in a row of a shared ``Store``
-(engine.units), the flat order of a refresh's reads kept while nothing changes
+(engine.count.units), the flat order of a refresh's reads kept while nothing changes
 (``readout.Reading``, ``readout.RowReading``). Over the FAKE backend and a fake /proc."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.support.sampling import CY, IN, PF, make, row
-from tiptop.engine.units import WORD, Store
+from tiptop.engine.count.units import WORD, Store
 
 
 def _words(*values: int) -> bytes:

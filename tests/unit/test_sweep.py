@@ -1,4 +1,4 @@
-"""The sweep's look at a quiet task (``engine.task.slept``): its
+"""The sweep's look at a quiet task (``engine.scan.task.slept``): its
 ``schedstat`` run time first, its ``stat`` only when that moved since its discovery or its
 last sweep, on a fake /proc."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from tests.fakeproc import FakeProc
 from tiptop.engine.activity import Activity
-from tiptop.engine.listing import ProcListing
-from tiptop.engine.tasks import Stat, TaskScanner, read_stat
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
 
 class Counting:

@@ -1,5 +1,5 @@
-"""tiptop.engine.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU, on fake and
-real /proc."""
+"""tiptop.engine.scan.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU,
+on fake and real /proc."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakeproc import FakeProc, stat_line
 from tiptop.engine.activity import Activity
-from tiptop.engine.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
+from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 from tiptop.errors import TaskGone
 
 
@@ -244,7 +244,7 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     """With -H, a process none of whose listed threads ran (all ``quiet``) cannot have made
     a thread: its ``task/`` listing is reused. One that ran is listed again, and a thread
     it created shows up in that scan."""
-    from tiptop.engine import threadscan
+    from tiptop.engine.scan import threadscan
 
     fp = FakeProc(tmp_path)
     fp.add(20, "pool", tids=(21, 22))
@@ -337,7 +337,7 @@ def test_only_pid_reads_no_other_process(tmp_path: Path) -> None:
 
 
 def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
-    from tiptop.engine.trees import descendants
+    from tiptop.engine.scan.trees import descendants
 
     fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own

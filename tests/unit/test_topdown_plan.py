@@ -17,7 +17,7 @@ import pytest
 from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend
-from tiptop.engine.plan import Planner
+from tiptop.engine.count.plan import Planner
 from tiptop.events.topdown import Topdown, perf_metrics
 from tiptop.kernel.attr import GROUP_READ_FORMAT
 from tiptop.messages import MessageLog

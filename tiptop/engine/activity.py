@@ -3,7 +3,7 @@
 The sampler reads every task's counters before it looks at ``/proc`` again
 (``docs/architecture.md``, "One refresh"), and what that read learned saves the scan most
 of its reads. :class:`Activity` carries it, with the rules that use it as its methods; the
-scanner (``engine.tasks``, ``engine.threadscan``) reads it and calls nothing back.
+scanner (``engine.scan.tasks``, ``engine.scan.threadscan``) reads it and calls nothing back.
 
 *Why a task that did not run need not be read.* A task-bound event's ``time_enabled``
 advances only while its task is on a CPU (perf_event_open(2), "time_enabled"), so a task
@@ -15,11 +15,11 @@ the interval.
 Two things can hide a change from the counters, and the rules cover both:
 
 - *Its identity.* A task that exited and whose PID was reused within one clock tick
-  looks like one that slept. A pidfd says the exit (``engine.exits``: :attr:`exited`
+  looks like one that slept. A pidfd says the exit (``engine.count.exits``: :attr:`exited`
   then holds the identity, and the task is not among :attr:`did_not_run`); a task
   without one is watched by its ``/proc/TID`` mark (inode and owner, ``task.dir_mark``),
   which must still hold (:attr:`marks`) unless a listing of ``/proc`` made while no PID
-  was created stands for it (``engine.listing``).
+  was created stands for it (``engine.scan.listing``).
 - *Counters that stopped counting.* A set-user-ID exec ends them (fs/exec.c
   ``begin_new_exec()``), and the task then looks asleep for good. So the tasks that did
   not run are still looked at in turns, one sweep group per refresh: :attr:`not_due`
@@ -36,8 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
-from tiptop.engine.exits import Identity
-from tiptop.engine.task import Task, holds, slept
+from tiptop.engine.scan.task import Identity, Task, holds, slept
 
 #: A ``/proc/TID`` entry's ``(inode, owner)`` (``task.dir_mark``).
 Mark = tuple[int, int]

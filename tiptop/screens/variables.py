@@ -25,7 +25,7 @@ Column = tuple[np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class RowFacts:
-    """Per-row facts of one refresh, ``n`` rows each (``tiptop.engine.evaluate`` builds it).
+    """Per-row facts of one refresh, ``n`` rows each (``tiptop.engine.assemble`` builds it).
 
     The %CPU fields are percent of one CPU over the interval, from the utime/stime deltas
     of proc(5) ``/proc/PID/stat`` fields 14 and 15. ``total_status``/``split_status`` are

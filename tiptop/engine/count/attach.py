@@ -1,5 +1,5 @@
 """Attaching and detaching counter groups: the fd budget, reclaim, retries, and the
-adoption of a spawned command's counters (opened before its exec: ``engine.spawned``).
+adoption of a spawned command's counters (opened before its exec: ``engine.count.spawned``).
 The sampler *holds* one :class:`Attacher`.
 
 Per-task counters are kept by task identity ``(tid, starttime)`` (proc(5), ``stat``
@@ -7,7 +7,7 @@ field 22), so a reused PID never inherits another task's counters.
 
 *fds.* Every open group costs one fd per member (perf_event_open(2) returns one fd per
 event), a counted task one pidfd while fds allow (given up first when counters need the
-room: ``engine.exits``). The budget is the soft RLIMIT_NOFILE (raised to the hard limit)
+room: ``engine.count.exits``). The budget is the soft RLIMIT_NOFILE (raised to the hard limit)
 minus what is in use and a reserve (``Host.fd_budget``); busy tasks are opened first; out
 of fds, idle tasks' groups are closed (unless ``collect`` is off) and their counts kept in the
 task's total, and every task left without counters is retried at later refreshes. EMFILE
@@ -24,13 +24,13 @@ import errno
 import time
 from collections.abc import Callable, Sequence
 
-from tiptop.engine.counters import Changes, Counts, RowReading, TaskCounters
-from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan
-from tiptop.engine.spawned import SpawnedCounters, tree_attrs
-from tiptop.engine.task import dir_mark
-from tiptop.engine.tasks import Scan, Task, list_threads
-from tiptop.engine.units import Unit
+from tiptop.engine.count.counters import Changes, Counts, RowReading, TaskCounters
+from tiptop.engine.count.exits import ExitWatch
+from tiptop.engine.count.readout import CounterPlan
+from tiptop.engine.count.spawned import SpawnedCounters, tree_attrs
+from tiptop.engine.count.units import Unit
+from tiptop.engine.scan.task import Identity, dir_mark
+from tiptop.engine.scan.tasks import Scan, Task, list_threads
 from tiptop.errors import (
     CounterError,
     EventRefused,
@@ -92,7 +92,7 @@ class Attacher:
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
-        """Read every group of ``rows`` once (``tiptop.engine.readout``). A group whose
+        """Read every group of ``rows`` once (``tiptop.engine.count.readout``). A group whose
         read fails is closed with what it counted kept in the task's total; the task is
         reopened at a later refresh unless it is gone."""
         plan = self.plan
@@ -186,7 +186,7 @@ class Attacher:
         return self._spawned.trees
 
     def attach_spawned(self, pid: int) -> int | None:
-        """Counters on a forked child before its ``execve`` (``engine.spawned``), adopted
+        """Counters on a forked child before its ``execve`` (``engine.count.spawned``), adopted
         as its task's once /proc shows it. Its starttime, or None when it is gone or
         nothing could open."""
         try:
@@ -271,7 +271,7 @@ class Attacher:
             st.exit_fd = self._exits.watch(t, self.threads)
             self.fds_used += st.exit_fd is not None
         if units and st.exit_fd is None and self._exits.able:
-            # No pidfd (fds short, or none to be had): its /proc mark instead (engine.exits).
+            # No pidfd (fds short, or none to be had): its /proc mark instead (engine.count.exits).
             st.mark = dir_mark(f"{self.proc_root}/{t.tid}")
 
     def _open_units(
@@ -347,7 +347,7 @@ class Attacher:
 
     def _room(self, need: int) -> bool:
         """Whether ``need`` more fds fit the budget, pidfds given up for them if that makes
-        the room (see ``engine.exits``; oldest tasks' first, at least ``SHED`` at a time:
+        the room (see ``engine.count.exits``; oldest tasks' first, at least ``SHED`` at a time:
         each give-up polls every pidfd). No new pidfd is taken until fds are plenty again."""
         short = self.fds_used + need - self.fd_budget
         if short <= 0:

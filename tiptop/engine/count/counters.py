@@ -1,7 +1,7 @@
 """What the attacher keeps per watched task (:class:`TaskCounters`: its open units, retired
 counts, pidfd or ``/proc`` mark), the rows of one read kept between refreshes while nothing
 changes (:class:`RowReading`), and what one refresh read for its rows (:class:`Counts`).
-The reading itself, and the numbers, are ``engine.readout``'s."""
+The reading itself, and the numbers, are ``engine.count.readout``'s."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiptop.engine.activity import Activity
-from tiptop.engine.exits import Identity
-from tiptop.engine.readout import CounterPlan, Reading, Readout, unit_totals
-from tiptop.engine.task import Task, same_tasks
-from tiptop.engine.units import Unit
+from tiptop.engine.count.readout import CounterPlan, Reading, Readout, unit_totals
+from tiptop.engine.count.units import Unit
+from tiptop.engine.scan.task import Identity, Task, same_tasks
 
 
 class Changes:
@@ -80,7 +79,7 @@ class TaskCounters:
 
     @property
     def mark(self) -> tuple[int, int] | None:
-        """Its ``/proc/PID`` mark when it has no pidfd (``engine.exits``), or None."""
+        """Its ``/proc/PID`` mark when it has no pidfd (``engine.count.exits``), or None."""
         return self._mark
 
     @mark.setter
@@ -96,7 +95,7 @@ class TaskCounters:
 
 
 class RowReading:
-    """The counters of the rows of one read, kept by ``engine.attach.Attacher`` for the
+    """The counters of the rows of one read, kept by ``engine.count.attach.Attacher`` for the
     next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
     and no change counted in ``changes`` since (:class:`Changes`): a refresh then looks up
     no task's state and orders no unit (:class:`Reading`)."""

@@ -4,7 +4,7 @@ A unit keeps its opening read (``base``) and its previous read (``last``) as the
 own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
 perf_event_open(2) "read_format"), in one row (its ``slot``) of the :class:`Store` of its
 read's width, so that a refresh takes the previous reads of all its units with one numpy
-index, not one Python object per unit; ``engine.readout`` turns the words of every unit
+index, not one Python object per unit; ``engine.count.readout`` turns the words of every unit
 into deltas. A refresh reads every unit once: in one call over their fd numbers while
 none was closed (:class:`FdReads`), else in one loop of bare reads (:func:`read_all`); an
 error or a short read sends it unit by unit through the translating read, a group changing

@@ -16,7 +16,7 @@ caller (``clone3()`` with ``set_tid``, as CRIU restores) does not move the numbe
 only where ``/proc/self`` names this process, so the ``/proc`` read is of that namespace
 too; a tree without ``loadavg`` (the tests' fake ``/proc``) is listed every time.
 
-The same number stands in for ``/proc/PID`` marks (``engine.task.dir_mark``), which tell an
+The same number stands in for ``/proc/PID`` marks (``engine.scan.task.dir_mark``), which tell an
 idle task without a pidfd from a new one under its PID: when no PID was made since the last
 call, none was reused, so a fresh listing that shows the PID shows that task. Where there are
 more marks to check than a listing costs, ``names(checks)`` lists afresh and says so

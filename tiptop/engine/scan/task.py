@@ -3,7 +3,7 @@ from ``stat``.
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task. The scanner
-that fills these records is ``tiptop.engine.tasks``.
+that fills these records is ``tiptop.engine.scan.tasks``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import CLK_TCK, Stat, read_file
+
+#: A task's identity: ``(tid, starttime)`` (see the module doc).
+Identity = tuple[int, int]
 
 
 @dataclass(eq=False, slots=True)

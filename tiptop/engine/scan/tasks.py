@@ -1,4 +1,5 @@
-"""The tasks a user may watch, read from ``/proc`` at every refresh (listed: ``engine.listing``).
+"""The tasks a user may watch, read from ``/proc`` at every refresh (listed:
+``engine.scan.listing``).
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task and two
@@ -22,7 +23,7 @@ not read (EACCES). Reading the files (and calling psutil) is ``tiptop.kernel.pro
 watched by their ``/proc`` mark) and reads no ``stat`` that cannot have changed; the rules
 and why they hold are that module's. Not used for process trees (a tree root's row sums
 its descendants' times); with ``-H`` a process none of whose threads ran is neither
-listed nor read again, only its threads (``engine.threadscan``). Another user's process
+listed nor read again, only its threads (``engine.scan.threadscan``). Another user's process
 is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
 """
 
@@ -36,8 +37,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from tiptop.engine.activity import Activity
-from tiptop.engine.listing import ProcListing
-from tiptop.engine.task import (
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.task import (
     Proc,
     Scan,
     Task,
@@ -46,8 +47,8 @@ from tiptop.engine.task import (
     holds,
     runtime,
 )  # fmt: skip
-from tiptop.engine.threadscan import ThreadRows
-from tiptop.engine.trees import Family, Root, fold, tree_root
+from tiptop.engine.scan.threadscan import ThreadRows
+from tiptop.engine.scan.trees import Family, Root, fold, tree_root
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -99,7 +100,7 @@ class TaskScanner:
     identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
-    root's row stands for its whole process tree (``engine.trees``).
+    root's row stands for its whole process tree (``engine.scan.trees``).
     """
 
     def __init__(
@@ -136,7 +137,7 @@ class TaskScanner:
         self._last: float | None = None
         self._exited: Set[tuple[int, int]] = frozenset()
         self._uptime: float | None = None
-        #: With ``-H``: the threads of each watched process (``engine.threadscan``).
+        #: With ``-H``: the threads of each watched process (``engine.scan.threadscan``).
         self._thread_rows = ThreadRows(proc_root, self._listing)
         #: Bumped whenever a known task's name, command line or user changes (an exec).
         self.renames = 0
@@ -184,11 +185,11 @@ class TaskScanner:
         """Each listed process: kept as it was when it did not run (``Activity``'s rules,
         no read of its ``stat``), else looked at afresh (:meth:`_visit`)."""
         root, old, seen, live, act = self.proc_root, w.old, w.seen, w.live, w.activity
-        proven = self._listing.proves  # the listing stands for the marks (engine.listing)
+        proven = self._listing.proves  # the listing stands for the marks (engine.scan.listing)
         # Process rows only: a tree root's row sums its tree; -H rows are threadscan's.
         flat = not w.trees and not self.threads
         threads = self._thread_rows if self.threads else None
-        if threads is not None:  # -H: this scan for the thread rows (engine.threadscan)
+        if threads is not None:  # -H: this scan for the thread rows (engine.scan.threadscan)
             threads.begin(act, self._procs, old, self._read_stat)
         threads_total = 0
         for name in names:
@@ -249,7 +250,7 @@ class TaskScanner:
 
     def _settle(self, w: _Walk) -> Scan:
         """The scan's result: processes no longer listed forgotten, tree roots' rows
-        folded from their trees (``engine.trees``), the tasks not seen again gone."""
+        folded from their trees (``engine.scan.trees``), the tasks not seen again gone."""
         self._listing.forget(w.vanished)
         procs = self._procs
         for pid in procs.keys() - w.live:
@@ -269,7 +270,7 @@ class TaskScanner:
         return Scan(list(seen.values()), new, gone, w.interval, w.threads_total)
 
     def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
-        """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
+        """The ``/proc`` PID entries to look at (``engine.scan.listing``); -p PID: that one only."""
         names = self._listing.names(checks)
         if self.only_pid is None or trees:
             return names
@@ -314,7 +315,7 @@ class TaskScanner:
         self, seen: dict[int, Task], new: list[Task], old: dict[int, Task], interval: float,
         pid: int, p: Proc, st: Stat,
     ) -> None:  # fmt: skip
-        """A tree root's row, from its tree's CPU times (``engine.trees.fold``)."""
+        """A tree root's row, from its tree's CPU times (``engine.scan.trees.fold``)."""
         self._update(seen, new, old, pid, pid, p, st, interval)
 
     def _last_look(self, old: dict[int, Task], tid: int, st: Stat, interval: float) -> None:

@@ -1,7 +1,7 @@
 """The ``-H`` half of the task scan: the threads of each watched process, its ``task/``
 directory listed again only when one of the threads it listed last time ran.
 
-:class:`ThreadRows` is owned by :class:`tiptop.engine.tasks.TaskScanner` (whose module
+:class:`ThreadRows` is owned by :class:`tiptop.engine.scan.tasks.TaskScanner` (whose module
 doc, "Skipped reads", says when a task's ``stat`` is not read again); it keeps the threads
 that did not run and hands the scanner the ones it read afresh.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tiptop.engine.activity import Activity
-from tiptop.engine.listing import ProcListing
-from tiptop.engine.task import Proc, Task, rest
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.task import Proc, Task, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import Stat, list_threads
 
@@ -43,7 +43,7 @@ class ThreadRows:
         """The threads of watched process ``pid`` listed last time when none of them ran
         since (``Activity.none_ran``); None otherwise. Its ``stat`` is then not read
         again: an exec, a clone(2) or a rename (prctl(2) ``PR_SET_NAME``) is run by one
-        of its threads, and its exit makes their pidfds readable (``engine.exits``),
+        of its threads, and its exit makes their pidfds readable (``engine.count.exits``),
         which keeps them out of the ones that did not run."""
         known = self.listed.get(pid)
         p = self._procs.get(pid)
