@@ -161,8 +161,7 @@ class Attacher:
         for t in todo:
             if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned.waiting:
                 # Waiting, not busy (so it reclaims nothing), and not one thread's groups
-                # fit: what _open_task() would find, for less (at 5000 tasks about 1000
-                # wait so, every refresh).
+                # fit: what _open_task() would find, without listing its threads.
                 continue
             self._open_task(t, scan.tasks, tree)
         if self._read_at is None:  # the groups opened now are the first reads
@@ -380,7 +379,8 @@ class Attacher:
     def _reclaim(self, need: int, keep: Task, tasks: Sequence[Task]) -> bool:
         """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget.
         False when none could be closed: the rest of this attach round does not try again
-        (at 5000 new tasks, 1000 of them waiting, each trying cost 2 s of CPU at start)."""
+        (each try walks every task: with many new tasks waiting, trying again for each
+        would cost a pass per task)."""
         closed = False
         for t in tasks:
             if self.fds_used + need <= self.fd_budget:

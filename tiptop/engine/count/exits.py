@@ -31,9 +31,9 @@ class ExitWatch:
     ``open_pidfd(tid, thread)`` is the backend's; a backend without it (the test fake)
     watches nothing.
 
-    An epoll set, not ``poll(2)``: poll asks every pidfd at every call (about 0.4 ms a
-    refresh at 570 pidfds on the development VM), epoll_wait(2) hands over the ready ones
-    only (epoll(7)), so a refresh where nothing exited costs the same at any count."""
+    An epoll set, not ``poll(2)``: poll asks every pidfd at every call, epoll_wait(2)
+    hands over the ready ones only (epoll(7)), so a refresh where nothing exited costs the
+    same at any count."""
 
     def __init__(self, open_pidfd: Callable[[int, bool], int | None] | None) -> None:
         self._open = open_pidfd
