@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiptop.engine.units import WORD, FdReads, Stores, Unit
+from tiptop.engine.count.units import WORD, FdReads, Stores, Unit
 from tiptop.kernel import Attr, PerfBackend, open_group
 
 #: task-clock then page-faults (software events: every machine opens them).

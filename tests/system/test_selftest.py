@@ -67,7 +67,8 @@ def test_software_events_checked_and_exit_0() -> None:
 
 def test_hardware_rows_say_why_without_pmu() -> None:
     """``-S default`` where cycles do not open: every hardware row is "unsupported here"
-    with the errno, the software rows still pass, exit 0; text has one line per event."""
+    with the errno, the software rows beside them still pass, but nothing of the asked
+    screen was checked: exit 2, said in the summary; text has one line per event."""
     try:
         PerfBackend().open_group(0, [screen_attr_cycles()]).close()
         pytest.skip("a hardware PMU answers here")
@@ -78,7 +79,8 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     assert len(hw) == 5
     for e in hw:
         assert e["kind"] == "unsupported" and "ENOENT" in e["verdict"], e
-    assert r.returncode == 0, [e for e in doc["events"] if e["kind"] not in ("exact", "within")]
+    assert r.returncode == doc["exit"] == 2, doc["summary"]
+    assert "nothing of the screen checked (5 of its events" in doc["summary"]
     import sys
 
     t = subprocess.run([sys.executable, *TIPTOP, "-S", "default"], capture_output=True,
@@ -86,7 +88,8 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     lines = t.stdout.splitlines()
     assert len(lines) == 2 + len(doc["events"]) + 1, t.stdout
     assert lines[-1].startswith("selftest: 3 good, 0 off, 5 unsupported here"), lines[-1]
-    assert t.returncode == 0
+    assert lines[-1].endswith("only the software events beside it were) (exit 2)"), lines[-1]
+    assert t.returncode == 2
 
 
 def screen_attr_cycles():
@@ -176,7 +179,7 @@ def test_every_kernel_runs_here() -> None:
     """Each kernel of this architecture runs in the child and returns (none faults): the
     mispredict kernel too, which only a PMU with branch-misses would otherwise run. Page
     faults: N for ``touch`` and none for the others (their code and stack are already mapped)."""
-    from tiptop.engine.plan import Planner
+    from tiptop.engine.count.plan import Planner
     from tiptop.messages import MessageLog
     from tiptop.selftest.code import KERNELS
     from tiptop.selftest.measure import KernelChild, measure

@@ -13,10 +13,10 @@ import numpy as np
 from tests.support.fake_backend import FakeBackend, FakeGroup
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
-from tiptop.engine import units
-from tiptop.engine.attach import RACE_TRIES
-from tiptop.engine.readout import CounterPlan, GroupDef, read_units
-from tiptop.engine.units import Stores, Unit, read_all
+from tiptop.engine.count import units
+from tiptop.engine.count.attach import RACE_TRIES
+from tiptop.engine.count.readout import CounterPlan, GroupDef, read_units
+from tiptop.engine.count.units import Stores, Unit, read_all
 from tiptop.host import Host, fd_reserve
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import GroupReading

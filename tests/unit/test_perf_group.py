@@ -66,7 +66,7 @@ def test_a_group_read_out_of_open_order_is_refused_at_open() -> None:
     read (the kernel's order, ``perf_read_group()``); a group listing them otherwise is
     closed and refused (EIO), never read with values on the wrong counter."""
     from tests.support.fake_backend import FakeBackend
-    from tiptop.engine.units import Stores, Unit
+    from tiptop.engine.count.units import Stores, Unit
     from tiptop.errors import CounterError
     from tiptop.kernel.attr import Attr
 
@@ -91,7 +91,7 @@ def test_a_group_read_out_of_open_order_is_refused_at_open() -> None:
 
 def test_unit_deltas_wrap_modulo_2_64() -> None:
     """A u64 counter that wraps gives its true delta; one that goes backwards gives 0."""
-    from tiptop.engine.readout import _delta
+    from tiptop.engine.count.readout import _delta
 
     cur = np.array([[5, 2**63 - 1]], np.uint64)
     prev = np.array([[2**64 - 3, 2**63]], np.uint64)

@@ -1,5 +1,5 @@
 """The reads kept across refreshes: each unit's words in a row of a shared ``Store``
-(engine.units), the flat order of a refresh's reads kept while nothing changes
+(engine.count.units), the flat order of a refresh's reads kept while nothing changes
 (``readout.Reading``, ``readout.RowReading``). Over the FAKE backend and a fake /proc."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 import errno
 
 import numpy as np
+import pytest
 
 from tests.support.fake_backend import FakeBackend
 from tests.support.sampling import CY, IN, PF, make, row
-from tiptop.engine.units import WORD, FdReads, Store, Stores, Unit, read_all
+from tiptop.engine.count.units import WORD, FdReads, Store, Stores, Unit, read_all
 from tiptop.errors import TaskGone
 from tiptop.kernel.attr import Attr
 
@@ -103,6 +104,43 @@ def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  #
         b.clock.advance(1.0)
         f = s.refresh()
         assert f.values[0, 4] == total
+
+
+@pytest.mark.parametrize("field", ["units", "exit_fd", "mark", "spawned"])
+def test_a_change_to_one_task_s_counters_makes_the_reading_anew(env, field: str) -> None:  # type: ignore[no-untyped-def]
+    """The rows stay the same, but one task's units, pidfd, mark or spawned flag is set
+    (as the attacher does when a read fails, pidfds are given up or a spawned command's
+    counters are adopted): the kept reading is stale, the next refresh makes a new one."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    first = s._attacher._reading
+    st = s._attacher._counters[(10, 1000)]
+    setattr(st, field, getattr(st, field) if field != "units" else list(st.units))
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert s._attacher._reading is not first
+    assert f.counter_delta[row(f, 10), 0] == 1e9
+
+
+def test_a_task_renamed_by_an_exec_shows_its_new_name_in_the_kept_rows(env) -> None:  # type: ignore[no-untyped-def]
+    """The rows' labels are kept while the rows stay (``Sampler._row_labels``); an exec
+    (a new ``comm``) on the same rows makes them anew."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    s = make(env)
+    s.start()
+    for _ in range(2):
+        b.clock.advance(1.0)
+        assert s.refresh().name == ["app"]
+    fp.set_stat(10, "other", utime=50)
+    b.clock.advance(1.0)
+    assert s.refresh().name == ["other"]
 
 
 def _units(b: FakeBackend, stores: Stores, *tids: int) -> list[Unit]:

@@ -224,6 +224,7 @@ def decode(
         cpu_user=_arr(d.get("usr"), n), processor=_arr(d.get("proc"), n),
         interval=float(d["dt"]), total_status=_arr(d.get("cs"), n, 0, STATUS_DTYPE),
         split_status=_arr(d.get("ss"), n, 0, STATUS_DTYPE),
+        window=_arr(d["w"], n) if "w" in d else None,
     )  # fmt: skip
     aliases = tuple(d.get("k", {}))
     k = len(aliases)
@@ -256,6 +257,7 @@ def decode(
         counters=aliases, tid=tid, pid=pid, marker=markers,
         user=[f[1] for f in facts], name=[f[2] for f in facts], cmdline=[f[3] for f in facts],
         num_threads=nth, dead=_arr(d.get("dead"), n, 0, bool), cpu_total=row.cpu_total,
+        window=row.window,
         values=cells.values, status=cells.status, running=cells.running, counter_delta=raw,
         counter_running=run, counter_status=st, tasks_total=int(d.get("n", n)),
         cpu_user=row.cpu_user, cpu_sys=row.cpu_sys, processor=row.processor,

@@ -102,7 +102,7 @@ class CounterGroup:
         """A read of the leader as a call with nothing around it: ``os.read`` of its fd,
         errors untranslated and no check of the length (the caller checks both; what
         a refresh calls once per task). The call holds the fd's number: it must not be
-        used after ``close`` (``engine.units.Unit.close`` replaces it), or it would
+        used after ``close`` (``engine.count.units.Unit.close`` replaces it), or it would
         read whatever file took that number."""
         return functools.partial(os.read, self.fds[0], self._bufsize)
 

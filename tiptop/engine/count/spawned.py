@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tiptop.engine.readout import CounterPlan
-from tiptop.engine.tasks import read_stat
-from tiptop.engine.units import Stores, Unit
+from tiptop.engine.count.readout import CounterPlan
+from tiptop.engine.count.units import Stores, Unit
+from tiptop.engine.scan.tasks import read_stat
 from tiptop.errors import CounterError, TaskGone
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend

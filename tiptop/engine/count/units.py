@@ -4,7 +4,7 @@ A unit keeps its opening read (``base``) and its previous read (``last``) as the
 own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
 perf_event_open(2) "read_format"), in one row (its ``slot``) of the :class:`Store` of its
 read's width, so that a refresh takes the previous reads of all its units with one numpy
-index, not one Python object per unit; ``engine.readout`` turns the words of every unit
+index, not one Python object per unit; ``engine.count.readout`` turns the words of every unit
 into deltas. Every backend gives these words (``tiptop.kernel.backend.Group``), so every
 unit is read the same way: a refresh reads every unit once, in one call over their
 leaders' fd numbers while none was closed (:class:`FdReads`, ``Backend.read_leaders``),
