@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import hardware_pmu_error
 from tests.system.exporter_support import (
     Prometheus,
     child,
@@ -25,6 +26,11 @@ from tests.system.exporter_support import (
     serving,
     wait_for,
 )
+
+#: The screen docs/prometheus ships for the exporter.
+SHIPPED = Path(__file__).resolve().parents[2] / "docs" / "prometheus" / "exporter.yaml"
+#: Every series of the shipped screen's hardware events.
+HARDWARE_SERIES = '{__name__=~"tiptop_(cycles|instructions|cache_misses)_total"}'
 
 #: Pages the pager child touches once told to (madvise(2) MADV_NOHUGEPAGE: one fault each).
 PAGES = 500
@@ -59,13 +65,16 @@ def _stable(prom: Prometheus, promql: str, timeout: float = 30) -> float:
 
 
 @pytest.mark.skipif(prometheus_missing() is not None, reason=str(prometheus_missing()))
-def test_prometheus_scrapes_cpu_rate_and_exact_page_faults(tmp_path: Path) -> None:
+def test_prometheus_scrapes_cpu_rate_exact_page_faults_and_no_absent_event(
+    tmp_path: Path,
+) -> None:
     # Niced up (root) so that the other work of this 2-core machine cannot slow it much.
     busy = child("ttbusy", "import os\ntry: os.nice(-20)\nexcept OSError: pass\nwhile True: pass")
     pager = child("ttpager", PAGER, stdin=subprocess.PIPE)
     prom = None
     try:
-        with serving("-S", "sched", "-d", "0.5") as (_proc, address):
+        # The shipped screen (docs/prometheus/exporter.yaml): hardware and software events.
+        with serving("-W", str(SHIPPED), "-S", "exporter", "-d", "0.5") as (_proc, address):
             text = wait_for(address, lambda t: 'comm="ttpager"' in t)
             check = subprocess.run(["promtool", "check", "metrics"], input=text,
                                    capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -73,6 +82,12 @@ def test_prometheus_scrapes_cpu_rate_and_exact_page_faults(tmp_path: Path) -> No
             prom = Prometheus(address, tmp_path)
             faults = 'tiptop_page_faults_total{comm="ttpager"}'
             before = _stable(prom, faults)
+            hardware = prom.query(HARDWARE_SERIES)
+            if hardware_pmu_error() is not None:  # absent, not zero
+                assert hardware == [], hardware[:3]
+                assert prom.value('min(tiptop_event_read_ok{event="cycles"})') == 0
+            else:
+                assert hardware, "a PMU here, but no hardware series"
             assert pager.stdin is not None
             pager.stdin.write("go\n")
             pager.stdin.flush()
