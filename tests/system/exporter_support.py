@@ -4,6 +4,7 @@ the bound port read from its stderr), scraped over HTTP, and a real Prometheus s
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -44,14 +45,22 @@ def free_port() -> int:
 
 @contextmanager
 def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None,
-            nofile: int | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:  # fmt: skip
+            nofile: int | None = None, nice: int = 0
+            ) -> Iterator[tuple[subprocess.Popen[str], str]]:  # fmt: skip
     """``tiptop --serve 127.0.0.1:0 args``; yields the process and ``host:port``. With
-    ``nofile`` it runs under RLIMIT_NOFILE ``nofile`` soft and hard (``ulimit -n``)."""
+    ``nofile`` it runs under RLIMIT_NOFILE ``nofile`` soft and hard (``ulimit -n``), with
+    ``nice`` at that niceness where allowed (a negative one needs root)."""
     argv = [*(cmd or TIPTOP), "--serve", "127.0.0.1:0", *args]
-    limit = None if nofile is None else (nofile, nofile)
+
+    def limits() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if nice:
+            with contextlib.suppress(OSError):
+                os.nice(nice)
+
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env=env, preexec_fn=limit and (lambda: resource.setrlimit(
-                                resource.RLIMIT_NOFILE, limit)))  # fmt: skip
+                            env=env, preexec_fn=limits)  # fmt: skip
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()

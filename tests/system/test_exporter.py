@@ -5,6 +5,7 @@ and slow clients do not stall the sampler."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -69,18 +70,23 @@ def test_prometheus_scrapes_cpu_rate_exact_page_faults_and_no_absent_event(
     tmp_path: Path,
 ) -> None:
     # Niced up (root) so that the other work of this 2-core machine cannot slow it much.
-    busy = child("ttbusy", "import os\ntry: os.nice(-20)\nexcept OSError: pass\nwhile True: pass")
-    pager = child("ttpager", PAGER, stdin=subprocess.PIPE)
+    # Names of this run's own (comm, 15 bytes at most): a test run beside it has its own.
+    bname, pname = f"ttbusy{os.getpid()}", f"ttpager{os.getpid()}"
+    busy = child(bname, "import os\ntry: os.nice(-20)\nexcept OSError: pass\nwhile True: pass")
+    pager = child(pname, PAGER, stdin=subprocess.PIPE)
     prom = None
     try:
         # The shipped screen (docs/prometheus/exporter.yaml): hardware and software events.
-        with serving("-W", str(SHIPPED), "-S", "exporter", "-d", "0.5") as (_proc, address):
-            text = wait_for(address, lambda t: 'comm="ttpager"' in t)
+        # The exporter as niced up as the spinner: starved beside it, its refreshes would
+        # come late by a varying lag, which a 15 s rate() reads as a lower rate.
+        shipped = ("-W", str(SHIPPED), "-S", "exporter", "-d", "0.5")
+        with serving(*shipped, nice=-20) as (_proc, address):
+            text = wait_for(address, lambda t: f'comm="{pname}"' in t)
             check = subprocess.run(["promtool", "check", "metrics"], input=text,
                                    capture_output=True, text=True, timeout=60)  # fmt: skip
             assert check.returncode == 0, check.stdout + check.stderr
             prom = Prometheus(address, tmp_path)
-            faults = 'tiptop_page_faults_total{comm="ttpager"}'
+            faults = f'tiptop_page_faults_total{{comm="{pname}"}}'
             before = _stable(prom, faults)
             hardware = prom.query(HARDWARE_SERIES)
             if hardware_pmu_error() is not None:  # absent, not zero
@@ -99,7 +105,7 @@ def test_prometheus_scrapes_cpu_rate_exact_page_faults_and_no_absent_event(
             time.sleep(15)
             rates = []  # the median of five evaluations: less scrape jitter on a busy machine
             for _ in range(5):
-                rates.append(prom.value('rate(tiptop_cpu_seconds_total{comm="ttbusy"}[15s])'))
+                rates.append(prom.value(f'rate(tiptop_cpu_seconds_total{{comm="{bname}"}}[15s])'))
                 time.sleep(1)
             truth = (cpu_seconds(busy.pid) - c0) / (time.monotonic() - t0)
             assert None not in rates, rates
@@ -108,7 +114,7 @@ def test_prometheus_scrapes_cpu_rate_exact_page_faults_and_no_absent_event(
             assert rate is not None and abs(rate - truth) <= 0.1, (rate, truth)
             if truth >= 0.95:  # the spinner had its CPU (not so on an overloaded machine)
                 assert abs(rate - 1.0) <= 0.1, rate
-            assert prom.value('resets(tiptop_cpu_seconds_total{comm="ttbusy"}[1m])') == 0
+            assert prom.value(f'resets(tiptop_cpu_seconds_total{{comm="{bname}"}}[1m])') == 0
     finally:
         if prom is not None:
             prom.close()
