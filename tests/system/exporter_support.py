@@ -192,21 +192,6 @@ def hold_idle(address: str, n: int) -> list[socket.socket]:
     return [socket.create_connection((host, int(port)), timeout=10) for _ in range(n)]
 
 
-def closed_by_peer(sock: socket.socket, within: float = 0.0) -> bool:
-    """Whether the other end closes ``sock`` (EOF or reset) within ``within`` seconds
-    (0: as things stand now)."""
-    if within:
-        sock.settimeout(within)
-    else:
-        sock.setblocking(False)
-    try:
-        return sock.recv(1) == b""
-    except (BlockingIOError, TimeoutError):
-        return False
-    except ConnectionResetError:
-        return True
-
-
 def burst(address: str, n: int, timeout: float = 60) -> list[float]:
     """``n`` GET /metrics sent at once from one thread (non-blocking sockets, so the
     client's own scheduling adds nothing per request); the seconds each took from the

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from tests.helpers import TIPTOP
+from tests.support.sockets import closed_by_peer
 from tests.system.exporter_support import (
     burst,
-    closed_by_peer,
     fd_count,
     hold_idle,
     raise_nofile,

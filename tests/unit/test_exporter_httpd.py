@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.system.exporter_support import closed_by_peer
+from tests.support.sockets import closed_by_peer
 from tiptop.errors import TiptopError
 from tiptop.exporter import httpd
 from tiptop.exporter.httpd import (
@@ -97,7 +97,7 @@ def test_idle_and_slow_clients_are_closed_after_their_time(server: MetricsServer
     slow.close()
 
 
-def test_a_client_that_does_not_read_its_answer_is_closed_by_peer(
+def test_a_client_that_does_not_read_its_answer_is_closed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(httpd, "RESPONSE_TIMEOUT", 0.5)
