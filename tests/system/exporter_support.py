@@ -229,6 +229,11 @@ def burst(address: str, n: int, timeout: float = 60) -> list[float]:
     return took
 
 
-def fd_count(pid: int) -> int:
-    """fds process ``pid`` has open (/proc/PID/fd, proc(5))."""
-    return len(os.listdir(f"/proc/{pid}/fd"))
+def fd_count(pid: int, kind: str = "") -> int:
+    """fds process ``pid`` has open (/proc/PID/fd, proc(5)); with ``kind`` (``socket``)
+    only those whose link reads ``kind:[inode]``."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):  # closed since the listing
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return sum(1 for link in links if link.startswith(f"{kind}:")) if kind else len(links)
