@@ -4,8 +4,12 @@ the bound port read from its stderr), scraped over HTTP, and a real Prometheus s
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -40,12 +44,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None
+def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None,
+            nofile: int | None = None, nice: int = 0
             ) -> Iterator[tuple[subprocess.Popen[str], str]]:  # fmt: skip
-    """``tiptop --serve 127.0.0.1:0 args``; yields the process and ``host:port``."""
+    """``tiptop --serve 127.0.0.1:0 args``; yields the process and ``host:port``. With
+    ``nofile`` it runs under RLIMIT_NOFILE ``nofile`` soft and hard (``ulimit -n``), with
+    ``nice`` at that niceness where allowed (a negative one needs root)."""
     argv = [*(cmd or TIPTOP), "--serve", "127.0.0.1:0", *args]
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            text=True, env=env)  # fmt: skip
+
+    def limits() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if nice:
+            with contextlib.suppress(OSError):
+                os.nice(nice)
+
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=env, preexec_fn=limits)  # fmt: skip
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -157,3 +172,68 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile(need: int) -> str | None:
+    """Raise this process's soft RLIMIT_NOFILE to at least ``need`` (within the hard
+    limit); why it cannot, or None."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= need:
+        return None
+    if hard != resource.RLIM_INFINITY and hard < need:
+        return f"RLIMIT_NOFILE hard limit {hard} < {need} fds this test holds"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    return None
+
+
+def hold_idle(address: str, n: int) -> list[socket.socket]:
+    """``n`` connections to ``address`` that never send anything."""
+    host, port = address.rsplit(":", 1)
+    return [socket.create_connection((host, int(port)), timeout=10) for _ in range(n)]
+
+
+def burst(address: str, n: int, timeout: float = 60) -> list[float]:
+    """``n`` GET /metrics sent at once from one thread (non-blocking sockets, so the
+    client's own scheduling adds nothing per request); the seconds each took from the
+    burst's start to the end of its answer. Raises AssertionError for a failed one."""
+    host, port = address.rsplit(":", 1)
+    request = f"GET /metrics HTTP/1.1\r\nHost: {address}\r\n\r\n".encode()
+    sel = selectors.DefaultSelector()
+    got: dict[socket.socket, bytearray] = {}
+    took: list[float] = []
+    start = time.monotonic()
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        assert s.connect_ex((host, int(port))) in (0, errno.EINPROGRESS)
+        sel.register(s, selectors.EVENT_WRITE)
+        got[s] = bytearray()
+    while sel.get_map() and time.monotonic() - start < timeout:
+        for key, _ev in sel.select(timeout=1):
+            s = key.fileobj
+            assert isinstance(s, socket.socket)
+            if key.events == selectors.EVENT_WRITE:
+                s.sendall(request)
+                sel.modify(s, selectors.EVENT_READ)
+                continue
+            data = s.recv(1 << 20)
+            got[s] += data
+            if not data:
+                sel.unregister(s)
+                s.close()
+                took.append(time.monotonic() - start)
+                assert got[s].split(b" ", 2)[1:2] == [b"200"], bytes(got[s][:200])
+                assert b"tiptop_tasks_tracked" in got[s]
+    assert len(took) == n, f"{n - len(took)} of {n} scrapes unanswered in {timeout} s"
+    sel.close()
+    return took
+
+
+def fd_count(pid: int, kind: str = "") -> int:
+    """fds process ``pid`` has open (/proc/PID/fd, proc(5)); with ``kind`` (``socket``)
+    only those whose link reads ``kind:[inode]``."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):  # closed since the listing
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return sum(1 for link in links if link.startswith(f"{kind}:")) if kind else len(links)

@@ -8,6 +8,7 @@ is the guide.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 from collections.abc import Callable
@@ -25,12 +26,23 @@ BY = ("comm", "pid")
 def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
+    from tiptop.exporter.httpd import client_limit
     from tiptop.exporter.serve import Exporter, parse_address
+    from tiptop.exporter.textfile import check_path, suffix_warning
     from tiptop.kernel.cgroup import CgroupCache
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")
     address = parse_address(opts.serve) if opts.serve else None
+    if opts.textfile is not None:
+        check_path(opts.textfile)  # a device, FIFO or directory is refused before anything
+        warning = suffix_warning(opts.textfile)
+        if warning:
+            say(warning)
+    clients = client_limit(host.fd_soft) if address is not None else 0
+    # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
+    # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
+    host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + 2 * bool(clients))
     index, screen = pick_screen(loaded.screens, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)
@@ -57,10 +69,15 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     }
     try:
         if address is not None:
-            port = exporter.serve(*address)
+            port = exporter.serve(*address, max_clients=clients)
             sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
             sys.stderr.flush()
-        exporter.run(opts.textfile, opts.max_iter, keep=lambda f: cgroups.keep_only(f.pid.tolist()))
+        exporter.run(
+            opts.textfile,
+            opts.max_iter,
+            keep=lambda f: cgroups.keep_only(f.pid.tolist()),
+            report=say,
+        )
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)

@@ -10,7 +10,13 @@ Totals are sums of interval deltas kept per label set, so a task that ends leave
 final counts in its group's total and an aggregated counter never decreases (``rate()`` is
 right). Labels are ``comm``, ``user`` and ``cgroup``; with ``by="pid"`` each of the top N
 processes by CPU in a refresh gets its own series (``pid`` label too) and the others are
-summed into one series whose ``pid`` and ``comm`` are ``other``.
+summed into one series whose every label is ``other`` (so ``sum by (cgroup)`` shows them
+as one cgroup of that name, never as a series without a cgroup).
+
+Absent, not zero: a label set's counter series exists only once one of its tasks read
+that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
+hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
+``tiptop_event_read_ok`` still says, per label set, that the counter was not read.
 """
 
 from __future__ import annotations
@@ -111,6 +117,8 @@ class _Group:
     """The running totals of one label set (index 0: CPU seconds, then one per counter)."""
 
     totals: np.ndarray
+    #: Per counter: some task of the group read it OK once (its series is exported).
+    counted: np.ndarray
     tasks: int = 0
     running: np.ndarray | None = None  # min running fraction per counter, last refresh
     ok: np.ndarray | None = None  # 1.0 when every task read the counter OK, last refresh
@@ -151,12 +159,13 @@ class Aggregator:
         return (*pid, *key, frame.cmdline[i]) if self.cmdline else (*pid, *key)
 
     def _other(self) -> tuple[str, ...]:
-        return (OTHER, OTHER, "", "", "") if self.cmdline else (OTHER, OTHER, "", "")
+        return (OTHER,) * len(self.labels)
 
     def update(self, frame: Frame) -> Snapshot:
         """Add one frame's deltas to the totals; the snapshot to export now."""
         k = len(self.metrics)
         deltas = _deltas(frame, self.metrics)
+        counted = frame.counter_status == Code.OK
         keys = [self._key(frame, i) for i in range(len(frame))]
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
@@ -171,8 +180,9 @@ class Aggregator:
         for i, key in enumerate(keys):
             g = self._groups.get(key)
             if g is None:
-                g = self._groups[key] = _Group(np.zeros(k + 1))
+                g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
             g.totals += deltas[i]
+            g.counted |= counted[i]
             g.tasks += 0 if frame.dead[i] else 1
             g.suspect += int(suspect[i])
             running, ok = _row_quality(frame, i, k)
@@ -181,7 +191,8 @@ class Aggregator:
         return self.snapshot(frame)
 
     def snapshot(self, frame: Frame) -> Snapshot:
-        """The families of the current totals (and the last refresh's gauges)."""
+        """The families of the current totals (and the last refresh's gauges); a family
+        without samples is left out."""
         items = sorted(self._groups.items())
         fams = [
             Family(
@@ -192,14 +203,15 @@ class Aggregator:
         ]  # fmt: skip
         for j, m in enumerate(self.metrics, start=1):
             fams.append(Family(m.name, m.help, "counter", self.labels,
-                               tuple((key, float(g.totals[j])) for key, g in items)))  # fmt: skip
+                               tuple((key, float(g.totals[j])) for key, g in items
+                                     if g.counted[j - 1])))  # fmt: skip
         fams += self._gauges(items)
         fams.append(Family(f"{PREFIX}refresh_interval_seconds",
                            "Seconds covered by the latest refresh", "gauge", (),
                            (((), float(frame.interval)),)))  # fmt: skip
         fams.append(Family(f"{PREFIX}tasks_tracked", "Tasks (threads) tracked by tiptop",
                            "gauge", (), (((), float(frame.tasks_total)),)))  # fmt: skip
-        return Snapshot(tuple(fams), frame.timestamp)
+        return Snapshot(tuple(f for f in fams if f.samples), frame.timestamp)
 
     def _gauges(self, items: list[tuple[tuple[str, ...], _Group]]) -> list[Family]:
         """Tasks per group; per counter the running fraction and whether it read OK; with a

@@ -3,25 +3,31 @@ and the exposition through ``prometheus_client`` (the only module that imports i
 batch and live start-up do not pay for it).
 
 The collector holds the families of the latest refresh, built whole by the refresh loop
-and swapped in by one assignment; a scrape only reads that reference, so no lock is held
-while a response is written. The HTTP server (``prometheus_client.start_http_server``, a
-threading WSGI server) answers each client on its own daemon thread: a slow or bad client
-holds only its thread, never the sampler. Its registry holds this collector only (no
-process or platform metrics of the exporter itself).
+and swapped in by one assignment (:class:`Exposition`); a scrape only reads that
+reference, so no lock is held while a response is written. Each format a scraper asks for
+(text or OpenMetrics, gzipped or not: ``prometheus_client.exposition.choose_encoder``) is
+rendered once per refresh and kept with the families it renders. The HTTP server is
+:mod:`.httpd` (one thread, bounded clients, timeouts), the file writer :mod:`.textfile`.
+Nothing but tiptop's own families is exported (no process or platform metrics of the
+exporter itself).
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server, write_to_textfile
+from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
+from tiptop.exporter.httpd import MetricsServer, Reply, Request
+from tiptop.exporter.textfile import TextfileWriter
 from tiptop.frame import FrameSource
 
 
@@ -51,19 +57,63 @@ def families(snapshot: Snapshot) -> list[Metric]:
     return out
 
 
+class Exposition:
+    """One refresh's families and their renderings, made on first demand; never changed
+    after, so it needs no lock (a rendering made twice by two threads is the same)."""
+
+    def __init__(self, fams: list[Metric]) -> None:
+        self.families = fams
+        self._rendered: dict[tuple[str, bool], bytes] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        """The families (a ``prometheus_client`` collector, for its encoders)."""
+        yield from self.families
+
+    def render(self, accept: str = "", accept_encoding: str = "") -> tuple[str, bool, bytes]:
+        """``(content type, gzipped, body)`` for a request's Accept and Accept-Encoding."""
+        encoder, content_type = choose_encoder(accept)
+        gzipped = gzip_accepted(accept_encoding)
+        body = self._rendered.get((content_type, gzipped))
+        if body is None:
+            body = encoder(self)  # type: ignore[arg-type]
+            if gzipped:
+                body = gzip.compress(body, compresslevel=6)
+            self._rendered[(content_type, gzipped)] = body
+        return content_type, gzipped, body
+
+    def text(self) -> bytes:
+        """The Prometheus text format, as written to ``--textfile``."""
+        return generate_latest(self)  # type: ignore[arg-type]
+
+
 class SnapshotCollector:
-    """A custom collector (prometheus_client "custom collectors") over the latest families."""
+    """The latest refresh's :class:`Exposition` (a prometheus_client "custom collector")."""
 
     def __init__(self) -> None:
-        self._families: list[Metric] = []
+        self.latest = Exposition([])
 
     def publish(self, snapshot: Snapshot) -> None:
         """Build the families of ``snapshot`` and swap them in (one reference assignment)."""
-        self._families = families(snapshot)
+        self.latest = Exposition(families(snapshot))
 
     def collect(self) -> Iterator[Metric]:
-        """The families of the latest refresh (the registry's scrape calls this)."""
-        yield from self._families
+        """The families of the latest refresh."""
+        yield from self.latest.families
+
+    def handle(self, request: Request) -> Reply:
+        """An HTTP request's answer: the latest exposition for GET on any path (as
+        prometheus_client's server), 405 for other methods."""
+        if request.method == "OPTIONS":
+            return Reply(200, (("Allow", "OPTIONS, GET"),))
+        if request.method != "GET":
+            return Reply(405, (("Allow", "OPTIONS, GET"),), b"405 Method Not Allowed\n")
+        content_type, gzipped, body = self.latest.render(
+            request.headers.get("accept", ""), request.headers.get("accept-encoding", "")
+        )
+        headers = [("Content-Type", content_type)]
+        if gzipped:
+            headers.append(("Content-Encoding", "gzip"))
+        return Reply(200, tuple(headers), body)
 
 
 class Exporter:
@@ -74,18 +124,15 @@ class Exporter:
         self.aggregator = aggregator
         self.delay = delay
         self.collector = SnapshotCollector()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self.collector)  # type: ignore[arg-type]
-        self.server: Any = None
+        self.server: MetricsServer | None = None
         self.stop = threading.Event()
 
-    def serve(self, host: str, port: int) -> int:
-        """Start the HTTP server on ``host:port``; the port bound (``port`` 0 picks one)."""
-        started = start_http_server(port, addr=host, registry=self.registry)
-        if started is None:  # prometheus_client < 0.20 returns nothing
-            return port
-        self.server = started[0]
-        return int(self.server.server_address[1])
+    def serve(self, host: str, port: int, max_clients: int) -> int:
+        """Serve on ``host:port`` with at most ``max_clients`` connections; the port bound
+        (``port`` 0 picks one). Raises TiptopError naming the address it could not bind."""
+        self.server = MetricsServer(host, port, self.collector.handle, max_clients)
+        self.server.start()
+        return self.server.port
 
     def run(
         self,
@@ -93,11 +140,15 @@ class Exporter:
         max_iter: int = 0,
         after: Callable[[Snapshot], None] | None = None,
         keep: Callable[[Any], None] | None = None,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         """Refresh every ``delay`` until :attr:`stop` is set or ``max_iter`` refreshes;
-        each refresh is published, written to ``textfile`` (atomically: a temporary file
-        renamed over it, as ``write_to_textfile`` does) and passed to ``after``. ``keep``
-        sees each frame first (the cgroup cache forgets ended processes with it)."""
+        each refresh is published, written to ``textfile`` (:mod:`.textfile`) and passed
+        to ``after``. ``keep`` sees each frame first (the cgroup cache forgets ended
+        processes with it); ``report`` gets each new line of the source's message log."""
+        messages = self.source.messages  # the FrameSource's one message log
+        writer = None if textfile is None else TextfileWriter(textfile, messages.say)
+        cursor = 0
         self.source.start()
         deadline = time.monotonic()
         done = 0
@@ -110,8 +161,12 @@ class Exporter:
                 keep(frame)
             snapshot = self.aggregator.update(frame)
             self.collector.publish(snapshot)
-            if textfile is not None:
-                write_to_textfile(textfile, self.registry)
+            if writer is not None:
+                writer.write(self.collector.latest.text())
+            if report is not None:
+                fresh, cursor = messages.since(cursor)
+                for message in fresh:
+                    report(message.line)
             if after is not None:
                 after(snapshot)
             done += 1
@@ -121,9 +176,8 @@ class Exporter:
     def close(self) -> None:
         """Stop the HTTP server (the source is closed by its owner)."""
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+            self.server.close()
             self.server = None
 
 
-__all__ = ["Exporter", "SnapshotCollector", "families", "parse_address"]
+__all__ = ["Exporter", "Exposition", "SnapshotCollector", "families", "parse_address"]

@@ -1,0 +1,294 @@
+"""The ``--serve`` HTTP server: one thread and one ``selectors`` loop over every client, so
+that what clients can take is bounded whatever they do.
+
+prometheus_client's own server (a ``ThreadingHTTPServer`` from wsgiref) gives each client
+a thread and an fd for as long as the client keeps its connection, listens with a backlog
+of 5 and never times a client out: idle connections alone spent the exporter's fds
+(issue 31). Here:
+
+* a client has :data:`REQUEST_TIMEOUT` seconds to send its request and
+  :data:`RESPONSE_TIMEOUT` seconds to take the answer, then its connection is closed;
+* at most ``max_clients`` connections are open at once (:func:`client_limit`: a share of
+  RLIMIT_NOFILE that the counters' fd budget leaves free, ``tiptop.cli.serve``); when all
+  are taken, a new connection closes the oldest one still waiting for its request, so
+  clients that connect and say nothing cannot keep a scraper out. Connections wait in the
+  kernel's queue (:data:`BACKLOG`, listen(2)) while every slot is answering;
+* every connection is answered once and closed (``Connection: close``, RFC 9112 9.6), as
+  prometheus_client's server does.
+
+What to answer is the ``handler``'s business (``tiptop.exporter.serve``, which renders the
+latest refresh once per format); this module knows HTTP only. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import http
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tiptop.errors import TiptopError
+
+#: Seconds a client has, from its connection, to send the request line and headers.
+REQUEST_TIMEOUT = 5.0
+#: Seconds a client has to take the whole answer once it is ready.
+RESPONSE_TIMEOUT = 10.0
+#: Bytes of request line and headers accepted; more is answered 431 (RFC 6585 5).
+MAX_REQUEST = 16384
+#: listen(2)'s backlog: connections the kernel completes and queues while every client
+#: slot is busy (capped by net.core.somaxconn, 4096 since Linux 5.4).
+BACKLOG = 1024
+#: The most client connections a server keeps open, whatever the fd limit.
+MAX_CLIENTS = 256
+#: Seconds accepting pauses when the process is out of fds (EMFILE): its listening
+#: socket stays readable, and the counters may give fds back meanwhile.
+FD_PAUSE = 0.5
+
+
+def client_limit(fd_soft: int) -> int:
+    """Client connections allowed for a process whose soft RLIMIT_NOFILE is ``fd_soft``:
+    a quarter of it, between 4 and :data:`MAX_CLIENTS`."""
+    return max(4, min(MAX_CLIENTS, fd_soft // 4))
+
+
+@dataclass(frozen=True)
+class Request:
+    """A parsed request: method, target (path and query) and headers (names lower-case)."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to send back: status code, headers (without Content-Length and Connection,
+    which the server adds), body."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+
+Handler = Callable[[Request], Reply]
+
+
+@dataclass(eq=False)
+class _Client:
+    """One accepted connection: what it sent so far, or the answer still to send."""
+
+    sock: socket.socket
+    deadline: float
+    received: bytearray = field(default_factory=bytearray)
+    out: memoryview | None = None  # the answer's bytes not yet sent
+
+
+class MetricsServer:
+    """An HTTP server answering every request with ``handler`` on a thread of its own."""
+
+    def __init__(self, host: str, port: int, handler: Handler, max_clients: int) -> None:
+        """Bind and listen on ``host:port`` now (``port`` 0 picks one); raises
+        TiptopError naming the address when that fails."""
+        self.handler = handler
+        self.max_clients = max(1, max_clients)
+        self._listener = _listen(host, port)
+        self.port = int(self._listener.getsockname()[1])
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._listener, selectors.EVENT_READ)
+        self._accepting = True
+        self._paused_until = 0.0
+        #: Open connections in the order accepted (dicts keep insertion order): the first
+        #: one without an answer is the one a new connection replaces when all are taken.
+        self._clients: dict[socket.socket, _Client] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tiptop-httpd", daemon=True)
+
+    def start(self) -> None:
+        """Serve on a daemon thread until :meth:`close`."""
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving, close the listening socket and every connection."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for client in list(self._clients.values()):
+            self._drop(client)
+        self._sel.close()
+        self._listener.close()
+
+    @property
+    def clients(self) -> int:
+        """Connections open now."""
+        return len(self._clients)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            self._listen_again(now)
+            for key, events in self._sel.select(timeout=0.25):
+                if key.fileobj is self._listener:
+                    self._accept()
+                elif (client := self._clients.get(key.fileobj)) is not None:  # type: ignore[call-overload]
+                    if events & selectors.EVENT_READ:
+                        self._read(client)
+                    elif events & selectors.EVENT_WRITE:
+                        self._send(client)
+            self._expire(time.monotonic())
+
+    def _listen_again(self, now: float) -> None:
+        """Accept again once a slot is free (or the fd pause is over)."""
+        if self._accepting or now < self._paused_until:
+            return
+        if len(self._clients) < self.max_clients or self._waiting() is not None:
+            self._sel.register(self._listener, selectors.EVENT_READ)
+            self._accepting = True
+
+    def _pause(self, until: float) -> None:
+        if self._accepting:
+            self._sel.unregister(self._listener)
+            self._accepting = False
+        self._paused_until = until
+
+    def _waiting(self) -> _Client | None:
+        """The oldest connection that has not had its answer yet."""
+        return next((c for c in self._clients.values() if c.out is None), None)
+
+    def _accept(self) -> None:
+        """Take the queued connections, each replacing the oldest one still waiting for
+        its request when every slot is taken."""
+        for _ in range(self.max_clients):
+            if len(self._clients) >= self.max_clients:
+                oldest = self._waiting()
+                if oldest is None:  # all are being answered: the rest wait in the queue
+                    self._pause(0.0)
+                    return
+                self._drop(oldest)
+            try:
+                sock, _addr = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as err:
+                if err.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self._pause(time.monotonic() + FD_PAUSE)
+                return  # ECONNABORTED and the like: that client is gone
+            sock.setblocking(False)
+            client = _Client(sock, time.monotonic() + REQUEST_TIMEOUT)
+            self._clients[sock] = client
+            self._sel.register(sock, selectors.EVENT_READ)
+            self._read(client)  # a scraper's request is usually there already
+
+    def _read(self, client: _Client) -> None:
+        try:
+            data = client.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client closed (or reset) its connection
+            self._drop(client)
+            return
+        client.received += data
+        end = client.received.find(b"\r\n\r\n")
+        if end < 0 and len(client.received) > MAX_REQUEST:
+            self._answer(client, Reply(431, body=b"431 Request Header Fields Too Large\n"))
+        elif end >= 0:
+            self._answer(client, self._reply(bytes(client.received[:end])))
+
+    def _reply(self, head: bytes) -> Reply:
+        request = parse_request(head)
+        if request is None:
+            return Reply(400, body=b"400 Bad Request: not an HTTP/1.x request\n")
+        try:
+            return self.handler(request)
+        except (ValueError, LookupError) as err:  # the handler's bug: that client gets a 500
+            return Reply(500, body=f"500 Internal Server Error: {err!r}\n".encode())
+
+    def _answer(self, client: _Client, reply: Reply) -> None:
+        client.out = memoryview(response_bytes(reply))
+        client.deadline = time.monotonic() + RESPONSE_TIMEOUT
+        self._sel.modify(client.sock, selectors.EVENT_WRITE)
+        self._send(client)
+
+    def _send(self, client: _Client) -> None:
+        assert client.out is not None
+        try:
+            sent = client.sock.send(client.out)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._drop(client)
+            return
+        client.out = client.out[sent:]
+        if not client.out:
+            self._drop(client)
+
+    def _expire(self, now: float) -> None:
+        for client in [c for c in self._clients.values() if c.deadline <= now]:
+            self._drop(client)
+
+    def _drop(self, client: _Client) -> None:
+        """Close a connection (its slot is free again)."""
+        self._clients.pop(client.sock, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(client.sock)
+        with contextlib.suppress(OSError):  # the client may be gone already
+            client.sock.shutdown(socket.SHUT_RDWR)
+        client.sock.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A non-blocking listening socket on ``host:port`` (the address family chosen by
+    getaddrinfo(3), as prometheus_client does); TiptopError naming the address."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as err:
+        raise TiptopError(f"--serve {where}: {err.strerror or err}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restart over TIME_WAIT
+        sock.bind(address)
+        sock.listen(BACKLOG)
+        sock.setblocking(False)
+    except OSError as err:
+        sock.close()
+        raise TiptopError(f"--serve {where}: cannot listen: {err.strerror or err}") from None
+    return sock
+
+
+def parse_request(head: bytes) -> Request | None:
+    """The request line and headers (RFC 9112 3 and 5), or None when they are not HTTP/1.x."""
+    lines = head.decode("latin-1").split("\r\n")  # every byte is a latin-1 character
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or not parts[0].isalpha():
+        return None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            return None
+        headers[name.lower()] = value.strip()
+    return Request(parts[0], parts[1], headers)
+
+
+def response_bytes(reply: Reply) -> bytes:
+    """The status line, headers and body of an HTTP/1.1 answer that closes the connection."""
+    reason = http.HTTPStatus(reply.status).phrase
+    head = [f"HTTP/1.1 {reply.status} {reason}"]
+    head += [f"{name}: {value}" for name, value in reply.headers]
+    head += [f"Content-Length: {len(reply.body)}", "Connection: close", "", ""]
+    return "\r\n".join(head).encode("latin-1") + reply.body
+
+
+__all__ = [
+    "BACKLOG", "MAX_CLIENTS", "REQUEST_TIMEOUT", "RESPONSE_TIMEOUT", "MetricsServer", "Reply",
+    "Request", "client_limit", "parse_request", "response_bytes",
+]  # fmt: skip
