@@ -22,9 +22,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tiptop.cells import STATUS_DTYPE
-from tiptop.engine import replay
 from tiptop.frame import Frame
-from tiptop.outputs.record import Recorder
+from tiptop.recording import replay
+from tiptop.recording.writer import Recorder
 from tiptop.screens import Target, builtin_screens
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import run
 from tests.system.test_live_tmux import Tmux, has
-from tiptop.engine import replay
+from tiptop.recording import replay
 
 PAGES = 6000
 TOUCH_THEN_SPIN = (

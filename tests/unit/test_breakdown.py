@@ -18,14 +18,14 @@ from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.sampling import row
 from tiptop.cells import STATUS_NAME, Status
-from tiptop.engine import replay
 from tiptop.engine import tasks as tasks_mod
 from tiptop.engine.bycgroup import group
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.options import Options
-from tiptop.outputs import record
 from tiptop.outputs.batch import make_writer
+from tiptop.recording import replay
+from tiptop.recording import writer as record
 from tiptop.screens import builtin_screens, load_text
 from tiptop.screens.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
 from tiptop.screens.loader import export_xml, export_yaml

@@ -40,6 +40,8 @@ RULES: dict[str, set[str]] = {
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
+    # --record's files: format, writer, reader, replay source (evaluated by screens)
+    "recording": {"frame", "screens", "cells", "errors", "messages"},
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
     "exporter": {"frame", "cells", "errors", "vocab", "kernel"},

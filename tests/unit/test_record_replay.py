@@ -17,11 +17,11 @@ import pytest
 
 from tests.support.sampling import default_screen_sampler
 from tiptop.cells import Status
-from tiptop.engine import replay
 from tiptop.errors import TiptopError
 from tiptop.options import Options
-from tiptop.outputs import record
 from tiptop.outputs.batch import TextWriter
+from tiptop.recording import replay
+from tiptop.recording import writer as record
 from tiptop.screens import Target, builtin_screens
 
 

@@ -1,7 +1,7 @@
 """``tiptop --plot FILE -o out.png``: one column of a recording over time, one line per task.
 
 The column (``--column``, default ``IPC``; a header of the recorded screen, or of ``-S``'s)
-is evaluated again from the recorded counters (``tiptop.engine.replay``) for the top
+is evaluated again from the recorded counters (``tiptop.recording``) for the top
 ``--top`` tasks by CPU time over the recording, or the task given with ``-p``. A cell that
 is not a number (``-`` or ``?``) is a gap in its line. matplotlib is an optional extra
 (``pip install 'tiptop-perf[plot]'``); without it the command is one line saying so.
@@ -111,7 +111,7 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
     from tiptop.cli.screens import pick_screen
-    from tiptop.engine.replay import ReplaySource, load
+    from tiptop.recording.replay import ReplaySource, load
 
     if not opts.output:
         raise UsageError("--plot needs -o IMAGE (.png, .svg or .pdf)")

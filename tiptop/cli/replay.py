@@ -69,7 +69,7 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output."""
     from tiptop.cli.run import is_live, open_output
     from tiptop.cli.screens import pick_screen
-    from tiptop.engine.replay import ReplaySource, load
+    from tiptop.recording.replay import ReplaySource, load
     from tiptop.screens.printf import check_formats
 
     rec = load(opts.replay)

@@ -32,7 +32,7 @@ from tiptop.frame import Frame, FrameSource, SourceWrapper
 
 _DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
-#: The format version written (``tiptop.engine.replay`` reads it).
+#: The format version written (``tiptop.recording`` reads it).
 FORMAT_VERSION = 1
 
 

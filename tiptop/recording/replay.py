@@ -1,6 +1,6 @@
 """Replay of a ``--record`` file: a ``FrameSource`` that evaluates the recorded counters again.
 
-A recording (written by ``tiptop.outputs.record``; docs/guide.md describes the format) is
+A recording (written by ``tiptop.recording``; docs/guide.md describes the format) is
 JSON lines, gzip when the name ends in ``.gz``: a header line (``tiptop_recording``: the
 format version, host, kernel, CPU, screen...), then per refresh a ``facts`` line for the
 tasks first seen or changed (pid, user, name, command line) and a frame line (time, and per
@@ -39,7 +39,7 @@ from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.variables import RowFacts
 
-#: The recording format this reader understands (``tiptop.outputs.record`` writes it).
+#: The recording format this reader understands (``tiptop.recording`` writes it).
 FORMAT_VERSION = 1
 
 _STEP_KEYS = {"[": -1, "]": +1}
