@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import run
 from tests.system.test_live_tmux import Tmux, has
-from tiptop.recording import replay
+from tiptop import recording
 
 PAGES = 6000
 TOUCH_THEN_SPIN = (
@@ -55,7 +55,7 @@ def test_batch_replay_prints_the_rows_printed_live(tmp_path: Path) -> None:
     assert abs(time.mktime(time.strptime(" ".join(replayed[1].split()), fmt)) - t_live) <= 1
     assert sum(1 for line in replayed if line.endswith(" python3") or "python" in line) >= 2
     # Every fresh page touched is one page fault, counted in the recorded deltas.
-    rec = replay.load(str(path))
+    rec = recording.load(str(path))
     faults = sum(
         sum(v for v in rec.record(i)["k"]["PF"]["d"] if v is not None) for i in range(len(rec))
     )
@@ -67,7 +67,7 @@ def test_batch_replay_prints_the_rows_printed_live(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_live_replay_steps_back_and_forward(tmp_path: Path) -> None:
     _live, path = _record(tmp_path, "steps.jsonl", SPIN_THEN_SLEEP)
-    rec = replay.load(str(path))
+    rec = recording.load(str(path))
     n = len(rec)
     assert n >= 4
 
@@ -102,8 +102,8 @@ def test_plot_shows_two_phases(tmp_path: Path) -> None:
     from tiptop.cli.plot import find_column, series
 
     _live, path = _record(tmp_path, "phases.jsonl", SPIN_THEN_SLEEP)
-    rec = replay.load(str(path))
-    src = replay.ReplaySource(rec, rec.screens[0])
+    rec = recording.load(str(path))
+    src = recording.ReplaySource(rec, rec.screens[0])
     found = series(src, find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
     (child,) = [s for s in found.values() if "python" in s.label]
     # Spinning: high %CPU (two shared cores: not always 100); sleeping: near 0. Both
@@ -115,5 +115,9 @@ def test_plot_shows_two_phases(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    # Without --column: the screen's first rate with values (no IPC in 'sched').
     r = run("--plot", str(path), "-o", str(tmp_path / "x.png"))
-    assert r.returncode == 2 and "no such column" in r.stderr  # IPC is not in 'sched'
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+    r = run("--plot", str(path), "--column", "IPC", "-o", str(tmp_path / "y.png"))
+    assert r.returncode == 2 and "no such column" in r.stderr

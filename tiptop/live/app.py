@@ -205,6 +205,7 @@ class LiveApp:
     def refresh(self) -> None:
         """Take one frame from the sampler and show it."""
         self.frame = self.source.refresh()
+        self._follow_source_screen()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -213,6 +214,18 @@ class LiveApp:
         self.rebuild()
         if self.max_iter and self.refreshes >= self.max_iter:
             self.quit(0)
+
+    def _follow_source_screen(self) -> None:
+        """A source may change screen by itself (a replay shows each refresh under the
+        screen it was recorded under): the view follows it."""
+        current = self.source.screen
+        if current is self.state.screen:
+            return
+        for i, s in enumerate(self.state.screens):
+            if s is current:
+                self.state.screen_index = i
+                self._update_help()
+                return
 
     def _log_messages(self) -> None:
         """Append the sampler's new messages to ``-E``'s file; a write error there is

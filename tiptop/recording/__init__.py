@@ -1,2 +1,19 @@
-"""``--record`` files: the format (``format``), the writer (``writer``), the reader
-(``reader``) and the replay source (``replay``); docs/guide.md, "Recording format"."""
+"""``--record`` files, owned by one package: the format and its checks (``format``), the
+writer (``writer``), bounded reading (``inflate``, ``reader``) and the replay source
+(``replay``); docs/guide.md, "Recording format"."""
+
+from tiptop.recording.format import FORMAT_VERSION, FormatError
+from tiptop.recording.reader import Recording, load
+from tiptop.recording.replay import ReplaySource, decode
+from tiptop.recording.writer import (
+    Recorder,
+    RecordingSource,
+    bare_aliases,
+    frame_record,
+    numbers,
+)  # fmt: skip
+
+__all__ = [
+    "FORMAT_VERSION", "FormatError", "Recorder", "Recording", "RecordingSource", "ReplaySource",
+    "bare_aliases", "decode", "frame_record", "load", "numbers",
+]  # fmt: skip
