@@ -5,6 +5,7 @@ input is bounded; what cannot be read or written is one line, never a traceback.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import json
 import os
@@ -248,3 +249,20 @@ def test_the_inflater_keeps_what_decodes_before_damage() -> None:
             out += inf.step()
         assert out == b"a" * 100_000 + b"\n" and inf.damaged_at == len(data)
         assert inflate.find_member(f.fileno(), inf.damaged_at, len(whole)) == len(data)
+
+
+def test_plot_picks_a_column_with_values_and_says_what_it_is() -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install .[plot])")
+    from tiptop.cli.plot import _time_label, pick_column, short
+
+    rec = recording.load(str(GOLDEN))
+    default, branch = rec.screens
+    src = recording.ReplaySource(rec, default)
+    assert default.columns[pick_column(src, default, 0, 4)].header.strip() == "IPC"
+    # 'branch' has no IPC: its first rate of counters with values (%MISP has none).
+    src = recording.ReplaySource(rec, branch)
+    assert branch.columns[pick_column(src, branch, 0, 4)].header.strip() == "%MIS/I"
+    assert short("Total CPU usage (from /proc)") == "Total CPU usage"
+    assert _time_label([0.0, 86400.0 * 2], datetime.UTC).startswith(
+        "time on 1970-01-01 to 1970-01-03 (UTC, UTC+00:00)"
+    )
