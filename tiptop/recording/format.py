@@ -24,7 +24,6 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import shown
-from tiptop.screens.expr import compile_columns
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
 
@@ -149,8 +148,7 @@ def screen_from_record(d: Any) -> ScreenSpec:
         check_formats(screen)
     except ValueError as exc:  # SpecError
         raise FormatError(str(exc)) from None
-    compile_columns(screen)  # an expression that does not compile reads '?', as when loaded
-    return screen
+    return screen  # a column whose expression does not compile reads '?', as when loaded
 
 
 # --------------------------------------------------------------------------- header
@@ -349,7 +347,7 @@ def _count(x: float | None) -> int | None:
     return None if x is None else int(min(max(x, 0), 2**62))
 
 
-_FRAME_T = re.compile(rb'\{"t":(-?[0-9][0-9.eE+-]{0,30})[,}]')
+_FRAME_T = re.compile(rb'\{"t":\s*(-?[0-9][0-9.eE+-]{0,30})\s*[,}]')
 
 
 def frame_time(head: bytes) -> float | None:

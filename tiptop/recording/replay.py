@@ -16,6 +16,7 @@ not recorded reads ``?``.
 from __future__ import annotations
 
 import bisect
+import functools
 import time
 from typing import Any
 
@@ -119,6 +120,12 @@ def decode(
     )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=32)
+def _compiled(screen: ScreenSpec) -> list[ColumnExpr | None]:
+    """``screen``'s columns compiled, once per screen (screens are frozen: never stale)."""
+    return compile_columns(screen)
+
+
 class ReplaySource(FrameSource):
     """A recording as a ``FrameSource``: each refresh shows the next recorded refresh (one
     per ``delay`` seconds at most, so a key that refreshes the view does not skip ahead);
@@ -142,7 +149,6 @@ class ReplaySource(FrameSource):
         self.messages = messages if messages is not None else MessageLog()
         for note in rec.all_notes():
             self.messages.say(f"replay:{note}", note)
-        self._columns: dict[int, list[ColumnExpr | None]] = {}
         self._shown = False
         self._next = 0.0
 
@@ -165,11 +171,8 @@ class ReplaySource(FrameSource):
         """Recorded refresh ``index`` under its screen; None (and a message) when its line
         is damaged."""
         screen = self.screen_for(index)
-        columns = self._columns.get(id(screen))
-        if columns is None:
-            columns = self._columns[id(screen)] = compile_columns(screen)
         try:
-            return decode(self.rec, index, screen, columns)
+            return decode(self.rec, index, screen, _compiled(screen))
         except FormatError as exc:
             line = self.rec.line_number(index)
             note = f"{self.rec.path}: line {line}: {exc}: refresh skipped"
