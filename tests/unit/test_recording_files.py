@@ -5,11 +5,13 @@ input is bounded; what cannot be read or written is one line, never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import gzip
 import json
 import os
 import stat
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -266,3 +268,44 @@ def test_plot_picks_a_column_with_values_and_says_what_it_is() -> None:
     assert _time_label([0.0, 86400.0 * 2], datetime.UTC).startswith(
         "time on 1970-01-01 to 1970-01-03 (UTC, UTC+00:00)"
     )
+
+
+def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
+    """Loading keeps where each refresh is, not its line: the memory it takes is a small
+    part of the decompressed size; read in the background, the first refresh shows while
+    the rest is read, and the refreshes are the same."""
+    rec0 = recording.load(str(GOLDEN))
+    screen = rec0.screens[0]
+    frame = recording.decode(rec0, 0, screen, compile_columns(screen))
+    rec0.close()
+    n = 2000
+    big = dataclasses.replace(
+        frame, tid=np.arange(1000, 1000 + n), pid=np.arange(1000, 1000 + n), marker=[" "] * n,
+        user=["u"] * n, name=["x"] * n, cmdline=["x"] * n, num_threads=np.ones(n, np.int64),
+        dead=np.zeros(n, bool), cpu_total=np.linspace(0, 100, n),
+        values=frame.values[:1].repeat(n, 0),
+        status=frame.status[:1].repeat(n, 0), running=frame.running[:1].repeat(n, 0),
+        counter_delta=np.arange(n * 5, dtype=float).reshape(n, 5), counter_running=np.ones((n, 5)),
+        counter_status=np.zeros((n, 5), np.uint8), cpu_user=None, cpu_sys=None, processor=None,
+        cpu_status=None, counter_scaled=None, counter_total=None, counter_total_status=None,
+    )  # fmt: skip
+    path = tmp_path / "big.jsonl.gz"
+    writer = recording.Recorder(str(path), {})
+    for i in range(200):
+        writer.write(dataclasses.replace(big, timestamp=1.8e9 + i), screen)
+    writer.close()
+    with gzip.open(path) as f:
+        size = sum(len(x) for x in f)
+    tracemalloc.start()
+    rec = recording.load(str(path))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(rec) == 200 and size > 10 << 20
+    assert peak < size / 4, (peak, size)
+    rec2 = recording.load(str(path), background=True)
+    assert len(recording.ReplaySource(rec2).frame(0)) == n
+    rec2.wait()
+    assert list(rec2.times) == list(rec.times)
+    assert rec2.record(199) == rec.record(199)
+    rec.close()
+    rec2.close()

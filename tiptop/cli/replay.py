@@ -62,8 +62,15 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
-    rec = load(opts.replay)
-    first, last = frame_range(opts, rec.times)
+    # Read in the background: the first refresh shows at once. --from/--to need every
+    # refresh's time (a time is found from the end), so they wait for the whole file.
+    rec = load(opts.replay, background=True)
+    if opts.time_from or opts.time_to:
+        rec.wait()
+        first, last = frame_range(opts, rec.times)
+        source_last: int | None = last
+    else:
+        first, source_last = 0, None
     screens = list(rec.screens)
     picked = None
     if opts.screen is not None:
@@ -79,7 +86,7 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     live = is_live(opts)
     if not live:
         opts.delay = head.interval or opts.delay
-    source = ReplaySource(rec, picked, first=first, last=last, delay=opts.delay)
+    source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
     if live:
         from tiptop import live as live_mode
 
@@ -89,7 +96,7 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
         )
     out = open_output(opts.output, "-o")
     try:
-        return _batch(opts, source, screens, out or sys.stdout, say)
+        return _batch(opts, source, rec.screens, out or sys.stdout, say)
     finally:
         source.close()
         if out is not None:
@@ -99,15 +106,19 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
 def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> int:
     """The recorded refreshes as batch output, as fast as they can be written; a refresh
     shown under another screen than the one before gets that screen's name and header
-    (text) or a new header line (csv)."""
+    (text) or a new header line (csv). ``screens``: the recording's (it grows while the
+    file is read)."""
     from tiptop.outputs.batch import TextWriter, make_writer
 
     cursor = 0
     rec = source.rec
     writer = None
     count = 0
-    for i in range(source.first, source.last + 1):
-        if opts.max_iter and count >= opts.max_iter:
+    i = source.first - 1
+    while True:
+        i += 1
+        rec.wait(i)  # the file may still be being read
+        if i > source.last or (opts.max_iter and count >= opts.max_iter):
             break
         screen = source.screen_for(i)
         frame = source.frame(i)

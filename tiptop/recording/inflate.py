@@ -27,7 +27,7 @@ MAGIC = b"\x1f\x8b\x08"
 PIECE = 1 << 16
 OUT = 1 << 20
 #: Decompressed bytes between saved inflate states.
-MARK_EVERY = 8 << 20
+MARK_EVERY = 4 << 20
 #: How far before a failure a member header is looked for (the bytes a cut member's
 #: last, unfinished block turned into output before the inflater saw it was wrong).
 RESYNC_BACK = 1 << 20

@@ -1,6 +1,8 @@
 """Loading a recording: one pass over its lines that keeps, per refresh, only where its line
 is (the line itself is read again and checked when it is shown, ``Recording.frame``), with
-every header, screen switch and task facts line applied as it comes.
+every header, screen switch and task facts line applied as it comes. The pass may run in a
+thread (``load(..., background=True)``): the recording then grows while it is shown, so an
+hour of thousands of tasks shows at once rather than after inflating all of it.
 
 Any file is survived: each line that is not what the format says (``tiptop.recording.format``)
 is one note naming the file, the line and what is wrong, and reading goes on; the input
@@ -16,6 +18,8 @@ import bisect
 import json
 import os
 import re
+import threading
+import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +64,8 @@ class Recording:
     facts: dict[int, list[tuple[int, tuple[int, str, str, str]]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     dropped: int = 0  # notes past MAX_NOTES
+    #: What reads the file (in a thread when loaded in the background).
+    loader: Any = None
 
     def __len__(self) -> int:
         return len(self.times)
@@ -104,27 +110,45 @@ class Recording:
         """Frame ``index``'s line parsed and checked (FormatError saying what is wrong)."""
         return fmt.frame_from(self.record(index))
 
+    @property
+    def loading(self) -> bool:
+        """Whether the file is still being read (in the background)."""
+        return self.loader is not None and not self.loader.done
+
+    def wait(self, index: int | None = None) -> None:
+        """Wait until frame ``index`` is read (None: the whole file) or the reading ends."""
+        while self.loading and (index is None or len(self) <= index):
+            time.sleep(0.01)
+
     def close(self) -> None:
-        """Close the file."""
+        """Stop reading and close the file."""
+        if self.loader is not None:
+            self.loader.finish()
         self.store.close()
 
 
-def load(path: str, flag: str = "--replay") -> Recording:
-    """Read a recording's index; one line (TiptopError) when nothing in it can be shown."""
+def load(path: str, flag: str = "--replay", background: bool = False) -> Recording:
+    """Read a recording's index; one line (TiptopError) when nothing in it can be shown.
+    ``background``: return once the first refresh is found and read the rest in a thread
+    (the recording grows as it is read: :attr:`Recording.loading`, :meth:`Recording.wait`),
+    so a long recording shows at once."""
     fd = open_recording(path, flag)
     try:
         size = os.fstat(fd).st_size
         gz = os.pread(fd, 2, 0) == MAGIC[:2]
-        loader = _Loader(path, Store(fd, gz))
-        if gz:
-            loader.read_gzip(fd, size)
-        else:
-            loader.read_plain(fd)
     except OSError as exc:
         os.close(fd)
         raise TiptopError(f"{flag}: cannot read '{printable(path)}': {exc.strerror}") from None
+    loader = _Loader(path, Store(fd, gz), size)
+    if background:
+        loader.thread = threading.Thread(target=loader.run, name="recording-reader", daemon=True)
+        loader.thread.start()
+        loader.ready.wait()
+    else:
+        loader.run()
     rec = loader.rec
     if rec is None or not len(rec):
+        loader.finish()
         os.close(fd)
         first = loader.pending[0] if loader.pending else None
         why = loader.why or (
@@ -132,16 +156,24 @@ def load(path: str, flag: str = "--replay") -> Recording:
             if rec is None and first and first[0]
             else "has no refresh that can be shown"
         )
+        if loader.error is not None:
+            why = f"cannot be read: {loader.error}"
         raise TiptopError(f"{flag}: '{printable(path)}' {why}")
+    rec.loader = loader
     return rec
 
 
 class _Loader:
     """The one pass: decompressed bytes in, lines out, each applied to the recording."""
 
-    def __init__(self, path: str, store: Store) -> None:
+    def __init__(self, path: str, store: Store, size: int) -> None:
         self.path = path
         self.store = store
+        self.size = size
+        self.thread: threading.Thread | None = None
+        self.ready = threading.Event()  # a first refresh found, or the end reached
+        self.done = False
+        self.error: str | None = None
         self.rec: Recording | None = None
         self.pending: list[tuple[int | None, str]] = []  # notes before the first header
         self.why: str | None = None
@@ -155,6 +187,26 @@ class _Loader:
         self._new_line(0)
 
     # ---------------------------------------------------------------- input
+    def run(self) -> None:
+        """Read the whole file (a read error is said, and ends it)."""
+        try:
+            if self.store.gzip:
+                self.read_gzip(self.store.fd, self.size)
+            else:
+                self.read_plain(self.store.fd)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            self.say(None, f"cannot be read further: {self.error}")
+        finally:
+            self.done = True
+            self.ready.set()
+
+    def finish(self) -> None:
+        """Stop reading and wait for the thread reading, if any."""
+        self.stop = True
+        if self.thread is not None:
+            self.thread.join()
+
     def read_plain(self, fd: int) -> None:
         """A plain file: one member, offsets are the file's."""
         self.store.members.append(Member(0))
@@ -309,12 +361,15 @@ class _Loader:
             return self.say(line, f"more than {fmt.MAX_FRAMES} refreshes: the rest is not read")
         if len(rec) and t < rec.times[-1]:
             t = rec.times[-1]  # time travel bisects the times: a clock set back keeps order
-        rec.times.append(t)
+        # Where the line is first, its time last: a reader in another thread goes by
+        # len(times) (CPython appends to an array atomically).
         rec.screen_of.append(self.screen)
         rec._member.append(self._member)
         rec._off.append(self.start)
         rec._len.append(self.length)
         rec._line.append(line)
+        rec.times.append(t)
+        self.ready.set()
 
     def _apply(self, line: int, d: dict[str, Any]) -> None:
         """A header, ``screen`` or ``facts`` line."""

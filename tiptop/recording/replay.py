@@ -142,15 +142,31 @@ class ReplaySource(FrameSource):
         self.rec = rec
         self.picked = screen
         self.first = first
-        self.last = len(rec) - 1 if last is None else last
+        self._last = last
         self.cursor = first
         self.delay = delay
         self.paused = False
         self.messages = messages if messages is not None else MessageLog()
-        for note in rec.all_notes():
-            self.messages.say(f"replay:{note}", note)
+        self._noted = 0
+        self._say_notes()
         self._shown = False
         self._next = 0.0
+
+    @property
+    def last(self) -> int:
+        """The last frame shown: the one given, else the last read so far (a recording read
+        in the background grows)."""
+        return len(self.rec) - 1 if self._last is None else self._last
+
+    def _say_notes(self) -> None:
+        """The recording's notes not said yet (more come while it is read)."""
+        notes = self.rec.notes
+        for note in notes[self._noted :]:
+            self.messages.say(f"replay:{note}", note)
+        self._noted = len(notes)
+        if self.rec.dropped and not self.rec.loading:
+            more = self.rec.all_notes()[-1]
+            self.messages.say(f"replay:{more}", more)
 
     def screen_for(self, index: int) -> ScreenSpec:
         """The screen frame ``index`` is shown under."""
@@ -171,6 +187,7 @@ class ReplaySource(FrameSource):
         """Recorded refresh ``index`` under its screen; None (and a message) when its line
         is damaged."""
         screen = self.screen_for(index)
+        self._say_notes()
         try:
             return decode(self.rec, index, screen, _compiled(screen))
         except FormatError as exc:
@@ -218,7 +235,10 @@ class ReplaySource(FrameSource):
             return "replay (empty)"
         t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.rec.times[self.cursor]))
         state = " paused" if self.paused else ""
-        return f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}"
+        more = "+" if self.rec.loading and self._last is None else ""  # still being read
+        return (
+            f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
+        )
 
     def reconfigure(self, screen: Any = None, **changes: Any) -> None:
         """Show every frame under ``screen`` (a screen picked) when it is not the one shown
