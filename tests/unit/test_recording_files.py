@@ -309,3 +309,12 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
     assert rec2.record(199) == rec.record(199)
     rec.close()
     rec2.close()
+
+
+def test_a_note_found_at_the_end_is_said_by_a_batch_replay(tmp_path: Path) -> None:
+    p = tmp_path / "cut.jsonl.gz"
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    p.write_bytes(c.compress(GOLDEN.read_bytes()) + c.flush(zlib.Z_SYNC_FLUSH))  # no trailer
+    r = run("-b", "--replay", str(p))
+    assert r.returncode == 0 and r.stdout.count(" compute") == 5
+    assert r.stderr == f"tiptop: {p}: compressed data ends early (recorder stopped?)\n"

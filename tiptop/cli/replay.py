@@ -141,6 +141,7 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
                 writer.begin(frame.timestamp)
         writer.frame(frame, count)
         count += 1
+    source.say_notes()  # what reading the end of the file found
     fresh, cursor = source.messages.since(cursor)
     for m in fresh:
         say(m.line)

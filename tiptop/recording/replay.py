@@ -148,7 +148,7 @@ class ReplaySource(FrameSource):
         self.paused = False
         self.messages = messages if messages is not None else MessageLog()
         self._noted = 0
-        self._say_notes()
+        self.say_notes()
         self._shown = False
         self._next = 0.0
 
@@ -158,7 +158,7 @@ class ReplaySource(FrameSource):
         in the background grows)."""
         return len(self.rec) - 1 if self._last is None else self._last
 
-    def _say_notes(self) -> None:
+    def say_notes(self) -> None:
         """The recording's notes not said yet (more come while it is read)."""
         notes = self.rec.notes
         for note in notes[self._noted :]:
@@ -187,7 +187,7 @@ class ReplaySource(FrameSource):
         """Recorded refresh ``index`` under its screen; None (and a message) when its line
         is damaged."""
         screen = self.screen_for(index)
-        self._say_notes()
+        self.say_notes()
         try:
             return decode(self.rec, index, screen, _compiled(screen))
         except FormatError as exc:

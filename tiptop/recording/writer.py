@@ -127,8 +127,14 @@ class Recorder:
         self._screen: Any = None
         self._totals: frozenset[str] = frozenset()
         raw = os.fdopen(open_for_append(path), "ab")
-        if not path.endswith(".gz") and _ends_unfinished(raw.fileno()):
-            raw.write(b"\n")  # a line cut short by a crash or a full disk stays apart
+        try:
+            if not path.endswith(".gz") and _ends_unfinished(raw.fileno()):
+                raw.write(b"\n")  # a line cut short by a crash or a full disk stays apart
+        except OSError as exc:
+            raw.close()
+            raise TiptopError(
+                f"--record: cannot write '{printable(path)}': {exc.strerror}"
+            ) from None
         self._f: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
         self._raw = raw
 
