@@ -330,7 +330,7 @@ def frame_from(d: Any) -> FrameLine:
         raise FormatError(f"'k' is not an object of at most {MAX_ITEMS} counters")
     counters: dict[str, dict[str, np.ndarray]] = {}
     for alias, c in k.items():
-        if not isinstance(c, dict) or "d" not in c:
+        if not isinstance(c, dict) or c.get("d") is None:
             raise FormatError(f"counter '{alias[:40]}' has no deltas")
         counters[alias] = {
             key: _column(c[key], n, f"{alias[:40]}.{key}", kind)

@@ -238,7 +238,7 @@ def test_ten_thousand_damaged_recordings_are_survived() -> None:
     env = dict(os.environ, PYTHONPATH=REPO)
     t0 = time.monotonic()
     half = CASES // 2
-    code = "from tests.unit.test_recording_fuzz import child; child({}, {}, {})"
+    code = "from tests.system.test_recording_fuzz import child; child({}, {}, {})"
     children = [
         subprocess.Popen(
             [sys.executable, "-c", code.format(a, b, SEED)],
