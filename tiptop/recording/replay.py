@@ -26,7 +26,7 @@ from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource
 from tiptop.messages import MessageLog
 from tiptop.recording.format import FormatError, FrameLine
-from tiptop.recording.reader import Recording
+from tiptop.recording.index import Recording
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ScreenSpec
