@@ -3,7 +3,7 @@ replay takes to open, for N tasks over R refreshes of the 5-counter ``default`` 
 
     python3 benchmarks/record_size.py [--tasks 500] [--refreshes 300] [--busy 0.1,1.0]
 
-Frames are synthetic but shaped like the sampler's (``tiptop.engine.evaluate``): a fraction
+Frames are synthetic but shaped like the sampler's (``tiptop.engine.assemble``): a fraction
 ``busy`` of the tasks ran in each 1 s interval (%CPU from clock ticks over a measured
 interval, counter deltas of 1e5..1e9 and growing totals), the others did not (zeros). The
 size of one hour (3600 refreshes) is extrapolated linearly from R refreshes.

@@ -122,6 +122,27 @@ def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:
     return ok, len(screen.counters), reason
 
 
+def counter_need(screen: Any) -> str | None:
+    """How many hardware counters a screen's events take, said for ``--check``: Intel's
+    ``slots`` and its ``topdown-*`` metrics apart (fixed counter 3 and PERF_METRICS, no
+    general-purpose counter: tools/perf/Documentation/topdown.txt); None without any."""
+    names = [
+        c.event.name.split("/")[-2] if c.event.name.endswith("/") else c.event.name
+        for c in screen.counters
+        if hasattr(c.event, "name") and c.event.name not in SOFTWARE
+    ]
+    metrics = sum(n == "slots" or n.startswith("topdown-") for n in names)
+    others = len(names) - metrics
+    if not names:
+        return None
+    if not metrics:
+        return f"needs {others} hardware counters (on fewer: multiplexed, cells marked)"
+    return (
+        f"needs slots and {metrics - 1} top-down metrics (no general counter) and "
+        f"{others} general-purpose counters (on fewer: multiplexed, cells marked)"
+    )
+
+
 def screen_status(screen: Any, host: Host) -> str:
     """One phrase for ``--list-screens``: runs here, partly, or not, and why."""
     ok, total, reason = screen_counters(screen, host)
@@ -194,6 +215,8 @@ def screen_lines(loaded: Any, host: Host) -> list[str]:
             lines.append(
                 f"       variant {v.picked + 1} of {len(v.variants)}: {v.desc} ({v.why()})"
             )
+            if need := counter_need(s):
+                lines.append(f"       {need}")
     shown = {s.name for s in loaded.screens}
     absent = [v for name, v in getattr(loaded, "variants", {}).items()
               if v.picked is None and name not in shown]  # fmt: skip
@@ -262,7 +285,7 @@ def check(host: Host, loaded: Any = None) -> str:
     if hw is not None:
         advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
     # A counted task holds one fd per event and a pidfd, given up when fds run short
-    # (engine.exits).
+    # (engine.count.exits).
     events = 4
     per_task = events + 1
     fits, bare, tasks = host.fd_budget // per_task, host.fd_budget // events, len(psutil.pids())

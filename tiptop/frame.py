@@ -72,6 +72,8 @@ class Frame:
     counter_scaled: np.ndarray | None = None  # float64 (n, k): delta(alias), scaled
     counter_total: np.ndarray | None = None  # float64 (n, k): the alias's running total
     counter_total_status: np.ndarray | None = None  # uint8 (n, k)
+    #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``.
+    window: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -169,7 +171,7 @@ ROW_FIELDS: tuple[str, ...] = tuple(
 #: The optional row fields: the evaluation inputs that only ``--record`` reads.
 INPUT_FIELDS: tuple[str, ...] = (
     "cpu_user", "cpu_sys", "processor", "cpu_status", "counter_scaled", "counter_total",
-    "counter_total_status",
+    "counter_total_status", "window",
 )  # fmt: skip
 
 

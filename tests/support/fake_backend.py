@@ -20,11 +20,19 @@ Model of one group on one task, ``t`` seconds after it was opened:
   runs on that PMU's CPUs: ``FakeTask.cpu_share`` gives that fraction per PMU type, and
   multiplies the group's ``mux`` (its ``time_enabled`` still advances the whole time); an
   event of the PMU's own type (``cpu_core/event=.../``) is filtered the same way.
+
+A group is read as the kernel's are (``Group``): its words (``PERF_FORMAT_GROUP | ID``) by
+its leader's fd number. The fake's fd numbers start at :data:`FIRST_FD`, above any real fd
+(``fs.nr_open``, proc_sys_fs(5), defaults to that many), and a closed group's numbers are
+handed out again lowest first, as open(2) does, so a stale number reads another group;
+:meth:`FakeBackend.read_fd` is what ``os.read`` of such a number gives.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
+import heapq
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +49,8 @@ EventKey = tuple[int, int]
 Count = float | Callable[[float], float]
 #: PERF_TYPE_SOFTWARE (include/uapi/linux/perf_event.h).
 SOFTWARE = 1
+#: The first fake fd number.
+FIRST_FD = 1 << 20
 
 
 def pmu_type(key: EventKey) -> int:
@@ -82,11 +92,19 @@ class FakeTask:
 class FakeGroup:
     """A fake open group; reads come from the owning backend's script and clock."""
 
-    def __init__(self, backend: FakeBackend, tid: int, keys: list[EventKey], fds: int) -> None:
+    def __init__(
+        self, backend: FakeBackend, tid: int, keys: list[EventKey], fds: list[int],
+        ids: tuple[int, ...],
+    ) -> None:  # fmt: skip
         self._backend = backend
         self.tid = tid
         self.keys = keys
-        self.n_fds = fds
+        #: Fake fd numbers, the leader's first; empty once closed.
+        self.fds = fds
+        self.n_fds = len(fds)
+        #: Fake event ids, unique in the backend, in open order.
+        self.ids = ids
+        self.nbytes = 8 * (3 + 2 * len(keys))
         self.opened_at = backend.clock()
 
     def read(self) -> GroupReading:
@@ -118,11 +136,39 @@ class FakeGroup:
             np.array(values, dtype=np.uint64), int(enabled * 1e9), int(running * 1e9)
         )
 
+    def words(self) -> bytes:
+        """:meth:`read` as the kernel's words: ``nr, time_enabled, time_running,
+        {value, id} * nr``."""
+        r = self.read()
+        m = len(self.keys)
+        w = np.empty(3 + 2 * m, np.uint64)
+        w[:3] = m, r.time_enabled, r.time_running
+        w[3::2] = r.values
+        w[4::2] = self.ids
+        return w.tobytes()
+
+    def read_raw(self) -> bytes:
+        """One read of the leader's fd number, errors as their kinds, a short read EIO."""
+        if not self.fds:
+            raise translate(OSError(errno.EBADF, "fake group is closed"))
+        try:
+            buf = self._backend.read_fd(self.fds[0], self.nbytes)
+        except OSError as e:
+            raise translate(e) from None
+        if len(buf) < self.nbytes:
+            raise translate(OSError(errno.EIO, f"short read of fake group ({len(buf)} bytes)"))
+        return buf
+
+    def bare_read(self) -> Callable[[], bytes]:
+        """A read of the leader's fd number (:meth:`FakeBackend.read_fd`): after
+        :meth:`close`, EBADF or the words of the group that took the number."""
+        return functools.partial(self._backend.read_fd, self.fds[0], self.nbytes)
+
     def close(self) -> None:
         """Give the fds back to the backend; idempotent."""
         if self.n_fds:
-            self._backend.open_fds -= self.n_fds
-            self._backend.groups.discard(self)
+            self._backend.release(self)
+            self.fds = []
             self.n_fds = 0
 
 
@@ -168,6 +214,11 @@ class FakeBackend:
         #: Hand out fake pidfds (``open_pidfd``): off unless a test asks for them.
         self.pidfds = False
         self._exit_pipes: dict[int, int] = {}
+        #: Open groups by their leader's fd number (:meth:`read_fd`).
+        self.leaders: dict[int, FakeGroup] = {}
+        self._free_fds: list[int] = []  # a heap: the lowest is handed out first
+        self._next_fd = FIRST_FD
+        self._next_id = 1
 
     def task(self, tid: int) -> FakeTask:
         """The script of ``tid`` (created empty on first use)."""
@@ -253,11 +304,50 @@ class FakeBackend:
             e = OSError(err, os.strerror(err))
             e.member = 0  # type: ignore[attr-defined]
             raise translate(e)
-        g = FakeGroup(self, tid, [(a.type, a.config) for a in attrs], len(attrs))
+        fds = [heapq.heappop(self._free_fds) if self._free_fds else self._new_fd() for _ in attrs]
+        ids = tuple(range(self._next_id, self._next_id + len(attrs)))
+        self._next_id += len(attrs)
+        g = FakeGroup(self, tid, [(a.type, a.config) for a in attrs], fds, ids)
         self.open_fds += len(attrs)
         self.groups.add(g)
+        self.leaders[fds[0]] = g
         self.opens.append((tid, tuple(attrs)))
         return g
+
+    def _new_fd(self) -> int:
+        self._next_fd += 1
+        return self._next_fd - 1
+
+    def release(self, group: FakeGroup) -> None:
+        """Take back ``group``'s fds (its ``close``)."""
+        self.open_fds -= group.n_fds
+        self.groups.discard(group)
+        del self.leaders[group.fds[0]]
+        for fd in group.fds:
+            heapq.heappush(self._free_fds, fd)
+
+    # ------------------------------------------------------------ reads
+    def read_fd(self, fd: int, nbytes: int) -> bytes:
+        """What ``os.read(fd, nbytes)`` gives for a fake leader's fd number: its group's
+        words now; ``OSError`` untranslated: EBADF for a number no open group leads,
+        ENOSPC for a buffer too small (kernel/events/core.c ``__perf_read()``), the errno
+        ``read_errors`` scripts for its task, but 0 bytes for EIO (the kernel's read of a
+        pinned event in error state, perf_event_open(2) "pinned")."""
+        g = self.leaders.get(fd)
+        if g is None:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        err = self.read_errors.get(g.tid)
+        if err == errno.EIO:
+            return b""
+        if err is not None:
+            raise OSError(err, os.strerror(err))
+        if nbytes < g.nbytes:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return g.words()
+
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
+        """:meth:`read_fd` of each of ``fds`` in order (``Backend.read_leaders``)."""
+        return [self.read_fd(fd, nbytes) for fd in fds]
 
     # ------------------------------------------------------------ perf metrics
     def is_metric(self, key: EventKey) -> bool:

@@ -2,8 +2,8 @@
 
 The workloads are the self-test's machine-code kernels (tiptop/selftest/code.py), run in its
 child process and counted by pid exactly as ``tiptop --selftest`` counts them
-(``tiptop.selftest.measure``: the screen planned by ``engine.plan.Planner``, groups opened on
-the child while it sleeps before the kernel's body, read with ``engine.readout.read_units``
+(``tiptop.selftest.measure``: the screen planned by ``engine.count.plan.Planner``, groups opened on
+the child while it sleeps before the kernel's body, read with ``engine.count.readout.read_units``
 once it sleeps after it). Each kernel runs at several sizes; a figure is always a
 least-squares **slope** per iteration (``tiptop.selftest.checks.fit``), so the fixed cost of
 starting and stopping lands in the intercept. Slot fractions are the screen's own column
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE
-from tiptop.engine.plan import Planner, ScreenPlan
-from tiptop.engine.readout import GroupDef
+from tiptop.engine.count.plan import Planner, ScreenPlan
+from tiptop.engine.count.readout import GroupDef
 from tiptop.host import Host
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend

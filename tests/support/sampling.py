@@ -76,7 +76,8 @@ def default_screen_sampler(
     (two threads, 1e8 cycles/s each, 5e7 and 1.5e8 instructions/s) and ``idle``; bus-cycles
     fails with ENOENT. The scanner's clock is the fake backend's."""
     fp, b = fake_env(tmp_path)
-    monkeypatch.setattr("tiptop.engine.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    monkeypatch.setattr("tiptop.engine.scan.tasks.time", types.SimpleNamespace(monotonic=b.clock))
+    monkeypatch.setattr("tiptop.engine.count.attach.time", types.SimpleNamespace(monotonic=b.clock))
     fp.add(100, "compute", processor=1)
     fp.add(300, "server", tids=(301,))
     fp.add(400, "idle")

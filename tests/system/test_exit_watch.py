@@ -1,4 +1,4 @@
-"""engine.exits with real pidfds: an exited child told from a live one, until forgotten."""
+"""engine.count.exits with real pidfds: an exited child told from a live one, until forgotten."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-from tiptop.engine.exits import ExitWatch
-from tiptop.engine.task import Task
+from tiptop.engine.count.exits import ExitWatch
+from tiptop.engine.scan.task import Task
 
 
 def _task(tid: int, starttime: int = 1) -> Task:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiptop.engine.units import WORD, FdReads, Unit
-from tiptop.kernel import Attr, open_group
+from tiptop.engine.count.units import WORD, FdReads, Stores, Unit
+from tiptop.kernel import Attr, PerfBackend, open_group
 
 #: task-clock then page-faults (software events: every machine opens them).
 ATTRS = [Attr(type=1, config=1), Attr(type=1, config=2)]
+#: The stores of the units of this module's tests.
+STORES = Stores(PerfBackend())
 
 
 def _ids(words: bytes) -> list[int]:
@@ -19,7 +21,7 @@ def _ids(words: bytes) -> list[int]:
 
 
 def test_one_call_reads_each_unit_s_own_group_in_order() -> None:
-    units = [Unit(open_group(0, ATTRS), 0) for _ in range(3)]
+    units = [Unit(open_group(0, ATTRS), 0, STORES) for _ in range(3)]
     try:
         nbytes = len(units[0].read())
         got = FdReads(units, nbytes).read()
@@ -34,11 +36,11 @@ def test_one_call_reads_each_unit_s_own_group_in_order() -> None:
 def test_a_closed_unit_s_number_is_not_read_again() -> None:
     """Closing one unit ends the one-call reads of every reading made before: the group
     opened next takes the closed leader's fd number, and a kept number would read it."""
-    units = [Unit(open_group(0, ATTRS), 0) for _ in range(3)]
+    units = [Unit(open_group(0, ATTRS), 0, STORES) for _ in range(3)]
     reads = FdReads(units, len(units[0].read()))
     closed_fd = units[1].group.fds[0]
     units[1].close()
-    other = Unit(open_group(0, ATTRS), 0)
+    other = Unit(open_group(0, ATTRS), 0, STORES)
     try:
         assert other.group.fds[0] == closed_fd  # the lowest free number (open(2))
         assert reads.read() is None
@@ -47,23 +49,16 @@ def test_a_closed_unit_s_number_is_not_read_again() -> None:
             u.close()
 
 
-def test_groups_not_read_by_the_kernel_s_words_are_not_taken() -> None:
-    """A unit whose reads are packed from another backend's readings has no fd to read."""
-
-    class Reading:
-        values, time_enabled, time_running = [1, 2], 10, 10
-
-    class Packed:
-        n_fds = 2
-
-        def read(self) -> Reading:
-            return Reading()
-
-        def close(self) -> None:
-            pass
-
-    unit = Unit(Packed(), 0)  # type: ignore[arg-type]
+def test_units_of_two_owners_are_not_read_in_one_call() -> None:
+    """Each owner's units are kept in its own stores: a reading over units of two is not
+    one call (a close in either would not tell the other's)."""
+    units = [
+        Unit(open_group(0, ATTRS), 0, STORES),
+        Unit(open_group(0, ATTRS), 0, Stores(PerfBackend())),
+    ]
     try:
-        assert FdReads([unit], len(unit.read())).read() is None
+        assert FdReads(units, len(units[0].read())).read() is None
+        assert FdReads(units[:1], len(units[0].read())).read() is not None
     finally:
-        unit.close()
+        for u in units:
+            u.close()

@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import nobody_command
 from tests.support.builders import screen
 from tiptop.host import Host
-from tiptop.kernel import PerfBackend
+from tiptop.kernel import PerfBackend, parse_group_read
 from tiptop.selftest.checks import exit_code
 from tiptop.selftest.report import run_selftest
 
@@ -67,7 +67,8 @@ def test_software_events_checked_and_exit_0() -> None:
 
 def test_hardware_rows_say_why_without_pmu() -> None:
     """``-S default`` where cycles do not open: every hardware row is "unsupported here"
-    with the errno, the software rows still pass, exit 0; text has one line per event."""
+    with the errno, the software rows beside them still pass, but nothing of the asked
+    screen was checked: exit 2, said in the summary; text has one line per event."""
     try:
         PerfBackend().open_group(0, [screen_attr_cycles()]).close()
         pytest.skip("a hardware PMU answers here")
@@ -78,7 +79,8 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     assert len(hw) == 5
     for e in hw:
         assert e["kind"] == "unsupported" and "ENOENT" in e["verdict"], e
-    assert r.returncode == 0, [e for e in doc["events"] if e["kind"] not in ("exact", "within")]
+    assert r.returncode == doc["exit"] == 2, doc["summary"]
+    assert "nothing of the screen checked (5 of its events" in doc["summary"]
     import sys
 
     t = subprocess.run([sys.executable, *TIPTOP, "-S", "default"], capture_output=True,
@@ -86,7 +88,8 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     lines = t.stdout.splitlines()
     assert len(lines) == 2 + len(doc["events"]) + 1, t.stdout
     assert lines[-1].startswith("selftest: 3 good, 0 off, 5 unsupported here"), lines[-1]
-    assert t.returncode == 0
+    assert lines[-1].endswith("only the software events beside it were) (exit 2)"), lines[-1]
+    assert t.returncode == 2
 
 
 def screen_attr_cycles():
@@ -96,21 +99,37 @@ def screen_attr_cycles():
     return Attr(type=0, config=0)
 
 
+def _inflated(words: bytes) -> bytes:
+    """Group-read words with every count 1% more (ids and times untouched)."""
+    w = np.frombuffer(words, np.uint64).copy()
+    w[3::2] = (w[3::2].astype(np.float64) * 1.01).astype(np.uint64)
+    return w.tobytes()
+
+
 class _Inflated:
-    """A real group whose raw reads say 1% more of every count (ids and times untouched)."""
+    """A real group whose reads say 1% more of every count (ids and times untouched)."""
 
     def __init__(self, group) -> None:
         self.group = group
         self.ids = group.ids
-        self.n_fds = group.n_fds
+
+    @property
+    def n_fds(self) -> int:
+        return self.group.n_fds
+
+    @property
+    def fds(self) -> list[int]:
+        return self.group.fds
 
     def read_raw(self) -> bytes:
-        w = np.frombuffer(self.group.read_raw(), np.uint64).copy()
-        w[3::2] = (w[3::2].astype(np.float64) * 1.01).astype(np.uint64)
-        return w.tobytes()
+        return _inflated(self.group.read_raw())
+
+    def bare_read(self):
+        bare = self.group.bare_read()
+        return lambda: _inflated(bare())
 
     def read(self):
-        return self.group.read()
+        return parse_group_read(self.read_raw(), self.ids)
 
     def close(self) -> None:
         self.group.close()
@@ -124,6 +143,9 @@ class _Inflating:
 
     def open_group(self, tid, attrs):
         return _Inflated(self.real.open_group(tid, attrs))
+
+    def read_leaders(self, fds, nbytes):
+        return [_inflated(w) for w in self.real.read_leaders(fds, nbytes)]
 
     def open_pidfd(self, tid, thread):
         return self.real.open_pidfd(tid, thread)
@@ -157,7 +179,7 @@ def test_every_kernel_runs_here() -> None:
     """Each kernel of this architecture runs in the child and returns (none faults): the
     mispredict kernel too, which only a PMU with branch-misses would otherwise run. Page
     faults: N for ``touch`` and none for the others (their code and stack are already mapped)."""
-    from tiptop.engine.plan import Planner
+    from tiptop.engine.count.plan import Planner
     from tiptop.messages import MessageLog
     from tiptop.selftest.code import KERNELS
     from tiptop.selftest.measure import KernelChild, measure

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tiptop.engine.tasks import CLK_TCK, Facts, TaskScanner
+from tiptop.engine.scan.tasks import CLK_TCK, Facts, TaskScanner
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import read_facts
 
@@ -116,7 +116,7 @@ def test_real_busy_and_sleeping_children() -> None:
 def test_real_proc_sees_a_new_process_at_once() -> None:
     """On this machine's ``/proc``: the listing is kept while no PID is made, and a process
     started since shows at the next call (its fork made a PID)."""
-    from tiptop.engine.listing import ProcListing
+    from tiptop.engine.scan.listing import ProcListing
 
     listing = ProcListing("/proc")
     first = listing.names()

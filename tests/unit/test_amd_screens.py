@@ -15,7 +15,7 @@ import pytest
 from tests.support import host_at
 from tests.support.fake_backend import FakeBackend
 from tiptop.cells import Status
-from tiptop.engine.plan import Planner
+from tiptop.engine.count.plan import Planner
 from tiptop.events import resolve
 from tiptop.messages import MessageLog
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
@@ -173,7 +173,7 @@ def test_counters_each_screen_takes(name: str, gen: int, needed: int) -> None:
 @pytest.mark.parametrize("gen", [4, 5])
 def test_topdown2_packs_into_two_whole_groups_on_six_counters(gen: int) -> None:
     """12 events on a 6-counter PMU: two groups, each holding whole columns, so that every
-    column is a ratio of counts of one group (tiptop/engine/plan.py packing)."""
+    column is a ratio of counts of one group (tiptop/engine/count/plan.py packing)."""
     s = screens(ZEN[gen][0])["topdown2"]
     backend = FakeBackend()
     backend.max_group_size[4] = 6

@@ -10,14 +10,16 @@ import struct
 
 import numpy as np
 
+from tests.support.fake_backend import FakeBackend, FakeGroup
 from tests.support.sampling import FakeEnv, make, row
 from tiptop.cells import Status
-from tiptop.engine import units
-from tiptop.engine.attach import RACE_TRIES
-from tiptop.engine.readout import CounterPlan, GroupDef, read_units
-from tiptop.engine.units import Unit, read_all
+from tiptop.engine.count import units
+from tiptop.engine.count.attach import RACE_TRIES
+from tiptop.engine.count.readout import CounterPlan, GroupDef, read_units
+from tiptop.engine.count.units import Stores, Unit, read_all
 from tiptop.host import Host, fd_reserve
 from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import GroupReading
 from tiptop.kernel.errors import translate
 
 
@@ -129,12 +131,14 @@ def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) 
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0  # read again at once
-    fails[:] = [1] * 8 * len(units.CHANGING_PAUSES)  # read again after the last pause
+    # The one-call read of the refresh's units fails first (``FdReads``), then each unit
+    # is read 8 times at once and 8 times after each pause: read after the last pause.
+    fails[:] = [1] * (1 + 8 * len(units.CHANGING_PAUSES))
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.OK and f.values[0, 3] == 5.0
     # Still changing after every pause: not read this refresh, kept open.
-    fails[:] = [1] * 8 * (1 + len(units.CHANGING_PAUSES))
+    fails[:] = [1] * (1 + 8 * (1 + len(units.CHANGING_PAUSES)))
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.status[0, 3] == Status.UNREADABLE and soft in b.groups
@@ -144,62 +148,59 @@ def test_a_group_changing_under_the_read_is_read_again_not_closed(env: FakeEnv) 
     assert s.messages.lines() == []
 
 
-class _Words:
-    """A group of one counter (id 7) whose reads are scripted: a count, or an errno to
-    raise (ECHILD is the kernel's "group changing", read again)."""
+def _scripted(b: FakeBackend, tid: int, *script: int | str) -> FakeGroup:
+    """A fake group of one counter whose reads are scripted: a count, or an errno to
+    raise (ECHILD is the kernel's "group changing", read again); ``reads`` counts them."""
+    g = b.open_group(tid, [Attr(type=1, config=2)])
+    steps = list(script)
+    g.reads = 0  # type: ignore[attr-defined]
 
-    ids = (7,)
-
-    def __init__(self, *script: int | str) -> None:
-        self.script = list(script)
-        self.reads = 0
-
-    def read_raw(self) -> bytes:
-        self.reads += 1
-        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+    def read() -> GroupReading:
+        g.reads += 1  # type: ignore[attr-defined]
+        step = steps.pop(0) if len(steps) > 1 else steps[0]
         if isinstance(step, str):
             raise translate(OSError(getattr(errno, step), step))
-        return struct.pack("5Q", 1, 100, 100, step, 7)
+        return GroupReading(np.array([step], np.uint64), 100, 100)
 
-    def close(self) -> None:
-        pass
+    g.read = read  # type: ignore[method-assign]
+    return g
+
+
+def _count(words: bytes) -> int:
+    return struct.unpack("5Q", words)[3]
 
 
 def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
     """The read of every unit in one pass; from the first error on, unit by unit: units
     before and after a failing one keep their reads and rows, a group changing under the
     read is read again, the failing one goes to ``failed``."""
-    groups = [_Words(0, 1), _Words(0, "ECHILD", 2), _Words(0, "EIO"), _Words(0, 3)]
-    units = [Unit(g, 0) for g in groups]  # each first read (the base) is the 0
+    b = FakeBackend()
+    groups = [_scripted(b, 1, 0, 1), _scripted(b, 2, 0, "ECHILD", 2), _scripted(b, 3, 0, "EIO"),
+              _scripted(b, 4, 0, 3)]  # fmt: skip
+    stores = Stores(b)
+    units = [Unit(g, 0, stores) for g in groups]  # each first read (the base) is the 0
     failed: list[tuple[int, Unit, OSError]] = []
     bufs, rows, ok = read_all(units, np.arange(4), failed, 5 * 8)
-    counts = [struct.unpack("5Q", b)[3] for b in bufs]
-    assert (counts, rows.tolist(), ok) == ([1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]])
+    assert ([_count(w) for w in bufs], rows.tolist(), ok) == (
+        [1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]]
+    )  # fmt: skip
     assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]
     # Each read once after its first (the base), the changing group once more: none twice.
-    assert [g.reads for g in groups] == [2, 3, 2, 2]
-
-
-class _Bare(_Words):
-    """A scripted group with the kernel group's bare read (``CounterGroup.bare_read``):
-    0 bytes where ``read_raw`` says EIO (a pinned event in error state)."""
-
-    def bare_read(self) -> object:
-        def words() -> bytes:
-            return b"" if self.script[0] == "EIO" else self.read_raw()
-
-        return words
+    assert [g.reads for g in groups] == [2, 3, 2, 2]  # type: ignore[attr-defined]
 
 
 def test_a_short_bare_read_is_read_again_and_fails_alone() -> None:
-    """The bare reads of a refresh are checked by their total length: one short read sends
-    the refresh unit by unit, where that unit fails with EIO and the others keep theirs."""
-    groups = [_Bare(0, 1), _Bare(0, "EIO"), _Bare(0, 3)]
-    units = [Unit(g, 0) for g in groups]
+    """The bare reads of a refresh are checked by their total length: one short read (a
+    pinned event in error state reads 0 bytes) sends the refresh unit by unit, where that
+    unit fails with EIO and the others keep theirs."""
+    b = FakeBackend()
+    groups = [_scripted(b, 1, 0, 1), _scripted(b, 2, 0, 2), _scripted(b, 3, 0, 3)]
+    stores = Stores(b)
+    units = [Unit(g, 0, stores) for g in groups]
+    b.read_errors[2] = errno.EIO
     failed: list[tuple[int, Unit, OSError]] = []
     bufs, rows, ok = read_all(units, np.arange(3), failed, 5 * 8)
-    counts = [struct.unpack("5Q", b)[3] for b in bufs]
-    assert (counts, rows.tolist(), ok) == ([1, 3], [0, 2], [units[0], units[2]])
+    assert ([_count(w) for w in bufs], rows.tolist(), ok) == ([1, 3], [0, 2], [units[0], units[2]])
     assert [(i, e.errno) for i, _, e in failed] == [(1, errno.EIO)]
 
 
@@ -212,8 +213,11 @@ def test_one_unit_a_row_and_several_a_row_sum_alike() -> None:
         np.ones(1, bool), np.zeros(1, bool),
     )  # fmt: skip
 
+    b = FakeBackend()
+    stores = Stores(b)
+
     def units(*scripts: tuple[int | str, ...]) -> list[Unit]:
-        return [Unit(_Words(0, *s), 0) for s in scripts]
+        return [Unit(_scripted(b, 1, 0, *s), 0, stores) for s in scripts]
 
     one, _ = read_units(plan, [units((5,)), units((7,))])
     assert (one.raw.tolist(), one.nread.tolist()) == ([[5.0], [7.0]], [[1.0], [1.0]])

@@ -19,9 +19,8 @@ from tests.support.builders import screen
 from tests.support.sampling import row
 from tiptop import recording
 from tiptop.cells import STATUS_NAME, Status
-from tiptop.engine import tasks as tasks_mod
-from tiptop.engine.bycgroup import group
 from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.engine.scan import tasks as tasks_mod
 from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
@@ -30,6 +29,7 @@ from tiptop.screens.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
 from tiptop.screens.loader import export_xml, export_yaml
 from tiptop.screens.model import ConfigSpec, Target
 from tiptop.screens.printf import row_format
+from tiptop.sources.bycgroup import group
 
 YAML = """
 screens:

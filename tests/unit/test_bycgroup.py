@@ -1,4 +1,4 @@
-"""Rows summed by cgroup (``--by cgroup``, the live ``G`` key; tiptop/engine/bycgroup.py):
+"""Rows summed by cgroup (``--by cgroup``, the live ``G`` key; tiptop/sources/bycgroup.py):
 counts summed, columns evaluated again from the sums, ``?`` only when no task counted."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
-from tiptop.engine.bycgroup import CgroupSource, group
 from tiptop.frame import FrameSource
 from tiptop.messages import MessageLog
+from tiptop.sources.bycgroup import CgroupSource, group
 
 
 def test_group_sums_counts_and_evaluates_ratios_again() -> None:

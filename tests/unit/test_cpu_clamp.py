@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiptop.engine.evaluate import row_facts
-from tiptop.engine.readout import CounterPlan, GroupDef, Readout
-from tiptop.engine.task import Task
+from tiptop.engine.assemble import row_facts
+from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout
+from tiptop.engine.scan.task import Task
 
 
 def task(tid: int, pid: int, threads: int, user: float, system: float) -> Task:

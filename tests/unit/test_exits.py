@@ -1,4 +1,4 @@
-"""engine.exits: which watched tasks exited, told by eventfds standing in for pidfds (an
+"""engine.count.exits: which watched tasks exited, told by eventfds standing in for pidfds (an
 eventfd with a count is readable, as an exited task's pidfd is: a fake for what would take
 a thousand processes; tests/system/test_exit_watch.py uses real pidfds)."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from tiptop.engine.exits import ExitWatch
-from tiptop.engine.task import Task
+from tiptop.engine.count.exits import ExitWatch
+from tiptop.engine.scan.task import Task
 
 
 def _task(tid: int, starttime: int = 1) -> Task:

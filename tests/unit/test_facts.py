@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from tests.fakeproc import FakeProc
-from tiptop.engine.tasks import Facts, TaskScanner
+from tiptop.engine.scan.tasks import Facts, TaskScanner
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import join_cmdline, read_facts, safe_text
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import errno
+import struct
 
 import pytest
 
-from tests.support.fake_backend import FakeBackend, FakeClock
+from tests.support.fake_backend import FIRST_FD, FakeBackend, FakeClock
 from tiptop.kernel.attr import Attr
 
 CYCLES = Attr(type=0, config=0)
@@ -92,3 +93,30 @@ def test_group_larger_than_the_pmu_is_einval_and_groups_take_turns() -> None:
     assert sw.read().time_running == 2_000_000_000
     g2.close()
     assert g1.read().time_running == 2_000_000_000  # alone again: fits
+
+
+def test_groups_are_read_by_fake_fd_numbers_as_os_read_would() -> None:
+    """Each group's fds are numbers no real fd has, a closed group's handed out again
+    lowest first (as open(2) does); a leader's number reads the kernel's words, a closed
+    one EBADF, a short buffer ENOSPC, a scripted errno raised as it is."""
+    b = FakeBackend(default_rate=1000.0)
+    g1, g2 = b.open_group(7, [CYCLES, INSNS]), b.open_group(8, [CYCLES])
+    assert min(g1.fds) >= FIRST_FD and len({*g1.fds, *g2.fds}) == 3
+    b.clock.advance(1.0)
+    words = struct.unpack("7Q", b.read_fd(g1.fds[0], 7 * 8))
+    assert words == (2, 10**9, 10**9, 1000, g1.ids[0], 1000, g1.ids[1])
+    assert b.read_leaders([g2.fds[0], g1.fds[0]], 7 * 8)[1] == g1.read_raw()
+    with pytest.raises(OSError) as e:
+        b.read_fd(g1.fds[0], 5 * 8)
+    assert e.value.errno == errno.ENOSPC
+    fd = g1.fds[0]
+    g1.close()
+    with pytest.raises(OSError) as e:
+        b.read_fd(fd, 7 * 8)
+    assert e.value.errno == errno.EBADF
+    g3 = b.open_group(9, [CYCLES])
+    assert g3.fds == [fd]  # the lowest free number
+    b.read_errors[9] = errno.ESRCH
+    with pytest.raises(OSError) as e:
+        b.read_leaders([g2.fds[0], fd], 5 * 8)
+    assert e.value.errno == errno.ESRCH

@@ -13,7 +13,7 @@ import pytest
 from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend, FakeClock
 from tiptop.engine.sampler import Sampler, SamplerConfig
-from tiptop.engine.tasks import TaskScanner
+from tiptop.engine.scan.tasks import TaskScanner
 from tiptop.host import CAP_PERFMON, CAP_SYS_ADMIN, Host
 from tiptop.screens.model import ScreenSpec
 

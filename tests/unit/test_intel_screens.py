@@ -21,8 +21,18 @@ from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens
 
 ICELAKE = ["06_7D", "06_7E", "06_6A", "06_6C", "06_8C", "06_8D", "06_A7"]
 SERVER = ["06_8F", "06_CF", "06_AD", "06_AE"]  # Sapphire/Emerald/Granite Rapids
-HYBRIDS = ["06_97", "06_9A", "06_B7", "06_BA", "06_BF", "06_AA", "06_AC", "06_BD", "06_C5",
-           "06_C6"]  # fmt: skip
+HYBRIDS = ["06_97", "06_9A", "06_B7", "06_BA", "06_BF", "06_AA", "06_AC", "06_B5", "06_BD",
+           "06_C5", "06_C6"]  # fmt: skip
+#: Lunar Lake, Arrow Lake-S/H: no tma_* metrics, no INT_MISC.UOP_DROPPING, no ASSISTS.FP in the
+#: kernel's 6.12 tables (tests/data/oracle/kernel-6.12.json).
+LION_COVE = ["06_BD", "06_C5", "06_C6"]
+#: perf's tma_* corrections (icl-, spr-, adl-metrics.json): INT_MISC.UOP_DROPPING, and
+#: INT_MISC.CLEARS_COUNT on Ice Lake..Rocket Lake.
+TMA_EVENTS = {
+    "icl": ["cpu/event=0x0d,umask=0x10/", "cpu/event=0x0d,umask=0x01,edge=1,cmask=1/"],
+    "spr": ["cpu/event=0xad,umask=0x10/"],
+    "hybrid": ["cpu_core/event=0xad,umask=0x10/"],
+}
 L1_NAMES = ["slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound",
             "topdown-be-bound"]  # fmt: skip
 L2_NAMES = [*L1_NAMES, "topdown-heavy-ops", "topdown-br-mispredict", "topdown-fetch-lat",
@@ -43,13 +53,18 @@ def names(s: ScreenSpec) -> list[str]:
 def test_ice_lake_and_later_get_the_perf_metrics_screens(model: str) -> None:
     s = offered(model)
     hybrid = model in HYBRIDS
-    assert names(s["topdown"]) == L1_NAMES
+    kind = "icl" if model in ICELAKE else "spr" if model in SERVER else "hybrid"
+    tma = [] if model in LION_COVE else TMA_EVENTS[kind]
+    assert names(s["topdown"]) == L1_NAMES + tma
     assert ("P-core" in s["topdown"].desc) == hybrid and "Intel" in s["topdown"].desc
     if model in ICELAKE:
         assert "topdown2" not in s  # 4 metrics only (num_topdown_events = 4)
     else:
-        assert names(s["topdown2"]) == L2_NAMES
+        assert names(s["topdown2"]) == L2_NAMES + tma[:1]
         assert ("P-core" in s["topdown2"].desc) == hybrid
+    if model in LION_COVE:
+        assert "fp" not in s or "ASSISTS.FP" not in s["fp"].desc
+        return
     fp = s["fp"]
     assert "ASSISTS.FP" in fp.desc and ("E-core" in fp.desc) == hybrid
     prefix = "cpu_core" if hybrid else "cpu"
@@ -200,7 +215,7 @@ def test_level2_refused_cleanly_where_the_pmu_has_level1_only(env: FakeEnv) -> N
     s, b = sampler(env, builtin("topdown2", "06_8F"), INTEL)
     (g,) = s.plan.groups
     assert (g.attrs[0].type, g.attrs[0].config) == (CORE, SLOTS)
-    assert s.plan.available.tolist() == [True] * 5 + [False] * 4
+    assert s.plan.available.tolist() == [True] * 5 + [False] * 4 + [True]  # + UOP_DROPPING
     refused = [m for m in s.messages.lines() if "unknown event 'topdown-" in m]
     assert len(refused) == 4
     fp.add(10, "app")
@@ -239,7 +254,7 @@ def test_fp_assists_per_100_instructions(env: FakeEnv, model: str, sysfs: str) -
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "i686", "i386"), reason="x86 cpuinfo")
 @pytest.mark.parametrize(
     ("model", "variant"),
-    [(126, "Ice Lake+"), (143, "Sapphire Rapids+"), (151, "P-core"), (183, "P-core")],
+    [(126, "Ice Lake..Rocket Lake"), (143, "Sapphire Rapids+"), (151, "P-core"), (183, "P-core")],
 )
 def test_fake_cpuinfo_picks_the_variant(tmp_path: Path, model: int, variant: str) -> None:
     """/proc/cpuinfo's decimal family and model (Ice Lake-L 6/126, Sapphire Rapids 6/143,

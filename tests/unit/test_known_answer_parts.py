@@ -20,7 +20,7 @@ from tests.support.known_answer import (
     perf_events,
     spell,
 )
-from tiptop.engine.readout import GroupDef
+from tiptop.engine.count.readout import GroupDef
 from tiptop.events import resolve
 from tiptop.kernel.attr import Attr
 from tiptop.screens import Target, builtin_screens, compile_column

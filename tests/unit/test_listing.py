@@ -1,4 +1,4 @@
-"""tiptop.engine.listing: ``/proc`` listed again only when ``/proc/loadavg``'s last PID
+"""tiptop.engine.scan.listing: ``/proc`` listed again only when ``/proc/loadavg``'s last PID
 changed, on a fake tree (whose ``self`` names this process); the real ``/proc`` in
 tests/system/test_tasks_real.py."""
 
@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 from tests.fakeproc import FakeProc
-from tiptop.engine.listing import RELIST, ProcListing
-from tiptop.engine.tasks import Stat, TaskScanner, read_stat
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.listing import RELIST, ProcListing
+from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
 
 def _made(root: Path, last_pid: int) -> None:
@@ -76,6 +77,18 @@ def test_listed_at_least_every_relist_calls(tmp_path: Path) -> None:
     assert seen == [False] * RELIST + [True]
 
 
+def test_listed_afresh_when_marks_to_check_cost_more_than_a_listing(tmp_path: Path) -> None:
+    """No PID made, but more marks to check than a listing of its entries costs
+    (``STAT_ENTRIES`` each): listed afresh, and that listing stands for the marks."""
+    fp = _our_tree(tmp_path, 10)
+    listing = ProcListing(str(tmp_path))
+    listing.names()
+    listing.names()  # settled on PID 10: kept from now on
+    fp.add(500, "restored")  # a PID the caller chose: only a fresh listing shows it
+    assert "500" not in listing.names(checks=0)
+    assert "500" in listing.names(checks=1) and listing.proves  # 1 mark * 4 > 1 entry
+
+
 def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Path) -> None:
     """``self`` naming another PID (a ``/proc`` of another PID namespace) or no ``loadavg``:
     every call lists."""
@@ -116,11 +129,11 @@ def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Pat
     sc.scan()
     idle, stale = {10, 11, 12}, {10: (0, 0), 11: (0, 0)}  # marks that would not hold
     reads.clear()
-    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert _tids_of(sc.scan(Activity(not_due=idle, did_not_run=idle, marks=stale))) == [10, 11, 12]
     assert reads == [] and sc._listing.proves
     _made(tmp_path, 13)
     reads.clear()
-    assert _tids_of(sc.scan(idle=idle, quiet=idle, marks=stale)) == [10, 11, 12]
+    assert _tids_of(sc.scan(Activity(not_due=idle, did_not_run=idle, marks=stale))) == [10, 11, 12]
     assert sorted(reads) == [f"{tmp_path}/10/stat", f"{tmp_path}/11/stat"]
     assert not sc._listing.proves
 

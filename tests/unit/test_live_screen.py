@@ -95,7 +95,7 @@ def test_help_window_lists_the_built_in_variables() -> None:
     start = body.index("Built-in variables of expressions:")
     shown = body[start + 1 : start + 1 + len(VARIABLES)]
     assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
-    assert shown[4] == "INTERVAL: seconds since the previous refresh"
+    assert shown[4] == "INTERVAL: seconds the row's counter deltas cover"
     for line, v in zip(shown, VARIABLES, strict=True):
         assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
 
@@ -269,43 +269,3 @@ def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     want = [r for m in lines for r in urwid.Text(m, wrap="clip").render((cols,)).content()]
     want += list(urwid.SolidCanvas(" ", cols, rows - len(lines)).content())
     assert got == want
-
-
-def test_a_row_showing_what_it_showed_is_not_formatted_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The task table keeps the lines of the rows on screen: a refresh whose rows show the
-    same is drawn without formatting any; a changed value, a view that prints the rows
-    otherwise (``U``: the user column) format what changed, and the screen is what an app
-    without the kept lines draws."""
-    formatted: list[int] = []
-    real = LiveApp._format_row
-    monkeypatch.setattr(
-        LiveApp, "_format_row", lambda self, row: formatted.append(row.tid) or real(self, row)
-    )
-    app, sampler = new_app()
-    first = text(app)
-    assert sorted(formatted) == [100, 101, 102, 103]
-    formatted.clear()
-    app.refresh()
-    assert text(app) == first and formatted == []
-    real_refresh = sampler.refresh
-
-    def one_changed() -> Any:
-        f = real_refresh()
-        f.values[2, 0] = 7.5  # task2's %CPU
-        return f
-
-    monkeypatch.setattr(sampler, "refresh", one_changed)
-    app.refresh()
-    lines = text(app)
-    assert formatted == [102]
-    other, other_sampler = new_app()
-    monkeypatch.setattr(other_sampler, "refresh", one_changed)
-    other.refresh()
-    assert lines == text(other)
-    assert any("7.5" in line for line in lines)
-    formatted.clear()
-    keys(app, "U")
-    assert text(app) != lines
-    assert sorted(formatted) == [100, 101, 102, 103]

@@ -71,8 +71,8 @@ def test_config_words_land_where_the_kernel_reads_them() -> None:
 
 
 def test_laid_out_once_then_copied() -> None:
-    """The second struct of one Attr is a copy of the first (new_attr's cache); an equal
-    but distinct Attr and a different one are laid out on their own; ``size`` is per call."""
+    """The second struct of one Attr is a copy of the first (``Layouts``); an equal Attr
+    gets the same bytes and a different one its own; ``size`` is per call."""
     a = Attr(type=4, config=0x1_0000_01A0, inherit=True, exclude_user=True)
     first = bytes(_ffi.ffi.buffer(_ffi.new_attr(a)))
     again = _ffi.new_attr(a, size=64)
@@ -83,6 +83,23 @@ def test_laid_out_once_then_copied() -> None:
     other = _ffi.attr_bytes(Attr(type=4, config=0x76, inherit=True))
     assert struct.unpack_from("<Q", other, 8)[0] == 0x76
     assert _ffi.attr_bytes(a) == first
+
+
+def test_a_kept_layout_is_never_another_attr_s() -> None:
+    """The layouts are kept by the whole Attr: attrs that differ in any one field the
+    struct holds, each laid out after the others, get the bytes a fresh layout gives."""
+    base = Attr(type=1, config=3)
+    variants = [base, *(base.replace(**{f: 1 - bool(getattr(base, f))}) for f in (
+        "disabled", "inherit", "inherit_thread", "pinned", "exclude_user", "exclude_kernel",
+        "exclude_hv", "exclude_idle", "enable_on_exec"))]  # fmt: skip
+    variants += [base.replace(**{f: 7}) for f in ("config1", "config2", "config3", "read_format")]
+    kept = [_ffi.attr_bytes(v) for v in variants]
+    for v, got in zip(variants, kept, strict=True):
+        c = _ffi.ffi.new("struct perf_event_attr *")
+        _ffi.Layouts().fill(c, v)
+        c.size = _ffi.ATTR_SIZE
+        assert got == bytes(_ffi.ffi.buffer(c)), v
+    assert len(set(kept)) == len(variants)
 
 
 def test_syscall_numbers() -> None:

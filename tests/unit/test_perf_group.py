@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import struct
 
 import numpy as np
@@ -60,47 +61,44 @@ def test_parse_errors(buf: bytes, ids: list[int], msg: str) -> None:
         parse_group_read(buf, ids)
 
 
-class _RawGroup:
-    """A kernel-like group whose read words list the members in a given id order."""
+def test_a_group_read_out_of_open_order_is_refused_at_open() -> None:
+    """A unit uses the words by position, once it saw the ids in open order at its first
+    read (the kernel's order, ``perf_read_group()``); a group listing them otherwise is
+    closed and refused (EIO), never read with values on the wrong counter."""
+    from tests.support.fake_backend import FakeBackend
+    from tiptop.engine.count.units import Stores, Unit
+    from tiptop.errors import CounterError
+    from tiptop.kernel.attr import Attr
 
-    def __init__(self, ids: list[int], order: list[int], values: list[int]) -> None:
-        self.ids = np.asarray(ids, np.uint64)
-        self.n_fds = len(ids)
-        self._buf = pack_group_read([values[k] for k in order], [ids[k] for k in order], 10, 10)
+    b = FakeBackend(default_rate=1.0)
+    stores = Stores(b)
+    attrs = [Attr(type=1, config=0), Attr(type=1, config=2)]
+    in_order = Unit(b.open_group(7, attrs), 0, stores)
+    assert np.frombuffer(in_order.base, np.uint64)[4::2].tolist() == list(in_order.group.ids)
+    swapped = b.open_group(7, attrs)
+    kernel_s = swapped.words
 
-    def read_raw(self) -> bytes:
-        return self._buf
+    def members_swapped() -> bytes:
+        w = np.frombuffer(kernel_s(), np.uint64).copy()
+        w[3:] = w[3:].reshape(-1, 2)[::-1].ravel()  # the {value, id} pairs, last first
+        return w.tobytes()
 
-    def read(self):  # type: ignore[no-untyped-def]
-        return parse_group_read(self._buf, self.ids)
-
-    def close(self) -> None:
-        self.n_fds = 0
-
-
-def test_unit_maps_values_by_id_when_the_words_are_out_of_open_order() -> None:
-    """The batched reads use the raw words by position only once the ids are seen in open
-    order; otherwise the unit parses each read by id (values never land on the wrong
-    counter)."""
-    from tiptop.engine.units import Unit
-
-    in_order = Unit(_RawGroup([7, 9], [0, 1], [100, 200]), 0)
-    assert in_order.raw
-    swapped = Unit(_RawGroup([7, 9], [1, 0], [100, 200]), 0)
-    assert not swapped.raw
-    assert np.frombuffer(swapped.base, np.uint64)[3::2].tolist() == [100, 200]
+    swapped.words = members_swapped  # type: ignore[method-assign]
+    with pytest.raises(CounterError) as e:
+        Unit(swapped, 0, stores)
+    assert e.value.errno == errno.EIO and swapped.n_fds == 0 and swapped not in b.groups
 
 
 def test_unit_deltas_wrap_modulo_2_64() -> None:
     """A u64 counter that wraps gives its true delta; one that goes backwards gives 0."""
-    from tiptop.engine.readout import _delta
+    from tiptop.engine.count.readout import _delta
 
     cur = np.array([[5, 2**63 - 1]], np.uint64)
     prev = np.array([[2**64 - 3, 2**63]], np.uint64)
     assert _delta(cur, prev).tolist() == [[8, 0]]
 
 
-def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> None:
+def test_opened_attrs_are_made_once_per_plan_tuple_and_for_what_a_list_holds() -> None:
     from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
     from tiptop.kernel.group import _as_opened
 
@@ -111,8 +109,27 @@ def test_opened_attrs_are_made_once_per_plan_tuple_and_afresh_for_a_list() -> No
         (2, False, GROUP_READ_FORMAT),
     ]
     assert _as_opened(attrs) is opened  # kept: the plan opens it on every task
+    assert _as_opened(tuple(attrs)) is opened  # an equal tuple is the same group
     assert not _as_opened((Attr(type=1, config=0, enable_on_exec=True),))[0].disabled
     mutable = list(attrs)
-    assert _as_opened(mutable)[0].config == 0
-    mutable[0] = Attr(type=1, config=5)  # a list may change: never taken from the memo
+    assert _as_opened(mutable) is opened  # looked up by what the list holds now
+    mutable[0] = Attr(type=1, config=5)
     assert _as_opened(mutable)[0].config == 5
+
+
+def test_opened_attrs_kept_are_never_another_group_s() -> None:
+    """Kept by the whole attrs: groups that differ only in what decides the leader's
+    ``disabled`` (its own ``disabled``, ``enable_on_exec``) or the read format, opened
+    one after the other, each get what a fresh memo makes for them."""
+    from tiptop.kernel.attr import Attr
+    from tiptop.kernel.group import OpenedAttrs, _as_opened
+
+    lead, member = Attr(type=1, config=0), Attr(type=1, config=2)
+    groups = [
+        (lead, member),
+        (lead.replace(enable_on_exec=True), member),
+        (lead.replace(disabled=True), member),
+        (lead, member.replace(read_format=0)),
+    ]
+    for attrs in groups:
+        assert _as_opened(attrs) == OpenedAttrs()(attrs), attrs

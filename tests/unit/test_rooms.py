@@ -182,3 +182,10 @@ def test_test_code_keeps_to_the_size_rule() -> None:
         if (v := oversized(p))
     }
     assert found == {}
+
+
+def test_the_refresh_core_keeps_to_the_size_rule() -> None:
+    """The engine (docs/architecture.md, "One refresh") keeps to the rule too."""
+    engine = TESTS.parent / "tiptop" / "engine"
+    found = {p.name: v for p in sorted(engine.rglob("*.py")) if (v := oversized(p))}
+    assert found == {}

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.sampling import CY, IN, PF, make, row
 from tiptop.cells import Status
-from tiptop.engine import attach
+from tiptop.engine.count import attach
 
 
 def test_deltas_ratios_and_absolute(env) -> None:  # type: ignore[no-untyped-def]

@@ -122,6 +122,13 @@ def test_exit_codes_and_summary() -> None:
     assert exit_code([good, na]) == 0
     assert exit_code([good, off]) == 1
     assert exit_code([na, Row("d", "w", kind="unsupported")]) == 2
+    # the software events added beside a screen (st-*) do not make the screen checked
+    extra = Row("st-page-faults", "page-faults", kind="exact")
+    assert exit_code([Row("d", "w", kind="unsupported"), extra]) == 2
+    assert exit_code([good, extra]) == 0 and exit_code([extra]) == 0
+    assert "nothing of the screen checked (1 of its events" in summary(
+        [Row("d", "w", kind="unsupported"), extra], 2
+    )
     assert summary([good, off, na], 1).startswith("selftest: 1 good, 1 off, 0 unsupported")
 
 

@@ -1,4 +1,4 @@
-"""The sweep's look at a quiet task (``engine.task.slept``): its
+"""The sweep's look at a quiet task (``engine.scan.task.slept``): its
 ``schedstat`` run time first, its ``stat`` only when that moved since its discovery or its
 last sweep, on a fake /proc."""
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
-from tiptop.engine.listing import ProcListing
-from tiptop.engine.tasks import Stat, TaskScanner, read_stat
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
 
 class Counting:
@@ -54,30 +55,30 @@ def test_a_swept_task_is_read_only_when_its_run_time_moved(tmp_path: Path, threa
     where = tmp_path / "10" / "task" if threads else tmp_path  # its schedstat's
     swept = {10}  # quiet, and its turn in the sweep: not in ``idle``
     for _ in range(2):
-        (t,) = sc.scan(quiet=swept).tasks
+        (t,) = sc.scan(Activity(did_not_run=swept)).tasks
         assert (reads.reads, t.cpu_total) == (1, 0.0)  # same run time: no stat read
     fp.set_stat(10, "app", utime=55, **({"tid": 10} if threads else {}))  # it ran
     _ran(where, 900)
     time_read = reads.reads
-    (t,) = sc.scan(quiet=swept).tasks
+    (t,) = sc.scan(Activity(did_not_run=swept)).tasks
     assert reads.reads == time_read + 1 and t.cpu_total > 0
     _ran(where, None)  # no scheduler statistics: read as before
-    sc.scan(quiet=swept)
+    sc.scan(Activity(did_not_run=swept))
     assert reads.reads == time_read + 2
 
 
 def test_a_zero_run_time_never_stands_for_asleep(tmp_path: Path) -> None:
     _, reads, sc = _discovered(tmp_path, 0)  # "0 0 0": the kernel keeps no run times
     for _ in range(3):
-        sc.scan(quiet={10})
+        sc.scan(Activity(did_not_run={10}))
     assert reads.reads == 4
 
 
 def test_a_run_between_discovery_and_the_first_sweep_is_read(tmp_path: Path) -> None:
     _, reads, sc = _discovered(tmp_path, 500)
     _ran(tmp_path, 700)
-    sc.scan(quiet={10})
-    sc.scan(quiet={10})
+    sc.scan(Activity(did_not_run={10}))
+    sc.scan(Activity(did_not_run={10}))
     assert reads.reads == 2  # read at the first sweep only
 
 
@@ -91,19 +92,19 @@ def test_a_task_without_counters_is_read_when_it_ran_or_a_pid_was_made(
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
     fp, reads, sc = _discovered(tmp_path, 500)
     for _ in range(2):
-        sc.scan(blind={10})
+        sc.scan(Activity(uncounted={10}))
     assert reads.reads == 1  # discovery only
     _ran(tmp_path, 600)
-    sc.scan(blind={10})
+    sc.scan(Activity(uncounted={10}))
     assert reads.reads == 2  # it ran
     last[0] = b"8"
-    sc.scan(blind={10})
+    sc.scan(Activity(uncounted={10}))
     assert reads.reads == 3  # a PID was made since the last scan
     fp.add(10, "app", tids=(11,))
     last[0] = b"9"
-    sc.scan(blind={10})  # now 2 threads (a PID was made for the second)
-    sc.scan(blind={10})
-    sc.scan(blind={10})
+    sc.scan(Activity(uncounted={10}))  # now 2 threads (a PID was made for the second)
+    sc.scan(Activity(uncounted={10}))
+    sc.scan(Activity(uncounted={10}))
     assert reads.reads == 6
 
 
@@ -125,15 +126,17 @@ def test_with_threads_a_process_none_of_whose_threads_ran_is_not_read(tmp_path: 
     sc.scan()
     all_quiet = {10, 11, 12}
     for _ in range(2):
-        scan = sc.scan(idle=all_quiet, quiet=all_quiet)
+        scan = sc.scan(Activity(not_due=all_quiet, did_not_run=all_quiet))
         assert reads.reads == 1 and scan.threads_total == 3
         assert sorted(t.tid for t in scan.tasks) == [10, 11, 12]
-    sc.scan(idle={10, 11}, quiet={10, 11})  # thread 12 ran
+    sc.scan(Activity(not_due={10, 11}, did_not_run={10, 11}))  # thread 12 ran
     assert reads.reads == 2
-    sc.scan(idle=all_quiet, quiet=all_quiet, marks={11: (1, 0)})  # 11 has no pidfd
+    sc.scan(
+        Activity(not_due=all_quiet, did_not_run=all_quiet, marks={11: (1, 0)})
+    )  # 11 has no pidfd
     assert reads.reads == 3
     fp.remove(10, tid=12)  # 12 exited: its pidfd says so, it is not quiet
-    scan = sc.scan(idle={10, 11}, quiet={10, 11})
+    scan = sc.scan(Activity(not_due={10, 11}, did_not_run={10, 11}))
     assert reads.reads == 4 and sorted(t.tid for t in scan.tasks) == [10, 11]
 
 
@@ -153,13 +156,13 @@ def test_with_threads_a_thread_without_counters_is_read_when_its_run_time_moved(
     sc.scan()
     reads.tids.clear()
     for _ in range(2):
-        sc.scan(blind={11})
+        sc.scan(Activity(uncounted={11}))
     assert reads.tids == [10, 10]  # 10 is neither quiet nor blind: read at each scan
     ran.write_text("900 0 1\n")
-    sc.scan(blind={11})
+    sc.scan(Activity(uncounted={11}))
     assert sorted(reads.tids[2:]) == [10, 11]  # 11 ran
     last[0] = b"8"
-    sc.scan(blind={11})
+    sc.scan(Activity(uncounted={11}))
     assert sorted(reads.tids[4:]) == [10, 11]  # a PID was made since the last scan
 
 
@@ -181,14 +184,14 @@ def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
     """-H: idle threads watched by their /proc marks (no pidfd) are not stat(2)ed when the
     process's task/ listing was read while no PID was made; when one was, each mark is
     checked (here they do not hold: those threads are read again)."""
-    import tiptop.engine.threadscan as threadscan
+    import tiptop.engine.activity as activity
 
     last = [b"7"]
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: last[0])
     checked: list[str] = []
-    real = threadscan.holds
+    real = activity.holds
     monkeypatch.setattr(
-        threadscan,
+        activity,
         "holds",
         lambda root, name, mark: checked.append(name) or real(root, name, mark),
     )
@@ -200,10 +203,12 @@ def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
     sc.scan()  # the listing is steady from here (the same last PID at two calls)
     reads.tids.clear()
     marks = {11: (1, 0), 12: (1, 0)}  # not theirs: a check would fail
-    sc.scan(idle={11, 12}, quiet={11, 12}, marks=marks)  # 10 ran: task/ is listed
+    sc.scan(
+        Activity(not_due={11, 12}, did_not_run={11, 12}, marks=marks)
+    )  # 10 ran: task/ is listed
     assert checked == [] and reads.tids == [10]
     last[0] = b"8"  # a PID was made
-    sc.scan(idle={11, 12}, quiet={11, 12}, marks=marks)
+    sc.scan(Activity(not_due={11, 12}, did_not_run={11, 12}, marks=marks))
     assert sorted(checked) == ["11", "12"] and sorted(reads.tids[1:]) == [10, 11, 12]
 
 
@@ -217,9 +222,9 @@ def test_with_threads_a_single_threaded_process_without_counters_is_read_when_it
     read: list[str] = []
     sc._read_stat = lambda path: read.append(path[len(str(tmp_path)) :]) or read_stat(path)
     _ran(tmp_path, 500)  # the process's own schedstat: its only thread's
-    sc.scan(blind={10})
-    (t,) = sc.scan(blind={10}).tasks
+    sc.scan(Activity(uncounted={10}))
+    (t,) = sc.scan(Activity(uncounted={10})).tasks
     assert read == [] and t.tid == 10
     _ran(tmp_path, 800)
-    sc.scan(blind={10})
+    sc.scan(Activity(uncounted={10}))
     assert read == ["/10/stat", "/10/task/10/stat"]

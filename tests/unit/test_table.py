@@ -8,7 +8,7 @@ import pytest
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.errors import SpecError
-from tiptop.screens.printf import RowFormat, compile_format
+from tiptop.screens.printf import compile_format
 from tiptop.table import (
     View,
     format_row,
@@ -17,7 +17,6 @@ from tiptop.table import (
     rows,
     text_lines,
 )
-from tiptop.table.text import LineMemo
 
 
 @pytest.mark.parametrize(
@@ -161,50 +160,6 @@ def test_batch_lines_are_the_rows_formatted(view: View) -> None:
     ]
     assert len(want) >= 2
     assert text_lines(f, SCREEN, view) == want
-
-
-def test_batch_memo_reformats_only_rows_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a memo, a row shown as at the last call is not formatted again, and the lines
-    are the same as without one: a changed value, command (exec) or death, a new row."""
-    view = View(show_idle=True, watch="watch")
-    tasks = [
-        task(1, 0.0, 0, 0, name="idle"),
-        task(2, 3.0, 1.5, 2.0, name="busy"),
-        task(3, 0.0, 0, 0, name="watched", status=[Status.OK, Status.DIV0, Status.UNREADABLE]),
-    ]
-    formatted: list[list[float]] = []
-    real_text = RowFormat.text
-    monkeypatch.setattr(
-        RowFormat, "text", lambda self, v, c: formatted.append(v) or real_text(self, v, c)
-    )
-    memo = LineMemo()
-    first = text_lines(frame(tasks), SCREEN, view, memo)
-    assert len(formatted) == 3 and len(memo.lines) == 3
-    formatted.clear()
-    assert text_lines(frame(tasks), SCREEN, view, memo) == first
-    assert formatted == []  # every row as it was: nothing formatted
-    changed = [
-        task(1, 0.0, 0, 0, name="idle-exec"),
-        task(2, 3.5, 1.5, 2.0, name="busy"),
-        task(3, 0.0, 0, 0, name="watched", status=[Status.OK, Status.DIV0, Status.UNREADABLE]),
-        task(4, -0.0, 0, 0, name="new", dead=True),
-    ]
-    want = text_lines(frame(changed), SCREEN, view)
-    formatted.clear()
-    got = text_lines(frame(changed), SCREEN, view, memo)
-    assert got == want
-    assert len(formatted) == 3 and len(memo.lines) == 4  # rows 1, 2 and 4; row 3 was kept
-    assert got[-1].endswith(" DEAD")
-    # The same rows in the same order (compared in place): only the changed value is new.
-    moved = [changed[0], task(2, 3.5, 1.5, 2.5, name="busy"), *changed[2:]]
-    want = text_lines(frame(moved), SCREEN, view)
-    formatted.clear()
-    assert text_lines(frame(moved), SCREEN, view, memo) == want
-    assert formatted == [[3.5, 1.5, 2.5]]
-    # -0.0 equals 0.0 but prints otherwise: a row going from one to the other is new text.
-    signed = [task(1, -0.0, 0, 0, name="idle-exec")]
-    assert text_lines(frame(signed), SCREEN, view, memo) == text_lines(frame(signed), SCREEN, view)
-    assert "-0.0" in text_lines(frame(signed), SCREEN, view, memo)[0]
 
 
 def test_pid_width() -> None:

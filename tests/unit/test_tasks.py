@@ -1,5 +1,5 @@
-"""tiptop.engine.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU, on fake and
-real /proc."""
+"""tiptop.engine.scan.tasks: stat parsing, ownership, identity by (tid, starttime), %CPU,
+on fake and real /proc."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc, stat_line
-from tiptop.engine.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
 from tiptop.errors import TaskGone
 
 
@@ -243,7 +244,7 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     """With -H, a process none of whose listed threads ran (all ``quiet``) cannot have made
     a thread: its ``task/`` listing is reused. One that ran is listed again, and a thread
     it created shows up in that scan."""
-    from tiptop.engine import threadscan
+    from tiptop.engine.scan import threadscan
 
     fp = FakeProc(tmp_path)
     fp.add(20, "pool", tids=(21, 22))
@@ -256,12 +257,14 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     sc.scan()
     assert listed == [20]
     fp.add(20, "pool", tids=(21, 22, 23))  # (impossible: a thread made while none ran)
-    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})
+    sc.scan(Activity(not_due={20, 21, 22}, did_not_run={20, 21, 22}))
     assert listed == [20]  # all quiet: not listed, so 23 is not seen (it could not exist)
-    sc.scan(idle={20, 22}, quiet={20, 22})  # 21 ran: listed again, 23 found
+    sc.scan(Activity(not_due={20, 22}, did_not_run={20, 22}))  # 21 ran: listed again, 23 found
     assert listed == [20, 20]
     assert sorted(t.tid for t in sc.tasks) == [20, 21, 22, 23]
-    sc.scan(idle={20, 21, 22}, quiet={20, 21, 22})  # 23 has no counters yet: not quiet
+    sc.scan(
+        Activity(not_due={20, 21, 22}, did_not_run={20, 21, 22})
+    )  # 23 has no counters yet: not quiet
     assert listed == [20, 20, 20]
 
 
@@ -275,7 +278,7 @@ def test_a_thread_that_ran_keeps_its_place_among_its_process_s_threads(tmp_path:
     first = [t.tid for t in sc.scan().tasks]
     assert sorted(first) == [20, 21, 22, 23]
     # 22 ran (not quiet): its stat is read again, the others are kept as they were.
-    again = sc.scan(idle={20, 21, 23}, quiet={20, 21, 23})
+    again = sc.scan(Activity(not_due={20, 21, 23}, did_not_run={20, 21, 23}))
     assert [t.tid for t in again.tasks] == first
     assert not again.new and not again.gone
 
@@ -334,7 +337,7 @@ def test_only_pid_reads_no_other_process(tmp_path: Path) -> None:
 
 
 def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
-    from tiptop.engine.trees import descendants
+    from tiptop.engine.scan.trees import descendants
 
     fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own

@@ -17,7 +17,7 @@ import pytest
 from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend
-from tiptop.engine.plan import Planner
+from tiptop.engine.count.plan import Planner
 from tiptop.events.topdown import Topdown, perf_metrics
 from tiptop.kernel.attr import GROUP_READ_FORMAT
 from tiptop.messages import MessageLog
@@ -98,8 +98,12 @@ def test_icelake_topdown_is_one_group_led_by_slots(tmp_path: Path) -> None:
     assert not log.lines()
     (g,) = sp.plan.groups
     assert g.pmu == "cpu"
-    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1]
-    assert [sp.plan.aliases[j] for j in g.alias_index] == ["S", "RET", "BAD", "FE", "BE"]
+    # then perf's tma_* corrections, in the same group: INT_MISC.UOP_DROPPING (0x0d/0x10),
+    # INT_MISC.CLEARS_COUNT (0x0d/0x01, edge, cmask 1)
+    tma = [(CORE, 0x100D), (CORE, 0x010D | 1 << 18 | 1 << 24)]
+    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + tma
+    aliases = [sp.plan.aliases[j] for j in g.alias_index]
+    assert aliases == ["S", "RET", "BAD", "FE", "BE", "UD", "CC"]
     assert all(a.read_format == GROUP_READ_FORMAT for a in g.attrs)
     assert sp.plan.available.all() and not sp.plan.multi.any()
     for _, attrs in b.opens:  # every open that held a metric had slots first
@@ -155,7 +159,7 @@ def test_a_lone_head_larger_than_the_even_share_is_not_cut(tmp_path: Path) -> No
     head = configs(first.attrs)[:9]  # metrics in first-use order after slots
     assert head[0] == (CORE, SLOTS) and sorted(head[1:]) == [(CORE, c) for c in METRIC.values()]
     assert {g.pmu for g in sp.plan.groups} == {"cpu_core"}
-    assert sum(len(g.attrs) for g in sp.plan.groups) == 17
+    assert sum(len(g.attrs) for g in sp.plan.groups) == 18  # + cpu_core INT_MISC.UOP_DROPPING
     assert all((a.type, a.config) != (CORE, SLOTS) for g in sp.plan.groups[1:] for a in g.attrs)
     for g in sp.plan.groups:
         b.open_group(0, g.attrs).close()
@@ -169,7 +173,8 @@ def test_hybrid_topdown_counts_on_cpu_core_only(tmp_path: Path) -> None:
     sp = p.plan(builtin("topdown", "06_97"))
     (g,) = sp.plan.groups
     assert g.pmu == "cpu_core"
-    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1]
+    uop_dropping = (CORE, 0x10AD)  # cpu_core INT_MISC.UOP_DROPPING (adl-metrics.json tma_*)
+    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + [uop_dropping]
     assert not sp.plan.multi.any()
     assert all(a.type != ATOM for _, attrs in b.opens for a in attrs)
     (line,) = log.lines()

@@ -118,6 +118,14 @@ def test_check_lists_the_variant_and_the_screens_not_offered(monkeypatch) -> Non
     (absent,) = [line for line in lines if line.startswith("  not offered: ")]
     assert "fp" in absent.split(": ", 1)[1].split(" (")[0].split(", ")
     assert absent.endswith("(no variant for x86 7F_01)")
+    # Each variant says how many counters it takes (Intel's slots and metrics apart).
+    assert lines[i + 2] == "       needs 4 hardware counters (on fewer: multiplexed, cells marked)"
+    icl = builtin_screens(Target("x86", "06_7E"))
+    td = next(s for s in icl if s.name == "topdown")
+    assert diagnose.counter_need(td) == (
+        "needs slots and 4 top-down metrics (no general counter) and 2 general-purpose "
+        "counters (on fewer: multiplexed, cells marked)"
+    )
     # A screen with one ungated variant gets no variant line.
     j = next(k for k, line in enumerate(lines) if line.endswith(" sched: runs here"))
     assert not lines[j + 1].startswith("       variant")

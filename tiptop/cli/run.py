@@ -156,7 +156,7 @@ def run_monitor(
 
             sampler = record_source(opts, sampler, index)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
-            from tiptop.engine.bycgroup import CgroupSource
+            from tiptop.sources.bycgroup import CgroupSource
 
             sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
         if child is not None:

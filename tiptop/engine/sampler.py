@@ -2,17 +2,18 @@
 
 One refresh (``docs/architecture.md`` draws it):
 
-1. ``Attacher.read(known)`` (``engine.attach`` over ``engine.readout``): one group read
+1. ``Attacher.read(known)`` (``engine.count.attach`` over ``engine.count.readout``): one group read
    per task of the last scan and PMU, deltas and scaling, all rows at once; tasks whose
    groups were enabled for no time did not run;
-2. ``TaskScanner.scan(idle)`` (``engine.tasks``): which tasks exist, their facts and %CPU,
-   without reading ``/proc/PID/stat`` again for the tasks that did not run;
-3. ``evaluate(...)`` (``engine.evaluate``): the readout and task facts become a finished
+2. ``TaskScanner.scan(activity)`` (``engine.scan.tasks``): which tasks exist, their facts and
+   %CPU, without reading ``/proc/PID/stat`` again for the tasks that did not run
+   (``engine.activity``: what the counters said, handed over in one record);
+3. ``evaluate(...)`` (``engine.assemble``): the readout and task facts become a finished
    ``Frame`` (columns evaluated, statuses, dead rows marked);
 4. ``Attacher.detach(gone)`` then ``Attacher.attach(scan)``: groups of tasks that ended are
    closed, new tasks get theirs (busy first, within the fd budget) for the next refresh.
 
-The counter plan (``engine.plan``) is made once per screen, at construction and at
+The counter plan (``engine.count.plan``) is made once per screen, at construction and at
 ``reconfigure``: each event is resolved, probed once on ourselves and packed into groups
 that fit the PMU. Every problem goes to the one message log (``tiptop.messages``).
 
@@ -22,7 +23,7 @@ on, which covers a full interval. The first ``refresh()`` after ``start()`` is i
 a ``refresh()`` without ``start()`` (or after ``reconfigure``) starts, returns an empty
 frame, and the next one is iteration 0. A task that ends is read one last time and its row
 shows that last interval, dead (its %CPU from the zombie's final times when /proc still
-shows it, ``engine.tasks``); with ``sticky`` that row is then repeated, frozen.
+shows it, ``engine.scan.tasks``); with ``sticky`` that row is then repeated, frozen.
 
 *Cells shown '?' although the task ran* (Δtime_enabled > 0, Δtime_running == 0) are the
 kernel's true answer: the group never got the PMU's counters, usually because another
@@ -37,12 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.engine.attach import Attacher, Counts
-from tiptop.engine.evaluate import RowLabels, assemble
-from tiptop.engine.plan import Planner, ScreenPlan
-from tiptop.engine.readout import CounterPlan
-from tiptop.engine.task import same_tasks
-from tiptop.engine.tasks import Scan, Task, TaskScanner
+from tiptop.engine.assemble import RowLabels, assemble
+from tiptop.engine.count.attach import Attacher, Counts
+from tiptop.engine.count.plan import Planner, ScreenPlan
+from tiptop.engine.count.readout import CounterPlan
+from tiptop.engine.scan.task import same_tasks
+from tiptop.engine.scan.tasks import Scan, Task, TaskScanner
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
@@ -50,7 +51,7 @@ from tiptop.messages import MessageLog
 from tiptop.screens.model import ScreenSpec
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
-#: ``schedstat``, and their ``stat`` when they ran (``engine.task.slept``).
+#: ``schedstat``, and their ``stat`` when they ran (``engine.scan.task.slept``).
 SWEEP = 16
 
 
@@ -107,7 +108,7 @@ class Sampler(FrameSource):
 
     # ------------------------------------------------------------------ parts
     def _plan_screen(self) -> None:
-        """Plan the screen here (``engine.plan``) and hold a new attacher for it (the fd
+        """Plan the screen here (``engine.count.plan``) and hold a new attacher for it (the fd
         budget, once shrunk by EMFILE, carries over)."""
         if hasattr(self, "_attacher"):
             self._fd_budget = self._attacher.fd_budget
@@ -173,14 +174,9 @@ class Sampler(FrameSource):
             return frame
         known = self._scanner.tasks
         counts = self._attacher.read(known)
-        # A rotating 1/SWEEP of the idle tasks is looked at anyway, so nothing the counters
-        # cannot see (counters detached by a setuid exec) stays hidden for long.
-        sweep = self._iteration % SWEEP
-        tids, still = counts.tids, counts.idle
-        quiet = set(tids[still].tolist())
-        idle = set(tids[still & (tids % SWEEP != sweep)].tolist())
-        blind = set(tids[counts.readout.nread.sum(axis=1) == 0].tolist())
-        scan = self._scanner.scan(idle, counts.ended, quiet, counts.marks, blind)
+        # A rotating 1/SWEEP of the tasks that did not run is looked at anyway, so nothing
+        # the counters cannot see (counters ended by a setuid exec) stays hidden for long.
+        scan = self._scanner.scan(counts.activity(SWEEP, self._iteration % SWEEP))
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)
@@ -245,7 +241,8 @@ class Sampler(FrameSource):
         sp = self._screen_plan
         return assemble(
             rows, self.plan, counts.readout, counts.retired, sp.evaluator,
-            iteration=self._iteration, interval=scan.interval, threads=self.config.threads,
+            iteration=self._iteration, interval=scan.interval, window=counts.window,
+            threads=self.config.threads,
             tasks_total=scan.threads_total, reaped=reaped,
             dead=np.arange(len(rows)) >= len(shown), labels=self._row_labels(rows),
         )  # fmt: skip

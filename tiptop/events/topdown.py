@@ -116,7 +116,7 @@ def _cpus(sysfs_root: str, pmu_name: str) -> str:
 
 class Topdown:
     """The perf metrics of this machine's PMUs, read from sysfs once each, and what the
-    counter plan needs of them (``tiptop.engine.plan``, "Top-down groups")."""
+    counter plan needs of them (``tiptop.engine.count.plan``, "Top-down groups")."""
 
     def __init__(self, sysfs_root: str) -> None:
         self.sysfs_root = sysfs_root

@@ -114,25 +114,37 @@ def syscall_number(machine: str | None = None) -> int:
         ) from None
 
 
-#: id(attr) -> (attr, its struct's bytes): an Attr is immutable and a plan opens the same
-#: few on every task, so each is laid out once (filling the bitfields is one cffi store per
-#: field, copying the laid-out bytes one memmove). Holding ``attr`` keeps its id from being
-#: reused.
-_LAID_OUT: dict[int, tuple[Attr, bytes]] = {}
+class Layouts:
+    """The bytes of each :class:`Attr`'s struct once laid out, keyed by the Attr itself.
+
+    A plan opens the same few attrs on every task: filling the bitfields is one cffi store
+    per field, copying laid-out bytes one ``memmove``. An Attr is frozen and compares by
+    value, and its struct's bytes depend on its fields only (``size`` is set per call, after
+    the copy), so an entry is never stale; the memo grows with the distinct attrs opened
+    (a few per screen, whatever the number of tasks)."""
+
+    def __init__(self) -> None:
+        self._bytes: dict[Attr, bytes] = {}
+
+    def fill(self, c: Any, attr: Attr) -> None:
+        """Set the zeroed struct ``c`` from ``attr`` (every field but ``size``)."""
+        laid = self._bytes.get(attr)
+        if laid is not None:
+            ffi.memmove(c, laid, ATTR_SIZE)
+            return
+        for name in _ATTR_FIELDS:
+            setattr(c, name, int(getattr(attr, name)))
+        self._bytes[attr] = bytes(ffi.buffer(c))
+
+
+#: The layouts of every struct this process hands the kernel (:func:`new_attr`).
+LAYOUTS = Layouts()
 
 
 def new_attr(attr: Attr, size: int = ATTR_SIZE) -> Any:
     """A zeroed ``struct perf_event_attr *`` filled from ``attr`` with ``size`` set."""
     c = ffi.new("struct perf_event_attr *")
-    seen = _LAID_OUT.get(id(attr))
-    if seen is not None and seen[0] is attr:
-        ffi.memmove(c, seen[1], ATTR_SIZE)
-    else:
-        for name in _ATTR_FIELDS:
-            setattr(c, name, int(getattr(attr, name)))
-        if len(_LAID_OUT) >= 512:  # screens switched many times: start again
-            _LAID_OUT.clear()
-        _LAID_OUT[id(attr)] = (attr, bytes(ffi.buffer(c)))
+    LAYOUTS.fill(c, attr)
     c.size = size
     return c
 

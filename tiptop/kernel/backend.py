@@ -1,14 +1,17 @@
 """The protocol every counter backend follows: the real kernel one and the fake one.
 
-A backend opens one *group* of events on one task and hands back a :class:`Group`; a group
-is read with one ``read()`` giving every member's value plus the group's ``time_enabled``
-and ``time_running`` (``PERF_FORMAT_GROUP``, perf_event_open(2) "read_format"). Errors are
-``OSError`` carrying the kernel's real errno, never a rewritten one.
+A backend opens one *group* of events on one task and hands back a :class:`Group`. A
+group is read as the kernel's ``PERF_FORMAT_GROUP | ID`` words (perf_event_open(2),
+"read_format"): ``nr, time_enabled, time_running, {value, id} * nr``, u64 each, members in
+open order (kernel/events/core.c ``perf_read_group()``), by the leader's fd. The engine
+reads only these words (``engine.units``); ``Group.read`` parses them for the callers that
+read a group once (probes, diagnostics). Errors are ``OSError`` carrying the kernel's real
+errno, never a rewritten one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,11 +32,31 @@ class GroupReading:
 class Group(Protocol):
     """An open group of events on one task (one fd per member)."""
 
-    #: Number of file descriptors the group holds.
+    #: Number of file descriptors the group holds (0 once closed).
     n_fds: int
+    #: The fd numbers, the leader's first; empty once closed.
+    fds: list[int]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The members' event ids (``PERF_EVENT_IOC_ID``), in open order."""
+        ...
+
+    def read_raw(self) -> bytes:
+        """One read of the leader: the group's words, errors as their kinds
+        (``tiptop.kernel.errors``), a short read an ``OSError`` (EIO)."""
+        ...
+
+    def bare_read(self) -> Callable[[], bytes]:
+        """A read of the leader as a call with nothing around it: what ``os.read`` of its
+        fd gives, errors untranslated and the length unchecked (the caller checks both).
+        It reads by the fd's number, so it must not be called after :meth:`close`: it
+        would read whatever took that number."""
+        ...
 
     def read(self) -> GroupReading:
-        """The cumulative counts since the group was opened. Raises ``OSError``."""
+        """The cumulative counts since the group was opened (:meth:`read_raw`, parsed).
+        Raises ``OSError``."""
         ...
 
     def close(self) -> None:
@@ -50,4 +73,16 @@ class Backend(Protocol):
         Raises ``OSError`` with the errno of the first member that failed; its index is in
         the exception's ``member`` attribute when known. Nothing stays open on failure.
         """
+        ...
+
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
+        """One read of up to ``nbytes`` from each of ``fds`` (leaders of groups this backend
+        opened), in order: what ``os.read`` gives each, lengths unchecked; the first error
+        is raised untranslated and ends the reads. The caller makes sure none of ``fds``
+        was closed (a closed number may be another file's by then)."""
+        ...
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
+        """An fd that turns readable when ``tid`` exits (a pidfd, pidfd_open(2)), or None
+        where none can be had."""
         ...

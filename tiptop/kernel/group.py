@@ -15,6 +15,7 @@ import fcntl
 import functools
 import os
 from collections.abc import Callable, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -101,7 +102,7 @@ class CounterGroup:
         """A read of the leader as a call with nothing around it: ``os.read`` of its fd,
         errors untranslated and no check of the length (the caller checks both; what
         a refresh calls once per task). The call holds the fd's number: it must not be
-        used after ``close`` (``engine.units.Unit.close`` replaces it), or it would
+        used after ``close`` (``engine.count.units.Unit.close`` replaces it), or it would
         read whatever file took that number."""
         return functools.partial(os.read, self.fds[0], self._bufsize)
 
@@ -130,40 +131,48 @@ class CounterGroup:
         self.close()
 
 
-#: id(attrs) -> (attrs, what :func:`open_group` opens for them): a plan opens the same
-#: attrs on every task, so the group read format and a leader's ``disabled`` are applied
-#: once, not per task (each ``dataclasses.replace`` would make a new Attr, whose struct
-#: ``_ffi`` would lay out afresh). Holding ``attrs`` keeps its id from being reused.
-_OPENED: dict[int, tuple[tuple[Attr, ...], tuple[Attr, ...]]] = {}
-
-
 def _enabled_after(attrs: Sequence[Attr]) -> bool:
     """Whether :func:`open_group` opens the leader disabled and enables the whole group
     once every member is in: a leader asked to start enabled."""
     return not attrs[0].disabled and not attrs[0].enable_on_exec
 
 
-def _as_opened(attrs: Sequence[Attr]) -> tuple[Attr, ...]:
-    """``attrs`` as :func:`open_group` opens them: the group read format, the leader
-    ``disabled`` when the group is enabled once whole (:func:`_enabled_after`); kept for a
-    tuple (immutable), made afresh for other sequences."""
-    seen = _OPENED.get(id(attrs))
-    if seen is not None and seen[0] is attrs:
-        return seen[1]
-    enable_after = _enabled_after(attrs)
-    made = []
-    for k, attr in enumerate(attrs):
-        if attr.read_format != GROUP_READ_FORMAT:
-            attr = attr.replace(read_format=GROUP_READ_FORMAT)
-        if k == 0 and enable_after:
-            attr = attr.replace(disabled=True)
-        made.append(attr)
-    out = tuple(made)
-    if type(attrs) is tuple:
-        if len(_OPENED) >= 512:  # screens switched many times: start again
-            _OPENED.clear()
-        _OPENED[id(attrs)] = (attrs, out)
-    return out
+class OpenedAttrs:
+    """The attrs :func:`open_group` opens for the attrs it is given: the group read format
+    on each, the leader ``disabled`` when the group is enabled once whole
+    (:func:`_enabled_after`), kept by the given attrs' value.
+
+    A plan opens the same attrs on every task, and each ``Attr.replace`` makes a new Attr
+    (whose struct ``_ffi`` would then lay out afresh). What is made depends on the given
+    attrs only, which are frozen and compared by value (a list is looked up as the tuple
+    of what it holds when called), so an entry is never stale; the memo grows with the
+    distinct groups opened (a few per screen, whatever the number of tasks)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[Attr, ...], tuple[Attr, ...]] = {}
+
+    def __call__(self, attrs: Sequence[Attr]) -> tuple[Attr, ...]:
+        key = attrs if type(attrs) is tuple else tuple(attrs)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = self._make(key)
+        return made
+
+    @staticmethod
+    def _make(attrs: tuple[Attr, ...]) -> tuple[Attr, ...]:
+        enable_after = _enabled_after(attrs)
+        made = []
+        for k, attr in enumerate(attrs):
+            if attr.read_format != GROUP_READ_FORMAT:
+                attr = attr.replace(read_format=GROUP_READ_FORMAT)
+            if k == 0 and enable_after:
+                attr = attr.replace(disabled=True)
+            made.append(attr)
+        return tuple(made)
+
+
+#: What every group of this process is opened with (:func:`open_group`).
+_as_opened = OpenedAttrs()
 
 
 def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGroup:
@@ -210,6 +219,12 @@ class PerfBackend:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
         with translated():
             return open_group(tid, attrs)
+
+    @staticmethod
+    def read_leaders(fds: Sequence[int], nbytes: int) -> list[bytes]:
+        """One ``os.read`` of ``nbytes`` from each of ``fds``, in order (see the protocol:
+        errors untranslated, lengths unchecked, none of ``fds`` closed)."""
+        return list(map(os.read, fds, repeat(nbytes, len(fds))))
 
     def open_pidfd(self, tid: int, thread: bool) -> int | None:
         """A pidfd that tells when ``tid`` has exited (``procfs.open_pidfd``)."""

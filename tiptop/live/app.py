@@ -197,8 +197,7 @@ class LiveApp:
     def rebuild(self) -> None:
         """Recompute the rows from the current frame and view (no sampling)."""
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
-        view = self.state.view
-        self.table.set_rows(self.rows, self._format_row, (view.pid_width, view.show_user))
+        self.table.set_rows(self.rows, self._format_row)
         self.widget.errors.set_messages(self.source.messages.lines())
         self.widget.changed()
 

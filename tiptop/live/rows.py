@@ -1,7 +1,9 @@
 """The task table of live mode: a box widget that builds only its visible lines
-(:class:`Scroller`), the task rows' markup, and :class:`TaskTable`, which draws a row that
-shows what it showed at the last render from that render. Imports nothing from tiptop but
-the palette and the windows' scrolling rule (the rows come from ``tiptop.table``)."""
+(:class:`Scroller`), the task rows' markup, and :class:`TaskTable`, the rows of the last
+refresh formatted when drawn. Nothing is kept from one render to the next: only the lines
+on screen are built (benchmarks/README.md says why no row memo). Imports nothing from
+tiptop but the palette and the windows' scrolling rule (the rows come from
+``tiptop.table``)."""
 
 from __future__ import annotations
 
@@ -96,11 +98,6 @@ class Scroller(urwid.Widget):
         self._invalidate()
         return True
 
-    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
-        """Line ``i``'s markup and, when it is plain, its :func:`plain_line`."""
-        markup = self.line(i, cols)
-        return markup, plain_line(markup, cols)
-
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         cols, rows = size
         self.height = rows
@@ -109,7 +106,8 @@ class Scroller(urwid.Widget):
         texts: list[bytes] = []
         runs: list[list[tuple[Any, int]]] = []
         for i in range(self.top, min(self.top + rows, self.count)):
-            markup, plain = self.line_at(i, cols)
+            markup = self.line(i, cols)
+            plain = plain_line(markup, cols)
             if plain is not None:  # consecutive plain lines: one canvas
                 texts.append(plain[0])
                 runs.append(list(plain[1]))  # a copy: TextCanvas pads it in place
@@ -156,21 +154,9 @@ class TaskTable(Scroller):
         super().__init__(self._row_line)
         self.format_row = format_row
         self.rows: Sequence[Any] = ()
-        #: What the lines depend on beyond each row (``set_rows``).
-        self.style: Any = None
-        #: A row's ``shows()`` and width -> its line, for the rows of the last render:
-        #: a row showing what it showed is not formatted again (most rows, most refreshes).
-        self._lines: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
-        self._drawn: dict[tuple[Any, int], tuple[Markup, Plain | None]] = {}
 
-    def set_rows(
-        self, rows: Sequence[Any], format_row: Callable[[Any], str], style: Any = None
-    ) -> None:
-        """Show new rows (formatted lazily with ``format_row``); ``style``: what, beyond
-        a row's ``shows()``, its line depends on (the view's id width, user column)."""
-        if (format_row, style) != (self.format_row, self.style):
-            self._lines = {}
-        self.style = style
+    def set_rows(self, rows: Sequence[Any], format_row: Callable[[Any], str]) -> None:
+        """Show new rows (formatted lazily with ``format_row``)."""
         self.rows = rows
         self.format_row = format_row
         self.set_count(len(rows))
@@ -182,17 +168,3 @@ class TaskTable(Scroller):
     def _row_line(self, i: int, cols: int) -> Markup:
         row = self.rows[i]
         return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
-
-    def line_at(self, i: int, cols: int) -> tuple[Markup, Plain | None]:
-        key = (self.rows[i].shows(), cols)
-        got = self._lines.get(key)
-        if got is None:
-            got = super().line_at(i, cols)
-        self._drawn[key] = got
-        return got
-
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        self._drawn = {}
-        canvas = super().render(size, focus)
-        self._lines = self._drawn  # only what is on screen is kept
-        return canvas

@@ -81,7 +81,7 @@ class TextWriter:
         self.screen = screen
         self.screen_index = screen_index
         self.view: View = options.view()
-        self._lines = LineMemo()  # text_lines' memo: one screen, one view
+        self._lines = LineMemo()  # the last iteration's lines, for text_lines
 
     def begin(self, now: float) -> None:
         """Preamble and the header line (printed once, never repeated)."""

@@ -285,7 +285,7 @@ def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
 
 #: Per-task lists of a frame line: key -> kind (f: numbers, i: integers, s: statuses).
 _TASK_KEYS = {"nth": "i", "cpu": "f", "usr": "f", "sys": "f", "proc": "f", "dead": "b",
-              "cs": "s", "ss": "s"}  # fmt: skip
+              "cs": "s", "ss": "s", "w": "f"}  # fmt: skip
 #: Per-counter lists: key -> kind; ``d`` is required.
 _COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
 

@@ -94,7 +94,7 @@ def decode(
         cpu_total=_or(v["cpu"], n, 0.0), cpu_sys=_or(v["sys"], n, 0.0),
         cpu_user=_or(v["usr"], n, 0.0), processor=_or(v["proc"], n, 0.0),
         interval=line.dt, total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
-        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
+        split_status=_or(v["ss"], n, 0, STATUS_DTYPE), window=v["w"],
     )  # fmt: skip
     aliases, raw, cells_in = _counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
@@ -110,6 +110,7 @@ def decode(
         counters=aliases, tid=tid, pid=pid, marker=markers,
         user=[f[1] for f in facts], name=[f[2] for f in facts], cmdline=[f[3] for f in facts],
         num_threads=nth, dead=_or(v["dead"], n, 0, bool), cpu_total=row.cpu_total,
+        window=row.window,
         values=cells.values, status=cells.status, running=cells.running, counter_delta=raw,
         counter_running=cells_in.running, counter_status=cells_in.status,
         tasks_total=n if line.tasks_total is None else line.tasks_total,

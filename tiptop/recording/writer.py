@@ -90,6 +90,8 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
     for key, x in (("usr", frame.cpu_user), ("sys", frame.cpu_sys), ("proc", frame.processor)):
         if x is not None:
             d[key] = numbers(x)
+    if frame.window is not None and (frame.window != frame.interval).any():
+        d["w"] = numbers(frame.window)  # each row's counter window (INTERVAL)
     if frame.cpu_status is not None and frame.cpu_status.any():
         d["cs"] = _ints(frame.cpu_status[:, 0])
         d["ss"] = _ints(frame.cpu_status[:, 1])

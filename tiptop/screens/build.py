@@ -287,6 +287,7 @@ def _add_column(b: _Building, item: RawItem) -> None:
         threshold_below=below,
         line=item.line,
         column=item.column,
+        table_metric=a.get("table_metric") or None,
     )
     b.columns.append((spec, aliases))
 
@@ -374,4 +375,5 @@ def _counter(
         model=a.get("model"),
         line=item.line,
         column=item.column,
+        table_event=a.get("table_event") or None,
     )

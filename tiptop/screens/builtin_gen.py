@@ -1,7 +1,9 @@
 """Writes ``tiptop/screens/builtin_data.py``: the built-in screens of
 ``tiptop/screens/builtin/*.yaml`` as the YAML reader reads them (:class:`RawScreen` records,
 before checking and ``arch``/``model`` gating), so that start-up builds them without a YAML
-parser. The YAML files stay the source of truth: after editing one, run::
+parser. Each screen's description gets its deviations from the kernel's tables
+(``tiptop.screens.deviations``). The YAML files stay the source of truth: after editing one
+(or the deviations), run::
 
     python3 -m tiptop.screens.builtin_gen
 
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tiptop.screens.build import RawItem, RawScreen
+from tiptop.screens.deviations import described, for_variant
 from tiptop.screens.loader import BUILTIN_FILES
 from tiptop.screens.yamlrc import read_yaml
 
@@ -43,8 +46,11 @@ def _item(item: RawItem) -> str:
 
 def _screen(raw: RawScreen) -> list[str]:
     extra = f"breakdown={raw.breakdown!r}, " if raw.breakdown else ""
+    desc = raw.desc
+    if desc is not None and raw.name is not None:  # said where the screen is described
+        desc = described(desc, for_variant(raw.name, raw.arch, raw.model))
     lines = [
-        f"        RawScreen({raw.name!r}, {raw.desc!r}, line={raw.line!r}, "
+        f"        RawScreen({raw.name!r}, {desc!r}, line={raw.line!r}, "
         f"column={raw.column!r}, arch={raw.arch!r}, model={raw.model!r}, {extra}items=["
     ]
     lines += [f"            {_item(i)}," for i in raw.items]

@@ -117,6 +117,10 @@ class CounterSpec:
     model: str | None = None
     line: int | None = None
     column: int | None = None
+    #: The event of the vendor's table this encodes (``INT_MISC.UOP_DROPPING``; perf's
+    #: ``name@term=value@`` for a table event with a modifier), checked against the kernel's
+    #: tables by tests/unit/test_oracle_*.py; None for a counter no table names.
+    table_event: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,9 @@ class ColumnSpec:
     threshold_below: bool = False
     line: int | None = None
     column: int | None = None
+    #: The vendor metric (perf's ``MetricName``) whose value this column shows, in percent
+    #: when the metric's ScaleUnit is ``100%``; checked on random counts by the oracle tests.
+    table_metric: str | None = None
 
 
 @dataclass(frozen=True)

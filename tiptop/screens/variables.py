@@ -25,7 +25,7 @@ Column = tuple[np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class RowFacts:
-    """Per-row facts of one refresh, ``n`` rows each (``tiptop.engine.evaluate`` builds it).
+    """Per-row facts of one refresh, ``n`` rows each (``tiptop.engine.assemble`` builds it).
 
     The %CPU fields are percent of one CPU over the interval, from the utime/stime deltas
     of proc(5) ``/proc/PID/stat`` fields 14 and 15. ``total_status``/``split_status`` are
@@ -43,6 +43,8 @@ class RowFacts:
     interval: float
     total_status: np.ndarray
     split_status: np.ndarray
+    #: Per row, the seconds its counters' deltas cover (``INTERVAL``); None: ``interval``.
+    window: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -89,8 +91,11 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "INTERVAL",
-        "seconds since the previous refresh",
-        lambda f: (np.full(f.n, float(f.interval)), f.ok()),
+        "seconds the row's counter deltas cover",
+        lambda f: (
+            np.full(f.n, float(f.interval)) if f.window is None else f.window,
+            f.ok(),
+        ),
     ),
 )
 

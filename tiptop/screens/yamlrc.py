@@ -10,6 +10,8 @@ Schema (everything optional except where the XML form requires it)::
         model: "06_2A;06_2D"
         counters:
           CYCLE: {config: CPU_CYCLES, type: HARDWARE}   # the XML attributes
+          FE: {config: "cpu/event=0x1a0,umask=0x1/",    # table_event: the vendor table's
+               table_event: de_no_dispatch_per_slot.no_ops_from_frontend}   # name (YAML only)
           INSN: instructions                            # a string: config, no type
           uOP:                                          # a list: gated alternatives
             - {config: "0x1c2", type: RAW, model: "06_1A;06_1E"}
@@ -17,6 +19,7 @@ Schema (everything optional except where the XML form requires it)::
         columns:
           - {header: " IPC", format: "%4.2f", expr: delta(INSN)/delta(CYCLE), desc: ...,
              threshold: 0.5, threshold_below: true}
+          - {header: " %FE", ..., table_metric: frontend_bound}  # the vendor metric it equals
         breakdown: ["%RET", "%BAD"]  # optional: columns whose percentages add up to 100
 
 Only PyYAML's safe loader is used (its composer, to keep line/column marks); anchors and
@@ -39,8 +42,8 @@ from tiptop.screens.xmlrc import MAX_BYTES
 #: once per level, and ``[[[[...`` a thousand deep would end in a RecursionError.
 MAX_NESTING = 50
 
-_COUNTER_KEYS = ("config", "type", "arch", "model")
-_COLUMN_KEYS = ("header", "format", "expr", "desc", "threshold", "threshold_below")
+_COUNTER_KEYS = ("config", "type", "arch", "model", "table_event")
+_COLUMN_KEYS = ("header", "format", "expr", "desc", "threshold", "threshold_below", "table_metric")
 
 
 class _Loader(yaml.SafeLoader):
@@ -239,7 +242,8 @@ def export_yaml(config: ConfigSpec) -> str:
         counters: dict[str, Any] = {}
         for c in s.counters:
             entry = {"config": c.config}
-            entry.update({k: getattr(c, k) for k in ("type", "arch", "model") if getattr(c, k)})
+            keys = ("type", "arch", "model", "table_event")
+            entry.update({k: getattr(c, k) for k in keys if getattr(c, k)})
             counters[c.alias] = entry
         columns = []
         for col in s.columns:
@@ -248,6 +252,8 @@ def export_yaml(config: ConfigSpec) -> str:
                 entry["threshold"] = col.threshold
             if col.threshold_below:
                 entry["threshold_below"] = True
+            if col.table_metric:
+                entry["table_metric"] = col.table_metric
             columns.append(entry)
         screen: dict[str, Any] = {"name": s.name, "desc": s.desc}
         screen.update(counters=counters, columns=columns)

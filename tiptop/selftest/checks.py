@@ -204,12 +204,23 @@ def judge(
         row.kind, row.verdict = "off", f"off by {100 * err:+.2f}%"
 
 
+#: Alias prefix of the software events the self-test adds to a screen that lacks them
+#: (``tiptop.selftest.report.EXTRAS``): not the screen's own.
+EXTRA = "st-"
+
+
+def _own(rows: list[Row]) -> list[Row]:
+    """The rows of the screen's own counters (all rows for a screen without counters)."""
+    return [r for r in rows if not r.alias.startswith(EXTRA)] or rows
+
+
 def exit_code(rows: list[Row]) -> int:
     """0: every checked event is good; 1: some counter is off (or does not count); 2: no
-    event could be checked at all."""
+    event of the screen could be checked (the software events added beside it do not make
+    a screen checked: ``-S default`` without a PMU checks nothing of ``default``)."""
     if any(r.kind in BAD for r in rows):
         return 1
-    return 0 if any(r.kind in GOOD for r in rows) else 2
+    return 0 if any(r.kind in GOOD for r in _own(rows)) else 2
 
 
 def summary(rows: list[Row], code: int) -> str:
@@ -219,6 +230,12 @@ def summary(rows: list[Row], code: int) -> str:
     unsupported = sum(r.kind == "unsupported" for r in rows)
     unchecked = sum(r.kind == "unchecked" for r in rows)
     word = {0: "all checked counters are right", 1: "a counter is off", 2: "nothing checked"}
+    if code == 2 and any(r.kind in GOOD for r in rows):
+        own = _own(rows)
+        word[2] = (
+            f"nothing of the screen checked ({len(own)} of its events, none countable or "
+            "with a known count here; only the software events beside it were)"
+        )
     return (
         f"selftest: {good} good, {bad} off, {unsupported} unsupported here, "
         f"{unchecked} not checked: {word[code]} (exit {code})"

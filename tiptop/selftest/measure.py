@@ -1,10 +1,10 @@
 """The self-test's measuring side: the kernel child, and counting it through tiptop's engine.
 
-The counters take the live view's path: the screen is planned by ``engine.plan.Planner``
+The counters take the live view's path: the screen is planned by ``engine.count.plan.Planner``
 (resolve, probe on ourselves, pack into groups per PMU, the same attrs: user space only,
 ``inherit``, group reads), each group is opened on the child's pid and wrapped in an
-``engine.units.Unit`` (its opening read is the base), and the counts come from
-``engine.readout.read_units`` (deltas modulo 2**64, scaled by ``enabled / running`` when
+``engine.count.units.Unit`` (its opening read is the base), and the counts come from
+``engine.count.readout.read_units`` (deltas modulo 2**64, scaled by ``enabled / running`` when
 multiplexed). Only the attachment moment differs from a refresh: the groups are opened while
 the child sleeps in the kernel's first ``read`` and read once it sleeps in the last one
 (``/proc/PID/stat`` state ``S``, proc(5)), so a run counts the kernel's body plus a fixed
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tiptop.engine.plan import Planner, ScreenPlan
-from tiptop.engine.readout import read_units
-from tiptop.engine.units import Unit
+from tiptop.engine.count.plan import Planner, ScreenPlan
+from tiptop.engine.count.readout import read_units
+from tiptop.engine.count.units import Stores, Unit
 from tiptop.errors import CounterError, TiptopError
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.procfs import CLK_TCK
@@ -177,11 +177,12 @@ def measure(
     child.ask(kernel, n, ring)
     cpu0, steal0 = child.cpu_ns(), steal_ns()
     units: list[Unit] = []
+    stores = Stores(backend)
     failed: dict[int, str] = {}
     try:
         for g, gdef in enumerate(plan.groups):
             try:
-                units.append(Unit(backend.open_group(child.pid, gdef.attrs), g))
+                units.append(Unit(backend.open_group(child.pid, gdef.attrs), g, stores))
             except CounterError as e:
                 for j in gdef.alias_index:
                     failed[int(j)] = planner.explain(e, plan.aliases[int(j)], gdef.pmu)

@@ -11,7 +11,7 @@ import json
 import math
 import os
 
-from tiptop.engine.plan import Planner, ScreenPlan
+from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.errors import EventError
 from tiptop.events import resolve, resolve_numeric
 from tiptop.host import Host

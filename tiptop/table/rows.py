@@ -85,15 +85,6 @@ class Row:
             self._text = b.fmt.text(self.values, b.codes(self._k))
         return self._text
 
-    def shows(self) -> tuple[object, ...]:
-        """All the row's line is made of but the view: id, marker, user, command, death,
-        watch, the cell format, values (their bits: -0.0 prints apart from 0.0), cell
-        codes and cell attributes. Two rows with equal ``shows()`` print the same."""
-        b, k = self._block, self._k
-        return (self.tid, self.marker, self.user, self.command, self.dead, self.watched, b.fmt,
-                b.values[k].tobytes(), b.codes(k), b.over[k].tobytes(),
-                b.multiplexed[k].tobytes())  # fmt: skip
-
     def __repr__(self) -> str:
         return f"Row(tid={self.tid}, command={self.command!r}, cells={self.cells!r})"
 

@@ -4,6 +4,7 @@ not formatted again but taken from a :class:`LineMemo`."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from operator import itemgetter
 
 import numpy as np
@@ -17,25 +18,42 @@ from tiptop.table.select import View, is_watched, shown_rows
 
 
 class LineMemo:
-    """The lines of the last :func:`text_lines` call and what each row showed there (cell
-    values and codes, death, command, marker, user), in that call's order, with the order
-    that sorts its task ids (to find a row again). One memo serves one screen and one view
-    (batch mode has one of each)."""
+    """The lines of the last :func:`text_lines` call, by task id, and what each row showed
+    there: the one "row shows what it showed" memo of tiptop, owned by one consumer (batch
+    mode's ``TextWriter``).
+
+    An entry is stale, and its row formatted again, when
+
+    * the layout differs from the last call's (every entry): the screen's columns (their
+      formats, and the header widths cells are padded to), the view's id width or its user
+      column (``-U``); see :func:`line_layout`;
+    * the row's facts differ (that entry): its cell values (by their bits: -0.0 prints apart
+      from 0.0, and a NaN is itself), cell codes (statuses), death (`` DEAD``), command (the
+      name, or the command line with ``-c``), marker or user;
+    * its task was not among the last call's rows (new, or shown again after being hidden):
+      only the last call's rows are kept.
+
+    Entries are found by task id, so the order (the view's sort) and the filter (idle
+    rows, ``--cpu-min``) make nothing stale. The watch suffix `` <---`` is not kept: it is
+    added to the lines after the memo."""
 
     def __init__(self) -> None:
+        self.layout: Hashable = None
         self.tid = np.empty(0, np.int64)
         self.facts: tuple[np.ndarray, ...] = ()
         self.lines: list[str] = []
         self._sorter = np.empty(0, np.intp)  # argsort of tid
 
     def recall(
-        self, tid: np.ndarray, facts: tuple[np.ndarray, ...]
+        self, layout: Hashable, tid: np.ndarray, facts: tuple[np.ndarray, ...]
     ) -> tuple[list[str | None], list[int]]:
         """Per row: its last line if the row shows exactly what it showed then, else None;
-        and the rows given None. Compared as arrays (numpy), not row by row; the rows of
-        the last call in the same order (a refresh with no change of order: the common
-        case) are compared in place."""
+        and the rows given None. A new ``layout`` forgets every line. Compared as arrays
+        (numpy), not row by row; the rows of the last call in the same order (a refresh
+        with no change of order: the common case) are compared in place."""
         n = len(tid)
+        if layout != self.layout:  # every entry is stale
+            self.layout, self.tid, self.facts, self.lines = layout, np.empty(0, np.int64), (), []
         if not n or not len(self.tid):
             return [None] * n, list(range(n))
         pos = None
@@ -53,10 +71,16 @@ class LineMemo:
         return lines, todo
 
     def keep(self, tid: np.ndarray, facts: tuple[np.ndarray, ...], lines: list[str]) -> None:
-        """Remember this call's rows (and only them)."""
+        """Remember this call's rows (and only them), in the layout last recalled."""
         if not np.array_equal(tid, self.tid):
             self._sorter = np.argsort(tid, kind="stable")
         self.tid, self.facts, self.lines = tid, facts, lines
+
+
+def line_layout(screen: ScreenSpec, view: View) -> Hashable:
+    """What a row's line depends on beyond the row's facts: the screen's columns, the
+    view's id width and user column (:func:`~tiptop.table.rows.row_line`)."""
+    return (screen.columns, view.pid_width, view.show_user)
 
 
 def _pick(items: list[str], pos: np.ndarray) -> list[str]:
@@ -82,7 +106,7 @@ def text_lines(
     tid = frame.tid[idx]
     facts = (values.view(np.uint64), codes, frame.dead[idx], *_texts(frame, idx, view))
     memo = memo if memo is not None else LineMemo()
-    lines, todo = memo.recall(tid, facts)
+    lines, todo = memo.recall(line_layout(screen, view), tid, facts)
     if todo:
         rows_values = values[todo].tolist()
         rows_codes = codes[todo].tobytes()

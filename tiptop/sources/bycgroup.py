@@ -69,6 +69,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         processor=np.full(m, np.nan), interval=frame.interval,
         total_status=np.zeros(m, STATUS_DTYPE),
         split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
+        window=_window(frame, g, m),
     )  # fmt: skip
     where = {a: j for j, a in enumerate(frame.counters)}
     evaluator = Evaluator(screen, where, columns)
@@ -83,11 +84,20 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         marker=[" "] * m, user=[u[0] if len(u) == 1 else "*" for u in users],
         name=list(names), cmdline=list(names),
         num_threads=_sum(frame.num_threads, g, m).astype(np.int64), dead=alive == 0,
-        cpu_total=row.cpu_total, values=cells.values, status=cells.status,
+        cpu_total=row.cpu_total, window=row.window, values=cells.values, status=cells.status,
         running=cells.running,
         counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
         counter_running=run, counter_status=st, tasks_total=frame.tasks_total,
     )  # fmt: skip
+
+
+def _window(frame: Frame, g: np.ndarray, m: int) -> np.ndarray | None:
+    """Each group's counter window: the longest of its rows' (``Frame.window``)."""
+    if frame.window is None:
+        return None
+    out = np.zeros(m)
+    np.maximum.at(out, g, frame.window)
+    return out
 
 
 class CgroupSource(SourceWrapper):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tiptop.engine.readout import CounterPlan
-from tiptop.engine.tasks import read_stat
-from tiptop.engine.units import Unit
+from tiptop.engine.count.readout import CounterPlan
+from tiptop.engine.count.units import Stores, Unit
+from tiptop.engine.scan.tasks import read_stat
 from tiptop.errors import CounterError, TaskGone
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
@@ -24,8 +24,11 @@ def tree_attrs(attrs: Sequence[Attr]) -> list[Attr]:
 class SpawnedCounters:
     """The counters of spawned children not adopted yet, and the spawned process trees."""
 
-    def __init__(self, backend: Backend, plan: CounterPlan, proc_root: str, threads: bool) -> None:
+    def __init__(
+        self, backend: Backend, plan: CounterPlan, proc_root: str, threads: bool, stores: Stores
+    ) -> None:
         self.backend, self.plan, self.proc_root, self.threads = backend, plan, proc_root, threads
+        self.stores = stores
         #: tid -> (starttime, units) of spawned children not adopted yet.
         self.waiting: dict[int, tuple[int, list[Unit]]] = {}
         #: pid -> starttime of spawned commands: their rows stand for their process tree.
@@ -46,7 +49,7 @@ class SpawnedCounters:
             for g, gdef in enumerate(self.plan.groups):
                 attrs = tree_attrs(gdef.attrs) if tree else list(gdef.attrs)
                 attrs = [a.replace(enable_on_exec=True, disabled=True) for a in attrs]
-                units.append(Unit(self.backend.open_group(pid, attrs), g))
+                units.append(Unit(self.backend.open_group(pid, attrs), g, self.stores))
         except CounterError:
             for u in units:
                 u.close()

@@ -8,7 +8,7 @@ one process (or, with ``PIDFD_THREAD``, one thread) and turns readable once it h
 A pidfd costs an fd of the budget that counters draw from too. When counters need the room,
 pidfds are given up (:meth:`ExitWatch.give_up`), and a task without one (also where none can
 be had: ``-H`` before Linux 6.9) is told from a new task under its id by its ``/proc/TID``
-mark (``engine.task.dir_mark``: a new task instance gets a new inode), one ``stat(2)`` a
+mark (``engine.scan.task.dir_mark``: a new task instance gets a new inode), one ``stat(2)`` a
 refresh while it sleeps instead of a pidfd. Its exit is still seen: the exiting
 task runs (its counters move), so its ``stat`` is read and shows the zombie, or ``/proc`` no
 longer lists it.
@@ -22,10 +22,7 @@ import select
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tiptop.engine.task import Task, dir_mark
-
-#: Identity of a task: ``(tid, starttime)``.
-Identity = tuple[int, int]
+from tiptop.engine.scan.task import Identity, Task, dir_mark
 
 
 class ExitWatch:
@@ -34,9 +31,9 @@ class ExitWatch:
     ``open_pidfd(tid, thread)`` is the backend's; a backend without it (the test fake)
     watches nothing.
 
-    An epoll set, not ``poll(2)``: poll asks every pidfd at every call (about 0.4 ms a
-    refresh at 570 pidfds on the development VM), epoll_wait(2) hands over the ready ones
-    only (epoll(7)), so a refresh where nothing exited costs the same at any count."""
+    An epoll set, not ``poll(2)``: poll asks every pidfd at every call, epoll_wait(2)
+    hands over the ready ones only (epoll(7)), so a refresh where nothing exited costs the
+    same at any count."""
 
     def __init__(self, open_pidfd: Callable[[int, bool], int | None] | None) -> None:
         self._open = open_pidfd

@@ -1,6 +1,6 @@
 """Row assembly: one refresh's counter readout and task facts become a :class:`Frame`.
 
-The sampler reads the counters (``tiptop.engine.readout``); this module turns that readout
+The sampler reads the counters (``tiptop.engine.count.readout``); this module turns that readout
 into the cells the columns read, all rows at once with numpy: an interval delta is shown
 only where its status is OK (``-`` and ``?`` come from the status matrix, ``tiptop.cells``),
 totals add the counts of groups closed while the task lived (reclaim), and the row facts
@@ -20,8 +20,8 @@ from operator import is_not
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.readout import CounterPlan, Readout, on_cpu_seconds
-from tiptop.engine.tasks import Task
+from tiptop.engine.count.readout import CounterPlan, Readout, on_cpu_seconds
+from tiptop.engine.scan.tasks import Task
 from tiptop.frame import Frame
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.variables import RowFacts
@@ -65,6 +65,7 @@ def assemble(
     *,
     iteration: int,
     interval: float,
+    window: float = 0.0,
     threads: bool,
     tasks_total: int,
     reaped: np.ndarray | None = None,
@@ -79,53 +80,50 @@ def assemble(
     ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
-    exited: this is its last interval. ``labels``: the rows' :class:`RowLabels` when the
-    caller kept them (else read from ``rows``)."""
-    n, k = len(rows), len(plan.aliases)
+    exited: this is its last interval. ``interval`` is the scan's (``stat`` times),
+    ``window`` the counters' (seconds between their last two reads). ``labels``: the rows'
+    :class:`RowLabels` when the caller kept them (else read from ``rows``)."""
+    cc = counter_cells(readout, plan, retired)
+    labels = labels or RowLabels.of(rows)
+    tid, pid = labels.tid, labels.pid
+    num_threads = np.array([t.num_threads for t in rows], np.int64)
+    facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads, window)
+    cells = evaluator.evaluate(facts, cc)
+    return Frame(
+        iteration=iteration, timestamp=time.time(), interval=interval, threads=threads,
+        headers=evaluator.headers, counters=plan.aliases, tid=tid, pid=pid,
+        marker=markers(tid, pid, num_threads), user=labels.user, name=labels.name,
+        cmdline=labels.cmdline, num_threads=num_threads,
+        dead=np.zeros(len(rows), bool) if dead is None else dead,
+        cpu_total=facts.cpu_total, window=facts.window, values=cells.values,
+        status=cells.status, running=cells.running,
+        counter_delta=np.where(cc.status == Code.UNREADABLE, np.nan, readout.raw),
+        counter_running=cc.running, counter_status=cc.status, tasks_total=tasks_total,
+        cpu_user=facts.cpu_user, cpu_sys=facts.cpu_sys, processor=facts.processor,
+        cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
+        counter_scaled=cc.scaled, counter_total=cc.total,
+        counter_total_status=cc.total_status,
+    )  # fmt: skip
+
+
+def counter_cells(
+    readout: Readout, plan: CounterPlan, retired: Sequence[np.ndarray | None]
+) -> CounterCells:
+    """What the columns read of the counters: interval deltas (scaled) and running totals
+    (the counts of groups closed while the task lived, ``retired``, added), NaN where their
+    status is not OK, and each counter's running fraction."""
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
     total = readout.total
     if any(map(is_not, retired, repeat(None))):
+        k = len(plan.aliases)
         total = total + np.stack([np.zeros(k) if r is None else r for r in retired])
-    delta = np.where(status == Code.OK, readout.delta, np.nan)
-    total = np.where(total_status == Code.OK, total, np.nan)
-    c_running = readout.running_fraction(plan)
-
-    labels = labels or RowLabels.of(rows)
-    tid, pid = labels.tid, labels.pid
-    num_threads = np.array([t.num_threads for t in rows], np.int64)
-    facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads)
-    cells = evaluator.evaluate(facts, CounterCells(delta, status, total, total_status, c_running))
-    return Frame(
-        iteration=iteration,
-        timestamp=time.time(),
-        interval=interval,
-        threads=threads,
-        headers=evaluator.headers,
-        counters=plan.aliases,
-        tid=tid,
-        pid=pid,
-        marker=markers(tid, pid, num_threads),
-        user=labels.user,
-        name=labels.name,
-        cmdline=labels.cmdline,
-        num_threads=num_threads,
-        dead=np.zeros(n, bool) if dead is None else dead,
-        cpu_total=facts.cpu_total,
-        values=cells.values,
-        status=cells.status,
-        running=cells.running,
-        counter_delta=np.where(status == Code.UNREADABLE, np.nan, readout.raw),
-        counter_running=c_running,
-        counter_status=status,
-        tasks_total=tasks_total,
-        cpu_user=facts.cpu_user,
-        cpu_sys=facts.cpu_sys,
-        processor=facts.processor,
-        cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
-        counter_scaled=delta,
-        counter_total=total,
-        counter_total_status=total_status,
+    return CounterCells(
+        scaled=np.where(status == Code.OK, readout.delta, np.nan),
+        status=status,
+        total=np.where(total_status == Code.OK, total, np.nan),
+        total_status=total_status,
+        running=readout.running_fraction(plan),
     )
 
 
@@ -143,6 +141,7 @@ def row_facts(
     reaped: np.ndarray | None,
     threads: bool = False,
     num_threads: np.ndarray | None = None,
+    window: float = 0.0,
 ) -> RowFacts:
     """What the built-in variables read (``tiptop.screens.variables``) for ``rows``: their
     CPU times and last CPU.
@@ -154,17 +153,22 @@ def row_facts(
     clock ticks only while the task runs, perf_event_open(2)), else clamped; the
     system/user split is scaled to match. A reaped task's %CPU is its counters' on-CPU
     time, its split unknown (``?``). ``num_threads``: the rows' thread counts when the
-    caller has them as an array (else read from ``rows``)."""
+    caller has them as an array (else read from ``rows``).
+
+    Each row's counter ``window`` (what ``INTERVAL`` reads in the columns' rates) is the
+    time between the counters' last two reads (``window``; the scan's ``interval`` before
+    there were two), and never less than the row's own on-CPU time in it (its groups'
+    Δtime_enabled): a row is read a little earlier or later within each pass over the
+    groups, so the pass's window alone can be shorter than the row's, and a task cannot
+    run longer than its own window (one thread's task-clock rate stays within 100%)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = floats([t.cpu_total for t in rows])
-    if threads:
-        cap = np.full(n, 100.0)
-    else:
-        if num_threads is None:
-            num_threads = np.array([t.num_threads for t in rows], np.int64)
-        cap = 100.0 * np.maximum(num_threads, 1)
-    est = 100.0 * on_cpu_seconds(readout, plan) / interval if interval > 0 else np.full(n, np.nan)
+    if num_threads is None and not threads:
+        num_threads = np.array([t.num_threads for t in rows], np.int64)
+    cap = np.full(n, 100.0) if threads else 100.0 * np.maximum(num_threads, 1)
+    on_cpu = on_cpu_seconds(readout, plan)
+    est = 100.0 * on_cpu / interval if interval > 0 else np.full(n, np.nan)
     counted = ~np.isnan(est)
     est0 = np.where(counted, est, 0.0)
     best = np.where(counted, np.minimum(est0, cap), cap)
@@ -176,14 +180,10 @@ def row_facts(
     user = share * floats([t.cpu_user for t in rows])
     system = share * floats([t.cpu_sys for t in rows])
     unknown = np.where(reaped, Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
-    tot_st = np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE)
-    split_st = unknown
     return RowFacts(
-        cpu_total=cpu_total,
-        cpu_sys=system,
-        cpu_user=user,
-        processor=floats([t.processor for t in rows]),
-        interval=interval,
-        total_status=tot_st,
-        split_status=split_st,
-    )
+        cpu_total=cpu_total, cpu_sys=system, cpu_user=user,
+        processor=floats([t.processor for t in rows]), interval=interval,
+        window=np.fmax(np.full(n, window if window > 0 else interval), on_cpu),
+        total_status=np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE),
+        split_status=unknown,
+    )  # fmt: skip

@@ -1,10 +1,9 @@
 """Which ``/proc`` entries to look at: the directory listed again only when a PID was made.
 
-Listing ``/proc`` walks every task in the kernel and returns a name per process: about
-0.46 us an entry on the development VM (267 us for 587 entries), every refresh. Nothing
-new can appear in it unless a PID was allocated since the last listing, and
-``/proc/loadavg`` says which PID was allocated last (proc(5): "the PID of the process that
-was most recently created on the system", a thread's TID included; 14 us to read). While
+Listing ``/proc`` walks every task in the kernel and returns a name per process, every
+refresh. Nothing new can appear in it unless a PID was allocated since the last listing,
+and ``/proc/loadavg`` says which PID was allocated last (proc(5): "the PID of the process
+that was most recently created on the system", a thread's TID included). While
 that number stays, the last listing, less the entries found gone since, is the listing
 (exits need no listing: a scan that finds an entry gone says so, ``forget``).
 
@@ -17,7 +16,7 @@ caller (``clone3()`` with ``set_tid``, as CRIU restores) does not move the numbe
 only where ``/proc/self`` names this process, so the ``/proc`` read is of that namespace
 too; a tree without ``loadavg`` (the tests' fake ``/proc``) is listed every time.
 
-The same number stands in for ``/proc/PID`` marks (``engine.task.dir_mark``), which tell an
+The same number stands in for ``/proc/PID`` marks (``engine.scan.task.dir_mark``), which tell an
 idle task without a pidfd from a new one under its PID: when no PID was made since the last
 call, none was reused, so a fresh listing that shows the PID shows that task. Where there are
 more marks to check than a listing costs, ``names(checks)`` lists afresh and says so
@@ -27,30 +26,51 @@ more marks to check than a listing costs, ``names(checks)`` lists afresh and say
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 #: Calls between two listings at most, whatever loadavg says (a PID chosen by the caller).
 RELIST = 16
 #: A ``/proc/PID`` mark check (a stat(2) and its Python) costs about as much as listing this
-#: many entries (development VM: stat 2.0 us against 0.5 us an entry at 64 processes, 3-4 us
-#: against 1.1-1.5 us at 5065): more marks than entries / this to check, and a fresh listing
-#: checks them for less (``names(checks)``, ``proves``).
+#: many entries (benchmarks/README.md, "Figures behind the code's choices"): more marks than
+#: entries / this to check, and a fresh listing checks them for less (``names(checks)``,
+#: ``proves``).
 STAT_ENTRIES = 4
 
 
-class ProcListing:
-    """The numeric entries of a ``/proc`` tree, listed again only when a PID was made."""
+@dataclass(slots=True)
+class _Kept:
+    """A listing kept, and what it stands for: the last PID made when it was taken
+    (``made``), whether that PID had shown by then (``settled``: the same one named at the
+    listing before), and how many calls it has answered since."""
 
-    __slots__ = ("_kept", "_last_pid", "_names", "_prev", "_settled", "_usable", "proves",
-                 "root", "steady")  # fmt: skip
+    names: list[str]
+    made: bytes | None
+    settled: bool
+    answered: int = 0
+
+    def serves(self, last: bytes | None, checks: int) -> bool:
+        """Whether it is the listing now (see the module doc): no PID made since it was
+        taken (``last``), it was settled, it answered fewer than ``RELIST`` calls, and
+        ``checks`` marks cost less than a listing."""
+        return (
+            self.settled
+            and last == self.made
+            and self.answered < RELIST
+            and checks * STAT_ENTRIES <= len(self.names)
+        )
+
+
+class ProcListing:
+    """The numeric entries of a ``/proc`` tree, listed again only when a PID was made. It
+    owns the one listing kept (:class:`_Kept`), stale once a PID is made (see the module
+    doc)."""
+
+    __slots__ = ("_kept", "_prev", "_usable", "proves", "root", "steady")
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self._names: list[str] | None = None
-        self._last_pid: bytes | None = None
-        #: The last listing came after the last PID made had shown (see the module doc).
-        self._settled = False
-        self._kept = 0  # calls answered from the kept listing since it was taken
-        self._usable: bool | None = None  # decided at the first listing
+        self._kept: _Kept | None = None
+        self._usable: bool | None = None  # loadavg is this namespace's: decided once
         self._prev: bytes | None = None  # loadavg's last PID at the previous call
         #: The last call listed afresh and no PID was made since the call before: every
         #: entry it gave is the task that had that PID at the call before (no PID reused).
@@ -66,28 +86,22 @@ class ProcListing:
         last = self._last_made()
         unchanged = last is not None and last == self._prev
         self._prev, self.proves, self.steady = last, False, unchanged
-        if (
-            checks * STAT_ENTRIES <= len(self._names or ())
-            and self._settled
-            and last == self._last_pid
-            and self._names is not None
-            and self._kept < RELIST
-        ):
-            self._kept += 1
-            return self._names
+        kept = self._kept
+        if kept is not None and kept.serves(last, checks):
+            kept.answered += 1
+            return kept.names
         try:
             names = os.listdir(self.root)
         except OSError:
-            self._names, self._settled = None, False
+            self._kept = None
             return []
-        self._names = [n for n in names if n.isdigit()]
-        self._settled = last is not None and last == self._last_pid
-        self._last_pid, self._kept = last, 0
+        settled = last is not None and kept is not None and last == kept.made
+        self._kept = _Kept([n for n in names if n.isdigit()], last, settled)
         if unchanged and checks > 0:
             # and none made while listing: read again (a PID reused meanwhile is listed)
             self._prev = self._last_made()
             self.proves = self._prev == last
-        return self._names
+        return self._kept.names
 
     def unchanged(self) -> bool:
         """Whether no PID was made since the last :meth:`names` call, nor between the call
@@ -98,9 +112,9 @@ class ProcListing:
 
     def forget(self, gone: list[str]) -> None:
         """Entries a scan found gone: not in the kept listing any more."""
-        if gone and self._names is not None:
+        if gone and self._kept is not None:
             drop = set(gone)
-            self._names = [n for n in self._names if n not in drop]
+            self._kept.names = [n for n in self._kept.names if n not in drop]
 
     def _last_made(self) -> bytes | None:
         """The last PID allocated, as ``/proc/loadavg`` spells it; None when unusable."""

@@ -61,8 +61,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tiptop.engine.packing import pack
-from tiptop.engine.readout import CounterPlan, GroupDef
+from tiptop.engine.count.packing import pack
+from tiptop.engine.count.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused, SpecError
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
 from tiptop.events.bindings import counting_attr

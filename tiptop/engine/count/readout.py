@@ -5,10 +5,11 @@ their own, each hardware PMU its own; on hybrid CPUs a generic event gives one b
 per core PMU, hence one group per core PMU), because the kernel refuses groups that mix
 hardware PMUs (kernel/events/core.c, ``perf_event_open()``: "Don't allow group of multiple
 hw events from different pmus", EINVAL). Every open group on one thread is an
-``engine.units.Unit``; it keeps its opening read (``base``) and its previous read (``last``) as the
-kernel's own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
-perf_event_open(2) "read_format"), so that a refresh joins the bytes of every unit of a
-group kind and turns them into one numpy matrix: no per-task numpy work.
+``engine.count.units.Unit``; it keeps its opening read (``base``) and its previous read
+(``last``) as the kernel's own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled,
+time_running, {value, id} * nr``, perf_event_open(2) "read_format"), so that a refresh
+joins the bytes of every unit of a group kind and turns them into one numpy matrix: no
+per-task numpy work.
 
 Deltas of values and times are taken modulo 2**64 (the counters are u64); a delta above
 2**63 can only be a counter that went backwards and counts as 0. Scaling follows perf:
@@ -27,7 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.engine.units import WORD, FdReads, Store, Unit, read_all
+from tiptop.engine.count.units import WORD, FdReads, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 
 _HALF = np.uint64(1 << 63)
@@ -98,7 +99,7 @@ class Readout:
         idx = np.asarray(rows, np.int64)
         return Readout(**{f: getattr(self, f)[idx] for f in Readout.__dataclass_fields__})
 
-    def idle(self) -> np.ndarray:
+    def did_not_run(self) -> np.ndarray:
         """Per row: some group was read and none was enabled during the interval, i.e.
         the task did not run (a task-bound context clock only ticks while the task is on
         a CPU, perf_event_open(2) "time_enabled")."""
@@ -162,7 +163,7 @@ def _counts(
 class Reading:
     """The reads of some rows' units in a fixed order (``units_per_row[i]``: the units of
     row ``i``), made once and read at every refresh while those rows and units stay
-    (``engine.attach`` keeps one): the flat order, each unit's row and its store slot are
+    (``engine.count.attach`` keeps one): the flat order, each unit's row and its store slot are
     worked out here, so a refresh does no Python work per unit beyond its read."""
 
     def __init__(self, plan: CounterPlan, units_per_row: Sequence[Sequence[Unit]]) -> None:
@@ -226,9 +227,8 @@ class Reading:
             per_unit = _per_unit(counts)
             if cells is None:  # each row's cells are its one unit's
                 return _readout(per_unit), failed
-            # One bincount per field sums a row's units (a multi-threaded process's):
-            # 0.1 ms for 570 units of 5 members here, 0.5-0.7 ms for 5000; a fancy-indexed
-            # add where no row repeats took 2x-4x that.
+            # One bincount per field sums a row's units (a multi-threaded process's), also
+            # where no row repeats (benchmarks/README.md, "Measured and dropped").
             flat = per_unit.reshape(len(_FIELDS), -1)
             for f in range(len(_FIELDS)):
                 sums[f] += np.bincount(cells, weights=flat[f], minlength=n * k)

@@ -1,4 +1,4 @@
-"""Packing one PMU's events into counter groups (``tiptop.engine.plan``, "Groups too large for
+"""Packing one PMU's events into counter groups (``tiptop.engine.count.plan``, "Groups too large for
 the PMU are split, as perf does"): greedy in first-use order, a column's events kept
 together when they fit, then spread evenly over as many groups. Pure: whether a group opens
 (and is scheduled) is the caller's ``opens``."""

@@ -1,4 +1,5 @@
-"""The tasks a user may watch, read from ``/proc`` at every refresh (listed: ``engine.listing``).
+"""The tasks a user may watch, read from ``/proc`` at every refresh (listed:
+``engine.scan.listing``).
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task and two
@@ -17,32 +18,27 @@ dropped silently (a task reaped before we saw it a zombie has ``final`` unset: t
 then takes its last %CPU from its counters' on-CPU time), and so is one whose files we may
 not read (EACCES). Reading the files (and calling psutil) is ``tiptop.kernel.procfs``.
 
-*Skipped reads.* ``scan(idle, exited)``: ``idle`` holds tids of tasks of the last scan that
-did not run since (their counters' ``time_enabled`` did not advance: a task-bound event's
-context clock only ticks while the task is on a CPU, perf_event_open(2)). Their ``stat`` is
-not read again: CPU times, state, CPU and thread count cannot have changed, and an exit, an
-exec or a rename is done by the task itself, so it would have run. Their %CPU is 0 for the
-interval. Not used for process trees (a tree root's row sums its descendants' times).
-``quiet`` holds the tids of every task known not to have run, ``idle`` those of them whose
-turn in the sampler's sweep it is not: a swept one's ``stat`` is read only when its
-``schedstat`` run time moved since its last sweep (``engine.task.slept``). With ``-H`` a
-process none of whose threads ran is neither listed nor read again, only its threads.
-Another user's process is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
-``exited`` holds identities ``(tid, starttime)`` known to have exited (their pidfd said so,
-``engine.exits``): one /proc shows alive, not a zombie, reused its PID within a clock tick.
-``marks`` stand in for pidfds given up: an idle task's ``/proc/TID`` mark must hold.
+*Skipped reads.* ``scan(activity)`` takes what the counters said of the last scan's tasks
+(``engine.activity``: which did not run, which have no counters, which exited, which are
+watched by their ``/proc`` mark) and reads no ``stat`` that cannot have changed; the rules
+and why they hold are that module's. Not used for process trees (a tree root's row sums
+its descendants' times); with ``-H`` a process none of whose threads ran is neither
+listed nor read again, only its threads (``engine.scan.threadscan``). Another user's process
+is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from functools import partial
 
-from tiptop.engine.listing import ProcListing
-from tiptop.engine.task import (
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.task import (
     Proc,
     Scan,
     Task,
@@ -50,10 +46,9 @@ from tiptop.engine.task import (
     dir_mark,
     holds,
     runtime,
-    slept,
 )  # fmt: skip
-from tiptop.engine.threadscan import ThreadRows
-from tiptop.engine.trees import Family, Root, fold, tree_root
+from tiptop.engine.scan.threadscan import ThreadRows
+from tiptop.engine.scan.trees import Family, Root, fold, tree_root
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import (
     CLK_TCK,
@@ -82,7 +77,7 @@ class _Walk:
     interval: float
     #: Tree roots (pid -> starttime); None with ``-H``.
     trees: dict[int, int] | None
-    exited: Set[tuple[int, int]]
+    activity: Activity
     seen: dict[int, Task] = field(default_factory=dict)
     new: list[Task] = field(default_factory=list)
     #: PIDs still listed (their processes' facts are kept).
@@ -105,7 +100,7 @@ class TaskScanner:
     identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
-    root's row stands for its whole process tree (``engine.trees``).
+    root's row stands for its whole process tree (``engine.scan.trees``).
     """
 
     def __init__(
@@ -140,12 +135,10 @@ class TaskScanner:
         self._procs: dict[int, Proc] = {}
         self._tasks: dict[int, Task] = {}
         self._last: float | None = None
-        self._exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
+        self._exited: Set[tuple[int, int]] = frozenset()
         self._uptime: float | None = None
-        #: With ``-H``: the threads of each watched process (``engine.threadscan``).
+        #: With ``-H``: the threads of each watched process (``engine.scan.threadscan``).
         self._thread_rows = ThreadRows(proc_root, self._listing)
-        self._quiet: frozenset[int] | set[int] = frozenset()
-        self._marks: dict[int, tuple[int, int]] | None = None  # see scan()
         #: Bumped whenever a known task's name, command line or user changes (an exec).
         self.renames = 0
 
@@ -169,64 +162,43 @@ class TaskScanner:
         """The live tasks of the last scan (what the next scan starts from)."""
         return list(self._tasks.values())
 
-    def scan(
-        self,
-        idle: frozenset[int] | set[int] = frozenset(),
-        exited: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
-        quiet: frozenset[int] | set[int] | None = None,
-        marks: dict[int, tuple[int, int]] | None = None,
-        blind: frozenset[int] | set[int] = frozenset(),
-    ) -> Scan:
-        """Look at ``/proc`` once; see :class:`Scan`. ``idle``: tids of tasks known not to
-        have run since the last scan; ``exited``: identities known to have exited;
-        ``quiet``: all the tids known not to have run, ``idle`` being those of them whose
-        ``stat`` is not read again (the module doc, "Skipped reads"); ``marks``: pid ->
-        ``/proc/PID`` mark of idle ones without a pidfd, kept while it holds (``exits``);
-        ``blind``: tids of tasks without counters (waiting for fds, refused), whose
-        ``stat`` is read only when their ``schedstat`` run time moved, while no PID was
-        made since the last scan (``engine.task.slept``; in process mode single-threaded
-        processes only: a process's ``schedstat`` is its main thread's)."""
-        self._exited = exited
-        self._quiet, self._marks = (idle if quiet is None else quiet), marks
+    def scan(self, activity: Activity | None = None) -> Scan:
+        """Look at ``/proc`` once; see :class:`Scan`. ``activity``: what the counters said
+        of the last scan's tasks (``engine.activity``); None: nothing, read every task."""
+        activity = Activity() if activity is None else activity
+        self._exited = activity.exited
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
         self._uptime: float | None = None
         trees = self.tree_roots if not self.threads else None
-        walk = _Walk(self._tasks, interval, trees, exited)
+        walk = _Walk(self._tasks, interval, trees, activity)
+        marks = activity.marks
         names = self._names(trees, len(marks) if marks and not self.threads else 0)
-        self._walk(walk, names, idle, blind)
+        if activity.uncounted and (trees or not self._listing.steady):
+            # A PID made since the last scan could stand for another task now: read all.
+            walk.activity = dataclasses.replace(activity, uncounted=frozenset())
+        self._walk(walk, names)
         return self._settle(walk)
 
-    def _walk(self, w: _Walk, names: list[str], idle: Set[int], blind: Set[int]) -> None:
-        """Each listed process: kept as it was when it did not run (no read of its
-        ``stat``: :meth:`scan`'s arguments), else looked at afresh (:meth:`_visit`)."""
-        root, marks, old, seen, live = self.proc_root, self._marks, w.old, w.seen, w.live
-        proven = self._listing.proves  # the listing stands for the marks (engine.listing)
+    def _walk(self, w: _Walk, names: list[str]) -> None:
+        """Each listed process: kept as it was when it did not run (``Activity``'s rules,
+        no read of its ``stat``), else looked at afresh (:meth:`_visit`)."""
+        root, old, seen, live, act = self.proc_root, w.old, w.seen, w.live, w.activity
+        proven = self._listing.proves  # the listing stands for the marks (engine.scan.listing)
+        # Process rows only: a tree root's row sums its tree; -H rows are threadscan's.
         flat = not w.trees and not self.threads
-        resting = idle if flat else frozenset()
-        swept = self._quiet if flat else frozenset()
-        # A PID made since the last scan could stand for another task now: then read all.
-        unseen = blind if not w.trees and self._listing.steady else frozenset()
         threads = self._thread_rows if self.threads else None
-        if threads is not None:  # -H: this scan for the thread rows (engine.threadscan)
-            take = partial(self._take, w)
-            threads.begin(
-                self._procs, old, seen, self._quiet, idle, unseen, marks, self._read_stat, take
-            )
+        if threads is not None:  # -H: this scan for the thread rows (engine.scan.threadscan)
+            threads.begin(act, self._procs, old, self._read_stat)
         threads_total = 0
         for name in names:
             pid = int(name)
-            if (
-                pid in swept
-                and (t := old.get(pid)) is not None
-                and (proven or not marks or pid not in marks or holds(root, name, marks[pid]))
-                and (pid in resting or slept(t, f"{root}/{name}/schedstat"))
-            ) or (
-                pid in unseen
-                and (t := old.get(pid)) is not None
-                and t.num_threads == 1  # its schedstat is its only thread's
-                and slept(t, f"{root}/{name}/schedstat")
+            t = old.get(pid)
+            if t is not None and (
+                (flat and act.rested(t, root, False, proven))
+                # its schedstat is its only thread's
+                or (t.num_threads == 1 and act.uncounted_slept(t, root, False))
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -238,7 +210,7 @@ class TaskScanner:
             if threads is not None and (known := threads.unchanged(pid)) is not None:
                 live.add(pid)
                 threads_total += len(known)
-                threads.scan(pid, self._procs[pid])
+                self._take_threads(w, pid, self._procs[pid])
                 continue
             threads_total += self._visit(w, pid, name)
         w.threads_total = threads_total
@@ -251,7 +223,7 @@ class TaskScanner:
         if foreign is not None and holds(self.proc_root, name, foreign):
             w.live.add(pid)  # another user's still: no read
             return 0
-        looked = self._look(pid, w.exited, w.vanished)
+        looked = self._look(pid, w.activity.exited, w.vanished)
         if looked is None:
             return 0
         p, st = looked
@@ -273,12 +245,12 @@ class TaskScanner:
         if not self.threads:
             self._update(w.seen, w.new, w.old, pid, pid, p, st, w.interval)
         else:
-            self._thread_rows.scan(pid, p)
+            self._take_threads(w, pid, p)
         return st.num_threads
 
     def _settle(self, w: _Walk) -> Scan:
         """The scan's result: processes no longer listed forgotten, tree roots' rows
-        folded from their trees (``engine.trees``), the tasks not seen again gone."""
+        folded from their trees (``engine.scan.trees``), the tasks not seen again gone."""
         self._listing.forget(w.vanished)
         procs = self._procs
         for pid in procs.keys() - w.live:
@@ -298,7 +270,7 @@ class TaskScanner:
         return Scan(list(seen.values()), new, gone, w.interval, w.threads_total)
 
     def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
-        """The ``/proc`` PID entries to look at (``engine.listing``); -p PID: that one only."""
+        """The ``/proc`` PID entries to look at (``engine.scan.listing``); -p PID: that one only."""
         names = self._listing.names(checks)
         if self.only_pid is None or trees:
             return names
@@ -323,13 +295,17 @@ class TaskScanner:
             return None
         return p, st
 
-    def _take(self, w: _Walk, tid: int, pid: int, p: Proc, st: Stat) -> None:
-        """With ``-H``: a thread of watched process ``pid`` read afresh (``ThreadRows``):
-        its row, or its last look when it ended."""
-        if st.state in "ZX":
-            self._last_look(w.old, tid, st, w.interval)
-        else:
-            self._update(w.seen, w.new, w.old, tid, pid, p, st, w.interval)
+    def _take_threads(self, w: _Walk, pid: int, p: Proc) -> None:
+        """With ``-H``: the threads of watched process ``pid`` (``ThreadRows``): kept as
+        they were when they did not run, else their rows updated, or their last look
+        taken when they ended."""
+        for tid, st in self._thread_rows.scan(pid):
+            if st is None:
+                w.seen[tid] = w.old[tid]
+            elif st.state in "ZX":
+                self._last_look(w.old, tid, st, w.interval)
+            else:
+                self._update(w.seen, w.new, w.old, tid, pid, p, st, w.interval)
 
     def add_tree_root(self, pid: int, starttime: int) -> None:
         """Make process ``(pid, starttime)`` a tree root (see the class doc)."""
@@ -339,7 +315,7 @@ class TaskScanner:
         self, seen: dict[int, Task], new: list[Task], old: dict[int, Task], interval: float,
         pid: int, p: Proc, st: Stat,
     ) -> None:  # fmt: skip
-        """A tree root's row, from its tree's CPU times (``engine.trees.fold``)."""
+        """A tree root's row, from its tree's CPU times (``engine.scan.trees.fold``)."""
         self._update(seen, new, old, pid, pid, p, st, interval)
 
     def _last_look(self, old: dict[int, Task], tid: int, st: Stat, interval: float) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tiptop.engine.task import Proc
+from tiptop.engine.scan.task import Proc
 from tiptop.kernel.procfs import Stat
 
 #: pid -> (ppid, user ticks, system ticks) of every process a scan saw, waited-for

@@ -3,7 +3,7 @@ from ``stat``.
 
 A task is identified by ``(tid, starttime)`` (proc(5): ``starttime`` is field 22 of
 ``/proc/PID/stat``, in clock ticks since boot), so a reused PID is a new task. The scanner
-that fills these records is ``tiptop.engine.tasks``.
+that fills these records is ``tiptop.engine.scan.tasks``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import CLK_TCK, Stat, read_file
+
+#: A task's identity: ``(tid, starttime)`` (see the module doc).
+Identity = tuple[int, int]
 
 
 @dataclass(eq=False, slots=True)
@@ -46,7 +49,7 @@ class Task:
     #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
-    #: Its time on a CPU (ns, ``/proc/PID/schedstat``) when a sweep last found it quiet;
+    #: Its time on a CPU (ns, ``/proc/PID/schedstat``) when a sweep last found it asleep;
     #: 0 until then (:func:`slept`).
     runtime: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
@@ -124,8 +127,8 @@ def dir_mark(path: str) -> tuple[int, int] | None:
     (procfs makes one per process instance, fs/proc/base.c ``proc_pid_make_inode``) and an
     owner change (setuid(2), then execve(2): proc(5) "/proc/pid" is owned by the effective
     uid of a dumpable process) changes the owner: so a process of another user whose mark
-    is unchanged is still another user's, and its ``stat`` need not be read (~2 us for the
-    ``stat(2)`` against ~8 us for reading and parsing the file). The ownership rule itself
+    is unchanged is still another user's, and its ``stat`` need not be read (a stat(2) costs
+    less than reading and parsing the file). The ownership rule itself
     (real uid, docs/original.md 7.1) was applied when it was examined."""
     try:
         st = os.stat(path)
@@ -152,12 +155,11 @@ def runtime(path: str) -> int:
 def slept(t: Task, path: str) -> bool:
     """Whether task ``t`` is still asleep since it was last seen so: its time on a CPU
     (:func:`runtime`) is the one seen at its discovery or its last such look. Asked for a
-    quiet task read by the sweep (``engine.sampler``), and for a task without counters
-    (``blind``) at every scan. That file costs a third of a ``stat`` read (6.4 against
-    20 us at 2000 processes on the development VM), so a task whose counters went
-    blind without it sleeping (a set-user-ID exec ends them, fs/exec.c
-    ``begin_new_exec()``) is still caught at its next sweep, for less. An unreadable
-    file or a 0 (no scheduler statistics) say no."""
+    task that did not run when the sweep reaches it, and for a task without counters at
+    every scan (``engine.activity``). That one-number file is cheaper to read than
+    ``stat``, so a task whose counters stopped without it sleeping (a set-user-ID exec
+    ends them, fs/exec.c ``begin_new_exec()``) is still caught at its next sweep, for
+    less. An unreadable file or a 0 (no scheduler statistics) say no."""
     ran = runtime(path)
     was, t.runtime = t.runtime, ran
     return ran != 0 and ran == was

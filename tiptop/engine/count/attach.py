@@ -1,5 +1,5 @@
 """Attaching and detaching counter groups: the fd budget, reclaim, retries, and the
-adoption of a spawned command's counters (opened before its exec: ``engine.spawned``).
+adoption of a spawned command's counters (opened before its exec: ``engine.count.spawned``).
 The sampler *holds* one :class:`Attacher`.
 
 Per-task counters are kept by task identity ``(tid, starttime)`` (proc(5), ``stat``
@@ -7,7 +7,7 @@ field 22), so a reused PID never inherits another task's counters.
 
 *fds.* Every open group costs one fd per member (perf_event_open(2) returns one fd per
 event), a counted task one pidfd while fds allow (given up first when counters need the
-room: ``engine.exits``). The budget is the soft RLIMIT_NOFILE (raised to the hard limit)
+room: ``engine.count.exits``). The budget is the soft RLIMIT_NOFILE (raised to the hard limit)
 minus what is in use and a reserve (``Host.fd_budget``); busy tasks are opened first; out
 of fds, idle tasks' groups are closed (unless ``collect`` is off) and their counts kept in the
 task's total, and every task left without counters is retried at later refreshes. EMFILE
@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import time
 from collections.abc import Callable, Sequence
 
-from tiptop.engine.counters import Counts, RowReading, TaskCounters
-from tiptop.engine.exits import ExitWatch, Identity
-from tiptop.engine.readout import CounterPlan
-from tiptop.engine.spawned import SpawnedCounters, tree_attrs
-from tiptop.engine.task import dir_mark
-from tiptop.engine.tasks import Scan, Task, list_threads
-from tiptop.engine.units import Unit
+from tiptop.engine.count.counters import Changes, Counts, RowReading, TaskCounters
+from tiptop.engine.count.exits import ExitWatch
+from tiptop.engine.count.readout import CounterPlan
+from tiptop.engine.count.spawned import SpawnedCounters, tree_attrs
+from tiptop.engine.count.units import Stores, Unit
+from tiptop.engine.scan.task import Identity, dir_mark
+from tiptop.engine.scan.tasks import Scan, Task, list_threads
 from tiptop.errors import (
     CounterError,
     EventRefused,
@@ -77,61 +78,64 @@ class Attacher:
         self.cpu_threshold = cpu_threshold
         self._counters: dict[Identity, TaskCounters] = {}
         self._pending: dict[Identity, Task] = {}
-        self._spawned = SpawnedCounters(backend, plan, proc_root, threads)
-        self._exits = ExitWatch(getattr(backend, "open_pidfd", None))
+        self._stores = Stores(backend)
+        self._spawned = SpawnedCounters(backend, plan, proc_root, threads, self._stores)
+        self._exits = ExitWatch(backend.open_pidfd)
         #: pidfds were given up for counters' fds: no new one is taken (``_room``).
         self._shed = False
         self._reclaimable = True
-        #: Bumped by every change to a task's units, pidfd or mark (``RowReading``); not
-        #: by a task that still waits for fds (at 5000 tasks, ~1000 retried each refresh).
-        self._changes = 0
+        #: Changes to the tasks' counters, counted by their ``TaskCounters`` (a task that
+        #: still waits for fds changes nothing): what says the kept reading is stale.
+        self._changes = Changes()
         self._reading: RowReading | None = None
+        #: When the counters were last read (``time.monotonic``), for the next window.
+        self._read_at: float | None = None
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
-        """Read every group of ``rows`` once (``tiptop.engine.readout``). A group whose
+        """Read every group of ``rows`` once (``tiptop.engine.count.readout``). A group whose
         read fails is closed with what it counted kept in the task's total; the task is
         reopened at a later refresh unless it is gone."""
         plan = self.plan
+        now = time.monotonic()
+        window = 0.0 if self._read_at is None else now - self._read_at
+        self._read_at = now
         r = self._reading
-        if r is None or r.changes != self._changes or not r.holds(rows):
+        if r is None or not r.holds(rows):
             r = self._reading = RowReading(plan, rows, self._counters, self._changes)
         states = r.states
         readout, failed = r.reading.read()
-        ended = self._exits.ended()
-        idle = readout.idle()
+        exited = self._exits.ended()
+        still = readout.did_not_run()
         # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
         # alike to a task that slept; counters disabled until exec say nothing of running.
         # Most tasks have a pidfd and are not spawned: only the others are looked at.
-        idle[r.unsure] = False
-        marks = r.watched_marks(idle)
-        if ended:
+        still[r.unsure] = False
+        marks = r.watched_marks(still)
+        if exited:
             for i, t in enumerate(rows):
-                if t.key in ended:
-                    idle[i] = False
-        if failed:
-            self._changes += 1
+                if t.key in exited:
+                    still[i] = False
         for i, u, e in failed:
-            idle[i] = False
+            still[i] = False
             if isinstance(e, GroupChanging):
                 # Still changing after a few reads: keep the group and its last read; the
                 # next refresh's delta covers both intervals. This row shows '?' once.
                 continue
             st = states[i]
             st.retire(plan, [u])
-            st.units.remove(u)
+            st.units = [v for v in st.units if v is not u]
             self.fds_used -= u.group.n_fds
             u.close()
             if not isinstance(e, TaskGone) and not st.units:
                 # EIO (a short read) and the like: reopen later.
                 self._wait(rows[i], f"read-failed:{e.errno}",
                            f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
-        return Counts(readout, r.retired(), idle, ended, marks, r.tids)
+        return Counts(readout, r.retired(), still, exited, marks, r.tids, window)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:
         """Close the groups of tasks that are gone and forget them."""
-        self._changes += bool(tasks)
         for t in tasks:
             self._pending.pop(t.key, None)
             st = self._counters.pop(t.key, None)
@@ -142,7 +146,7 @@ class Attacher:
         """Open groups on the scan's new tasks and retry waiting ones, busy first.
         ``tree`` maps each tree root to its live descendants (``TaskScanner.tree``)."""
         for t in scan.new:
-            self._counters[t.key] = TaskCounters()
+            self._counters[t.key] = TaskCounters(self._changes)
         if self._pending:  # only tasks of this scan: a gone one is never reopened
             live = {t.key for t in scan.tasks}
             for key in [k for k in self._pending if k not in live]:
@@ -158,14 +162,15 @@ class Attacher:
         for t in todo:
             if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned.waiting:
                 # Waiting, not busy (so it reclaims nothing), and not one thread's groups
-                # fit: what _open_task() would find, for less (at 5000 tasks about 1000
-                # wait so, every refresh).
+                # fit: what _open_task() would find, without listing its threads.
                 continue
             self._open_task(t, scan.tasks, tree)
+        if self._read_at is None:  # the groups opened now are the first reads
+            self._read_at = time.monotonic()
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
-        self._changes += 1
+        self._reading = None
         for st in self._counters.values():
             self._close(st)
         self._counters.clear()
@@ -181,7 +186,7 @@ class Attacher:
         return self._spawned.trees
 
     def attach_spawned(self, pid: int) -> int | None:
-        """Counters on a forked child before its ``execve`` (``engine.spawned``), adopted
+        """Counters on a forked child before its ``execve`` (``engine.count.spawned``), adopted
         as its task's once /proc shows it. Its starttime, or None when it is gone or
         nothing could open."""
         try:
@@ -202,7 +207,6 @@ class Attacher:
 
     # ------------------------------------------------------------------ groups
     def _close(self, st: TaskCounters, *, keep: bool = False) -> None:
-        self._changes += 1
         if keep and st.units:
             st.retire(self.plan, st.units)
         self._drop_units(st.units)
@@ -225,11 +229,12 @@ class Attacher:
         return tids, True
 
     def _open_task(self, t: Task, tasks: Sequence[Task], tree: dict[int, list[int]]) -> None:
-        st = self._counters.setdefault(t.key, TaskCounters())
+        st = self._counters.get(t.key)
+        if st is None:
+            st = self._counters[t.key] = TaskCounters(self._changes)
         spawned = self._spawned.waiting.pop(t.tid, None)
         if spawned is not None:
             if spawned[0] == t.starttime:
-                self._changes += 1
                 st.units = spawned[1]
                 st.spawned = True
                 return
@@ -258,7 +263,6 @@ class Attacher:
         units = self._open_units(t, st, tids, is_tree, again=2)
         if units is None:
             return
-        self._changes += 1  # its units, pidfd and mark
         st.units = units
         st.tries = 0
         self._pending.pop(t.key, None)
@@ -267,7 +271,7 @@ class Attacher:
             st.exit_fd = self._exits.watch(t, self.threads)
             self.fds_used += st.exit_fd is not None
         if units and st.exit_fd is None and self._exits.able:
-            # No pidfd (fds short, or none to be had): its /proc mark instead (engine.exits).
+            # No pidfd (fds short, or none to be had): its /proc mark instead (engine.count.exits).
             st.mark = dir_mark(f"{self.proc_root}/{t.tid}")
 
     def _open_units(
@@ -281,7 +285,7 @@ class Attacher:
             for g, gdef in enumerate(self.plan.groups):
                 attrs = tree_attrs(gdef.attrs) if is_tree else gdef.attrs
                 try:
-                    units.append(Unit(self.backend.open_group(tid, attrs), g))
+                    units.append(Unit(self.backend.open_group(tid, attrs), g, self._stores))
                 except TaskGone:  # the thread exited meanwhile: drop it
                     break
                 except (EventRefused, EventUnsupported, GroupChanging) as e:
@@ -343,7 +347,7 @@ class Attacher:
 
     def _room(self, need: int) -> bool:
         """Whether ``need`` more fds fit the budget, pidfds given up for them if that makes
-        the room (see ``engine.exits``; oldest tasks' first, at least ``SHED`` at a time:
+        the room (see ``engine.count.exits``; oldest tasks' first, at least ``SHED`` at a time:
         each give-up polls every pidfd). No new pidfd is taken until fds are plenty again."""
         short = self.fds_used + need - self.fd_budget
         if short <= 0:
@@ -352,7 +356,6 @@ class Attacher:
             return False
         want = min(max(short, SHED), len(self._exits))
         freed = self._exits.give_up(self._counters.items(), want, self.proc_root)
-        self._changes += 1  # pidfds given up: marks instead
         self._shed = self._shed or freed > 0
         self.fds_used -= freed
         return freed >= short
@@ -377,7 +380,8 @@ class Attacher:
     def _reclaim(self, need: int, keep: Task, tasks: Sequence[Task]) -> bool:
         """Close idle tasks' groups (oldest first) until ``need`` fds fit the budget.
         False when none could be closed: the rest of this attach round does not try again
-        (at 5000 new tasks, 1000 of them waiting, each trying cost 2 s of CPU at start)."""
+        (each try walks every task: with many new tasks waiting, trying again for each
+        would cost a pass per task)."""
         closed = False
         for t in tasks:
             if self.fds_used + need <= self.fd_budget:

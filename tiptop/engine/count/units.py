@@ -4,63 +4,50 @@ A unit keeps its opening read (``base``) and its previous read (``last``) as the
 own ``PERF_FORMAT_GROUP`` words (``nr, time_enabled, time_running, {value, id} * nr``,
 perf_event_open(2) "read_format"), in one row (its ``slot``) of the :class:`Store` of its
 read's width, so that a refresh takes the previous reads of all its units with one numpy
-index, not one Python object per unit; ``engine.readout`` turns the words of every unit
-into deltas. A refresh reads every unit once: in one call over their fd numbers while
-none was closed (:class:`FdReads`), else in one loop of bare reads (:func:`read_all`); an
-error or a short read sends it unit by unit through the translating read, a group changing
-under the read (ECHILD) read again.
+index, not one Python object per unit; ``engine.count.readout`` turns the words of every unit
+into deltas. Every backend gives these words (``tiptop.kernel.backend.Group``), so every
+unit is read the same way: a refresh reads every unit once, in one call over their
+leaders' fd numbers while none was closed (:class:`FdReads`, ``Backend.read_leaders``),
+else in one loop of bare reads (:func:`read_all`); an error or a short read sends it unit
+by unit through the translating read, a group changing under the read (ECHILD) read again.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 import struct
 import time
 from collections.abc import Callable, Sequence
-from itertools import repeat
 
 import numpy as np
 
 from tiptop.errors import GroupChanging
-from tiptop.kernel.backend import Group
+from tiptop.kernel.backend import Backend, Group
 from tiptop.kernel.errors import translate
 
 #: One word of a group read (perf_event_open(2): u64, this machine's byte order).
 WORD = np.dtype("<u8")
 
 
-def pack_reading(values: np.ndarray, time_enabled: int, time_running: int) -> bytes:
-    """A ``GroupReading`` as the kernel's group-read words (ids left 0)."""
-    m = len(values)
-    words = np.zeros(3 + 2 * m, WORD)
-    words[0] = m
-    words[1] = time_enabled
-    words[2] = time_running
-    words[3::2] = values
-    return words.tobytes()
-
-
-def _packer(group: Group) -> Callable[[], bytes]:
-    """A read of ``group`` (a backend that gives a ``GroupReading``) as the kernel's words."""
-
-    def words() -> bytes:
-        r = group.read()
-        return pack_reading(r.values, r.time_enabled, r.time_running)
-
-    return words
-
-
 class Store:
-    """The previous and opening reads of the open units whose reads are ``width`` words
-    long: one slot each (taken at open and given back at close), ``words[slot]`` holding
-    the previous read then the opening one, so that one index takes both."""
+    """The previous and opening reads of the open units of one :class:`Stores` whose reads
+    are ``width`` words long: one slot each (taken at open and given back at close),
+    ``words[slot]`` holding the previous read then the opening one, so that one index
+    takes both.
 
-    def __init__(self, width: int) -> None:
+    ``released`` counts the slots given back: an :class:`FdReads` made over some units of
+    the store holds their leaders' fd numbers, good while none of those units is closed (a
+    closed number may be another file's by then); a unit is closed only through
+    :meth:`Unit.close`, which gives its slot back, so the numbers are stale once
+    ``released`` moved since they were taken."""
+
+    def __init__(self, width: int, backend: Backend) -> None:
         self.width = width
+        #: The backend whose groups the units are (their leaders are read through it).
+        self.backend = backend
         self.words = np.zeros((0, 2, width), WORD)
         self._free: list[int] = []
-        #: Slots given back so far (:class:`FdReads` holds while it stays).
+        #: Slots given back so far.
         self.released = 0
 
     @property
@@ -91,17 +78,23 @@ class Store:
         self.released += 1
 
 
-#: One store per read width for the whole process (slots are what keeps units apart).
-_STORES: dict[int, Store] = {}
+class Stores:
+    """The stores of the units one owner opens through ``backend`` (the sampler's
+    ``Attacher``, a self-test run), one per read width: units read together must share
+    one (:class:`FdReads`). Made with the owner and dropped with it; nothing is shared
+    between owners."""
 
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._by_width: dict[int, Store] = {}
 
-def store_for(nbytes: int) -> Store:
-    """The store of the units whose reads are ``nbytes`` long."""
-    width = nbytes // WORD.itemsize
-    st = _STORES.get(width)
-    if st is None:
-        st = _STORES[width] = Store(width)
-    return st
+    def store(self, nbytes: int) -> Store:
+        """The store of the units whose reads are ``nbytes`` long."""
+        width = nbytes // WORD.itemsize
+        st = self._by_width.get(width)
+        if st is None:
+            st = self._by_width[width] = Store(width, self.backend)
+        return st
 
 
 def _closed() -> bytes:
@@ -110,41 +103,30 @@ def _closed() -> bytes:
 
 class Unit:
     """One open group on one thread, with its first and previous reads (``base``,
-    ``last``: bytes, kept in row ``slot`` of ``store``)."""
+    ``last``: bytes, kept in row ``slot`` of ``store``, one of ``stores``)."""
 
-    __slots__ = ("gdef", "group", "raw", "slot", "store", "words")
+    __slots__ = ("gdef", "group", "slot", "store", "words")
 
-    def __init__(self, group: Group, gdef: int) -> None:
+    def __init__(self, group: Group, gdef: int, stores: Stores) -> None:
         self.group = group
         self.gdef = gdef
-        # The kernel backend's CounterGroup gives raw bytes; any other backend its
-        # GroupReading, packed to the same words.
-        self.raw = callable(getattr(group, "read_raw", None)) and hasattr(group, "ids")
-        #: What a refresh calls for this unit's words: for the kernel's groups a bare
-        #: read (``CounterGroup.bare_read``: errors and length checked by the caller,
-        #: :func:`read_all`); never a bound method of the unit, a reference cycle each.
-        self.words: Callable[[], bytes]
-        if self.raw:
-            bare = getattr(group, "bare_read", None)
-            self.words = bare() if callable(bare) else group.read_raw  # type: ignore[attr-defined]
-        else:
-            self.words = _packer(group)
+        #: What a refresh calls for this unit's words: the group's bare read (errors and
+        #: length checked by the caller, :func:`read_all`); never a bound method of the
+        #: unit, a reference cycle each.
+        self.words: Callable[[], bytes] = group.bare_read()
         opened = False
         try:
             first = _read(self)
-            # The raw words are used by position: the kernel lists the leader then the
+            # The words are used by position: the kernel lists the leader then the
             # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
-            # open order. Checked once by id; otherwise each read is parsed by id.
-            ids = tuple(getattr(group, "ids", ()))
-            if self.raw and struct.unpack_from(f"<{len(first) // 8}Q", first)[4::2] != ids:
-                self.raw = False
-                self.words = _packer(group)
-                first = _read(self)
+            # open order. Checked once here, by id.
+            if struct.unpack_from(f"<{len(first) // 8}Q", first)[4::2] != tuple(group.ids):
+                raise translate(OSError(errno.EIO, "group read out of open order"))
             opened = True
         finally:
             if not opened:  # a failed first read: nothing stays open
                 group.close()
-        self.store = store_for(len(first))
+        self.store = stores.store(len(first))
         self.slot = self.store.put(first)
 
     @property
@@ -159,9 +141,7 @@ class Unit:
 
     def read(self) -> bytes:
         """The group's words now, errors translated and a short read an ``OSError``."""
-        if self.raw:
-            return self.group.read_raw()  # type: ignore[attr-defined]
-        return self.words()
+        return self.group.read_raw()
 
     def close(self) -> None:
         """Close the group's fds; a later read fails (EBADF), never reads a reused fd.
@@ -175,11 +155,9 @@ class Unit:
 #: Seconds a refresh waits before reading again the groups still changing after 8 reads,
 #: each pause followed by 8 more reads of those still changing. The kernel refuses to sum
 #: an inherited group whose copy in a thread is being made or torn down (ECHILD:
-#: kernel/events/core.c ``__perf_read_group_add()``): a few microseconds, unless the
-#: thread doing it is preempted or threads come and go without a break. On a 2-CPU VM, a
-#: process making and ending 4 threads a millisecond (tests/system/test_churn_soak.py) had
-#: its group refused 8 times in a row about once in 25 refreshes, in some periods; after
-#: one 2 ms pause 10 of 11 such groups read, the 11th showed '?' for that refresh.
+#: kernel/events/core.c ``__perf_read_group_add()``): short, unless the thread doing it is
+#: preempted or threads come and go without a break (tests/system/test_churn_soak.py), when
+#: reading again at once can meet the next copy; a pause lets the churn pass.
 CHANGING_PAUSES = (0.001, 0.002, 0.004, 0.008)
 
 
@@ -215,20 +193,18 @@ def read_all(
 
 
 class FdReads:
-    """The bare reads of some units of one store as one ``map(os.read, ...)`` over their
-    leaders' fd numbers: ~0.4 us less a read than each unit's own call (1.3-1.7 against
-    1.7-2.1 us here; a read(2) of a group is ~0.7 us of that). The numbers are good only
-    while none of the units is closed: a closed unit's number may be another file's by
-    then. So :meth:`read` reads only while no slot of their store was given back since
-    (``Store.released``), and says None then, or when a unit is not the kernel's, a read
-    fails or one comes short: :func:`read_all` reads them one by one instead."""
+    """The reads of some units of one store as one ``Backend.read_leaders`` call over
+    their leaders' fd numbers, rather than each unit's own call. The numbers are taken
+    here and are good while no slot of the store was given back (see :class:`Store`):
+    :meth:`read` says None then, or when a read fails or comes short, and
+    :func:`read_all` reads the units one by one instead."""
 
     def __init__(self, units: Sequence[Unit], nbytes: int) -> None:
         self.nbytes = nbytes
         store = self.store = units[0].store if units else None
         self.released = store.released if store is not None else 0
-        raw = all(u.raw and u.store is store and getattr(u.group, "fds", None) for u in units)
-        self.fds: list[int] | None = [u.group.fds[0] for u in units] if raw else None  # type: ignore[attr-defined]
+        same = all(u.store is store and u.group.fds for u in units)
+        self.fds: list[int] | None = [u.group.fds[0] for u in units] if same else None
 
     def read(self) -> list[bytes] | None:
         """The words of each unit in order, or None (see the class doc)."""
@@ -236,7 +212,7 @@ class FdReads:
         if fds is None or store is None or store.released != self.released:
             return None
         try:
-            bufs = list(map(os.read, fds, repeat(n, len(fds))))
+            bufs = store.backend.read_leaders(fds, n)
         except OSError:
             return None
         return bufs if sum(map(len, bufs)) == n * len(bufs) else None

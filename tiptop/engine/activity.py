@@ -1,0 +1,99 @@
+"""What the counters said of the last scan's tasks, handed to the next scan: one record.
+
+The sampler reads every task's counters before it looks at ``/proc`` again
+(``docs/architecture.md``, "One refresh"), and what that read learned saves the scan most
+of its reads. :class:`Activity` carries it, with the rules that use it as its methods; the
+scanner (``engine.scan.tasks``, ``engine.scan.threadscan``) reads it and calls nothing back.
+
+*Why a task that did not run need not be read.* A task-bound event's ``time_enabled``
+advances only while its task is on a CPU (perf_event_open(2), "time_enabled"), so a task
+whose every group read fine with no enabled time did not run (:attr:`did_not_run`). Its
+``stat`` cannot have changed: CPU times, state, CPU and thread count stay, and an exit,
+an exec or a rename is done by the task itself, so it would have run. Its %CPU is 0 for
+the interval.
+
+Two things can hide a change from the counters, and the rules cover both:
+
+- *Its identity.* A task that exited and whose PID was reused within one clock tick
+  looks like one that slept. A pidfd says the exit (``engine.count.exits``: :attr:`exited`
+  then holds the identity, and the task is not among :attr:`did_not_run`); a task
+  without one is watched by its ``/proc/TID`` mark (inode and owner, ``task.dir_mark``),
+  which must still hold (:attr:`marks`) unless a listing of ``/proc`` made while no PID
+  was created stands for it (``engine.scan.listing``).
+- *Counters that stopped counting.* A set-user-ID exec ends them (fs/exec.c
+  ``begin_new_exec()``), and the task then looks asleep for good. So the tasks that did
+  not run are still looked at in turns, one sweep group per refresh: :attr:`not_due`
+  are those whose turn it is not, whose ``schedstat`` is not even read; the others'
+  ``stat`` is read only when their ``schedstat`` run time moved since (``task.slept``).
+
+A task without counters (waiting for fds, refused: :attr:`uncounted`) is read when its
+``schedstat`` run time moved, while no PID was made since the last scan (in process mode
+single-threaded processes only: a process's ``schedstat`` is its main thread's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass, field
+
+from tiptop.engine.scan.task import Identity, Task, holds, slept
+
+#: A ``/proc/TID`` entry's ``(inode, owner)`` (``task.dir_mark``).
+Mark = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What one read of the counters said of the last scan's tasks (see the module doc).
+    The default is knowing nothing: every task is read."""
+
+    #: tids of the tasks whose counters say they did not run since the last scan.
+    did_not_run: Set[int] = frozenset()
+    #: Of :attr:`did_not_run`, those whose sweep turn it is not: not looked at at all.
+    not_due: Set[int] = frozenset()
+    #: tids of the tasks without counters (waiting for fds, refused).
+    uncounted: Set[int] = frozenset()
+    #: Identities of the tasks whose pidfd said they exited.
+    exited: Set[Identity] = frozenset()
+    #: tid -> ``/proc/TID`` mark of the tasks of :attr:`did_not_run` without a pidfd.
+    marks: Mapping[int, Mark] = field(default_factory=dict)
+
+    def rested(self, t: Task, root: str, thread: bool, marks_proven: bool = False) -> bool:
+        """Whether ``t`` (of the last scan, under ``/proc`` at ``root``; a ``thread`` row or
+        a process row) did not run and is the same task: its counters say so, its mark
+        holds (or ``marks_proven``: a listing stands for it), and it is not due a look, or
+        its run time did not move."""
+        tid = t.tid
+        if tid not in self.did_not_run:
+            return False
+        marks = self.marks
+        if not marks_proven and marks and tid in marks and not holds(root, str(tid), marks[tid]):
+            return False
+        return tid in self.not_due or slept(t, schedstat(root, t, thread))
+
+    def uncounted_slept(self, t: Task, root: str, thread: bool) -> bool:
+        """Whether ``t`` has no counters and its run time did not move."""
+        return t.tid in self.uncounted and slept(t, schedstat(root, t, thread))
+
+    def none_ran(self, tids: Iterable[int]) -> bool:
+        """Whether the counters say that none of ``tids`` ran, none of them watched by
+        a mark (which would have to be checked): a process's threads (``-H``)."""
+        tids = list(tids)
+        if not tids or not self.did_not_run.issuperset(tids):
+            return False
+        return not self.marks or self.marks.keys().isdisjoint(tids)
+
+    def mark_of(self, tid: int) -> Mark | None:
+        """The mark ``tid`` is watched by, if any."""
+        return self.marks.get(tid)
+
+
+def schedstat(root: str, t: Task, thread: bool) -> str:
+    """The ``schedstat`` file of ``t``'s row: a thread's own (``/proc/PID/task/TID``), or
+    a process's (``/proc/PID``: its main thread's, proc(5))."""
+    if thread:
+        return f"{root}/{t.pid}/task/{t.tid}/schedstat"
+    return f"{root}/{t.pid}/schedstat"
+
+
+__all__ = ["Activity", "Identity", "Mark", "schedstat"]

@@ -1,0 +1,193 @@
+"""What the attacher keeps per watched task (:class:`TaskCounters`: its open units, retired
+counts, pidfd or ``/proc`` mark), the rows of one read kept between refreshes while nothing
+changes (:class:`RowReading`), and what one refresh read for its rows (:class:`Counts`).
+The reading itself, and the numbers, are ``engine.count.readout``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tiptop.engine.activity import Activity
+from tiptop.engine.count.readout import CounterPlan, Reading, Readout, unit_totals
+from tiptop.engine.count.units import Unit
+from tiptop.engine.scan.task import Identity, Task, same_tasks
+
+
+class Changes:
+    """How many times the attacher's per-task counters changed: a task's units, pidfd,
+    mark or spawned flag set (by :class:`TaskCounters` itself, as each is assigned). A
+    :class:`RowReading` made at one count is stale once it moved; the attacher owns one."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class TaskCounters:
+    """The counters of one watched task. Setting ``units``, ``exit_fd``, ``mark`` or
+    ``spawned`` counts a change in ``changes`` (what a kept :class:`RowReading` holds)."""
+
+    __slots__ = ("_exit_fd", "_mark", "_spawned", "_units", "changes", "denied", "retired", "tries")
+
+    def __init__(self, changes: Changes) -> None:
+        self.changes = changes
+        self._units: list[Unit] = []
+        self._spawned = False
+        self._exit_fd: int | None = None
+        self._mark: tuple[int, int] | None = None
+        #: Counts of groups closed while the task lived (reclaim, read error), per alias.
+        self.retired: np.ndarray | None = None
+        #: Refused for good (EACCES...): never retried for this identity.
+        self.denied = False
+        #: Failed attaches in a row that look like a race with the task (``_raced``).
+        self.tries = 0
+
+    @property
+    def units(self) -> list[Unit]:
+        """Its open groups (set a new list: a list changed in place counts no change)."""
+        return self._units
+
+    @units.setter
+    def units(self, units: list[Unit]) -> None:
+        self._units = units
+        self.changes.n += 1
+
+    @property
+    def spawned(self) -> bool:
+        """Its counters were opened before its exec (``enable_on_exec``): disabled until
+        then, so an interval without enabled time does not mean it did not run."""
+        return self._spawned
+
+    @spawned.setter
+    def spawned(self, spawned: bool) -> None:
+        self._spawned = spawned
+        self.changes.n += 1
+
+    @property
+    def exit_fd(self) -> int | None:
+        """A pidfd of the task, readable once it has exited (``ExitWatch``), or None."""
+        return self._exit_fd
+
+    @exit_fd.setter
+    def exit_fd(self, fd: int | None) -> None:
+        self._exit_fd = fd
+        self.changes.n += 1
+
+    @property
+    def mark(self) -> tuple[int, int] | None:
+        """Its ``/proc/PID`` mark when it has no pidfd (``engine.count.exits``), or None."""
+        return self._mark
+
+    @mark.setter
+    def mark(self, mark: tuple[int, int] | None) -> None:
+        self._mark = mark
+        self.changes.n += 1
+
+    def retire(self, plan: CounterPlan, units: Sequence[Unit]) -> None:
+        """Keep what ``units`` counted (to their last read) in the task's total, before
+        they are closed while the task lives."""
+        kept = unit_totals(plan, units)
+        self.retired = kept if self.retired is None else self.retired + kept
+
+
+class RowReading:
+    """The counters of the rows of one read, kept by ``engine.count.attach.Attacher`` for the
+    next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
+    and no change counted in ``changes`` since (:class:`Changes`): a refresh then looks up
+    no task's state and orders no unit (:class:`Reading`)."""
+
+    def __init__(
+        self,
+        plan: CounterPlan,
+        rows: Sequence[Task],
+        counters: dict[Identity, TaskCounters],
+        changes: Changes,
+    ) -> None:
+        self.rows = list(rows)
+        self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
+        self._changes, self._made_at = changes, changes.n
+        none = TaskCounters(Changes())  # a row without counters
+        self.states = [counters.get(t.key) or none for t in rows]
+        self.reading = Reading(plan, [s.units for s in self.states])
+        # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):
+        # those it says nothing of (spawned, or without a mark either), and those watched
+        # by their /proc mark (their tids and marks), fixed while the reading is kept.
+        unsure: list[int] = []
+        marked: list[int] = []
+        #: The marks of the rows in ``marked``.
+        self.marks: list[tuple[int, int]] = []
+        for i, st in enumerate(self.states):
+            if st.spawned or (st.exit_fd is None and st.mark is None):
+                unsure.append(i)
+            elif st.exit_fd is None and st.mark is not None:
+                marked.append(i)
+                self.marks.append(st.mark)
+        self.unsure = np.array(unsure, np.intp)
+        self.marked = np.array(marked, np.intp)
+        self.marked_tids = self.tids[self.marked]
+
+    def holds(self, rows: Sequence[Task]) -> bool:
+        """Whether ``rows`` are this reading's rows, in the same order, and no task's
+        counters changed since it was made."""
+        return self._changes.n == self._made_at and same_tasks(rows, self.rows)
+
+    def watched_marks(self, idle: np.ndarray) -> dict[int, tuple[int, int]]:
+        """tid -> ``/proc/TID`` mark of the rows watched by their mark that ``idle`` says
+        did not run (none has a pidfd, so none is among those a pidfd said ended)."""
+        sel = np.flatnonzero(idle[self.marked])
+        tids = self.marked_tids[sel].tolist()
+        return dict(zip(tids, map(self.marks.__getitem__, sel.tolist()), strict=True))
+
+    def retired(self) -> list[np.ndarray | None]:
+        """Each row's counts of groups closed while it lived (``TaskCounters.retired``)."""
+        return [s.retired for s in self.states]
+
+
+@dataclass
+class Counts:
+    """What one refresh read for its rows: the readout, each row's retired totals, and
+    what it says of each row's task for the next scan (:meth:`activity`)."""
+
+    readout: Readout
+    retired: list[np.ndarray | None]
+    #: Rows known not to have run: every read fine, no enabled time, and the task's exit
+    #: would have been seen (a pidfd or a mark; not a spawned command's counters, which
+    #: are disabled until its exec).
+    did_not_run: np.ndarray
+    #: Identities of the rows whose task has exited (their pidfd said so).
+    exited: set[Identity]
+    #: tid -> ``/proc/TID`` mark of the rows that did not run, watched without a pidfd.
+    marks: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: Each row's tid (int64).
+    tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Seconds between the previous read of the counters and this one (0: the first).
+    window: float = 0.0
+
+    def take(self, rows: Sequence[int]) -> Counts:
+        """The counts of some rows, in the given order."""
+        idx = list(rows)
+        return Counts(
+            self.readout.take(idx),
+            [self.retired[i] for i in idx],
+            self.did_not_run[idx],
+            self.exited,
+            self.marks,
+            self.tids[idx],
+            self.window,
+        )
+
+    def activity(self, sweep: int, turn: int) -> Activity:
+        """What these counts say of the tasks for the next scan (``engine.activity``): the
+        tasks that did not run whose tid is ``turn`` modulo ``sweep`` are due a look."""
+        tids, still = self.tids, self.did_not_run
+        return Activity(
+            did_not_run=set(tids[still].tolist()),
+            not_due=set(tids[still & (tids % sweep != turn)].tolist()),
+            uncounted=set(tids[self.readout.nread.sum(axis=1) == 0].tolist()),
+            exited=self.exited,
+            marks=self.marks,
+        )

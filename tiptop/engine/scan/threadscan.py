@@ -1,0 +1,94 @@
+"""The ``-H`` half of the task scan: the threads of each watched process, its ``task/``
+directory listed again only when one of the threads it listed last time ran.
+
+:class:`ThreadRows` is owned by :class:`tiptop.engine.scan.tasks.TaskScanner` (whose module
+doc, "Skipped reads", says when a task's ``stat`` is not read again); it keeps the threads
+that did not run and hands the scanner the ones it read afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.task import Proc, Task, rest
+from tiptop.errors import TaskGone
+from tiptop.kernel.procfs import Stat, list_threads
+
+
+class ThreadRows:
+    """The thread rows of watched processes (``-H``), one scan at a time (:meth:`begin`)."""
+
+    def __init__(self, proc_root: str, listing: ProcListing) -> None:
+        self.proc_root = proc_root
+        self.listing = listing
+        #: pid -> the tids its ``task/`` directory listed at the last scan.
+        self.listed: dict[int, list[int]] = {}
+        self.begin(Activity(), {}, {}, _no_read)
+
+    def begin(
+        self,
+        activity: Activity,
+        procs: dict[int, Proc],
+        old: dict[int, Task],
+        read_stat: Callable[[str], Stat],
+    ) -> None:
+        """Start a scan: what the counters said of the last scan's tasks, the processes'
+        facts, the last scan's tasks (``old``) and how a ``stat`` is read."""
+        self._activity, self._procs, self._old = activity, procs, old
+        self._read_stat = read_stat
+
+    def unchanged(self, pid: int) -> list[int] | None:
+        """The threads of watched process ``pid`` listed last time when none of them ran
+        since (``Activity.none_ran``); None otherwise. Its ``stat`` is then not read
+        again: an exec, a clone(2) or a rename (prctl(2) ``PR_SET_NAME``) is run by one
+        of its threads, and its exit makes their pidfds readable (``engine.count.exits``),
+        which keeps them out of the ones that did not run."""
+        known = self.listed.get(pid)
+        p = self._procs.get(pid)
+        if not known or p is None or not p.watched:
+            return None
+        return known if self._activity.none_ran(known) else None
+
+    def scan(self, pid: int) -> list[tuple[int, Stat | None]]:
+        """The live threads of watched process ``pid``, in their listing's order, each with
+        its ``stat`` read afresh, or None when it did not run (``Activity.rested``; or
+        without counters and its ``schedstat`` unmoved: its task is kept, at rest). The
+        order is the rows': the same rows in the same order let the engine keep its
+        readings (``same_tasks``).
+
+        When none of the threads listed last time ran, none can have created a thread
+        (clone(2) is run by one of them; the counters were read before that listing), so
+        the listing is not read again: a 2000-thread process costs a 2000-entry directory
+        read. A listing read while no PID was made stands for the marks of its threads
+        (``ProcListing.unchanged``)."""
+        root, act = self.proc_root, self._activity
+        known = self.listed.get(pid)
+        proven = False
+        if not known or not act.did_not_run.issuperset(known):
+            try:
+                known = self.listed[pid] = list_threads(root, pid)
+            except (TaskGone, PermissionError):
+                return []
+            marks = act.marks
+            if marks and not marks.keys().isdisjoint(known) and self.listing.unchanged():
+                proven = True  # that listing shows each TID's task of the last scan
+        get, out = self._old.get, []
+        for tid in known:
+            t = get(tid)
+            if t is not None and (
+                act.rested(t, root, True, proven) or act.uncounted_slept(t, root, True)
+            ):
+                rest(t)
+                out.append((tid, None))
+                continue
+            try:
+                out.append((tid, self._read_stat(f"{root}/{pid}/task/{tid}/stat")))
+            except (TaskGone, PermissionError):  # gone, or hidden from us: no row
+                continue
+        return out
+
+
+def _no_read(path: str) -> Stat:
+    raise TaskGone(path)

@@ -1,0 +1,87 @@
+"""Where a built-in screen differs on purpose from the vendors' tables that the Linux kernel
+carries (perf's event tables and metrics, tools/perf/pmu-events/arch/; the model lists of
+arch/x86/kernel/cpu/amd.c and arch/x86/events/intel/core.c): the one list, with reasons.
+
+The oracle tests (tests/unit/test_oracle_*.py, tables in tests/data/oracle/) fail on any
+other difference, and on a deviation listed here that no longer differs. Each entry is
+shown in its screen's description (``builtin_gen`` appends it) and in docs/screens.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tiptop.screens.gating import gate
+from tiptop.screens.model import Target
+
+__all__ = ["DEVIATIONS", "Deviation", "described", "for_variant"]
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One difference kept on purpose.
+
+    ``screen`` and ``cpu`` name the variant (the first of that name whose gate admits
+    ``cpu``, a ``family_model`` string); ``kind`` is ``"screen"`` (the variant is not
+    compared at all), ``"model"`` (``subject``, ``;``-separated models, are in the gate
+    though the kernel's lists or tables do not have them) or ``"column"`` (the column
+    headed ``subject`` does not show its ``table_metric``'s value).
+    """
+
+    screen: str
+    cpu: str
+    kind: str
+    subject: str
+    why: str
+
+
+DEVIATIONS: tuple[Deviation, ...] = tuple(
+    Deviation(*d)
+    for d in (
+        ("uOps", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        ("FP", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        ("mem", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        ("imix", "06_1A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        (
+            "topdown",
+            "06_BD",
+            "model",
+            "06_C5",
+            "Arrow Lake-H: its perf metrics came to core.c after Linux 6.12",
+        ),
+        (
+            "topdown2",
+            "06_BD",
+            "model",
+            "06_C5",
+            "Arrow Lake-H: its perf metrics came to core.c after Linux 6.12",
+        ),
+        (
+            "fp",
+            "06_97",
+            "model",
+            "06_B5",
+            "Arrow Lake-U: Meteor Lake's P-core (one case in core.c), no mapfile row in 6.12",
+        ),
+    )
+)
+
+
+def for_variant(name: str, arch: str | None, model: str | None) -> tuple[Deviation, ...]:
+    """The deviations of the built-in variant ``name`` gated by ``arch``/``model``."""
+    if model is None:
+        return ()
+    out = []
+    for d in DEVIATIONS:
+        target = Target(arch, d.cpu)
+        if d.screen == name and gate(arch, model, target) is None:
+            out.append(d)
+    return tuple(out)
+
+
+def described(desc: str, devs: tuple[Deviation, ...]) -> str:
+    """``desc`` with the deviations said after it (the help window and ``--check`` show it)."""
+    if not devs:
+        return desc
+    said = "; ".join(f"{d.subject}: {d.why}" if d.subject else d.why for d in devs)
+    return f"{desc} [differs from the kernel's tables: {said}]"

@@ -1,0 +1,1 @@
+"""Frame sources built on another source: rows summed by cgroup (``bycgroup``)."""
