@@ -21,10 +21,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tiptop import recording
 from tiptop.cells import STATUS_DTYPE
-from tiptop.engine import replay
 from tiptop.frame import Frame
-from tiptop.outputs.record import Recorder
 from tiptop.screens import Target, builtin_screens
 
 
@@ -61,7 +60,7 @@ def measure(n: int, refreshes: int, busy: float) -> None:
     totals = np.zeros((n, 5))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "r.jsonl.gz")
-        rec = Recorder(path, {"interval": 1.0})
+        rec = recording.Recorder(path, {"interval": 1.0})
         write_s = 0.0
         for it in range(refreshes):
             f = make_frame(rng, it, n, busy, totals)
@@ -71,8 +70,8 @@ def measure(n: int, refreshes: int, busy: float) -> None:
         rec.close()
         size = os.path.getsize(path)
         t0 = time.perf_counter()
-        loaded = replay.load(path)
-        src = replay.ReplaySource(loaded, loaded.screens[0])
+        loaded = recording.load(path)
+        src = recording.ReplaySource(loaded, loaded.screens[0])
         src.frame(0)
         open_s = time.perf_counter() - t0
     per = size / (n * refreshes)

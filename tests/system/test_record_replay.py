@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import run
+from tests.helpers import REPO, run
 from tests.system.test_live_tmux import Tmux, has
-from tiptop.engine import replay
+from tiptop import recording
+from tiptop.errors import TiptopError
 
 PAGES = 6000
 TOUCH_THEN_SPIN = (
@@ -55,7 +60,7 @@ def test_batch_replay_prints_the_rows_printed_live(tmp_path: Path) -> None:
     assert abs(time.mktime(time.strptime(" ".join(replayed[1].split()), fmt)) - t_live) <= 1
     assert sum(1 for line in replayed if line.endswith(" python3") or "python" in line) >= 2
     # Every fresh page touched is one page fault, counted in the recorded deltas.
-    rec = replay.load(str(path))
+    rec = recording.load(str(path))
     faults = sum(
         sum(v for v in rec.record(i)["k"]["PF"]["d"] if v is not None) for i in range(len(rec))
     )
@@ -67,7 +72,7 @@ def test_batch_replay_prints_the_rows_printed_live(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_live_replay_steps_back_and_forward(tmp_path: Path) -> None:
     _live, path = _record(tmp_path, "steps.jsonl", SPIN_THEN_SLEEP)
-    rec = replay.load(str(path))
+    rec = recording.load(str(path))
     n = len(rec)
     assert n >= 4
 
@@ -102,8 +107,8 @@ def test_plot_shows_two_phases(tmp_path: Path) -> None:
     from tiptop.cli.plot import find_column, series
 
     _live, path = _record(tmp_path, "phases.jsonl", SPIN_THEN_SLEEP)
-    rec = replay.load(str(path))
-    src = replay.ReplaySource(rec, rec.screens[0])
+    rec = recording.load(str(path))
+    src = recording.ReplaySource(rec, rec.screens[0])
     found = series(src, find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
     (child,) = [s for s in found.values() if "python" in s.label]
     # Spinning: high %CPU (two shared cores: not always 100); sleeping: near 0. Both
@@ -115,5 +120,115 @@ def test_plot_shows_two_phases(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    # Without --column: the screen's first rate with values (no IPC in 'sched').
     r = run("--plot", str(path), "-o", str(tmp_path / "x.png"))
-    assert r.returncode == 2 and "no such column" in r.stderr  # IPC is not in 'sched'
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+    r = run("--plot", str(path), "--column", "IPC", "-o", str(tmp_path / "y.png"))
+    assert r.returncode == 2 and "no such column" in r.stderr
+
+
+TWO_SCREENS = """\
+screens:
+  - name: cpu
+    desc: CPU only
+    counters: {TC: task-clock}
+    columns:
+      - {header: " %CPU", format: "%5.1f", desc: Total CPU usage, expr: CPU_TOT}
+      - {header: "  CPUms", format: "%7.1f", desc: task-clock ms, expr: delta(TC) / 1e6}
+  - name: faults
+    desc: page faults
+    counters: {PF: page-faults}
+    columns:
+      - {header: "    FLT", format: "%7.0f", desc: Page faults, expr: delta(PF)}
+"""
+
+
+def _blocks(out: str) -> list[tuple[str, int]]:
+    """Batch text as (header line, number of refreshes printed under it)."""
+    parts = re.split(r"^(  PID \[.*)$", out, flags=re.MULTILINE)
+    return [
+        (head.rstrip(), sum(1 for g in body.split("\n\n") if g.strip() and "Screen " not in g))
+        for head, body in zip(parts[1::2], parts[2::2], strict=True)
+    ]
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_recorded_screen_switch_replays_under_each_header(tmp_path: Path) -> None:
+    """Live in tmux: two screens of a -W file, Right pressed between refreshes, q. The batch
+    replay prints each refresh under the header that was on the terminal then, and the
+    live replay follows the switch (Left/Right offer the recorded screens)."""
+    (tmp_path / "two.yaml").write_text(TWO_SCREENS)
+    rec_path = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "tiptop", "-W", "two.yaml", "--only-conf", "-d", "0.3",
+           "--record", str(rec_path)]  # fmt: skip
+    t = Tmux(cmd, tmp_path)
+    try:
+        lines = t.wait(has("screen  0: cpu"), "the first screen")
+        live_one = next(x.rstrip() for x in lines if x.startswith("  PID ["))
+        t.wait(lambda _: _count(rec_path) >= 3, "three refreshes")
+        t.keys("Right")
+        lines = t.wait(has("screen  1: faults"), "the second screen")
+        live_two = next(x.rstrip() for x in lines if x.startswith("  PID ["))
+        n = _count(rec_path)
+        t.wait(lambda _: _count(rec_path) >= n + 3, "three more refreshes")
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+    assert "CPUms" in live_one and "FLT" in live_two
+    r = run("-b", "--replay", str(rec_path))
+    assert r.returncode == 0, r.stderr
+    (one, n_one), (two, n_two) = _blocks(r.stdout)
+    assert (one, two) == (live_one, live_two)
+    assert n_one >= 3 and n_two >= 3
+    assert "\nScreen 1: faults\n" in r.stdout
+    assert n_one + n_two == _count(rec_path)
+    # Live replay: the view follows the recorded switch; Left goes back to 'cpu' for good.
+    t = Tmux([sys.executable, "-m", "tiptop", "--replay", str(rec_path), "-d", "0.2"], tmp_path)
+    try:
+        t.wait(has("screen  0: cpu"), "the replay's first screen")
+        t.wait(has("screen  1: faults"), "the replay following the recorded switch")
+        t.keys("Right")
+        t.wait(has("screen  0: cpu"), "Right: the other recorded screen (not a built-in)")
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
+@pytest.mark.parametrize("name", ["k.jsonl.gz", "k.jsonl"])
+def test_a_killed_recorder_then_an_appended_session_keep_every_refresh(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    cmd = [sys.executable, "-m", "tiptop", "-b", "-d", "0.2", "-S", "sched", "--record", str(path)]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        end = time.monotonic() + 30
+        while not (path.exists() and _count(path) >= 4) and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    first = _count(path)
+    assert first >= 4
+    r = run("-b", "-n", "5", "-d", "0.2", "-S", "sched", "--record", str(path))
+    assert r.returncode == 0, r.stderr
+    rec = recording.load(str(path))
+    assert len(rec) == first + 5  # every whole refresh of both sessions
+    assert any("a new session starts" in n for n in rec.all_notes())
+    r = run("-b", "--replay", str(path))
+    assert r.returncode == 0 and r.stdout.count("\n  PID [") == 1
+    assert "a new session starts" in r.stderr and "Traceback" not in r.stderr
+
+
+def _count(path: Path) -> int:
+    """The whole refreshes a reader finds in the file now (0 while it has none)."""
+    try:
+        rec = recording.load(str(path))
+    except TiptopError:
+        return 0
+    rec.close()
+    return len(rec)

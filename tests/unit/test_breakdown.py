@@ -17,13 +17,12 @@ import pytest
 from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.sampling import row
+from tiptop import recording
 from tiptop.cells import STATUS_NAME, Status
-from tiptop.engine import replay
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.engine.scan import tasks as tasks_mod
 from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.options import Options
-from tiptop.outputs import record
 from tiptop.outputs.batch import make_writer
 from tiptop.screens import builtin_screens, load_text
 from tiptop.screens.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
@@ -230,7 +229,7 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
     host = host_at(str(fp.root), str(fp.root.parent / "nosys"))
     path = str(tmp_path / "rec.jsonl")
     sampler = Sampler(level1(), SamplerConfig(), backend=b, host=host)  # type: ignore[arg-type]
-    source = record.RecordingSource(sampler, record.Recorder(path, {"host": "h"}))
+    source = recording.RecordingSource(sampler, recording.Recorder(path, {"host": "h"}))
     source.start()
     b.clock.advance(2.0)
     fp.set_stat(10, "app", utime=200)
@@ -238,9 +237,9 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
     source.close()
     suspect = [Status.OK] + [Status.SUSPECT] * 4
     assert live.status[row(live, 10)].tolist() == suspect
-    rec = replay.load(path)
+    rec = recording.load(path)
     assert rec.screens[0].breakdown == ("%RET", "%BAD", "%FE", "%BE")
-    again = replay.ReplaySource(rec, rec.screens[0]).frame(0)
+    again = recording.ReplaySource(rec, rec.screens[0]).frame(0)
     assert again.status[row(again, 10)].tolist() == suspect
     np.testing.assert_array_equal(again.values, live.values)
     # A recording made before breakdowns existed has none in its header: no check.
@@ -248,9 +247,9 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
     head = json.loads(lines[0])
     del head["screen"]["breakdown"]
     Path(path).write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
-    rec = replay.load(path)
+    rec = recording.load(path)
     assert rec.screens[0].breakdown == ()
-    old = replay.ReplaySource(rec, rec.screens[0]).frame(0)
+    old = recording.ReplaySource(rec, rec.screens[0]).frame(0)
     assert old.status[row(old, 10)].tolist() == [Status.OK] * 5
 
 

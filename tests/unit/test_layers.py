@@ -25,8 +25,7 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
-    # the perf_event vocabulary: event types, ids and their names (perf's and the original's)
-    "vocab": set(),
+    "vocab": set(),  # perf_event's vocabulary: event types, ids, perf's and the original's names
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
     "kernel": {"errors", "cells", "host", "vocab"},
     "events": {"kernel", "errors", "vocab"},
@@ -40,6 +39,7 @@ RULES: dict[str, set[str]] = {
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
+    "recording": {"frame", "screens", "cells", "errors", "messages"},  # --record's files
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
     "exporter": {"frame", "cells", "errors", "vocab", "kernel"},

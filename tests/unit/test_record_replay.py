@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 
 from tests.support.sampling import default_screen_sampler
+from tiptop import recording
 from tiptop.cells import Status
-from tiptop.engine import replay
 from tiptop.errors import TiptopError
 from tiptop.options import Options
-from tiptop.outputs import record
 from tiptop.outputs.batch import TextWriter
 from tiptop.screens import Target, builtin_screens
 
@@ -31,7 +30,9 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, n: int =
     fp, b, sampler = default_screen_sampler(tmp_path, monkeypatch, (1.1e9, 2.3e9, 1.7e6, 4e6))
     default = sampler.screen
     path = str(tmp_path / name)
-    source = record.RecordingSource(sampler, record.Recorder(path, {"host": "h", "interval": 2.0}))
+    source = recording.RecordingSource(
+        sampler, recording.Recorder(path, {"host": "h", "interval": 2.0})
+    )
     opts = Options(delay=2.0, show_idle=True)
     out = io.StringIO()
     writer = TextWriter(out, opts, default, 0)
@@ -48,8 +49,8 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, n: int =
 
 
 def _replayed(path: str, screen, opts: Options) -> str:
-    rec = replay.load(path)
-    src = replay.ReplaySource(rec, screen)
+    rec = recording.load(path)
+    src = recording.ReplaySource(rec, screen)
     out = io.StringIO()
     writer = TextWriter(out, opts, screen, 0)
     for i in range(len(rec)):
@@ -65,8 +66,8 @@ def test_replay_prints_what_was_printed_live(
     assert "compute" in live and "2.09" in live  # IPC 2.3e9/1.1e9, shown to 2 digits
     assert _replayed(path, default, opts) == live
     # The recorded screen, rebuilt from the header alone, gives the same text.
-    rec = replay.load(path)
-    assert rec.header["host"] == "h" and rec.header["tiptop_recording"] == 1
+    rec = recording.load(path)
+    assert rec.header.host == "h" and rec.header.raw["tiptop_recording"] == 1
     assert _replayed(path, rec.screens[0], opts) == live
     if name.endswith(".gz"):
         with gzip.open(path) as f:
@@ -78,8 +79,8 @@ def test_another_screen_over_the_same_counters(
 ) -> None:
     _live, path, _default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
     (branch,) = [s for s in builtin_screens(Target()) if s.name == "branch"]
-    rec = replay.load(path)
-    f = replay.ReplaySource(rec, branch).frame(0)
+    rec = recording.load(path)
+    f = recording.ReplaySource(rec, branch).frame(0)
     row = list(f.tid).index(100)
     # INSTR and BMISS are recorded (as INSN and BR: the same events under other aliases),
     # branch-instructions is not: %MIS/I = 100 * 4e6 / 2.3e9, %MISP and %BR/I are '?'.
@@ -87,7 +88,7 @@ def test_another_screen_over_the_same_counters(
     assert f.values[row, 1] == pytest.approx(100 * 4e6 / 2.3e9)
     assert list(f.status[row, 1:]) == [Status.OK, Status.UNREADABLE, Status.UNREADABLE]
     # The default screen's own BR (branch-misses) is not mistaken for branch-instructions.
-    assert f.values[row, 0] == replay.ReplaySource(rec, rec.screens[0]).frame(0).values[row, 0]
+    assert f.values[row, 0] == recording.ReplaySource(rec, rec.screens[0]).frame(0).values[row, 0]
 
 
 def test_cut_off_last_line_is_dropped_with_a_note(
@@ -96,9 +97,9 @@ def test_cut_off_last_line_is_dropped_with_a_note(
     _live, path, _d, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=3)
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[:-40])
-    rec = replay.load(path)
+    rec = recording.load(path)
     assert len(rec) == 2
-    assert len(rec.notes) == 1 and "last line is incomplete" in rec.notes[0]
+    assert len(rec.notes) == 1 and "line 5: incomplete" in rec.notes[0]
 
 
 def test_cut_off_gzip_keeps_the_flushed_refreshes(
@@ -107,7 +108,7 @@ def test_cut_off_gzip_keeps_the_flushed_refreshes(
     _live, path, _d, _o = _record(tmp_path, monkeypatch, "r.jsonl.gz", n=3)
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[:-12])  # the trailer and the end of the stream lost
-    rec = replay.load(path)
+    rec = recording.load(path)
     assert len(rec) == 3  # each refresh was sync-flushed
     assert any("ends early" in n for n in rec.notes)
 
@@ -124,14 +125,14 @@ def test_bad_files_are_one_line(tmp_path: Path, content: bytes, why: str) -> Non
     p = tmp_path / "bad"
     p.write_bytes(content)
     with pytest.raises(TiptopError, match=why):
-        replay.load(str(p))
+        recording.load(str(p))
     with pytest.raises(TiptopError, match="cannot read"):
-        replay.load(str(tmp_path / "missing"))
+        recording.load(str(tmp_path / "missing"))
 
 
 def test_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=1)
-    rec = record.Recorder(str(tmp_path / "x"), {})
+    rec = recording.Recorder(str(tmp_path / "x"), {})
 
     class Full(io.RawIOBase):
         closed = False
@@ -140,21 +141,21 @@ def test_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             raise OSError(errno.ENOSPC, "No space left on device")
 
     rec._f = rec._raw = Full()  # type: ignore[assignment]
-    frame = replay.ReplaySource(replay.load(path), default).frame(0)
+    frame = recording.ReplaySource(recording.load(path), default).frame(0)
     with pytest.raises(TiptopError, match=r"^--record: cannot write .*No space left on device$"):
         rec.write(frame, default)
 
 
 def test_numbers_round_trip() -> None:
     a = np.array([0.0, 1.0, 2.5, np.nan, 1e20, 0.1 + 0.2, -0.0, 123456789.0])
-    back = np.array(json.loads(json.dumps(record.numbers(a))), dtype=np.float64)
+    back = np.array(json.loads(json.dumps(recording.numbers(a))), dtype=np.float64)
     assert np.array_equal(back, a, equal_nan=True)
     assert np.signbit(back[6])
-    assert record.numbers(np.array([3.0, 4.0])) == [3, 4]
+    assert recording.numbers(np.array([3.0, 4.0])) == [3, 4]
 
 
 def test_format_versions_agree() -> None:
-    assert record.FORMAT_VERSION == replay.FORMAT_VERSION
+    assert recording.FORMAT_VERSION == recording.FORMAT_VERSION
 
 
 def test_totals_recorded_only_for_aliases_read_bare(
@@ -163,15 +164,15 @@ def test_totals_recorded_only_for_aliases_read_bare(
     from tiptop.screens.model import ColumnSpec
 
     _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=2)
-    assert record.bare_aliases(default) == frozenset()
-    rec = replay.load(path)
+    assert recording.bare_aliases(default) == frozenset()
+    rec = recording.load(path)
     assert all("T" not in c for c in rec.record(0)["k"].values())
     # A screen reading the running total of instructions: '?' on this recording.
     cum = dataclasses.replace(
         default, columns=(ColumnSpec("  Ginstr", "%7.2f", "INSN / 1e9", "total"),)
     )
-    assert record.bare_aliases(cum) == frozenset({"INSN"})
-    f = replay.ReplaySource(rec, cum).frame(1)
+    assert recording.bare_aliases(cum) == frozenset({"INSN"})
+    f = recording.ReplaySource(rec, cum).frame(1)
     assert (f.status[:, 0] == Status.UNREADABLE).all()
 
 
@@ -179,7 +180,7 @@ def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.Monke
     from tiptop.frame import Frame
 
     _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=1)
-    f = replay.ReplaySource(replay.load(path), default).frame(0)
+    f = recording.ReplaySource(recording.load(path), default).frame(0)
     kept = Frame.empty().concat(f.take(slice(1, None)))  # the sampler's sticky dead rows
     assert kept.cpu_user is not None and len(kept.cpu_user) == len(f) - 1
     both = f.take(slice(0, 1)).concat(kept)

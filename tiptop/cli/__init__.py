@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 from tiptop import __version__
 from tiptop.cli.run import is_live, read_pid_max, run_monitor
@@ -26,7 +26,7 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError, UsageError, printable
 from tiptop.host import Host
 from tiptop.options import Action, merge, parse_argv
 
@@ -87,6 +87,20 @@ Usage: {prog} [option] [-- command args]
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
+
+
+def _check_outputs(opts: Any) -> None:
+    """``--record`` and ``-o`` where they would be silently dropped: one line instead.
+    ``--serve``/``--textfile`` export frames and write no batch output or recording;
+    ``--replay``/``--plot`` read a recording and make none."""
+    exporting = "--serve" if opts.serve else "--textfile" if opts.textfile else None
+    if exporting and opts.record:
+        raise UsageError(f"--record does not work with {exporting}: run two tiptops")
+    if exporting and opts.output:
+        raise UsageError(f"-o does not work with {exporting} (it writes no batch output)")
+    reading = "--plot" if opts.plot else "--replay" if opts.replay else None
+    if reading and opts.record:
+        raise UsageError(f"--record does not work with {reading}: copy the file instead")
 
 
 def _flag(actions: list[Action], name: str) -> bool:
@@ -208,6 +222,7 @@ def _main(argv: list[str], prog: str) -> int:
         from tiptop.cli.selftest import run_selftest_command
 
         return run_selftest_command(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+    _check_outputs(opts)
     if opts.plot:
         from tiptop.cli.plot import run_plot
 

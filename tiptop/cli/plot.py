@@ -1,16 +1,21 @@
 """``tiptop --plot FILE -o out.png``: one column of a recording over time, one line per task.
 
-The column (``--column``, default ``IPC``; a header of the recorded screen, or of ``-S``'s)
-is evaluated again from the recorded counters (``tiptop.engine.replay``) for the top
-``--top`` tasks by CPU time over the recording, or the task given with ``-p``. A cell that
-is not a number (``-`` or ``?``) is a gap in its line. matplotlib is an optional extra
-(``pip install 'tiptop-perf[plot]'``); without it the command is one line saying so.
+The column (``--column``; a header of the recorded screen, or of ``-S``'s) is evaluated
+again from the recorded counters (``tiptop.recording``) for the top ``--top`` tasks by CPU
+time over the recording, or the task given with ``-p``. Without ``--column``: the screen's
+first rate or ratio of counters that has values in the recording (``IPC`` first where it
+has), else its first column with values (``%CPU`` on a recording made without counters). A
+cell that is not a number (``-`` or ``?``) is a gap in its line. The y axis starts at 0
+unless a value is negative; the time axis says the day and the time zone. matplotlib is an
+optional extra (``pip install 'tiptop-perf[plot]'``); without it the command is one line
+saying so.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +61,8 @@ def series(
     out: dict[int, Series] = {}
     for i in range(first, last + 1):
         f = source.frame(i)
+        if f is None:  # a damaged refresh: said by the source
+            continue
         keys = f.tid if f.threads else f.pid
         for r, key in enumerate(keys.tolist()):
             if pid is not None and key != pid:
@@ -76,28 +83,65 @@ def top(found: dict[int, Series], n: int) -> list[Series]:
     return sorted(found.values(), key=lambda s: -s.cpu_seconds)[: max(n, 1)]
 
 
+def pick_column(source: Any, screen: Any, first: int, last: int) -> int:
+    """The column drawn without ``--column``: ``IPC`` if it has values in the recording,
+    else the first column reading counter deltas (a rate or ratio) that has, else the first
+    column that has (looked for in up to 64 refreshes spread over the range)."""
+    step = max((last - first + 1) // 64, 1)
+    has = np.zeros(len(screen.columns), bool)
+    for i in range(first, last + 1, step):
+        f = source.frame(i)
+        if f is not None and len(f):
+            has |= (f.status == Status.OK).any(axis=0)
+    headers = [c.header.strip().upper() for c in screen.columns]
+    rates = ["delta(" in c.expr.replace(" ", "") for c in screen.columns]
+    for ok in (
+        lambda j: headers[j] == "IPC",
+        lambda j: rates[j],
+        lambda j: True,
+    ):
+        for j in range(len(headers)):
+            if has[j] and ok(j):
+                return j
+    raise TiptopError(f"--plot: no column of screen '{screen.name}' has a value to draw")
+
+
+def short(desc: str, limit: int = 48) -> str:
+    """A column's description for an axis label: without its parenthesised asides, cut at
+    ``limit`` characters."""
+    text = " ".join(re.sub(r"\([^()]*\)", " ", desc).split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
 def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
-    """Write the lines to ``path`` (PNG, SVG or PDF by suffix), axes labelled."""
+    """Write the lines to ``path`` (PNG, SVG or PDF by suffix), axes labelled: the y axis
+    from 0 unless a value is negative, the times in the local time zone, named."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.dates import DateFormatter
     except ImportError:
         raise TiptopError(INSTALL) from None
+    zone = datetime.datetime.now().astimezone().tzinfo
     fig, ax = plt.subplots(figsize=(10, 5))
+    low = 0.0
+    times = [t for s in lines for t in s.times]
     for s in lines:
-        when = [datetime.datetime.fromtimestamp(t) for t in s.times]
+        when = [datetime.datetime.fromtimestamp(t, zone) for t in s.times]
         ax.plot(when, s.values, label=s.label, linewidth=1.2)
-    ax.set_xlabel("time")
+        finite = [v for v in s.values if np.isfinite(v)]
+        low = min([low, *finite])
+    if low >= 0:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(_time_label(times, zone))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if lines:
         ax.legend(loc="best", fontsize="small")
-    from matplotlib.dates import DateFormatter
-
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S"))
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=zone))
     fig.autofmt_xdate()
     try:
         fig.savefig(path)
@@ -107,31 +151,54 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
         plt.close(fig)
 
 
+def _time_label(times: list[float], zone: Any) -> str:
+    """``time on 2026-11-27 (UTC, UTC+00:00)``; both days when the range spans two or more."""
+    if not times:
+        return "time"
+    days = [datetime.datetime.fromtimestamp(t, zone) for t in (min(times), max(times))]
+    span = days[0].strftime("%Y-%m-%d")
+    if days[1].date() != days[0].date():
+        span += " to " + days[1].strftime("%Y-%m-%d")
+    offset = days[0].strftime("%z")
+    return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
+
+
 def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
     from tiptop.cli.screens import pick_screen
-    from tiptop.engine.replay import ReplaySource, load
+    from tiptop.recording.reader import load
+    from tiptop.recording.replay import ReplaySource
 
     if not opts.output:
         raise UsageError("--plot needs -o IMAGE (.png, .svg or .pdf)")
     if os.path.splitext(opts.output)[1].lower() not in FORMATS:
         raise UsageError(f"-o {opts.output}: the image name must end in .png, .svg or .pdf")
-    rec = load(opts.plot)
-    for note in rec.notes:
-        say(note)
-    first, last = frame_range(opts, rec.times)
-    screen = rec.screens[0] if opts.screen is None else pick_screen(loaded.screens, opts.screen)[1]
-    column = find_column(screen, opts.plot_column)
-    source = ReplaySource(rec, screen, first=first, last=last)
-    found = series(source, column, first, last, opts.only_pid)
+    rec = load(opts.plot, "--plot")
+    try:
+        first, last = frame_range(opts, rec.times)
+        screens = [*rec.screens, *loaded.screens]  # the recorded ones first
+        screen = rec.screens[0] if opts.screen is None else pick_screen(screens, opts.screen)[1]
+        source = ReplaySource(rec, screen, first=first, last=last)
+        if opts.plot_column is not None:
+            column = find_column(screen, opts.plot_column)
+        else:
+            column = pick_column(source, screen, first, last)
+        found = series(source, column, first, last, opts.only_pid)
+        for m in source.messages.since(0)[0]:
+            say(m.line)
+    finally:
+        rec.close()
     if not found:
         raise TiptopError("--plot: no task to draw in the recording")
     col = screen.columns[column]
-    host = rec.header.get("host", "?")
-    draw(top(found, opts.plot_top), opts.output, f"{col.header.strip()} ({col.desc})",
-         f"tiptop on {host}: {col.header.strip()}")  # fmt: skip
+    head = col.header.strip()
+    draw(top(found, opts.plot_top), opts.output, f"{head}: {short(col.desc)}",
+         f"tiptop on {rec.header.host}: {head}")  # fmt: skip
     return 0
 
 
-__all__ = ["FORMATS", "INSTALL", "Series", "draw", "find_column", "run_plot", "series", "top"]
+__all__ = [
+    "FORMATS", "INSTALL", "Series", "draw", "find_column", "pick_column", "run_plot", "series",
+    "short", "top",
+]  # fmt: skip

@@ -1,5 +1,5 @@
 """``--record FILE`` wiring: the sampler wrapped so that every refresh is appended to FILE
-(``tiptop.outputs.record``), with a header saying where and how it was recorded."""
+(``tiptop.recording``), with a header saying where and how it was recorded."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
 
 def record_source(opts: Any, sampler: Any, index: int) -> Any:
     """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
-    from tiptop.outputs.record import Recorder, RecordingSource
+    from tiptop.recording.writer import Recorder, RecordingSource
 
     header = {
         "version": __version__,

@@ -53,34 +53,31 @@ def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
-def replay_screens(loaded: ScreenSet, rec: Any) -> tuple[list[Any], int]:
-    """The screens to show: the loaded ones with the recorded screen in its recorded place
-    (or first when it is not among them), and the recorded screen's index."""
-    recorded = rec.screens[0]
-    screens = list(loaded.screens)
-    index = int(rec.header.get("screen_index", 0))
-    if 0 <= index < len(screens) and screens[index].name == recorded.name:
-        screens[index] = recorded
-        return screens, index
-    return [recorded, *screens], 0
-
-
 def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
-    """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output."""
+    """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
+    screens offered are the recording's; each refresh is shown under the one shown when it
+    was recorded, unless ``-S`` picks one of them."""
     from tiptop.cli.run import is_live, open_output
     from tiptop.cli.screens import pick_screen
-    from tiptop.engine.replay import ReplaySource, load
-    from tiptop.screens.printf import check_formats
+    from tiptop.recording.reader import load
+    from tiptop.recording.replay import ReplaySource
 
-    rec = load(opts.replay)
-    first, last = frame_range(opts, rec.times)
-    screens, index = replay_screens(loaded, rec)
+    # Read in the background: the first refresh shows at once. --from/--to need every
+    # refresh's time (a time is found from the end), so they wait for the whole file.
+    rec = load(opts.replay, background=True)
+    if opts.time_from or opts.time_to:
+        rec.wait()
+        first, last = frame_range(opts, rec.times)
+        source_last: int | None = last
+    else:
+        first, source_last = 0, None
+    screens = list(rec.screens)
+    picked = None
     if opts.screen is not None:
-        index, _ = pick_screen(screens, opts.screen)
-    screen = screens[index]
-    check_formats(screen)
-    opts.pid_width = int(rec.header.get("pid_width", opts.pid_width))
-    kept = rec.header.get("options", {})  # what the recording run watched (cli.record)
+        picked = pick_screen(screens, opts.screen)[1]
+    head = rec.header
+    opts.pid_width = head.pid_width or opts.pid_width
+    kept = head.options  # what the recording run watched (cli.record), checked
     opts.show_idle = opts.show_idle or bool(kept.get("show_idle"))
     if opts.only_pid is None and opts.only_name is None:
         opts.only_pid, opts.only_name = kept.get("only_pid"), kept.get("only_name")
@@ -88,35 +85,66 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
         opts.uid, opts.user_name = kept.get("uid"), kept.get("user_name")
     live = is_live(opts)
     if not live:
-        opts.delay = float(rec.header.get("interval", opts.delay))
-    source = ReplaySource(rec, screen, first=first, last=last, delay=opts.delay)
+        opts.delay = head.interval or opts.delay
+    source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
     if live:
         from tiptop import live as live_mode
 
+        index = screens.index(source.screen) if source.screen in screens else 0
         return live_mode.run(
             opts, source, screens, host=host, screen_index=index, exporter=export_current
         )
     out = open_output(opts.output, "-o")
     try:
-        return _batch(opts, source, screen, index, out or sys.stdout, say)
+        return _batch(opts, source, rec.screens, out or sys.stdout, say)
     finally:
+        source.close()
         if out is not None:
             out.close()
 
 
-def _batch(opts: Any, source: Any, screen: Any, index: int, out: Any, say: Any) -> int:
-    """The recorded refreshes as batch output, as fast as they can be written."""
-    from tiptop.outputs.batch import make_writer
+def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> int:
+    """The recorded refreshes as batch output, as fast as they can be written; a refresh
+    shown under another screen than the one before gets that screen's name and header
+    (text) or a new header line (csv). ``screens``: the recording's (it grows while the
+    file is read)."""
+    from tiptop.outputs.batch import TextWriter, make_writer
 
-    for m in source.messages.since(0)[0]:
-        say(m.line)
-    writer = make_writer(out, opts, screen, index)
+    cursor = 0
     rec = source.rec
-    writer.begin(float(rec.header.get("started", rec.times[0] if rec.times else 0.0)))
-    for count, i in enumerate(range(source.first, source.last + 1)):
-        if opts.max_iter and count >= opts.max_iter:
+    writer = None
+    count = 0
+    i = source.first - 1
+    while True:
+        i += 1
+        rec.wait(i)  # the file may still be being read
+        if i > source.last or (opts.max_iter and count >= opts.max_iter):
             break
-        writer.frame(source.frame(i), count)
+        screen = source.screen_for(i)
+        frame = source.frame(i)
+        fresh, cursor = source.messages.since(cursor)
+        for m in fresh:
+            say(m.line)
+        if frame is None:
+            continue
+        if writer is None or screen is not writer.screen:
+            # The first recorded screen by the number it had when recorded (its place in
+            # the screens loaded then); the others by their place among the recorded ones.
+            index = rec.header.screen_index if screen is screens[0] else screens.index(screen)
+            if writer is None:
+                writer = make_writer(out, opts, screen, index)
+                writer.begin(rec.header.started or frame.timestamp)
+            elif isinstance(writer, TextWriter):
+                writer.switch(screen, index)
+            else:  # csv, json: the new screen's columns from here on (csv: a header line)
+                writer = make_writer(out, opts, screen, index)
+                writer.begin(frame.timestamp)
+        writer.frame(frame, count)
+        count += 1
+    source.say_notes()  # what reading the end of the file found
+    fresh, cursor = source.messages.since(cursor)
+    for m in fresh:
+        say(m.line)
     out.flush()
     return 0
 

@@ -204,6 +204,7 @@ class LiveApp:
     def refresh(self) -> None:
         """Take one frame from the sampler and show it."""
         self.frame = self.source.refresh()
+        self._follow_source_screen()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -212,6 +213,22 @@ class LiveApp:
         self.rebuild()
         if self.max_iter and self.refreshes >= self.max_iter:
             self.quit(0)
+
+    def _follow_source_screen(self) -> None:
+        """A source may change screen by itself (a replay shows each refresh under the
+        screen it was recorded under, found as the file is read): the view follows it, and
+        offers a screen it did not have from then on."""
+        current = self.source.screen
+        if current is None or current is self.state.screen:
+            return
+        screens = self.state.screens
+        known = [i for i, s in enumerate(screens) if s is current] or [
+            i for i, s in enumerate(screens) if s == current
+        ]
+        if not known:
+            screens.append(current)
+        self.state.screen_index = known[0] if known else len(screens) - 1
+        self._update_help()
 
     def _log_messages(self) -> None:
         """Append the sampler's new messages to ``-E``'s file; a write error there is

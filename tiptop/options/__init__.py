@@ -98,7 +98,7 @@ class Options:
     time_from: str | None = None  # --from WHEN (replay, plot)
     time_to: str | None = None  # --to WHEN (replay, plot)
     plot: str | None = None  # --plot FILE (-o: the image)
-    plot_column: str = "IPC"  # --column HEADER (plot)
+    plot_column: str | None = None  # --column HEADER (plot; default: cli.plot picks)
     plot_top: int = 5  # --top N (plot; with --by pid, the processes given a series)
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)

@@ -86,12 +86,22 @@ class TextWriter:
     def begin(self, now: float) -> None:
         """Preamble and the header line (printed once, never repeated)."""
         lines = preamble(self.options, self.screen_index, self.screen.name, now)
+        lines.append(self._header())
+        # A -p/-w name or a screen's text with ESC in it is shown, never obeyed.
+        self.out.write("\n".join(map(printable, lines)) + "\n")
+
+    def switch(self, screen: Any, screen_index: int) -> None:
+        """Go on under another screen (a replayed screen switch): its name and header."""
+        self.screen, self.screen_index = screen, screen_index
+        self._lines = LineMemo()
+        lines = [f"Screen {screen_index}: {screen.name}", self._header()]
+        self.out.write("\n".join(map(printable, lines)) + "\n")
+
+    def _header(self) -> str:
         prefix = ("timest " if self.options.show_timestamp else "") + (
             "     epoch " if self.options.show_epoch else ""
         )
-        lines.append(prefix + header(self.screen, self.view))
-        # A -p/-w name or a screen's text with ESC in it is shown, never obeyed.
-        self.out.write("\n".join(map(printable, lines)) + "\n")
+        return prefix + header(self.screen, self.view)
 
     def frame(self, frame: Frame, iteration: int) -> int:
         """Write one iteration; returns the number of rows written."""

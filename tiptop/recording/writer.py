@@ -1,7 +1,8 @@
 """``--record FILE``: every refresh appended to FILE, for ``--replay`` and ``--plot``.
 
-JSON lines, gzip when the name ends in ``.gz`` (docs/guide.md, "Recording format"): a header
-line, then per refresh an optional ``facts`` line (pid, user, name and command line of the
+JSON lines, gzip when the name ends in ``.gz`` (``tiptop.recording.format``; docs/guide.md,
+"Recording format"): a header line, a ``screen`` line when the screen shown changes, then per
+refresh an optional ``facts`` line (pid, user, name and command line of the
 tasks first seen or changed: they are not repeated every refresh) and one frame line holding
 the refresh's time and interval and, per task (columns of equal length), its tid, %CPU facts
 and per counter the raw delta, scaled delta, running total, running fraction and status.
@@ -10,7 +11,12 @@ an integral float is written as an integer (shorter, read back as the same float
 
 Each refresh is flushed (gzip: a sync flush), so a recorder killed mid-run leaves every
 refresh but the one being written; the reader drops that one with a note. A write that fails
-(a full disk) is one line (``TiptopError``), not a traceback.
+(a full disk) is one line (``TiptopError``), not a traceback. Appending to such a file keeps
+all of it: a session starts on a line of its own (gzip: in a member of its own, which the
+reader finds after the cut one, ``tiptop.recording.inflate``).
+
+The file holds every user's command lines: it is created mode 0600, and a symbolic link or
+anything but a regular file is refused (another user's link in ``/tmp`` is not followed).
 
 :class:`RecordingSource` wraps any ``FrameSource``: its ``refresh()`` writes the frame then
 returns it, so neither the batch loop nor the live view knows recording is on.
@@ -20,43 +26,20 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import stat
 import time
 from typing import IO, Any
 
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.errors import TiptopError
+from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource, SourceWrapper
+from tiptop.recording.format import FORMAT_VERSION, screen_record
 
 _DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
-
-#: The format version written (``tiptop.engine.replay`` reads it).
-FORMAT_VERSION = 1
-
-
-def screen_record(screen: Any) -> dict[str, Any]:
-    """A screen's counters and columns as the header stores them."""
-    return {
-        "name": screen.name,
-        "desc": screen.desc,
-        "counters": [
-            {"alias": c.alias, "config": c.config, "type": c.type} for c in screen.counters
-        ],
-        "columns": [
-            {
-                "header": c.header,
-                "format": c.format,
-                "expr": c.expr,
-                "desc": c.desc,
-                "threshold": c.threshold,
-                "threshold_below": c.threshold_below,
-            }
-            for c in screen.columns
-        ],
-        **({"breakdown": list(screen.breakdown)} if getattr(screen, "breakdown", ()) else {}),
-    }
 
 
 def numbers(a: np.ndarray) -> list[Any]:
@@ -145,13 +128,16 @@ class Recorder:
         self._facts: dict[int, list[Any]] = {}
         self._screen: Any = None
         self._totals: frozenset[str] = frozenset()
+        raw = os.fdopen(open_for_append(path), "ab")
         try:
-            raw = open(path, "ab")  # noqa: SIM115 - closed by close()
-            self._f: IO[bytes] = (
-                gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
-            )
+            if not path.endswith(".gz") and _ends_unfinished(raw.fileno()):
+                raw.write(b"\n")  # a line cut short by a crash or a full disk stays apart
         except OSError as exc:
-            raise TiptopError(f"--record: cannot open '{path}': {exc.strerror}") from None
+            raw.close()
+            raise TiptopError(
+                f"--record: cannot write '{printable(path)}': {exc.strerror}"
+            ) from None
+        self._f: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
         self._raw = raw
 
     def write(self, frame: Frame, screen: Any) -> None:
@@ -177,7 +163,9 @@ class Recorder:
             self._f.write(text.encode("utf-8", "surrogateescape"))
             self._f.flush()
         except OSError as exc:
-            raise TiptopError(f"--record: cannot write '{self.path}': {exc.strerror}") from None
+            raise TiptopError(
+                f"--record: cannot write '{printable(self.path)}': {exc.strerror}"
+            ) from None
 
     def close(self) -> None:
         """Finish the file (gzip trailer); a failure here is one line too."""
@@ -188,7 +176,36 @@ class Recorder:
             if self._f is not self._raw:
                 self._raw.close()
         except OSError as exc:
-            raise TiptopError(f"--record: cannot write '{self.path}': {exc.strerror}") from None
+            raise TiptopError(
+                f"--record: cannot write '{printable(self.path)}': {exc.strerror}"
+            ) from None
+
+
+def open_for_append(path: str) -> int:
+    """A descriptor appending to the regular file ``path``, created mode 0600; a symbolic
+    link (O_NOFOLLOW: ELOOP, open(2)) or anything else but a regular file (O_NONBLOCK: a
+    FIFO without a reader fails at once) is refused with one line."""
+    shown = printable(path)
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise TiptopError(f"--record: '{shown}' is a symbolic link: not written") from None
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise TiptopError(f"--record: '{shown}' is not a regular file: not written") from None
+        raise TiptopError(f"--record: cannot open '{shown}': {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TiptopError(f"--record: '{shown}' is not a regular file: not written")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _ends_unfinished(fd: int) -> bool:
+    """Whether the file is not empty and its last byte is not a newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 class RecordingSource(SourceWrapper):
@@ -219,11 +236,4 @@ class RecordingSource(SourceWrapper):
             self.recorder.close()
 
 
-__all__ = [
-    "FORMAT_VERSION",
-    "Recorder",
-    "RecordingSource",
-    "frame_record",
-    "numbers",
-    "screen_record",
-]
+__all__ = ["Recorder", "RecordingSource", "frame_record", "numbers", "open_for_append"]

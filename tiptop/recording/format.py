@@ -1,0 +1,385 @@
+"""The recording format, in one place: its version, its limits, and each kind of line
+written (``tiptop.recording.writer``) and checked when read (``tiptop.recording.reader``).
+
+A recording is JSON lines (docs/guide.md, "Recording format"): a header line
+(``tiptop_recording``: the format version, where and how it was recorded, the screen shown),
+a ``screen`` line whenever the screen shown changed, per refresh an optional ``facts`` line
+(pid, user, name and command line of the tasks first seen or changed) and one frame line
+(``{"t": ...``: the refresh's time, interval and per task its numbers). A header line later in
+the file starts another session appended to it.
+
+Reading checks every value's type and every list's length against the frame's task count
+here, so a damaged line is one :class:`FormatError` saying what is wrong, never a crash
+later when it is shown.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.errors import shown
+from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.screens.printf import check_formats
+
+#: The format version written and read.
+FORMAT_VERSION = 1
+
+#: The longest line read (a frame of 100,000 tasks fits); a longer one is skipped.
+MAX_LINE = 16 << 20
+#: The most bytes of a recording read (after decompression); the rest is left unread.
+MAX_BYTES = 4 << 30
+#: The most refreshes read (eleven days at one a second).
+MAX_FRAMES = 1_000_000
+#: The most distinct task facts kept (pid, user, name, command line).
+MAX_FACTS = 1_000_000
+#: After this many damaged lines the file is read no further.
+MAX_DAMAGED = 10_000
+#: The longest text of a screen (a name, header, format or expression) and the most
+#: counters or columns a recorded screen may have.
+MAX_TEXT = 4096
+MAX_ITEMS = 256
+
+_MiB = 1 << 20
+_STATUSES = max(int(s) for s in Status)
+_NUMBER_TYPES = {int, float, type(None)}  # JSON's numbers and null (nan)
+
+
+class FormatError(ValueError):
+    """What is wrong with one line (a phrase, without the file or line number)."""
+
+
+def line_limit() -> str:
+    """The line length limit in words, for the messages that hit it."""
+    return f"{MAX_LINE // _MiB} MiB (the longest line read)"
+
+
+def bytes_limit() -> str:
+    """The size limit in words, for the message that hits it."""
+    return f"{MAX_BYTES >> 30} GiB (the most read of a recording)"
+
+
+# --------------------------------------------------------------------------- screens
+
+
+def screen_record(screen: Any) -> dict[str, Any]:
+    """A screen's counters and columns as a header or ``screen`` line stores them."""
+    return {
+        "name": screen.name,
+        "desc": screen.desc,
+        "counters": [
+            {"alias": c.alias, "config": c.config, "type": c.type} for c in screen.counters
+        ],
+        "columns": [
+            {
+                "header": c.header,
+                "format": c.format,
+                "expr": c.expr,
+                "desc": c.desc,
+                "threshold": c.threshold,
+                "threshold_below": c.threshold_below,
+            }
+            for c in screen.columns
+        ],
+        **({"breakdown": list(screen.breakdown)} if screen.breakdown else {}),
+    }
+
+
+def _text(d: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    x = d.get(key, default)
+    if not isinstance(x, str) or len(x) > MAX_TEXT:
+        raise FormatError(f"{where}: '{key}' is not a text of at most {MAX_TEXT} characters")
+    return x
+
+
+def _items(d: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    x = d.get(key, [])
+    if not isinstance(x, list) or len(x) > MAX_ITEMS or not all(isinstance(i, dict) for i in x):
+        raise FormatError(f"{where}: '{key}' is not a list of at most {MAX_ITEMS} objects")
+    return x
+
+
+def _threshold(c: dict[str, Any], where: str) -> float | None:
+    x = c.get("threshold")
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        raise FormatError(f"{where}: 'threshold' is not a number")
+    return float(x)
+
+
+def screen_from_record(d: Any) -> ScreenSpec:
+    """The screen a header or ``screen`` line describes (events kept as names, never
+    resolved); :class:`FormatError` when it is not one that can be shown."""
+    if not isinstance(d, dict):
+        raise FormatError("'screen' is not an object")
+    name = _text(d, "name", "screen")
+    where = f"screen '{name}'"
+    counters = tuple(
+        CounterSpec(
+            _text(c, "alias", where), NamedEvent(_text(c, "config", where)),
+            _text(c, "config", where), c.get("type") if isinstance(c.get("type"), str) else None,
+        )
+        for c in _items(d, "counters", where)
+    )  # fmt: skip
+    columns = tuple(
+        ColumnSpec(
+            _text(c, "header", where), _text(c, "format", where), _text(c, "expr", where),
+            _text(c, "desc", where, "(unknown)"), _threshold(c, where),
+            c.get("threshold_below") is True,
+        )
+        for c in _items(d, "columns", where)
+    )  # fmt: skip
+    if not columns:
+        raise FormatError(f"{where} has no columns")
+    breakdown = d.get("breakdown", [])  # absent from recordings made before it
+    if not isinstance(breakdown, list) or not all(isinstance(b, str) for b in breakdown):
+        raise FormatError(f"{where}: 'breakdown' is not a list of headers")
+    screen = ScreenSpec(
+        name, _text(d, "desc", where, ""), counters, columns, source="recording",
+        breakdown=tuple(breakdown),
+    )  # fmt: skip
+    try:
+        check_formats(screen)
+    except ValueError as exc:  # SpecError
+        raise FormatError(str(exc)) from None
+    return screen  # a column whose expression does not compile reads '?', as when loaded
+
+
+# --------------------------------------------------------------------------- header
+
+
+@dataclass
+class Header:
+    """A session's header line, each value checked (a wrong one is left at its default and
+    said in ``problems``)."""
+
+    screen: ScreenSpec | None
+    started: float | None = None
+    interval: float | None = None
+    screen_index: int = 0
+    pid_width: int | None = None
+    host: str = "?"
+    #: What the recording run watched (``show_idle``, ``only_pid``, ...), checked.
+    options: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+#: The header's ``options`` and the types each may have (``tiptop.cli.record`` writes them).
+_OPTIONS: dict[str, tuple[type, ...]] = {
+    "show_idle": (bool,), "only_pid": (int, type(None)), "only_name": (str, type(None)),
+    "uid": (int, type(None)), "user_name": (str, type(None)),
+}  # fmt: skip
+
+
+def is_header(d: dict[str, Any]) -> bool:
+    """Whether a parsed line is a session's header."""
+    return "tiptop_recording" in d
+
+
+def header_from(d: dict[str, Any]) -> Header:
+    """A header line checked; :class:`FormatError` when its version is not this one's or its
+    screen cannot be shown (other wrong values: their defaults, in ``problems``)."""
+    version = d.get("tiptop_recording")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise FormatError(
+            f"recording format {shown(str(version), 20)}; this tiptop reads format {FORMAT_VERSION}"
+        )
+    h = Header(screen=screen_from_record(d.get("screen")), raw=d)
+
+    def number(key: str, low: float, high: float) -> Any:
+        x = d.get(key)
+        if x is None:
+            return None
+        ok = not isinstance(x, bool) and isinstance(x, int | float) and low <= x <= high
+        if not ok:
+            h.problems.append(f"header '{key}' is not a number from {low:g} to {high:g}: ignored")
+            return None
+        return x
+
+    h.started = number("started", 0, 1e11)
+    h.interval = number("interval", 0.0001, 1e6)
+    h.screen_index = int(number("screen_index", 0, MAX_ITEMS) or 0)
+    width = number("pid_width", 1, 20)
+    h.pid_width = int(width) if width is not None else None
+    h.host = d["host"][:MAX_TEXT] if isinstance(d.get("host"), str) else "?"
+    opts = d.get("options", {})
+    if not isinstance(opts, dict):
+        h.problems.append("header 'options' is not an object: ignored")
+        opts = {}
+    for key, types in _OPTIONS.items():
+        x = opts.get(key)
+        ok = isinstance(x, types) and not (bool in types) ^ isinstance(x, bool)
+        if x is not None and ok and not (isinstance(x, int) and abs(x) >= 2**31):
+            h.options[key] = x
+        elif x is not None:
+            h.problems.append(f"header option '{key}' has a wrong type: ignored")
+    return h
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def facts_from(d: dict[str, Any]) -> dict[int, tuple[int, str, str, str]]:
+    """A ``facts`` line: tid -> (pid, user, name, command line); :class:`FormatError` when
+    an entry is not that."""
+    facts = d.get("facts")
+    if not isinstance(facts, dict):
+        raise FormatError("'facts' is not an object")
+    out: dict[int, tuple[int, str, str, str]] = {}
+    for key, f in facts.items():
+        if not (key.isascii() and key.isdigit() and len(key) <= 10):
+            raise FormatError(f"facts: task id {key[:20]!r} is not a number")
+        ok = isinstance(f, list) and len(f) == 4 and type(f[0]) is int and 0 <= f[0] < 2**31
+        if not ok or not all(isinstance(s, str) for s in f[1:]):
+            raise FormatError(f"facts of task {key}: not [pid, user, name, command line]")
+        out[int(key)] = (f[0], f[1], f[2], f[3])
+    return out
+
+
+# --------------------------------------------------------------------------- frames
+
+
+@dataclass
+class FrameLine:
+    """One frame line, checked: every per-task list an array of the task count's length
+    (optional ones None), per counter alias its arrays."""
+
+    t: float
+    dt: float
+    it: int | None
+    threads: bool
+    tasks_total: int | None
+    tid: np.ndarray
+    values: dict[str, np.ndarray | None]
+    counters: dict[str, dict[str, np.ndarray]]
+
+
+def _floats(x: Any, n: int, what: str) -> np.ndarray:
+    """A list of n numbers or nulls (nan) as float64."""
+    if not isinstance(x, list) or len(x) != n:
+        raise FormatError(f"'{what}' is not a list of {n} numbers")
+    if not set(map(type, x)) <= _NUMBER_TYPES:
+        raise FormatError(f"'{what}' holds a value that is not a number")
+    try:
+        return np.array(x, dtype=np.float64)
+    except OverflowError:  # an integer past a float's range
+        raise FormatError(f"'{what}' holds a number too large") from None
+
+
+def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
+    """A list of n integers from ``low`` to ``high`` as int64."""
+    a = _floats(x, n, what)
+    if n and not (
+        np.isfinite(a).all() and (a == np.trunc(a)).all() and a.min() >= low and a.max() <= high
+    ):
+        raise FormatError(f"'{what}' holds a value that is not an integer from {low} to {high}")
+    return a.astype(np.int64)
+
+
+#: Per-task lists of a frame line: key -> kind (f: numbers, i: integers, s: statuses).
+_TASK_KEYS = {"nth": "i", "cpu": "f", "usr": "f", "sys": "f", "proc": "f", "dead": "b",
+              "cs": "s", "ss": "s", "w": "f"}  # fmt: skip
+#: Per-counter lists: key -> kind; ``d`` is required.
+_COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
+
+
+def _column(x: Any, n: int, what: str, kind: str) -> np.ndarray:
+    if kind == "f":
+        return _floats(x, n, what)
+    if kind == "i":
+        return _ints(x, n, what, 0, 2**31)
+    if kind == "b":
+        return _ints(x, n, what, 0, 1).astype(bool)
+    return _ints(x, n, what, 0, _STATUSES).astype(STATUS_DTYPE)
+
+
+def _number(d: dict[str, Any], key: str, required: bool = True) -> float | None:
+    x = d.get(key)
+    if x is None and not required:
+        return None
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(float(x)):
+        raise FormatError(f"'{key}' is not a number")
+    return float(x)
+
+
+def frame_from(d: Any) -> FrameLine:
+    """A parsed frame line checked (:class:`FormatError` saying the first thing wrong)."""
+    if not isinstance(d, dict):
+        raise FormatError("not an object")
+    t, dt = _number(d, "t"), _number(d, "dt")
+    assert t is not None and dt is not None
+    if dt < 0:
+        raise FormatError("'dt' is negative")
+    it, total = _number(d, "it", False), _number(d, "n", False)
+    tid = d.get("tid")
+    n = len(tid) if isinstance(tid, list) else 0
+    tids = _ints(tid, n, "tid", 0, 2**31)
+    values = {
+        key: _column(d[key], n, key, kind) if d.get(key) is not None else None
+        for key, kind in _TASK_KEYS.items()
+    }
+    k = d.get("k", {})
+    if not isinstance(k, dict) or len(k) > MAX_ITEMS:
+        raise FormatError(f"'k' is not an object of at most {MAX_ITEMS} counters")
+    counters: dict[str, dict[str, np.ndarray]] = {}
+    for alias, c in k.items():
+        if not isinstance(c, dict) or c.get("d") is None:
+            raise FormatError(f"counter '{alias[:40]}' has no deltas")
+        counters[alias] = {
+            key: _column(c[key], n, f"{alias[:40]}.{key}", kind)
+            for key, kind in _COUNTER_KEYS.items()
+            if c.get(key) is not None
+        }
+    return FrameLine(
+        t=t, dt=dt, it=_count(it), threads=d.get("th") is True, tasks_total=_count(total),
+        tid=tids, values=values, counters=counters,
+    )  # fmt: skip
+
+
+def _count(x: float | None) -> int | None:
+    return None if x is None else int(min(max(x, 0), 2**62))
+
+
+_FRAME_T = re.compile(rb'\{"t":\s*(-?[0-9][0-9.eE+-]{0,30})\s*[,}]')
+
+
+def frame_time(head: bytes) -> float | None:
+    """The time of a frame line from its first bytes (``{"t":1795759370.36,...``), without
+    parsing the rest; None when the line does not start as a frame line does."""
+    m = _FRAME_T.match(head)
+    if m is None:
+        return None
+    try:
+        t = float(m.group(1))
+    except ValueError:
+        return None
+    return t if math.isfinite(t) and 0 <= t < 1e11 else None
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_BYTES",
+    "MAX_DAMAGED",
+    "MAX_FACTS",
+    "MAX_FRAMES",
+    "MAX_LINE",
+    "FormatError",
+    "FrameLine",
+    "Header",
+    "bytes_limit",
+    "facts_from",
+    "frame_from",
+    "frame_time",
+    "header_from",
+    "is_header",
+    "line_limit",
+    "screen_from_record",
+    "screen_record",
+]  # fmt: skip

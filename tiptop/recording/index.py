@@ -1,0 +1,105 @@
+"""A loaded recording: its first header, its screens, and per refresh where its line is, its
+time and the screen it was shown under (``tiptop.recording.reader`` fills it in one pass,
+maybe in a thread); a refresh's line is read back and checked only when it is shown."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import time
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiptop.errors import printable
+from tiptop.recording import format as fmt
+from tiptop.recording.inflate import Store
+from tiptop.screens.model import ScreenSpec
+
+#: The notes kept in full; past them, one says how many more there were.
+MAX_NOTES = 20
+
+
+@dataclass
+class Recording:
+    """A loaded recording: its first header, its screens, and per frame where its line is,
+    its time and the screen it was shown under."""
+
+    path: str
+    header: fmt.Header
+    store: Store
+    screens: list[ScreenSpec] = field(default_factory=list)
+    times: array = field(default_factory=lambda: array("d"))
+    screen_of: array = field(default_factory=lambda: array("i"))
+    _member: array = field(default_factory=lambda: array("i"))
+    _off: array = field(default_factory=lambda: array("q"))
+    _len: array = field(default_factory=lambda: array("q"))
+    _line: array = field(default_factory=lambda: array("q"))
+    #: tid -> [(first frame index, (pid, user, name, cmdline))], in frame order.
+    facts: dict[int, list[tuple[int, tuple[int, str, str, str]]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    dropped: int = 0  # notes past MAX_NOTES
+    #: What reads the file (in a thread when loaded in the background).
+    loader: Any = None
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def note(self, line: int | None, what: str) -> None:
+        """One note naming the file (and the line), kept up to :data:`MAX_NOTES`."""
+        if len(self.notes) >= MAX_NOTES:
+            self.dropped += 1
+            return
+        where = f"line {line}: " if line is not None else ""
+        self.notes.append(f"{printable(self.path)}: {where}{what}")
+
+    def all_notes(self) -> list[str]:
+        """The notes, and how many more were not kept."""
+        more = (
+            [f"{printable(self.path)}: {self.dropped} more damaged lines"] if self.dropped else []
+        )
+        return self.notes + more
+
+    def facts_of(self, tid: int, index: int) -> tuple[int, str, str, str]:
+        """Task ``tid``'s facts as known at frame ``index``."""
+        versions = self.facts.get(tid)
+        if not versions:
+            return (tid, "?", "?", "?")
+        k = bisect.bisect_right(versions, index, key=lambda v: v[0]) - 1
+        return versions[max(k, 0)][1]
+
+    def line_number(self, index: int) -> int:
+        """The line (of the decompressed text) that holds frame ``index``."""
+        return self._line[index]
+
+    def record(self, index: int) -> Any:
+        """Frame ``index``'s line, parsed (:class:`~tiptop.recording.format.FormatError`
+        when it does not parse)."""
+        data = self.store.read(self._member[index], self._off[index], self._len[index])
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            raise fmt.FormatError("not JSON (damaged)") from None
+
+    def frame(self, index: int) -> fmt.FrameLine:
+        """Frame ``index``'s line parsed and checked (FormatError saying what is wrong)."""
+        return fmt.frame_from(self.record(index))
+
+    @property
+    def loading(self) -> bool:
+        """Whether the file is still being read (in the background)."""
+        return self.loader is not None and not self.loader.done
+
+    def wait(self, index: int | None = None) -> None:
+        """Wait until frame ``index`` is read (None: the whole file) or the reading ends."""
+        while self.loading and (index is None or len(self) <= index):
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Stop reading and close the file."""
+        if self.loader is not None:
+            self.loader.finish()
+        self.store.close()
+
+
+__all__ = ["MAX_NOTES", "Recording"]

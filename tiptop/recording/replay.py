@@ -1,0 +1,257 @@
+"""Replay of a ``--record`` file: a ``FrameSource`` that evaluates the recorded counters again.
+
+The recording is loaded by ``tiptop.recording.reader`` (each refresh's line read again and
+checked when shown). Each refresh is shown under the screen that was shown when it was
+recorded (a screen switch, a session appended under another screen), unless a screen was
+picked (``-S``, the live Left/Right keys, a screen given to :class:`ReplaySource`): that one
+then shows every refresh.
+
+The columns of a replayed frame are computed by the evaluator the sampler uses
+(``tiptop.screens.evaluate``): the built-in variables from the recorded CPU facts
+(``tiptop.screens.variables.environment``), ``alias`` and ``delta(alias)`` from the
+recorded totals and scaled deltas, and any screen can be shown: a counter it needs that was
+not recorded reads ``?``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import time
+from typing import Any
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.frame import Frame, FrameSource
+from tiptop.messages import MessageLog
+from tiptop.recording.format import FormatError, FrameLine
+from tiptop.recording.index import Recording
+from tiptop.screens.evaluate import CounterCells, Evaluator
+from tiptop.screens.expr import ColumnExpr, compile_columns
+from tiptop.screens.model import ScreenSpec
+from tiptop.screens.variables import RowFacts
+
+_STEP_KEYS = {"[": -1, "]": +1}
+_JUMP_KEYS = {"{": -60.0, "}": +60.0}
+
+
+def _counter_map(
+    screen: ScreenSpec, recorded: ScreenSpec | None, aliases: tuple[str, ...]
+) -> dict[str, int]:
+    """Which recorded counter each of ``screen``'s aliases reads: the same alias bound to
+    the same event, else the recorded counter of that event under another alias; an alias
+    of an event not recorded is absent (its cells read ``?``)."""
+    where = {a: j for j, a in enumerate(aliases)}
+    config = {c.alias: c.config for c in recorded.counters} if recorded else {}
+    by_event = {config.get(a, a): j for a, j in where.items()}
+    out: dict[str, int] = {}
+    for c in screen.counters:
+        if c.alias in where and config.get(c.alias, c.config) == c.config:
+            out[c.alias] = where[c.alias]
+        elif c.config in by_event:
+            out[c.alias] = by_event[c.config]
+    return out
+
+
+def _or(x: np.ndarray | None, n: int, default: float, dtype: Any = np.float64) -> np.ndarray:
+    return np.full(n, default, dtype) if x is None else x.astype(dtype, copy=False)
+
+
+def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray, CounterCells]:
+    """The recorded counters in line order: their aliases, raw deltas and cells."""
+    aliases = tuple(line.counters)
+    k = len(aliases)
+    raw, scaled, total = np.zeros((n, k)), np.zeros((n, k)), np.zeros((n, k))
+    run = np.ones((n, k))
+    st = np.zeros((n, k), STATUS_DTYPE)
+    tst = np.zeros((n, k), STATUS_DTYPE)
+    for j, a in enumerate(aliases):
+        c = line.counters[a]
+        raw[:, j] = c["d"]
+        st[:, j] = _or(c.get("st"), n, 0, STATUS_DTYPE)
+        scaled[:, j] = np.where(st[:, j] == Code.OK, c.get("s", raw[:, j]), np.nan)
+        total[:, j] = _or(c.get("T"), n, np.nan)
+        run[:, j] = _or(c.get("r"), n, 1.0)
+        tst[:, j] = c["Ts"] if "Ts" in c else st[:, j]
+        if "T" not in c:  # totals are recorded only for aliases a column reads bare
+            tst[:, j] = Code.UNREADABLE
+    return aliases, raw, CounterCells(scaled, st, total, tst, run)
+
+
+def decode(
+    rec: Recording, index: int, screen: ScreenSpec, columns: list[ColumnExpr | None]
+) -> Frame:
+    """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (``columns`` compiled);
+    :class:`~tiptop.recording.format.FormatError` when its line is damaged."""
+    line = rec.frame(index)
+    tid, v = line.tid, line.values
+    n = len(tid)
+    facts = [rec.facts_of(t, index) for t in tid.tolist()]
+    nth = _or(v["nth"], n, 1, np.int64)
+    pid = np.array([f[0] for f in facts], np.int64)
+    row = RowFacts(
+        cpu_total=_or(v["cpu"], n, 0.0), cpu_sys=_or(v["sys"], n, 0.0),
+        cpu_user=_or(v["usr"], n, 0.0), processor=_or(v["proc"], n, 0.0),
+        interval=line.dt, total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
+        split_status=_or(v["ss"], n, 0, STATUS_DTYPE), window=v["w"],
+    )  # fmt: skip
+    aliases, raw, cells_in = _counter_cells(line, n)
+    recorded = rec.screens[rec.screen_of[index]]
+    evaluator = Evaluator(screen, _counter_map(screen, recorded, aliases), columns)
+    cells = evaluator.evaluate(row, cells_in)
+    markers = [
+        "-" if t != p else "+" if m > 1 else " "
+        for t, p, m in zip(tid.tolist(), pid.tolist(), nth.tolist(), strict=True)
+    ]
+    return Frame(
+        iteration=index if line.it is None else line.it, timestamp=line.t, interval=line.dt,
+        threads=line.threads, headers=tuple(c.header for c in screen.columns),
+        counters=aliases, tid=tid, pid=pid, marker=markers,
+        user=[f[1] for f in facts], name=[f[2] for f in facts], cmdline=[f[3] for f in facts],
+        num_threads=nth, dead=_or(v["dead"], n, 0, bool), cpu_total=row.cpu_total,
+        window=row.window,
+        values=cells.values, status=cells.status, running=cells.running, counter_delta=raw,
+        counter_running=cells_in.running, counter_status=cells_in.status,
+        tasks_total=n if line.tasks_total is None else line.tasks_total,
+        cpu_user=row.cpu_user, cpu_sys=row.cpu_sys, processor=row.processor,
+        cpu_status=np.stack([row.total_status, row.split_status], axis=1),
+        counter_scaled=cells_in.scaled, counter_total=cells_in.total,
+        counter_total_status=cells_in.total_status,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(screen: ScreenSpec) -> list[ColumnExpr | None]:
+    """``screen``'s columns compiled, once per screen (screens are frozen: never stale)."""
+    return compile_columns(screen)
+
+
+class ReplaySource(FrameSource):
+    """A recording as a ``FrameSource``: each refresh shows the next recorded refresh (one
+    per ``delay`` seconds at most, so a key that refreshes the view does not skip ahead);
+    :meth:`key` steps, jumps and pauses. Frames ``first`` to ``last`` (inclusive) only.
+
+    Each frame is shown under the screen recorded with it, or under ``screen`` once one is
+    picked (given here or to :meth:`reconfigure`). A damaged frame line is one message
+    naming its line and shows no rows."""
+
+    def __init__(
+        self, rec: Recording, screen: ScreenSpec | None = None, *, first: int = 0,
+        last: int | None = None, delay: float = 1.0, messages: MessageLog | None = None,
+    ) -> None:  # fmt: skip
+        self.rec = rec
+        self.picked = screen
+        self.first = first
+        self._last = last
+        self.cursor = first
+        self.delay = delay
+        self.paused = False
+        self.messages = messages if messages is not None else MessageLog()
+        self._noted = 0
+        self.say_notes()
+        self._shown = False
+        self._next = 0.0
+
+    @property
+    def last(self) -> int:
+        """The last frame shown: the one given, else the last read so far (a recording read
+        in the background grows)."""
+        return len(self.rec) - 1 if self._last is None else self._last
+
+    def say_notes(self) -> None:
+        """The recording's notes not said yet (more come while it is read)."""
+        notes = self.rec.notes
+        for note in notes[self._noted :]:
+            self.messages.say(f"replay:{note}", note)
+        self._noted = len(notes)
+        if self.rec.dropped and not self.rec.loading:
+            more = self.rec.all_notes()[-1]
+            self.messages.say(f"replay:{more}", more)
+
+    def screen_for(self, index: int) -> ScreenSpec:
+        """The screen frame ``index`` is shown under."""
+        if self.picked is not None:
+            return self.picked
+        return self.rec.screens[self.rec.screen_of[index]] if len(self.rec) else self.rec.screens[0]
+
+    @property
+    def screen(self) -> ScreenSpec:  # type: ignore[override]
+        """The screen of the frame at the cursor."""
+        return self.screen_for(min(self.cursor, max(len(self.rec) - 1, 0)))
+
+    def start(self) -> None:
+        """Nothing to take: the next refresh shows the current recorded refresh."""
+        self._shown = False
+
+    def frame(self, index: int) -> Frame | None:
+        """Recorded refresh ``index`` under its screen; None (and a message) when its line
+        is damaged."""
+        screen = self.screen_for(index)
+        self.say_notes()
+        try:
+            return decode(self.rec, index, screen, _compiled(screen))
+        except FormatError as exc:
+            line = self.rec.line_number(index)
+            note = f"{self.rec.path}: line {line}: {exc}: refresh skipped"
+            self.messages.say(f"replay:line:{line}", note)
+            return None
+
+    def refresh(self) -> Frame:
+        """The recorded refresh at the cursor, moving on first when it is time to."""
+        now = time.monotonic()
+        if self._shown and not self.paused and now >= self._next and self.cursor < self.last:
+            self.cursor += 1
+            self._next = now + 0.9 * self.delay
+        elif not self._shown:
+            self._next = now + 0.9 * self.delay
+        self._shown = True
+        empty = Frame.empty(tuple(c.header for c in self.screen.columns))
+        if not len(self.rec) or self.cursor > self.last:
+            return empty
+        frame = self.frame(self.cursor)
+        return empty if frame is None else frame
+
+    def key(self, key: str) -> bool:
+        """Time travel: ``[``/``]`` one refresh back/forward, ``{``/``}`` a minute back/forward,
+        space pauses or resumes; True when ``key`` was one of these."""
+        if key == " ":
+            self.paused = not self.paused
+        elif key in _STEP_KEYS:
+            self.cursor = min(max(self.cursor + _STEP_KEYS[key], self.first), self.last)
+        elif key in _JUMP_KEYS and len(self.rec):
+            t = self.rec.times[self.cursor] + _JUMP_KEYS[key]
+            i = bisect.bisect_left(self.rec.times, t)
+            if _JUMP_KEYS[key] < 0 and (i >= len(self.rec) or self.rec.times[i] > t):
+                i -= 1
+            self.cursor = min(max(i, self.first), self.last)
+        else:
+            return False
+        self._shown = False  # the next refresh shows the new position without moving on
+        return True
+
+    def title(self) -> str:
+        """``replay HH:MM:SS`` of the refresh shown (``paused`` when it is), for the title."""
+        if not len(self.rec):
+            return "replay (empty)"
+        t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.rec.times[self.cursor]))
+        state = " paused" if self.paused else ""
+        more = "+" if self.rec.loading and self._last is None else ""  # still being read
+        return (
+            f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
+        )
+
+    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+        """Show every frame under ``screen`` (a screen picked) when it is not the one shown
+        now; other settings are the recording's."""
+        if screen is not None and screen is not self.screen:
+            self.picked = screen
+        self._shown = False
+
+    def close(self) -> None:
+        """Close the recording's file; stop moving on."""
+        self.paused = True
+        self.rec.close()
+
+
+__all__ = ["ReplaySource", "decode"]
