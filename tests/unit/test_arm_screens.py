@@ -21,6 +21,7 @@ from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
+from tiptop.screens.bottleneck import decode, is_path
 
 ARM_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "arm64")
 PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
@@ -96,7 +97,8 @@ def test_neoverse_slot_topdown_gating_and_width(target: Target, width: int, name
     }  # fmt: skip
     expect["BMP"] = "br_mis_pred"  # V1, and N2/V2 since neoverse-n2-v2/metrics.json's fix
     assert names == {a: NamedEvent(e) for a, e in expect.items()}
-    assert all(f"({width}*delta(CYC))" in c.expr.replace(" ", "") for c in s.columns[1:])
+    assert all(f"({width}*delta(CYC))" in c.expr.replace(" ", "") for c in s.columns[1:-1])
+    assert s.columns[-1].expr.startswith("bottleneck(neoverse:")
 
 
 @pytest.mark.parametrize("target", OTHER_ARM)
@@ -134,7 +136,8 @@ def _evaluate(s: ScreenSpec, deltas: dict[str, float]) -> list[float]:
         f"delta({k})": (np.array([v]), np.array([Status.OK], dtype=np.uint8))
         for k, v in deltas.items()
     }
-    return [float(compile_column(c.expr).evaluate(env)[0][0]) for c in s.columns[1:]]
+    cols = [c for c in s.columns[1:] if not is_path(c.expr)]  # the bottleneck: below
+    return [float(compile_column(c.expr).evaluate(env)[0][0]) for c in cols]
 
 
 @pytest.mark.parametrize(("target", "width"), [(N2, 5), (V2, 8), (V1, 8)])
@@ -191,8 +194,10 @@ def test_neoverse_v1_topdown_through_the_sampler(
     the seven events in one group on the Arm PMU's type."""
     b, sampler, frame = _sampler(tmp_path, monkeypatch, ARM_SYSFS, V1_RATES)
     i = row(frame, 100)
-    assert list(frame.status[i]) == [Status.OK] * 5, sampler.messages.lines()
-    np.testing.assert_allclose(frame.values[i, 1:], [50.0, 16.5, 8.5, 25.0])
+    assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
+    np.testing.assert_allclose(frame.values[i, 1:5], [50.0, 16.5, 8.5, 25.0])
+    # BAD and BE are over their bounds (15%, 20%); BE has the larger share
+    assert decode(frame.values[i, 5]) == (3, pytest.approx(25.0))  # labels[3]: BE
     groups = [attrs for tid, attrs in b.opens if tid == 100]
     assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
     assert sorted(a.config for a in groups[0]) == sorted(COMMON[a] for a in V1_RATES)
@@ -211,7 +216,8 @@ def test_missing_arm_event_gives_question_marks_and_the_reason(
     _b, sampler, frame = _sampler(tmp_path, monkeypatch, str(root), rates)
     i = row(frame, 100)
     assert list(frame.status[i, 1:3]) == [Status.UNREADABLE] * 2  # shown as "?"
-    np.testing.assert_allclose(frame.values[i, 3:], [8.5, 25.0])
+    np.testing.assert_allclose(frame.values[i, 3:5], [8.5, 25.0])
+    assert frame.status[i, 5] == Status.UNREADABLE  # the bottleneck reads '?' too
     said = [m for m in sampler.messages.lines() if "stall_slot" in m]
     assert len(said) == 1 and "not an event of PMU armv8_pmuv3_0" in said[0], said
     sampler.close()

@@ -20,6 +20,7 @@ from tiptop.screens import (
     find_config,
     load_text,
 )
+from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.loader import BUILTIN_FILES
 from tiptop.screens.model import ConfigSpec
 
@@ -171,8 +172,18 @@ def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
             assert expr.aliases <= declared, (s.name, col.header)
             assert expr.builtins <= set(BUILTINS)
             used |= expr.aliases
-            # every cell prints at its header's width (placeholders use that width too)
-            assert len(col.format % 0.5) == len(col.header), (s.name, col.header)
+            # every cell prints at its header's width (placeholders use that width too); a
+            # bottleneck cell at most that wide, its longest label at 100%
+            if is_path(col.expr):
+                given = [lab for lab, _ in parse_path(col.expr).columns]
+                shown = given + [lab.rpartition("/")[0] for lab in given if "/" in lab]
+                widest = max(len(f"{lab} {col.format % 100}") for lab in shown)
+                assert widest <= len(col.header), (s.name, col.header)
+                assert set(dict(parse_path(col.expr).columns).values()) <= {
+                    c.header.strip() for c in s.columns
+                }, (s.name, "a node's column is not on the screen")
+            else:
+                assert len(col.format % 0.5) == len(col.header), (s.name, col.header)
         assert used == declared, s.name  # no unused counter takes an fd
 
 

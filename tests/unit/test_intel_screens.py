@@ -18,6 +18,7 @@ from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.events import resolve
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens
+from tiptop.screens.bottleneck import decode
 
 ICELAKE = ["06_7D", "06_7E", "06_6A", "06_6C", "06_8C", "06_8D", "06_A7"]
 SERVER = ["06_8F", "06_CF", "06_AD", "06_AE"]  # Sapphire/Emerald/Granite Rapids
@@ -140,10 +141,12 @@ def test_icelake_level1_is_each_metric_over_slots(env: FakeEnv) -> None:
     f = s.refresh()
     for tid, running in ((10, 1.0), (11, 0.5)):
         i = row(f, tid)
-        assert f.status[i].tolist() == [Status.OK] * 5
-        assert f.values[i, 1:].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0])
-        assert f.values[i, 1:].sum() == pytest.approx(100.0)
-        assert f.running[i, 1:].tolist() == [running] * 4
+        assert f.status[i].tolist() == [Status.OK] * 6
+        assert f.values[i, 1:5].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0])
+        assert f.values[i, 1:5].sum() == pytest.approx(100.0)
+        assert f.running[i, 1:].tolist() == [running] * 5  # the bottleneck marked alike
+        # FE (20 > 15) and BE (30 > 20) are over their bounds: BE, the larger
+        assert decode(f.values[i, 5]) == (3, pytest.approx(30.0))
 
 
 def test_hybrid_level1_counts_p_core_time_and_says_so(env: FakeEnv) -> None:
@@ -163,10 +166,10 @@ def test_hybrid_level1_counts_p_core_time_and_says_so(env: FakeEnv) -> None:
     b.clock.advance(2.0)
     f = s.refresh()
     i = row(f, 10)
-    assert f.values[i, 1:].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0])
-    assert f.running[i, 1:].tolist() == [0.75] * 4
+    assert f.values[i, 1:5].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0])
+    assert f.running[i, 1:].tolist() == [0.75] * 5
     j = row(f, 11)
-    assert f.status[j, 1:].tolist() == [Status.NOT_COUNTED] * 4
+    assert f.status[j, 1:].tolist() == [Status.NOT_COUNTED] * 5
     assert [m for m in s.messages.lines() if m.startswith("top-down metrics count only on")]
 
 
@@ -190,7 +193,11 @@ def test_level2_columns_are_the_topdown_txt_formulas(env: FakeEnv) -> None:
     }  # fmt: skip
     assert {k: got[k] for k in want} == pytest.approx(want)
     assert sum(want.values()) == pytest.approx(100.0)
-    assert f.status[i].tolist() == [Status.OK] * 9
+    assert f.status[i].tolist() == [Status.OK] * 10
+    # Level 1 as the sums: FE 20 > 15, BE 30 > 20 and retiring 40 (heavy operations 15 >
+    # 10: tma_retiring's MetricThreshold) over; retiring the largest; of its children only
+    # heavy operations is over (light 25 is not over 60): the path ends at RET/Heavy
+    assert decode(got["BOTTLENECK"]) == (12, pytest.approx(15.0))  # labels[12]: RET/Heavy
 
 
 def test_level2_clamps_a_negative_difference_at_zero(env: FakeEnv) -> None:

@@ -33,7 +33,7 @@ from tiptop.cells import STATUS_NAME, VALUED, Status
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
-from tiptop.table import View, header, rows, text_lines
+from tiptop.table import View, header, path_cell, path_nodes, rows, text_lines
 from tiptop.table.text import LineMemo
 
 # --------------------------------------------------------------------------- text
@@ -150,14 +150,16 @@ class RecordWriter:
         self.view: View = options.view()
         self.json = fmt == "json"
         self.columns, self.counters = field_names(screen)
+        #: Per column, a bottleneck column's label table (docs/screens.md "Bottleneck").
+        self.paths = path_nodes(screen)
         self.csv = None if self.json else csv.writer(out, lineterminator="\n")
 
     def begin(self, now: float) -> None:
         """The csv header line (nothing for json)."""
         if self.csv is not None:
             names = list(self.BASE)
-            for c in self.columns:
-                names += [c, f"{c}_status"]
+            for c, labels in zip(self.columns, self.paths, strict=True):
+                names += [c, f"{c}_status"] + ([f"{c}_node"] if labels else [])
             for a in self.counters:
                 names += [f"{a}_delta", f"{a}_running"]
             self.csv.writerow(names)
@@ -174,6 +176,11 @@ class RecordWriter:
                 for v, s in zip(row.values, row.status, strict=True)
             ]
             statuses = [STATUS_NAME[s] for s in row.status]
+            nodes: dict[int, str | None] = {}
+            for j, labels in enumerate(self.paths):
+                if labels:  # the node apart, the share as the value
+                    v = values[j]
+                    nodes[j], values[j] = (None, None) if v is None else path_cell(labels, v)
             deltas: list[float | None] = []
             running: list[float | None] = []
             for k in kidx:
@@ -198,6 +205,8 @@ class RecordWriter:
                 rec = dict(zip(self.BASE, base, strict=True))
                 rec["columns"] = dict(zip(self.columns, values, strict=True))
                 rec["status"] = dict(zip(self.columns, statuses, strict=True))
+                if nodes:
+                    rec["nodes"] = {self.columns[j]: lab for j, lab in nodes.items()}
                 rec["counters"] = {
                     a: {"delta": d, "running": r}
                     for a, d, r in zip(self.counters, deltas, running, strict=True)
@@ -206,8 +215,10 @@ class RecordWriter:
             else:
                 assert self.csv is not None
                 line: list[Any] = [*base[:7], int(row.dead)]
-                for v, s in zip(values, statuses, strict=True):
+                for j, (v, s) in enumerate(zip(values, statuses, strict=True)):
                     line += ["" if v is None else repr(v), s]
+                    if j in nodes:
+                        line.append(nodes[j] or "")
                 for d, r in zip(deltas, running, strict=True):
                     line += ["" if d is None else repr(d), "" if r is None else repr(r)]
                 self.csv.writerow(line)

@@ -15,6 +15,10 @@ multiplexing; both are NaN where their status is not OK, and the status travels 
 (``tiptop.cells``). A cell's running fraction is the smallest ``Δrunning/Δenabled`` of the
 counters its column reads: with split groups each counter carries its own group's.
 
+*Bottlenecks.* A ``bottleneck(...)`` column (tiptop/screens/bottleneck.py) reads the
+other columns' values, statuses and running fractions, so it is computed last, here, for
+every source alike.
+
 *Breakdowns.* A screen's ``breakdown`` columns (a top-down level 1: retiring, bad
 speculation, front end, back end... in % of slots) split one whole, so for each task their
 values must add up to 100 and each lie in [0, 100]. :func:`judge_breakdown` marks a task's
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.screens.bottleneck import bound_path
 from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.screens.variables import RowFacts, environment
@@ -117,6 +122,11 @@ class Evaluator:
         self.builtins = frozenset().union(*(ce.builtins for ce in self.columns if ce))
         self.breakdown = screen.breakdown_columns()
         self._gather = _gather_index(self.col_aliases)
+        #: The ``bottleneck(...)`` columns, computed from the others after them.
+        self.paths = [
+            (j, bp) for j, c in enumerate(screen.columns)
+            if (bp := bound_path(c.expr, self.headers)) is not None
+        ]  # fmt: skip
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -147,7 +157,10 @@ class Evaluator:
                         values[:, c], status[:, c] = ce.parts(env)  # scalars broadcast
             values[status != Code.OK] = np.nan
         judge_breakdown(values, status, self.breakdown, facts.cpu_total, facts.interval)
-        return ColumnCells(values, status, self._running(counters.running, n))
+        running = self._running(counters.running, n)
+        for j, bp in self.paths:
+            values[:, j], status[:, j], running[:, j] = bp.evaluate(values, status, running)
+        return ColumnCells(values, status, running)
 
     def _running(self, c_running: np.ndarray, n: int) -> np.ndarray:
         """Per row and column, the smallest running fraction of the counters the column

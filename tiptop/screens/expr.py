@@ -40,6 +40,7 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import SpecError, shown
 from tiptop.screens import syntax
+from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.model import delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
 from tiptop.screens.variables import BUILTINS
@@ -122,10 +123,22 @@ def _rows(env: Env, keys: frozenset[str]) -> int:
     return 0
 
 
+def _unread(_env: Env) -> tuple[Any, Any]:
+    return np.nan, _UNREADABLE
+
+
 def compile_column(
     text: str, *, path: str | None = None, line: int | None = None, column: int | None = None
 ) -> ColumnExpr:
-    """Compile a column expression once; raises SpecError located in the text."""
+    """Compile a column expression once; raises SpecError located in the text. A
+    ``bottleneck(...)`` column (tiptop/screens/bottleneck.py) compiles to a placeholder
+    reading nothing: the evaluator computes it from the other columns."""
+    if is_path(text):
+        try:
+            parse_path(text)
+        except SpecError as err:
+            raise SpecError(err.message, path, line, column) from None
+        return ColumnExpr(text, _unread, frozenset(), frozenset(), frozenset(), True)
     try:
         tree = syntax.parse(text)
         for node in syntax.walk(tree):

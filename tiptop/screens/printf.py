@@ -10,7 +10,9 @@ screen column, and ``%1000f`` would build a 1000-character cell per row.
 
 :class:`RowFormat` compiles a screen's formats once into ``str.format`` templates that give
 a row's whole middle (each cell right-aligned to its header's width, ``-``/``?`` for cells
-that are not OK, one space after each: docs/original.md 6.2) in one call per row.
+that are not OK, one space after each: docs/original.md 6.2) in one call per row. A
+``bottleneck(...)`` column's cell is its node's label and the share in the column's format
+(tiptop/screens/bottleneck.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
+from tiptop.screens.bottleneck import format_path, is_path, parse_path
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 __all__ = [
@@ -131,9 +134,12 @@ class RowFormat:
     :func:`_field`) take the cell-by-cell path."""
 
     def __init__(self, columns: Sequence[ColumnSpec]) -> None:
-        self.fmts = [compile_format(c.format) for c in columns]
+        self.fmts = [_cell_format(c) for c in columns]
         self.widths = [len(c.header) for c in columns]
-        self.fields = [_field(j, c.format, len(c.header)) for j, c in enumerate(columns)]
+        self.fields = [
+            None if is_path(c.expr) else _field(j, c.format, len(c.header))
+            for j, c in enumerate(columns)
+        ]
         self._templates: dict[bytes, str | None] = {}
 
     def cells(self, values: list[float], codes: bytes) -> list[str]:
@@ -172,6 +178,18 @@ class RowFormat:
                 parts.append(_literal(PLACEHOLDER[Status(c)].rjust(self.widths[j])))
             parts.append(" ")
         return "".join(parts)
+
+
+def _cell_format(col: ColumnSpec) -> Callable[[float], str]:
+    """A column's cell formatter: its printf format, or for a ``bottleneck(...)`` column
+    the node's label from its label table and the share in that format."""
+    fmt = compile_format(col.format)
+    if is_path(col.expr):
+        try:
+            return format_path(parse_path(col.expr).labels, fmt)
+        except SpecError:
+            pass  # the loader said why; its cells are '?'
+    return fmt
 
 
 def _marked(text: str) -> str:

@@ -26,7 +26,7 @@ The package: :mod:`.select` (which rows, in what order), :mod:`.rows` (rows as o
 the header), :mod:`.text` (batch's lines).
 """
 
-from tiptop.table.rows import Row, RowList, format_row, header, rows
+from tiptop.table.rows import Row, RowList, format_row, header, path_cell, path_nodes, rows
 from tiptop.table.select import (
     DEFAULT_CPU_THRESHOLD,
     View,
@@ -48,6 +48,8 @@ __all__ = [
     "format_row",
     "header",
     "order",
+    "path_cell",
+    "path_nodes",
     "pid_width_for",
     "rows",
     "text_lines",

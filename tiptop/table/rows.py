@@ -10,7 +10,9 @@ from typing import overload
 import numpy as np
 
 from tiptop.cells import Code
+from tiptop.errors import SpecError
 from tiptop.frame import Frame
+from tiptop.screens.bottleneck import decode, is_path, parse_path
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
 from tiptop.table.select import View, command_of, is_watched, over_threshold, shown_rows
@@ -206,3 +208,21 @@ def row_line(tid: int, marker: str, user: str, cells: str, command: str, view: V
     with ``-U``, the cells (each followed by a space), the name or command line."""
     who = f"{user:<10s} " if view.show_user else ""
     return f"{tid:>{view.pid_width}d}{marker} {who}{cells}{command}"
+
+
+def path_nodes(screen: ScreenSpec) -> list[tuple[str, ...] | None]:
+    """Per column, the label table of a ``bottleneck(...)`` column, None for the others
+    (tiptop/screens/bottleneck.py)."""
+    out: list[tuple[str, ...] | None] = []
+    for c in screen.columns:
+        try:
+            out.append(parse_path(c.expr).labels if is_path(c.expr) else None)
+        except SpecError:
+            out.append(None)
+    return out
+
+
+def path_cell(labels: Sequence[str], value: float) -> tuple[str, float]:
+    """A bottleneck cell's node label (``-`` for none) and share in %."""
+    idx, share = decode(value)
+    return (labels[idx] if 0 < idx < len(labels) else "-"), share

@@ -1,0 +1,385 @@
+"""The bottleneck column (tiptop/screens/bottleneck.py, topdown.py) against the vendors'
+tables (tests/data/oracle/kernel-6.12.json): the vendored thresholds are perf's
+``MetricThreshold`` (Intel) or the Intel peer's (AMD, Arm, whose tables have none), and on
+synthetic counts the column names the critical path that the tables give, computed here
+independently: each node's value from its ``MetricExpr`` (tests/support/perfexpr.py), its
+threshold from the tables, and at each level the child over its threshold with the largest
+share, ties to the earlier in toplev's order. No PMU needed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from tests.support import builders, oracle
+from tests.support.perfexpr import canonical, parse
+from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
+from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.options import Options
+from tiptop.outputs.batch import RecordWriter, TextWriter
+from tiptop.screens import ScreenSpec, Target, builtin_screens
+from tiptop.screens.bottleneck import decode, parse_path
+from tiptop.screens.evaluate import CounterCells, Evaluator
+from tiptop.screens.printf import row_format
+from tiptop.screens.topdown import TREES
+from tiptop.screens.variables import RowFacts
+
+TABLES = oracle.data()["tables"]
+#: The Intel tables the screens with a ``bottleneck(tma: ...)`` column lead to (not the
+#: E-core-only tables, whose tma_* thresholds differ and which no such screen targets).
+INTEL = sorted(
+    {t for _vid, raw in VARIANTS
+     if any("bottleneck(tma" in (i.attrs.get("expr") or "") for i in raw.items)
+     for t in oracle.tables(raw, gate_models(raw))}
+)  # fmt: skip
+#: The Intel peer of each AMD and Arm metric: the same split of the same slots (the test's
+#: own reading of the tables' descriptions; the product's is topdown.py's ``like``).
+PEER = {
+    "frontend_bound": "tma_frontend_bound", "bad_speculation": "tma_bad_speculation",
+    "backend_bound": "tma_backend_bound", "retiring": "tma_retiring",
+    "latency": "tma_fetch_latency", "bandwidth": "tma_fetch_bandwidth",
+    "mispredicts": "tma_branch_mispredicts", "restarts": "tma_machine_clears",
+    "memory": "tma_memory_bound", "cpu": "tma_core_bound",
+    "fastpath": "tma_light_operations", "microcode": "tma_heavy_operations",
+}  # fmt: skip
+#: Shares drawn around the tables' bounds.
+BOUNDS = [0.05, 0.1, 0.15, 0.2, 0.6, 0.7, 0.8]
+LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1"}, {"TopdownL2", "PipelineL2"}
+#: toplev's order, for ties: level 1, then each parent's children.
+ORDER = ("frontend", "bad_spec", "backend", "retiring", "smt", "latency", "bandwidth",
+         "mispredicts", "clears", "restarts", "memory", "core", "cpu", "light", "fastpath",
+         "heavy", "microcode")  # fmt: skip
+
+
+def _peer(metric: str) -> str:
+    for key, intel in PEER.items():
+        if metric == key or metric.endswith("_" + key):
+            return intel
+    raise KeyError(metric)
+
+
+def _rank(metric: str) -> int:
+    return next(i for i, k in enumerate(ORDER) if k in metric.removeprefix("tma_"))
+
+
+def _truth(node_thr: tuple, shares: dict[str, float]) -> bool:
+    return any(all(shares.get(lab, math.nan) > b for lab, b in t) for t in node_thr)
+
+
+# ----------------------------------------------------------------- vendored thresholds
+
+
+@pytest.mark.parametrize("table", INTEL)
+def test_intel_thresholds_are_perfs(table: str) -> None:
+    """Each tma node's threshold holds exactly where perf's MetricThreshold does, on random
+    shares around the bounds, in every Intel table."""
+    tree = TREES["tma"]
+    metrics = TABLES[table]["metrics"]
+    label_of = {n.metric: n.label for n in tree.nodes}
+    rng = random.Random(table)
+    for node in tree.nodes:
+        if node.metric not in metrics:
+            continue
+        thr = parse(metrics[node.metric]["MetricThreshold"])
+        assert thr.names <= set(label_of), (table, node.metric, thr.names)
+        for _ in range(300):
+            shares = {m: rng.choice(BOUNDS) + rng.uniform(-0.01, 0.01) for m in label_of}
+            perf = bool(thr.value(lambda n, s=shares: s[n], {}))
+            ours = _truth(node.threshold, {label_of[m]: v for m, v in shares.items()})
+            assert ours == perf, (table, node.label, shares)
+
+
+BORROWING = [("zen4", "amdzen4"), ("zen5", "amdzen5"), ("neoverse", "arm/neoverse-v1"),
+             ("neoverse", "arm/neoverse-n2-v2")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tree", "table"), BORROWING)
+def test_amd_and_arm_borrow_their_intel_peers_threshold(tree: str, table: str) -> None:
+    """The AMD and Arm tables give no threshold; each node's is its Intel peer's
+    (sapphirerapids' MetricThreshold, names mapped), SMT contention the back end's 20%; and
+    the nodes are the tables' level-1/2 top-down metrics, each under its group's parent."""
+    t = TREES[tree]
+    metrics = TABLES[table]["metrics"]
+    intel = TABLES["sapphirerapids"]["metrics"]
+    label_of = {n.metric: n.label for n in t.nodes}
+    for node in t.nodes:
+        m = metrics[node.metric]
+        assert "MetricThreshold" not in m, f"{table} has a threshold for {node.metric} now"
+        groups = m["MetricGroup"].split(";")
+        assert {f"TopdownL{node.level}", f"PipelineL{node.level}"} & set(groups), node
+        if node.parent:
+            assert f"{t.node(node.parent).metric}_group" in groups, node
+        if node.label == "SMT":
+            assert node.threshold == ((("SMT", 0.2),),)
+            continue
+        assert node.like == _peer(node.metric)
+        peer_of = {_peer(x): x for x in label_of if x != "smt_contention"}
+        thr = parse(intel[node.like]["MetricThreshold"])
+        rng = random.Random(node.metric)
+        for _ in range(300):
+            shares = {x: rng.choice(BOUNDS) for x in label_of}
+            perf = bool(thr.value(lambda n, s=shares, p=peer_of: s.get(p.get(n, ""), math.nan), {}))
+            assert _truth(node.threshold, {label_of[x]: v for x, v in shares.items()}) == perf
+    level1 = {n for n, v in metrics.items() if LEVEL1 & set(v.get("MetricGroup", "").split(";"))}
+    assert level1 == {n.metric for n in t.nodes if n.level == 1}
+
+
+# ----------------------------------------------------------------- the critical path
+
+#: Per case: target, table, the count generator (alias -> count) on one random draw.
+Gen = Callable[[random.Random], dict[str, float]]
+
+
+def _fractions(rng: random.Random, k: int) -> list[float]:
+    w = [rng.expovariate(1.0) for _ in range(k)]
+    return [x / sum(w) for x in w]
+
+
+def _zen(width: int) -> Gen:
+    def gen(rng: random.Random) -> dict[str, float]:
+        cyc = 1e9
+        slots = width * cyc
+        ret, bad, fe, be, smt = (f * slots for f in _fractions(rng, 5))
+        nc = rng.uniform(1e6, 1e8)
+        return {"CYC": cyc, "CYC2": cyc, "RET": ret, "DISP": ret + bad, "FE": fe, "BE": be,
+                "SMT": smt, "UC": ret * rng.random() ** 2, "MISP": rng.uniform(1, 1e6),
+                "RSY": rng.uniform(1, 1e6), "FEL": rng.random() * fe / width,
+                "LNC": nc * rng.random(), "NC": nc}  # fmt: skip
+
+    return gen
+
+
+def _intel(rng: random.Random) -> dict[str, float]:
+    s = 1e10
+    ret, bad, fe, be = (f * s for f in _fractions(rng, 4))
+    ud = rng.random() * 0.02 * fe
+    return {"S": s, "RET": ret, "BAD": bad, "FE": fe, "BE": be, "UD": ud,
+            "CC": rng.random() * 0.01 * bad / 5, "HVY": ret * rng.random(),
+            "BRM": bad * rng.random(), "FL": ud + (fe - ud) * rng.random(),
+            "MB": be * rng.random()}  # fmt: skip
+
+
+def _neoverse(rng: random.Random) -> dict[str, float]:
+    cyc = 1e9
+    ss = 8 * cyc * rng.random()
+    ssf = ss * rng.random()
+    ops = rng.uniform(1e9, 6e9)
+    return {"CYC": cyc, "SS": ss, "SSF": ssf, "SSB": ss - ssf, "OPS": ops,
+            "OPR": ops * rng.uniform(0.5, 1.0), "BMP": rng.random() * ssf / 32}  # fmt: skip
+
+
+CASES = {
+    "zen4-l1": (Target("x86", "19_11"), "topdown", "amdzen4", _zen(6)),
+    "zen4-l2": (Target("x86", "19_11"), "topdown2", "amdzen4", _zen(6)),
+    "zen5-l1": (Target("x86", "1A_02"), "topdown", "amdzen5", _zen(8)),
+    "zen5-l2": (Target("x86", "1A_02"), "topdown2", "amdzen5", _zen(8)),
+    "spr-l1": (Target("x86", "06_8F"), "topdown", "sapphirerapids", _intel),
+    "spr-l2": (Target("x86", "06_8F"), "topdown2", "sapphirerapids", _intel),
+    "icl-l1": (Target("x86", "06_7E"), "topdown", "icelake", _intel),
+    "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
+}
+
+
+def _screen(target: Target, name: str) -> ScreenSpec:
+    return next(s for s in builtin_screens(target) if s.name == name)
+
+
+def _facts(n: int) -> RowFacts:
+    z = np.zeros(n)
+    ok = np.zeros(n, STATUS_DTYPE)
+    return RowFacts(np.full(n, 100.0), z, z, z, 1.0, ok, ok)
+
+
+def evaluate(screen: ScreenSpec, deltas: dict[str, float], running: float = 1.0,
+             missing: str | None = None) -> tuple[float, int, float]:  # fmt: skip
+    """The bottleneck cell's ``(value, status, running)`` on one row of ``deltas``, through
+    the one evaluator; ``missing``: that counter unreadable."""
+    aliases = [c.alias for c in screen.counters]
+    d = np.array([[deltas[a] for a in aliases]])
+    st = np.zeros(d.shape, STATUS_DTYPE)
+    if missing:
+        st[0, aliases.index(missing)] = Status.UNREADABLE
+        d[0, aliases.index(missing)] = np.nan
+    cells = CounterCells(d, st, d, st, np.full(d.shape, running))
+    out = Evaluator(screen, aliases).evaluate(_facts(1), cells)
+    return float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1])
+
+
+def vendor_path(
+    table: str, screen: ScreenSpec, deltas: dict[str, float]
+) -> tuple[str | None, float]:
+    """The deepest node on the critical path by the tables alone, and its share in %."""
+    t = TABLES[table]
+    counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
+    lits = {**LITERALS, "#slots": 8.0}
+
+    def value(name: str) -> float:
+        if name in t["metrics"]:
+            m = t["metrics"][name]
+            v = parse(m["MetricExpr"]).value(value, lits)
+            return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
+        return counts.get(canonical(name).lower(), math.nan)  # not on this screen
+
+    groups = {n: m.get("MetricGroup", "").split(";") for n, m in t["metrics"].items()}
+    topdown = [n for n, g in groups.items() if (LEVEL1 | LEVEL2) & set(g)]
+
+    def over(name: str) -> bool:
+        thr = t["metrics"][name].get("MetricThreshold")
+        if name == "smt_contention":  # no Intel peer: the back end's bound
+            return value(name) > 0.2
+        if thr is None:  # AMD, Arm: the Intel peer's, its names mapped to this table's
+            peer = parse(TABLES["sapphirerapids"]["metrics"][_peer(name)]["MetricThreshold"])
+            mine = {_peer(n): n for n in topdown if n != "smt_contention" and _safe_peer(n)}
+            return bool(peer.value(lambda n: value(mine[n]) if n in mine else math.nan, lits))
+        return bool(parse(thr).value(value, lits))
+
+    level = [n for n, g in groups.items() if LEVEL1 & set(g)]
+    shown = {c.table_metric.split("*")[-1].strip() for c in screen.columns if c.table_metric}
+    on_screen = lambda n: n in shown or any(f"{n}_group" in groups[k] for k in shown)  # noqa: E731
+    node, share = None, math.nan
+    while level:
+        cands = [n for n in sorted(level, key=_rank) if on_screen(n) and over(n)]
+        if not cands:
+            break
+        best = max(cands, key=value)  # the first of equal shares: sorted by toplev's order
+        node, share = best, 100.0 * value(best)
+        level = [n for n, g in groups.items() if f"{best}_group" in g]
+    return node, share
+
+
+def _safe_peer(n: str) -> bool:
+    try:
+        _peer(n)
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_critical_path_is_the_vendors(case: str) -> None:
+    """On 150 random draws of consistent counts, the column names the node (and share)
+    that the tables' metrics and thresholds give; the draws reach several paths."""
+    target, name, table, gen = CASES[case]
+    screen = _screen(target, name)
+    labels = parse_path(screen.columns[-1].expr).labels
+    tree = parse_path(screen.columns[-1].expr).tree
+    rng = random.Random(case)
+    seen = set()
+    for _ in range(150):
+        deltas = gen(rng)
+        value, status, _r = evaluate(screen, deltas)
+        assert status in (Status.OK, Status.SUSPECT), (case, deltas)
+        idx, share = decode(value)
+        want, want_share = vendor_path(table, screen, deltas)
+        got = None if idx == 0 else tree.node(labels[idx]).metric
+        assert got == want, (case, deltas, labels[idx])
+        if want:
+            assert share == pytest.approx(min(max(want_share, 0), 999), abs=1e-6)
+        seen.add(got)
+    assert len(seen) >= 3, (case, seen)  # not one answer for every draw
+
+
+def _tied(name: str) -> dict[str, float]:
+    """Zen 4 counts with front end and back end tied at 30% of slots, both over."""
+    cyc, slots = 1e9, 6e9
+    return {"CYC": cyc, "CYC2": cyc, "RET": 0.25 * slots, "DISP": 0.35 * slots,
+            "FE": 0.3 * slots, "BE": 0.3 * slots, "SMT": 0.05 * slots, "UC": 0.0,
+            "MISP": 1.0, "RSY": 1.0, "FEL": 0.3 * cyc / 2, "LNC": 50.0, "NC": 100.0}  # fmt: skip
+
+
+def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
+    screen = _screen(Target("x86", "19_11"), "topdown")
+    labels = parse_path(screen.columns[-1].expr).labels
+    value, status, _ = evaluate(screen, _tied("topdown"))
+    assert status == Status.OK
+    idx, share = decode(value)
+    assert (labels[idx], share) == ("FE", pytest.approx(30.0))  # FE before BE
+    assert vendor_path("amdzen4", screen, _tied("topdown")) == (
+        "frontend_bound",
+        pytest.approx(30.0),
+    )
+    # level 2 of the tie: front-end latency 15% (over 10%), bandwidth 15% (not over 20%)
+    screen2 = _screen(Target("x86", "19_11"), "topdown2")
+    labels2 = parse_path(screen2.columns[-1].expr).labels
+    idx, share = decode(evaluate(screen2, _tied("topdown2"))[0])
+    assert (labels2[idx], share) == ("FE/Lat", pytest.approx(15.0))
+    assert vendor_path("amdzen4", screen2, _tied("topdown2"))[0] == "frontend_bound_latency"
+
+
+def test_multiplexed_and_missing_counts_are_marked() -> None:
+    """A count scaled from half the time: the same node, running 0.5 (the live view and
+    csv mark it); a missing count: '?' with no value."""
+    screen = _screen(Target("x86", "19_11"), "topdown2")
+    deltas = _tied("topdown2")
+    full = evaluate(screen, deltas)
+    half = evaluate(screen, deltas, running=0.5)
+    assert half[0] == full[0] and half[1] == Status.OK and half[2] == 0.5
+    value, status, _ = evaluate(screen, deltas, missing="LNC")
+    assert status == Status.UNREADABLE and math.isnan(value)
+    fmt = row_format(tuple(screen.columns))
+    n = len(screen.columns)
+    cells = fmt.cells([0.0] * (n - 1) + [value], bytes([0] * (n - 1) + [status]))
+    assert cells[-1].strip() == "?"
+
+
+def test_cells_print_label_and_share_or_a_dash() -> None:
+    screen = _screen(Target("x86", "06_8F"), "topdown2")
+    fmt = row_format(tuple(screen.columns))
+    n = len(screen.columns)
+    labels = parse_path(screen.columns[-1].expr).labels
+    mem = labels.index("BE/Mem")
+    for value, text in ((mem * 1000 + 41.2, "BE/Mem 41%"), (0.0, "-")):
+        cells = fmt.cells([1.0] * (n - 1) + [value], bytes(n))
+        assert cells[-1] == text.rjust(len(screen.columns[-1].header))
+        assert fmt.text([1.0] * (n - 1) + [value], bytes(n)).endswith(cells[-1] + " ")
+
+
+def test_batch_text_csv_and_json_show_node_and_share() -> None:
+    """One task memory-bound, one with nothing over threshold, one unreadable: text shows
+    the label and share, csv and json the share as the value and the node apart."""
+    screen = builders.screen(
+        "td", counters={"C": "cycles"},
+        columns=[(" %CPU", "%5.1f", "CPU_TOT"), ("    %BE", "%7.1f", "delta(C)"),
+                 ("   %MEM", "%7.1f", "delta(C)"),
+                 ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)")],
+    )  # fmt: skip
+    mem = parse_path(screen.columns[-1].expr).labels.index("BE/Mem")
+    frame = builders.frame(
+        [
+            {"tid": 1, "cells": [90.0, 50.0, 41.0, mem * 1000 + 41.0], "name": "chase"},
+            {"tid": 2, "cells": [80.0, 10.0, 5.0, 0.0], "name": "calm"},
+            {"tid": 3, "cells": [70.0, 0.0, 0.0, 0.0], "name": "lost",
+             "status": [Status.OK, Status.UNREADABLE, Status.UNREADABLE, Status.UNREADABLE]},
+        ],
+        screen,
+    )  # fmt: skip
+    out = io.StringIO()
+    TextWriter(out, Options(), screen, 0).frame(frame, 0)
+    lines = {ln.split()[-1]: ln for ln in out.getvalue().splitlines() if ln.strip()}
+    assert "     BE/Mem 41% chase" in lines["chase"]
+    assert "              - calm" in lines["calm"]
+    assert "              ? lost" in lines["lost"]
+    out = io.StringIO()
+    w = RecordWriter(out, Options(format="csv"), screen, 0, "csv")
+    w.begin(0.0)
+    w.frame(frame, 0)
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    head = rows[0]
+    j = head.index("BOTTLENECK")
+    assert head[j : j + 3] == ["BOTTLENECK", "BOTTLENECK_status", "BOTTLENECK_node"]
+    got = {r[head.index("command")]: r[j : j + 3] for r in rows[1:]}
+    assert got == {"chase": ["41.0", "ok", "BE/Mem"], "calm": ["0.0", "ok", "-"],
+                   "lost": ["", "unreadable", ""]}  # fmt: skip
+    out = io.StringIO()
+    RecordWriter(out, Options(format="json"), screen, 0, "json").frame(frame, 0)
+    recs = {r["command"]: r for r in map(json.loads, out.getvalue().splitlines())}
+    assert recs["chase"]["columns"]["BOTTLENECK"] == 41.0
+    assert recs["chase"]["nodes"] == {"BOTTLENECK": "BE/Mem"}
+    assert recs["lost"]["nodes"] == {"BOTTLENECK": None}

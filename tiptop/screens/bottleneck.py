@@ -1,0 +1,233 @@
+"""The bottleneck column and the top-down tree of one task (docs/screens.md "Bottleneck").
+
+A column whose expression is ``bottleneck(TREE: LABEL=HEADER, ...)`` shows each task's
+critical path through ``TREE`` (tiptop/screens/topdown.py): the deepest node that is over
+its threshold at every level, with its share, e.g. ``BE/Mem 41%``, or ``-`` when no level-1
+node is over its threshold. Each ``LABEL=HEADER`` says which column of the screen (by its
+header, spaces stripped) holds that node's value in % of slots; a parent with no column
+is the sum of its children when they all have one (a level-2 screen).
+
+*The value is data, the text is formatting.* Such a column's value is
+``index * 1000 + share``: ``index`` picks the node in the column's label table
+(:meth:`PathSpec.labels`, index 0 is ``-``, none over threshold), ``share`` its % of slots
+(clipped to [0, 999]). Sorting by the column groups tasks by node, then share; csv and
+json print the node and share apart (``tiptop.table``). Its status is the node columns':
+not OK (``-``/``?``) when any of them is not, ``SUSPECT`` when a breakdown is; its running
+fraction is their smallest, so a multiplexed count is marked as in any column. It is
+computed by the one evaluator (tiptop/screens/evaluate.py), after the other columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.errors import SpecError, shown
+from tiptop.screens.topdown import ADVICE, TREES, Tree
+
+__all__ = [
+    "NodeView",
+    "PathSpec",
+    "bound_path",
+    "decode",
+    "format_path",
+    "is_path",
+    "parse_path",
+    "tree_view",
+]
+
+#: Multiplier of the node index in a bottleneck cell's value (see the module doc).
+SCALE = 1000.0
+_CALL = re.compile(r"\s*bottleneck\s*\((?P<body>.*)\)\s*\Z", re.S)
+_PAIR = re.compile(r"\s*(?P<label>[A-Za-z]+(?:/[A-Za-z]+)?)\s*=\s*(?P<header>[^,=()\s]+)\s*\Z")
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """A parsed ``bottleneck(...)`` expression: the tree, and each node's column header."""
+
+    tree: Tree
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label table: ``-`` (nothing over threshold), then the tree's nodes."""
+        return ("-", *self.tree.labels)
+
+
+def is_path(text: str) -> bool:
+    """``text`` is a ``bottleneck(...)`` expression (well formed or not)."""
+    return text.lstrip().startswith("bottleneck") and _CALL.match(text) is not None
+
+
+def parse_path(text: str) -> PathSpec:
+    """Parse a ``bottleneck(TREE: LABEL=HEADER, ...)`` expression; SpecError says why not."""
+    m = _CALL.match(text)
+    if m is None:
+        raise SpecError(f"not a bottleneck expression: '{shown(text)}'")
+    name, colon, rest = m["body"].partition(":")
+    name = name.strip()
+    if name not in TREES:
+        known = ", ".join(sorted(TREES))
+        raise SpecError(f"bottleneck: unknown tree '{shown(name)}' (known: {known})")
+    tree = TREES[name]
+    pairs: list[tuple[str, str]] = []
+    for part in rest.split(",") if colon and rest.strip() else ():
+        p = _PAIR.match(part)
+        if p is None:
+            raise SpecError(f"bottleneck: expected LABEL=HEADER, got '{shown(part.strip())}'")
+        if p["label"] not in tree.labels:
+            raise SpecError(f"bottleneck: tree '{name}' has no node '{p['label']}'")
+        pairs.append((p["label"], p["header"]))
+    if not pairs:
+        raise SpecError("bottleneck: no LABEL=HEADER pairs (which columns hold the nodes?)")
+    return PathSpec(tree, tuple(pairs))
+
+
+class BoundPath:
+    """A :class:`PathSpec` bound to a screen's column headers: computes the column."""
+
+    def __init__(self, spec: PathSpec, headers: Sequence[str]) -> None:
+        self.spec = spec
+        where = {h.strip(): j for j, h in enumerate(headers)}
+        nodes = spec.tree.nodes
+        index = {n.label: i for i, n in enumerate(nodes)}
+        given = dict(spec.columns)
+        #: Per tree node: its column, or -1 (derived from its children, or absent).
+        self.col = np.array([where.get(given.get(n.label, ""), -1) for n in nodes], np.intp)
+        self.parent = np.array([index.get(n.parent or "", -1) for n in nodes], np.intp)
+        self.level = np.array([n.level for n in nodes], np.intp)
+        #: Per node, its threshold terms as ``(node indices, bounds)``.
+        self.terms = [
+            [(np.array([index[lab] for lab, _ in t], np.intp), np.array([b for _, b in t]))
+             for t in n.threshold if all(lab in index for lab, _ in t)]
+            for n in nodes
+        ]  # fmt: skip
+        self.used = np.unique(self.col[self.col >= 0])
+
+    def shares(self, values: np.ndarray, status: np.ndarray) -> np.ndarray:
+        """``(n, nodes)`` fractions of slots; NaN where the node has no valued column
+        and is not the sum of its children's."""
+        n, m = len(values), len(self.col)
+        out = np.full((n, m), np.nan)
+        for i, c in enumerate(self.col.tolist()):
+            if c >= 0:
+                ok = (status[:, c] == Code.OK) | (status[:, c] == Code.SUSPECT)
+                out[:, i] = np.where(ok, values[:, c] / 100.0, np.nan)
+        for i in np.flatnonzero(self.col < 0).tolist():
+            kids = np.flatnonzero(self.parent == i)
+            if kids.size and (self.col[kids] >= 0).all():
+                out[:, i] = out[:, kids].sum(axis=1)  # NaN when any child is
+        return out
+
+    def over(self, shares: np.ndarray) -> np.ndarray:
+        """``(n, nodes)``: each node over its threshold (a NaN share never is)."""
+        out = np.zeros(shares.shape, bool)
+        with np.errstate(invalid="ignore"):
+            for i, terms in enumerate(self.terms):
+                for idx, bounds in terms:
+                    out[:, i] |= (shares[:, idx] > bounds).all(axis=1)
+        return out
+
+    def walk(self, shares: np.ndarray, over: np.ndarray) -> np.ndarray:
+        """Per row, the deepest node on the critical path, or -1: at each level the child
+        over its threshold with the largest share (the first in tree order on a tie)."""
+        n = len(shares)
+        cur = np.full(n, -1, np.intp)
+        for lvl in (1, 2):
+            cand = over & (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
+            best = np.where(cand, shares, -np.inf).argmax(axis=1)
+            cur = np.where(cand.any(axis=1), best, cur)
+        return cur
+
+    def evaluate(
+        self, values: np.ndarray, status: np.ndarray, running: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The column's ``(values, status, running)`` over the other columns' cells."""
+        n = len(values)
+        shares = self.shares(values, status)
+        node = self.walk(shares, self.over(shares))
+        picked = shares[np.arange(n), np.maximum(node, 0)] * 100.0
+        v = np.where(node >= 0, (node + 1) * SCALE + np.clip(picked, 0.0, SCALE - 1), 0.0)
+        s = np.full(n, Code.OK, STATUS_DTYPE)
+        r = np.ones(n)
+        if self.used.size:
+            st = status[:, self.used]
+            bad = np.where((st == Code.OK) | (st == Code.SUSPECT), 0, st).max(axis=1)
+            s = np.where(bad > 0, bad, np.where((st == Code.SUSPECT).any(axis=1), Code.SUSPECT, 0))
+            s = s.astype(STATUS_DTYPE)
+            r = np.fmin(running[:, self.used], 1.0).min(axis=1)
+            r = np.where(np.isnan(r), 1.0, r)
+        v = np.where((s == Code.OK) | (s == Code.SUSPECT), v, np.nan)
+        return v, s, r
+
+
+def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
+    """``text`` bound to ``headers`` when it is a well-formed bottleneck expression."""
+    if not is_path(text):
+        return None
+    try:
+        return BoundPath(parse_path(text), headers)
+    except SpecError:
+        return None
+
+
+def decode(value: float) -> tuple[int, float]:
+    """A bottleneck cell's ``(label index, share %)`` (index 0: none over threshold)."""
+    idx = int(value // SCALE)
+    return idx, value - idx * SCALE
+
+
+def format_path(labels: Sequence[str], share: Callable[[float], str]) -> Callable[[float], str]:
+    """A cell formatter: the node's label and its share formatted by ``share`` (the
+    column's printf format), or ``-`` alone."""
+
+    def fmt(value: float) -> str:
+        idx, pct = decode(value)
+        if idx <= 0 or idx >= len(labels):
+            return "-"
+        return f"{labels[idx]} {share(pct).strip()}"
+
+    return fmt
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node of a task's tree, for ``--why`` and the live drill-down."""
+
+    label: str
+    metric: str
+    level: int
+    #: % of slots, or None where the screen has no value for it.
+    share: float | None
+    #: The node's own bound, in %.
+    bound: float
+    over: bool
+    critical: bool
+    meaning: str
+    helps: str
+
+
+def tree_view(bp: BoundPath, values: np.ndarray, status: np.ndarray) -> list[NodeView]:
+    """The tree of one row (``values``/``status`` of its columns), in tree order."""
+    shares = bp.shares(values[None, :], status[None, :])
+    over = bp.over(shares)
+    deepest = int(bp.walk(shares, over)[0])
+    path = set()
+    while deepest >= 0:
+        path.add(deepest)
+        deepest = int(bp.parent[deepest])
+    out = []
+    for i, node in enumerate(bp.spec.tree.nodes):
+        s = float(shares[0, i])
+        meaning, helps = ADVICE.get(node.label.rpartition("/")[2], ("", ""))
+        share = None if np.isnan(s) else 100.0 * s
+        over_i, bound = bool(over[0, i]), 100.0 * node.bound
+        view = NodeView(node.label, node.metric, node.level, share, bound, over_i, i in path,
+                        meaning, helps)  # fmt: skip
+        out.append(view)
+    return out
