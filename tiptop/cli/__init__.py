@@ -83,6 +83,7 @@ Usage: {prog} [option] [-- command args]
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
+	--why PID             batch: the process's top-down tree and bottleneck per refresh
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.

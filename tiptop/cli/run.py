@@ -68,7 +68,7 @@ HEAP_KEPT = 16 << 20
 
 def is_live(opts: Any) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
-    return not opts.batch and opts.output is None and sys.stdout.isatty()
+    return not opts.batch and opts.why is None and opts.output is None and sys.stdout.isatty()
 
 
 def make_sampler(
@@ -119,6 +119,10 @@ def run_monitor(
     from tiptop.screens.printf import check_formats
 
     index, screen = pick_screen(loaded.screens, opts.screen)
+    if opts.why is not None:
+        from tiptop.cli.why import why_setup
+
+        index, screen = why_setup(opts, loaded, host, index, screen)
     check_formats(screen)
     opts.pid_width = table.pid_width_for(read_pid_max())
     opts.target = host_target()
@@ -137,7 +141,7 @@ def run_monitor(
     if problems:
         n = len(problems)
         notices.append(f"{n} problem{'s' if n > 1 else ''} in the configuration ('e' lists them)")
-    if opts.screen is None:
+    if opts.screen is None and opts.why is None:
         index, screen = fallback_screen(loaded, index, screen, said.append, host)
     hint = other_users_pid(opts, host)
     said += [hint] if hint else []

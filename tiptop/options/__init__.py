@@ -103,6 +103,9 @@ class Options:
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
+    why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
+    #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
+    why_note: str | None = None
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -214,6 +217,11 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         if value not in ("comm", "pid", "cgroup"):
             raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
         opts.series_by = value
+    elif name == "why":
+        pid, _text = parse_target(value, where)
+        if pid is None:
+            raise UsageError(f"{where}: '{shown(value)}' is not a process id")
+        opts.why = pid
     elif name == "plot_top":
         opts.plot_top = parse_count(value, where)
     elif name in (

@@ -74,6 +74,7 @@ LONG = {
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
     "by": ("set", "series_by"),
+    "why": ("set", "why"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

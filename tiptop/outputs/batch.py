@@ -33,6 +33,7 @@ from tiptop.cells import STATUS_NAME, VALUED, Status
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
+from tiptop.outputs.why import WhyWriter
 from tiptop.table import View, header, path_cell, path_nodes, rows, text_lines
 from tiptop.table.text import LineMemo
 
@@ -228,8 +229,10 @@ class RecordWriter:
 
 def make_writer(
     out: IO[str], options: Options, screen: Any, screen_index: int
-) -> TextWriter | RecordWriter:
-    """The writer for ``options.format``."""
+) -> TextWriter | RecordWriter | WhyWriter:
+    """The writer for ``options.format`` (``--why``: the task's tree in that format)."""
+    if options.why is not None:
+        return WhyWriter(out, options, screen, options.why_note)
     if options.format == "text":
         return TextWriter(out, options, screen, screen_index)
     return RecordWriter(out, options, screen, screen_index, options.format)

@@ -1,0 +1,50 @@
+"""``tiptop -b --why PID`` as a user runs it: one line and exit status 1 where the tree
+cannot be shown (no PMU, no top-down screen for the chosen screen, no such process), exit 2
+for a value that is not a PID; with a hardware PMU, the tree of a running process."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.helpers import hardware_pmu_error, run
+
+
+@pytest.mark.skipif(hardware_pmu_error() is None, reason="this machine has a hardware PMU")
+def test_without_a_pmu_one_line_and_status_1() -> None:
+    r = run("-b", "--why", str(os.getpid()), "-n", "1", "-d", "0.1")
+    assert r.returncode == 1, r
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "cannot count here" in lines[0], lines
+    assert lines[0].startswith(f"tiptop: --why {os.getpid()}: screen 'topdown")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        (["--why", "999999999"], 1, "--why 999999999: no such process"),
+        (["--why", "abc"], 2, "--why: 'abc' is not a process id"),
+        (["--why", "1", "-S", "default"], 1, "screen 'default' has no top-down tree"),
+        (["--why", "1", "--", "true"], 2, "--why takes the PID of a running process"),
+    ],
+)
+def test_refusals_are_one_line(args: list[str], code: int, fragment: str) -> None:
+    r = run("-b", "-n", "1", *args)
+    assert r.returncode == code and fragment in r.stderr, r
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(hardware_pmu_error() is not None, reason="no hardware PMU on this machine")
+def test_with_a_pmu_the_tree_of_a_busy_process() -> None:
+    """Where the CPU has a top-down screen: one JSON object per refresh, every node with a
+    share or null; elsewhere the one line of the test above."""
+    r = run("-b", "--why", str(os.getpid()), "-n", "2", "-d", "0.2", "--format", "json")
+    if r.returncode == 1 and "no top-down screen" in r.stderr:
+        pytest.skip(f"this CPU has no top-down tree: {r.stderr.strip()}")
+    assert r.returncode == 0, r
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(recs) == 2 and all(rec["pid"] == os.getpid() for rec in recs)
+    assert all(n["threshold"] > 0 for rec in recs if rec["nodes"] for n in rec["nodes"])

@@ -1,0 +1,57 @@
+"""``--why PID``: the batch writer that prints one task's top-down tree per refresh, as
+text or (``--format json``) one JSON object per line (docs/tiptop.1, ``--why``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any
+
+from tiptop.frame import Frame
+from tiptop.options import Options
+from tiptop.table.why import task_tree, tree_lines, tree_record
+
+__all__ = ["WhyWriter"]
+
+
+class WhyWriter:
+    """Per refresh, the tree of process ``options.why`` (a line saying so when the frame
+    has no row for it: it did not run, or it ended)."""
+
+    def __init__(
+        self, out: IO[str], options: Options, screen: Any, note: str | None = None
+    ) -> None:
+        self.out = out
+        self.screen = screen
+        self.pid = int(options.why or 0)
+        self.json = options.format == "json"
+        #: Said once at the start: which levels this screen lacks, and where they are.
+        self.note = note
+
+    def begin(self, now: float) -> None:
+        """A first line naming the screen (text only)."""
+        if not self.json:
+            line = f"tiptop --why {self.pid}: screen '{self.screen.name}' ({self.screen.desc})"
+            self.out.write(line + "\n")
+            if self.note:
+                self.out.write(self.note + "\n")
+
+    def frame(self, frame: Frame, iteration: int) -> int:
+        """Write the task's tree for one refresh; returns the lines written."""
+        tree = task_tree(frame, self.screen, self.pid)
+        stamp = time.strftime("%H:%M:%S", time.localtime(frame.timestamp))
+        if self.json:
+            rec: dict[str, Any] = {
+                "timestamp": round(frame.timestamp, 6), "iteration": iteration,
+                "screen": self.screen.name,
+            }  # fmt: skip
+            rec |= tree_record(tree) if tree else {"pid": self.pid, "nodes": None}
+            self.out.write(json.dumps(rec, allow_nan=False) + "\n")
+            return 1
+        if tree is None:
+            lines = [f"{stamp} PID {self.pid}: no row this refresh (not running, or ended)"]
+        else:
+            lines = tree_lines(tree)
+            lines[0] = f"{stamp} {lines[0]}"
+        self.out.write("\n".join(lines) + "\n\n")
+        return len(lines)
