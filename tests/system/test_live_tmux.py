@@ -197,3 +197,44 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
         t.kill()
+
+
+def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
+    """The real program on screen ``topdown``: ``t`` opens the selected task's top-down
+    window and ``t`` closes it. Without a PMU (or a tree for this CPU) the window holds one
+    line saying why; with one, the tree's summary line."""
+    from tests.helpers import hardware_pmu_error
+
+    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i", "-S", "topdown"], tmp_path)
+    try:
+        t.wait(shown(int(_topdown_index())), "the topdown screen's rows", timeout=20)
+        t.keys("t")
+        lines = t.wait(has("Top-down tree (t to close)"), "the drill-down window")
+        top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+        first = lines[top + 1].strip(" │")
+        if hardware_pmu_error() is not None:
+            assert "counts missing" in first or "no top-down tree" in first, first
+            assert "─" in lines[top + 2], "one line, then the bottom of the box"
+            if "counts missing" in first:
+                assert "PMU" in first, first
+        else:
+            assert re.match(r"PID \d+ \(", first), first
+        t.keys("t")
+        t.wait(lambda ls: not has("Top-down tree")(ls), "the window to close")
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
+def _topdown_index() -> int:
+    """The index of screen ``topdown`` among this machine's screens (the tasks line)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tiptop", "--list-screens"], capture_output=True, text=True,
+        timeout=30, cwd=REPO,
+    )  # fmt: skip
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*(\d+): 'topdown'", line)
+        if m:
+            return int(m.group(1))
+    pytest.skip(f"no topdown screen listed: {out.stdout[:200]!r}")

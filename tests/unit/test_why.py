@@ -43,7 +43,9 @@ def _frame(running: float = 1.0, missing: str | None = None):  # type: ignore[no
     )
     row = {"tid": 4242, "name": "chase", "cells": cells.values[0].tolist(),
            "status": cells.status[0].tolist(), "running": cells.running[0].tolist()}  # fmt: skip
-    return builders.frame([row], TD2)
+    frame = builders.frame([row], TD2)
+    frame.counter_status = st  # the reads' statuses, as the sampler's frame has them
+    return frame
 
 
 def test_the_tree_has_values_thresholds_path_and_advice() -> None:

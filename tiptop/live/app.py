@@ -35,7 +35,7 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import help_lines
+from tiptop.live.windows import help_lines, tree_markup
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -199,6 +199,7 @@ class LiveApp:
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
         self.widget.errors.set_messages(self.source.messages.lines())
+        self._update_tree()
         self.widget.changed()
 
     def refresh(self) -> None:
@@ -283,8 +284,33 @@ class LiveApp:
             raise urwid.ExitMainLoop()
 
     def _toggle(self, window: str) -> None:
-        """Open the ``help`` or ``errors`` window, or close it when it is the one open."""
+        """Open the ``help``, ``errors`` or ``tree`` window, or close it when it is the one
+        open."""
         self.widget.window = None if self.widget.window == window else window
+        self._update_tree()
+
+    def _selected_pid(self) -> int | None:
+        """The drill-down's task: the watched one (``w``) when shown, else the top row."""
+        watch = self.state.view.watch
+        if isinstance(watch, int) and any(r.pid == watch for r in self.rows):
+            return watch
+        top = self.table.visible()
+        return top[0].pid if top else None
+
+    def _update_tree(self) -> None:
+        """The ``t`` window's lines from the current frame, while it is open."""
+        if self.widget.window != "tree":
+            return
+        log = self.source.messages
+
+        def about(aliases: Sequence[str]) -> str | None:
+            m = next((m for m in map(log.about, aliases) if m is not None), None)
+            return m.line if m is not None else None
+
+        drill = table.why.drill_down(
+            self.frame, self.state.screen, self.state.screens, self._selected_pid(), about
+        )
+        self.widget.tree = tree_markup(drill)
 
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None

@@ -43,8 +43,8 @@ class KeyActions:
     restart: Callable[..., None]
     #: ``quit(code)``: leave the main loop with this exit status.
     quit: Callable[[int], None]
-    #: ``toggle_window(name)``: open the ``"help"`` or ``"errors"`` window, or close it
-    #: when it is the one open.
+    #: ``toggle_window(name)``: open the ``"help"``, ``"errors"`` or ``"tree"`` window, or
+    #: close it when it is the one open.
     toggle_window: Callable[[str], None]
 
 
@@ -77,6 +77,7 @@ class Keys:
             "e": lambda: self.actions.toggle_window("errors"),
             "h": lambda: self.actions.toggle_window("help"),
             "?": lambda: self.actions.toggle_window("help"),
+            "t": lambda: self.actions.toggle_window("tree"),
             "i": self._idle,
             "U": self._user_column,
             "W": self._write_config,

@@ -18,7 +18,7 @@ import urwid
 
 from tiptop.live import palette as P
 from tiptop.live.rows import Markup, TaskTable
-from tiptop.live.windows import ErrorLog, error_window, help_window
+from tiptop.live.windows import ErrorLog, error_window, help_window, tree_window
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -193,9 +193,11 @@ class LiveScreen(urwid.Widget):
             self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
         self.errors = ErrorLog()
-        #: ``None``, ``"help"`` or ``"errors"``.
+        #: ``None``, ``"help"``, ``"errors"`` or ``"tree"``.
         self.window: str | None = None
         self.help: Sequence[Markup] = ()
+        #: The ``t`` window's lines (the app updates them while it is open).
+        self.tree: Sequence[Markup] = ()
         #: The lines and the table stacked, with and without the notice line (made once:
         #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
@@ -237,6 +239,11 @@ class LiveScreen(urwid.Widget):
             # A help longer than the terminal is cut at the bottom (a Pile cannot overflow).
             body = urwid.Overlay(
                 help_window(self.help[: h - 2]), body, ("fixed left", 5), w, ("fixed top", y), h
+            )
+        elif self.window == "tree":
+            h = min(len(self.tree) + 2, rows)
+            body = urwid.Overlay(
+                tree_window(self.tree[: h - 2]), body, "left", cols, ("fixed top", 1), h
             )
         elif self.window == "errors":
             # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.

@@ -1,5 +1,6 @@
 """The live mode's pop-up windows: ``h`` (help) and ``e`` (error log), docs/original.md
-sections 5.4 and 5.5. Each is a box drawn over the screen by
+sections 5.4 and 5.5, and ``t``, the selected task's top-down tree (docs/screens.md,
+"Bottleneck"). Each is a box drawn over the screen by
 :class:`tiptop.live.widgets.LiveScreen`; the help text is handed in finished, the error log
 scrolls like the task table.
 """
@@ -61,6 +62,7 @@ def help_lines(
             " (counters multiplexed)",
         ],
         "42.0! suspect: the screen's breakdown does not add up to 100% for that task",
+        "t: top-down tree of the watched task (w), else of the top row (t closes it)",
     ]
     names = table.builtin_variables() if variables is None else variables
     width = max((len(n) for n, _ in names), default=0)
@@ -155,3 +157,44 @@ def error_window(log: ErrorLog) -> urwid.Widget:
     # urwid's LineBox adds the spaces around the title.
     title = f"{len(log.messages)} errors detected (e to close)"
     return urwid.AttrMap(urwid.LineBox(log, title=title), P.WINDOW)
+
+
+#: Width of a node's bar: one character per 5% of slots.
+BAR = 20
+
+
+def _bar(share: float | None) -> str:
+    if share is None:
+        return "[" + " " * BAR + "]"
+    n = round(max(0.0, min(share, 100.0)) * BAR / 100.0)
+    return "[" + "#" * n + "." * (BAR - n) + "]"
+
+
+def tree_markup(drill: Any) -> list[Markup]:
+    """The ``t`` window's text from a :class:`tiptop.table.why.DrillDown`: the reason
+    alone when there is no tree; else the summary, one line per node (``*`` on the critical
+    path, label, share, a bar, ``>bound``, ``over`` highlighted, what usually helps), then
+    what the bottleneck means and the note on a deeper level."""
+    if drill.tree is None:
+        return [drill.reason or "no top-down tree"] + ([drill.note] if drill.note else [])
+    tree = drill.tree
+    lines: list[Markup] = [(P.WINDOW_REVERSE, table.why.tree_lines(tree)[0])]
+    for n in table.why.in_order(tree.nodes):
+        share = "   n/a" if n.share is None else f"{n.share:5.1f}%"
+        label = ("  " * (n.level - 1) + n.label).ljust(12)
+        attr = P.OVER if n.critical else P.WINDOW
+        over = (P.OVER, "over") if n.over else "    "
+        mark = (attr, f"{'*' if n.critical else ' '} {label}")
+        lines.append([mark, f" {share} {_bar(n.share)} >{n.bound:3.0f}% ", over, f"  {n.helps}"])
+    b = tree.bottleneck
+    if b is not None:
+        lines += ["", f"{b.label}: {b.meaning}"]
+    if drill.note:
+        lines.append(drill.note)
+    return lines
+
+
+def tree_window(lines: Sequence[Markup]) -> urwid.Widget:
+    """The ``t`` window: a box titled `` Top-down tree (t to close)``."""
+    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
+    return urwid.AttrMap(urwid.LineBox(body, title="Top-down tree (t to close)"), P.WINDOW)

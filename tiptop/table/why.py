@@ -10,7 +10,7 @@ and :func:`deeper` names the screen that has it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,8 @@ from tiptop.screens.bottleneck import BoundPath, NodeView, bound_path, tree_view
 from tiptop.screens.model import ScreenSpec
 
 __all__ = [
-    "TaskTree", "deeper", "has_tree", "task_tree", "tree_lines", "tree_record", "why_screen",
+    "DrillDown", "TaskTree", "deeper", "drill_down", "has_tree", "in_order", "task_tree",
+    "tree_lines", "tree_record", "why_screen",
 ]  # fmt: skip
 
 #: The screens ``--why`` prefers, deepest first.
@@ -153,3 +154,45 @@ def tree_record(tree: TaskTree) -> dict[str, object]:
             for n in tree.nodes
         ],
     }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DrillDown:
+    """What the live drill-down window shows: the tree, or the one line why not, and a
+    note on a deeper level another screen has."""
+
+    tree: TaskTree | None
+    reason: str | None = None
+    note: str | None = None
+
+
+def drill_down(
+    frame: Frame,
+    screen: ScreenSpec,
+    screens: Sequence[ScreenSpec],
+    pid: int | None,
+    about: Callable[[Sequence[str]], str | None] = lambda _a: None,
+) -> DrillDown:
+    """The tree of process ``pid`` on ``screen``, or why there is none in one line: the
+    screen has no tree (and which screen has one, if any), no task is selected, or the
+    counts are missing (``about(aliases)``: the message log's line about them, e.g. no
+    PMU)."""
+    if not has_tree(screen):
+        other = why_screen(screens)
+        if other is None:
+            return DrillDown(None, "no top-down tree for this CPU: no screen has one")
+        name = screens[other].name
+        return DrillDown(None, f"screen '{screen.name}' has no top-down tree: '{name}' has (+/-)")
+    if pid is None:
+        return DrillDown(None, "no task selected (w watches one; else the top row is used)")
+    tree = task_tree(frame, screen, pid)
+    if tree is None:
+        return DrillDown(None, f"PID {pid}: no row this refresh")
+    more = deeper(screen, screens)
+    note = f"level 2 is on screen '{more}' (+/- to switch)" if more else None
+    if tree.status not in VALUED:
+        i = int(np.flatnonzero(frame.tid == pid)[0])
+        lost = [a for a, s in zip(frame.counters, frame.counter_status[i], strict=True) if s]
+        why = about(lost) or "its counters could not be read"
+        return DrillDown(None, f"PID {pid} ({tree.command}): counts missing: {why}")
+    return DrillDown(tree, None, note)

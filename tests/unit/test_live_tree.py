@@ -1,0 +1,96 @@
+"""The live ``t`` window (tiptop/live/windows.py ``tree_markup``): the top-down tree of the
+selected task drawn on urwid's canvas from a synthetic Zen 4 ``topdown2`` frame (nodes,
+shares, bars, thresholds, the critical path and its highlight, the advice), and its one
+line when there is no tree. The tmux test is tests/system/test_live_tmux.py's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.live import DEFAULT, ScriptedSampler, attrs, keys, new_app, text
+from tests.unit.test_why import TD2, ZEN4, _frame
+from tiptop.frame import Frame
+from tiptop.host import Host
+from tiptop.live import palette as P
+from tiptop.live.app import LiveApp
+from tiptop.options import Options
+
+SIZE = (150, 24)
+
+
+class TreeSource(ScriptedSampler):
+    """Frames of the Zen 4 ``topdown2`` screen holding task 4242 (tests/unit/test_why.py)."""
+
+    def __init__(self, **frame: Any) -> None:
+        super().__init__(1)
+        self.frame = frame
+        self.screen = TD2  # the view follows its source's screen
+
+    def refresh(self) -> Frame:
+        self.refreshes += 1
+        return _frame(**self.frame)
+
+
+def tree_app(**frame: Any) -> LiveApp:
+    td1 = next(s for s in ZEN4 if s.name == "topdown")
+    app = LiveApp(Options(show_idle=True), TreeSource(**frame), [TD2, td1], host=Host())
+    app.refresh()
+    return app
+
+
+def test_the_tree_window_draws_nodes_bars_and_the_path() -> None:
+    app = tree_app()
+    keys(app, "t")
+    lines = text(app, SIZE)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    body = [ln[1:].rstrip(" │") for ln in lines[top + 1 :]]
+    assert body[0] == "PID 4242 (chase): bottleneck BE/Mem 36% of slots"
+    be = next(ln for ln in body if ln.startswith("* BE "))
+    assert be.startswith("* BE            45.0% [#########...........] > 20% over  see its level 2")
+    mem = next(ln for ln in body if "BE/Mem" in ln and ln.startswith("*"))
+    assert mem.startswith("*   BE/Mem      36.0% [#######.............] > 20% over  smaller work")
+    cpu = next(ln for ln in body if "BE/CPU" in ln)
+    assert cpu.startswith("    BE/CPU       9.0% [##..................] > 10%       break dep")
+    smt = next(ln for ln in body if ln.startswith("  SMT"))
+    assert "   n/a [                    ] > 20%" in smt
+    assert any(ln.startswith("BE/Mem: stalled on loads and stores") for ln in body)
+    # The critical nodes' marks and labels highlighted, "over" too; others plain.
+    row = top + 1 + body.index(be)
+    runs = [(str(a), n) for a, n in attrs(app, SIZE, row)]  # over the window's attribute
+    over = str(next(a for a, _ in attrs(app, SIZE, row) if P.OVER in str(a)))
+    assert runs[1] == (over, 14) and (over, 4) in runs
+    row = top + 1 + body.index(cpu)
+    assert (over, 14) not in [(str(a), n) for a, n in attrs(app, SIZE, row)]
+    keys(app, "t")
+    assert not any("Top-down tree" in ln for ln in text(app, SIZE))
+
+
+def test_counts_missing_say_why_in_one_line() -> None:
+    app = tree_app(missing="LNC")
+    app.source.messages.say("open:LNC", "LNC: no PMU named 'cpu' on this machine", ["LNC"])
+    keys(app, "t")
+    lines = text(app, SIZE)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    assert lines[top + 1][1:].rstrip(" │") == (
+        "PID 4242 (chase): counts missing: LNC: no PMU named 'cpu' on this machine"
+    )
+    assert "─" in lines[top + 2]  # one line, then the box's bottom
+
+
+def test_without_a_tree_one_line() -> None:
+    app, _ = new_app()  # screens default and branch: no tree on any
+    keys(app, "t")
+    lines = text(app, (100, 12))
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    assert "no top-down tree for this CPU: no screen has one" in lines[top + 1]
+    assert "─" in lines[top + 2]
+
+
+def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
+    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], host=Host())
+    app.source.start()
+    app.refresh()
+    keys(app, "t")
+    lines = text(app, (100, 12))
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    assert "screen 'default' has no top-down tree: 'topdown2' has (+/-)" in lines[top + 1]
