@@ -186,3 +186,32 @@ def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.Monke
     both = f.take(slice(0, 1)).concat(kept)
     assert np.array_equal(both.cpu_sys, f.cpu_sys)
     assert np.array_equal(both.counter_scaled, f.counter_scaled, equal_nan=True)
+
+
+def test_a_bottleneck_column_is_evaluated_on_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A screen with a ``bottleneck(...)`` column over the recorded counters: computed by
+    the same evaluator on replay, and its definition survives a recording's header."""
+    from tiptop.recording.format import screen_from_record, screen_record
+    from tiptop.screens.bottleneck import decode, parse_path
+    from tiptop.screens.model import ColumnSpec
+
+    _live, path, default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
+    td = dataclasses.replace(
+        default, name="td",
+        columns=tuple(ColumnSpec(*c) for c in [
+                 (" %CPU", "%5.1f", "CPU_TOT"),
+                 ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
+                 ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
+                 ("BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)")]),
+    )  # fmt: skip
+    f = recording.ReplaySource(recording.load(path), td).frame(1)
+    row = list(f.tid).index(100)
+    share = 100 - 100 * 2.3e9 / (4 * 1.1e9)  # 47.7: over BE's 20%, retiring is not over 70%
+    labels = parse_path(td.columns[-1].expr).labels
+    idx, got = decode(f.values[row, 3])
+    assert (labels[idx], got) == ("BE", pytest.approx(share))
+    assert f.status[row, 3] == Status.OK
+    back = screen_from_record(screen_record(td))
+    assert back.columns[-1] == dataclasses.replace(td.columns[-1], desc=back.columns[-1].desc)

@@ -177,7 +177,10 @@ def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
 
 
 def decode(value: float) -> tuple[int, float]:
-    """A bottleneck cell's ``(label index, share %)`` (index 0: none over threshold)."""
+    """A bottleneck cell's ``(label index, share %)`` (index 0: none over threshold; a
+    cell without a value, NaN, gives ``(0, nan)``)."""
+    if not np.isfinite(value):
+        return 0, float("nan")
     idx = int(value // SCALE)
     return idx, value - idx * SCALE
 
