@@ -383,3 +383,13 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
     assert recs["chase"]["columns"]["BOTTLENECK"] == 41.0
     assert recs["chase"]["nodes"] == {"BOTTLENECK": "BE/Mem"}
     assert recs["lost"]["nodes"] == {"BOTTLENECK": None}
+
+
+def test_plot_refuses_a_bottleneck_column() -> None:
+    from tiptop.cli.plot import find_column
+    from tiptop.errors import UsageError
+
+    screen = _screen(Target("x86", "19_11"), "topdown")
+    assert find_column(screen, "%BE") == 4
+    with pytest.raises(UsageError, match="a bottleneck column names a top-down node"):
+        find_column(screen, "bottleneck")

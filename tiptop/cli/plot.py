@@ -42,10 +42,18 @@ class Series:
 
 
 def find_column(screen: Any, name: str) -> int:
-    """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored)."""
+    """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored);
+    a ``bottleneck(...)`` column is refused (its value is a node and a share)."""
+    from tiptop.screens.bottleneck import is_path
+
     want = name.strip().lower()
     headers = [c.header.strip() for c in screen.columns]
     for i, h in enumerate(headers):
+        if h.lower() == want and is_path(screen.columns[i].expr):
+            raise UsageError(
+                f"--column {name}: a bottleneck column names a top-down node, not a number to "
+                "plot; plot one of the columns it reads"
+            )
         if h.lower() == want:
             return i
     raise UsageError(
