@@ -48,3 +48,27 @@ def test_with_a_pmu_the_tree_of_a_busy_process() -> None:
     recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(recs) == 2 and all(rec["pid"] == os.getpid() for rec in recs)
     assert all(n["threshold"] > 0 for rec in recs if rec["nodes"] for n in rec["nodes"])
+
+
+def test_the_drill_downs_extra_source_counts_one_process() -> None:
+    """The live ``t`` window's extra source (cli.run.drill_source) is ``-p PID``'s sampler:
+    here over the software-event ``sched`` screen, its frames hold that process alone
+    while other processes run."""
+    import time
+
+    from tiptop.cli.run import drill_source
+    from tiptop.host import Host
+    from tiptop.options import Options
+    from tiptop.screens import Target, builtin_screens
+
+    sched = next(s for s in builtin_screens(Target()) if s.name == "sched")
+    src = drill_source(Options(show_idle=True), Host.read(), os.getpid(), sched)
+    try:
+        src.start()
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:  # run a little: a row with a non-zero count
+            pass
+        frame = src.refresh()
+        assert set(frame.pid.tolist()) == {os.getpid()}, frame.pid
+    finally:
+        src.close()

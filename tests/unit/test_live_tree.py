@@ -94,3 +94,66 @@ def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
     lines = text(app, (100, 12))
     top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
     assert "screen 'default' has no top-down tree: 'topdown2' has (+/-)" in lines[top + 1]
+
+
+class Counted(TreeSource):
+    """The extra source: ``topdown2`` frames of task 4242, its life recorded."""
+
+    def __init__(self, made: list[Any], pid: int, screen: Any) -> None:
+        super().__init__()
+        made.append((pid, screen.name, self))
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Level1(ScriptedSampler):
+    """The main source: Zen 4 ``topdown`` (level 1) frames of task 4242."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.screen = TD1
+
+    def refresh(self) -> Frame:
+        self.refreshes += 1
+        return _frame(screen=TD1)
+
+
+TD1 = next(s for s in ZEN4 if s.name == "topdown")
+
+
+def test_level_2_is_counted_for_the_selected_task_alone() -> None:
+    """On ``topdown`` the window asks for a ``topdown2`` source on the selected process
+    only, shows level 1 until it has counted, then its level 2; closing the window
+    releases it; the main source is never reconfigured."""
+    made: list[Any] = []
+    main = Level1(1)
+    app = LiveApp(Options(show_idle=True), main, [TD1, TD2], host=Host(),
+                  drill=lambda pid, s: Counted(made, pid, s))  # fmt: skip
+    app.refresh()
+    keys(app, "t")  # opens it; the key's refresh already counts once
+    assert [(pid, name) for pid, name, _ in made] == [(4242, "topdown2")]
+    extra = made[0][2]
+    assert extra.starts == 1 and extra.refreshes >= 1
+    body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
+    assert "PID 4242 (chase): bottleneck BE/Mem 36% of slots" in body
+    assert any(ln.startswith("level 2 from screen 'topdown2', counted on PID 4242 alone")
+               for ln in body)  # fmt: skip
+    assert main.reconfigured == []
+    keys(app, "t")
+    assert extra.closed and app.drill.source is None
+    assert not any("Top-down tree" in ln for ln in text(app, SIZE))
+
+
+def test_until_the_extra_source_counts_level_1_is_shown() -> None:
+    made: list[Any] = []
+    app = LiveApp(Options(show_idle=True), Level1(1), [TD1, TD2], host=Host(),
+                  drill=lambda pid, s: Counted(made, pid, s))  # fmt: skip
+    app.refresh()
+    app.widget.window = "tree"
+    app.rebuild()  # no refresh: the extra source has no frame yet
+    body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
+    assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
+    assert any(ln.startswith("level 2: counting screen 'topdown2' on PID 4242 alone")
+               for ln in body)  # fmt: skip

@@ -13,10 +13,11 @@ import pytest
 
 from tests.support import builders
 from tiptop.cells import Status
+from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
 from tiptop.outputs.why import WhyWriter
-from tiptop.screens import Target, builtin_screens
+from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.variables import RowFacts
 from tiptop.table.why import deeper, task_tree, tree_lines, why_screen
@@ -27,23 +28,23 @@ TD2 = next(s for s in ZEN4 if s.name == "topdown2")
 #: (memory 4/5 of it: 36%, cpu 9%), the rest SMT.
 COUNTS = {"CYC": 1e9, "CYC2": 1e9, "RET": 1.5e9, "DISP": 1.8e9, "UC": 0.0, "MISP": 1.0,
           "RSY": 1.0, "FE": 1.2e9, "FEL": 0.08e9, "BE": 2.7e9, "LNC": 80.0,
-          "NC": 100.0}  # fmt: skip
+          "NC": 100.0, "SMT": 0.3e9}  # fmt: skip
 
 
-def _frame(running: float = 1.0, missing: str | None = None):  # type: ignore[no-untyped-def]
-    aliases = [c.alias for c in TD2.counters]
+def _frame(running: float = 1.0, missing: str | None = None, screen: ScreenSpec = TD2) -> Frame:
+    aliases = [c.alias for c in screen.counters]
     d = np.array([[COUNTS[a] for a in aliases]])
     st = np.zeros(d.shape, np.uint8)
     if missing:
         st[0, aliases.index(missing)] = Status.UNREADABLE
     z = np.zeros(1)
     facts = RowFacts(np.full(1, 99.0), z, z, z, 1.0, st[0, :1] * 0, st[0, :1] * 0)
-    cells = Evaluator(TD2, aliases).evaluate(
+    cells = Evaluator(screen, aliases).evaluate(
         facts, CounterCells(d, st, d, st, np.full(d.shape, running))
     )
     row = {"tid": 4242, "name": "chase", "cells": cells.values[0].tolist(),
            "status": cells.status[0].tolist(), "running": cells.running[0].tolist()}  # fmt: skip
-    frame = builders.frame([row], TD2)
+    frame = builders.frame([row], screen)
     frame.counter_status = st  # the reads' statuses, as the sampler's frame has them
     return frame
 

@@ -209,6 +209,7 @@ def _run_live(
         error_log=errf,
         message="; ".join(notices),
         child=child,
+        drill=lambda pid, screen: drill_source(opts, host, pid, screen),
     )
     if child is not None and code == 0 and child.exited():
         return child.reap()
@@ -245,3 +246,14 @@ def _run_batch(
     if child is not None and stop.requested and not child.exited():
         os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
     return child.reap() if child is not None else 0
+
+
+def drill_source(opts: Any, host: Host, pid: int, screen: Any) -> Any:
+    """The live ``t`` window's extra source: ``screen`` (a deeper top-down level) counted
+    on process ``pid`` alone, as ``-p PID`` would (tiptop/live/drill.py)."""
+    import dataclasses
+
+    one = dataclasses.replace(
+        opts, only_pid=pid, only_name=None, show_threads=False, uid=None, sticky=False
+    )
+    return make_sampler(one, screen, host)

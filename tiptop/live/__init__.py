@@ -56,6 +56,7 @@ def run(
     error_log: IO[str] | None = None,
     message: str = "",
     child: Any = None,
+    drill: Any = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -70,7 +71,8 @@ def run(
     as a ``tiptop: ...`` line, as batch mode's
     stderr does. ``message`` is shown on the message line until the first key. ``child``
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
-    line, with its exit status.
+    line, with its exit status. ``drill(pid, screen) -> FrameSource`` counts a deeper
+    top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
     """
     from tiptop.live.app import LiveApp
 
@@ -84,5 +86,6 @@ def run(
         error_log=error_log,
         message=message,
         child=child,
+        drill=drill,
     )
     return app.run(started=started)

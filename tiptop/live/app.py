@@ -24,6 +24,7 @@ from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
+from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys
 from tiptop.live.rows import TaskTable
 from tiptop.live.state import LiveState
@@ -71,7 +72,10 @@ class LiveApp:
         error_log: IO[str] | None = None,
         message: str = "",
         child: Any = None,
+        drill: Factory | None = None,
     ) -> None:
+        #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
+        self.drill = Drill(drill)
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
@@ -206,6 +210,8 @@ class LiveApp:
         """Take one frame from the sampler and show it."""
         self.frame = self.source.refresh()
         self._follow_source_screen()
+        if self.widget.window == "tree":
+            self.drill.refresh()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -267,6 +273,7 @@ class LiveApp:
         delay and count as one of ``-n``'s refreshes. Primed now, the refresh 0.2 s later
         shows real rows covering those 0.2 s."""
         screen = config.pop("screen", None)
+        self.drill.close()
         self.source.reconfigure(screen=screen, **config)
         self.source.start()
         self.refreshes = 0
@@ -290,27 +297,19 @@ class LiveApp:
         self._update_tree()
 
     def _selected_pid(self) -> int | None:
-        """The drill-down's task: the watched one (``w``) when shown, else the top row."""
-        watch = self.state.view.watch
-        if isinstance(watch, int) and any(r.pid == watch for r in self.rows):
-            return watch
-        top = self.table.visible()
-        return top[0].pid if top else None
+        return self.drill.select(self.rows, self.table.visible(), self.state.view.watch)
 
     def _update_tree(self) -> None:
-        """The ``t`` window's lines from the current frame, while it is open."""
+        """The ``t`` window's lines from the current frame while it is open (the extra
+        source of :mod:`.drill` released when it is not)."""
         if self.widget.window != "tree":
+            self.drill.close()
             return
-        log = self.source.messages
-
-        def about(aliases: Sequence[str]) -> str | None:
-            m = next((m for m in map(log.about, aliases) if m is not None), None)
-            return m.line if m is not None else None
-
-        drill = table.why.drill_down(
-            self.frame, self.state.screen, self.state.screens, self._selected_pid(), about
+        s = self.state
+        view = self.drill.view(
+            self.frame, s.screen, s.screens, self._selected_pid(), self.source.messages
         )
-        self.widget.tree = tree_markup(drill)
+        self.widget.tree = tree_markup(view)
 
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
@@ -388,6 +387,7 @@ class LiveApp:
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
         finally:
+            self.drill.close()
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
         return self.quit_code or 0

@@ -1,0 +1,111 @@
+"""The ``t`` window's tree, and the one task that gets the deeper level's events.
+
+While the window is open on a screen whose tree stops at level 1 (``topdown``) and a
+deeper screen exists for this CPU (``topdown2``), :class:`Drill` asks the cli's factory
+for a second frame source counting that screen's events on the selected process alone
+(``-p PID``'s sampler: the scanner looks at that one ``/proc`` entry), refreshes it with
+the main one, and shows its level 2. The main source's plan and every other task's
+counters are unchanged. The extra source is closed, its counters released, when the
+window closes, the selected task changes, the screen changes or live mode ends. Its counts
+may be multiplexed (``topdown2`` on AMD: two groups), which the tree's first line says
+with the part of the time they ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tiptop import table
+from tiptop.frame import Frame, FrameSource
+
+#: ``factory(pid, screen) -> FrameSource``: a source counting ``screen`` on ``pid`` only.
+Factory = Callable[[int, Any], FrameSource]
+
+
+class Drill:
+    """The drill-down's data; owns the extra source of one task while the window is open."""
+
+    def __init__(self, factory: Factory | None) -> None:
+        self.factory = factory
+        #: ``(pid, screen name)`` the extra source counts, and the source and its frame.
+        self.key: tuple[int, str] | None = None
+        self.source: FrameSource | None = None
+        self.screen: Any = None
+        self.frame: Frame | None = None
+        #: The task chosen when the window opened, kept while it has a row.
+        self.pid: int | None = None
+
+    def select(self, rows: Sequence[Any], top: Sequence[Any], watch: Any) -> int | None:
+        """The window's task: the watched one (``w``) when shown, else the one chosen
+        before while it has a row (a top row that changes with the sort does not move
+        the window), else the top row shown."""
+        shown = {r.pid for r in rows}
+        if isinstance(watch, int) and watch in shown:
+            self.pid = watch
+        elif self.pid not in shown:
+            self.pid = top[0].pid if top else None
+        return self.pid
+
+    def view(
+        self,
+        frame: Frame,
+        screen: Any,
+        screens: Sequence[Any],
+        pid: int | None,
+        log: Any,
+    ) -> Any:
+        """The :class:`tiptop.table.why.DrillDown` to draw: the current screen's, or
+        the deeper level's from the extra source once it has a frame for ``pid``; ``log``
+        (the main source's message log) says why counts are missing."""
+        drill = table.why.drill_down(frame, screen, screens, pid, _about(log))
+        deeper = table.why.deeper(screen, screens)
+        if drill.tree is None or deeper is None or pid is None or self.factory is None:
+            self._release()
+            return drill
+        self._open(pid, next(s for s in screens if s.name == deeper))
+        extra = None
+        if self.frame is not None and len(self.frame):
+            about = _about(self.source.messages if self.source is not None else log)
+            extra = table.why.drill_down(self.frame, self.screen, screens, pid, about)
+        if extra is None or extra.tree is None:
+            why = f": {extra.reason}" if extra is not None and extra.reason else ""
+            note = f"level 2: counting screen '{deeper}' on PID {pid} alone{why}"
+            return table.why.DrillDown(drill.tree, None, note)
+        note = f"level 2 from screen '{deeper}', counted on PID {pid} alone"
+        return table.why.DrillDown(extra.tree, None, note)
+
+    def _open(self, pid: int, screen: Any) -> None:
+        if self.key == (pid, screen.name):
+            return
+        self._release()
+        assert self.factory is not None
+        self.source = self.factory(pid, screen)
+        self.source.start()
+        self.key, self.screen = (pid, screen.name), screen
+
+    def refresh(self) -> None:
+        """Take the extra source's frame (with the main one's refresh)."""
+        if self.source is not None:
+            self.frame = self.source.refresh()
+
+    def close(self) -> None:
+        """Release the extra source's counters and forget the task (the window closed,
+        the screen changed, live mode ends)."""
+        self._release()
+        self.pid = None
+
+    def _release(self) -> None:
+        if self.source is not None:
+            self.source.close()
+        self.source, self.key, self.screen, self.frame = None, None, None, None
+
+
+def _about(log: Any) -> Callable[[Sequence[str]], str | None]:
+    """``about(aliases)``: the log's line about the first of them it has one about."""
+
+    def about(aliases: Sequence[str]) -> str | None:
+        m = next((m for m in map(log.about, aliases) if m is not None), None)
+        return m.line if m is not None else None
+
+    return about
