@@ -157,3 +157,19 @@ def test_until_the_extra_source_counts_level_1_is_shown() -> None:
     assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
     assert any(ln.startswith("level 2: counting screen 'topdown2' on PID 4242 alone")
                for ln in body)  # fmt: skip
+
+
+def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
+    class Halves(TreeSource):
+        def refresh(self) -> Frame:
+            f = _frame(running=0.5)
+            f.counter_running[0, :] = 0.5
+            return f
+
+    app = LiveApp(Options(show_idle=True), Halves(), [TD2], host=Host())
+    app.refresh()
+    keys(app, "t")
+    body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
+    i = body.index("PID 4242 (chase): bottleneck BE/Mem 36% of slots (counts scaled: they ran "
+                   "50% of the time)")  # fmt: skip
+    assert body[i + 1].startswith("events ran: CYC 50%, RET 50%, UC 50%")

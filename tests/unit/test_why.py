@@ -20,7 +20,7 @@ from tiptop.outputs.why import WhyWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.variables import RowFacts
-from tiptop.table.why import deeper, task_tree, tree_lines, why_screen
+from tiptop.table.why import deeper, task_tree, tree_lines, tree_record, why_screen
 
 ZEN4 = builtin_screens(Target("x86", "19_11"))
 TD2 = next(s for s in ZEN4 if s.name == "topdown2")
@@ -69,9 +69,23 @@ def test_the_tree_has_values_thresholds_path_and_advice() -> None:
 
 
 def test_scaled_and_missing_counts_say_so() -> None:
-    tree = task_tree(_frame(running=0.5), TD2, 4242)
+    frame = _frame(running=0.5)
+    frame.counter_running[0, :] = 0.5
+    frame.counter_running[0, 6:] = 0.48  # the second group (CYC2...) ran a little less
+    tree = task_tree(frame, TD2, 4242)
     assert tree is not None and tree.running == 0.5
-    assert tree_lines(tree)[0].endswith("(counts scaled: they ran 50% of the time)")
+    lines = tree_lines(tree)
+    assert lines[0].endswith("(counts scaled: they ran 50% of the time)")
+    assert lines[1] == (
+        "   events ran: CYC 50%, RET 50%, UC 50%, DISP 50%, MISP 50%, RSY 50%, CYC2 48%, "
+        "FEL 48%, FE 48%, BE 48%, LNC 48%, NC 48%"
+    )
+    assert tree_record(tree)["ran"] == {**dict.fromkeys(["CYC", "RET", "UC", "DISP", "MISP",
+                                        "RSY"], 0.5), **dict.fromkeys(["CYC2", "FEL", "FE",
+                                        "BE", "LNC", "NC"], 0.48)}  # fmt: skip
+    assert not any(
+        ln.startswith("   events ran") for ln in tree_lines(task_tree(_frame(), TD2, 4242))
+    )  # type: ignore[arg-type]
     tree = task_tree(_frame(missing="LNC"), TD2, 4242)
     assert tree is not None and tree.status == Status.UNREADABLE
     assert "counts missing ('?')" in tree_lines(tree)[0]

@@ -172,13 +172,16 @@ def _bar(share: float | None) -> str:
 
 def tree_markup(drill: Any) -> list[Markup]:
     """The ``t`` window's text from a :class:`tiptop.table.why.DrillDown`: the reason
-    alone when there is no tree; else the summary, one line per node (``*`` on the critical
+    alone when there is no tree; else the summary, the time each event ran when they were
+    multiplexed, one line per node (``*`` on the critical
     path, label, share, a bar, ``>bound``, ``over`` highlighted, what usually helps), then
     what the bottleneck means and the note on a deeper level."""
     if drill.tree is None:
         return [drill.reason or "no top-down tree"] + ([drill.note] if drill.note else [])
     tree = drill.tree
-    lines: list[Markup] = [(P.WINDOW_REVERSE, table.why.tree_lines(tree)[0])]
+    head = table.why.tree_lines(tree)
+    lines: list[Markup] = [(P.WINDOW_REVERSE, head[0])]
+    lines += [(P.SCALED, ln.strip()) for ln in head[1:2] if ln.startswith("   events ran")]
     for n in table.why.in_order(tree.nodes):
         share = "   n/a" if n.share is None else f"{n.share:5.1f}%"
         label = ("  " * (n.level - 1) + n.label).ljust(12)

@@ -78,6 +78,9 @@ class TaskTree:
     #: The bottleneck cell's status and running fraction (scaled counts: < 1).
     status: Status
     running: float
+    #: Each counter's part of the interval it ran (``time_running / time_enabled``), in
+    #: the frame's counter order; NaN where unknown.
+    ran: tuple[tuple[str, float], ...] = ()
 
     @property
     def bottleneck(self) -> NodeView | None:
@@ -99,7 +102,8 @@ def task_tree(frame: Frame, screen: ScreenSpec, pid: int) -> TaskTree | None:
     status = Status(int(frame.status[i, j]))
     if status not in VALUED:  # a path through unknown values would mislead
         nodes = [dataclasses.replace(n, critical=False) for n in nodes]
-    return TaskTree(pid, frame.name[i], nodes, status, float(frame.running[i, j]))
+    ran = tuple(zip(frame.counters, frame.counter_running[i].tolist(), strict=True))
+    return TaskTree(pid, frame.name[i], nodes, status, float(frame.running[i, j]), ran)
 
 
 def _share(node: NodeView) -> str:
@@ -129,6 +133,8 @@ def tree_lines(tree: TaskTree, width: int = 12) -> list[str]:
     if tree.running < 1.0:
         head += f" (counts scaled: they ran {100 * tree.running:.0f}% of the time)"
     out = [head]
+    if any(r < 1.0 for _a, r in tree.ran):  # multiplexed: the time each event ran
+        out.append("   events ran: " + ", ".join(f"{a} {100 * r:.0f}%" for a, r in tree.ran))
     for n in in_order(tree.nodes):
         mark = "*" if n.critical else " "
         over = "over" if n.over else "    "
@@ -145,6 +151,7 @@ def tree_record(tree: TaskTree) -> dict[str, object]:
         "command": tree.command,
         "status": tree.status.name.lower(),
         "running": tree.running,
+        "ran": {a: (None if r != r else r) for a, r in tree.ran},  # NaN (unknown) as null
         "bottleneck": None if b is None else b.label,
         "share": None if b is None else b.share,
         "nodes": [
