@@ -29,6 +29,7 @@ def test_without_a_pmu_one_line_and_status_1() -> None:
         (["--why", "abc"], 2, "--why: 'abc' is not a process id"),
         (["--why", "1", "-S", "default"], 1, "screen 'default' has no top-down tree"),
         (["--why", "1", "--", "true"], 2, "--why takes the PID of a running process"),
+        (["--why", "1", "--format", "csv"], 2, "--why prints a tree: --format text or json"),
     ],
 )
 def test_refusals_are_one_line(args: list[str], code: int, fragment: str) -> None:

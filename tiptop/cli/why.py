@@ -24,6 +24,8 @@ def why_setup(opts: Any, loaded: ScreenSet, host: Host, index: int, screen: Any)
     pid = opts.why
     if opts.command:
         raise UsageError("--why takes the PID of a running process, not a command after --")
+    if opts.format == "csv":
+        raise UsageError("--why prints a tree: --format text or json, not csv")
     if not os.path.exists(f"{host.proc_root}/{pid}"):
         raise TiptopError(f"--why {pid}: no such process")
     if opts.screen is not None:
