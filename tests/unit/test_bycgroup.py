@@ -64,3 +64,27 @@ def test_the_g_key_switches_grouping(tmp_path) -> None:
     assert not src.key("x")
     assert src.messages is _Source.messages
     assert np.array_equal(src.refresh().num_threads, [1, 2])
+
+
+def test_a_bottleneck_is_found_again_from_the_sums() -> None:
+    """Each group's bottleneck is its summed counts', not one of its tasks': a retiring
+    task (IPC 3.6 of 4) and a back-end bound one (IPC 0.4) sum to IPC 1.2, back end 70%."""
+    import dataclasses
+
+    from tiptop.screens.bottleneck import decode, parse_path
+    from tiptop.screens.model import ColumnSpec
+
+    td = dataclasses.replace(SCREEN, columns=tuple(ColumnSpec(*c) for c in [
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
+        ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
+        (" BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)"),
+    ]))  # fmt: skip
+    rows = [{"tid": t, "cells": [c, 0.0, 0.0, 0.0], "deltas": [cyc, ins]}
+            for t, c, cyc, ins in ((1, 50.0, 10e6, 36e6), (2, 50.0, 30e6, 12e6))]  # fmt: skip
+    labels = parse_path(td.columns[-1].expr).labels
+    alone = group(frame(rows, td), td, ["a", "b"])
+    assert [labels[decode(v)[0]] for v in alone.values[:, 3]] == ["RET", "BE"]
+    both = group(frame(rows, td), td, ["x", "x"])
+    idx, share = decode(both.values[0, 3])
+    assert (labels[idx], share) == ("BE", pytest.approx(70.0))
