@@ -286,7 +286,7 @@ def test_critical_path_is_the_vendors(case: str) -> None:
     assert len(seen) >= 3, (case, seen)  # not one answer for every draw
 
 
-def _tied(name: str) -> dict[str, float]:
+def _tied() -> dict[str, float]:
     """Zen 4 counts with front end and back end tied at 30% of slots, both over."""
     cyc, slots = 1e9, 6e9
     return {"CYC": cyc, "CYC2": cyc, "RET": 0.25 * slots, "DISP": 0.35 * slots,
@@ -297,27 +297,27 @@ def _tied(name: str) -> dict[str, float]:
 def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     screen = _screen(Target("x86", "19_11"), "topdown")
     labels = parse_path(screen.columns[-1].expr).labels
-    value, status, _ = evaluate(screen, _tied("topdown"))
+    value, status, _ = evaluate(screen, _tied())
     assert status == Status.OK
     idx, share = decode(value)
     assert (labels[idx], share) == ("FE", pytest.approx(30.0))  # FE before BE
-    assert vendor_path("amdzen4", screen, _tied("topdown")) == (
+    assert vendor_path("amdzen4", screen, _tied()) == (
         "frontend_bound",
         pytest.approx(30.0),
     )
     # level 2 of the tie: front-end latency 15% (over 10%), bandwidth 15% (not over 20%)
     screen2 = _screen(Target("x86", "19_11"), "topdown2")
     labels2 = parse_path(screen2.columns[-1].expr).labels
-    idx, share = decode(evaluate(screen2, _tied("topdown2"))[0])
+    idx, share = decode(evaluate(screen2, _tied())[0])
     assert (labels2[idx], share) == ("FE/Lat", pytest.approx(15.0))
-    assert vendor_path("amdzen4", screen2, _tied("topdown2"))[0] == "frontend_bound_latency"
+    assert vendor_path("amdzen4", screen2, _tied())[0] == "frontend_bound_latency"
 
 
 def test_multiplexed_and_missing_counts_are_marked() -> None:
     """A count scaled from half the time: the same node, running 0.5 (the live view and
     csv mark it); a missing count: '?' with no value."""
     screen = _screen(Target("x86", "19_11"), "topdown2")
-    deltas = _tied("topdown2")
+    deltas = _tied()
     full = evaluate(screen, deltas)
     half = evaluate(screen, deltas, running=0.5)
     assert half[0] == full[0] and half[1] == Status.OK and half[2] == 0.5
