@@ -71,12 +71,32 @@ def test_page_faults_exact(tmp_path, n: int) -> None:
     assert sum(run) == n, deltas
 
 
-def test_exec_failure_is_one_line() -> None:
+def test_exec_failure_is_raised_by_release() -> None:
     from tiptop import spawn
 
     child = spawn.fork_blocked(["/nonexistent/prog-zz"])
-    child.release()
-    assert child.reap() == 127
+    with pytest.raises(spawn.ExecFailed, match="prog-zz: command not found"):
+        child.release()
+    assert child.status == 127  # reaped by release: no zombie left for a row
+    child = spawn.fork_blocked(["/etc/passwd"])  # exists, not executable: EACCES
+    with pytest.raises(spawn.ExecFailed, match="cannot run '/etc/passwd': Permission denied"):
+        child.release()
+
+
+def test_command_not_found_is_one_line_at_once() -> None:
+    """``tiptop -b -d 60 -- /nonexistent``: the one line, exit 127, no row (not even the
+    forked child's) and no wait for the first refresh. The bound is half the delay: the
+    only wait the program has is the delay; start-up takes a few seconds at most, even on
+    a loaded machine."""
+    t0 = time.monotonic()
+    r = run("-b", "-d", "60", "--", "/nonexistent/prog-zz", timeout=120)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 127, r.stderr
+    assert r.stdout == ""
+    mine = [line for line in r.stderr.splitlines() if "prog-zz" in line]
+    assert mine == ["tiptop: /nonexistent/prog-zz: command not found"], r.stderr
+    assert "Traceback" not in r.stderr
+    assert elapsed < 30, elapsed
 
 
 def test_exit_status_and_signal() -> None:
