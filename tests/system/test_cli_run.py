@@ -51,6 +51,13 @@ def misaligned(header: str, rows: list[str], ncells: int) -> list[str]:
     return bad
 
 
+def fitting(rows: list[str]) -> list[str]:
+    """Rows whose FLT cell fits its ``%4.0f`` width: another process may fault 10,000
+    times an interval, and printf widens such a cell (as the original's does), so only
+    rows whose numbers fit can line up; the test's own child always fits."""
+    return [x for x in rows if len(x.split()[4]) <= 4]
+
+
 def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
     code = "import time\nx = []\nwhile True: time.sleep(0.01); x.append(bytearray(1 << 16))"
@@ -72,7 +79,9 @@ def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
     assert mine and any(x.split()[3] == "1.0" for x in mine), mine
     assert any(x.split()[3] == "-" for x in rows)
     assert all(x.split()[2] == "?" for x in rows)
-    assert misaligned(header, rows, 4) == []
+    shown = fitting(rows)
+    assert len(shown) > 10 and set(mine) <= set(shown), rows
+    assert misaligned(header, shown, 4) == []
 
 
 def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
@@ -86,8 +95,8 @@ def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
         lines = t.screen()
         header = lines[3]
         assert header.rstrip() == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND"
-        rows = [x for x in lines[4:] if ROW.match(x)]
-        assert rows and misaligned(header, rows, 4) == []
+        rows = fitting([x for x in lines[4:] if ROW.match(x)])
+        assert len(rows) > 5 and misaligned(header, rows, 4) == []
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
@@ -101,9 +110,11 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
     assert r.returncode == 0, r.stderr
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert sorted({x["iteration"] for x in recs}) == [0, 1, 2]
-    # No primer: the first printed iteration already covers one full delay.
-    first = [x["interval"] for x in recs if x["iteration"] == 0]
-    assert all(0.18 <= i <= 0.4 for i in first), first
+    # No primer: the first printed iteration already covers one full delay, as does
+    # every other (measured by the program's own clock; a loaded machine may run a
+    # refresh late, so only the lower bound is the program's promise).
+    intervals = {x["iteration"]: x["interval"] for x in recs}
+    assert all(i >= 0.18 for i in intervals.values()), intervals
     assert elapsed >= 0.6
     # Text mode on the default screen: three blocks, each ended by an empty line.
     r = run("-b", "-n", "3", "-d", "0.2", "-i", "--timestamp")
