@@ -37,9 +37,10 @@ print("EXIT", code, flush=True)
 
 
 class Tmux:
-    """One private tmux server (``-L``) running one command in a 120x40 window."""
+    """One private tmux server (``-L``) running one command in a window of ``cols`` x
+    ``rows`` (120x40 unless given)."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, cols: int = 120, rows: int = 40) -> None:
         self.sock = f"tiptop-live-{os.getpid()}-{time.monotonic_ns()}"
         env = dict(os.environ, TERM="xterm-256color")
         env.pop("TMUX", None)
@@ -49,9 +50,9 @@ class Tmux:
             "-s",
             "t",
             "-x",
-            "120",
+            str(cols),
             "-y",
-            "40",
+            str(rows),
             "-c",
             str(cwd),
             " ".join(_quote(c) for c in command),
