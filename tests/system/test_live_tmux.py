@@ -198,3 +198,28 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
         t.kill()
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
+    """In a real terminal of 80 and 200 columns, ``h`` opens a box 5 columns in from each
+    side whose long lines (the keys) wrap at spaces: rejoined, the paragraph is whole."""
+    from tiptop.live.keys import key_help
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER.format(repo=str(REPO)))
+    t = Tmux([sys.executable, str(script)], tmp_path, cols=cols, rows=50)
+    try:
+        t.wait(has("6 displayed"), "the first refresh")
+        t.keys("h")
+        lines = t.wait(has("Help (h to close)"), "the help window")
+        top = next(i for i, line in enumerate(lines) if "Help (h to close)" in line)
+        assert lines[top].index("┌") == 5 and lines[top].rindex("┐") == cols - 6, lines[top]
+        inner = [x[6 : cols - 6].rstrip() for x in lines[top + 1 :] if x[5:6] == "│"]
+        start = next(i for i, x in enumerate(inner) if x.startswith("Keys: "))
+        rows = inner[start : inner.index("", start)]
+        assert " ".join(rows) == key_help(), rows
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
