@@ -90,7 +90,7 @@ def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
     t = Tmux([*TIPTOP, "-W", str(tmp_path), "-S", "align", "-d", "0.3", "-i"], tmp_path)
     try:
-        lines = t.wait(lambda ls: sum(bool(ROW.match(x)) for x in ls) > 10, "rows", timeout=20)
+        lines = t.wait(lambda ls: sum(bool(ROW.match(x)) for x in ls) > 10, "rows")
         time.sleep(0.7)  # a couple of refreshes with real intervals
         lines = t.screen()
         header = lines[3]
@@ -147,7 +147,7 @@ def test_live_no_pmu_fallback_is_said_on_the_message_line(tmp_path: Path) -> Non
     (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
     t = Tmux([*TIPTOP, "-W", str(tmp_path), "-d", "0.5", "-i"], tmp_path)
     try:
-        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice", timeout=20)
+        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice")
         assert "cannot count here (C: ENOENT" in lines[2], lines[:4]
         assert re.search(r"screen +\d+: sched", lines[1]), lines[1]
         t.keys("q")
@@ -163,7 +163,7 @@ def test_live_config_problems_reach_the_error_window(tmp_path: Path) -> None:
     bad = REPO / "tests" / "data" / "bad.tiptoprc"
     t = Tmux([*TIPTOP, "-W", str(bad), "-S", "sched", "-d", "0.5"], tmp_path)
     try:
-        lines = t.wait(has("problems in the configuration"), "the notice", timeout=20)
+        lines = t.wait(has("problems in the configuration"), "the notice")
         assert re.search(r"\b8 problems in the configuration \('e' lists them\)", lines[2]), lines
         t.keys("e")
         lines = t.wait(has("bad.tiptoprc:14:50: Invalid expression"), "the error window")
@@ -261,7 +261,7 @@ def tmux_needed() -> None:
 def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
     t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched"]), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         t.keys("C-c")
         assert _status(tmp_path) == 130
     finally:
@@ -271,7 +271,7 @@ def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
 def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -> None:
     t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched", "-i"]), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         t.keys("W")
         t.wait(has(".tiptoprc written"), "the W message")
         t.keys("W")
@@ -293,7 +293,7 @@ def test_live_spawned_command_status(tmp_path: Path, tmux_needed: None) -> None:
     args = ["-d", "0.2", "-S", "sched", "--", "sh", "-c", "sleep 0.3; exit 3"]
     t = Tmux(_wrapped(tmp_path, args), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         # The command ends; live mode says so and stays until q (issue 15, item 12).
         t.wait(has("'sh' ended, exit status 3 (q quits)"), "the end of the command")
         t.keys("q")
@@ -321,7 +321,7 @@ def test_live_help_and_tasks_line_from_the_real_command(tmp_path: Path, tmux_nee
             seen.append(screen[1])
             return screen[1].startswith("Tasks:")
 
-        t.wait(tasks_counted, "the Tasks line", timeout=20)
+        t.wait(tasks_counted, "the Tasks line")
         assert not any("  0 total" in line for line in seen), seen
         t.keys("h")
         t.wait(has(expected), "the help window's target line")
