@@ -33,6 +33,13 @@ SCREEN = ScreenSpec(
 )  # fmt: skip
 
 
+def made_a_pid() -> None:
+    """A PID made since the last scan, so that no ``/proc`` listing can stand for the marks
+    (engine.listing, ``proves``/``unchanged``), whether or not other processes made one:
+    the mark itself is checked."""
+    subprocess.run(["true"], check=True)
+
+
 @pytest.fixture
 def sleepers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
     """N copies of sleep(1) under a name of their own (one thread each: one fd of counters)."""
@@ -75,6 +82,7 @@ def test_counters_come_before_pidfds(sleepers: list[subprocess.Popen[bytes]]) ->
         (st,) = [st for k, st in s._attacher._counters.items() if k[0] == pid]
         st.mark, reads.reads = (0, 0), 0
         s._attacher._changes += 1  # as the attacher does at every change of a mark
+        made_a_pid()
         s.refresh()
         assert reads.reads == 1
         (gone,) = [p for p in sleepers if p.pid == pid]
@@ -114,6 +122,7 @@ def test_threads_too() -> None:
         (st,) = [st for k, st in s._attacher._counters.items() if k[0] == tid]
         st.mark, reads.reads = (0, 0), 0  # as if a new thread had taken its TID
         s._attacher._changes += 1  # as the attacher does at every change of a mark
+        made_a_pid()
         s.refresh()
         assert reads.reads == 1
     finally:

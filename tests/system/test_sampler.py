@@ -103,7 +103,7 @@ def test_inherit_mode_threads(child: Child) -> None:
             assert f.values[i, 2] >= 0
             totals.append(f.values[i, 3])
         assert totals == sorted(totals)
-        assert totals[-1] >= 0.8e9
+        assert totals[-1] >= 0.99 * 0.8e9  # the three burns, 1% below as above
     finally:
         s.close()
 
