@@ -59,12 +59,14 @@ def probe(event: Any, host: Host) -> str | None:
     from tiptop.events import sysfs
     from tiptop.events.bindings import counting_attr
     from tiptop.kernel import PerfBackend
-    from tiptop.kernel.explain import kernel_only
+    from tiptop.kernel.explain import NO_PMU, NO_PMU_SHORT, kernel_only, no_pmu
 
     try:
         bindings = _bindings(event, host.sysfs_root)
     except EventError as exc:
-        return str(exc)
+        # Said short here: the lists say the whole sentence once (:func:`no_pmu_note`).
+        return NO_PMU_SHORT if NO_PMU in str(exc) else str(exc)
+    cores = sysfs.alias_pmus(host.sysfs_root)
     last = "no binding"
     backend = PerfBackend()
     for b in bindings:
@@ -81,6 +83,8 @@ def probe(event: Any, host: Host) -> str | None:
         except OSError as exc:
             code = exc.errno or 0
             last = f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"
+            if no_pmu(code, b.pmu, cores):
+                last = f"{errno.errorcode[code]}: {NO_PMU_SHORT}"
             if code == errno.EINVAL and sysfs.per_cpu_only(host.sysfs_root, b.pmu):
                 last += f": PMU {b.pmu} counts per CPU only (sysfs cpumask), not per task"
             continue
@@ -143,6 +147,14 @@ def counter_need(screen: Any) -> str | None:
     )
 
 
+def no_pmu_note(reasons: list[str]) -> list[str]:
+    """The whole no-PMU sentence (``tiptop.kernel.explain.NO_PMU``) as one line, where
+    one of ``reasons`` (:func:`probe`'s) was its short form; else nothing."""
+    from tiptop.kernel.explain import NO_PMU, NO_PMU_SHORT
+
+    return [NO_PMU] if any(r.endswith(NO_PMU_SHORT) for r in reasons) else []
+
+
 def screen_status(screen: Any, host: Host) -> str:
     """One phrase for ``--list-screens``: runs here, partly, or not, and why."""
     ok, total, reason = screen_counters(screen, host)
@@ -157,10 +169,13 @@ def list_events(host: Host) -> str:
     """Generic, software and cache events, then each sysfs PMU's aliases, with status."""
     lines: list[str] = []
 
+    reasons: list[str] = []
+
     def section(title: str, names: list[str] | tuple[str, ...]) -> None:
         lines.append(f"{title}:")
         for name in names:
             why = probe(name, host)
+            reasons.append(why or "")
             lines.append(f"  {name:40s} {'available' if why is None else why}")
 
     section("Generic hardware events", GENERIC)
@@ -180,6 +195,7 @@ def list_events(host: Host) -> str:
     except ImportError:
         lines.append("(sysfs PMU listing unavailable in this build)")
     lines += tracepoint_lines(host)
+    lines += no_pmu_note(reasons)
     return "\n".join(lines) + "\n"
 
 
@@ -283,7 +299,7 @@ def check(host: Host, loaded: Any = None) -> str:
             "context switches and migrations of your own tasks"
         )
     if hw is not None:
-        advice.append("no hardware PMU here: in a VM, enable the virtual PMU (e.g. -cpu host)")
+        advice += no_pmu_note([hw]) or [f"hardware counters: {hw}"]
     # A counted task holds one fd per event and a pidfd, given up when fds run short
     # (engine.count.exits).
     events = 4

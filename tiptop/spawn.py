@@ -4,8 +4,10 @@ instruction (docs/original.md section 7.4, fixed).
 The child is forked and blocks reading a pipe; the caller attaches counters with
 ``enable_on_exec`` and ``inherit`` (``Sampler.attach_spawned``, perf_event_open(2):
 "enable_on_exec ... counter is enabled when the process calls exec"), then releases it and
-the child ``execvp``s. An exec failure is one line on stderr and exit status 127 (the
-shell's convention). :meth:`Spawned.exited` notices the end *without reaping*
+the child ``execvp``s. An exec failure comes back through a close-on-exec pipe, as
+``subprocess`` reports it (the pipe reads EOF once the exec succeeded, else the errno): the
+caller gets :class:`ExecFailed` at once, before any refresh, and exits 127 (the shell's
+convention). :meth:`Spawned.exited` notices the end *without reaping*
 (``waitid(WNOWAIT)``), so the last interval can still be read before :meth:`Spawned.reap`
 collects the status: the exit code, or 128 + signal number.
 """
@@ -13,6 +15,7 @@ collects the status: the exit code, or 128 + signal number.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -20,23 +23,44 @@ import stat
 import sys
 from collections.abc import Sequence
 
+from tiptop.errors import TiptopError, shown
+
+
+class ExecFailed(TiptopError):
+    """The command after ``--`` could not be executed (exit status 127, as a shell's)."""
+
+    exit_code = 127
+
 
 class Spawned:
     """A forked child waiting on a pipe before it execs the command."""
 
-    def __init__(self, pid: int, gate: int) -> None:
+    def __init__(self, pid: int, gate: int, report: int = -1, name: str = "") -> None:
         self.pid = pid
         self._gate = gate  # write end of the pipe the child blocks on
+        self._report = report  # read end of the close-on-exec pipe of the exec's errno
+        self.name = name
         self.status: int | None = None
 
     def release(self) -> None:
-        """Let the child exec the command."""
+        """Let the child exec the command; raise :class:`ExecFailed` (the child reaped)
+        when the exec failed."""
         if self._gate >= 0:
             try:
                 os.write(self._gate, b"g")
             finally:
                 os.close(self._gate)
                 self._gate = -1
+        if self._report < 0:
+            return
+        try:
+            answer = _read_all(self._report)  # EOF: the exec closed the pipe
+        finally:
+            os.close(self._report)
+            self._report = -1
+        if answer:
+            self.reap()
+            raise ExecFailed(_exec_error(self.name, int(answer)))
 
     def exited(self) -> bool:
         """True once the child has ended (it stays a zombie until :meth:`reap`)."""
@@ -86,6 +110,25 @@ class Spawned:
         if self._gate >= 0:
             os.close(self._gate)
             self._gate = -1
+        if self._report >= 0:
+            os.close(self._report)
+            self._report = -1
+
+
+def _read_all(fd: int) -> bytes:
+    """What ``fd`` gives until EOF."""
+    parts = []
+    while chunk := os.read(fd, 64):
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _exec_error(name: str, code: int) -> str:
+    """The one line for a failed exec: "not found" as a shell says it for ENOENT, else the
+    errno's text (execve(2): EACCES, ENOEXEC...)."""
+    if code == errno.ENOENT:
+        return f"{shown(name)}: command not found"
+    return f"cannot run '{shown(name)}': {os.strerror(code)}"
 
 
 def fork_blocked(argv: Sequence[str]) -> Spawned:
@@ -93,12 +136,15 @@ def fork_blocked(argv: Sequence[str]) -> Spawned:
     if not argv:
         raise ValueError("empty command")
     r, w = os.pipe()
+    # os.pipe() makes close-on-exec fds (PEP 446): a successful exec closes ``report_w``.
+    report_r, report_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # child: never returns
         try:
             os.close(w)
+            os.close(report_r)
             go = os.read(r, 1)
             os.close(r)
             if not go:  # tiptop gave up before releasing us
@@ -108,12 +154,12 @@ def fork_blocked(argv: Sequence[str]) -> Spawned:
                 signal.signal(sig, signal.SIG_DFL)
             os.execvp(argv[0], list(argv))
         except OSError as exc:
-            msg = f"tiptop: cannot run '{argv[0]}': {exc.strerror}\n"
-            os.write(2, msg.encode(errors="replace"))
+            os.write(report_w, str(exc.errno or errno.ENOEXEC).encode())
         finally:
             os._exit(127)
     os.close(r)
-    return Spawned(pid, w)
+    os.close(report_w)
+    return Spawned(pid, w, report_r, argv[0])
 
 
 def changes_credentials(command: Sequence[str], euid: int, egid: int) -> str | None:

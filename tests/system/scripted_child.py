@@ -3,9 +3,12 @@ attach-time threads, a thread's exit), and the software-event screen they count 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 
@@ -92,6 +95,22 @@ class Child:
         self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
         self.p.stdin.flush()  # type: ignore[union-attr]
         assert self.p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+
+    def settle(self, timeout: float = 30) -> None:
+        """Wait until every thread of the child sleeps (state ``S`` in its
+        ``/proc/PID/task/TID/stat``, proc(5)): after ``ready`` or ``done`` it still runs on
+        to its next read of stdin, later still on a loaded machine."""
+        deadline = time.monotonic() + timeout
+        while True:
+            states = []
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                path = f"/proc/{self.pid}/task/{tid}/stat"
+                with contextlib.suppress(FileNotFoundError), open(path) as f:
+                    states.append(f.read().rpartition(")")[2].split()[0])
+            if states and all(st == "S" for st in states):
+                return
+            assert time.monotonic() < deadline, f"child {self.pid} still runs: {states}"
+            time.sleep(0.005)
 
     def close(self) -> None:
         """Kill and reap the child."""

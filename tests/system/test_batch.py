@@ -25,16 +25,21 @@ def test_three_iterations_structure() -> None:
     assert body[-1] == "" and body[-2] == ""  # empty line after the last iteration
 
 
+#: ``-n 1000 -d 0.1``: a tiptop that did not stop at the closed pipe would run 100 s; one
+#: that stops is done a refresh after start-up, seconds even on a loaded machine.
+ENDLESS = "-b -n 1000 -d 0.1"
+
+
 def test_head_closes_quietly() -> None:
     t0 = time.monotonic()
     r = subprocess.run(
-        f"{sys.executable} -m tiptop -b -n 1000 -d 0.05 -S sched | head -3",
+        f"{sys.executable} -m tiptop {ENDLESS} -S sched | head -3",
         shell=True,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=90,
     )
-    assert time.monotonic() - t0 < 1.0 + 1.0  # interpreter start-up allowance
+    assert time.monotonic() - t0 < 50  # half the run that ignored the closed pipe
     assert r.stderr == "" and len(r.stdout.splitlines()) == 3
 
 
@@ -45,37 +50,21 @@ DIAGNOSTIC = re.compile(
 )
 
 
-def _startup_seconds() -> float:
-    """Interpreter start-up plus every import a monitoring run makes, timed the same way."""
-    t0 = time.monotonic()
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import numpy, psutil, tiptop.cli, tiptop.engine.sampler, tiptop.outputs.batch",
-        ],
-        check=True,
-        timeout=60,
-    )
-    return time.monotonic() - t0
-
-
 def test_head_closes_quietly_on_the_default_screen() -> None:
-    """``tiptop -b -n 1000 -d 0.05 | head -3`` exactly as a user types it (the default
-    screen, whose hardware events may be partly missing): done within a second after
-    start-up, 3 lines, and nothing on stderr but one-line diagnostics (no traceback, no
-    "Exception ignored" from a flush into the closed pipe)."""
-    startup = _startup_seconds()
+    """``tiptop -b -n 1000 -d 0.1 | head -3`` as a user types it (the default screen,
+    whose hardware events may be partly missing): done long before the 100 s the run
+    would take (see ENDLESS), 3 lines, and nothing on stderr but one-line diagnostics (no
+    traceback, no "Exception ignored" from a flush into the closed pipe)."""
     t0 = time.monotonic()
     r = subprocess.run(
-        f"{sys.executable} -m tiptop -b -n 1000 -d 0.05 | head -3",
+        f"{sys.executable} -m tiptop {ENDLESS} | head -3",
         shell=True,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=90,
     )
     took = time.monotonic() - t0
-    assert took < startup + 1.0, (took, startup)
+    assert took < 50, took
     assert len(r.stdout.splitlines()) == 3, r.stdout
     assert r.stdout.startswith("tiptop - up ")
     assert "Traceback" not in r.stderr and "Exception" not in r.stderr, r.stderr

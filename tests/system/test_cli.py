@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import TIPTOP, hardware_pmu_error, nobody_command, run
+from tiptop.kernel.explain import NO_PMU
 
 
 @pytest.mark.parametrize(
@@ -82,6 +83,10 @@ def test_list_screens_format_and_availability(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.stderr == "", r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "Available screens:"
+    # Where no core PMU shows in sysfs, the no-PMU sentence once after the screens.
+    if lines[-1] == NO_PMU:
+        assert "no hardware PMU here]" in r.stdout
+        lines.pop()
     # ' %2d: '%s', %s' (docs/original.md 1) then our [can run here / why not].
     pat = re.compile(r"^ ?(\d{1,2}): '([^']+)', (.*)  \[(.+)\]$")
     parsed = [pat.match(x) for x in lines[1:]]

@@ -51,6 +51,13 @@ def misaligned(header: str, rows: list[str], ncells: int) -> list[str]:
     return bad
 
 
+def fitting(rows: list[str]) -> list[str]:
+    """Rows whose FLT cell fits its ``%4.0f`` width: another process may fault 10,000
+    times an interval, and printf widens such a cell (as the original's does), so only
+    rows whose numbers fit can line up; the test's own child always fits."""
+    return [x for x in rows if len(x.split()[4]) <= 4]
+
+
 def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
     code = "import time\nx = []\nwhile True: time.sleep(0.01); x.append(bytearray(1 << 16))"
@@ -72,7 +79,9 @@ def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
     assert mine and any(x.split()[3] == "1.0" for x in mine), mine
     assert any(x.split()[3] == "-" for x in rows)
     assert all(x.split()[2] == "?" for x in rows)
-    assert misaligned(header, rows, 4) == []
+    shown = fitting(rows)
+    assert len(shown) > 10 and set(mine) <= set(shown), rows
+    assert misaligned(header, shown, 4) == []
 
 
 def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
@@ -81,13 +90,13 @@ def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(ALIGN_RC)
     t = Tmux([*TIPTOP, "-W", str(tmp_path), "-S", "align", "-d", "0.3", "-i"], tmp_path)
     try:
-        lines = t.wait(lambda ls: sum(bool(ROW.match(x)) for x in ls) > 10, "rows", timeout=20)
+        lines = t.wait(lambda ls: sum(bool(ROW.match(x)) for x in ls) > 10, "rows")
         time.sleep(0.7)  # a couple of refreshes with real intervals
         lines = t.screen()
         header = lines[3]
         assert header.rstrip() == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND"
-        rows = [x for x in lines[4:] if ROW.match(x)]
-        assert rows and misaligned(header, rows, 4) == []
+        rows = fitting([x for x in lines[4:] if ROW.match(x)])
+        assert len(rows) > 5 and misaligned(header, rows, 4) == []
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
@@ -101,9 +110,11 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
     assert r.returncode == 0, r.stderr
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert sorted({x["iteration"] for x in recs}) == [0, 1, 2]
-    # No primer: the first printed iteration already covers one full delay.
-    first = [x["interval"] for x in recs if x["iteration"] == 0]
-    assert all(0.18 <= i <= 0.4 for i in first), first
+    # No primer: the first printed iteration already covers one full delay, as does
+    # every other (measured by the program's own clock; a loaded machine may run a
+    # refresh late, so only the lower bound is the program's promise).
+    intervals = {x["iteration"]: x["interval"] for x in recs}
+    assert all(i >= 0.18 for i in intervals.values()), intervals
     assert elapsed >= 0.6
     # Text mode on the default screen: three blocks, each ended by an empty line.
     r = run("-b", "-n", "3", "-d", "0.2", "-i", "--timestamp")
@@ -136,7 +147,7 @@ def test_live_no_pmu_fallback_is_said_on_the_message_line(tmp_path: Path) -> Non
     (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
     t = Tmux([*TIPTOP, "-W", str(tmp_path), "-d", "0.5", "-i"], tmp_path)
     try:
-        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice", timeout=20)
+        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice")
         assert "cannot count here (C: ENOENT" in lines[2], lines[:4]
         assert re.search(r"screen +\d+: sched", lines[1]), lines[1]
         t.keys("q")
@@ -152,7 +163,7 @@ def test_live_config_problems_reach_the_error_window(tmp_path: Path) -> None:
     bad = REPO / "tests" / "data" / "bad.tiptoprc"
     t = Tmux([*TIPTOP, "-W", str(bad), "-S", "sched", "-d", "0.5"], tmp_path)
     try:
-        lines = t.wait(has("problems in the configuration"), "the notice", timeout=20)
+        lines = t.wait(has("problems in the configuration"), "the notice")
         assert re.search(r"\b8 problems in the configuration \('e' lists them\)", lines[2]), lines
         t.keys("e")
         lines = t.wait(has("bad.tiptoprc:14:50: Invalid expression"), "the error window")
@@ -250,7 +261,7 @@ def tmux_needed() -> None:
 def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
     t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched"]), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         t.keys("C-c")
         assert _status(tmp_path) == 130
     finally:
@@ -260,7 +271,7 @@ def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
 def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -> None:
     t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched", "-i"]), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         t.keys("W")
         t.wait(has(".tiptoprc written"), "the W message")
         t.keys("W")
@@ -282,7 +293,7 @@ def test_live_spawned_command_status(tmp_path: Path, tmux_needed: None) -> None:
     args = ["-d", "0.2", "-S", "sched", "--", "sh", "-c", "sleep 0.3; exit 3"]
     t = Tmux(_wrapped(tmp_path, args), tmp_path)
     try:
-        t.wait(has("screen  "), "the live screen", timeout=20)
+        t.wait(has("screen  "), "the live screen")
         # The command ends; live mode says so and stays until q (issue 15, item 12).
         t.wait(has("'sh' ended, exit status 3 (q quits)"), "the end of the command")
         t.keys("q")
@@ -310,7 +321,7 @@ def test_live_help_and_tasks_line_from_the_real_command(tmp_path: Path, tmux_nee
             seen.append(screen[1])
             return screen[1].startswith("Tasks:")
 
-        t.wait(tasks_counted, "the Tasks line", timeout=20)
+        t.wait(tasks_counted, "the Tasks line")
         assert not any("  0 total" in line for line in seen), seen
         t.keys("h")
         t.wait(has(expected), "the help window's target line")

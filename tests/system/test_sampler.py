@@ -67,8 +67,6 @@ def test_busy_and_sleeping_cpu(tmp_path: Path) -> None:
         assert abs(f.values[b, 0] - seen) < 6, (f.values[b, 0], seen)
         if seen >= 90:  # an uncontended machine (other jobs share these CPUs)
             assert 80 <= f.values[b, 0] <= 105
-        else:
-            assert f.values[b, 0] >= 40
         assert f.values[i, 0] < 5
         # task-clock agrees with /proc: ~1 s of the busy one's CPU in ~1 s.
         assert 0.9 * seen / 100 <= f.values[b, 2] / 1e9 / f.interval <= 1.1 * seen / 100 + 0.05
@@ -94,8 +92,9 @@ def test_inherit_mode_threads(child: Child) -> None:
             f = s.refresh()
             i = only(f, child.pid)
             tc = f.values[i, 2]
-            # Counted (not lost), and once (not 2x): within the handshake's overhead.
-            assert secs * 1e9 <= tc <= secs * 1e9 + 0.08e9, (cmd, tc)
+            # Counted (not lost), and once (not 2x): within the handshake's overhead above,
+            # 1% below (the burn's thread clock and task-clock are read at different moments).
+            assert 0.99 * secs * 1e9 <= tc <= secs * 1e9 + 0.08e9, (cmd, tc)
             totals.append(f.values[i, 3])
         for _ in range(2):  # after t1 has gone: totals stay, deltas are never negative
             time.sleep(0.05)
@@ -104,7 +103,7 @@ def test_inherit_mode_threads(child: Child) -> None:
             assert f.values[i, 2] >= 0
             totals.append(f.values[i, 3])
         assert totals == sorted(totals)
-        assert totals[-1] >= 0.8e9
+        assert totals[-1] >= 0.99 * 0.8e9  # the three burns, 1% below as above
     finally:
         s.close()
 

@@ -83,6 +83,7 @@ def test_wakes_after_many_sleeping_refreshes_with_the_right_cpu(child: Child) ->
     s = Sampler(screen(), SamplerConfig(only_pid=child.pid))
     try:
         s.start()
+        child.settle()  # asleep in read(), whatever the machine's load
         s.refresh()
         reads = CountingReads(s, child.pid)
         for _ in range(6):  # asleep in read(): no stat read, 0 %CPU, 0 task-clock

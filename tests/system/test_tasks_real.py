@@ -93,6 +93,10 @@ def test_real_busy_and_sleeping_children() -> None:
         c0, t0 = on_cpu_seconds(busy.pid), time.monotonic()
         sc.scan()
         time.sleep(0.6)
+        # A loaded machine gives the child less: the window grows until it ran 0.3 s, so
+        # that a wrong tick or interval stays far outside the margin below.
+        while on_cpu_seconds(busy.pid) - c0 < 0.3 and time.monotonic() - t0 < 30:
+            time.sleep(0.1)
         scan = sc.scan()
         c1, t1 = on_cpu_seconds(busy.pid), time.monotonic()
         got = {t.tid: t for t in scan.tasks}
@@ -103,7 +107,7 @@ def test_real_busy_and_sleeping_children() -> None:
         # utime/stime are whole ticks: +-1 tick per end of the window.
         tick = 100 * 2 / (CLK_TCK * scan.interval)
         assert abs(b.cpu_total - seen) <= tick + 3, (b.cpu_total, seen)
-        assert b.cpu_total >= 25 and seen >= 25  # even on a loaded machine
+        assert b.cpu_total > 0 and seen * (t1 - t0) >= 30  # 0.3 s of the window's CPU
         assert b.cpu_total == pytest.approx(b.cpu_user + b.cpu_sys)
         assert got[sleeper.pid].cpu_total < 5
         assert got[sleeper.pid].name == "sleep" and got[sleeper.pid].cmdline == "sleep 30"

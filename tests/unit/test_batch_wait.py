@@ -29,7 +29,8 @@ def test_a_wait_costs_no_cpu(stop: batch.Stop) -> None:
     finally:
         os.close(r)
         os.close(w)
-    assert 0.99 <= took < 1.5
+    # Ends at its deadline: never before; after, only by how late a loaded machine runs us.
+    assert 0.99 <= took < 3
     # Waking every 50 ms to look: 1.4-2 ms of CPU a second on the development VM.
     assert cpu < 0.0006, f"{cpu * 1e3:.2f} ms of CPU in a 1 s wait"
 
@@ -38,7 +39,8 @@ def test_a_stop_request_ends_the_wait_at_once(stop: batch.Stop) -> None:
     threading.Timer(0.1, stop.request).start()
     t0 = time.monotonic()
     batch._wait_until(time.monotonic() + 10, stop, None, None)
-    assert stop.requested and time.monotonic() - t0 < 1
+    # At once, not at the 10 s deadline (half of it leaves room for a loaded machine).
+    assert stop.requested and time.monotonic() - t0 < 5
 
 
 def test_a_signal_handler_s_request_ends_the_wait_at_once(stop: batch.Stop) -> None:
@@ -48,12 +50,12 @@ def test_a_signal_handler_s_request_ends_the_wait_at_once(stop: batch.Stop) -> N
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.1)
         t0 = time.monotonic()
-        batch._wait_until(time.monotonic() + 5, stop, None, None)
+        batch._wait_until(time.monotonic() + 10, stop, None, None)
         took = time.monotonic() - t0
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    assert stop.requested and took < 1
+    assert stop.requested and took < 5  # not the 10 s deadline
 
 
 def test_a_gone_reader_ends_the_wait(stop: batch.Stop) -> None:

@@ -10,6 +10,7 @@ from tiptop.errors import EventError
 from tiptop.events import EventBinding, is_hybrid, resolve, resolve_numeric
 from tiptop.events.sysfs import Format, parse_format
 from tiptop.kernel import pfm
+from tiptop.kernel.explain import NO_PMU
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sysfs"
 INTEL, AMD, HYBRID, NOPMU = (str(DATA / n) for n in ("intel", "amd", "hybrid", "nopmu"))
@@ -196,7 +197,7 @@ def test_resolve_numeric() -> None:
         # Ice Lake+ topdown's leader where sysfs shows no CPU PMU (a VM without a virtual
         # one): the reason, not advice to spell it as a perf or vendor name.
         ("slots", NOPMU, "'slots': not a perf name, and no CPU PMU here"),
-        ("topdown-retiring", NOPMU, "no hardware PMU visible"),
+        ("topdown-retiring", NOPMU, NO_PMU),
         ("bogus-event", NOPMU, "no CPU PMU here whose events/ could define it"),
     ],
 )

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tiptop.kernel.explain import explain_open_error
+from tiptop.kernel.explain import NO_PMU, explain_open_error
 
 
 def err(code: int) -> OSError:
@@ -21,8 +21,9 @@ def explain(code: int, event: str = "cycles", **kw: object) -> str:
 
 def test_enoent_names_errno_and_no_pmu() -> None:
     line = explain(errno.ENOENT)
+    # Without the core PMUs known, both usual causes, and where to look.
     assert line.startswith("cycles: ENOENT: ")
-    assert "no hardware PMU visible" in line
+    assert "no hardware PMU here (tiptop --check says which)" in line
     assert "\n" not in line
 
 
@@ -92,13 +93,14 @@ def test_eperm_in_a_container_points_at_seccomp() -> None:
             "no hardware PMU",
         ),
         # A core event and no core PMU in sysfs: the VM case.
-        ("cpu", [], ["no hardware PMU visible"], "does not support"),
+        ("cpu", [], [NO_PMU], "does not support"),
+        (None, [], [NO_PMU], "does not support"),
         # Another PMU (msr, software, uncore...): that PMU lacks the config.
         ("msr", ["cpu"], ["the msr PMU does not support this event"], "hardware PMU"),
     ],
 )
 def test_enoent_names_the_right_cause(
-    pmu: str, cores: list[str], needles: list[str], not_in: str
+    pmu: str | None, cores: list[str], needles: list[str], not_in: str
 ) -> None:
     line = explain(errno.ENOENT, "ev", event_pmu=pmu, core_pmus=cores)
     assert line.startswith("ev: ENOENT: ")

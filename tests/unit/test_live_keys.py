@@ -155,11 +155,13 @@ def test_keypress_latency_with_2000_tasks() -> None:
     text(app, (120, 40))
     worst = 0.0
     for key in (">", "R", "<", "i", "U", "down"):
-        t0 = time.perf_counter()
+        # The CPU the key costs (thread time): what the program controls, whatever else
+        # the machine runs meanwhile.
+        t0 = time.thread_time()
         app.on_key(key)
         app.widget.render((120, 40))
-        worst = max(worst, time.perf_counter() - t0)
-    assert worst < 0.2, f"slowest key took {worst * 1000:.1f} ms"
+        worst = max(worst, time.thread_time() - t0)
+    assert worst < 0.2, f"slowest key took {worst * 1000:.1f} ms of CPU"
 
 
 def test_max_iter_quits_after_n_refreshes() -> None:

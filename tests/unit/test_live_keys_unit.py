@@ -78,3 +78,22 @@ def test_k_asks_the_host_and_the_delay_prompt_sets_state_and_options() -> None:
     assert state.prompt.accept(" 0.5 ") is False
     assert state.delay == 0.5 and state.options.delay == 0.5
     assert state.message == "Delay set to 0.50"
+
+
+def test_key_help_lists_every_key_and_only_keys_that_work() -> None:
+    """The help's key list (KEY_HELP) against what acts on keys: the dispatcher, the
+    navigation keys, and the sources' own keys (G of bycgroup, the replay's)."""
+    from tiptop.engine import bycgroup, replay
+    from tiptop.live.app import NAV_KEYS
+    from tiptop.live.keys import KEY_HELP, KEY_LABELS, key_help
+
+    keys, _, _ = new_keys()
+    handled = keys.bound() | NAV_KEYS | {bycgroup.KEY, " "}
+    handled |= {*replay._STEP_KEYS, *replay._JUMP_KEYS}
+    listed = [k for ks, _ in KEY_HELP for k in ks]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == handled
+    text = key_help()
+    assert text.startswith("Keys: q quit; h ? this help; ")
+    for k in listed:
+        assert f" {KEY_LABELS.get(k, k)} " in text, k

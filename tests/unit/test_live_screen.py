@@ -100,6 +100,25 @@ def test_help_window_lists_the_built_in_variables() -> None:
         assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
 
 
+@pytest.mark.parametrize("cols", [80, 200])
+def test_help_window_takes_the_width_and_wraps_at_spaces(cols: int) -> None:
+    """The box spans the terminal less 5 columns each side; a line longer than the box
+    (the keys) goes on at the next row at a space, never cut inside a word."""
+    from tiptop.live.keys import key_help
+
+    app, _ = new_app()
+    keys(app, "h")
+    lines = text(app, (cols, 60))
+    top = next(i for i, line in enumerate(lines) if "Help (h to close)" in line)
+    assert lines[top].index("┌") == 5 and lines[top].rindex("┐") == cols - 6
+    inner = [line[6 : cols - 6] for line in lines[top + 1 :] if "│" in line[:6]]
+    start = next(i for i, line in enumerate(inner) if line.startswith("Keys: "))
+    end = inner.index(" " * (cols - 12), start)
+    rows = [line.rstrip() for line in inner[start:end]]
+    assert " ".join(rows) == key_help()  # rejoined at the breaks: nothing cut or lost
+    assert all(len(r) <= cols - 12 for r in rows)
+
+
 def test_help_window_longer_than_the_terminal_is_cut() -> None:
     """A help text taller than the terminal shows its top, cut at the bottom, instead of
     urwid's WidgetError (a Pile cannot overflow its box)."""

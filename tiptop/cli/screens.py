@@ -218,6 +218,8 @@ def format_list(screens: ScreenSet, host: Host | None) -> str:
         if s.name in availability:
             line += f"  [{availability[s.name]}]"
         lines.append(line)
+    if availability:
+        lines += diagnose.no_pmu_note(list(availability.values()))
     return "\n".join(lines) + "\n"
 
 
@@ -283,10 +285,11 @@ def fallback_screen(
     ok, total, reason = diagnose.screen_counters(screen, host)
     if total == 0 or ok > 0:
         return index, screen
+    why = (diagnose.no_pmu_note([reason]) or [reason])[0]
     for i, s in enumerate(loaded.screens):
         if s.name == "sched":
             say(
-                f"screen '{screen.name}' cannot count here ({reason}); "
+                f"screen '{screen.name}' cannot count here ({why}); "
                 "starting on screen 'sched' (software events)"
             )
             return i, s

@@ -23,6 +23,7 @@ from tiptop.events.bindings import EventBinding
 from tiptop.kernel import pfm
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT
+from tiptop.kernel.explain import NO_PMU
 from tiptop.vocab import PerfType
 
 _PMU_SYNTAX = re.compile(r"^([A-Za-z0-9_.\-]+)/(.*)/$")
@@ -171,8 +172,7 @@ def _not_implemented(name: str, sysfs_root: str) -> None:
     if not pmus:
         raise EventError(
             f"unknown event {name!r}: not a perf name, and no CPU PMU here whose events/ "
-            "could define it (no hardware PMU visible: a VM or container without a virtual "
-            "PMU?)"
+            f"could define it: {NO_PMU}"
         )
     if _ARM_ALIAS.match(name):
         raise EventError(

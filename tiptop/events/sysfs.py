@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from tiptop.errors import EventError
+from tiptop.kernel.explain import NO_PMU
 
 _FORMAT_RE = re.compile(r"^(config[123]?):\s*([0-9,\-\s]+)$")
 _FIELDS = ("config", "config1", "config2", "config3")
@@ -121,6 +122,9 @@ class Pmu:
         self.name = name
         self.path = os.path.join(devices_dir(sysfs_root), name)
         if not os.path.isdir(self.path):
+            if (name == "cpu" or name.startswith("cpu_")) and not alias_pmus(sysfs_root):
+                # A core PMU's name where sysfs shows none: the machine has no PMU at all.
+                raise EventError(f"no PMU named {name!r}: {NO_PMU}")
             have = ", ".join(list_pmus(sysfs_root)) or "none"
             raise EventError(f"no PMU named {name!r} on this machine (have: {have})")
         self._formats: dict[str, Format] | None = None

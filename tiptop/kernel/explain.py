@@ -14,6 +14,20 @@ from collections.abc import Sequence
 from tiptop.kernel.attr import Attr
 from tiptop.vocab import PerfType, SwId
 
+#: The head of :data:`NO_PMU`: the short form a list of screens or events gives per item,
+#: the whole sentence said once below it.
+NO_PMU_SHORT = "no hardware PMU here"
+
+#: The one sentence for a machine without a hardware PMU (what, why, what to do). Start-up,
+#: ``--check``, ``--list-screens``, the live view and ``--selftest`` all say it
+#: (tests/system/test_no_pmu_line.py compares them; docs/selftest.md quotes it).
+NO_PMU = (
+    f"{NO_PMU_SHORT}: the kernel shows no CPU performance counters (a VM or container "
+    "without PMU passthrough?), so cycles, instructions and cache events cannot be "
+    "counted, software events can (the sched screen); enable the VM's virtual PMU "
+    "(QEMU/KVM: -cpu host) or run on bare metal"
+)
+
 _PARANOID_MEANING = {
     -1: "no restrictions",
     0: "no raw tracepoint access",
@@ -48,17 +62,31 @@ def _paranoid_text(paranoid: int | None) -> str:
     return f"perf_event_paranoid is {paranoid} ({meaning})"
 
 
-def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
-    """What ENOENT means, given the event's PMU and the core PMUs sysfs shows.
+def no_pmu(code: int, event_pmu: str | None, core_pmus: Sequence[str] | None) -> bool:
+    """Whether errno ``code`` for an event of ``event_pmu`` means :data:`NO_PMU`.
 
     The kernel answers ENOENT when no PMU claims the attr's ``type`` (perf_init_event()
     tries them all), and when a PMU knows the type but not the config (a generic event
-    the CPU lacks). Only with no core PMU in sysfs is "no hardware PMU" the likely cause.
+    the CPU lacks). Only for a CPU event where sysfs shows no core PMU (``core_pmus``
+    empty, not unknown) is "no hardware PMU" the cause.
     """
+    return (
+        code == errno.ENOENT
+        and core_pmus is not None
+        and not core_pmus
+        and event_pmu in (None, "cpu")
+    )
+
+
+def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
+    """What ENOENT means, given the event's PMU and the core PMUs sysfs shows
+    (:func:`no_pmu`)."""
+    if no_pmu(errno.ENOENT, event_pmu, core_pmus):
+        return NO_PMU
     if core_pmus is None:  # nothing known about this machine: the two usual causes
         return (
-            "no hardware PMU visible (a VM or container without a virtual PMU?) or the "
-            "event is not supported by this CPU/kernel; software events still work"
+            "the event is not supported by this CPU/kernel, or there is no hardware PMU "
+            "here (tiptop --check says which); software events still work"
         )
     if event_pmu == "":
         return (
@@ -66,11 +94,6 @@ def _enoent_why(event_pmu: str | None, core_pmus: Sequence[str] | None) -> str:
             "/sys/bus/event_source/devices/*/type); check the counter's type"
         )
     if event_pmu is None or event_pmu == "cpu" or event_pmu in core_pmus:
-        if not core_pmus:
-            return (
-                "no hardware PMU visible (a VM or container without a virtual PMU?); "
-                "software events still work"
-            )
         return (
             f"the CPU's PMU ({', '.join(core_pmus)}) does not support this event on this "
             "CPU model/kernel; see tiptop --list-events"

@@ -25,7 +25,7 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.drill import Drill, Factory
-from tiptop.live.keys import Exporter, KeyActions, Keys
+from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
 from tiptop.live.rows import TaskTable
 from tiptop.live.state import LiveState
 from tiptop.live.widgets import (
@@ -177,7 +177,7 @@ class LiveApp:
             if v is not None and len(v.variants) > 1:
                 variants.append((s.name, v.desc, v.why()))
         self.widget.help = help_lines(
-            target_line(target), self.state.screen.desc, cols, variants=variants
+            target_line(target), self.state.screen.desc, cols, variants=variants, keys=key_help()
         )
 
     def _update_notice(self) -> None:

@@ -29,6 +29,56 @@ from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_us
 #: The ``W`` key's file, in the current directory, as the original writes it.
 RC_NAME = ".tiptoprc"
 
+#: Every key of live mode and what it does, as the help window lists them: urwid's key
+#: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
+#: ``tiptop.engine.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.engine.replay``);
+#: tests check this list against the dispatcher, the sources and the man page.
+KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("q",), "quit"),
+    (("h", "?"), "this help"),
+    (("e",), "error log"),
+    (("left", "right", "-", "+"), "screen"),
+    (("<", ">"), "sort column"),
+    (("R",), "reverse sort"),
+    (("d", "s"), "delay"),
+    (("H",), "threads"),
+    (("i",), "idle tasks"),
+    (("K",), "kernel mode"),
+    (("S",), "sticky (dead tasks stay)"),
+    (("c",), "command line"),
+    (("U",), "user column"),
+    (("u",), "only a user"),
+    (("p",), "only a PID or name"),
+    (("w",), "watch a PID or name"),
+    (("k",), "kill a PID"),
+    (("W",), "write ./.tiptoprc"),
+    (("G",), "rows by cgroup"),
+    (("up", "down", "page up", "page down", "home", "end"), "scroll"),
+    (("[", "]"), "a refresh back/forward in a replay"),
+    (("{", "}"), "a minute back/forward in a replay"),
+    ((" ",), "pause a replay"),
+)
+
+#: How the help and the man page spell urwid's key names.
+KEY_LABELS = {
+    "left": "Left",
+    "right": "Right",
+    "up": "Up",
+    "down": "Down",
+    "page up": "PgUp",
+    "page down": "PgDn",
+    "home": "Home",
+    "end": "End",
+    " ": "space",
+}
+
+
+def key_help() -> str:
+    """The help window's paragraph of keys: ``Keys: q quit; h ? this help; ...``."""
+    items = (" ".join(KEY_LABELS.get(k, k) for k in ks) + f" {what}" for ks, what in KEY_HELP)
+    return "Keys: " + "; ".join(items)
+
+
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
 #: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
 Exporter = Callable[[Any, Sequence[Any]], str]
@@ -67,9 +117,25 @@ class Keys:
         #: ``exporter(options, screens) -> text`` for ``W``; ``None``: ``W`` says so.
         self.exporter = exporter
 
+    def bound(self) -> set[str]:
+        """Every key :meth:`dispatch` acts on."""
+        simple, restarting = self._bindings()
+        return {*simple, *restarting}
+
     def dispatch(self, key: str) -> bool:
         """Run the action bound to ``key``; True when the sampler was restarted."""
-        simple = {
+        simple, restarting = self._bindings()
+        if key in simple:
+            simple[key]()
+            return False
+        if key in restarting:
+            return bool(restarting[key]())
+        return False
+
+    def _bindings(self) -> tuple[dict[str, Callable[[], Any]], dict[str, Callable[[], Any]]]:
+        """The keys that only change the view or state, and those that may restart the
+        sampler (their handlers say whether they did)."""
+        simple: dict[str, Callable[[], Any]] = {
             "q": lambda: self.actions.quit(0),
             "<": lambda: self._sort(-1),
             ">": lambda: self._sort(+1),
@@ -88,7 +154,7 @@ class Keys:
             "u": self._ask_user,
             "w": self._ask_watch,
         }
-        restarting = {
+        restarting: dict[str, Callable[[], Any]] = {
             "left": lambda: self._switch(-1),
             "-": lambda: self._switch(-1),
             "right": lambda: self._switch(+1),
@@ -98,12 +164,7 @@ class Keys:
             "S": self._sticky,
             "c": self._cmdline,
         }
-        if key in simple:
-            simple[key]()
-            return False
-        if key in restarting:
-            return bool(restarting[key]())
-        return False
+        return simple, restarting
 
     # ------------------------------------------------------------ view only
 

@@ -18,7 +18,7 @@ import urwid
 
 from tiptop.live import palette as P
 from tiptop.live.rows import Markup, TaskTable
-from tiptop.live.windows import ErrorLog, error_window, help_window, tree_window
+from tiptop.live.windows import ErrorLog, error_window, fit_rows, help_window, tree_window
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -27,6 +27,10 @@ MIN_ROWS = 7
 
 #: The most lines a wrapped message or notice takes (the rest is in the ``e`` window).
 WRAPPED_ROWS = 3
+
+#: Columns left free each side of the help window: the original's 70-column box sits at
+#: column 5 (docs/original.md 5.4); ours takes the terminal's width less this each side.
+HELP_MARGIN = 5
 
 #: Title-line indicators and their offsets from the right edge (the original's
 #: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
@@ -163,13 +167,7 @@ class Line(urwid.Widget):
 def too_small(cols: int, rows: int) -> urwid.Canvas:
     """What a terminal below ``MIN_COLS`` x ``MIN_ROWS`` shows instead of the screen."""
     text = f"Terminal too small:\n{cols}x{rows} < {MIN_COLS}x{MIN_ROWS}\nq quits"
-    canvas = urwid.CompositeCanvas(urwid.Text(text, wrap="any").render((cols,)))
-    extra = canvas.rows() - rows
-    if extra > 0:
-        canvas.trim_end(extra)
-    elif extra < 0:
-        canvas.pad_trim_top_bottom(0, -extra)
-    return canvas
+    return fit_rows(urwid.Text(text, wrap="any").render((cols,)), rows)
 
 
 class LiveScreen(urwid.Widget):
@@ -233,12 +231,13 @@ class LiveScreen(urwid.Widget):
                 line._invalidate()
         body: urwid.Widget = self._pile(self.lines["notice"].compose(cols) is not None)
         if self.window == "help":
-            h = min(len(self.help) + 2, rows)
-            w = min(70, cols - 5)
+            # The terminal's width less a margin each side; a help longer than the
+            # terminal is cut at the bottom.
+            left = HELP_MARGIN if cols >= 4 * HELP_MARGIN else 0
+            window, h = help_window(self.help, cols - 2 * left, rows)
             y = max(rows - h - 2, 0)
-            # A help longer than the terminal is cut at the bottom (a Pile cannot overflow).
             body = urwid.Overlay(
-                help_window(self.help[: h - 2]), body, ("fixed left", 5), w, ("fixed top", y), h
+                window, body, ("fixed left", left), cols - 2 * left, ("fixed top", y), h
             )
         elif self.window == "tree":
             h = min(len(self.tree) + 2, rows)

@@ -35,17 +35,21 @@ def help_lines(
     columns: Sequence[tuple[str, str]],
     variables: Sequence[tuple[str, str]] | None = None,
     variants: Sequence[tuple[str, str, str]] = (),
+    keys: str = "",
 ) -> list[Markup]:
     """The help window's text: the target line (reverse), the screen description, then
     ``header: description`` per column, headers stripped and padded to the widest, then
-    per screen name with CPU variants the one this CPU got and why (``variants``: name,
-    description, why), a legend of the colours and the built-in variables of expressions
-    (``variables``, by default :func:`tiptop.table.builtin_variables`), last since a short
-    terminal clips the window's end (our additions)."""
+    ``keys`` (one paragraph, :func:`tiptop.live.keys.key_help`), per screen name with CPU
+    variants the one this CPU got and why (``variants``: name, description, why), a legend
+    of the colours and the built-in variables of expressions (``variables``, by default
+    :func:`tiptop.table.builtin_variables`), last since a short terminal clips the
+    window's end (our additions). Each line is wrapped at spaces to the window's width."""
     heads = [h.strip() for h, _ in columns]
     width = max((len(h) for h in heads), default=0)
     lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
     lines += [f"{h.ljust(width)}: {d}" for h, (_, d) in zip(heads, columns, strict=True)]
+    if keys:
+        lines += ["", keys]
     if variants:
         lines += ["", "Screen variants for this CPU:"]
         lines += [f"{name}: {d} ({why})" for name, d, why in variants]
@@ -71,10 +75,40 @@ def help_lines(
     return lines
 
 
-def help_window(lines: Sequence[Markup]) -> urwid.Widget:
-    """The ``h`` window: a box titled `` Help (h to close)``."""
-    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
-    return urwid.AttrMap(urwid.LineBox(body, title="Help (h to close)"), P.WINDOW)
+class HelpBody(urwid.Widget):
+    """The ``h`` window's body: its lines wrapped at spaces to the window's width, cut at
+    the bottom when they are taller than the window (a Pile cannot overflow its box)."""
+
+    _sizing = frozenset([urwid.Sizing.BOX])
+    ignore_focus = True
+
+    def __init__(self, lines: Sequence[Markup]) -> None:
+        super().__init__()
+        self.pile = urwid.Pile([urwid.Text(m, wrap="space") for m in lines])
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        cols, rows = size
+        return fit_rows(self.pile.render((cols,)), rows)
+
+
+def fit_rows(canvas: urwid.Canvas, rows: int) -> urwid.Canvas:
+    """``canvas`` made exactly ``rows`` high: cut at the bottom, or padded below."""
+    canvas = urwid.CompositeCanvas(canvas)
+    extra = canvas.rows() - rows
+    if extra > 0:
+        canvas.trim_end(extra)
+    elif extra < 0:
+        canvas.pad_trim_top_bottom(0, -extra)
+    return canvas
+
+
+def help_window(lines: Sequence[Markup], cols: int, rows: int) -> tuple[urwid.Widget, int]:
+    """The ``h`` window ``cols`` wide, a box titled `` Help (h to close)``, and its height:
+    its wrapped lines and the frame, at most ``rows``."""
+    body = HelpBody(lines)
+    height = min(body.pile.rows((max(cols - 2, 1),)) + 2, rows)
+    box = urwid.LineBox(body, title="Help (h to close)")
+    return urwid.AttrMap(box, P.WINDOW), height
 
 
 class ErrorLog(urwid.Widget):

@@ -16,6 +16,7 @@ from tiptop.errors import EventError
 from tiptop.events import resolve, resolve_numeric
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
+from tiptop.kernel.explain import NO_PMU, NO_PMU_SHORT
 from tiptop.messages import MessageLog
 from tiptop.screens.model import CounterSpec, NamedEvent, ScreenSpec
 from tiptop.selftest.checks import (
@@ -75,7 +76,9 @@ def _rows(spec: ScreenSpec, splan: ScreenPlan, log: MessageLog) -> list[Row]:
         if j not in keys:
             msg = log.about(c.alias)
             row.kind = "unsupported"
-            row.verdict = "unsupported here: " + (msg.line if msg else "not opened")
+            # The no-PMU sentence said short per row, whole once below the table.
+            line = msg.line.replace(NO_PMU, NO_PMU_SHORT) if msg else "not opened"
+            row.verdict = "unsupported here: " + line
         elif (chk := check_for(*keys[j])) is not None:
             row.kernel = chk.kernel
         rows.append(row)
@@ -157,6 +160,8 @@ def format_text(screen: str, rows: list[Row], code: int) -> str:
             f"{name:<28} {r.kernel or '-':<10} {_num(r.predicted):>10} {_num(r.slope, 6):>12} "
             f"{_num(r.intercept, 1):>11} {_num(r.r2, 6):>10}  {r.verdict}"
         )
+    if any(r.verdict.endswith(NO_PMU_SHORT) for r in rows):
+        lines.append(NO_PMU)
     lines.append(summary(rows, code))
     return "\n".join(lines) + "\n"
 
