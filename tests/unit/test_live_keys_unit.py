@@ -83,13 +83,14 @@ def test_k_asks_the_host_and_the_delay_prompt_sets_state_and_options() -> None:
 def test_key_help_lists_every_key_and_only_keys_that_work() -> None:
     """The help's key list (KEY_HELP) against what acts on keys: the dispatcher, the
     navigation keys, and the sources' own keys (G of bycgroup, the replay's)."""
-    from tiptop.engine import bycgroup, replay
     from tiptop.live.app import NAV_KEYS
     from tiptop.live.keys import KEY_HELP, KEY_LABELS, key_help
+    from tiptop.recording import replay
+    from tiptop.sources import bycgroup
 
     keys, _, _ = new_keys()
     handled = keys.bound() | NAV_KEYS | {bycgroup.KEY, " "}
-    handled |= {*replay._STEP_KEYS, *replay._JUMP_KEYS}
+    handled |= {*replay.STEP_KEYS, *replay.JUMP_KEYS}
     listed = [k for ks, _ in KEY_HELP for k in ks]
     assert len(listed) == len(set(listed))
     assert set(listed) == handled

@@ -31,7 +31,7 @@ RC_NAME = ".tiptoprc"
 
 #: Every key of live mode and what it does, as the help window lists them: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
-#: ``tiptop.engine.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.engine.replay``);
+#: ``tiptop.sources.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.recording.replay``);
 #: tests check this list against the dispatcher, the sources and the man page.
 KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
     (("q",), "quit"),
@@ -53,6 +53,7 @@ KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
     (("k",), "kill a PID"),
     (("W",), "write ./.tiptoprc"),
     (("G",), "rows by cgroup"),
+    (("t",), "top-down tree of the selected task"),
     (("up", "down", "page up", "page down", "home", "end"), "scroll"),
     (("[", "]"), "a refresh back/forward in a replay"),
     (("{", "}"), "a minute back/forward in a replay"),

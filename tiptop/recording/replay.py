@@ -32,8 +32,8 @@ from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
 
-_STEP_KEYS = {"[": -1, "]": +1}
-_JUMP_KEYS = {"{": -60.0, "}": +60.0}
+STEP_KEYS = {"[": -1, "]": +1}
+JUMP_KEYS = {"{": -60.0, "}": +60.0}
 
 
 def _counter_map(
@@ -217,12 +217,12 @@ class ReplaySource(FrameSource):
         space pauses or resumes; True when ``key`` was one of these."""
         if key == " ":
             self.paused = not self.paused
-        elif key in _STEP_KEYS:
-            self.cursor = min(max(self.cursor + _STEP_KEYS[key], self.first), self.last)
-        elif key in _JUMP_KEYS and len(self.rec):
-            t = self.rec.times[self.cursor] + _JUMP_KEYS[key]
+        elif key in STEP_KEYS:
+            self.cursor = min(max(self.cursor + STEP_KEYS[key], self.first), self.last)
+        elif key in JUMP_KEYS and len(self.rec):
+            t = self.rec.times[self.cursor] + JUMP_KEYS[key]
             i = bisect.bisect_left(self.rec.times, t)
-            if _JUMP_KEYS[key] < 0 and (i >= len(self.rec) or self.rec.times[i] > t):
+            if JUMP_KEYS[key] < 0 and (i >= len(self.rec) or self.rec.times[i] > t):
                 i -= 1
             self.cursor = min(max(i, self.first), self.last)
         else:
