@@ -23,22 +23,31 @@ from tiptop.host import Host
 BY = ("comm", "pid")
 
 
-def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
-    """Export until stopped; 0 when stopped cleanly."""
-    from tiptop.exporter.aggregate import Aggregator, metrics_for
-    from tiptop.exporter.httpd import client_limit
-    from tiptop.exporter.serve import Exporter, parse_address
+def _targets(opts: Any, say: Callable[[str], None]) -> tuple[str, int] | None:
+    """Where to export, checked before anything opens: the ``--serve`` address (None
+    without it) and the ``--textfile`` path (a device, FIFO or directory refused)."""
+    from tiptop.exporter.serve import parse_address
     from tiptop.exporter.textfile import check_path, suffix_warning
-    from tiptop.kernel.cgroup import CgroupCache
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")
     address = parse_address(opts.serve) if opts.serve else None
     if opts.textfile is not None:
-        check_path(opts.textfile)  # a device, FIFO or directory is refused before anything
+        check_path(opts.textfile)
         warning = suffix_warning(opts.textfile)
         if warning:
             say(warning)
+    return address
+
+
+def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+    """Export until stopped; 0 when stopped cleanly."""
+    from tiptop.exporter.aggregate import Aggregator, metrics_for
+    from tiptop.exporter.httpd import client_limit
+    from tiptop.exporter.serve import Exporter
+    from tiptop.kernel.cgroup import CgroupCache
+
+    address = _targets(opts, say)
     clients = client_limit(host.fd_soft) if address is not None else 0
     # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
     # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.

@@ -10,8 +10,6 @@ configuration (``Sampler.reconfigure``) or the options record, as the original's
 
 from __future__ import annotations
 
-import os
-import platform
 import signal
 from collections.abc import Sequence
 from typing import IO, Any
@@ -36,7 +34,7 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import help_lines, tree_markup
+from tiptop.live.windows import help_lines, target_line, tree_markup
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -44,16 +42,6 @@ FIRST_DELAY = 0.2
 #: Keys that only move the view; every other key refreshes at once, like the original's
 #: ``select()`` on stdin returning early.
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
-
-
-def target_line(target: Any) -> str:
-    """The help window's first line: ``Target: x86, model = 19_11`` or the like."""
-    if target is None:
-        return f"Target: {platform.machine() or 'unknown'}"
-    arch, model = getattr(target, "arch", None), getattr(target, "model", None)
-    if arch and model:
-        return f"Target: {arch}, model = {model}"
-    return f"Target: {arch}" if arch else "Unknown processor"
 
 
 class LiveApp:
@@ -373,7 +361,7 @@ class LiveApp:
             self.source.start()
         if screen is None:
             screen = urwid.display.raw.Screen()
-            screen.set_terminal_properties(colors=_colours())
+            screen.set_terminal_properties(colors=P.colours())
         self.loop = urwid.MainLoop(
             self.widget,
             P.PALETTE,
@@ -391,19 +379,3 @@ class LiveApp:
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
         return self.quit_code or 0
-
-
-def _colours() -> int:
-    """16 colours, or 1 (the mono palette) for ``NO_COLOR``/dumb or colourless terminals."""
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM", "dumb") in ("dumb", ""):
-        return 1
-    try:
-        import curses
-    except ImportError:  # a Python built without curses: assume the common case
-        return 16
-    try:
-        curses.setupterm()
-        n = curses.tigetnum("colors")
-    except curses.error:  # no terminfo entry for $TERM: assume the common case
-        return 16
-    return 16 if n >= 8 else 1

@@ -12,6 +12,8 @@ stays visible on a terminal without colour.
 
 from __future__ import annotations
 
+import os
+
 #: Attribute names used by the widgets.
 TITLE = "title"
 MESSAGE = "message"
@@ -42,3 +44,19 @@ PALETTE: list[tuple[str, str, str, str]] = [
     (WINDOW_TITLE, "default,bold", "default", "bold"),
     (WINDOW_REVERSE, "standout", "default", "standout"),
 ]
+
+
+def colours() -> int:
+    """16 colours, or 1 (the mono palette) for ``NO_COLOR``/dumb or colourless terminals."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM", "dumb") in ("dumb", ""):
+        return 1
+    try:
+        import curses
+    except ImportError:  # a Python built without curses: assume the common case
+        return 16
+    try:
+        curses.setupterm()
+        n = curses.tigetnum("colors")
+    except curses.error:  # no terminfo entry for $TERM: assume the common case
+        return 16
+    return 16 if n >= 8 else 1

@@ -7,6 +7,7 @@ scrolls like the task table.
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Sequence
 from typing import Any
 
@@ -235,3 +236,13 @@ def tree_window(lines: Sequence[Markup]) -> urwid.Widget:
     """The ``t`` window: a box titled `` Top-down tree (t to close)``."""
     body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
     return urwid.AttrMap(urwid.LineBox(body, title="Top-down tree (t to close)"), P.WINDOW)
+
+
+def target_line(target: Any) -> str:
+    """The help window's first line: ``Target: x86, model = 19_11`` or the like."""
+    if target is None:
+        return f"Target: {platform.machine() or 'unknown'}"
+    arch, model = getattr(target, "arch", None), getattr(target, "model", None)
+    if arch and model:
+        return f"Target: {arch}, model = {model}"
+    return f"Target: {arch}" if arch else "Unknown processor"
