@@ -83,10 +83,6 @@ class Activity:
             return False
         return not self.marks or self.marks.keys().isdisjoint(tids)
 
-    def mark_of(self, tid: int) -> Mark | None:
-        """The mark ``tid`` is watched by, if any."""
-        return self.marks.get(tid)
-
 
 def schedstat(root: str, t: Task, thread: bool) -> str:
     """The ``schedstat`` file of ``t``'s row: a thread's own (``/proc/PID/task/TID``), or

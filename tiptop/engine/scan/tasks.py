@@ -36,7 +36,7 @@ from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from functools import partial
 
-from tiptop.engine.activity import Activity
+from tiptop.engine.activity import Activity, schedstat
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.task import (
     Proc,
@@ -362,8 +362,7 @@ class TaskScanner:
                 st.state, st.processor, st.utime, st.stime,
             )  # fmt: skip
             # The sweep's first reference (``slept``): the run time at discovery.
-            sub = "" if tid == pid and not self.threads else f"/task/{tid}"
-            t.runtime = runtime(f"{self.proc_root}/{pid}{sub}/schedstat")
+            t.runtime = runtime(schedstat(self.proc_root, t, self.threads))
             if self._uptime is None:
                 self._uptime = uptime_ticks(self.proc_root)
             age = self._uptime - st.starttime
