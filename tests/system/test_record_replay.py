@@ -158,7 +158,9 @@ def test_a_recorded_screen_switch_replays_under_each_header(tmp_path: Path) -> N
     live replay follows the switch (Left/Right offer the recorded screens)."""
     (tmp_path / "two.yaml").write_text(TWO_SCREENS)
     rec_path = tmp_path / "r.jsonl"
-    cmd = [sys.executable, "-m", "tiptop", "-W", "two.yaml", "--only-conf", "-d", "0.3",
+    # -i: a refresh in which no task ran prints nothing in batch mode (as the original
+    # does, docs/original.md), so idle rows are shown to make every refresh a block.
+    cmd = [sys.executable, "-m", "tiptop", "-W", "two.yaml", "--only-conf", "-d", "0.3", "-i",
            "--record", str(rec_path)]  # fmt: skip
     t = Tmux(cmd, tmp_path)
     try:
