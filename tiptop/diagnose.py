@@ -300,12 +300,23 @@ def check(host: Host, loaded: Any = None) -> str:
         )
     if hw is not None:
         advice += no_pmu_note([hw]) or [f"hardware counters: {hw}"]
+    budget, more = _fd_budget(host)
+    lines.append(budget)
+    advice += more
+    lines.append("to get more: " + ("; ".join(advice) if advice else "nothing to change"))
+    return "\n".join(lines) + "\n"
+
+
+def _fd_budget(host: Host) -> tuple[str, list[str]]:
+    """The fd budget line, and the advice it calls for (none when every task fits)."""
+    advice: list[str] = []
+    soft, hard = host.fd_soft, host.fd_hard
     # A counted task holds one fd per event and a pidfd, given up when fds run short
     # (engine.count.exits).
     events = 4
     per_task = events + 1
     fits, bare, tasks = host.fd_budget // per_task, host.fd_budget // events, len(psutil.pids())
-    lines.append(
+    line = (
         f"fds for counters: {host.fd_budget}, room for {fits} tasks of {events} events and a "
         f"pidfd each, {bare} without the pidfds ({tasks} processes now)"
     )
@@ -322,5 +333,4 @@ def check(host: Host, loaded: Any = None) -> str:
         )
     elif soft < 4096 and soft < hard:
         advice.append(f"raise the fd limit (ulimit -n {hard}) to watch more tasks")
-    lines.append("to get more: " + ("; ".join(advice) if advice else "nothing to change"))
-    return "\n".join(lines) + "\n"
+    return line, advice

@@ -10,7 +10,8 @@ from pathlib import Path
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.options import Options
-from tiptop.outputs.batch import RecordWriter, TextWriter
+from tiptop.outputs.batch import TextWriter
+from tiptop.outputs.records import RecordWriter
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 

@@ -23,7 +23,8 @@ from tests.support.perfexpr import canonical, parse
 from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.options import Options
-from tiptop.outputs.batch import RecordWriter, TextWriter
+from tiptop.outputs.batch import TextWriter
+from tiptop.outputs.records import RecordWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.bottleneck import decode, parse_path
 from tiptop.screens.evaluate import CounterCells, Evaluator

@@ -3,6 +3,7 @@ hand over to live mode or the batch loop; everything opened here is closed here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -115,21 +116,7 @@ def run_monitor(
     notice on the message line; start-up notices (the fallback to ``sched``, ``-p`` of
     another user's process) start the message log: batch's stderr or ``-E``, live's
     message line, ``e`` window and ``-E``."""
-    from tiptop import table
-    from tiptop.screens.printf import check_formats
-
-    index, screen = pick_screen(loaded.screens, opts.screen)
-    if opts.why is not None:
-        from tiptop.cli.why import why_setup
-
-        index, screen = why_setup(opts, loaded, host, index, screen)
-    check_formats(screen)
-    opts.pid_width = table.pid_width_for(read_pid_max())
-    opts.target = host_target()
-    opts.config_path = loaded.path
-    check_privileges(opts, host)
-    if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):
-        raise TiptopError(f"-p {opts.only_pid}: no such process")
+    index, screen = _chosen_screen(opts, loaded, host)
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
@@ -154,15 +141,7 @@ def run_monitor(
         opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
     sampler = None
     try:
-        sampler = make_sampler(opts, screen, host, problems, said)
-        if opts.record:
-            from tiptop.cli.record import record_source
-
-            sampler = record_source(opts, sampler, index)
-        if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
-            from tiptop.sources.bycgroup import CgroupSource
-
-            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
+        sampler = _frame_source(opts, screen, index, host, problems, said, live)
         if child is not None:
             why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)
@@ -176,12 +155,64 @@ def run_monitor(
             child.kill()
         if sampler is not None:
             sampler.close()
-        for f in (out, errf):
-            if f is not None:
-                try:
-                    f.close()
-                except OSError as exc:
-                    raise TiptopError(f"cannot write output: {exc.strerror}") from None
+        _close_outputs(out, errf)
+
+
+def _chosen_screen(opts: Any, loaded: ScreenSet, host: Host) -> tuple[int, Any]:
+    """The screen asked for (``-S``, ``--why``), checked, with the options the run derives
+    from the host (PID width, target, privileges); raises for a ``-p`` that does not exist."""
+    from tiptop import table
+    from tiptop.screens.printf import check_formats
+
+    index, screen = pick_screen(loaded.screens, opts.screen)
+    if opts.why is not None:
+        from tiptop.cli.why import why_setup
+
+        index, screen = why_setup(opts, loaded, host, index, screen)
+    check_formats(screen)
+    opts.pid_width = table.pid_width_for(read_pid_max())
+    opts.target = host_target()
+    opts.config_path = loaded.path
+    check_privileges(opts, host)
+    if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):
+        raise TiptopError(f"-p {opts.only_pid}: no such process")
+    return index, screen
+
+
+def _frame_source(
+    opts: Any,
+    screen: Any,
+    index: int,
+    host: Host,
+    problems: Sequence[str],
+    said: list[str],
+    live: bool,
+) -> Any:
+    """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
+    ``--by cgroup``), in that order: a recording holds the task rows."""
+    sampler = make_sampler(opts, screen, host, problems, said)
+    with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
+        on_error.callback(sampler.close)
+        if opts.record:
+            from tiptop.cli.record import record_source
+
+            sampler = record_source(opts, sampler, index)
+        if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+            from tiptop.sources.bycgroup import CgroupSource
+
+            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
+        on_error.pop_all()
+    return sampler
+
+
+def _close_outputs(*files: IO[str] | None) -> None:
+    """Close ``-o`` and ``-E``; a write that fails on close (a full disk) is one line."""
+    for f in files:
+        if f is not None:
+            try:
+                f.close()
+            except OSError as exc:
+                raise TiptopError(f"cannot write output: {exc.strerror}") from None
 
 
 def _run_live(

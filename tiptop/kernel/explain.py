@@ -151,28 +151,7 @@ def explain_open_error(
             why = "the event needs a hardware feature this machine lacks (no PMU interrupt?)"
         return f"{head}: {why}"
     if code in (errno.EACCES, errno.EPERM):
-        para = _paranoid_text(paranoid)
-        if kernel and not privileged and (paranoid is None or paranoid >= 2):
-            return (
-                f"{head}: permission denied: {para}; counting kernel mode needs root, "
-                "CAP_PERFMON or perf_event_paranoid < 2 (drop -K, or run "
-                "sysctl kernel.perf_event_paranoid=1)"
-            )
-        if paranoid is not None and paranoid > 2 and not privileged:
-            return (
-                f"{head}: permission denied: {para}; run as root, grant CAP_PERFMON, "
-                "or sysctl kernel.perf_event_paranoid=2"
-            )
-        if code == errno.EPERM and (in_container or privileged):
-            return (
-                f"{head}: operation not permitted: in a container this is usually the "
-                "seccomp profile or missing CAP_PERFMON/CAP_SYS_ADMIN; "
-                f"{para}"
-            )
-        return (
-            f"{head}: permission denied: the task belongs to another user or is not "
-            f"dumpable ({para}); run as root or with CAP_PERFMON to watch it"
-        )
+        return _denied(head, code, paranoid, privileged, kernel, in_container)
     if code == errno.EMFILE or code == errno.ENFILE:
         limits = f"; limit {fd_limits[0]}, hard {fd_limits[1]}" if fd_limits else ""
         return (
@@ -190,3 +169,32 @@ def explain_open_error(
     if code == errno.EBADF:
         return f"{head}: the group leader was closed (its task exited?)"
     return f"{head}: {err.strerror or os.strerror(code)}"
+
+
+def _denied(
+    head: str, code: int, paranoid: int | None, privileged: bool, kernel: bool, in_container: bool
+) -> str:
+    """EACCES or EPERM: which of perf_event_paranoid, a container's seccomp profile or the
+    task's owner refused the open (perf_event_open(2), ERRORS and perf_event_paranoid)."""
+    para = _paranoid_text(paranoid)
+    if kernel and not privileged and (paranoid is None or paranoid >= 2):
+        return (
+            f"{head}: permission denied: {para}; counting kernel mode needs root, "
+            "CAP_PERFMON or perf_event_paranoid < 2 (drop -K, or run "
+            "sysctl kernel.perf_event_paranoid=1)"
+        )
+    if paranoid is not None and paranoid > 2 and not privileged:
+        return (
+            f"{head}: permission denied: {para}; run as root, grant CAP_PERFMON, "
+            "or sysctl kernel.perf_event_paranoid=2"
+        )
+    if code == errno.EPERM and (in_container or privileged):
+        return (
+            f"{head}: operation not permitted: in a container this is usually the "
+            "seccomp profile or missing CAP_PERFMON/CAP_SYS_ADMIN; "
+            f"{para}"
+        )
+    return (
+        f"{head}: permission denied: the task belongs to another user or is not "
+        f"dumpable ({para}); run as root or with CAP_PERFMON to watch it"
+    )

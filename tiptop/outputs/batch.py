@@ -1,4 +1,5 @@
-"""Batch mode (``tiptop -b``): text compatible with the original, csv, and json lines.
+"""Batch mode (``tiptop -b``): text compatible with the original, csv, and json lines
+(written by ``tiptop.outputs.records``).
 
 Text layout is docs/original.md section 6: a preamble, the header printed once, one row
 per visible task, and an empty line after each iteration that printed rows; ``--timestamp``
@@ -18,9 +19,6 @@ Imports only ``table``, ``frame``, ``options``, ``cells`` and ``errors``; the fr
 from __future__ import annotations
 
 import contextlib
-import csv
-import json
-import math
 import os
 import select
 import time
@@ -29,12 +27,12 @@ from typing import IO, Any
 
 import psutil
 
-from tiptop.cells import STATUS_NAME, VALUED, Status
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
+from tiptop.outputs.records import RecordWriter
 from tiptop.outputs.why import WhyWriter
-from tiptop.table import View, header, path_cell, path_nodes, rows, text_lines
+from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
 
 # --------------------------------------------------------------------------- text
@@ -117,114 +115,6 @@ class TextWriter:
         if out:
             self.out.write("\n".join(out) + "\n\n")
         return len(out)
-
-
-# --------------------------------------------------------------------------- csv / json
-
-
-def field_names(screen: Any) -> tuple[list[str], list[str]]:
-    """Stable machine names: each column's header with spaces stripped (made unique with
-    ``_2``...), and each counter's alias. Documented in docs/guide.md."""
-    seen: dict[str, int] = {}
-    cols = []
-    for col in screen.columns:
-        name = col.header.strip() or "column"
-        seen[name] = seen.get(name, 0) + 1
-        cols.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return cols, [c.alias for c in screen.counters]
-
-
-def _num(x: float) -> float | None:
-    return None if math.isnan(x) or math.isinf(x) else x
-
-
-class RecordWriter:
-    """One record per row: csv (one header line) or json (one object per line)."""
-
-    BASE = ("timestamp", "iteration", "interval", "pid", "tid", "user", "command", "dead")
-
-    def __init__(
-        self, out: IO[str], options: Options, screen: Any, screen_index: int, fmt: str
-    ) -> None:
-        self.out = out
-        self.screen = screen
-        self.view: View = options.view()
-        self.json = fmt == "json"
-        self.columns, self.counters = field_names(screen)
-        #: Per column, a bottleneck column's label table (docs/screens.md "Bottleneck").
-        self.paths = path_nodes(screen)
-        self.csv = None if self.json else csv.writer(out, lineterminator="\n")
-
-    def begin(self, now: float) -> None:
-        """The csv header line (nothing for json)."""
-        if self.csv is not None:
-            names = list(self.BASE)
-            for c, labels in zip(self.columns, self.paths, strict=True):
-                names += [c, f"{c}_status"] + ([f"{c}_node"] if labels else [])
-            for a in self.counters:
-                names += [f"{a}_delta", f"{a}_running"]
-            self.csv.writerow(names)
-
-    def frame(self, frame: Frame, iteration: int) -> int:
-        """Write every visible row of one iteration."""
-        # Counter columns of the frame in the screen's order (by alias).
-        kidx = [frame.counters.index(a) if a in frame.counters else None for a in self.counters]
-        n = 0
-        for row in rows(frame, self.screen, self.view):
-            i = row.index
-            values = [
-                _num(v) if s in VALUED else None
-                for v, s in zip(row.values, row.status, strict=True)
-            ]
-            statuses = [STATUS_NAME[s] for s in row.status]
-            nodes: dict[int, str | None] = {}
-            for j, labels in enumerate(self.paths):
-                if labels:  # the node apart, the share as the value
-                    v = values[j]
-                    nodes[j], values[j] = (None, None) if v is None else path_cell(labels, v)
-            deltas: list[float | None] = []
-            running: list[float | None] = []
-            for k in kidx:
-                if k is None:  # a counter of the screen that this frame lacks
-                    deltas.append(None)
-                    running.append(None)
-                    continue
-                ok = frame.counter_status[i, k] == Status.OK
-                deltas.append(_num(float(frame.counter_delta[i, k])) if ok else None)
-                running.append(_num(float(frame.counter_running[i, k])))
-            base = [
-                round(frame.timestamp, 6),
-                iteration,
-                round(frame.interval, 6),
-                row.pid,
-                row.tid,
-                row.user,
-                row.command,
-                row.dead,
-            ]
-            if self.json:
-                rec = dict(zip(self.BASE, base, strict=True))
-                rec["columns"] = dict(zip(self.columns, values, strict=True))
-                rec["status"] = dict(zip(self.columns, statuses, strict=True))
-                if nodes:
-                    rec["nodes"] = {self.columns[j]: lab for j, lab in nodes.items()}
-                rec["counters"] = {
-                    a: {"delta": d, "running": r}
-                    for a, d, r in zip(self.counters, deltas, running, strict=True)
-                }
-                self.out.write(json.dumps(rec, allow_nan=False) + "\n")
-            else:
-                assert self.csv is not None
-                line: list[Any] = [*base[:7], int(row.dead)]
-                for j, (v, s) in enumerate(zip(values, statuses, strict=True)):
-                    line += ["" if v is None else repr(v), s]
-                    if j in nodes:
-                        line.append(nodes[j] or "")
-                for d, r in zip(deltas, running, strict=True):
-                    line += ["" if d is None else repr(d), "" if r is None else repr(r)]
-                self.csv.writerow(line)
-            n += 1
-        return n
 
 
 def make_writer(
@@ -327,17 +217,7 @@ def run(
         out_fd: int | None = out.fileno()
     except (OSError, AttributeError, ValueError):
         out_fd = None
-    cursor = 0
-
-    def flush_messages() -> None:
-        nonlocal cursor
-        if out_fd is not None and reader_gone(out_fd):
-            raise BrokenPipeError  # nobody reads the output these lines would explain
-        fresh, cursor = source.messages.since(cursor)
-        for m in fresh:
-            err.write(f"tiptop: {printable(m.line)}\n")
-        err.flush()
-
+    flush_messages = _MessageCopier(source, err, out_fd)
     own_stop = stop is None
     stop = stop or Stop()
     try:
@@ -372,6 +252,23 @@ def run(
         if own_stop:
             stop.close()
     return 0
+
+
+class _MessageCopier:
+    """Copies the source's new messages to ``err``, one line each, while the output still
+    has a reader (raises BrokenPipeError once it has gone)."""
+
+    def __init__(self, source: FrameSource, err: IO[str], out_fd: int | None) -> None:
+        self.source, self.err, self.out_fd = source, err, out_fd
+        self.cursor = 0
+
+    def __call__(self) -> None:
+        if self.out_fd is not None and reader_gone(self.out_fd):
+            raise BrokenPipeError  # nobody reads the output these lines would explain
+        fresh, self.cursor = self.source.messages.since(self.cursor)
+        for m in fresh:
+            self.err.write(f"tiptop: {printable(m.line)}\n")
+        self.err.flush()
 
 
 @contextlib.contextmanager
