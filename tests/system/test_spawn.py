@@ -134,6 +134,17 @@ def test_cli_exit_status_passthrough() -> None:
     assert r.returncode == 3, r.stderr
 
 
+@pytest.mark.parametrize("mode", [(), ("-H",), ("-c",)])
+def test_a_command_that_ends_at_once_is_named_after_its_program(mode: tuple[str, ...]) -> None:
+    """``tiptop -- true``: the child execs and exits before any scan sees its new name;
+    its one row (DEAD) is named by the zombie's stat, not by tiptop's forked copy."""
+    r = run("-b", *mode, "-d", "0.2", "-S", "sched", "--", "true")
+    assert r.returncode == 0, r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if line.endswith(" DEAD")]
+    name = "[true]" if mode == ("-c",) else "true"  # a zombie has no command line (proc(5))
+    assert row.split()[-2] == name, r.stdout
+
+
 # ---------------------------------------------------------------------- process trees
 # A grandchild of the spawned command (``sh -c 'python3 ...; sleep'``: the trailing command
 # keeps sh from exec'ing python in its place) touches N fresh pages, then burns CPU.

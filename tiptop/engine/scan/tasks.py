@@ -260,8 +260,11 @@ class TaskScanner:
             self.tree = {}
         seen, new = w.seen, w.new
         if w.roots:
-            update = partial(self._update_root, seen, new, w.old, w.interval)
-            hidden = fold(w.roots, w.fam, self.tree, update)
+
+            def root_row(pid: int, p: Proc, st: Stat) -> None:  # from its tree's CPU times
+                self._update(seen, new, w.old, pid, pid, p, st, w.interval)
+
+            hidden = fold(w.roots, w.fam, self.tree, root_row)
             for c in hidden:
                 seen.pop(c, None)
             new = [t for t in new if t.pid not in hidden] if hidden else new
@@ -311,13 +314,6 @@ class TaskScanner:
         """Make process ``(pid, starttime)`` a tree root (see the class doc)."""
         self.tree_roots[pid] = starttime
 
-    def _update_root(
-        self, seen: dict[int, Task], new: list[Task], old: dict[int, Task], interval: float,
-        pid: int, p: Proc, st: Stat,
-    ) -> None:  # fmt: skip
-        """A tree root's row, from its tree's CPU times (``engine.scan.trees.fold``)."""
-        self._update(seen, new, old, pid, pid, p, st, interval)
-
     def _last_look(self, old: dict[int, Task], tid: int, st: Stat, interval: float) -> None:
         """A watched task seen ended (a zombie, not reaped yet): its final CPU times give
         its last interval's %CPU (proc(5): a zombie's ``stat`` stays readable until its
@@ -327,6 +323,10 @@ class TaskScanner:
         if t is not None and t.starttime == st.starttime and not reused:
             account(t, st, interval)
             t.final = True
+            p = self._procs.get(t.pid)  # examined again by ``_look`` after an unseen exec
+            if t.name != st.comm and p is not None and p.comm == st.comm:
+                t.name, t.cmdline = p.comm, p.cmdline  # ``tiptop -- true``: the zombie's name
+                self.renames += 1
 
     def _own_stat(self, pid: int, st: Stat) -> Stat:
         """With ``-H`` the leader thread's own ``stat`` (its row's times), else ``st``."""
