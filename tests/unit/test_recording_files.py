@@ -139,10 +139,20 @@ def test_frame_lines_are_checked() -> None:
         ({"k": {"X": {"d": None}}}, "counter 'X' has no deltas"),  # found by the fuzz test
         ({"t": None}, "'t' is not a number"),
         ({"cpu": [1, 10**400, 3]}, "'cpu' holds a number too large"),
+        ({"dt": 10**400}, "'dt' is not a number"),  # was an OverflowError, a traceback
     ]:
         with pytest.raises(fmt.FormatError, match=why):
             fmt.frame_from({**good, **change})
     assert np.isnan(fmt.frame_from({**good, "cpu": [None, 1, 2]}).values["cpu"][0])
+
+
+def test_a_threshold_past_a_floats_range_is_a_format_error() -> None:
+    """JSON integers have no bound: 10**400 as a column's threshold is refused with the
+    header's one line (it was an OverflowError, a traceback)."""
+    head = json.loads(_golden_lines()[0])
+    head["screen"]["columns"][0]["threshold"] = 10**400
+    with pytest.raises(fmt.FormatError, match=r"'threshold' is not a number"):
+        fmt.screen_from_record(head["screen"])
 
 
 def test_the_inflater_keeps_what_decodes_before_damage() -> None:

@@ -108,9 +108,9 @@ def _threshold(c: dict[str, Any], where: str) -> float | None:
     x = c.get("threshold")
     if x is None:
         return None
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+    if (f := finite(x)) is None:
         raise FormatError(f"{where}: 'threshold' is not a number")
-    return float(x)
+    return f
 
 
 def screen_from_record(d: Any) -> ScreenSpec:
@@ -304,9 +304,21 @@ def _number(d: dict[str, Any], key: str, required: bool = True) -> float | None:
     x = d.get(key)
     if x is None and not required:
         return None
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(float(x)):
+    if (f := finite(x)) is None:
         raise FormatError(f"'{key}' is not a number")
-    return float(x)
+    return f
+
+
+def finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite JSON number, else None: a bool is not one, nor
+    an integer past a float's range (JSON integers have no bound; ``float()`` raises)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    try:
+        f = float(x)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def frame_from(d: Any) -> FrameLine:
