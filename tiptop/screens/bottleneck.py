@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.cells import STATUS_DTYPE, Code, valued
 from tiptop.errors import SpecError, shown
 from tiptop.screens.topdown import ADVICE, TREES, Tree
 
@@ -116,8 +116,7 @@ class BoundPath:
         out = np.full((n, m), np.nan)
         for i, c in enumerate(self.col.tolist()):
             if c >= 0:
-                ok = (status[:, c] == Code.OK) | (status[:, c] == Code.SUSPECT)
-                out[:, i] = np.where(ok, values[:, c] / 100.0, np.nan)
+                out[:, i] = np.where(valued(status[:, c]), values[:, c] / 100.0, np.nan)
         for i in np.flatnonzero(self.col < 0).tolist():
             kids = np.flatnonzero(self.parent == i)
             if kids.size and (self.col[kids] >= 0).all():
@@ -157,12 +156,12 @@ class BoundPath:
         r = np.ones(n)
         if self.used.size:
             st = status[:, self.used]
-            bad = np.where((st == Code.OK) | (st == Code.SUSPECT), 0, st).max(axis=1)
+            bad = np.where(valued(st), 0, st).max(axis=1)
             s = np.where(bad > 0, bad, np.where((st == Code.SUSPECT).any(axis=1), Code.SUSPECT, 0))
             s = s.astype(STATUS_DTYPE)
             r = np.fmin(running[:, self.used], 1.0).min(axis=1)
             r = np.where(np.isnan(r), 1.0, r)
-        v = np.where((s == Code.OK) | (s == Code.SUSPECT), v, np.nan)
+        v = np.where(valued(s), v, np.nan)
         return v, s, r
 
 

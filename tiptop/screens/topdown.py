@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ADVICE", "TREES", "Node", "Tree", "tree"]
+__all__ = ["ADVICE", "TREES", "Node", "Tree"]
 
 #: One threshold term: ``((label, bound), ...)``, all must hold; bounds are fractions.
 Term = tuple[tuple[str, float], ...]
@@ -194,11 +194,6 @@ _NEOVERSE = Tree(
 
 #: Every tree, by the name a ``bottleneck(...)`` expression gives.
 TREES: dict[str, Tree] = {t.name: t for t in (_TMA_TREE, _zen(4, ""), _zen(5, "_by"), _NEOVERSE)}
-
-
-def tree(name: str) -> Tree:
-    """The tree called ``name``; KeyError when there is none."""
-    return TREES[name]
 
 
 #: Per last label part: what the node means, and what usually helps (module doc sources).
