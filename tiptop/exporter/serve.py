@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
@@ -82,8 +81,10 @@ class Exposition:
         return content_type, gzipped, body
 
     def text(self) -> bytes:
-        """The Prometheus text format, as written to ``--textfile``."""
-        return generate_latest(self)  # type: ignore[arg-type]
+        """The Prometheus text format, as written to ``--textfile``: the rendering a scrape
+        without Accept and Accept-Encoding gets (``choose_encoder("")`` is the text
+        format's), made once for both."""
+        return self.render()[2]
 
 
 class SnapshotCollector:
