@@ -23,7 +23,6 @@ from tiptop import recording
 from tiptop.errors import TiptopError
 from tiptop.recording import format as fmt
 from tiptop.recording import inflate
-from tiptop.screens.expr import compile_columns
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "recording-v1.jsonl"
@@ -39,9 +38,8 @@ def _append_session(path: Path, frames: int, t0: float) -> None:
     rec = recording.load(str(GOLDEN))
     screen = rec.screens[0]
     writer = recording.Recorder(str(path), {"started": t0})
-    columns = compile_columns(screen)
     for i in range(frames):
-        f = recording.decode(rec, 0, screen, columns)
+        f = recording.decode(rec, 0, screen)
         f.timestamp = t0 + i
         writer.write(f, screen)
     writer.close()
@@ -195,7 +193,7 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
     the rest is read, and the refreshes are the same."""
     rec0 = recording.load(str(GOLDEN))
     screen = rec0.screens[0]
-    frame = recording.decode(rec0, 0, screen, compile_columns(screen))
+    frame = recording.decode(rec0, 0, screen)
     rec0.close()
     n = 2000
     big = dataclasses.replace(

@@ -16,7 +16,6 @@ not recorded reads ``?``.
 from __future__ import annotations
 
 import bisect
-import functools
 import time
 from typing import Any
 
@@ -27,8 +26,7 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.messages import MessageLog
 from tiptop.recording.format import FormatError, FrameLine
 from tiptop.recording.index import Recording
-from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.expr import ColumnExpr, compile_columns
+from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
 
@@ -79,10 +77,9 @@ def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray
     return aliases, raw, CounterCells(scaled, st, total, tst, run)
 
 
-def decode(
-    rec: Recording, index: int, screen: ScreenSpec, columns: list[ColumnExpr | None]
-) -> Frame:
-    """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (``columns`` compiled);
+def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
+    """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (by the evaluator of
+    ``screen`` over the counters recorded then, ``evaluator_for``);
     :class:`~tiptop.recording.format.FormatError` when its line is damaged."""
     line = rec.frame(index)
     tid, v = line.tid, line.values
@@ -98,7 +95,7 @@ def decode(
     )  # fmt: skip
     aliases, raw, cells_in = _counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
-    evaluator = Evaluator(screen, _counter_map(screen, recorded, aliases), columns)
+    evaluator = evaluator_for(screen, tuple(_counter_map(screen, recorded, aliases).items()))
     cells = evaluator.evaluate(row, cells_in)
     markers = [
         "-" if t != p else "+" if m > 1 else " "
@@ -119,12 +116,6 @@ def decode(
         counter_scaled=cells_in.scaled, counter_total=cells_in.total,
         counter_total_status=cells_in.total_status,
     )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled(screen: ScreenSpec) -> list[ColumnExpr | None]:
-    """``screen``'s columns compiled, once per screen (screens are frozen: never stale)."""
-    return compile_columns(screen)
 
 
 class ReplaySource(FrameSource):
@@ -190,7 +181,7 @@ class ReplaySource(FrameSource):
         screen = self.screen_for(index)
         self.say_notes()
         try:
-            return decode(self.rec, index, screen, _compiled(screen))
+            return decode(self.rec, index, screen)
         except FormatError as exc:
             line = self.rec.line_number(index)
             note = f"{self.rec.path}: line {line}: {exc}: refresh skipped"

@@ -39,6 +39,7 @@ points.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -171,6 +172,15 @@ class Evaluator:
         ext[:, :k] = np.fmin(c_running, 1.0)  # nan (unread) -> 1.0; a fraction is <= 1.0
         pad = np.where(self._gather < 0, k, self._gather)
         return ext[:, pad].min(axis=2)
+
+
+@functools.lru_cache(maxsize=32)
+def evaluator_for(screen: ScreenSpec, where: tuple[tuple[str, int], ...]) -> Evaluator:
+    """The :class:`Evaluator` of ``screen`` over counter cells ordered by ``where``
+    (``(alias, column)`` pairs), kept for the sources that learn their counter order with
+    each frame (a replay, the cgroup rows). Never stale: a screen is frozen, and the key
+    is all an evaluator is made of; ``evaluate`` changes nothing in it."""
+    return Evaluator(screen, dict(where))
 
 
 def _gather_index(col_aliases: Sequence[np.ndarray | None]) -> np.ndarray:

@@ -14,15 +14,12 @@ user (``*`` when they differ); it is dead when all its tasks are.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
-from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.expr import ColumnExpr, compile_columns
+from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
 
@@ -36,8 +33,7 @@ def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
     return out
 
 
-def group(frame: Frame, screen: ScreenSpec, labels: list[str],
-          columns: list[ColumnExpr | None] | None = None) -> Frame:  # fmt: skip
+def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again."""
     n = len(frame)
     if not n:
@@ -71,8 +67,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str],
         split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
         window=_window(frame, g, m),
     )  # fmt: skip
-    where = {a: j for j, a in enumerate(frame.counters)}
-    evaluator = Evaluator(screen, where, columns)
+    evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
     cells = evaluator.evaluate(row, CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run))
     pid = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(pid, g, frame.pid)
@@ -108,7 +103,6 @@ class CgroupSource(SourceWrapper):
         super().__init__(source)
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
-        self._columns = compile_columns(source.screen)
 
     def refresh(self) -> Frame:
         """The wrapped source's frame, grouped when enabled."""
@@ -118,7 +112,7 @@ class CgroupSource(SourceWrapper):
         if not self.enabled:
             return frame
         labels = [self.cgroups.label(p) for p in pids]
-        return group(frame, self.source.screen, labels, self._columns)
+        return group(frame, self.source.screen, labels)
 
     def key(self, key: str) -> bool:
         """``G`` switches grouping; other keys go to the wrapped source."""
@@ -126,11 +120,6 @@ class CgroupSource(SourceWrapper):
             self.enabled = not self.enabled
             return True
         return self.source.key(key)
-
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
-        """Reconfigure the wrapped source; a new screen's columns are compiled here too."""
-        self.source.reconfigure(screen=screen, **changes)
-        self._columns = compile_columns(self.source.screen)
 
 
 __all__ = ["KEY", "CgroupSource", "group"]
