@@ -19,9 +19,11 @@ computed by the one evaluator (tiptop/screens/evaluate.py), after the other colu
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,11 +35,13 @@ __all__ = [
     "NodeView",
     "PathSpec",
     "bound_path",
+    "bound_paths",
     "decode",
     "format_path",
     "is_path",
     "parse_path",
     "tree_view",
+    "well_formed",
 ]
 
 #: Multiplier of the node index in a bottleneck cell's value (see the module doc).
@@ -165,14 +169,32 @@ class BoundPath:
         return v, s, r
 
 
-def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
-    """``text`` bound to ``headers`` when it is a well-formed bottleneck expression."""
+def well_formed(text: str) -> PathSpec | None:
+    """``text`` parsed when it is a well-formed bottleneck expression, else None (the
+    screen's loader said why it is not)."""
     if not is_path(text):
         return None
     try:
-        return BoundPath(parse_path(text), headers)
+        return parse_path(text)
     except SpecError:
         return None
+
+
+def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
+    """``text`` bound to ``headers`` when it is a well-formed bottleneck expression."""
+    spec = well_formed(text)
+    return None if spec is None else BoundPath(spec, headers)
+
+
+@functools.lru_cache(maxsize=64)
+def bound_paths(columns: tuple[Any, ...]) -> tuple[tuple[int, BoundPath], ...]:
+    """The ``bottleneck(...)`` columns among a screen's ``columns`` (``ColumnSpec``), each
+    bound to the screen's headers, with its index. Kept per screen: columns are frozen and
+    a ``BoundPath`` is not changed after it is made, so never stale."""
+    headers = [c.header for c in columns]
+    return tuple(
+        (j, bp) for j, c in enumerate(columns) if (bp := bound_path(c.expr, headers)) is not None
+    )
 
 
 def decode(value: float) -> tuple[int, float]:

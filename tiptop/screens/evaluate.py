@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.screens.bottleneck import bound_path
+from tiptop.screens.bottleneck import bound_paths
 from tiptop.screens.expr import ColumnExpr, compile_columns
 from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.screens.variables import RowFacts, environment
@@ -124,10 +124,7 @@ class Evaluator:
         self.breakdown = screen.breakdown_columns()
         self._gather = _gather_index(self.col_aliases)
         #: The ``bottleneck(...)`` columns, computed from the others after them.
-        self.paths = [
-            (j, bp) for j, c in enumerate(screen.columns)
-            if (bp := bound_path(c.expr, self.headers)) is not None
-        ]  # fmt: skip
+        self.paths = bound_paths(screen.columns)
 
     @property
     def headers(self) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
-from tiptop.screens.bottleneck import format_path, is_path, parse_path
+from tiptop.screens.bottleneck import format_path, is_path, well_formed
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 __all__ = [
@@ -184,12 +184,8 @@ def _cell_format(col: ColumnSpec) -> Callable[[float], str]:
     """A column's cell formatter: its printf format, or for a ``bottleneck(...)`` column
     the node's label from its label table and the share in that format."""
     fmt = compile_format(col.format)
-    if is_path(col.expr):
-        try:
-            return format_path(parse_path(col.expr).labels, fmt)
-        except SpecError:
-            pass  # the loader said why; its cells are '?'
-    return fmt
+    path = well_formed(col.expr)  # not well formed: the loader said why; its cells are '?'
+    return fmt if path is None else format_path(path.labels, fmt)
 
 
 def _marked(text: str) -> str:

@@ -10,9 +10,8 @@ from typing import overload
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.errors import SpecError
 from tiptop.frame import Frame
-from tiptop.screens.bottleneck import decode, is_path, parse_path
+from tiptop.screens.bottleneck import decode, well_formed
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
 from tiptop.table.select import View, command_of, is_watched, over_threshold, shown_rows
@@ -213,13 +212,7 @@ def row_line(tid: int, marker: str, user: str, cells: str, command: str, view: V
 def path_nodes(screen: ScreenSpec) -> list[tuple[str, ...] | None]:
     """Per column, the label table of a ``bottleneck(...)`` column, None for the others
     (tiptop/screens/bottleneck.py)."""
-    out: list[tuple[str, ...] | None] = []
-    for c in screen.columns:
-        try:
-            out.append(parse_path(c.expr).labels if is_path(c.expr) else None)
-        except SpecError:
-            out.append(None)
-    return out
+    return [None if (p := well_formed(c.expr)) is None else p.labels for c in screen.columns]
 
 
 def path_cell(labels: Sequence[str], value: float) -> tuple[str, float]:

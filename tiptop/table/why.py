@@ -17,7 +17,7 @@ import numpy as np
 
 from tiptop.cells import VALUED, Status
 from tiptop.frame import Frame
-from tiptop.screens.bottleneck import BoundPath, NodeView, bound_path, tree_view
+from tiptop.screens.bottleneck import BoundPath, NodeView, bound_paths, tree_view
 from tiptop.screens.model import ScreenSpec
 
 __all__ = [
@@ -30,12 +30,9 @@ WHY_SCREENS = ("topdown2", "topdown")
 
 
 def _bound(screen: ScreenSpec) -> tuple[int, BoundPath] | None:
-    headers = [c.header for c in screen.columns]
-    for j, c in enumerate(screen.columns):
-        bp = bound_path(c.expr, headers)
-        if bp is not None:
-            return j, bp
-    return None
+    """``screen``'s first ``bottleneck(...)`` column, bound, and its index."""
+    paths = bound_paths(screen.columns)
+    return paths[0] if paths else None
 
 
 def has_tree(screen: ScreenSpec) -> bool:
