@@ -25,6 +25,7 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
+    "files": {"errors"},  # files a user names to be written: regular files only
     "vocab": set(),  # perf_event's vocabulary: event types, ids, perf's and the original's names
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
     "kernel": {"errors", "cells", "host", "vocab"},
@@ -39,7 +40,7 @@ RULES: dict[str, set[str]] = {
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors", "host"},
     "outputs": {"table", "frame", "options", "cells", "errors"},
-    "recording": {"frame", "screens", "cells", "errors", "messages"},  # --record's files
+    "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
     "exporter": {"frame", "cells", "errors", "vocab", "kernel"},

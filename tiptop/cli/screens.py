@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiptop.errors import TiptopError, UsageError, printable, shown
+from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.screens.model import Target
 
@@ -236,25 +237,14 @@ def export_screens(loaded: ScreenSet, path: str) -> None:
 
 
 def _write_no_link(path: str, data: bytes) -> None:
-    """Write ``data`` to the regular file ``path`` (created or truncated), refusing as the
-    live ``W`` key does a symbolic link (its target would be overwritten: O_NOFOLLOW gives
-    ELOOP, open(2)) and anything not a regular file (O_NONBLOCK: a FIFO without a reader
-    fails at once with ENXIO instead of blocking)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    not_regular = f"--export: '{printable(path)}' is not a regular file: not written"
+    """Write ``data`` to the regular file ``path`` (created or truncated), refusing a
+    symbolic link, whose target would be overwritten, and anything not a regular file
+    (``tiptop.files``)."""
     try:
-        fd = os.open(path, flags, 0o666)
+        fd = open_regular(path, os.O_WRONLY, 0o666, "--export", " (name its target)")
     except OSError as exc:
-        if os.path.islink(path):
-            raise TiptopError(
-                f"--export: '{printable(path)}' is a symbolic link: not written (name its target)"
-            ) from None
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise TiptopError(not_regular) from None
         raise TiptopError(f"cannot write '{printable(path)}': {exc.strerror}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TiptopError(not_regular)
         os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:

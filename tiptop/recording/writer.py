@@ -28,7 +28,6 @@ import gzip
 import json
 import os
 import re
-import stat
 import time
 from typing import IO, Any
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.errors import TiptopError, printable
+from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.recording.format import FORMAT_VERSION, screen_record
 
@@ -182,24 +182,12 @@ class Recorder:
 
 
 def open_for_append(path: str) -> int:
-    """A descriptor appending to the regular file ``path``, created mode 0600; a symbolic
-    link (O_NOFOLLOW: ELOOP, open(2)) or anything else but a regular file (O_NONBLOCK: a
-    FIFO without a reader fails at once) is refused with one line."""
-    shown = printable(path)
-    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    """A descriptor appending to the regular file ``path``, created mode 0600 (a symbolic
+    link or anything else is refused with one line: ``tiptop.files``)."""
     try:
-        fd = os.open(path, flags, 0o600)
+        return open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
     except OSError as exc:
-        if os.path.islink(path):
-            raise TiptopError(f"--record: '{shown}' is a symbolic link: not written") from None
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise TiptopError(f"--record: '{shown}' is not a regular file: not written") from None
-        raise TiptopError(f"--record: cannot open '{shown}': {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise TiptopError(f"--record: '{shown}' is not a regular file: not written")
-    os.set_blocking(fd, True)
-    return fd
+        raise TiptopError(f"--record: cannot open '{printable(path)}': {exc.strerror}") from None
 
 
 def _ends_unfinished(fd: int) -> bool:

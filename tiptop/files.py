@@ -1,0 +1,43 @@
+"""Files a user names to be written (``--record``, ``--export``): opened only when they are
+regular files, never through a symbolic link.
+
+A symbolic link is refused rather than followed, so a name planted in a shared directory
+cannot make tiptop overwrite its target (O_NOFOLLOW: the open fails with ELOOP, open(2));
+anything but a regular file is refused too, and O_NONBLOCK makes a FIFO without a reader
+fail at once (ENXIO) instead of blocking the program.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from tiptop.errors import TiptopError, printable
+
+
+def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str = "") -> int:
+    """A blocking descriptor of the regular file ``path``, opened with ``flags`` and created
+    with ``mode`` if missing. A symbolic link or anything but a regular file is refused
+    with one line naming ``option`` (``link_hint`` ends the link's); any other failure to
+    open is the ``OSError``, for the caller to word."""
+    shown = printable(path)
+    not_regular = f"{option}: '{shown}' is not a regular file: not written"
+    nofollow = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | nofollow, mode)
+    except OSError:
+        if os.path.islink(path):
+            raise TiptopError(
+                f"{option}: '{shown}' is a symbolic link: not written{link_hint}"
+            ) from None
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise TiptopError(not_regular) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TiptopError(not_regular)
+    os.set_blocking(fd, True)
+    return fd
+
+
+__all__ = ["open_regular"]
