@@ -111,6 +111,13 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
     from tiptop.outputs.batch import TextWriter, make_writer
 
     cursor = 0
+
+    def say_new() -> None:
+        nonlocal cursor
+        fresh, cursor = source.messages.since(cursor)
+        for m in fresh:
+            say(m.line)
+
     rec = source.rec
     writer = None
     count = 0
@@ -122,9 +129,7 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
             break
         screen = source.screen_for(i)
         frame = source.frame(i)
-        fresh, cursor = source.messages.since(cursor)
-        for m in fresh:
-            say(m.line)
+        say_new()
         if frame is None:
             continue
         if writer is None or screen is not writer.screen:
@@ -142,9 +147,7 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
         writer.frame(frame, count)
         count += 1
     source.say_notes()  # what reading the end of the file found
-    fresh, cursor = source.messages.since(cursor)
-    for m in fresh:
-        say(m.line)
+    say_new()
     out.flush()
     return 0
 

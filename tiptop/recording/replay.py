@@ -197,11 +197,8 @@ class ReplaySource(FrameSource):
         elif not self._shown:
             self._next = now + 0.9 * self.delay
         self._shown = True
-        empty = Frame.empty(tuple(c.header for c in self.screen.columns))
-        if not len(self.rec) or self.cursor > self.last:
-            return empty
-        frame = self.frame(self.cursor)
-        return empty if frame is None else frame
+        frame = self.frame(self.cursor) if len(self.rec) and self.cursor <= self.last else None
+        return Frame.empty(tuple(c.header for c in self.screen.columns)) if frame is None else frame
 
     def key(self, key: str) -> bool:
         """Time travel: ``[``/``]`` one refresh back/forward, ``{``/``}`` a minute back/forward,
