@@ -214,12 +214,11 @@ def tree_markup(drill: Any) -> list[Markup]:
     if drill.tree is None:
         return [drill.reason or "no top-down tree"] + ([drill.note] if drill.note else [])
     tree = drill.tree
-    head = table.why.tree_lines(tree)
+    head = table.why.tree_head(tree)
     lines: list[Markup] = [(P.WINDOW_REVERSE, head[0])]
-    lines += [(P.SCALED, ln.strip()) for ln in head[1:2] if ln.startswith("   events ran")]
+    lines += [(P.SCALED, ln.strip()) for ln in head[1:]]  # the time each event ran
     for n in table.why.in_order(tree.nodes):
-        share = "   n/a" if n.share is None else f"{n.share:5.1f}%"
-        label = ("  " * (n.level - 1) + n.label).ljust(12)
+        share, label = table.why.share_text(n), table.why.node_label(n)
         attr = P.OVER if n.critical else P.WINDOW
         over = (P.OVER, "over") if n.over else "    "
         mark = (attr, f"{'*' if n.critical else ' '} {label}")

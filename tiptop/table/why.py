@@ -21,8 +21,8 @@ from tiptop.screens.bottleneck import BoundPath, NodeView, bound_paths, tree_vie
 from tiptop.screens.model import ScreenSpec
 
 __all__ = [
-    "DrillDown", "TaskTree", "deeper", "drill_down", "has_tree", "in_order", "task_tree",
-    "tree_lines", "tree_record", "why_screen",
+    "DrillDown", "TaskTree", "deeper", "drill_down", "has_tree", "in_order", "node_label",
+    "share_text", "task_tree", "tree_head", "tree_lines", "tree_record", "why_screen",
 ]  # fmt: skip
 
 #: The screens ``--why`` prefers, deepest first.
@@ -103,8 +103,14 @@ def task_tree(frame: Frame, screen: ScreenSpec, pid: int) -> TaskTree | None:
     return TaskTree(pid, frame.name[i], nodes, status, float(frame.running[i, j]), ran)
 
 
-def _share(node: NodeView) -> str:
+def share_text(node: NodeView) -> str:
+    """A node's share of slots as the tree shows it (``n/a`` without a value)."""
     return "   n/a" if node.share is None else f"{node.share:5.1f}%"
+
+
+def node_label(node: NodeView, width: int = 12) -> str:
+    """A node's label indented by its level, padded to ``width``."""
+    return ("  " * (node.level - 1) + node.label).ljust(width)
 
 
 def in_order(nodes: Sequence[NodeView]) -> list[NodeView]:
@@ -117,8 +123,20 @@ def in_order(nodes: Sequence[NodeView]) -> list[NodeView]:
 
 
 def tree_lines(tree: TaskTree, width: int = 12) -> list[str]:
-    """The tree as text: a summary line, then one line per node, depth first (``*`` on
+    """The tree as text: :func:`tree_head`, then one line per node, depth first (``*`` on
     the critical path, value, ``>bound``, ``over``, what it means; what usually helps)."""
+    out = tree_head(tree)
+    for n in in_order(tree.nodes):
+        mark = "*" if n.critical else " "
+        over = "over" if n.over else "    "
+        head = f" {mark} {node_label(n, width)} {share_text(n)} >{n.bound:3.0f}% {over}"
+        out.append(f"{head}  {n.meaning}; {n.helps}")
+    return out
+
+
+def tree_head(tree: TaskTree) -> list[str]:
+    """The tree's summary line (its bottleneck, or why there is none; whether its counts
+    were scaled), then, when its events were multiplexed, the part of the time each ran."""
     head = f"PID {tree.pid} ({tree.command}): "
     if tree.status not in VALUED:
         head += "counts missing ('?'): no tree this refresh"
@@ -132,11 +150,6 @@ def tree_lines(tree: TaskTree, width: int = 12) -> list[str]:
     out = [head]
     if any(r < 1.0 for _a, r in tree.ran):  # multiplexed: the time each event ran
         out.append("   events ran: " + ", ".join(f"{a} {100 * r:.0f}%" for a, r in tree.ran))
-    for n in in_order(tree.nodes):
-        mark = "*" if n.critical else " "
-        over = "over" if n.over else "    "
-        label = ("  " * (n.level - 1) + n.label).ljust(width)
-        out.append(f" {mark} {label} {_share(n)} >{n.bound:3.0f}% {over}  {n.meaning}; {n.helps}")
     return out
 
 
