@@ -407,9 +407,12 @@ def measure_batch(
             if tool.label in failed:
                 continue
             run = run_retrying(
-                tool, [*args, "-n", str(long)], out / f"{tool.label}.out", crashes[tool.label],
+                tool,
+                [*args, "-n", str(long)],
+                out / f"{tool.label}.out",
+                crashes[tool.label],
                 window=(short, long - 1),
-            )  # fmt: skip
+            )
             if run.error or run.per_refresh_s is None:
                 failed[tool.label] = f"failed 3 times: {run.error or 'no window'}"
                 continue

@@ -39,18 +39,35 @@ def make_frame(rng: np.random.Generator, it: int, n: int, busy: float, totals: n
     totals += delta
     z = np.zeros((n, k), STATUS_DTYPE)
     return Frame(
-        iteration=it, timestamp=1.7e9 + it + rng.uniform(0, 0.01), interval=interval,
-        threads=False, headers=(), counters=("CYCLE", "INSN", "MISS", "BR", "BUS")[:k],
-        tid=np.arange(1000, 1000 + n), pid=np.arange(1000, 1000 + n), marker=[" "] * n,
-        user=["root"] * n, name=[f"task{i % 50}" for i in range(n)],
+        iteration=it,
+        timestamp=1.7e9 + it + rng.uniform(0, 0.01),
+        interval=interval,
+        threads=False,
+        headers=(),
+        counters=("CYCLE", "INSN", "MISS", "BR", "BUS")[:k],
+        tid=np.arange(1000, 1000 + n),
+        pid=np.arange(1000, 1000 + n),
+        marker=[" "] * n,
+        user=["root"] * n,
+        name=[f"task{i % 50}" for i in range(n)],
         cmdline=[f"/usr/bin/task{i % 50} --serve --port {8000 + i}" for i in range(n)],
-        num_threads=np.ones(n, np.int64), dead=np.zeros(n, bool), cpu_total=cpu,
-        values=np.zeros((n, 0)), status=np.zeros((n, 0), STATUS_DTYPE), running=np.ones((n, 0)),
-        counter_delta=delta, counter_running=np.ones((n, k)), counter_status=z,
-        cpu_user=user, cpu_sys=cpu - user, processor=rng.integers(0, 64, n).astype(float),
-        cpu_status=np.zeros((n, 2), STATUS_DTYPE), counter_scaled=delta.copy(),
-        counter_total=totals.copy(), counter_total_status=z,
-    )  # fmt: skip
+        num_threads=np.ones(n, np.int64),
+        dead=np.zeros(n, bool),
+        cpu_total=cpu,
+        values=np.zeros((n, 0)),
+        status=np.zeros((n, 0), STATUS_DTYPE),
+        running=np.ones((n, 0)),
+        counter_delta=delta,
+        counter_running=np.ones((n, k)),
+        counter_status=z,
+        cpu_user=user,
+        cpu_sys=cpu - user,
+        processor=rng.integers(0, 64, n).astype(float),
+        cpu_status=np.zeros((n, 2), STATUS_DTYPE),
+        counter_scaled=delta.copy(),
+        counter_total=totals.copy(),
+        counter_total_status=z,
+    )
 
 
 def measure(n: int, refreshes: int, busy: float) -> None:

@@ -7,9 +7,16 @@ from pathlib import Path
 
 
 def stat_line(
-    pid: int, comm: str, *, state: str = "S", utime: int = 0, stime: int = 0,
-    threads: int = 1, starttime: int = 1000, processor: int = 0,
-) -> str:  # fmt: skip
+    pid: int,
+    comm: str,
+    *,
+    state: str = "S",
+    utime: int = 0,
+    stime: int = 0,
+    threads: int = 1,
+    starttime: int = 1000,
+    processor: int = 0,
+) -> str:
     """A /proc/PID/stat line (proc(5) field numbering) with the fields tiptop reads set."""
     f = ["0"] * 52
     f[0], f[1], f[2] = str(pid), f"({comm})", state
@@ -31,9 +38,15 @@ class FakeProc:
         (root / "stat").write_text("btime 1700000000\n")
 
     def add(
-        self, pid: int, comm: str, *, uid: int = 0, cmdline: bytes = b"",
-        tids: tuple[int, ...] = (), **stat: object,
-    ) -> None:  # fmt: skip
+        self,
+        pid: int,
+        comm: str,
+        *,
+        uid: int = 0,
+        cmdline: bytes = b"",
+        tids: tuple[int, ...] = (),
+        **stat: object,
+    ) -> None:
         """A process (and its threads, main thread included)."""
         d = self.root / str(pid)
         d.mkdir(exist_ok=True)

@@ -68,9 +68,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Top-level modules tiptop needs at run time (and their own dependencies).
 _RUNTIME_MODULES = (
-    "cffi", "_cffi_backend", "pycparser", "numpy", "psutil", "yaml", "urwid", "wcwidth",
-    "typing_extensions", "prometheus_client",
-)  # fmt: skip
+    "cffi",
+    "_cffi_backend",
+    "pycparser",
+    "numpy",
+    "psutil",
+    "yaml",
+    "urwid",
+    "wcwidth",
+    "typing_extensions",
+    "prometheus_client",
+)
 
 
 @functools.cache

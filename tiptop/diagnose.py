@@ -234,8 +234,11 @@ def screen_lines(loaded: Any, host: Host) -> list[str]:
             if need := counter_need(s):
                 lines.append(f"       {need}")
     shown = {s.name for s in loaded.screens}
-    absent = [v for name, v in getattr(loaded, "variants", {}).items()
-              if v.picked is None and name not in shown]  # fmt: skip
+    absent = [
+        v
+        for name, v in getattr(loaded, "variants", {}).items()
+        if v.picked is None and name not in shown
+    ]
     if absent:
         names = ", ".join(v.name for v in absent)
         lines.append(f"  not offered: {names} (no variant for {absent[0].cpu()})")

@@ -141,9 +141,12 @@ class Frame:
             return self
         if not len(self) and self.values.shape[1] != other.values.shape[1]:
             return dataclasses.replace(
-                other, iteration=self.iteration, timestamp=self.timestamp,
-                interval=self.interval, tasks_total=self.tasks_total,
-            )  # fmt: skip
+                other,
+                iteration=self.iteration,
+                timestamp=self.timestamp,
+                interval=self.interval,
+                tasks_total=self.tasks_total,
+            )
         out = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
@@ -164,15 +167,20 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     f.name
     for f in dataclasses.fields(Frame)
     if f.name
-    not in ("iteration", "timestamp", "interval", "threads", "headers", "counters",
-            "tasks_total")
-)  # fmt: skip
+    not in ("iteration", "timestamp", "interval", "threads", "headers", "counters", "tasks_total")
+)
 
 #: The optional row fields: the evaluation inputs that only ``--record`` reads.
 INPUT_FIELDS: tuple[str, ...] = (
-    "cpu_user", "cpu_sys", "processor", "cpu_status", "counter_scaled", "counter_total",
-    "counter_total_status", "window",
-)  # fmt: skip
+    "cpu_user",
+    "cpu_sys",
+    "processor",
+    "cpu_status",
+    "counter_scaled",
+    "counter_total",
+    "counter_total_status",
+    "window",
+)
 
 
 class FrameSource(Protocol):

@@ -113,8 +113,12 @@ def test_arm_memory_counts_instructions_and_marks_the_rest(loop_children, report
     if IN_GUEST:
         assert 0 < minstr * 1e6 - k * n < 2000, minstr
         assert [h for h, v in shown.items() if v is None] == [
-            "%L1DM", "L1DMPKI", "L2DMPKI", "LLMPKI", "DTLBMPKI",
-        ], shown  # fmt: skip
+            "%L1DM",
+            "L1DMPKI",
+            "L2DMPKI",
+            "LLMPKI",
+            "DTLBMPKI",
+        ], shown
     else:
         assert minstr == pytest.approx(k * n / 1e6, rel=REAL_PMU_RTOL)
         assert all(v is None or v >= 0 for v in shown.values()), shown

@@ -50,8 +50,10 @@ def test_instructions_slope_is_known_count(counted: dict[str, Series], kernel: s
     s = counted[kernel]
     f = fit(s.sizes, [float(c) for c in s.counts[:, 0]])
     want = INSTRUCTIONS[ARCH][kernel]
-    report(f"known-answer {kernel:<12} instructions/iteration predicted={want} "
-           f"slope={float(f.slope)} intercept={float(f.intercept)} r2={f.r2}")  # fmt: skip
+    report(
+        f"known-answer {kernel:<12} instructions/iteration predicted={want} "
+        f"slope={float(f.slope)} intercept={float(f.intercept)} r2={f.r2}"
+    )
     if IN_GUEST:
         assert f.slope == Fraction(want), s.describe()
     else:

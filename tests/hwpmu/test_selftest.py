@@ -27,9 +27,15 @@ def _selftest(*args: str, user: int | None = None) -> tuple[subprocess.Completed
     python = "python3" if IN_GUEST else sys.executable
     r = subprocess.run(
         [python, "-m", "tiptop", "--selftest", "-S", "default", "--format", "json", *args],
-        capture_output=True, text=True, env=tiptop_env(), timeout=900, cwd="/",
-        user=user, group=user, extra_groups=[] if user is not None else None,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=tiptop_env(),
+        timeout=900,
+        cwd="/",
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+    )
     assert r.stdout, r.stderr
     return r, json.loads(r.stdout)
 

@@ -93,9 +93,13 @@ class FakeGroup:
     """A fake open group; reads come from the owning backend's script and clock."""
 
     def __init__(
-        self, backend: FakeBackend, tid: int, keys: list[EventKey], fds: list[int],
+        self,
+        backend: FakeBackend,
+        tid: int,
+        keys: list[EventKey],
+        fds: list[int],
         ids: tuple[int, ...],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._backend = backend
         self.tid = tid
         self.keys = keys
@@ -225,9 +229,14 @@ class FakeBackend:
         return self.tasks.setdefault(tid, FakeTask())
 
     def script(
-        self, tid: int, event: EventKey, count: Count, *, on_cpu: float | None = None,
+        self,
+        tid: int,
+        event: EventKey,
+        count: Count,
+        *,
+        on_cpu: float | None = None,
         mux: float | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Make ``event`` on ``tid`` count ``count`` (a rate per second or ``f(t)``)."""
         t = self.task(tid)
         t.counts[event] = count

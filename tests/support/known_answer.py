@@ -199,8 +199,15 @@ def modifier(attr: Attr) -> str:
     ``u`` user, ``k`` kernel, ``h`` hypervisor); "" when nothing is excluded."""
     if not (attr.exclude_user or attr.exclude_kernel or attr.exclude_hv):
         return ""
-    return "".join(m for m, excluded in (("u", attr.exclude_user), ("k", attr.exclude_kernel),
-                                         ("h", attr.exclude_hv)) if not excluded)  # fmt: skip
+    return "".join(
+        m
+        for m, excluded in (
+            ("u", attr.exclude_user),
+            ("k", attr.exclude_kernel),
+            ("h", attr.exclude_hv),
+        )
+        if not excluded
+    )
 
 
 def spell(attr: Attr, pmu: str) -> str:

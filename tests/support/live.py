@@ -111,9 +111,12 @@ def new_app(n: int = 4, host: Host | None = None, **opts: Any) -> tuple[LiveApp,
     BRANCH, options ``opts``), started and refreshed once, as ``LiveApp.run()`` leaves it."""
     sampler = ScriptedSampler(n)
     app = LiveApp(
-        Options(**opts), sampler, [DEFAULT, BRANCH], host=host or Host(),
+        Options(**opts),
+        sampler,
+        [DEFAULT, BRANCH],
+        host=host or Host(),
         exporter=lambda o, s: "<tiptop/>",
-    )  # fmt: skip
+    )
     sampler.start()  # as LiveApp.run() does
     app.refresh()
     return app, sampler

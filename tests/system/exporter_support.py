@@ -44,9 +44,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None = None,
-            nofile: int | None = None, nice: int = 0
-            ) -> Iterator[tuple[subprocess.Popen[str], str]]:  # fmt: skip
+def serving(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cmd: list[str] | None = None,
+    nofile: int | None = None,
+    nice: int = 0,
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``tiptop --serve 127.0.0.1:0 args``; yields the process and ``host:port``. With
     ``nofile`` it runs under RLIMIT_NOFILE ``nofile`` soft and hard (``ulimit -n``), with
     ``nice`` at that niceness where allowed (a negative one needs root)."""
@@ -59,8 +63,14 @@ def serving(*args: str, env: dict[str, str] | None = None, cmd: list[str] | None
             with contextlib.suppress(OSError):
                 os.nice(nice)
 
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env=env, preexec_fn=limits)  # fmt: skip
+    proc = subprocess.Popen(
+        argv,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=limits,
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -121,10 +131,16 @@ class Prometheus:
         )
         self.log = open(workdir / "prometheus.log", "w")  # noqa: SIM115 (closed by close())
         self.proc = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={workdir / 'db'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=self.log,
-        )  # fmt: skip
+            [
+                "prometheus",
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'db'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+        )
         end = time.monotonic() + 60
         while not self._ready():
             assert self.proc.poll() is None, (workdir / "prometheus.log").read_text()

@@ -32,8 +32,12 @@ def perf_problem(perf: str | None = None) -> str | None:
     if perf is None:
         return "no perf binary on PATH (Debian: linux-perf)"
     try:
-        r = subprocess.run([perf, "stat", "-x,", "-e", "task-clock", "--", "true"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        r = subprocess.run(
+            [perf, "stat", "-x,", "-e", "task-clock", "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except OSError as e:
         return f"{perf} does not run: {e.strerror or e}"
     values = parse_csv(r.stderr)
@@ -61,8 +65,20 @@ def perf_count(
     ack_r, ack_w = os.pipe()
     fd, out = tempfile.mkstemp(prefix="tiptop-perfstat-")
     os.close(fd)
-    wrap = (perf, "stat", "-x,", "-o", out, "-D", "-1", "--control", f"fd:{ctl_r},{ack_w}",
-            "-e", events, "--")  # fmt: skip
+    wrap = (
+        perf,
+        "stat",
+        "-x,",
+        "-o",
+        out,
+        "-D",
+        "-1",
+        "--control",
+        f"fd:{ctl_r},{ack_w}",
+        "-e",
+        events,
+        "--",
+    )
     try:
         with pinned_child(cpu, wrap=wrap, pass_fds=(ctl_r, ack_w)) as child:
             os.close(ctl_r)

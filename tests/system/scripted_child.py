@@ -83,9 +83,11 @@ class Child:
 
     def __init__(self, script: str = CHILD) -> None:
         self.p = subprocess.Popen(
-            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         assert self.p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
         self.pid = self.p.pid
 

@@ -55,8 +55,10 @@ def test_kernels_get_the_bottleneck_they_are_built_for(kernel: str) -> None:
     spec = host_screen(name) if _has_tree(name) else host_screen("topdown")
     if not any(is_path(c.expr) for c in spec.columns):
         pytest.skip(f"the {spec.name} screen this CPU gets ({spec.desc}) has no bottleneck column")
-    levels = {lab.count("/") + 1 for lab, _ in parse_path(next(
-        c.expr for c in spec.columns if is_path(c.expr))).columns}  # fmt: skip
+    levels = {
+        lab.count("/") + 1
+        for lab, _ in parse_path(next(c.expr for c in spec.columns if is_path(c.expr))).columns
+    }
     if max(levels) == 1:  # a level-1 screen: only the level-1 node can be asked for
         accepted = tuple({a.split("/")[0] for a in accepted})
     eng = Engine(spec)

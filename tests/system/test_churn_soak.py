@@ -36,8 +36,9 @@ CHURNER = textwrap.dedent(
 
 
 def start_churner(seconds: float) -> subprocess.Popen[str]:
-    p = subprocess.Popen([sys.executable, "-c", CHURNER, str(seconds)], stdout=subprocess.PIPE,
-                         text=True)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHURNER, str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     return p
 
@@ -77,10 +78,26 @@ def test_batch_csv_under_churn_has_every_row_readable() -> None:
     churner = start_churner(8.0)
     try:
         r = subprocess.run(
-            [*TIPTOP, "-b", "--format", "csv", "-S", "sched", "-p", str(churner.pid),
-             "-d", "0.2", "-n", "20"],
-            capture_output=True, text=True, timeout=60, cwd="/tmp", stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                *TIPTOP,
+                "-b",
+                "--format",
+                "csv",
+                "-S",
+                "sched",
+                "-p",
+                str(churner.pid),
+                "-d",
+                "0.2",
+                "-n",
+                "20",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/tmp",
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         churner.kill()
         churner.wait()

@@ -141,8 +141,11 @@ def test_check_report(tmp_path: Path) -> None:
         (t.joinpath("physical_package_id").read_text(), t.joinpath("core_id").read_text())
         for t in cpus.glob("cpu[0-9]*/topology")
     }
-    mem_kib = next(int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines()
-                   if x.startswith("MemTotal:"))  # fmt: skip
+    mem_kib = next(
+        int(x.split()[1])
+        for x in Path("/proc/meminfo").read_text().splitlines()
+        if x.startswith("MemTotal:")
+    )
     want = f"CPUs: {os.cpu_count()} logical, {len(cores)} physical cores; "
     assert f"{want}memory: {mem_kib / 2**20:.1f} GiB\n" in out
     assert "   0 default: cannot count here: C: ENOENT" in out
@@ -170,12 +173,24 @@ def test_export_then_load_gives_same_screens(tmp_path: Path, ext: str) -> None:
 
     a = load_screens(str(tmp_path / "rc")).screens
     b = load_screens(str(out)).screens
-    key = [(s.name, s.desc, [(c.alias, c.event) for c in s.counters],
-            [(c.header, c.format, c.expr) for c in s.columns]) for s in a]  # fmt: skip
+    key = [
+        (
+            s.name,
+            s.desc,
+            [(c.alias, c.event) for c in s.counters],
+            [(c.header, c.format, c.expr) for c in s.columns],
+        )
+        for s in a
+    ]
     assert key == [
-        (s.name, s.desc, [(c.alias, c.event) for c in s.counters],
-         [(c.header, c.format, c.expr) for c in s.columns]) for s in b
-    ]  # fmt: skip
+        (
+            s.name,
+            s.desc,
+            [(c.alias, c.event) for c in s.counters],
+            [(c.header, c.format, c.expr) for c in s.columns],
+        )
+        for s in b
+    ]
 
 
 def test_export_write_error_is_one_line() -> None:

@@ -55,9 +55,13 @@ def test_check_says_when_the_fd_limit_limits_counting() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
     r = subprocess.run(
-        [*TIPTOP, "--check"], capture_output=True, text=True, timeout=60,
-        preexec_fn=low_limit, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [*TIPTOP, "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=low_limit,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr
     (room,) = [x for x in r.stdout.splitlines() if x.startswith("fds for counters:")]
     budget = int(room.split()[3].rstrip(","))

@@ -92,8 +92,13 @@ def test_prometheus_scrapes_cpu_rate_exact_page_faults_and_no_absent_event(
         shipped = ("-W", str(SHIPPED), "-S", "exporter", "-d", "0.5")
         with serving(*shipped, nice=-20) as (_proc, address):
             text = wait_for(address, lambda t: f'comm="{pname}"' in t)
-            check = subprocess.run(["promtool", "check", "metrics"], input=text,
-                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+            check = subprocess.run(
+                ["promtool", "check", "metrics"],
+                input=text,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert check.returncode == 0, check.stdout + check.stderr
             prom = Prometheus(address, tmp_path)
             _nice_up(prom.proc.pid)
@@ -152,8 +157,11 @@ def test_counters_never_decrease_when_tasks_die() -> None:
                 if k is not None:
                     k.kill()
                     k.wait()
-            churn = [v for (n, lb), v in seen.items()
-                     if n == "tiptop_cpu_seconds_total" and ("comm", "ttchurn") in lb]  # fmt: skip
+            churn = [
+                v
+                for (n, lb), v in seen.items()
+                if n == "tiptop_cpu_seconds_total" and ("comm", "ttchurn") in lb
+            ]
             assert churn and churn[0] > 1.0  # the dead ones' seconds are still in the sum
             assert checked > 100
     finally:
@@ -236,8 +244,13 @@ def test_unprivileged_exporter_exports_only_its_own_tasks() -> None:
     assert users - {""} == {"nobody"}, users  # root's tasks (this test's own) are not there
     cmdlines = {dict(lb).get("cmdline") for (n, lb) in got if n == "tiptop_cpu_seconds_total"}
     assert any("--textfile" in (c or "") for c in cmdlines)  # -c asked for command lines
-    r = subprocess.run(cmd[: cmd.index("-c")] + cmd[cmd.index("-c") + 1 :], env=env,
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        cmd[: cmd.index("-c")] + cmd[cmd.index("-c") + 1 :],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and "cmdline=" not in out.read_text()
     shutil.rmtree(where)
 
@@ -257,9 +270,15 @@ def test_promtool_accepts_the_docs_queries(tmp_path: Path) -> None:
         lines += [f"      - record: dashboard_{i}", f"        expr: {json.dumps(e)}"]
     rules.write_text("\n".join(lines) + "\n")
     for path in (rules, docs / "tiptop-rules.yml"):
-        r = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
-                           text=True, timeout=60)  # fmt: skip
+        r = subprocess.run(
+            ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+        )
         assert r.returncode == 0, r.stdout + r.stderr
-    r = subprocess.run(["promtool", "check", "config", "prometheus.yml"], cwd=docs,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        ["promtool", "check", "config", "prometheus.yml"],
+        cwd=docs,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -47,8 +47,10 @@ def test_a_thousand_idle_connections_neither_stop_scrapes_nor_the_exporter() -> 
         try:
             took, text = _timed_scrape(address)
             sockets = fd_count(proc.pid, "socket")
-            print(f"scrape with {IDLE} idle connections open: {took:.3f} s; exporter fds "
-                  f"{fd_count(proc.pid)} of {EXPORTER_NOFILE}, {sockets} sockets")  # fmt: skip
+            print(
+                f"scrape with {IDLE} idle connections open: {took:.3f} s; exporter fds "
+                f"{fd_count(proc.pid)} of {EXPORTER_NOFILE}, {sockets} sockets"
+            )
             assert "tiptop_tasks_tracked" in text
             assert took < 1.0, took
             # The clients' slots (and the listening socket) and no more: the rest of the fds
@@ -77,8 +79,7 @@ def test_200_scrapes_at_once_are_all_answered_quickly() -> None:
         wait_for(address, lambda t: "tiptop_tasks_tracked" in t)
         took = sorted(burst(address, BURST))
         p50, p90 = took[len(took) // 2], took[int(len(took) * 0.9) - 1]
-        print(f"{BURST} scrapes at once: median {p50:.3f} s, p90 {p90:.3f} s, "
-              f"max {took[-1]:.3f} s")  # fmt: skip
+        print(f"{BURST} scrapes at once: median {p50:.3f} s, p90 {p90:.3f} s, max {took[-1]:.3f} s")
         assert p90 < 1.0, (p50, p90, took[-1])
         assert proc.poll() is None
 
@@ -88,8 +89,12 @@ def test_a_port_in_use_is_named() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        r = subprocess.run([*TIPTOP, "--serve", f"127.0.0.1:{port}", "-S", "sched"],
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        r = subprocess.run(
+            [*TIPTOP, "--serve", f"127.0.0.1:{port}", "-S", "sched"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().splitlines() == [
         f"tiptop: --serve 127.0.0.1:{port}: cannot listen: Address already in use"

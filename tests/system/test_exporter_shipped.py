@@ -32,8 +32,20 @@ def run_exporter(tmp_path: Path, *args: str) -> tuple[str, str]:
     """The exposition ``--textfile`` wrote after two refreshes of the shipped screen, and
     tiptop's stderr."""
     out = tmp_path / "shipped.prom"
-    argv = [*TIPTOP, "--textfile", str(out), "-W", str(SCREEN), "-S", "exporter",
-            "-d", "0.3", "-n", "2", *args]  # fmt: skip
+    argv = [
+        *TIPTOP,
+        "--textfile",
+        str(out),
+        "-W",
+        str(SCREEN),
+        "-S",
+        "exporter",
+        "-d",
+        "0.3",
+        "-n",
+        "2",
+        *args,
+    ]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
     return out.read_text(), r.stderr

@@ -44,8 +44,12 @@ def test_a_device_node_and_a_fifo_are_refused_and_left_as_they_were(tmp_path: Pa
         assert _unchanged(os.lstat(path)) == before
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in paths)  # no temporary file
     odd = tmp_path / "metrics.txt"  # written, but node_exporter would not read it
-    r = subprocess.run([*TIPTOP, "--textfile", str(odd), "-S", "sched", "-d", "0.2", "-n", "1"],
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [*TIPTOP, "--textfile", str(odd), "-S", "sched", "-d", "0.2", "-n", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and "tiptop_cpu_seconds_total" in odd.read_text()
     assert r.stderr.splitlines() == [
         f"tiptop: --textfile {odd}: node_exporter's textfile collector reads only *.prom files"

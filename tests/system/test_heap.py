@@ -28,8 +28,13 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 
 
 def _faults(mode: str) -> str:
-    run = subprocess.run([sys.executable, "-c", _WORKLOAD, mode], capture_output=True,
-                         text=True, check=True, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", _WORKLOAD, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return run.stdout.strip()
 
 

@@ -169,8 +169,7 @@ def test_pointer_chase_l1d_misses_step_at_l1(cpu: int | None) -> None:
     _need_events(eng)
     rings = sorted({max(PAGE, (l1 * k // 8) // PAGE * PAGE) for k in (1, 2, 4, 8, 16, 32, 64)})
     with pinned_child(cpu) as child:
-        series = {r: eng.series(child, "chase_small", list(SIZES["chase_small"]), r)
-                  for r in rings}  # fmt: skip
+        series = {r: eng.series(child, "chase_small", list(SIZES["chase_small"]), r) for r in rings}
     per = {r: s.slope("L1M") for r, s in series.items()}  # one load per iteration
     why = f"L1D {l1} bytes; misses per access by ring bytes: {per}"
     for r, m in per.items():
@@ -229,7 +228,11 @@ def test_perf_stat_instructions_branches_agree(perf: None, cpu: int | None) -> N
         theirs = _perf_slopes(eng, kernel, sizes, cpu)
         for alias in ("INS", "BR"):
             assert math.isclose(mine.slope(alias), theirs[alias], rel_tol=0.005), (
-                kernel, alias, theirs, mine.describe())  # fmt: skip
+                kernel,
+                alias,
+                theirs,
+                mine.describe(),
+            )
 
 
 def _close_fractions(a: float, b: float) -> bool:

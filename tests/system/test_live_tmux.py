@@ -257,9 +257,12 @@ def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
 def _topdown_index() -> int:
     """The index of screen ``topdown`` among this machine's screens (the tasks line)."""
     out = subprocess.run(
-        [sys.executable, "-m", "tiptop", "--list-screens"], capture_output=True, text=True,
-        timeout=30, cwd=REPO,
-    )  # fmt: skip
+        [sys.executable, "-m", "tiptop", "--list-screens"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO,
+    )
     for line in out.stdout.splitlines():
         m = re.match(r"\s*(\d+): 'topdown'", line)
         if m:

@@ -36,8 +36,9 @@ def entries(section: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, x in enumerate(lines) if x.startswith(section))
     end = next(i for i in range(start + 1, len(lines)) if lines[i][:1].isalpha())
-    tags = [re.split(r" {2,}", x.strip())[0] for x in lines[start + 1 : end]
-            if re.match(r"^ {7}\S", x)]  # fmt: skip
+    tags = [
+        re.split(r" {2,}", x.strip())[0] for x in lines[start + 1 : end] if re.match(r"^ {7}\S", x)
+    ]
     return [[t for t in re.split(r",? +|, ", tag) if t] for tag in tags]
 
 

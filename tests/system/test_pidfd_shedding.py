@@ -27,10 +27,11 @@ N = 20
 BUDGET = {"fd_soft": 40, "fds_in_use": 2}
 
 SCREEN = ScreenSpec(
-    "sw", "software",
+    "sw",
+    "software",
     counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
     columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"), ColumnSpec("   TC", "%8.0f", "delta(TC)")),
-)  # fmt: skip
+)
 
 
 def made_a_pid() -> None:

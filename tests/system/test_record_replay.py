@@ -160,8 +160,19 @@ def test_a_recorded_screen_switch_replays_under_each_header(tmp_path: Path) -> N
     rec_path = tmp_path / "r.jsonl"
     # -i: a refresh in which no task ran prints nothing in batch mode (as the original
     # does, docs/original.md), so idle rows are shown to make every refresh a block.
-    cmd = [sys.executable, "-m", "tiptop", "-W", "two.yaml", "--only-conf", "-d", "0.3", "-i",
-           "--record", str(rec_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "tiptop",
+        "-W",
+        "two.yaml",
+        "--only-conf",
+        "-d",
+        "0.3",
+        "-i",
+        "--record",
+        str(rec_path),
+    ]
     t = Tmux(cmd, tmp_path)
     try:
         lines = t.wait(has("screen  0: cpu"), "the first screen")

@@ -43,8 +43,29 @@ def _seed_lines() -> list[bytes]:
     return (DATA / "recording-v1.jsonl").read_bytes().splitlines(keepends=True)
 
 
-_ODD = [None, True, -1, 0, 1e308, -1e308, 2**63, 10**30, "x", "", [], {}, [1], {"a": 1},
-        [[1, 2]], float("nan"), 1.5, "1e30", [None], "\x00\x1b[2J", 1e-300]  # fmt: skip
+_ODD = [
+    None,
+    True,
+    -1,
+    0,
+    1e308,
+    -1e308,
+    2**63,
+    10**30,
+    "x",
+    "",
+    [],
+    {},
+    [1],
+    {"a": 1},
+    [[1, 2]],
+    float("nan"),
+    1.5,
+    "1e30",
+    [None],
+    "\x00\x1b[2J",
+    1e-300,
+]
 
 
 def _paths(x: object, prefix: tuple = ()) -> list[tuple]:

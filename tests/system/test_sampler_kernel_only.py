@@ -49,9 +49,11 @@ def test_context_switches_counted_without_minus_k() -> None:
     if not Host.read().kernel_counting_allowed:
         pytest.skip("kernel counting is not allowed here (not root, perf_event_paranoid >= 2)")
     p = subprocess.Popen(
-        [sys.executable, "-c", SLEEPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, "-c", SLEEPER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     s = Sampler(sched_screen(), SamplerConfig(only_pid=p.pid))  # no -K
     try:
         assert p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]

@@ -32,8 +32,11 @@ def _json(args: list[str], cmd: list[str] | None = None, env: dict[str, str] | N
 
     r = subprocess.run(
         [*(cmd or [sys.executable]), *TIPTOP, "--format", "json", *args],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert r.stdout, r.stderr
     return r, json.loads(r.stdout)
 
@@ -85,8 +88,9 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     assert "nothing of the screen checked (5 of its events" in doc["summary"]
     import sys
 
-    t = subprocess.run([sys.executable, *TIPTOP, "-S", "default"], capture_output=True,
-                       text=True, timeout=120)  # fmt: skip
+    t = subprocess.run(
+        [sys.executable, *TIPTOP, "-S", "default"], capture_output=True, text=True, timeout=120
+    )
     lines = t.stdout.splitlines()
     # Rows say it short; the whole sentence once, where sysfs has no core PMU either.
     note = [] if alias_pmus("/sys") else [NO_PMU]

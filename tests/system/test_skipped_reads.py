@@ -44,11 +44,14 @@ CHILD = textwrap.dedent(
 
 def screen() -> ScreenSpec:
     return ScreenSpec(
-        "sw", "software",
+        "sw",
+        "software",
         counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
-        columns=(ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
-                 ColumnSpec("   TC", "%8.0f", "delta(TC)")),
-    )  # fmt: skip
+        columns=(
+            ColumnSpec(" %CPU", "%5.1f", "CPU_TOT"),
+            ColumnSpec("   TC", "%8.0f", "delta(TC)"),
+        ),
+    )
 
 
 @pytest.fixture

@@ -218,8 +218,20 @@ def test_cli_spawned_command_counts_its_children() -> None:
     shell) carries its python child's N page faults and its CPU burn."""
     n = 2000
     prog = TREE_PROG.format(n=n, busy=0.8)
-    cmd = [*TIPTOP, "-b", "--format", "csv", "-d", "0.2", "-S", "sched", "--",
-           "sh", "-c", f"{sys.executable} -c '{prog}'; sleep 0.4"]  # fmt: skip
+    cmd = [
+        *TIPTOP,
+        "-b",
+        "--format",
+        "csv",
+        "-d",
+        "0.2",
+        "-S",
+        "sched",
+        "--",
+        "sh",
+        "-c",
+        f"{sys.executable} -c '{prog}'; sleep 0.4",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp")
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
@@ -285,8 +297,20 @@ def test_cli_spawned_command_busy_until_exit_prints_its_last_interval() -> None:
     last row (dead) carries that interval's task-clock and a %CPU taken from its final
     times, before tiptop reaps it."""
     spin = "import time\ne = time.process_time() + 0.8\nwhile time.process_time() < e: pass"
-    cmd = [*TIPTOP, "-b", "--format", "csv", "-S", "sched", "-d", "2", "--",
-           sys.executable, "-c", spin]  # fmt: skip
+    cmd = [
+        *TIPTOP,
+        "-b",
+        "--format",
+        "csv",
+        "-S",
+        "sched",
+        "-d",
+        "2",
+        "--",
+        sys.executable,
+        "-c",
+        spin,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/tmp")
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(io.StringIO(r.stdout)))

@@ -38,8 +38,20 @@ def test_changes_credentials_names_the_program() -> None:
 def test_setuid_command_shows_question_marks_and_why(root_only: None) -> None:
     if not setuid_root(PASSWD) or shutil.which("setpriv") is None:
         pytest.skip("needs a set-user-ID root passwd(1) and setpriv")
-    args = ["-m", "tiptop", "-b", "--format", "csv", "-S", "sched", "-d", "0.5", "--",
-            "passwd", "-S"]  # fmt: skip
+    args = [
+        "-m",
+        "tiptop",
+        "-b",
+        "--format",
+        "csv",
+        "-S",
+        "sched",
+        "-d",
+        "0.5",
+        "--",
+        "passwd",
+        "-S",
+    ]
     cmd, env = nobody_command(args)
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/tmp", timeout=60)
     assert r.returncode == 0, r.stderr

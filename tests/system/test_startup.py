@@ -102,7 +102,8 @@ def test_live_mode_imports_urwid_without_the_other_event_loops(tmp_path: Path) -
         )
     code = "import tiptop.live.app\nimport trio\n"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
     assert "ImportError: a stand-in" in r.stderr  # `import trio` after: still importable
     assert sorted(p.name for p in tmp_path.glob("imported-*")) == ["imported-trio"]

@@ -27,9 +27,20 @@ def test_one_busy_thread_reads_at_most_100_percent_at_d_0_01_under_load() -> Non
     busy = subprocess.Popen([sys.executable, "-c", BUSY])
     try:
         r = run(
-            "-b", "-i", "--format", "csv", "-S", "sched", "-d", "0.01",
-            "-n", str(ROWS), "-p", str(busy.pid), timeout=240,
-        )  # fmt: skip
+            "-b",
+            "-i",
+            "--format",
+            "csv",
+            "-S",
+            "sched",
+            "-d",
+            "0.01",
+            "-n",
+            str(ROWS),
+            "-p",
+            str(busy.pid),
+            timeout=240,
+        )
         assert r.returncode == 0, r.stderr
         rows = [x for x in csv.DictReader(io.StringIO(r.stdout)) if x["%TASK_status"] == "ok"]
         assert len(rows) >= ROWS - 5  # one row a refresh (its first ones may be new)

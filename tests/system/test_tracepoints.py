@@ -185,9 +185,12 @@ def test_list_events_says_msr_tsc_is_available() -> None:
     if not os.path.isdir("/sys/bus/event_source/devices/msr"):
         pytest.skip("no msr PMU here")
     r = subprocess.run(
-        [*TIPTOP, "--list-events"], capture_output=True, text=True, timeout=60,
+        [*TIPTOP, "--list-events"],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONPATH": REPO},
-    )  # fmt: skip
+    )
     assert r.returncode == 0, r.stderr
     (line,) = [x for x in r.stdout.splitlines() if x.strip().startswith("msr/tsc/")]
     assert line.split()[1] == "available", line

@@ -32,9 +32,26 @@ ZEN = {
 }
 #: One model past each range end, Zen 1 (17_01, 17_2F, 17_50), Zen 6 (1A_50, 1A_90) and
 #: models amd.c does not name: the generic variants.
-OTHERS = ["17_01", "17_2F", "17_50", "17_5F", "17_80", "17_8F", "17_92", "17_9F",
-          "17_B0", "19_B0", "1A_30", "1A_3F", "1A_50", "1A_5F", "1A_80", "1A_90",
-          "1A_FF", "18_01"]  # fmt: skip
+OTHERS = [
+    "17_01",
+    "17_2F",
+    "17_50",
+    "17_5F",
+    "17_80",
+    "17_8F",
+    "17_92",
+    "17_9F",
+    "17_B0",
+    "19_B0",
+    "1A_30",
+    "1A_3F",
+    "1A_50",
+    "1A_5F",
+    "1A_80",
+    "1A_90",
+    "1A_FF",
+    "18_01",
+]
 
 AMD_SCREENS = ("fp", "topdown", "topdown2", "memory")
 
@@ -59,46 +76,75 @@ QE = cpu("event=0xa9", 0xA9)
 
 def l2(width: int, resync: tuple[str, tuple[int, int]]) -> dict[str, tuple[str, tuple[int, int]]]:
     return {
-        "CYC": CYC, "RET": RET, "UC": UC, "DISP": SLOTS["DISP"],
-        "MISP": cpu("event=0xc3", 0xC3), "RSY": resync, "CYC2": CYC,
+        "CYC": CYC,
+        "RET": RET,
+        "UC": UC,
+        "DISP": SLOTS["DISP"],
+        "MISP": cpu("event=0xc3", 0xC3),
+        "RSY": resync,
+        "CYC2": CYC,
         "FEL": cpu(f"event=0x1a0,umask=0x01,cmask={width:#x}", 0x1_0000_01A0 | width << 24),
-        "FE": SLOTS["FE"], "BE": SLOTS["BE"],
-        "LNC": cpu("event=0xd6,umask=0xa2", 0xA2D6), "NC": cpu("event=0xd6,umask=0x02", 0x02D6),
-    }  # fmt: skip
+        "FE": SLOTS["FE"],
+        "BE": SLOTS["BE"],
+        "LNC": cpu("event=0xd6,umask=0xa2", 0xA2D6),
+        "NC": cpu("event=0xd6,umask=0x02", 0x02D6),
+    }
 
 
 def mem(l1m: int) -> dict[str, tuple[str, tuple[int, int]]]:
     return {
-        "I": INSTRUCTIONS, "L1M": cpu(f"event=0x60,umask={l1m:#04x}", l1m << 8 | 0x60),
-        "L2M": cpu("event=0x64,umask=0x08", 0x0864), "XCC": cpu("event=0x44,umask=0x14", 0x1444),
+        "I": INSTRUCTIONS,
+        "L1M": cpu(f"event=0x60,umask={l1m:#04x}", l1m << 8 | 0x60),
+        "L2M": cpu("event=0x64,umask=0x08", 0x0864),
+        "XCC": cpu("event=0x44,umask=0x14", 0x1444),
         "DRAM": cpu("event=0x44,umask=0x48", 0x4844),
-    }  # fmt: skip
+    }
 
 
 FLT = cpu("event=0x0e,umask=0x0e", 0x0E0E)
 FLOPS_ALL = cpu("event=0x03,umask=0xff", 0xFF03)
 ENCODINGS: dict[tuple[str, int], dict[str, tuple[str, tuple[int, int]]]] = {
-    ("topdown", 2): {"CYC": CYC, "RET": RET, "DISP": cpu("event=0xaa,umask=0x03", 0x03AA),
-                     "QE": QE},
-    ("topdown", 3): {"CYC": CYC, "RET": RET, "DINT": cpu("event=0xab,umask=0x08", 0x08AB),
-                     "DFP": cpu("event=0xab,umask=0x04", 0x04AB), "QE": QE},
+    ("topdown", 2): {
+        "CYC": CYC,
+        "RET": RET,
+        "DISP": cpu("event=0xaa,umask=0x03", 0x03AA),
+        "QE": QE,
+    },
+    ("topdown", 3): {
+        "CYC": CYC,
+        "RET": RET,
+        "DINT": cpu("event=0xab,umask=0x08", 0x08AB),
+        "DFP": cpu("event=0xab,umask=0x04", 0x04AB),
+        "QE": QE,
+    },
     ("topdown", 4): L1_ZEN45,
     ("topdown", 5): L1_ZEN45,
     ("topdown2", 4): l2(6, cpu("event=0x96", 0x96)),
     ("topdown2", 5): l2(8, cpu("event=0x9f,umask=0x01", 0x019F)),
     ("fp", 2): {"I": INSTRUCTIONS, "FLOP": FLOPS_ALL, "FLT": FLT},
     ("fp", 3): {"I": INSTRUCTIONS, "FLOP": FLOPS_ALL, "FLT": FLT},
-    ("fp", 4): {"I": INSTRUCTIONS, "FLOP": cpu("event=0x03,umask=0x1f", 0x1F03), "FLT": FLT,
-                "SER": cpu("event=0x05,umask=0x0f", 0x0F05), "UC": UC},
-    ("fp", 5): {"I": INSTRUCTIONS, "FLOP": cpu("event=0x03,umask=0x0f", 0x0F03), "FLT": FLT,
-                "UC": UC},
-    ("memory", 2): {**{k: v for k, v in mem(0xC8).items() if k in ("I", "L1M", "L2M")},
-                    "LDR": cpu("event=0x43,umask=0x08", 0x0843),
-                    "RDR": cpu("event=0x43,umask=0x40", 0x4043)},
+    ("fp", 4): {
+        "I": INSTRUCTIONS,
+        "FLOP": cpu("event=0x03,umask=0x1f", 0x1F03),
+        "FLT": FLT,
+        "SER": cpu("event=0x05,umask=0x0f", 0x0F05),
+        "UC": UC,
+    },
+    ("fp", 5): {
+        "I": INSTRUCTIONS,
+        "FLOP": cpu("event=0x03,umask=0x0f", 0x0F03),
+        "FLT": FLT,
+        "UC": UC,
+    },
+    ("memory", 2): {
+        **{k: v for k, v in mem(0xC8).items() if k in ("I", "L1M", "L2M")},
+        "LDR": cpu("event=0x43,umask=0x08", 0x0843),
+        "RDR": cpu("event=0x43,umask=0x40", 0x4043),
+    },
     ("memory", 3): mem(0xE8),
     ("memory", 4): mem(0xE8),
     ("memory", 5): mem(0xE0),
-}  # fmt: skip
+}
 
 
 def screens(model: str) -> dict[str, ScreenSpec]:
@@ -162,11 +208,23 @@ def counters_needed(screen: ScreenSpec) -> int:
 
 @pytest.mark.parametrize(
     ("name", "gen", "needed"),
-    [("topdown", 2, 4), ("topdown", 3, 5), ("topdown", 4, 6), ("topdown", 5, 6),
-     ("fp", 2, 4), ("fp", 3, 4), ("fp", 4, 6), ("fp", 5, 5),
-     ("memory", 2, 5), ("memory", 3, 5), ("memory", 4, 5), ("memory", 5, 5),
-     ("topdown2", 4, 12), ("topdown2", 5, 12)],
-)  # fmt: skip
+    [
+        ("topdown", 2, 4),
+        ("topdown", 3, 5),
+        ("topdown", 4, 6),
+        ("topdown", 5, 6),
+        ("fp", 2, 4),
+        ("fp", 3, 4),
+        ("fp", 4, 6),
+        ("fp", 5, 5),
+        ("memory", 2, 5),
+        ("memory", 3, 5),
+        ("memory", 4, 5),
+        ("memory", 5, 5),
+        ("topdown2", 4, 12),
+        ("topdown2", 5, 12),
+    ],
+)
 def test_counters_each_screen_takes(name: str, gen: int, needed: int) -> None:
     assert counters_needed(screens(ZEN[gen][0])[name]) == needed
 
@@ -182,8 +240,10 @@ def test_topdown2_packs_into_two_whole_groups_on_six_counters(gen: int) -> None:
         backend, host_at("/proc", AMD_SYSFS), MessageLog(), threads=False, kernel=False
     ).plan(s)
     groups = [{plan.plan.aliases[j] for j in g.alias_index} for g in plan.plan.groups]
-    assert groups == [{"CYC", "RET", "UC", "DISP", "MISP", "RSY"},
-                      {"CYC2", "FEL", "FE", "BE", "LNC", "NC"}]  # fmt: skip
+    assert groups == [
+        {"CYC", "RET", "UC", "DISP", "MISP", "RSY"},
+        {"CYC2", "FEL", "FE", "BE", "LNC", "NC"},
+    ]
     for c in s.columns:
         used = compile_column(c.expr).aliases
         assert any(used <= g for g in groups), c.header
@@ -197,10 +257,20 @@ UCODE, MISPREDICTS, RESYNCS, FE_ALL_EMPTY, LOAD_NC, NOT_COMPLETE = 400, 30, 10, 
 def counts(width: int) -> dict[str, float]:
     be = width * CYCLES - DISPATCHED - FE_SLOTS - SMT_SLOTS
     return {
-        "CYC": CYCLES, "CYC2": CYCLES, "RET": RETIRED, "DISP": DISPATCHED, "FE": FE_SLOTS,
-        "BE": be, "SMT": SMT_SLOTS, "UC": UCODE, "MISP": MISPREDICTS, "RSY": RESYNCS,
-        "FEL": FE_ALL_EMPTY, "LNC": LOAD_NC, "NC": NOT_COMPLETE,
-    }  # fmt: skip
+        "CYC": CYCLES,
+        "CYC2": CYCLES,
+        "RET": RETIRED,
+        "DISP": DISPATCHED,
+        "FE": FE_SLOTS,
+        "BE": be,
+        "SMT": SMT_SLOTS,
+        "UC": UCODE,
+        "MISP": MISPREDICTS,
+        "RSY": RESYNCS,
+        "FEL": FE_ALL_EMPTY,
+        "LNC": LOAD_NC,
+        "NC": NOT_COMPLETE,
+    }
 
 
 @pytest.mark.parametrize(("gen", "width"), [(4, 6), (5, 8)])
@@ -209,11 +279,15 @@ def test_level1_parts_sum_to_one(gen: int, width: int) -> None:
     assert sum(got.values()) == pytest.approx(100.0)
     slots = width * CYCLES
     backend = slots - DISPATCHED - FE_SLOTS - SMT_SLOTS
-    assert got == pytest.approx({
-        "%RET": 100 * RETIRED / slots, "%BADS": 100 * (DISPATCHED - RETIRED) / slots,
-        "%FE": 100 * FE_SLOTS / slots, "%BE": 100 * backend / slots,
-        "%SMT": 100 * SMT_SLOTS / slots,
-    })  # fmt: skip
+    assert got == pytest.approx(
+        {
+            "%RET": 100 * RETIRED / slots,
+            "%BADS": 100 * (DISPATCHED - RETIRED) / slots,
+            "%FE": 100 * FE_SLOTS / slots,
+            "%BE": 100 * backend / slots,
+            "%SMT": 100 * SMT_SLOTS / slots,
+        }
+    )
 
 
 @pytest.mark.parametrize(("gen", "width"), [(4, 6), (5, 8)])

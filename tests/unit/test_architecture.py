@@ -17,10 +17,24 @@ DOC = PKG.parent / "docs" / "architecture.md"
 #: refresh flows one way (scan -> the hand-off -> count -> assemble; the sampler sequences
 #: them). docs/architecture.md draws this path.
 ENGINE_ORDER = (
-    "scan.task", "activity", "scan.listing", "scan.trees", "scan.threadscan", "scan.tasks",
-    "count.exits", "count.units", "count.readout", "count.counters", "count.packing",
-    "count.plan", "count.spawned", "count.attach", "assemble", "sampler", "replay",
-)  # fmt: skip
+    "scan.task",
+    "activity",
+    "scan.listing",
+    "scan.trees",
+    "scan.threadscan",
+    "scan.tasks",
+    "count.exits",
+    "count.units",
+    "count.readout",
+    "count.counters",
+    "count.packing",
+    "count.plan",
+    "count.spawned",
+    "count.attach",
+    "assemble",
+    "sampler",
+    "replay",
+)
 ENGINE = PKG / "engine"
 
 

@@ -28,12 +28,22 @@ PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
 
 #: Alias -> event number, from tools/perf/pmu-events/arch/arm64/common-and-microarch.json.
 COMMON = {
-    "cpu_cycles": 0x11, "inst_retired": 0x08, "stall_frontend": 0x23, "stall_backend": 0x24,
-    "stall_slot": 0x3F, "stall_slot_frontend": 0x3E, "stall_slot_backend": 0x3D,
-    "op_retired": 0x3A, "op_spec": 0x3B, "br_mis_pred": 0x10, "l1d_cache": 0x04,
-    "l1d_cache_refill": 0x03, "l2d_cache_refill": 0x17, "ll_cache_miss_rd": 0x37,
+    "cpu_cycles": 0x11,
+    "inst_retired": 0x08,
+    "stall_frontend": 0x23,
+    "stall_backend": 0x24,
+    "stall_slot": 0x3F,
+    "stall_slot_frontend": 0x3E,
+    "stall_slot_backend": 0x3D,
+    "op_retired": 0x3A,
+    "op_spec": 0x3B,
+    "br_mis_pred": 0x10,
+    "l1d_cache": 0x04,
+    "l1d_cache_refill": 0x03,
+    "l2d_cache_refill": 0x17,
+    "ll_cache_miss_rd": 0x37,
     "l1d_tlb_refill": 0x05,
-}  # fmt: skip
+}
 
 V1, N2, V2 = Target("arm64", "41_D40"), Target("arm64", "41_D49"), Target("arm64", "41_D4F")
 #: Neoverse N1 (Graviton2, Ampere Altra), AmpereOne, Cortex-A72, an unknown or unread part.
@@ -51,8 +61,11 @@ def test_arm_pmu_aliases_resolve_to_its_type() -> None:
     for alias, code in COMMON.items():
         (b,) = resolve(alias, sysfs_root=ARM_SYSFS)
         assert (b.pmu, b.attr.type, b.attr.config, b.attr.config1) == (
-            "armv8_pmuv3_0", PMU_TYPE, code, 0,
-        ), alias  # fmt: skip
+            "armv8_pmuv3_0",
+            PMU_TYPE,
+            code,
+            0,
+        ), alias
     assert sysfs.alias_pmus(ARM_SYSFS) == ["armv8_pmuv3_0"]  # not arm_spe_0: no cpus file
     assert sysfs.core_pmus(ARM_SYSFS) == []  # generic events stay plain PERF_TYPE_HARDWARE
     (b,) = resolve("cycles", sysfs_root=ARM_SYSFS)
@@ -92,9 +105,13 @@ def test_neoverse_slot_topdown_gating_and_width(target: Target, width: int, name
     assert f"% of {width} slots" in s.desc and name in s.desc
     names = {c.alias: c.event for c in s.counters}
     expect = {
-        "CYC": "cpu_cycles", "SS": "stall_slot", "SSF": "stall_slot_frontend",
-        "SSB": "stall_slot_backend", "OPR": "op_retired", "OPS": "op_spec",
-    }  # fmt: skip
+        "CYC": "cpu_cycles",
+        "SS": "stall_slot",
+        "SSF": "stall_slot_frontend",
+        "SSB": "stall_slot_backend",
+        "OPR": "op_retired",
+        "OPS": "op_spec",
+    }
     expect["BMP"] = "br_mis_pred"  # V1, and N2/V2 since neoverse-n2-v2/metrics.json's fix
     assert names == {a: NamedEvent(e) for a, e in expect.items()}
     assert all(f"({width}*delta(CYC))" in c.expr.replace(" ", "") for c in s.columns[1:-1])
@@ -110,8 +127,11 @@ def test_other_arm_cores_get_the_stall_cycles_variant(target: Target) -> None:
     ]
     exprs = [c.expr.replace(" ", "") for c in s.columns]
     assert exprs == [
-        "CPU_TOT", "delta(INS)/delta(CYC)", "100*delta(SF)/delta(CYC)", "100*delta(SB)/delta(CYC)",
-    ]  # fmt: skip
+        "CPU_TOT",
+        "delta(INS)/delta(CYC)",
+        "100*delta(SF)/delta(CYC)",
+        "100*delta(SB)/delta(CYC)",
+    ]
 
 
 @pytest.mark.parametrize("target", [V1, N2, V2, *OTHER_ARM])
@@ -119,9 +139,13 @@ def test_every_arm_core_gets_the_memory_screen(target: Target) -> None:
     s = screen(target, "memory")
     assert "Arm" in s.desc
     assert {c.event.name for c in s.counters if isinstance(c.event, NamedEvent)} == {
-        "inst_retired", "l1d_cache", "l1d_cache_refill", "l2d_cache_refill", "ll_cache_miss_rd",
+        "inst_retired",
+        "l1d_cache",
+        "l1d_cache_refill",
+        "l2d_cache_refill",
+        "ll_cache_miss_rd",
         "l1d_tlb_refill",
-    }  # fmt: skip
+    }
     assert len(s.counters) <= 6  # one group within the six event counters: never multiplexed
 
 
@@ -181,9 +205,14 @@ def _sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sysfs_root: str, r
 
 
 V1_RATES = {
-    "cpu_cycles": 1e9, "stall_slot": 3e9, "stall_slot_frontend": 1e9,
-    "stall_slot_backend": 2e9, "op_retired": 4e9, "op_spec": 5e9, "br_mis_pred": 1e7,
-}  # fmt: skip
+    "cpu_cycles": 1e9,
+    "stall_slot": 3e9,
+    "stall_slot_frontend": 1e9,
+    "stall_slot_backend": 2e9,
+    "op_retired": 4e9,
+    "op_spec": 5e9,
+    "br_mis_pred": 1e7,
+}
 
 
 def test_neoverse_v1_topdown_through_the_sampler(

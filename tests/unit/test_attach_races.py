@@ -175,15 +175,21 @@ def test_one_failing_read_among_many_keeps_the_others_in_order() -> None:
     before and after a failing one keep their reads and rows, a group changing under the
     read is read again, the failing one goes to ``failed``."""
     b = FakeBackend()
-    groups = [_scripted(b, 1, 0, 1), _scripted(b, 2, 0, "ECHILD", 2), _scripted(b, 3, 0, "EIO"),
-              _scripted(b, 4, 0, 3)]  # fmt: skip
+    groups = [
+        _scripted(b, 1, 0, 1),
+        _scripted(b, 2, 0, "ECHILD", 2),
+        _scripted(b, 3, 0, "EIO"),
+        _scripted(b, 4, 0, 3),
+    ]
     stores = Stores(b)
     units = [Unit(g, 0, stores) for g in groups]  # each first read (the base) is the 0
     failed: list[tuple[int, Unit, OSError]] = []
     bufs, rows, ok = read_all(units, np.arange(4), failed, 5 * 8)
     assert ([_count(w) for w in bufs], rows.tolist(), ok) == (
-        [1, 2, 3], [0, 1, 3], [units[0], units[1], units[3]]
-    )  # fmt: skip
+        [1, 2, 3],
+        [0, 1, 3],
+        [units[0], units[1], units[3]],
+    )
     assert [(i, u, e.errno) for i, u, e in failed] == [(2, units[2], errno.EIO)]
     # Each read once after its first (the base), the changing group once more: none twice.
     assert [g.reads for g in groups] == [2, 3, 2, 2]  # type: ignore[attr-defined]
@@ -209,9 +215,11 @@ def test_one_unit_a_row_and_several_a_row_sum_alike() -> None:
     (each cell set from its unit), and several units a row or a failed read (summed per
     cell) give the same sums."""
     plan = CounterPlan(
-        ("A",), [GroupDef("software", (Attr(type=1, config=0),), np.array([0]))],
-        np.ones(1, bool), np.zeros(1, bool),
-    )  # fmt: skip
+        ("A",),
+        [GroupDef("software", (Attr(type=1, config=0),), np.array([0]))],
+        np.ones(1, bool),
+        np.zeros(1, bool),
+    )
 
     b = FakeBackend()
     stores = Stores(b)

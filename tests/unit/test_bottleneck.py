@@ -36,27 +36,52 @@ TABLES = oracle.data()["tables"]
 #: The Intel tables the screens with a ``bottleneck(tma: ...)`` column lead to (not the
 #: E-core-only tables, whose tma_* thresholds differ and which no such screen targets).
 INTEL = sorted(
-    {t for _vid, raw in VARIANTS
-     if any("bottleneck(tma" in (i.attrs.get("expr") or "") for i in raw.items)
-     for t in oracle.tables(raw, gate_models(raw))}
-)  # fmt: skip
+    {
+        t
+        for _vid, raw in VARIANTS
+        if any("bottleneck(tma" in (i.attrs.get("expr") or "") for i in raw.items)
+        for t in oracle.tables(raw, gate_models(raw))
+    }
+)
 #: The Intel peer of each AMD and Arm metric: the same split of the same slots (the test's
 #: own reading of the tables' descriptions; the product's is topdown.py's ``like``).
 PEER = {
-    "frontend_bound": "tma_frontend_bound", "bad_speculation": "tma_bad_speculation",
-    "backend_bound": "tma_backend_bound", "retiring": "tma_retiring",
-    "latency": "tma_fetch_latency", "bandwidth": "tma_fetch_bandwidth",
-    "mispredicts": "tma_branch_mispredicts", "restarts": "tma_machine_clears",
-    "memory": "tma_memory_bound", "cpu": "tma_core_bound",
-    "fastpath": "tma_light_operations", "microcode": "tma_heavy_operations",
-}  # fmt: skip
+    "frontend_bound": "tma_frontend_bound",
+    "bad_speculation": "tma_bad_speculation",
+    "backend_bound": "tma_backend_bound",
+    "retiring": "tma_retiring",
+    "latency": "tma_fetch_latency",
+    "bandwidth": "tma_fetch_bandwidth",
+    "mispredicts": "tma_branch_mispredicts",
+    "restarts": "tma_machine_clears",
+    "memory": "tma_memory_bound",
+    "cpu": "tma_core_bound",
+    "fastpath": "tma_light_operations",
+    "microcode": "tma_heavy_operations",
+}
 #: Shares drawn around the tables' bounds.
 BOUNDS = [0.05, 0.1, 0.15, 0.2, 0.6, 0.7, 0.8]
 LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1"}, {"TopdownL2", "PipelineL2"}
 #: toplev's order, for ties: level 1, then each parent's children.
-ORDER = ("frontend", "bad_spec", "backend", "retiring", "smt", "latency", "bandwidth",
-         "mispredicts", "clears", "restarts", "memory", "core", "cpu", "light", "fastpath",
-         "heavy", "microcode")  # fmt: skip
+ORDER = (
+    "frontend",
+    "bad_spec",
+    "backend",
+    "retiring",
+    "smt",
+    "latency",
+    "bandwidth",
+    "mispredicts",
+    "clears",
+    "restarts",
+    "memory",
+    "core",
+    "cpu",
+    "light",
+    "fastpath",
+    "heavy",
+    "microcode",
+)
 
 
 def _peer(metric: str) -> str:
@@ -97,8 +122,12 @@ def test_intel_thresholds_are_perfs(table: str) -> None:
             assert ours == perf, (table, node.label, shares)
 
 
-BORROWING = [("zen4", "amdzen4"), ("zen5", "amdzen5"), ("neoverse", "arm/neoverse-v1"),
-             ("neoverse", "arm/neoverse-n2-v2")]  # fmt: skip
+BORROWING = [
+    ("zen4", "amdzen4"),
+    ("zen5", "amdzen5"),
+    ("neoverse", "arm/neoverse-v1"),
+    ("neoverse", "arm/neoverse-n2-v2"),
+]
 
 
 @pytest.mark.parametrize(("tree", "table"), BORROWING)
@@ -149,10 +178,21 @@ def _zen(width: int) -> Gen:
         slots = width * cyc
         ret, bad, fe, be, smt = (f * slots for f in _fractions(rng, 5))
         nc = rng.uniform(1e6, 1e8)
-        return {"CYC": cyc, "CYC2": cyc, "RET": ret, "DISP": ret + bad, "FE": fe, "BE": be,
-                "SMT": smt, "UC": ret * rng.random() ** 2, "MISP": rng.uniform(1, 1e6),
-                "RSY": rng.uniform(1, 1e6), "FEL": rng.random() * fe / width,
-                "LNC": nc * rng.random(), "NC": nc}  # fmt: skip
+        return {
+            "CYC": cyc,
+            "CYC2": cyc,
+            "RET": ret,
+            "DISP": ret + bad,
+            "FE": fe,
+            "BE": be,
+            "SMT": smt,
+            "UC": ret * rng.random() ** 2,
+            "MISP": rng.uniform(1, 1e6),
+            "RSY": rng.uniform(1, 1e6),
+            "FEL": rng.random() * fe / width,
+            "LNC": nc * rng.random(),
+            "NC": nc,
+        }
 
     return gen
 
@@ -161,10 +201,19 @@ def _intel(rng: random.Random) -> dict[str, float]:
     s = 1e10
     ret, bad, fe, be = (f * s for f in _fractions(rng, 4))
     ud = rng.random() * 0.02 * fe
-    return {"S": s, "RET": ret, "BAD": bad, "FE": fe, "BE": be, "UD": ud,
-            "CC": rng.random() * 0.01 * bad / 5, "HVY": ret * rng.random(),
-            "BRM": bad * rng.random(), "FL": ud + (fe - ud) * rng.random(),
-            "MB": be * rng.random()}  # fmt: skip
+    return {
+        "S": s,
+        "RET": ret,
+        "BAD": bad,
+        "FE": fe,
+        "BE": be,
+        "UD": ud,
+        "CC": rng.random() * 0.01 * bad / 5,
+        "HVY": ret * rng.random(),
+        "BRM": bad * rng.random(),
+        "FL": ud + (fe - ud) * rng.random(),
+        "MB": be * rng.random(),
+    }
 
 
 def _neoverse(rng: random.Random) -> dict[str, float]:
@@ -172,8 +221,15 @@ def _neoverse(rng: random.Random) -> dict[str, float]:
     ss = 8 * cyc * rng.random()
     ssf = ss * rng.random()
     ops = rng.uniform(1e9, 6e9)
-    return {"CYC": cyc, "SS": ss, "SSF": ssf, "SSB": ss - ssf, "OPS": ops,
-            "OPR": ops * rng.uniform(0.5, 1.0), "BMP": rng.random() * ssf / 32}  # fmt: skip
+    return {
+        "CYC": cyc,
+        "SS": ss,
+        "SSF": ssf,
+        "SSB": ss - ssf,
+        "OPS": ops,
+        "OPR": ops * rng.uniform(0.5, 1.0),
+        "BMP": rng.random() * ssf / 32,
+    }
 
 
 CASES = {
@@ -198,8 +254,9 @@ def _facts(n: int) -> RowFacts:
     return RowFacts(np.full(n, 100.0), z, z, z, 1.0, ok, ok)
 
 
-def evaluate(screen: ScreenSpec, deltas: dict[str, float], running: float = 1.0,
-             missing: str | None = None) -> tuple[float, int, float]:  # fmt: skip
+def evaluate(
+    screen: ScreenSpec, deltas: dict[str, float], running: float = 1.0, missing: str | None = None
+) -> tuple[float, int, float]:
     """The bottleneck cell's ``(value, status, running)`` on one row of ``deltas``, through
     the one evaluator; ``missing``: that counter unreadable."""
     aliases = [c.alias for c in screen.counters]
@@ -290,9 +347,21 @@ def test_critical_path_is_the_vendors(case: str) -> None:
 def _tied() -> dict[str, float]:
     """Zen 4 counts with front end and back end tied at 30% of slots, both over."""
     cyc, slots = 1e9, 6e9
-    return {"CYC": cyc, "CYC2": cyc, "RET": 0.25 * slots, "DISP": 0.35 * slots,
-            "FE": 0.3 * slots, "BE": 0.3 * slots, "SMT": 0.05 * slots, "UC": 0.0,
-            "MISP": 1.0, "RSY": 1.0, "FEL": 0.3 * cyc / 2, "LNC": 50.0, "NC": 100.0}  # fmt: skip
+    return {
+        "CYC": cyc,
+        "CYC2": cyc,
+        "RET": 0.25 * slots,
+        "DISP": 0.35 * slots,
+        "FE": 0.3 * slots,
+        "BE": 0.3 * slots,
+        "SMT": 0.05 * slots,
+        "UC": 0.0,
+        "MISP": 1.0,
+        "RSY": 1.0,
+        "FEL": 0.3 * cyc / 2,
+        "LNC": 50.0,
+        "NC": 100.0,
+    }
 
 
 def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
@@ -346,21 +415,29 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
     """One task memory-bound, one with nothing over threshold, one unreadable: text shows
     the label and share, csv and json the share as the value and the node apart."""
     screen = builders.screen(
-        "td", counters={"C": "cycles"},
-        columns=[(" %CPU", "%5.1f", "CPU_TOT"), ("    %BE", "%7.1f", "delta(C)"),
-                 ("   %MEM", "%7.1f", "delta(C)"),
-                 ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)")],
-    )  # fmt: skip
+        "td",
+        counters={"C": "cycles"},
+        columns=[
+            (" %CPU", "%5.1f", "CPU_TOT"),
+            ("    %BE", "%7.1f", "delta(C)"),
+            ("   %MEM", "%7.1f", "delta(C)"),
+            ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
+        ],
+    )
     mem = parse_path(screen.columns[-1].expr).labels.index("BE/Mem")
     frame = builders.frame(
         [
             {"tid": 1, "cells": [90.0, 50.0, 41.0, mem * 1000 + 41.0], "name": "chase"},
             {"tid": 2, "cells": [80.0, 10.0, 5.0, 0.0], "name": "calm"},
-            {"tid": 3, "cells": [70.0, 0.0, 0.0, 0.0], "name": "lost",
-             "status": [Status.OK, Status.UNREADABLE, Status.UNREADABLE, Status.UNREADABLE]},
+            {
+                "tid": 3,
+                "cells": [70.0, 0.0, 0.0, 0.0],
+                "name": "lost",
+                "status": [Status.OK, Status.UNREADABLE, Status.UNREADABLE, Status.UNREADABLE],
+            },
         ],
         screen,
-    )  # fmt: skip
+    )
     out = io.StringIO()
     TextWriter(out, Options(), screen, 0).frame(frame, 0)
     lines = {ln.split()[-1]: ln for ln in out.getvalue().splitlines() if ln.strip()}
@@ -376,8 +453,11 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
     j = head.index("BOTTLENECK")
     assert head[j : j + 3] == ["BOTTLENECK", "BOTTLENECK_status", "BOTTLENECK_node"]
     got = {r[head.index("command")]: r[j : j + 3] for r in rows[1:]}
-    assert got == {"chase": ["41.0", "ok", "BE/Mem"], "calm": ["0.0", "ok", "-"],
-                   "lost": ["", "unreadable", ""]}  # fmt: skip
+    assert got == {
+        "chase": ["41.0", "ok", "BE/Mem"],
+        "calm": ["0.0", "ok", "-"],
+        "lost": ["", "unreadable", ""],
+    }
     out = io.StringIO()
     RecordWriter(out, Options(format="json"), screen, 0, "json").frame(frame, 0)
     recs = {r["command"]: r for r in map(json.loads, out.getvalue().splitlines())}

@@ -84,7 +84,7 @@ def test_judge_marks_rows_whose_parts_miss_100() -> None:
     status = _judge(
         [[30, 30, 40], [30, 30, 60], [30, 30, 44.9], [-10, 60, 50], [30, 30, 40]],
         [100, 100, 100, 100, 100],
-    )  # fmt: skip
+    )
     suspect = [Status.SUSPECT] * 3
     assert status.tolist() == [
         [0, 0, 0, 0],  # 100: ok
@@ -184,8 +184,13 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(fake_time) -
     w.frame(f, 0)
     rec = json.loads(out.getvalue())
     assert rec["columns"]["%BE"] == pytest.approx(50.0)
-    assert rec["status"] == {"%CPU": "ok", "%RET": "suspect", "%BAD": "suspect",
-                             "%FE": "suspect", "%BE": "suspect"}  # fmt: skip
+    assert rec["status"] == {
+        "%CPU": "ok",
+        "%RET": "suspect",
+        "%BAD": "suspect",
+        "%FE": "suspect",
+        "%BE": "suspect",
+    }
     out = io.StringIO()
     w = make_writer(out, Options(format="csv"), s.screen, 0)
     w.begin(0.0)

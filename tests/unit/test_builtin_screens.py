@@ -69,10 +69,14 @@ def test_default_is_the_original() -> None:
         ("  Minstr", "%8.2f", "Instructions (millions)", "delta(INSN) / 1e6"),
         ("  IPC", " %4.2f", "Executed instructions per cycle", "delta(INSN)/delta(CYCLE)"),
         (" %MISS", "%6.2f", "Cache miss per 100 instructions", "100*delta(MISS)/delta(INSN)"),
-        (" %BMIS", "%6.2f", "Mispredicted branches per 100 instructions",
-         "100*delta(BR)/delta(INSN)"),
+        (
+            " %BMIS",
+            "%6.2f",
+            "Mispredicted branches per 100 instructions",
+            "100*delta(BR)/delta(INSN)",
+        ),
         (" %BUS", "%5.1f", "Bus cycles per executed instruction", "delta(BUS)/delta(INSN)"),
-    ]  # fmt: skip
+    ]
     # the original's batch header: '  PID [ %CPU] %SYS    P   Mcycle ...' (one space
     # between columns, the sort column's brackets in place of the spaces around it)
     assert " ".join(c.header for c in s.columns[1:]) == (
@@ -90,13 +94,25 @@ def test_branch_is_the_original() -> None:
     ]
     assert cols(s) == [
         ("  %CPU", " %5.1f", "CPU usage", "CPU_TOT"),
-        ("   %MIS/I", "   %6.2f", "Mispredictions per 100 instructions",
-         "100 * delta(BMISS) / delta(INSTR)"),
-        ("   %MISP", "   %5.2f", "Mispredictions per 100 branch instructions",
-         "100 * delta(BMISS) / delta(BR)"),
-        ("  %BR/I", "  %5.1f", "Proportion of branch instructions",
-         "100 * delta(BR) / delta(INSTR)"),
-    ]  # fmt: skip
+        (
+            "   %MIS/I",
+            "   %6.2f",
+            "Mispredictions per 100 instructions",
+            "100 * delta(BMISS) / delta(INSTR)",
+        ),
+        (
+            "   %MISP",
+            "   %5.2f",
+            "Mispredictions per 100 branch instructions",
+            "100 * delta(BMISS) / delta(BR)",
+        ),
+        (
+            "  %BR/I",
+            "  %5.1f",
+            "Proportion of branch instructions",
+            "100 * delta(BR) / delta(INSTR)",
+        ),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -104,16 +120,24 @@ def test_branch_is_the_original() -> None:
     [
         (Target(), ["default", "branch", "cache", "topdown", "sched"]),
         (Target("x86", "BF_44"), ["default", "branch", "cache", "topdown", "sched"]),
-        (Target("x86", "06_1E"), ["default", "branch", "uOps", "FP", "mem", "imix", "fp",
-                                  "cache", "topdown", "sched"]),
-        (Target("x86", "06_2A"), ["default", "branch", "uOps", "FP", "mem", "fp", "cache",
-                                  "topdown", "sched"]),
-        (Target("x86", "06_3F"), ["default", "branch", "fp", "cache", "topdown", "memory",
-                                  "sched"]),
-        (Target("x86", "06_8F"), ["default", "branch", "cache", "topdown", "topdown2", "fp",
-                                  "sched"]),
+        (
+            Target("x86", "06_1E"),
+            ["default", "branch", "uOps", "FP", "mem", "imix", "fp", "cache", "topdown", "sched"],
+        ),
+        (
+            Target("x86", "06_2A"),
+            ["default", "branch", "uOps", "FP", "mem", "fp", "cache", "topdown", "sched"],
+        ),
+        (
+            Target("x86", "06_3F"),
+            ["default", "branch", "fp", "cache", "topdown", "memory", "sched"],
+        ),
+        (
+            Target("x86", "06_8F"),
+            ["default", "branch", "cache", "topdown", "topdown2", "fp", "sched"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_screens_offered_per_cpu(target: Target, names: list[str]) -> None:
     assert [s.name for s in builtin_screens(target)] == names
 
@@ -136,19 +160,27 @@ def test_model_specific_variants() -> None:
     # 0x0d/0x10 on Ice Lake, 0xad/0x10 from Sapphire Rapids; INT_MISC.CLEARS_COUNT on Ice
     # Lake..Rocket Lake), raw 4-wide before, generic elsewhere
     assert named_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
-        "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound",
+        "slots",
+        "topdown-retiring",
+        "topdown-bad-spec",
+        "topdown-fe-bound",
+        "topdown-be-bound",
         "cpu/event=0xad,umask=0x10/",
-    ]  # fmt: skip
+    ]
     assert named_events(by_name(Target("x86", "06_7E"))["topdown"])[5:] == [
-        "cpu/event=0x0d,umask=0x10/", "cpu/event=0x0d,umask=0x01,edge=1,cmask=1/",
-    ]  # fmt: skip
+        "cpu/event=0x0d,umask=0x10/",
+        "cpu/event=0x0d,umask=0x01,edge=1,cmask=1/",
+    ]
     hsw, skx = by_name(Target("x86", "06_3F")), by_name(Target("x86", "06_55"))
     assert hsw["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x03,cmask=1/")
     # skylake/skylakex/cascadelakex pipeline.json: INT_MISC.RECOVERY_CYCLES has no CounterMask
     assert skx["topdown"].counter("REC").event == NamedEvent("cpu/event=0x0d,umask=0x01/")
     assert named_events(by_name(Target())["topdown"]) == [
-        "cycles", "instructions", "stalled-cycles-frontend", "stalled-cycles-backend"
-    ]  # fmt: skip
+        "cycles",
+        "instructions",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+    ]
     assert len(hsw["memory"].counters) == 6
 
 
@@ -156,8 +188,11 @@ def test_sched_needs_no_pmu() -> None:
     s = by_name(Target())["sched"]
     assert all(isinstance(c.event, NamedEvent) for c in s.counters)
     assert {c.event.name for c in s.counters} <= {  # type: ignore[union-attr]
-        "task-clock", "context-switches", "cpu-migrations", "page-faults"
-    }  # fmt: skip
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+    }
     assert any("INTERVAL" in c.expr for c in s.columns)
 
 
@@ -194,8 +229,11 @@ def test_builtin_files_load_without_errors(target: Target) -> None:
     pkg = resources.files("tiptop.screens").joinpath("builtin")
     for name in BUILTIN_FILES:
         cfg = load_text(pkg.joinpath(name).read_bytes(), target, yaml=True)
-        bad = [e for e in cfg.problems if "mismatch)" not in e.message
-               and "skipped on this CPU" not in e.message]  # fmt: skip
+        bad = [
+            e
+            for e in cfg.problems
+            if "mismatch)" not in e.message and "skipped on this CPU" not in e.message
+        ]
         assert bad == [], name
 
 

@@ -14,11 +14,13 @@ from tiptop.sources.bycgroup import CgroupSource, group
 
 
 def test_group_sums_counts_and_evaluates_ratios_again() -> None:
-    f = frame([
-        task(1, 50.0, 10.0, 2.0, user="a"),  # 10 M cycles, 20 M instructions
-        task(2, 25.0, 30.0, 0.5, user="b"),  # 30 M cycles, 15 M instructions
-        task(3, 10.0, 1.0, 1.0, user="a"),
-    ])  # fmt: skip
+    f = frame(
+        [
+            task(1, 50.0, 10.0, 2.0, user="a"),  # 10 M cycles, 20 M instructions
+            task(2, 25.0, 30.0, 0.5, user="b"),  # 30 M cycles, 15 M instructions
+            task(3, 10.0, 1.0, 1.0, user="a"),
+        ]
+    )
     g = group(f, SCREEN, ["web", "web", "db"])
     assert g.name == ["db", "web"] and g.user == ["a", "*"]
     assert g.pid.tolist() == [3, 1]
@@ -74,14 +76,22 @@ def test_a_bottleneck_is_found_again_from_the_sums() -> None:
     from tiptop.screens.bottleneck import decode, parse_path
     from tiptop.screens.model import ColumnSpec
 
-    td = dataclasses.replace(SCREEN, columns=tuple(ColumnSpec(*c) for c in [
-        (" %CPU", "%5.1f", "CPU_TOT"),
-        ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
-        ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
-        (" BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)"),
-    ]))  # fmt: skip
-    rows = [{"tid": t, "cells": [c, 0.0, 0.0, 0.0], "deltas": [cyc, ins]}
-            for t, c, cyc, ins in ((1, 50.0, 10e6, 36e6), (2, 50.0, 30e6, 12e6))]  # fmt: skip
+    td = dataclasses.replace(
+        SCREEN,
+        columns=tuple(
+            ColumnSpec(*c)
+            for c in [
+                (" %CPU", "%5.1f", "CPU_TOT"),
+                ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
+                ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
+                (" BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)"),
+            ]
+        ),
+    )
+    rows = [
+        {"tid": t, "cells": [c, 0.0, 0.0, 0.0], "deltas": [cyc, ins]}
+        for t, c, cyc, ins in ((1, 50.0, 10e6, 36e6), (2, 50.0, 30e6, 12e6))
+    ]
     labels = parse_path(td.columns[-1].expr).labels
     alone = group(frame(rows, td), td, ["a", "b"])
     assert [labels[decode(v)[0]] for v in alone.values[:, 3]] == ["RET", "BE"]

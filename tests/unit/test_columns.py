@@ -15,9 +15,11 @@ OK, DIV0, UNR = Code.OK, Code.DIV0, Code.UNREADABLE
 
 TEXTS = ["delta(A) / delta(B)", "7", "delta(", "CPU_TOT", "delta(A) + delta(B)", "delta(B) / 2"]
 SCREEN = ScreenSpec(
-    "t", "", tuple(CounterSpec(a, NamedEvent(e), e) for a, e in (("A", "x"), ("B", "y"))),
+    "t",
+    "",
+    tuple(CounterSpec(a, NamedEvent(e), e) for a, e in (("A", "x"), ("B", "y"))),
     tuple(ColumnSpec(f"C{i}", "%5.1f", t) for i, t in enumerate(TEXTS)),
-)  # fmt: skip
+)
 ST = np.array([[OK, OK], [OK, OK], [UNR, OK]], np.uint8)
 # Counter cells in the order B, A (the evaluator maps aliases to their columns).
 CELLS = CounterCells(
@@ -29,10 +31,14 @@ CELLS = CounterCells(
     running=np.array([[0.25, 0.5], [0.75, np.nan], [np.nan, np.nan]]),
 )
 FACTS = RowFacts(
-    cpu_total=np.array([50.0, 0.0, 10.0]), cpu_sys=np.zeros(3), cpu_user=np.zeros(3),
-    processor=np.zeros(3), interval=1.0, total_status=np.zeros(3, np.uint8),
+    cpu_total=np.array([50.0, 0.0, 10.0]),
+    cpu_sys=np.zeros(3),
+    cpu_user=np.zeros(3),
+    processor=np.zeros(3),
+    interval=1.0,
+    total_status=np.zeros(3, np.uint8),
     split_status=np.zeros(3, np.uint8),
-)  # fmt: skip
+)
 ENV = {
     "delta(A)": (np.array([6.0, 5.0, np.nan]), ST[:, 0]),
     "delta(B)": (np.array([3.0, 0.0, 2.0]), ST[:, 1]),
@@ -77,7 +83,8 @@ def test_an_alias_without_cells_reads_unreadable() -> None:
 
 
 def test_no_rows() -> None:
-    empty = RowFacts(*(np.zeros(0) for _ in range(4)), 1.0, np.zeros(0, np.uint8),
-                     np.zeros(0, np.uint8))  # fmt: skip
+    empty = RowFacts(
+        *(np.zeros(0) for _ in range(4)), 1.0, np.zeros(0, np.uint8), np.zeros(0, np.uint8)
+    )
     out = evaluator().evaluate(empty, CounterCells.empty(0, 2))
     assert out.values.shape == out.status.shape == out.running.shape == (0, len(TEXTS))

@@ -24,10 +24,19 @@ def readout(enabled_ns: list[float]) -> tuple[Readout, CounterPlan]:
     read = np.array([[0.0] if np.isnan(e) else [1.0] for e in enabled_ns])
     ena = np.nan_to_num(np.array(enabled_ns, np.float64))[:, None]
     z = np.zeros((n, 1))
-    r = Readout(raw=z, delta=z, enabled=ena, running=ena, total=z, total_enabled=ena,
-                total_running=ena, nread=read)  # fmt: skip
-    plan = CounterPlan(("TC",), [GroupDef("", (), np.array([0]))], np.array([True]),
-                       np.array([False]))  # fmt: skip
+    r = Readout(
+        raw=z,
+        delta=z,
+        enabled=ena,
+        running=ena,
+        total=z,
+        total_enabled=ena,
+        total_running=ena,
+        nread=read,
+    )
+    plan = CounterPlan(
+        ("TC",), [GroupDef("", (), np.array([0]))], np.array([True]), np.array([False])
+    )
     return r, plan
 
 

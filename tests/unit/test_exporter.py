@@ -45,8 +45,9 @@ def test_metric_names_follow_the_conventions() -> None:
     ]
     twice = screen(counters={"A": "cycles", "B": "cpu-cycles"})
     assert [m.name for m in metrics_for(twice.counters)] == [
-        "tiptop_cycles_total", "tiptop_cycles_b_total",
-    ]  # fmt: skip
+        "tiptop_cycles_total",
+        "tiptop_cycles_b_total",
+    ]
 
 
 @pytest.mark.parametrize(

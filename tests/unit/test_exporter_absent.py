@@ -23,8 +23,9 @@ def no_pmu(f):  # type: ignore[no-untyped-def]
 
 def test_an_event_nobody_counts_has_no_series() -> None:
     agg = Aggregator(metrics_for(SCHED.counters))
-    snap = agg.update(no_pmu(frame(rows((1, "a", 5.0, [9, 1, 2, 0, 0]),
-                                        (2, "b", 5.0, [9, 1, 3, 0, 0])), SCHED)))  # fmt: skip
+    snap = agg.update(
+        no_pmu(frame(rows((1, "a", 5.0, [9, 1, 2, 0, 0]), (2, "b", 5.0, [9, 1, 3, 0, 0])), SCHED))
+    )
     names = {f.name for f in snap.families}
     assert "tiptop_cycles_total" not in names and "tiptop_instructions_total" not in names
     assert sample(snap, "tiptop_page_faults_total") == {
@@ -49,15 +50,17 @@ def test_an_event_counted_for_some_tasks_only_has_their_series() -> None:
     assert sample(snap, "tiptop_cycles_total") == {("a", "root", "/"): 7}
     f = frame(rows((2, "b", 5.0, [1, 1, 1, 2, 3])), SCHED)  # b read it at last: from 2
     assert sample(agg.update(f), "tiptop_cycles_total") == {
-        ("a", "root", "/"): 7, ("b", "root", "/"): 2,
-    }  # fmt: skip
+        ("a", "root", "/"): 7,
+        ("b", "root", "/"): 2,
+    }
 
 
 def test_the_summed_series_has_every_label() -> None:
     for cmdline, width in ((False, 4), (True, 5)):
         agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=1, cmdline=cmdline)
-        snap = agg.update(frame(rows((1, "a", 9.0, [1, 1, 1, 1, 1]),
-                                     (2, "b", 1.0, [1, 1, 4, 1, 1])), SCHED))  # fmt: skip
+        snap = agg.update(
+            frame(rows((1, "a", 9.0, [1, 1, 1, 1, 1]), (2, "b", 1.0, [1, 1, 4, 1, 1])), SCHED)
+        )
         faults = sample(snap, "tiptop_page_faults_total")
         assert faults[(OTHER,) * width] == 4
         for fam in snap.families:

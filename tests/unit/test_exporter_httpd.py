@@ -60,8 +60,14 @@ def wait_clients(srv: MetricsServer, n: int) -> int:
 def test_requests_are_parsed_and_answered() -> None:
     req = parse_request(b"GET /metrics?x=1 HTTP/1.1\r\nAccept: text/plain\r\nHOST:  h ")
     assert req == Request("GET", "/metrics?x=1", {"accept": "text/plain", "host": "h"})
-    for bad in (b"\x00\xffNOT HTTP", b"GET /", b"GET / HTTP/2", b"GET / HTTP/1.1\r\nno colon",
-                b"GET / HTTP/1.1\r\n bad: folded", b"G3T / HTTP/1.1"):  # fmt: skip
+    for bad in (
+        b"\x00\xffNOT HTTP",
+        b"GET /",
+        b"GET / HTTP/2",
+        b"GET / HTTP/1.1\r\nno colon",
+        b"GET / HTTP/1.1\r\n bad: folded",
+        b"G3T / HTTP/1.1",
+    ):
         assert parse_request(bad) is None, bad
     answer = response_bytes(Reply(404, (("X-A", "b"),), b"gone"))
     assert answer == (
@@ -131,8 +137,11 @@ def test_bad_requests_get_one_answer_each(server: MetricsServer) -> None:
 def test_an_address_in_use_is_named() -> None:
     first = MetricsServer("127.0.0.1", 0, echo, 4)
     try:
-        with pytest.raises(TiptopError, match=rf"^--serve 127\.0\.0\.1:{first.port}: cannot "
-                           "listen: Address already in use$"):  # fmt: skip
+        with pytest.raises(
+            TiptopError,
+            match=rf"^--serve 127\.0\.0\.1:{first.port}: cannot "
+            "listen: Address already in use$",
+        ):
             MetricsServer("127.0.0.1", first.port, echo, 4)
     finally:
         first.close()

@@ -68,8 +68,10 @@ def test_a_device_node_is_never_replaced(tmp_path: Path) -> None:
         replace_file(str(node), b"x 1\n")
     after = os.lstat(node)
     assert (after.st_mode, after.st_rdev, after.st_ino) == (
-        before.st_mode, before.st_rdev, before.st_ino,
-    )  # fmt: skip
+        before.st_mode,
+        before.st_rdev,
+        before.st_ino,
+    )
     assert sorted(os.listdir(tmp_path)) == ["null.prom"]  # no temporary file left
 
 
@@ -95,9 +97,12 @@ def test_a_failed_write_is_said_once_and_its_end_once(tmp_path: Path) -> None:
     folder.rmdir()
     assert not writer.write(b"a 2\n") and not writer.write(b"a 3\n")
     assert said == [
-        ("textfile-failed:1", f"--textfile {path}: not written (No such file or directory); "
-         "carrying on, trying again at each refresh"),
-    ]  # fmt: skip
+        (
+            "textfile-failed:1",
+            f"--textfile {path}: not written (No such file or directory); "
+            "carrying on, trying again at each refresh",
+        ),
+    ]
     folder.mkdir()
     assert writer.write(b"a 4\n") and writer.write(b"a 5\n")
     assert said[1:] == [("textfile-recovered:1", f"--textfile {path}: written again")]

@@ -106,8 +106,9 @@ def _sched_screen() -> ScreenSpec:
 def test_user_mode_only_under_paranoid_2(tmp_path: os.PathLike[str]) -> None:
     """-K is refused with the reason; task-clock opens user mode only (exclude_kernel);
     context switches (kernel-only) are not opened at all, and say why."""
-    host = Host(proc_root=_fake_proc(tmp_path), sysfs_root=str(tmp_path), uid=1000,
-                euid=1000, paranoid=2)  # fmt: skip
+    host = Host(
+        proc_root=_fake_proc(tmp_path), sysfs_root=str(tmp_path), uid=1000, euid=1000, paranoid=2
+    )
     b = FakeBackend(clock=FakeClock())
     s = Sampler(_sched_screen(), SamplerConfig(kernel=True), host=host, backend=b)
     lines = s.messages.lines()
@@ -118,9 +119,19 @@ def test_user_mode_only_under_paranoid_2(tmp_path: os.PathLike[str]) -> None:
 
 
 def test_kernel_mode_when_privileged(tmp_path: os.PathLike[str]) -> None:
-    host = Host(proc_root=_fake_proc(tmp_path), sysfs_root=str(tmp_path), uid=1000,
-                euid=1000, paranoid=2, capabilities=1 << CAP_PERFMON)  # fmt: skip
-    s = Sampler(_sched_screen(), SamplerConfig(kernel=True), host=host,
-                backend=FakeBackend(clock=FakeClock()))  # fmt: skip
+    host = Host(
+        proc_root=_fake_proc(tmp_path),
+        sysfs_root=str(tmp_path),
+        uid=1000,
+        euid=1000,
+        paranoid=2,
+        capabilities=1 << CAP_PERFMON,
+    )
+    s = Sampler(
+        _sched_screen(),
+        SamplerConfig(kernel=True),
+        host=host,
+        backend=FakeBackend(clock=FakeClock()),
+    )
     assert not s.messages
     assert all(not a.exclude_kernel for g in s.plan.groups for a in g.attrs)

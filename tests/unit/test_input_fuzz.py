@@ -31,28 +31,140 @@ CONTROLS = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))}
 TARGET = Target("x86", "06_2A")
 
 #: Option values that once broke a parser, or might.
-VALUES = [BIG, "-" + BIG, "+" + BIG, "0" * 5000 + "1", "9" * 20, "9223372036854775808", "1e400",
-          "-1", "0", "", " ", "1_000", "0x10", "١٢", "inf", "nan", "\x1b[31mred", "a\nb", "\x00",
-          "\udcff", "root", "nobody", "2", "0.001", "%", "é"]  # fmt: skip
+VALUES = [
+    BIG,
+    "-" + BIG,
+    "+" + BIG,
+    "0" * 5000 + "1",
+    "9" * 20,
+    "9223372036854775808",
+    "1e400",
+    "-1",
+    "0",
+    "",
+    " ",
+    "1_000",
+    "0x10",
+    "١٢",
+    "inf",
+    "nan",
+    "\x1b[31mred",
+    "a\nb",
+    "\x00",
+    "\udcff",
+    "root",
+    "nobody",
+    "2",
+    "0.001",
+    "%",
+    "é",
+]
 SHORT_VALUES = [v for v in VALUES if len(v) < 100]
 #: Values XML can hold (no C0 control but tab and newline, no lone surrogate).
 XML_VALUES = [v for v in VALUES if not {"\x00", "\x1b", "\udcff"} & set(v)]
-SHORT_OPTS = ["-b", "-c", "-H", "-i", "-K", "-U", "-g", "-d", "-E", "-n", "-o", "-p", "-S",
-              "-u", "-W", "-w", "-bi", "-d2", "-n" + BIG, "-x"]  # fmt: skip
+SHORT_OPTS = [
+    "-b",
+    "-c",
+    "-H",
+    "-i",
+    "-K",
+    "-U",
+    "-g",
+    "-d",
+    "-E",
+    "-n",
+    "-o",
+    "-p",
+    "-S",
+    "-u",
+    "-W",
+    "-w",
+    "-bi",
+    "-d2",
+    "-n" + BIG,
+    "-x",
+]
 #: Every long option the parser knows, and some it does not.
-LONG_OPTS = [*(f"--{name}" for name in LONG), "--batch=1", "--delay=" + BIG, "--from=" + BIG,
-             "--nope", "--"]  # fmt: skip
-RC_NAMES = ["delay", "cpu_threshold", "show_cmdline", "show_kernel", "idle", "sticky",
-            "max_iter", "watch_name", "watch_uid", "show_user", "unknown"]  # fmt: skip
-EXPR_TOKENS = ["A", "delta(A)", "CPU_TOT", "1", "0", "2.5", "1e400", BIG, HEX, "0x1f", "(", ")",
-               "+", "-", "*", "/", "|", "and", "shl", "shr", "min(", "max(", ",", " ", "\x1b",
-               "-(", "+A" * 60, "-" * 60, "(" * 60, ")" * 60]  # fmt: skip
+LONG_OPTS = [
+    *(f"--{name}" for name in LONG),
+    "--batch=1",
+    "--delay=" + BIG,
+    "--from=" + BIG,
+    "--nope",
+    "--",
+]
+RC_NAMES = [
+    "delay",
+    "cpu_threshold",
+    "show_cmdline",
+    "show_kernel",
+    "idle",
+    "sticky",
+    "max_iter",
+    "watch_name",
+    "watch_uid",
+    "show_user",
+    "unknown",
+]
+EXPR_TOKENS = [
+    "A",
+    "delta(A)",
+    "CPU_TOT",
+    "1",
+    "0",
+    "2.5",
+    "1e400",
+    BIG,
+    HEX,
+    "0x1f",
+    "(",
+    ")",
+    "+",
+    "-",
+    "*",
+    "/",
+    "|",
+    "and",
+    "shl",
+    "shr",
+    "min(",
+    "max(",
+    ",",
+    " ",
+    "\x1b",
+    "-(",
+    "+A" * 60,
+    "-" * 60,
+    "(" * 60,
+    ")" * 60,
+]
 SHORT_TOKENS = [t for t in EXPR_TOKENS if len(t) < 100]
-XML_HEAD = ["", "", "", "", "<?xml version='1.0'?>", "<?xml version='1.0' encoding='foo'?>",
-            "<?xml version='1.0' encoding='utf-16'?>", "<?xml version='1.0' encoding='latin-1'?>",
-            "<?xml version='1.0' encoding='" + "x" * 300 + "'?>"]  # fmt: skip
-FORMATS = ["%4.1f", "%4.1f", "%6.2f%%", "%" + BIG + "f", "%." + BIG + "f", "%999999999f",
-           "%.999999999f", "%d", "\x1b[31m%f", "%%", "%f%f", "%65f", "%.64f"]  # fmt: skip
+XML_HEAD = [
+    "",
+    "",
+    "",
+    "",
+    "<?xml version='1.0'?>",
+    "<?xml version='1.0' encoding='foo'?>",
+    "<?xml version='1.0' encoding='utf-16'?>",
+    "<?xml version='1.0' encoding='latin-1'?>",
+    "<?xml version='1.0' encoding='" + "x" * 300 + "'?>",
+]
+FORMATS = [
+    "%4.1f",
+    "%4.1f",
+    "%6.2f%%",
+    "%" + BIG + "f",
+    "%." + BIG + "f",
+    "%999999999f",
+    "%.999999999f",
+    "%d",
+    "\x1b[31m%f",
+    "%%",
+    "%f%f",
+    "%65f",
+    "%.64f",
+]
 
 #: A counter's type attribute: mostly none (the config is then an event name).
 TYPES = [None, None, None, None, "HARDWARE", "RAW", BIG, "0x" + BIG, "-1", "\x1b", "&#10;"]
@@ -133,10 +245,13 @@ def test_xml_problems_are_located(
 
 @pytest.mark.parametrize(
     ("expr", "config", "message"),
-    [(CHAIN, "cycles", "deeper than 100"), ("delta(A)", CONFIG_CHAIN, "deeper than 100"),
-     (HEX, "cycles", "hex constant")],
+    [
+        (CHAIN, "cycles", "deeper than 100"),
+        ("delta(A)", CONFIG_CHAIN, "deeper than 100"),
+        (HEX, "cycles", "hex constant"),
+    ],
     ids=["chain", "config-chain", "hex"],
-)  # fmt: skip
+)
 def test_yaml_problems_are_located(expr: str, config: str, message: str) -> None:
     text = (
         f"screens:\n  - name: s\n    counters:\n      A: '{config}'\n"

@@ -22,8 +22,19 @@ from tiptop.screens.bottleneck import decode
 
 ICELAKE = ["06_7D", "06_7E", "06_6A", "06_6C", "06_8C", "06_8D", "06_A7"]
 SERVER = ["06_8F", "06_CF", "06_AD", "06_AE"]  # Sapphire/Emerald/Granite Rapids
-HYBRIDS = ["06_97", "06_9A", "06_B7", "06_BA", "06_BF", "06_AA", "06_AC", "06_B5", "06_BD",
-           "06_C5", "06_C6"]  # fmt: skip
+HYBRIDS = [
+    "06_97",
+    "06_9A",
+    "06_B7",
+    "06_BA",
+    "06_BF",
+    "06_AA",
+    "06_AC",
+    "06_B5",
+    "06_BD",
+    "06_C5",
+    "06_C6",
+]
 #: Lunar Lake, Arrow Lake-S/H: no tma_* metrics, no INT_MISC.UOP_DROPPING, no ASSISTS.FP in the
 #: kernel's 6.12 tables (tests/data/oracle/kernel-6.12.json).
 LION_COVE = ["06_BD", "06_C5", "06_C6"]
@@ -34,10 +45,14 @@ TMA_EVENTS = {
     "spr": ["cpu/event=0xad,umask=0x10/"],
     "hybrid": ["cpu_core/event=0xad,umask=0x10/"],
 }
-L1_NAMES = ["slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound",
-            "topdown-be-bound"]  # fmt: skip
-L2_NAMES = [*L1_NAMES, "topdown-heavy-ops", "topdown-br-mispredict", "topdown-fetch-lat",
-            "topdown-mem-bound"]  # fmt: skip
+L1_NAMES = ["slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"]
+L2_NAMES = [
+    *L1_NAMES,
+    "topdown-heavy-ops",
+    "topdown-br-mispredict",
+    "topdown-fetch-lat",
+    "topdown-mem-bound",
+]
 #: ASSISTS.FP: EventCode 0xc1, UMask 0x2 (tools/perf/pmu-events/arch/x86/*/floating-point.json).
 ASSISTS_FP = 0x02C1
 
@@ -87,14 +102,13 @@ def test_older_or_other_cpus_get_no_intel_perf_metrics_screen(model: str) -> Non
     ("text", "sysfs", "type_", "config"),
     [
         *[(n, INTEL, CORE, SLOTS if n == "slots" else METRIC[n]) for n in L1_NAMES],
-        *[(f"cpu_core/{n}/", HYBRID, CORE, SLOTS if n == "slots" else METRIC[n])
-          for n in L2_NAMES],
+        *[(f"cpu_core/{n}/", HYBRID, CORE, SLOTS if n == "slots" else METRIC[n]) for n in L2_NAMES],
         ("cpu/event=0xc1,umask=0x02/", INTEL, CORE, ASSISTS_FP),
         ("cpu_core/event=0xc1,umask=0x02/", HYBRID, CORE, ASSISTS_FP),
         ("cpu_core/instructions/", HYBRID, CORE, 0xC0),  # INST_RETIRED.ANY
         ("cpu_core/cycles/", HYBRID, 0, CORE << 32),  # generic cycles on cpu_core only
     ],
-)  # fmt: skip
+)
 def test_encodings(text: str, sysfs: str, type_: int, config: int) -> None:
     (b,) = [b for b in resolve(text, sysfs_root=sysfs) if b.pmu in ("cpu", "cpu_core")]
     assert (b.attr.type, b.attr.config) == (type_, config)
@@ -186,11 +200,15 @@ def test_level2_columns_are_the_topdown_txt_formulas(env: FakeEnv) -> None:
     heads = [h.strip() for h in f.headers]
     got = dict(zip(heads, f.values[i].tolist(), strict=True))
     want = {
-        "%HEAVY": 15.0, "%LIGHT": 40.0 - 15.0,  # retiring = heavy + light
-        "%BRMIS": 6.0, "%CLEAR": 10.0 - 6.0,  # bad speculation = mispredicts + clears
-        "%FLAT": 12.0, "%FBW": 20.0 - 12.0,  # front-end bound = latency + bandwidth
-        "%MEM": 18.0, "%CORE": 30.0 - 18.0,  # back-end bound = memory + core
-    }  # fmt: skip
+        "%HEAVY": 15.0,
+        "%LIGHT": 40.0 - 15.0,  # retiring = heavy + light
+        "%BRMIS": 6.0,
+        "%CLEAR": 10.0 - 6.0,  # bad speculation = mispredicts + clears
+        "%FLAT": 12.0,
+        "%FBW": 20.0 - 12.0,  # front-end bound = latency + bandwidth
+        "%MEM": 18.0,
+        "%CORE": 30.0 - 18.0,  # back-end bound = memory + core
+    }
     assert {k: got[k] for k in want} == pytest.approx(want)
     assert sum(want.values()) == pytest.approx(100.0)
     assert f.status[i].tolist() == [Status.OK] * 10

@@ -42,8 +42,9 @@ def test_x86_new_kernel_bodies() -> None:
     add = bytes.fromhex("4883c001 4883c101 4883c201 4883c601 90 90 49ffc8 75e9")
     assert add in x86["add"]
     # the controlled pair: the same code but for the tested bit (al & 1 vs al & 0)
-    diff = [i for i, (a, b) in enumerate(zip(x86["predict"], x86["mispredict"], strict=True))
-            if a != b]  # fmt: skip
+    diff = [
+        i for i, (a, b) in enumerate(zip(x86["predict"], x86["mispredict"], strict=True)) if a != b
+    ]
     assert [x86["predict"][i] for i in diff] == [0] and [x86["mispredict"][i] for i in diff] == [1]
 
 
@@ -90,8 +91,9 @@ def test_fractions_are_the_columns_on_slopes() -> None:
     assert set(level1_columns(s)) == {"%RET", "%BADS", "%FE", "%BE", "%SMT"}
     slopes = {"CYC": 10.0, "RET": 30.0, "DISP": 36.0, "FE": 6.0, "BE": 12.0, "SMT": 6.0}
     fr = fractions(_Plan(s), s, slopes)  # type: ignore[arg-type]
-    assert fr == pytest.approx({"%RET": 50.0, "%BADS": 10.0, "%FE": 10.0, "%BE": 20.0,
-                                "%SMT": 10.0})  # fmt: skip
+    assert fr == pytest.approx(
+        {"%RET": 50.0, "%BADS": 10.0, "%FE": 10.0, "%BE": 20.0, "%SMT": 10.0}
+    )
     assert sum(fr.values()) == pytest.approx(100.0)
     assert np.isnan(fractions(_Plan(s), s, {**slopes, "CYC": 0.0})["%RET"])  # type: ignore[arg-type]
 
@@ -138,8 +140,9 @@ def test_perf_csv_values_in_order() -> None:
 def test_l1d_size_and_core_cpu_from_sysfs(tmp_path: Path) -> None:
     """index0 is the L1 instruction cache here, index1 the L1 data cache (48K); a hybrid
     machine's child goes on a CPU of ``cpu_core``."""
-    for ix, (level, kind, size) in enumerate([("1", "Instruction", "32K"), ("1", "Data", "48K"),
-                                              ("2", "Unified", "2048K")]):  # fmt: skip
+    for ix, (level, kind, size) in enumerate(
+        [("1", "Instruction", "32K"), ("1", "Data", "48K"), ("2", "Unified", "2048K")]
+    ):
         d = tmp_path / "devices/system/cpu/cpu0/cache" / f"index{ix}"
         d.mkdir(parents=True)
         for name, value in (("level", level), ("type", kind), ("size", size)):

@@ -86,8 +86,13 @@ STALE = [
     ("status", _with(0, status=[Status.OK, Status.OK, Status.DIV0]), View(), View(), SCREEN),
     ("death", _with(1, dead=True), View(), View(), SCREEN),
     ("command", _with(1, name="busy2"), View(), View(), SCREEN),
-    ("command line", _with(1, cmdline="busy --y"), View(show_cmdline=True),
-     View(show_cmdline=True), SCREEN),
+    (
+        "command line",
+        _with(1, cmdline="busy --y"),
+        View(show_cmdline=True),
+        View(show_cmdline=True),
+        SCREEN,
+    ),
     ("marker", _with(1, marker="+"), View(), View(), SCREEN),
     ("user", _with(1, user="nobody"), View(show_user=True), View(show_user=True), SCREEN),
     ("task id", [*BEFORE, BEFORE[2] | {"tid": 4}], View(), View(), SCREEN),
@@ -95,7 +100,7 @@ STALE = [
     ("user column", BEFORE, View(), View(show_user=True), SCREEN),
     ("columns", BEFORE, View(), View(), OTHER_FORMAT),
     ("watch", BEFORE, View(), View(watch="busy"), SCREEN),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(

@@ -129,8 +129,13 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     releases it; the main source is never reconfigured."""
     made: list[Any] = []
     main = Level1(1)
-    app = LiveApp(Options(show_idle=True), main, [TD1, TD2], host=Host(),
-                  drill=lambda pid, s: Counted(made, pid, s))  # fmt: skip
+    app = LiveApp(
+        Options(show_idle=True),
+        main,
+        [TD1, TD2],
+        host=Host(),
+        drill=lambda pid, s: Counted(made, pid, s),
+    )
     app.refresh()
     keys(app, "t")  # opens it; the key's refresh already counts once
     assert [(pid, name) for pid, name, _ in made] == [(4242, "topdown2")]
@@ -138,8 +143,9 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     assert extra.starts == 1 and extra.refreshes >= 1
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
     assert "PID 4242 (chase): bottleneck BE/Mem 36% of slots" in body
-    assert any(ln.startswith("level 2 from screen 'topdown2', counted on PID 4242 alone")
-               for ln in body)  # fmt: skip
+    assert any(
+        ln.startswith("level 2 from screen 'topdown2', counted on PID 4242 alone") for ln in body
+    )
     assert main.reconfigured == []
     keys(app, "t")
     assert extra.closed and app.drill.source is None
@@ -148,15 +154,21 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
 
 def test_until_the_extra_source_counts_level_1_is_shown() -> None:
     made: list[Any] = []
-    app = LiveApp(Options(show_idle=True), Level1(1), [TD1, TD2], host=Host(),
-                  drill=lambda pid, s: Counted(made, pid, s))  # fmt: skip
+    app = LiveApp(
+        Options(show_idle=True),
+        Level1(1),
+        [TD1, TD2],
+        host=Host(),
+        drill=lambda pid, s: Counted(made, pid, s),
+    )
     app.refresh()
     app.widget.window = "tree"
     app.rebuild()  # no refresh: the extra source has no frame yet
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
     assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
-    assert any(ln.startswith("level 2: counting screen 'topdown2' on PID 4242 alone")
-               for ln in body)  # fmt: skip
+    assert any(
+        ln.startswith("level 2: counting screen 'topdown2' on PID 4242 alone") for ln in body
+    )
 
 
 def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
@@ -170,6 +182,7 @@ def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
     app.refresh()
     keys(app, "t")
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
-    i = body.index("PID 4242 (chase): bottleneck BE/Mem 36% of slots (counts scaled: they ran "
-                   "50% of the time)")  # fmt: skip
+    i = body.index(
+        "PID 4242 (chase): bottleneck BE/Mem 36% of slots (counts scaled: they ran 50% of the time)"
+    )
     assert body[i + 1].startswith("events ran: CYC 50%, RET 50%, UC 50%")

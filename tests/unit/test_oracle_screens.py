@@ -47,9 +47,11 @@ VARIANTS = variants()
 IDS = [v[0] for v in VARIANTS]
 #: Plus the Arm variants for any core, whose events are the architected ones.
 ENCODED = VARIANTS + [
-    (f"{f}:{r.name}:any", r) for f, rs in SCREENS.items() for r in rs
+    (f"{f}:{r.name}:any", r)
+    for f, rs in SCREENS.items()
+    for r in rs
     if r.arch == "arm64" and not r.model
-]  # fmt: skip
+]
 
 
 def devs(raw: RawScreen, kind: str) -> list[Deviation]:
@@ -97,8 +99,9 @@ def test_gate_is_the_kernels_model_lists(vid: str, raw: RawScreen) -> None:
 def _has_events(raw: RawScreen, table: str) -> bool:
     return all(
         oracle.theirs(table, i.attrs["table_event"]) is not None
-        for i in raw.items if i.kind == "counter" and i.attrs.get("table_event")
-    )  # fmt: skip
+        for i in raw.items
+        if i.kind == "counter" and i.attrs.get("table_event")
+    )
 
 
 @pytest.mark.parametrize(("vid", "raw"), ENCODED, ids=[v[0] for v in ENCODED])
@@ -116,8 +119,11 @@ def test_counters_encode_their_table_events(vid: str, raw: RawScreen) -> None:
             generic = ("cycles", "instructions", "cpu_core/cycles/", "cpu_core/instructions/")
             assert a["config"] in generic, f"{vid}: {a['alias']} names no table event"
             continue
-        item_tables = oracle.tables(raw, gate_models(raw) & oracle.expand(a["model"])) if a.get(
-            "model") else tables  # fmt: skip
+        item_tables = (
+            oracle.tables(raw, gate_models(raw) & oracle.expand(a["model"]))
+            if a.get("model")
+            else tables
+        )
         mine = oracle.ours(a["config"], a.get("type"), raw.arch)
         for t in sorted(item_tables):
             want = oracle.theirs(t, named)
@@ -185,10 +191,14 @@ def test_columns_show_their_vendor_metrics(vid: str, raw: RawScreen) -> None:
     kept = {d.subject for d in devs(raw, "column")}
     generic = {"instructions", "cycles"}  # perf's generic events, in no table
     tables = [
-        t for t in sorted(oracle.tables(raw, gate_models(raw)))
-        if all(n in oracle.data()["tables"][t]["metrics"] for c in _bound(raw)
-               for n in parse(c["table_metric"]).names - generic)
-    ]  # fmt: skip
+        t
+        for t in sorted(oracle.tables(raw, gate_models(raw)))
+        if all(
+            n in oracle.data()["tables"][t]["metrics"]
+            for c in _bound(raw)
+            for n in parse(c["table_metric"]).names - generic
+        )
+    ]
     assert tables, f"{vid}: no table defines its metrics"
     for t in tables:
         for seed in range(20):

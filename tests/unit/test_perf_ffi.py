@@ -15,12 +15,27 @@ from tiptop.kernel.attr import Attr
 from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, Ioctl
 
 OFFSETS = {
-    "type": 0, "size": 4, "config": 8, "sample_period": 16, "sample_type": 24,
-    "read_format": 32, "wakeup_events": 48, "bp_type": 52, "config1": 56, "config2": 64,
-    "branch_sample_type": 72, "sample_regs_user": 80, "sample_stack_user": 88, "clockid": 92,
-    "sample_regs_intr": 96, "aux_watermark": 104, "sample_max_stack": 108,
-    "aux_sample_size": 112, "sig_data": 120, "config3": 128,
-}  # fmt: skip
+    "type": 0,
+    "size": 4,
+    "config": 8,
+    "sample_period": 16,
+    "sample_type": 24,
+    "read_format": 32,
+    "wakeup_events": 48,
+    "bp_type": 52,
+    "config1": 56,
+    "config2": 64,
+    "branch_sample_type": 72,
+    "sample_regs_user": 80,
+    "sample_stack_user": 88,
+    "clockid": 92,
+    "sample_regs_intr": 96,
+    "aux_watermark": 104,
+    "sample_max_stack": 108,
+    "aux_sample_size": 112,
+    "sig_data": 120,
+    "config3": 128,
+}
 
 
 def test_struct_size_is_ver8() -> None:
@@ -39,9 +54,15 @@ def _flags(**kw: bool) -> int:
 
 def test_bitfield_golden_bytes() -> None:
     raw = _ffi.attr_bytes(
-        Attr(type=1, config=2, disabled=True, exclude_kernel=True, inherit_thread=True,
-             exclude_hv=False)
-    )  # fmt: skip
+        Attr(
+            type=1,
+            config=2,
+            disabled=True,
+            exclude_kernel=True,
+            inherit_thread=True,
+            exclude_hv=False,
+        )
+    )
     # disabled = bit 0, exclude_kernel = bit 5, inherit_thread = bit 35 (struct
     # perf_event_attr's bitfields, include/uapi/linux/perf_event.h).
     assert raw[40:48] == bytes.fromhex("2100000008000000")
@@ -51,9 +72,16 @@ def test_bitfield_golden_bytes() -> None:
 
 @pytest.mark.parametrize(
     ("flag", "bit"),
-    [("disabled", 0), ("inherit", 1), ("pinned", 2), ("exclude_user", 4),
-     ("exclude_idle", 7), ("enable_on_exec", 12), ("inherit_thread", 35)],
-)  # fmt: skip
+    [
+        ("disabled", 0),
+        ("inherit", 1),
+        ("pinned", 2),
+        ("exclude_user", 4),
+        ("exclude_idle", 7),
+        ("enable_on_exec", 12),
+        ("inherit_thread", 35),
+    ],
+)
 def test_each_flag_bit(flag: str, bit: int) -> None:
     assert _flags(**{flag: True}) == 1 << bit
 
@@ -89,9 +117,23 @@ def test_a_kept_layout_is_never_another_attr_s() -> None:
     """The layouts are kept by the whole Attr: attrs that differ in any one field the
     struct holds, each laid out after the others, get the bytes a fresh layout gives."""
     base = Attr(type=1, config=3)
-    variants = [base, *(base.replace(**{f: 1 - bool(getattr(base, f))}) for f in (
-        "disabled", "inherit", "inherit_thread", "pinned", "exclude_user", "exclude_kernel",
-        "exclude_hv", "exclude_idle", "enable_on_exec"))]  # fmt: skip
+    variants = [
+        base,
+        *(
+            base.replace(**{f: 1 - bool(getattr(base, f))})
+            for f in (
+                "disabled",
+                "inherit",
+                "inherit_thread",
+                "pinned",
+                "exclude_user",
+                "exclude_kernel",
+                "exclude_hv",
+                "exclude_idle",
+                "enable_on_exec",
+            )
+        ),
+    ]
     variants += [base.replace(**{f: 7}) for f in ("config1", "config2", "config3", "read_format")]
     kept = [_ffi.attr_bytes(v) for v in variants]
     for v, got in zip(variants, kept, strict=True):
@@ -111,8 +153,11 @@ def test_syscall_numbers() -> None:
 
 def test_ioctl_numbers() -> None:
     assert (Ioctl.ENABLE, Ioctl.DISABLE, Ioctl.RESET, Ioctl.ID) == (
-        0x2400, 0x2401, 0x2403, 0x80082407,
-    )  # fmt: skip
+        0x2400,
+        0x2401,
+        0x2403,
+        0x80082407,
+    )
 
 
 def test_real_open_software_event_on_self() -> None:

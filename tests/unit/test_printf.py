@@ -66,9 +66,25 @@ def test_absurd_width_is_refused_at_load_with_its_place(as_yaml: bool, place: st
 
 @pytest.mark.parametrize(
     "fmt",
-    ["%6.2lf", "%64.1f", "%.64e", "x%g%%", "%-+#08.3F", "%1000f", "%65f", "%.65g", "%Lf",
-     "%lld", "%d", "%f%f", "100%", "%5.1", "%*f", "%'f"],
-)  # fmt: skip
+    [
+        "%6.2lf",
+        "%64.1f",
+        "%.64e",
+        "x%g%%",
+        "%-+#08.3F",
+        "%1000f",
+        "%65f",
+        "%.65g",
+        "%Lf",
+        "%lld",
+        "%d",
+        "%f%f",
+        "100%",
+        "%5.1",
+        "%*f",
+        "%'f",
+    ],
+)
 def test_loader_keeps_exactly_what_the_table_prints(fmt: str) -> None:
     try:
         compile_format(fmt)

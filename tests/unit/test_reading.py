@@ -148,8 +148,10 @@ def _units(b: FakeBackend, stores: Stores, *tids: int) -> list[Unit]:
     page faults a second."""
     for t in tids:
         b.script(t, PF, 10 * t)
-    return [Unit(b.open_group(t, [Attr(type=1, config=1), Attr(type=1, config=2)]), 0, stores)
-            for t in tids]  # fmt: skip
+    return [
+        Unit(b.open_group(t, [Attr(type=1, config=1), Attr(type=1, config=2)]), 0, stores)
+        for t in tids
+    ]
 
 
 def _faults(words: bytes) -> int:

@@ -199,13 +199,18 @@ def test_a_bottleneck_column_is_evaluated_on_replay(
 
     _live, path, default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
     td = dataclasses.replace(
-        default, name="td",
-        columns=tuple(ColumnSpec(*c) for c in [
-                 (" %CPU", "%5.1f", "CPU_TOT"),
-                 ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
-                 ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
-                 ("BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)")]),
-    )  # fmt: skip
+        default,
+        name="td",
+        columns=tuple(
+            ColumnSpec(*c)
+            for c in [
+                (" %CPU", "%5.1f", "CPU_TOT"),
+                ("   %RET", "%7.1f", "100*delta(INSN)/(4*delta(CYCLE))"),
+                ("    %BE", "%7.1f", "100 - 100*delta(INSN)/(4*delta(CYCLE))"),
+                ("BOTTLENECK", "%.0f%%", "bottleneck(tma: RET=%RET, BE=%BE)"),
+            ]
+        ),
+    )
     f = recording.ReplaySource(recording.load(path), td).frame(1)
     row = list(f.tid).index(100)
     share = 100 - 100 * 2.3e9 / (4 * 1.1e9)  # 47.7: over BE's 20%, retiring is not over 70%

@@ -197,15 +197,30 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
     rec0.close()
     n = 2000
     big = dataclasses.replace(
-        frame, tid=np.arange(1000, 1000 + n), pid=np.arange(1000, 1000 + n), marker=[" "] * n,
-        user=["u"] * n, name=["x"] * n, cmdline=["x"] * n, num_threads=np.ones(n, np.int64),
-        dead=np.zeros(n, bool), cpu_total=np.linspace(0, 100, n),
+        frame,
+        tid=np.arange(1000, 1000 + n),
+        pid=np.arange(1000, 1000 + n),
+        marker=[" "] * n,
+        user=["u"] * n,
+        name=["x"] * n,
+        cmdline=["x"] * n,
+        num_threads=np.ones(n, np.int64),
+        dead=np.zeros(n, bool),
+        cpu_total=np.linspace(0, 100, n),
         values=frame.values[:1].repeat(n, 0),
-        status=frame.status[:1].repeat(n, 0), running=frame.running[:1].repeat(n, 0),
-        counter_delta=np.arange(n * 5, dtype=float).reshape(n, 5), counter_running=np.ones((n, 5)),
-        counter_status=np.zeros((n, 5), np.uint8), cpu_user=None, cpu_sys=None, processor=None,
-        cpu_status=None, counter_scaled=None, counter_total=None, counter_total_status=None,
-    )  # fmt: skip
+        status=frame.status[:1].repeat(n, 0),
+        running=frame.running[:1].repeat(n, 0),
+        counter_delta=np.arange(n * 5, dtype=float).reshape(n, 5),
+        counter_running=np.ones((n, 5)),
+        counter_status=np.zeros((n, 5), np.uint8),
+        cpu_user=None,
+        cpu_sys=None,
+        processor=None,
+        cpu_status=None,
+        counter_scaled=None,
+        counter_total=None,
+        counter_total_status=None,
+    )
     path = tmp_path / "big.jsonl.gz"
     writer = recording.Recorder(str(path), {})
     for i in range(200):

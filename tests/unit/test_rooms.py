@@ -1,12 +1,13 @@
 """The two rooms stay honest, checked with ``ast``: the unit room (tests/unit/ and what it
 imports from tests/support/ and tests/fakeproc.py) starts no process, runs no tmux and no
-setpriv; every test module sits in a room; and the code keeps to the size rule (modules
-up to 400 lines; functions up to 60 in tiptop/, 80 in tests/).
+setpriv; every test module sits in a room; and the formatter owns the layout (no code packed
+by hand under a size).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,8 @@ PROCESS_HELPERS = {"run", "TIPTOP", "nobody_command", "nobody_site"}
 #: Programs the unit room never names as a command.
 PROGRAMS = {"setpriv", "tmux"}
 
-MAX_MODULE_LINES = 400
-MAX_FUNCTION_LINES = 80
-#: The developers' guide's rule for the package: "functions under ~60 lines".
-MAX_PACKAGE_FUNCTION_LINES = 60
+#: How many lines may keep the formatter away: true data tables only (issue 36).
+MAX_PACKED = 10
 
 
 def _starts_process(os_name: str) -> bool:
@@ -65,8 +64,11 @@ def violations(source: str) -> list[str]:
             if mod.split(".")[0] in PROCESS_MODULES or mod.startswith("tests.system"):
                 found.append(f"{line}: from {mod} import")
             elif mod == "tests.helpers":
-                found += [f"{line}: {a.name} from tests.helpers" for a in node.names
-                          if a.name in PROCESS_HELPERS]  # fmt: skip
+                found += [
+                    f"{line}: {a.name} from tests.helpers"
+                    for a in node.names
+                    if a.name in PROCESS_HELPERS
+                ]
             elif mod == "os":
                 found += [f"{line}: os.{a.name}" for a in node.names if _starts_process(a.name)]
         elif (name := _os_call(node)) is not None and _starts_process(name):
@@ -157,43 +159,26 @@ def test_every_test_module_is_in_a_room() -> None:
     assert stray == []
 
 
-def oversized(path: Path, max_function: int = MAX_FUNCTION_LINES) -> list[str]:
-    """What in ``path`` breaks the size rule: the module's length, each long function."""
-    text = path.read_text()
-    found = []
-    if (n := len(text.splitlines())) > MAX_MODULE_LINES:
-        found.append(f"{n} lines")
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            if (n := node.end_lineno - start + 1) > max_function:  # type: ignore[operator]
-                found.append(f"{node.name}: {n} lines")
-    return found
+def packing_markers(text: str) -> list[int]:
+    """The lines of ``text`` that keep the formatter away (``fmt: skip``, ``fmt: off``)."""
+    marker = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+    return [i for i, line in enumerate(text.splitlines(), 1) if marker.search(line)]
 
 
-def test_the_size_check_sees_a_long_function(tmp_path: Path) -> None:
-    long = tmp_path / "long.py"
-    long.write_text("def f():\n" + "    x = 1\n" * 80 + "\n" * 321)
-    assert oversized(long) == ["402 lines", "f: 81 lines"]
+def test_the_packing_check_sees_a_marker() -> None:
+    text = "x = [1,2]  # fmt: skip\ny = 2\n# fmt: off\nz = 3\n# fmt:on\n"
+    assert packing_markers(text) == [1, 3]
 
 
-def test_test_code_keeps_to_the_size_rule() -> None:
+def test_the_formatter_owns_layout() -> None:
+    """The formatter lays out the code (docs/architecture.md, "Size"): a size is a smell
+    that asks "is this one job?", never a gate to squeeze lines under, so no line count is
+    checked here; what is checked is that layout is not packed by hand to hide a size.
+    A true data table may keep its rows on one line each: at most MAX_PACKED markers."""
     found = {
-        p.relative_to(TESTS).as_posix(): v
-        for p in sorted(TESTS.rglob("*.py"))
-        if (v := oversized(p))
+        p.relative_to(TESTS.parent).as_posix(): lines
+        for top in (TESTS.parent / "tiptop", TESTS, TESTS.parent / "benchmarks")
+        for p in sorted(top.rglob("*.py"))
+        if (lines := packing_markers(p.read_text())) and p.name != "test_rooms.py"
     }
-    assert found == {}
-
-
-def test_the_package_keeps_to_the_size_rule() -> None:
-    """All of tiptop/, the engine (docs/architecture.md, "One refresh") included. A module
-    generated from data (its docstring says GENERATED) is data, not code to follow."""
-    package = TESTS.parent / "tiptop"
-    found = {
-        p.relative_to(package).as_posix(): v
-        for p in sorted(package.rglob("*.py"))
-        if "GENERATED" not in (ast.get_docstring(ast.parse(p.read_text())) or "")
-        and (v := oversized(p, MAX_PACKAGE_FUNCTION_LINES))
-    }
-    assert found == {}
+    assert sum(len(v) for v in found.values()) <= MAX_PACKED, found

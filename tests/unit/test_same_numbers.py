@@ -85,9 +85,12 @@ def test_live_batch_replay_and_exporter_show_the_same_numbers(env: FakeEnv, tmp_
 
     # Live: each batch line's cells are on the live screen, row for row.
     app = LiveApp(
-        Options(show_idle=True), Shown(frames, screen), [screen], host=Host(),
+        Options(show_idle=True),
+        Shown(frames, screen),
+        [screen],
+        host=Host(),
         exporter=lambda o, s: "",
-    )  # fmt: skip
+    )
     for lines in batch:
         app.refresh()
         shown = text(app, (160, 12))

@@ -24,9 +24,11 @@ def hw_screen(uses: list[str], n: int = 5) -> ScreenSpec:
 def make_screen(env, scr: ScreenSpec) -> Sampler:  # type: ignore[no-untyped-def]
     fp, b = env
     return Sampler(
-        scr, SamplerConfig(), backend=b,
+        scr,
+        SamplerConfig(),
+        backend=b,
         host=host_at(str(fp.root), str(fp.root.parent / "nosys")),
-    )  # fmt: skip
+    )
 
 
 def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  # type: ignore[no-untyped-def]

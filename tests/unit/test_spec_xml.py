@@ -70,8 +70,14 @@ def test_example_gating_on_sandy_bridge() -> None:
     cfg = load_file(EXAMPLE, SNB)
     fp = next(s for s in cfg.screens if s.name == "FP")
     assert fp.counter("assist").event == NumericEvent(4, 0x1ECA)
-    assert [c.header.strip() for c in fp.columns] == ["%CPU", "Mcycle", "Minstr", "IPC", "%x87",
-                                                       "%assist"]  # fmt: skip
+    assert [c.header.strip() for c in fp.columns] == [
+        "%CPU",
+        "Mcycle",
+        "Minstr",
+        "IPC",
+        "%x87",
+        "%assist",
+    ]
     uops = next(s for s in cfg.screens if s.name == "uOps")
     assert "macrof" not in [c.header.strip() for c in uops.columns]
     msgs = [e.message for e in cfg.problems]
@@ -102,8 +108,10 @@ def test_bad_lines_are_located_and_the_rest_loads() -> None:
     where = {e.message.split(":")[0]: (e.line, e.column) for e in cfg.problems}
     by_text = {str(e) for e in cfg.problems}
     # 2 ^ 3 on line 14: the value starts at column 48, so '^' is at column 50
-    assert f"{path}:14:50: Invalid expression in column ' BAD', screen 'mixed': unexpected" \
-           " character '^'; column ignored" in by_text  # fmt: skip
+    assert (
+        f"{path}:14:50: Invalid expression in column ' BAD', screen 'mixed': unexpected"
+        " character '^'; column ignored" in by_text
+    )
     assert where["Bad type 'NOPE'"] == (10, 50)
     assert where["Undeclared counter 'Q' in screen 'mixed'"] == (15, 48)
     assert any(m.startswith("Bad config 'CPU_CYCLES + 1'") for m in where)

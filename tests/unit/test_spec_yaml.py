@@ -88,8 +88,10 @@ def test_yaml_aliases_are_refused() -> None:
     laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
     )
-    text = "screens:\n  - name: s\n    columns: &c [{header: x, format: '%f', expr: '1'}]\n" \
-           "  - name: t\n    columns: *c\n"  # fmt: skip
+    text = (
+        "screens:\n  - name: s\n    columns: &c [{header: x, format: '%f', expr: '1'}]\n"
+        "  - name: t\n    columns: *c\n"
+    )
     cfg = load_text(text, Target(), yaml=True)
     assert [s.name for s in cfg.screens] == ["s"]
     assert "anchors and aliases" in cfg.problems[0].message

@@ -16,8 +16,9 @@ from tiptop.errors import TaskGone
 
 
 def test_parse_stat_comm_with_spaces_and_parens() -> None:
-    line = stat_line(42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99,
-                     processor=5)  # fmt: skip
+    line = stat_line(
+        42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99, processor=5
+    )
     st = parse_stat(line.encode())
     assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0)
     # ppid (4), cutime (16), cstime (17): what process trees are summed from.

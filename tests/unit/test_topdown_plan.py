@@ -132,8 +132,13 @@ def test_topdown_head_stays_whole_when_the_pmu_must_split(tmp_path: Path) -> Non
     b = fake()
     p, _log = planner(b, INTEL, tmp_path)
     raw = {f"X{i}": f"cpu/event=0x{0x10 + i:x}/" for i in range(5)}
-    td = {"S": "slots", "RET": "topdown-retiring", "BAD": "topdown-bad-spec",
-          "FE": "topdown-fe-bound", "BE": "topdown-be-bound"}  # fmt: skip
+    td = {
+        "S": "slots",
+        "RET": "topdown-retiring",
+        "BAD": "topdown-bad-spec",
+        "FE": "topdown-fe-bound",
+        "BE": "topdown-be-bound",
+    }
     cols = [("x", "%1.0f", "delta(X0)+delta(X1)+delta(X2)")]
     cols += [(a, "%3.0f", f"delta({a})/delta(S)") for a in ("RET", "BAD", "FE", "BE")]
     cols += [("y", "%1.0f", "delta(X3)+delta(X4)")]
@@ -151,8 +156,10 @@ def test_a_lone_head_larger_than_the_even_share_is_not_cut(tmp_path: Path) -> No
     b = fake()
     p, _ = planner(b, HYBRID, tmp_path)
     scr = builtin("topdown2", "06_97")
-    raw = screen(counters={f"X{i}": f"cpu_core/event=0x{0x10 + i:x}/" for i in range(8)},
-                 columns=[(f"x{i}", "%2.0f", f"delta(X{i})") for i in range(8)])  # fmt: skip
+    raw = screen(
+        counters={f"X{i}": f"cpu_core/event=0x{0x10 + i:x}/" for i in range(8)},
+        columns=[(f"x{i}", "%2.0f", f"delta(X{i})") for i in range(8)],
+    )
     both = ScreenSpec("t", "t", scr.counters + raw.counters, scr.columns + raw.columns)
     sp = p.plan(both)
     first = sp.plan.groups[0]
@@ -209,8 +216,11 @@ def test_raw_forms_of_a_metric_are_metrics_too(text: str, tmp_path: Path) -> Non
     """The kernel tells a metric event by its encoding, not its name: so does the plan."""
     b = fake()
     p, log = planner(b, INTEL, tmp_path)
-    sp = p.plan(screen(counters={"S": "cpu/slots/", "M": text},
-                       columns=[("m", "%3.0f", "delta(M)/delta(S)")]))  # fmt: skip
+    sp = p.plan(
+        screen(
+            counters={"S": "cpu/slots/", "M": text}, columns=[("m", "%3.0f", "delta(M)/delta(S)")]
+        )
+    )
     (g,) = sp.plan.groups
     assert configs(g.attrs) == [(CORE, SLOTS), (CORE, METRIC["topdown-retiring"])]
     assert not log.lines()

@@ -41,8 +41,11 @@ def test_tracepoint_resolves_to_its_tracefs_id(tmp_path: Path) -> None:
     fake_tracefs(tmp_path, sched__sched_switch=316, syscalls__sys_enter_read=611)
     (b,) = resolve("sched:sched_switch", sysfs_root=str(tmp_path))
     assert (b.name, b.pmu, b.attr.type, b.attr.config) == (
-        "sched:sched_switch", "tracepoint", PerfType.TRACEPOINT, 316,
-    )  # fmt: skip
+        "sched:sched_switch",
+        "tracepoint",
+        PerfType.TRACEPOINT,
+        316,
+    )
     (b,) = resolve("syscalls:sys_enter_read", sysfs_root=str(tmp_path))
     assert b.attr.config == 611
     assert kernel_only(b.attr)  # a tracepoint counts nothing with exclude_kernel=1
@@ -125,12 +128,18 @@ def test_counting_attr_drops_exclude_bits_on_msr_only() -> None:
     cyc = EventBinding("cycles", "cpu", Attr(type=0, config=0))
     a = counting_attr(msr, kernel=False, inherit=True, inherit_thread=True)
     assert (a.exclude_kernel, a.exclude_hv, a.inherit, a.inherit_thread) == (
-        False, False, True, True,
-    )  # fmt: skip
+        False,
+        False,
+        True,
+        True,
+    )
     a = counting_attr(cyc, kernel=False, inherit=False, inherit_thread=True)
     assert (a.exclude_kernel, a.exclude_hv, a.inherit, a.inherit_thread) == (
-        True, True, False, False,
-    )  # fmt: skip
+        True,
+        True,
+        False,
+        False,
+    )
     assert (
         counting_attr(cyc, kernel=True, inherit=False, inherit_thread=False).exclude_kernel is False
     )
@@ -171,15 +180,26 @@ def test_diagnose_probe_opens_msr_as_the_sampler_does(monkeypatch) -> None:  # t
 
 def test_per_cpu_pmu_einval_is_explained() -> None:
     line = explain_open_error(
-        OSError(errno.EINVAL, "Invalid argument"), "power/energy-pkg/", paranoid=2,
-        privileged=True, kernel=False, event_pmu="power", core_pmus=["cpu"], per_cpu_pmu=True,
-    )  # fmt: skip
+        OSError(errno.EINVAL, "Invalid argument"),
+        "power/energy-pkg/",
+        paranoid=2,
+        privileged=True,
+        kernel=False,
+        event_pmu="power",
+        core_pmus=["cpu"],
+        per_cpu_pmu=True,
+    )
     assert line.startswith("power/energy-pkg/: EINVAL: the power PMU counts per CPU only")
     assert "tiptop counts per task" in line and "\n" not in line
     plain = explain_open_error(
-        OSError(errno.EINVAL, "Invalid argument"), "cpu/event=0x3c/", paranoid=2,
-        privileged=True, kernel=False, event_pmu="cpu", core_pmus=["cpu"],
-    )  # fmt: skip
+        OSError(errno.EINVAL, "Invalid argument"),
+        "cpu/event=0x3c/",
+        paranoid=2,
+        privileged=True,
+        kernel=False,
+        event_pmu="cpu",
+        core_pmus=["cpu"],
+    )
     assert "per CPU only" not in plain
 
 
@@ -189,9 +209,10 @@ def test_planner_counts_tracepoints_in_kernel_mode_or_says_why_not(tmp_path: Pat
     sysfs = tmp_path / "sys"
     fake_tracefs(sysfs, sched__sched_switch=316)
     scr = screen(
-        "tp", counters={"SW": "sched:sched_switch", "PF": "page-faults"},
+        "tp",
+        counters={"SW": "sched:sched_switch", "PF": "page-faults"},
         columns=[("   SW", "%5.0f", "delta(SW)"), ("   PF", "%5.0f", "delta(PF)")],
-    )  # fmt: skip
+    )
     for euid, opens in ((0, True), (1000, False)):
         fp, b = fake_env(tmp_path / f"u{euid}")
         host = host_at(str(fp.root), str(sysfs), euid=euid, uid=euid, capabilities=0)

@@ -26,9 +26,21 @@ ZEN4 = builtin_screens(Target("x86", "19_11"))
 TD2 = next(s for s in ZEN4 if s.name == "topdown2")
 #: 6e9 slots: retiring 25%, bad speculation 5%, front end 20% (latency 8%), back end 45%
 #: (memory 4/5 of it: 36%, cpu 9%), the rest SMT.
-COUNTS = {"CYC": 1e9, "CYC2": 1e9, "RET": 1.5e9, "DISP": 1.8e9, "UC": 0.0, "MISP": 1.0,
-          "RSY": 1.0, "FE": 1.2e9, "FEL": 0.08e9, "BE": 2.7e9, "LNC": 80.0,
-          "NC": 100.0, "SMT": 0.3e9}  # fmt: skip
+COUNTS = {
+    "CYC": 1e9,
+    "CYC2": 1e9,
+    "RET": 1.5e9,
+    "DISP": 1.8e9,
+    "UC": 0.0,
+    "MISP": 1.0,
+    "RSY": 1.0,
+    "FE": 1.2e9,
+    "FEL": 0.08e9,
+    "BE": 2.7e9,
+    "LNC": 80.0,
+    "NC": 100.0,
+    "SMT": 0.3e9,
+}
 
 
 def _frame(running: float = 1.0, missing: str | None = None, screen: ScreenSpec = TD2) -> Frame:
@@ -42,8 +54,13 @@ def _frame(running: float = 1.0, missing: str | None = None, screen: ScreenSpec 
     cells = Evaluator(screen, aliases).evaluate(
         facts, CounterCells(d, st, d, st, np.full(d.shape, running))
     )
-    row = {"tid": 4242, "name": "chase", "cells": cells.values[0].tolist(),
-           "status": cells.status[0].tolist(), "running": cells.running[0].tolist()}  # fmt: skip
+    row = {
+        "tid": 4242,
+        "name": "chase",
+        "cells": cells.values[0].tolist(),
+        "status": cells.status[0].tolist(),
+        "running": cells.running[0].tolist(),
+    }
     frame = builders.frame([row], screen)
     frame.counter_status = st  # the reads' statuses, as the sampler's frame has them
     return frame
@@ -80,9 +97,10 @@ def test_scaled_and_missing_counts_say_so() -> None:
         "   events ran: CYC 50%, RET 50%, UC 50%, DISP 50%, MISP 50%, RSY 50%, CYC2 48%, "
         "FEL 48%, FE 48%, BE 48%, LNC 48%, NC 48%"
     )
-    assert tree_record(tree)["ran"] == {**dict.fromkeys(["CYC", "RET", "UC", "DISP", "MISP",
-                                        "RSY"], 0.5), **dict.fromkeys(["CYC2", "FEL", "FE",
-                                        "BE", "LNC", "NC"], 0.48)}  # fmt: skip
+    assert tree_record(tree)["ran"] == {
+        **dict.fromkeys(["CYC", "RET", "UC", "DISP", "MISP", "RSY"], 0.5),
+        **dict.fromkeys(["CYC2", "FEL", "FE", "BE", "LNC", "NC"], 0.48),
+    }
     assert not any(
         ln.startswith("   events ran") for ln in tree_lines(task_tree(_frame(), TD2, 4242))
     )  # type: ignore[arg-type]

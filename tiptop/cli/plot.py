@@ -201,12 +201,24 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
         raise TiptopError("--plot: no task to draw in the recording")
     col = screen.columns[column]
     head = col.header.strip()
-    draw(top(found, opts.plot_top), opts.output, f"{head}: {short(col.desc)}",
-         f"tiptop on {rec.header.host}: {head}")  # fmt: skip
+    draw(
+        top(found, opts.plot_top),
+        opts.output,
+        f"{head}: {short(col.desc)}",
+        f"tiptop on {rec.header.host}: {head}",
+    )
     return 0
 
 
 __all__ = [
-    "FORMATS", "INSTALL", "Series", "draw", "find_column", "pick_column", "run_plot", "series",
-    "short", "top",
-]  # fmt: skip
+    "FORMATS",
+    "INSTALL",
+    "Series",
+    "draw",
+    "find_column",
+    "pick_column",
+    "run_plot",
+    "series",
+    "short",
+    "top",
+]

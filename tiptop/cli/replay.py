@@ -153,5 +153,7 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
 
 
 __all__ = [
-    "frame_range", "parse_when", "run_replay",
-]  # fmt: skip
+    "frame_range",
+    "parse_when",
+    "run_replay",
+]

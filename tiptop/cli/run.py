@@ -267,9 +267,16 @@ def _run_batch(
     }
     try:
         batch.run(
-            opts, sampler, screen, index, out or sys.stdout, errf or sys.stderr,
-            started=child is not None, stop=stop, child=child,
-        )  # fmt: skip
+            opts,
+            sampler,
+            screen,
+            index,
+            out or sys.stdout,
+            errf or sys.stderr,
+            started=child is not None,
+            stop=stop,
+            child=child,
+        )
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)

@@ -90,20 +90,37 @@ def assemble(
     facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads, window)
     cells = evaluator.evaluate(facts, cc)
     return Frame(
-        iteration=iteration, timestamp=time.time(), interval=interval, threads=threads,
-        headers=evaluator.headers, counters=plan.aliases, tid=tid, pid=pid,
-        marker=markers(tid, pid, num_threads), user=labels.user, name=labels.name,
-        cmdline=labels.cmdline, num_threads=num_threads,
+        iteration=iteration,
+        timestamp=time.time(),
+        interval=interval,
+        threads=threads,
+        headers=evaluator.headers,
+        counters=plan.aliases,
+        tid=tid,
+        pid=pid,
+        marker=markers(tid, pid, num_threads),
+        user=labels.user,
+        name=labels.name,
+        cmdline=labels.cmdline,
+        num_threads=num_threads,
         dead=np.zeros(len(rows), bool) if dead is None else dead,
-        cpu_total=facts.cpu_total, window=facts.window, values=cells.values,
-        status=cells.status, running=cells.running,
+        cpu_total=facts.cpu_total,
+        window=facts.window,
+        values=cells.values,
+        status=cells.status,
+        running=cells.running,
         counter_delta=np.where(cc.status == Code.UNREADABLE, np.nan, readout.raw),
-        counter_running=cc.running, counter_status=cc.status, tasks_total=tasks_total,
-        cpu_user=facts.cpu_user, cpu_sys=facts.cpu_sys, processor=facts.processor,
+        counter_running=cc.running,
+        counter_status=cc.status,
+        tasks_total=tasks_total,
+        cpu_user=facts.cpu_user,
+        cpu_sys=facts.cpu_sys,
+        processor=facts.processor,
         cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
-        counter_scaled=cc.scaled, counter_total=cc.total,
+        counter_scaled=cc.scaled,
+        counter_total=cc.total,
         counter_total_status=cc.total_status,
-    )  # fmt: skip
+    )
 
 
 def counter_cells(
@@ -181,9 +198,12 @@ def row_facts(
     system = share * floats([t.cpu_sys for t in rows])
     unknown = np.where(reaped, Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
     return RowFacts(
-        cpu_total=cpu_total, cpu_sys=system, cpu_user=user,
-        processor=floats([t.processor for t in rows]), interval=interval,
+        cpu_total=cpu_total,
+        cpu_sys=system,
+        cpu_user=user,
+        processor=floats([t.processor for t in rows]),
+        interval=interval,
         window=np.fmax(np.full(n, window if window > 0 else interval), on_cpu),
         total_status=np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE),
         split_status=unknown,
-    )  # fmt: skip
+    )

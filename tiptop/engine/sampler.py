@@ -113,25 +113,40 @@ class Sampler(FrameSource):
         if hasattr(self, "_attacher"):
             self._fd_budget = self._attacher.fd_budget
         planner = Planner(
-            self._backend, self.host, self.messages, threads=self.config.threads,
-            kernel=self.config.kernel, inherit_thread=self._inherit_thread,
-        )  # fmt: skip
+            self._backend,
+            self.host,
+            self.messages,
+            threads=self.config.threads,
+            kernel=self.config.kernel,
+            inherit_thread=self._inherit_thread,
+        )
         self._screen_plan: ScreenPlan = planner.plan(self.screen)
         self._inherit_thread = self._screen_plan.inherit_thread
         cfg = self.config
         self._attacher = Attacher(
-            self._backend, self.plan, self.messages, planner.explain,
-            proc_root=self.host.proc_root, fd_budget=self._fd_budget, threads=cfg.threads,
-            collect=cfg.collect, cpu_threshold=cfg.cpu_threshold,
-        )  # fmt: skip
+            self._backend,
+            self.plan,
+            self.messages,
+            planner.explain,
+            proc_root=self.host.proc_root,
+            fd_budget=self._fd_budget,
+            threads=cfg.threads,
+            collect=cfg.collect,
+            cpu_threshold=cfg.cpu_threshold,
+        )
         self._attacher.trees.update(self._trees)
 
     def _reset(self) -> None:
         cfg = self.config
         self._scanner = TaskScanner(
-            self.host.proc_root, threads=cfg.threads, uid=cfg.uid, only_pid=cfg.only_pid,
-            only_name=cfg.only_name, match_cmdline=cfg.match_cmdline, euid=self.host.euid,
-        )  # fmt: skip
+            self.host.proc_root,
+            threads=cfg.threads,
+            uid=cfg.uid,
+            only_pid=cfg.only_pid,
+            only_name=cfg.only_name,
+            match_cmdline=cfg.match_cmdline,
+            euid=self.host.euid,
+        )
         for pid, starttime in self._trees.items():  # spawned commands' process trees
             self._scanner.add_tree_root(pid, starttime)
         self._started = False
@@ -240,12 +255,20 @@ class Sampler(FrameSource):
         reaped[len(shown) :] = [not t.final for t in scan.gone]
         sp = self._screen_plan
         return assemble(
-            rows, self.plan, counts.readout, counts.retired, sp.evaluator,
-            iteration=self._iteration, interval=scan.interval, window=counts.window,
+            rows,
+            self.plan,
+            counts.readout,
+            counts.retired,
+            sp.evaluator,
+            iteration=self._iteration,
+            interval=scan.interval,
+            window=counts.window,
             threads=self.config.threads,
-            tasks_total=scan.threads_total, reaped=reaped,
-            dead=np.arange(len(rows)) >= len(shown), labels=self._row_labels(rows),
-        )  # fmt: skip
+            tasks_total=scan.threads_total,
+            reaped=reaped,
+            dead=np.arange(len(rows)) >= len(shown),
+            labels=self._row_labels(rows),
+        )
 
     def _row_labels(self, rows: list[Task]) -> RowLabels:
         """The rows' labels, kept from the last refresh while the rows are the same

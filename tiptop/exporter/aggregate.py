@@ -198,19 +198,40 @@ class Aggregator:
             Family(
                 f"{PREFIX}cpu_seconds_total",
                 "CPU time (user + system, from /proc/PID/stat), seconds",
-                "counter", self.labels, tuple((key, float(g.totals[0])) for key, g in items),
+                "counter",
+                self.labels,
+                tuple((key, float(g.totals[0])) for key, g in items),
             )
-        ]  # fmt: skip
+        ]
         for j, m in enumerate(self.metrics, start=1):
-            fams.append(Family(m.name, m.help, "counter", self.labels,
-                               tuple((key, float(g.totals[j])) for key, g in items
-                                     if g.counted[j - 1])))  # fmt: skip
+            fams.append(
+                Family(
+                    m.name,
+                    m.help,
+                    "counter",
+                    self.labels,
+                    tuple((key, float(g.totals[j])) for key, g in items if g.counted[j - 1]),
+                )
+            )
         fams += self._gauges(items)
-        fams.append(Family(f"{PREFIX}refresh_interval_seconds",
-                           "Seconds covered by the latest refresh", "gauge", (),
-                           (((), float(frame.interval)),)))  # fmt: skip
-        fams.append(Family(f"{PREFIX}tasks_tracked", "Tasks (threads) tracked by tiptop",
-                           "gauge", (), (((), float(frame.tasks_total)),)))  # fmt: skip
+        fams.append(
+            Family(
+                f"{PREFIX}refresh_interval_seconds",
+                "Seconds covered by the latest refresh",
+                "gauge",
+                (),
+                (((), float(frame.interval)),),
+            )
+        )
+        fams.append(
+            Family(
+                f"{PREFIX}tasks_tracked",
+                "Tasks (threads) tracked by tiptop",
+                "gauge",
+                (),
+                (((), float(frame.tasks_total)),),
+            )
+        )
         return Snapshot(tuple(f for f in fams if f.samples), frame.timestamp)
 
     def _gauges(self, items: list[tuple[tuple[str, ...], _Group]]) -> list[Family]:
@@ -227,24 +248,41 @@ class Aggregator:
                     running.append((name, float(g.running[j])))
                 ok.append((name, float(g.ok[j])))
         fams = [
-            Family(f"{PREFIX}tasks", "Tasks of the group alive at the latest refresh", "gauge",
-                   self.labels, tuple((key, float(g.tasks)) for key, g in live)),
-            Family(f"{PREFIX}event_running_ratio",
-                   "Least time_running/time_enabled of the group's tasks in the latest "
-                   "refresh (below 1: multiplexed, the count is scaled)", "gauge",
-                   ev_labels, tuple(running)),
-            Family(f"{PREFIX}event_read_ok",
-                   "1 when every task of the group read the counter in the latest refresh, "
-                   "0 when some count is missing (not counted or unreadable)", "gauge",
-                   ev_labels, tuple(ok)),
-        ]  # fmt: skip
+            Family(
+                f"{PREFIX}tasks",
+                "Tasks of the group alive at the latest refresh",
+                "gauge",
+                self.labels,
+                tuple((key, float(g.tasks)) for key, g in live),
+            ),
+            Family(
+                f"{PREFIX}event_running_ratio",
+                "Least time_running/time_enabled of the group's tasks in the latest "
+                "refresh (below 1: multiplexed, the count is scaled)",
+                "gauge",
+                ev_labels,
+                tuple(running),
+            ),
+            Family(
+                f"{PREFIX}event_read_ok",
+                "1 when every task of the group read the counter in the latest refresh, "
+                "0 when some count is missing (not counted or unreadable)",
+                "gauge",
+                ev_labels,
+                tuple(ok),
+            ),
+        ]
         if self.breakdown:
-            fams.append(Family(
-                f"{PREFIX}breakdown_suspect_tasks",
-                "Tasks of the group whose breakdown columns (a top-down level 1) did not add "
-                "up to 100% +- 5 in the latest refresh: their cells are suspect", "gauge",
-                self.labels, tuple((key, float(g.suspect)) for key, g in live),
-            ))  # fmt: skip
+            fams.append(
+                Family(
+                    f"{PREFIX}breakdown_suspect_tasks",
+                    "Tasks of the group whose breakdown columns (a top-down level 1) did not add "
+                    "up to 100% +- 5 in the latest refresh: their cells are suspect",
+                    "gauge",
+                    self.labels,
+                    tuple((key, float(g.suspect)) for key, g in live),
+                )
+            )
         return fams
 
 

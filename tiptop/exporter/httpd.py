@@ -289,6 +289,14 @@ def response_bytes(reply: Reply) -> bytes:
 
 
 __all__ = [
-    "BACKLOG", "MAX_CLIENTS", "REQUEST_TIMEOUT", "RESPONSE_TIMEOUT", "MetricsServer", "Reply",
-    "Request", "client_limit", "parse_request", "response_bytes",
-]  # fmt: skip
+    "BACKLOG",
+    "MAX_CLIENTS",
+    "REQUEST_TIMEOUT",
+    "RESPONSE_TIMEOUT",
+    "MetricsServer",
+    "Reply",
+    "Request",
+    "client_limit",
+    "parse_request",
+    "response_bytes",
+]

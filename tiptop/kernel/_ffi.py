@@ -96,10 +96,22 @@ _NR = ffi.cast("long", n) if (n := SYSCALL_NUMBERS.get(platform.machine())) else
 
 # Fields of Attr copied one to one into the C struct.
 _ATTR_FIELDS = (
-    "type", "config", "config1", "config2", "config3", "read_format", "disabled", "inherit",
-    "inherit_thread", "pinned", "exclude_user", "exclude_kernel", "exclude_hv", "exclude_idle",
+    "type",
+    "config",
+    "config1",
+    "config2",
+    "config3",
+    "read_format",
+    "disabled",
+    "inherit",
+    "inherit_thread",
+    "pinned",
+    "exclude_user",
+    "exclude_kernel",
+    "exclude_hv",
+    "exclude_idle",
     "enable_on_exec",
-)  # fmt: skip
+)
 
 
 def syscall_number(machine: str | None = None) -> int:
@@ -165,9 +177,13 @@ def perf_event_open(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -
     c = new_attr(attr)
     for _attempt in range(2):
         fd = _libc.syscall(
-            nr, c, ffi.cast("int", pid), ffi.cast("int", cpu), ffi.cast("int", group_fd),
+            nr,
+            c,
+            ffi.cast("int", pid),
+            ffi.cast("int", cpu),
+            ffi.cast("int", group_fd),
             ffi.cast("unsigned long", flags),
-        )  # fmt: skip
+        )
         if fd >= 0:
             return int(fd)
         err = ffi.errno

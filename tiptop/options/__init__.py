@@ -225,9 +225,20 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
     elif name == "plot_top":
         opts.plot_top = parse_count(value, where)
     elif name in (
-        "screen", "output", "error_file", "config_dir", "export", "record", "replay",
-        "time_from", "time_to", "plot", "plot_column", "serve", "textfile",
-    ):  # fmt: skip
+        "screen",
+        "output",
+        "error_file",
+        "config_dir",
+        "export",
+        "record",
+        "replay",
+        "time_from",
+        "time_to",
+        "plot",
+        "plot_column",
+        "serve",
+        "textfile",
+    ):
         if not value:
             raise UsageError(f"{where}: empty value")
         setattr(opts, name, value)

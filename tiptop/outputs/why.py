@@ -42,9 +42,10 @@ class WhyWriter:
         stamp = time.strftime("%H:%M:%S", time.localtime(frame.timestamp))
         if self.json:
             rec: dict[str, Any] = {
-                "timestamp": round(frame.timestamp, 6), "iteration": iteration,
+                "timestamp": round(frame.timestamp, 6),
+                "iteration": iteration,
                 "screen": self.screen.name,
-            }  # fmt: skip
+            }
             rec |= tree_record(tree) if tree else {"pid": self.pid, "nodes": None}
             self.out.write(json.dumps(rec, allow_nan=False) + "\n")
             return 1

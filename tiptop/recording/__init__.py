@@ -12,9 +12,18 @@ from tiptop.recording.writer import (
     bare_aliases,
     frame_record,
     numbers,
-)  # fmt: skip
+)
 
 __all__ = [
-    "FORMAT_VERSION", "FormatError", "Recorder", "Recording", "RecordingSource", "ReplaySource",
-    "bare_aliases", "decode", "frame_record", "load", "numbers",
-]  # fmt: skip
+    "FORMAT_VERSION",
+    "FormatError",
+    "Recorder",
+    "Recording",
+    "RecordingSource",
+    "ReplaySource",
+    "bare_aliases",
+    "decode",
+    "frame_record",
+    "load",
+    "numbers",
+]

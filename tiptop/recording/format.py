@@ -122,28 +122,37 @@ def screen_from_record(d: Any) -> ScreenSpec:
     where = f"screen '{name}'"
     counters = tuple(
         CounterSpec(
-            _text(c, "alias", where), NamedEvent(_text(c, "config", where)),
-            _text(c, "config", where), c.get("type") if isinstance(c.get("type"), str) else None,
+            _text(c, "alias", where),
+            NamedEvent(_text(c, "config", where)),
+            _text(c, "config", where),
+            c.get("type") if isinstance(c.get("type"), str) else None,
         )
         for c in _items(d, "counters", where)
-    )  # fmt: skip
+    )
     columns = tuple(
         ColumnSpec(
-            _text(c, "header", where), _text(c, "format", where), _text(c, "expr", where),
-            _text(c, "desc", where, "(unknown)"), _threshold(c, where),
+            _text(c, "header", where),
+            _text(c, "format", where),
+            _text(c, "expr", where),
+            _text(c, "desc", where, "(unknown)"),
+            _threshold(c, where),
             c.get("threshold_below") is True,
         )
         for c in _items(d, "columns", where)
-    )  # fmt: skip
+    )
     if not columns:
         raise FormatError(f"{where} has no columns")
     breakdown = d.get("breakdown", [])  # absent from recordings made before it
     if not isinstance(breakdown, list) or not all(isinstance(b, str) for b in breakdown):
         raise FormatError(f"{where}: 'breakdown' is not a list of headers")
     screen = ScreenSpec(
-        name, _text(d, "desc", where, ""), counters, columns, source="recording",
+        name,
+        _text(d, "desc", where, ""),
+        counters,
+        columns,
+        source="recording",
         breakdown=tuple(breakdown),
-    )  # fmt: skip
+    )
     try:
         check_formats(screen)
     except ValueError as exc:  # SpecError
@@ -173,9 +182,12 @@ class Header:
 
 #: The header's ``options`` and the types each may have (``tiptop.cli.record`` writes them).
 _OPTIONS: dict[str, tuple[type, ...]] = {
-    "show_idle": (bool,), "only_pid": (int, type(None)), "only_name": (str, type(None)),
-    "uid": (int, type(None)), "user_name": (str, type(None)),
-}  # fmt: skip
+    "show_idle": (bool,),
+    "only_pid": (int, type(None)),
+    "only_name": (str, type(None)),
+    "uid": (int, type(None)),
+    "user_name": (str, type(None)),
+}
 
 
 def is_header(d: dict[str, Any]) -> bool:
@@ -284,8 +296,17 @@ def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
 
 
 #: Per-task lists of a frame line: key -> kind (f: numbers, i: integers, s: statuses).
-_TASK_KEYS = {"nth": "i", "cpu": "f", "usr": "f", "sys": "f", "proc": "f", "dead": "b",
-              "cs": "s", "ss": "s", "w": "f"}  # fmt: skip
+_TASK_KEYS = {
+    "nth": "i",
+    "cpu": "f",
+    "usr": "f",
+    "sys": "f",
+    "proc": "f",
+    "dead": "b",
+    "cs": "s",
+    "ss": "s",
+    "w": "f",
+}
 #: Per-counter lists: key -> kind; ``d`` is required.
 _COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
 
@@ -350,9 +371,15 @@ def frame_from(d: Any) -> FrameLine:
             if c.get(key) is not None
         }
     return FrameLine(
-        t=t, dt=dt, it=_count(it), threads=d.get("th") is True, tasks_total=_count(total),
-        tid=tids, values=values, counters=counters,
-    )  # fmt: skip
+        t=t,
+        dt=dt,
+        it=_count(it),
+        threads=d.get("th") is True,
+        tasks_total=_count(total),
+        tid=tids,
+        values=values,
+        counters=counters,
+    )
 
 
 def _count(x: float | None) -> int | None:
@@ -394,4 +421,4 @@ __all__ = [
     "line_limit",
     "screen_from_record",
     "screen_record",
-]  # fmt: skip
+]

@@ -33,7 +33,7 @@ from tiptop.recording.inflate import (
     Store,
     find_member,
     open_recording,
-)  # fmt: skip
+)
 from tiptop.screens.model import ScreenSpec
 
 _HEAD = 64  # bytes of a line kept to tell a frame line and read its time

@@ -88,11 +88,15 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     nth = _or(v["nth"], n, 1, np.int64)
     pid = np.array([f[0] for f in facts], np.int64)
     row = RowFacts(
-        cpu_total=_or(v["cpu"], n, 0.0), cpu_sys=_or(v["sys"], n, 0.0),
-        cpu_user=_or(v["usr"], n, 0.0), processor=_or(v["proc"], n, 0.0),
-        interval=line.dt, total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
-        split_status=_or(v["ss"], n, 0, STATUS_DTYPE), window=v["w"],
-    )  # fmt: skip
+        cpu_total=_or(v["cpu"], n, 0.0),
+        cpu_sys=_or(v["sys"], n, 0.0),
+        cpu_user=_or(v["usr"], n, 0.0),
+        processor=_or(v["proc"], n, 0.0),
+        interval=line.dt,
+        total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
+        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
+        window=v["w"],
+    )
     aliases, raw, cells_in = _counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
     evaluator = evaluator_for(screen, tuple(_counter_map(screen, recorded, aliases).items()))
@@ -102,20 +106,37 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         for t, p, m in zip(tid.tolist(), pid.tolist(), nth.tolist(), strict=True)
     ]
     return Frame(
-        iteration=index if line.it is None else line.it, timestamp=line.t, interval=line.dt,
-        threads=line.threads, headers=tuple(c.header for c in screen.columns),
-        counters=aliases, tid=tid, pid=pid, marker=markers,
-        user=[f[1] for f in facts], name=[f[2] for f in facts], cmdline=[f[3] for f in facts],
-        num_threads=nth, dead=_or(v["dead"], n, 0, bool), cpu_total=row.cpu_total,
+        iteration=index if line.it is None else line.it,
+        timestamp=line.t,
+        interval=line.dt,
+        threads=line.threads,
+        headers=tuple(c.header for c in screen.columns),
+        counters=aliases,
+        tid=tid,
+        pid=pid,
+        marker=markers,
+        user=[f[1] for f in facts],
+        name=[f[2] for f in facts],
+        cmdline=[f[3] for f in facts],
+        num_threads=nth,
+        dead=_or(v["dead"], n, 0, bool),
+        cpu_total=row.cpu_total,
         window=row.window,
-        values=cells.values, status=cells.status, running=cells.running, counter_delta=raw,
-        counter_running=cells_in.running, counter_status=cells_in.status,
+        values=cells.values,
+        status=cells.status,
+        running=cells.running,
+        counter_delta=raw,
+        counter_running=cells_in.running,
+        counter_status=cells_in.status,
         tasks_total=n if line.tasks_total is None else line.tasks_total,
-        cpu_user=row.cpu_user, cpu_sys=row.cpu_sys, processor=row.processor,
+        cpu_user=row.cpu_user,
+        cpu_sys=row.cpu_sys,
+        processor=row.processor,
         cpu_status=np.stack([row.total_status, row.split_status], axis=1),
-        counter_scaled=cells_in.scaled, counter_total=cells_in.total,
+        counter_scaled=cells_in.scaled,
+        counter_total=cells_in.total,
         counter_total_status=cells_in.total_status,
-    )  # fmt: skip
+    )
 
 
 class ReplaySource(FrameSource):
@@ -128,9 +149,15 @@ class ReplaySource(FrameSource):
     naming its line and shows no rows."""
 
     def __init__(
-        self, rec: Recording, screen: ScreenSpec | None = None, *, first: int = 0,
-        last: int | None = None, delay: float = 1.0, messages: MessageLog | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        rec: Recording,
+        screen: ScreenSpec | None = None,
+        *,
+        first: int = 0,
+        last: int | None = None,
+        delay: float = 1.0,
+        messages: MessageLog | None = None,
+    ) -> None:
         self.rec = rec
         self.picked = screen
         self.first = first

@@ -81,10 +81,15 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
     running totals of the ``totals`` aliases only (None: of all)."""
     n = len(frame)
     d: dict[str, Any] = {
-        "t": float(frame.timestamp), "dt": float(frame.interval), "it": frame.iteration,
-        "th": frame.threads, "n": frame.tasks_total, "tid": _ints(frame.tid),
-        "nth": _ints(frame.num_threads), "cpu": numbers(frame.cpu_total),
-    }  # fmt: skip
+        "t": float(frame.timestamp),
+        "dt": float(frame.interval),
+        "it": frame.iteration,
+        "th": frame.threads,
+        "n": frame.tasks_total,
+        "tid": _ints(frame.tid),
+        "nth": _ints(frame.num_threads),
+        "cpu": numbers(frame.cpu_total),
+    }
     if frame.dead.any():
         d["dead"] = _ints(frame.dead)
     for key, x in (("usr", frame.cpu_user), ("sys", frame.cpu_sys), ("proc", frame.processor)):

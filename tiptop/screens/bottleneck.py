@@ -107,10 +107,13 @@ class BoundPath:
         self.level = np.array([n.level for n in nodes], np.intp)
         #: Per node, its threshold terms as ``(node indices, bounds)``.
         self.terms = [
-            [(np.array([index[lab] for lab, _ in t], np.intp), np.array([b for _, b in t]))
-             for t in n.threshold if all(lab in index for lab, _ in t)]
+            [
+                (np.array([index[lab] for lab, _ in t], np.intp), np.array([b for _, b in t]))
+                for t in n.threshold
+                if all(lab in index for lab, _ in t)
+            ]
             for n in nodes
-        ]  # fmt: skip
+        ]
         self.used = np.unique(self.col[self.col >= 0])
 
     def shares(self, values: np.ndarray, status: np.ndarray) -> np.ndarray:
@@ -251,7 +254,8 @@ def tree_view(bp: BoundPath, values: np.ndarray, status: np.ndarray) -> list[Nod
         meaning, helps = ADVICE.get(node.label.rpartition("/")[2], ("", ""))
         share = None if np.isnan(s) else 100.0 * s
         over_i, bound = bool(over[0, i]), 100.0 * node.bound
-        view = NodeView(node.label, node.metric, node.level, share, bound, over_i, i in path,
-                        meaning, helps)  # fmt: skip
+        view = NodeView(
+            node.label, node.metric, node.level, share, bound, over_i, i in path, meaning, helps
+        )
         out.append(view)
     return out

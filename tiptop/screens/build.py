@@ -170,9 +170,12 @@ def build_screen(
 
 
 def _breakdown(
-    raw: RawScreen, name: str, columns: tuple[ColumnSpec, ...], path: str | None,
+    raw: RawScreen,
+    name: str,
+    columns: tuple[ColumnSpec, ...],
+    path: str | None,
     problems: list[SpecError],
-) -> tuple[str, ...]:  # fmt: skip
+) -> tuple[str, ...]:
     """The screen's breakdown headers (stripped), or () with a problem when one names a
     column the screen does not have (dropped, or gated out on this CPU): the parts left
     would not add up, so nothing is checked."""

@@ -115,11 +115,11 @@ class Evaluator:
         self._missing = [c.alias for c in screen.counters if c.alias not in self.where]
         #: Per column: the counter columns it reads (None where it did not compile).
         self.col_aliases = [
-            None if ce is None else np.array(
-                sorted(self.where[a] for a in ce.aliases if a in self.where), np.int64
-            )
+            None
+            if ce is None
+            else np.array(sorted(self.where[a] for a in ce.aliases if a in self.where), np.int64)
             for ce in self.columns
-        ]  # fmt: skip
+        ]
         self.builtins = frozenset().union(*(ce.builtins for ce in self.columns if ce))
         self.breakdown = screen.breakdown_columns()
         self._gather = _gather_index(self.col_aliases)

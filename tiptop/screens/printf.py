@@ -27,8 +27,13 @@ from tiptop.screens.bottleneck import format_path, is_path, well_formed
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 __all__ = [
-    "MAX_FIELD", "RowFormat", "check_formats", "compile_format", "format_parts", "row_format",
-]  # fmt: skip
+    "MAX_FIELD",
+    "RowFormat",
+    "check_formats",
+    "compile_format",
+    "format_parts",
+    "row_format",
+]
 
 #: The widest field width or precision a format may ask for (docs/screens.md).
 MAX_FIELD = 64

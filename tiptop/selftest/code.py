@@ -36,8 +36,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Kernel names, in the order the self-test runs them.
-KERNELS = ("loop", "mispredict", "touch", "pingpong", "chase_small", "chase_large", "predict",
-           "divide", "add")  # fmt: skip
+KERNELS = (
+    "loop",
+    "mispredict",
+    "touch",
+    "pingpong",
+    "chase_small",
+    "chase_large",
+    "predict",
+    "divide",
+    "add",
+)
 #: The code each kernel runs (the two chases differ only by their ring's size).
 CODE_OF = {"chase_small": "chase", "chase_large": "chase"}
 #: Bytes of the ring each chase walks: well below any L1 data cache (16 KiB and up), and far
@@ -56,13 +65,27 @@ INSTRUCTIONS: dict[str, dict[str, int]] = {
     # loop: dec, jnz; predict: 3 x (mov, shift, xor), test, jz, dec, jnz (inc skipped);
     # divide: div, dec, jnz; add: 4 adds, 2 nops, dec, jnz; chase: mov, dec, jnz;
     # touch: mov, add, dec, jnz
-    "x86_64": {"loop": 2, "predict": 13, "divide": 3, "add": 8, "chase_small": 3,
-               "chase_large": 3, "touch": 4},
+    "x86_64": {
+        "loop": 2,
+        "predict": 13,
+        "divide": 3,
+        "add": 8,
+        "chase_small": 3,
+        "chase_large": 3,
+        "touch": 4,
+    },
     # loop: subs, b.ne; predict: 3 eor, tbz, subs, b.ne (add skipped); divide: udiv, subs,
     # b.ne; add: 4 adds, 2 nops, subs, b.ne; chase: ldr, subs, b.ne; touch: strb, add, subs, b.ne
-    "aarch64": {"loop": 2, "predict": 6, "divide": 3, "add": 8, "chase_small": 3,
-                "chase_large": 3, "touch": 4},
-}  # fmt: skip
+    "aarch64": {
+        "loop": 2,
+        "predict": 6,
+        "divide": 3,
+        "add": 8,
+        "chase_small": 3,
+        "chase_large": 3,
+        "touch": 4,
+    },
+}
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,12 @@ class KernelChild:
         try:
             self.proc = subprocess.Popen(
                 [*wrap, exe, "-m", "tiptop.selftest.child", str(self.go_r), str(self.done_w)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
                 pass_fds=(self.go_r, self.done_w, *pass_fds),
-            )  # fmt: skip
+            )
         except OSError as e:
             for fd in (self.go_r, self.go_w, self.done_r, self.done_w):
                 os.close(fd)
@@ -202,5 +205,11 @@ def measure(
         for u in units:
             u.close()
     child.go()  # out of the kernel's last read
-    return Run(readout.total[0].copy(), readout.total_running[0].copy(), cpu, failed,
-               readout.total_enabled[0].copy(), steal)  # fmt: skip
+    return Run(
+        readout.total[0].copy(),
+        readout.total_running[0].copy(),
+        cpu,
+        failed,
+        readout.total_enabled[0].copy(),
+        steal,
+    )

@@ -33,8 +33,11 @@ from tiptop.selftest.code import KERNELS
 from tiptop.selftest.measure import ChildError, KernelChild, Run, measure
 
 #: Software events every self-test checks, with the aliases they get when the screen lacks them.
-EXTRAS = (("task-clock", "st-task-clock"), ("page-faults", "st-page-faults"),
-          ("context-switches", "st-context-switches"))  # fmt: skip
+EXTRAS = (
+    ("task-clock", "st-task-clock"),
+    ("page-faults", "st-page-faults"),
+    ("context-switches", "st-context-switches"),
+)
 
 
 def _event_key(c: CounterSpec, sysfs_root: str) -> tuple[int, int] | None:
@@ -134,10 +137,17 @@ def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None)
         )
         chk = check_for(*key)
         assert chk is not None
-        picked = [rs[pick_run(chk, [(float(x.counts[j]), x.cpu_ns) for x in rs])]
-                  for rs in runs[r.kernel]]  # fmt: skip
-        judge(r, chk, list(SIZES[r.kernel]), [float(x.counts[j]) for x in picked],
-              [x.cpu_ns for x in picked], sum(x.steal_ns for x in picked))  # fmt: skip
+        picked = [
+            rs[pick_run(chk, [(float(x.counts[j]), x.cpu_ns) for x in rs])] for rs in runs[r.kernel]
+        ]
+        judge(
+            r,
+            chk,
+            list(SIZES[r.kernel]),
+            [float(x.counts[j]) for x in picked],
+            [x.cpu_ns for x in picked],
+            sum(x.steal_ns for x in picked),
+        )
     return rows
 
 
@@ -149,11 +159,16 @@ def _num(v: float | None, digits: int = 4) -> str:
 
 def format_text(screen: str, rows: list[Row], code: int) -> str:
     """The report as aligned text: a header, one line per event, the summary."""
-    head = (f"tiptop selftest: screen '{screen}' on {os.uname().machine}; kernels counted "
-            "by pid through tiptop's engine (user space only), fitted over 4 sizes "
-            f"({REPEATS} runs each)")  # fmt: skip
-    lines = [head, f"{'EVENT':<28} {'KERNEL':<10} {'PREDICTED':>10} {'SLOPE':>12} "
-             f"{'INTERCEPT':>11} {'R2':>10}  VERDICT"]  # fmt: skip
+    head = (
+        f"tiptop selftest: screen '{screen}' on {os.uname().machine}; kernels counted "
+        "by pid through tiptop's engine (user space only), fitted over 4 sizes "
+        f"({REPEATS} runs each)"
+    )
+    lines = [
+        head,
+        f"{'EVENT':<28} {'KERNEL':<10} {'PREDICTED':>10} {'SLOPE':>12} "
+        f"{'INTERCEPT':>11} {'R2':>10}  VERDICT",
+    ]
     for r in rows:
         name = r.event if r.alias.startswith("st-") else f"{r.event} ({r.alias})"
         lines.append(
@@ -168,8 +183,13 @@ def format_text(screen: str, rows: list[Row], code: int) -> str:
 
 def format_json(screen: str, rows: list[Row], code: int) -> str:
     """The report as one JSON document (``--format json``)."""
-    doc = {"screen": screen, "arch": os.uname().machine, "exit": code,
-           "summary": summary(rows, code), "events": [r.as_dict() for r in rows]}  # fmt: skip
+    doc = {
+        "screen": screen,
+        "arch": os.uname().machine,
+        "exit": code,
+        "summary": summary(rows, code),
+        "events": [r.as_dict() for r in rows],
+    }
     return json.dumps(doc, indent=1) + "\n"
 
 

@@ -54,19 +54,21 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
         total = _sum(np.where(t_ok, frame.counter_total, 0.0), g, m)
         tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Code.OK, Code.UNREADABLE)
     run = np.ones((m, k))
-    np.minimum.at(run, g, np.where(ok & np.isfinite(frame.counter_running),
-                                   frame.counter_running, 1.0))  # fmt: skip
+    np.minimum.at(
+        run, g, np.where(ok & np.isfinite(frame.counter_running), frame.counter_running, 1.0)
+    )
     split = frame.cpu_user is not None and frame.cpu_sys is not None
     zeros = np.zeros(m)
     row = RowFacts(
         cpu_total=_sum(frame.cpu_total, g, m),
         cpu_sys=_sum(frame.cpu_sys, g, m) if split else zeros,  # type: ignore[arg-type]
         cpu_user=_sum(frame.cpu_user, g, m) if split else zeros,  # type: ignore[arg-type]
-        processor=np.full(m, np.nan), interval=frame.interval,
+        processor=np.full(m, np.nan),
+        interval=frame.interval,
         total_status=np.zeros(m, STATUS_DTYPE),
         split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
         window=_window(frame, g, m),
-    )  # fmt: skip
+    )
     evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
     cells = evaluator.evaluate(row, CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run))
     pid = np.full(m, np.iinfo(np.int64).max, np.int64)
@@ -74,16 +76,30 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     alive = _sum((~frame.dead).astype(float), g, m)
     users = [sorted({frame.user[i] for i in np.flatnonzero(g == j)}) for j in range(m)]
     return Frame(
-        iteration=frame.iteration, timestamp=frame.timestamp, interval=frame.interval,
-        threads=False, headers=frame.headers, counters=frame.counters, tid=pid, pid=pid,
-        marker=[" "] * m, user=[u[0] if len(u) == 1 else "*" for u in users],
-        name=list(names), cmdline=list(names),
-        num_threads=_sum(frame.num_threads, g, m).astype(np.int64), dead=alive == 0,
-        cpu_total=row.cpu_total, window=row.window, values=cells.values, status=cells.status,
+        iteration=frame.iteration,
+        timestamp=frame.timestamp,
+        interval=frame.interval,
+        threads=False,
+        headers=frame.headers,
+        counters=frame.counters,
+        tid=pid,
+        pid=pid,
+        marker=[" "] * m,
+        user=[u[0] if len(u) == 1 else "*" for u in users],
+        name=list(names),
+        cmdline=list(names),
+        num_threads=_sum(frame.num_threads, g, m).astype(np.int64),
+        dead=alive == 0,
+        cpu_total=row.cpu_total,
+        window=row.window,
+        values=cells.values,
+        status=cells.status,
         running=cells.running,
         counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
-        counter_running=run, counter_status=st, tasks_total=frame.tasks_total,
-    )  # fmt: skip
+        counter_running=run,
+        counter_status=st,
+        tasks_total=frame.tasks_total,
+    )
 
 
 def _window(frame: Frame, g: np.ndarray, m: int) -> np.ndarray | None:

@@ -22,8 +22,19 @@ class Row:
     only the rows on screen), from the screen's :class:`RowFormat`; ``status``, ``values``,
     ``multiplexed`` and ``over_threshold`` are read from the rows' shared arrays then too."""
 
-    __slots__ = ("_block", "_k", "_text", "command", "dead", "index", "marker", "pid", "tid",
-                 "user", "watched")  # fmt: skip
+    __slots__ = (
+        "_block",
+        "_k",
+        "_text",
+        "command",
+        "dead",
+        "index",
+        "marker",
+        "pid",
+        "tid",
+        "user",
+        "watched",
+    )
 
     def __init__(
         self,

@@ -21,9 +21,20 @@ from tiptop.screens.bottleneck import BoundPath, NodeView, bound_paths, tree_vie
 from tiptop.screens.model import ScreenSpec
 
 __all__ = [
-    "DrillDown", "TaskTree", "deeper", "drill_down", "has_tree", "in_order", "node_label",
-    "share_text", "task_tree", "tree_head", "tree_lines", "tree_record", "why_screen",
-]  # fmt: skip
+    "DrillDown",
+    "TaskTree",
+    "deeper",
+    "drill_down",
+    "has_tree",
+    "in_order",
+    "node_label",
+    "share_text",
+    "task_tree",
+    "tree_head",
+    "tree_lines",
+    "tree_record",
+    "why_screen",
+]
 
 #: The screens ``--why`` prefers, deepest first.
 WHY_SCREENS = ("topdown2", "topdown")
@@ -165,12 +176,20 @@ def tree_record(tree: TaskTree) -> dict[str, object]:
         "bottleneck": None if b is None else b.label,
         "share": None if b is None else b.share,
         "nodes": [
-            {"label": n.label, "metric": n.metric, "level": n.level, "share": n.share,
-             "threshold": n.bound, "over": n.over, "critical": n.critical,
-             "meaning": n.meaning, "helps": n.helps}
+            {
+                "label": n.label,
+                "metric": n.metric,
+                "level": n.level,
+                "share": n.share,
+                "threshold": n.bound,
+                "over": n.over,
+                "critical": n.critical,
+                "meaning": n.meaning,
+                "helps": n.helps,
+            }
             for n in tree.nodes
         ],
-    }  # fmt: skip
+    }
 
 
 @dataclass(frozen=True)

@@ -198,10 +198,12 @@ def trim(events: dict, metrics: dict, want_ev: set[str], want_met: set[str]) -> 
     """The wanted metrics and the top-down ones, with what they read, and the events named."""
     keep: set[str] = set()
     todo = [
-        n for n, m in metrics.items()
-        if n in want_met or n in ARM_TOPDOWN
+        n
+        for n, m in metrics.items()
+        if n in want_met
+        or n in ARM_TOPDOWN
         or TOPDOWN_GROUPS & set(m.get("MetricGroup", "").split(";"))
-    ]  # fmt: skip
+    ]
     lower = {k.lower(): k for k in events}
     while todo:
         n = todo.pop()
@@ -216,8 +218,9 @@ def trim(events: dict, metrics: dict, want_ev: set[str], want_met: set[str]) -> 
                         todo.append(base)
                     elif base.lower() in lower:
                         want_ev = want_ev | {lower[base.lower()]}
-    kept_ev = {k: v for k, v in events.items() if k in want_ev or k.lower() in
-               {w.lower() for w in want_ev}}  # fmt: skip
+    kept_ev = {
+        k: v for k, v in events.items() if k in want_ev or k.lower() in {w.lower() for w in want_ev}
+    }
     return kept_ev, {k: metrics[k] for k in sorted(keep)}
 
 
@@ -235,8 +238,10 @@ def main(argv: list[str]) -> int:
     tree = read_tree(tarball)
     version = subprocess.run(
         ["dpkg-query", "-W", "-f=${Version}", "linux-source-6.12"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     want_ev, want_met = screen_names()
     family = intel_family(tree["arch/x86/include/asm/intel-family.h"])
     out: dict = {
@@ -276,8 +281,10 @@ def main(argv: list[str]) -> int:
             ev, met = trim(events, metrics, want_ev, want_met)
             out["tables"][d] = {"arch": arch, "events": ev, "metrics": met}
     # The architected events every Arm core may have (no model: the generic Arm variants).
-    common = {e["EventName"]: {k: e[k] for k in EVENT_KEYS if e.get(k) is not None}
-              for e in json.loads(tree[EV + "arm64/common-and-microarch.json"])}  # fmt: skip
+    common = {
+        e["EventName"]: {k: e[k] for k in EVENT_KEYS if e.get(k) is not None}
+        for e in json.loads(tree[EV + "arm64/common-and-microarch.json"])
+    }
     ev, _ = trim(common, {}, want_ev, set())
     out["tables"]["arm64/common-and-microarch"] = {"arch": "arm64", "events": ev, "metrics": {}}
     OUT.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")

@@ -129,8 +129,11 @@ class Attacher:
             u.close()
             if not isinstance(e, TaskGone) and not st.units:
                 # EIO (a short read) and the like: reopen later.
-                self._wait(rows[i], f"read-failed:{e.errno}",
-                           f"reading counters failed ({_errname(e)}): reopening them")  # fmt: skip
+                self._wait(
+                    rows[i],
+                    f"read-failed:{e.errno}",
+                    f"reading counters failed ({_errname(e)}): reopening them",
+                )
         return Counts(readout, r.retired(), still, exited, marks, r.tids, window)
 
     # ------------------------------------------------------------------ lifecycle
@@ -315,11 +318,12 @@ class Attacher:
             self._refused(t, st, e, "")
             return
         self._wait(
-            t, f"attach-race:{e.errno}",
+            t,
+            f"attach-race:{e.errno}",
             f"PID {t.pid} {t.name!r}: {_errname(e)} while attaching counters, although the "
             "events open here: the task was changing (threads exiting?); retried at the "
             "next refresh",
-        )  # fmt: skip
+        )
 
     def _refused(self, t: Task, st: TaskCounters, e: CounterError, pmu: str) -> None:
         """An open failed on ``t``: out of fds is retried later; anything else is final
@@ -369,8 +373,12 @@ class Attacher:
         return t.new or t.cpu_total >= self.cpu_threshold
 
     def _out_of_fds(self, t: Task) -> None:
-        self._wait(t, "fds", f"out of file descriptors (budget {self.fd_budget}): "
-                   "some tasks are not counted (retried when fds free up)")  # fmt: skip
+        self._wait(
+            t,
+            "fds",
+            f"out of file descriptors (budget {self.fd_budget}): "
+            "some tasks are not counted (retried when fds free up)",
+        )
 
     def _wait(self, t: Task, key: str, why: str) -> None:
         """``t`` gets no counters now; it is retried at later refreshes."""

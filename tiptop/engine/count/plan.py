@@ -142,13 +142,17 @@ class Planner:
         """One line for a failed open (``explain_open_error`` with this machine's facts);
         ``kernel`` says whether kernel mode was asked for (default: ``-K`` in effect)."""
         return explain_open_error(
-            e, what, paranoid=self.host.paranoid, privileged=self.host.privileged,
+            e,
+            what,
+            paranoid=self.host.paranoid,
+            privileged=self.host.privileged,
             in_container=self.host.in_container,
             fd_limits=(self.host.fd_soft, self.host.fd_hard),
             kernel=self.kernel if kernel is None else kernel,
-            event_pmu=pmu, core_pmus=self._cores,
+            event_pmu=pmu,
+            core_pmus=self._cores,
             per_cpu_pmu=bool(pmu) and sysfs.per_cpu_only(self.sysfs_root, pmu or ""),
-        )  # fmt: skip
+        )
 
     def say_kernel_only(self, names: Sequence[str], aliases: Sequence[str]) -> None:
         """Say once, in one line, that ``names`` are not counted: they happen only in the

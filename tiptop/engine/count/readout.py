@@ -120,8 +120,9 @@ class Readout:
         """Δrunning/Δenabled per counter: 1.0 when nothing was enabled, nan when unread;
         for a hybrid counter, relative to one PMU's enabled time (its groups split it)."""
         ena = self.enabled
-        frac = np.divide(self.running * plan.groups_per_alias, ena, out=np.ones(ena.shape),
-                         where=ena > 0)  # fmt: skip
+        frac = np.divide(
+            self.running * plan.groups_per_alias, ena, out=np.ones(ena.shape), where=ena > 0
+        )
         np.minimum(frac, 1.0, out=frac)
         frac[self.nread == 0] = np.nan
         return frac
@@ -268,8 +269,7 @@ def _interval_and_total(
 
 
 #: Readout's fields in the order :func:`_per_unit` lays them out.
-_FIELDS = ("raw", "delta", "total", "enabled", "total_enabled", "running", "total_running",
-           "nread")  # fmt: skip
+_FIELDS = ("raw", "delta", "total", "enabled", "total_enabled", "running", "total_running", "nread")
 
 
 def _per_unit(counts: GroupCounts) -> np.ndarray:

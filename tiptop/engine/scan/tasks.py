@@ -46,7 +46,7 @@ from tiptop.engine.scan.task import (
     dir_mark,
     holds,
     runtime,
-)  # fmt: skip
+)
 from tiptop.engine.scan.threadscan import ThreadRows
 from tiptop.engine.scan.trees import Family, Root, fold, tree_root
 from tiptop.errors import TaskGone
@@ -64,9 +64,19 @@ from tiptop.kernel.procfs import (
 )
 
 __all__ = [
-    "CLK_TCK", "Facts", "Scan", "Stat", "Task", "TaskScanner", "list_threads", "parse_stat",
-    "read_facts", "read_file", "read_stat", "safe_text",
-]  # fmt: skip
+    "CLK_TCK",
+    "Facts",
+    "Scan",
+    "Stat",
+    "Task",
+    "TaskScanner",
+    "list_threads",
+    "parse_stat",
+    "read_facts",
+    "read_file",
+    "read_stat",
+    "safe_text",
+]
 
 
 @dataclass(slots=True)
@@ -154,8 +164,7 @@ class TaskScanner:
             watched = pid == self.only_pid
         if watched and self.only_name is not None:
             watched = self.only_name in (cmdline if self.match_cmdline else st.comm)
-        return Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched,
-                     None if ours else mark)  # fmt: skip
+        return Proc(pid, st.starttime, st.comm, uid, user, cmdline, watched, None if ours else mark)
 
     @property
     def tasks(self) -> list[Task]:
@@ -358,9 +367,19 @@ class TaskScanner:
             t.new = False
         else:
             t = Task(
-                tid, pid, st.starttime, p.uid, p.user, p.comm, p.cmdline, st.num_threads,
-                st.state, st.processor, st.utime, st.stime,
-            )  # fmt: skip
+                tid,
+                pid,
+                st.starttime,
+                p.uid,
+                p.user,
+                p.comm,
+                p.cmdline,
+                st.num_threads,
+                st.state,
+                st.processor,
+                st.utime,
+                st.stime,
+            )
             # The sweep's first reference (``slept``): the run time at discovery.
             t.runtime = runtime(schedstat(self.proc_root, t, self.threads))
             if self._uptime is None:
