@@ -22,6 +22,24 @@ from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 
 
+@dataclass(frozen=True)
+class SamplerConfig:
+    """What a frame source watches and how: ``threads`` (-H), ``kernel`` (-K),
+    ``only_pid``, ``only_name``, ``match_cmdline`` (-c), ``uid`` (-u), ``collect`` (False
+    for --no-collect), ``cpu_threshold`` (--cpu-min), ``sticky``. Made from the options
+    in one place, ``tiptop.options.Options.sampler_config()``."""
+
+    threads: bool = False
+    kernel: bool = False
+    only_pid: int | None = None
+    only_name: str | None = None
+    match_cmdline: bool = False
+    uid: int | None = None
+    collect: bool = True
+    cpu_threshold: float = 0.00001
+    sticky: bool = False
+
+
 @dataclass
 class Frame:
     """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``."""
@@ -190,8 +208,9 @@ class FrameSource(Protocol):
     through this protocol only.
 
     ``start()`` takes baselines (nothing is shown for it); ``refresh()`` gives the frame
-    covering the time since the previous ``start``/``refresh``; ``reconfigure(screen=...,
-    **changes)`` switches screen or settings and the next ``refresh`` starts afresh;
+    covering the time since the previous ``start``/``refresh``; ``reconfigure(screen,
+    config)`` switches screen or what is watched (a :class:`SamplerConfig`) and the next
+    ``refresh`` starts afresh;
     ``messages`` is the message log every consumer reads with its own cursor; ``close()``
     releases everything.
 
@@ -211,8 +230,9 @@ class FrameSource(Protocol):
         """The frame of the time since the previous start/refresh."""
         ...
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
-        """Switch screen or settings; the next refresh starts afresh."""
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
+        """Switch screen or what is watched (None: as it was); the next refresh starts
+        afresh."""
         ...
 
     def close(self) -> None:
@@ -257,9 +277,9 @@ class SourceWrapper(FrameSource):
         """The wrapped source's frame."""
         return self.source.refresh()
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Reconfigure the wrapped source."""
-        self.source.reconfigure(screen=screen, **changes)
+        self.source.reconfigure(screen, config)
 
     def close(self) -> None:
         """Close the wrapped source."""
@@ -278,4 +298,4 @@ class SourceWrapper(FrameSource):
         self.source.attach_spawned(pid, stops_at_exec)
 
 
-__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource", "SourceWrapper"]
+__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource", "SamplerConfig", "SourceWrapper"]

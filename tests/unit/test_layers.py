@@ -35,7 +35,7 @@ RULES: dict[str, set[str]] = {
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
     "engine": {"kernel", "events", "screens", "frame", "cells", "errors", "host", "messages"},
     "table": {"frame", "screens", "cells", "errors"},
-    "options": {"errors", "screens", "cells", "table"},
+    "options": {"errors", "screens", "cells", "table", "frame"},
     # --check, --list-events
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
     "live": {"table", "frame", "options", "cells", "errors", "host"},

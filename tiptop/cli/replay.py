@@ -3,6 +3,7 @@ or printed as batch text, csv or json, between ``--from`` and ``--to``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
@@ -12,6 +13,7 @@ from typing import Any
 from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
+from tiptop.options import Options
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
@@ -36,7 +38,7 @@ def parse_when(text: str, end: float) -> float:
     return when - 86400 if when > end + 0.5 else when
 
 
-def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
+def frame_range(opts: Options, times: Sequence[float]) -> tuple[int, int]:
     """The frames ``--from``/``--to`` select (inclusive); one line when none is left."""
     import bisect
 
@@ -53,7 +55,7 @@ def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
-def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
     screens offered are the recording's; each refresh is shown under the one shown when it
     was recorded, unless ``-S`` picks one of them."""
@@ -75,17 +77,10 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     picked = None
     if opts.screen is not None:
         picked = pick_screen(screens, opts.screen)[1]
-    head = rec.header
-    opts.pid_width = head.pid_width or opts.pid_width
-    kept = head.options  # what the recording run watched (cli.record), checked
-    opts.show_idle = opts.show_idle or bool(kept.get("show_idle"))
-    if opts.only_pid is None and opts.only_name is None:
-        opts.only_pid, opts.only_name = kept.get("only_pid"), kept.get("only_name")
-    if opts.uid is None:
-        opts.uid, opts.user_name = kept.get("uid"), kept.get("user_name")
+    opts = recorded_options(opts, rec.header)
     live = is_live(opts)
     if not live:
-        opts.delay = head.interval or opts.delay
+        opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
     source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
     if live:
         from tiptop import live as live_mode
@@ -103,7 +98,24 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
             out.close()
 
 
-def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> int:
+def recorded_options(opts: Options, head: Any) -> Options:
+    """``opts`` with what the recording run watched (``cli.record``, checked by the
+    reader) where the command line does not say otherwise: its PID width, idle rows, and
+    the ``-p``/``-u`` filters."""
+    kept = head.options
+    given_only = opts.only_pid is not None or opts.only_name is not None
+    return dataclasses.replace(
+        opts,
+        pid_width=head.pid_width or opts.pid_width,
+        show_idle=opts.show_idle or bool(kept.get("show_idle")),
+        only_pid=opts.only_pid if given_only else kept.get("only_pid"),
+        only_name=opts.only_name if given_only else kept.get("only_name"),
+        uid=opts.uid if opts.uid is not None else kept.get("uid"),
+        user_name=opts.user_name if opts.uid is not None else kept.get("user_name"),
+    )
+
+
+def _batch(opts: Options, source: Any, screens: list[Any], out: Any, say: Any) -> int:
     """The recorded refreshes as batch output, as fast as they can be written; a refresh
     shown under another screen than the one before gets that screen's name and header
     (text) or a new header line (csv). ``screens``: the recording's (it grows while the

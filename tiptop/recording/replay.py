@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
 from tiptop.recording.format import FormatError, FrameLine
 from tiptop.recording.index import Recording
@@ -256,7 +256,7 @@ class ReplaySource(FrameSource):
             f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
         )
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Show every frame under ``screen`` (a screen picked) when it is not the one shown
         now; other settings are the recording's."""
         if screen is not None and screen is not self.screen:
