@@ -58,7 +58,7 @@ def valued(status: np.ndarray) -> np.ndarray:
 
 
 #: Stable lower-case names used by the csv and json outputs.
-STATUS_NAME = {
+STATUS_NAME: dict[int, str] = {
     Status.OK: "ok",
     Status.DIV0: "div0",
     Status.NOT_COUNTED: "not_counted",

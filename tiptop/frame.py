@@ -12,14 +12,18 @@ formatting are ``tiptop.table``'s job, not the frame's.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class SamplerConfig:
     collect: bool = True
     cpu_threshold: float = 0.00001
     sticky: bool = False
+
+
+#: What a row field of a :class:`Frame` holds (see :data:`ROW_FIELDS`).
+RowField = np.ndarray | list[str] | None
 
 
 @dataclass
@@ -140,7 +148,7 @@ class Frame:
     def take(self, rows: slice | np.ndarray) -> Frame:
         """Some rows of the frame (a slice, an index array or a boolean mask); the frame
         facts (iteration, headers, tasks_total...) are kept."""
-        out = {}
+        out: dict[str, RowField] = {}
         for name in ROW_FIELDS:
             x = getattr(self, name)
             if x is None:
@@ -150,7 +158,7 @@ class Frame:
             else:
                 x = x[rows]
             out[name] = x
-        return dataclasses.replace(self, **out)
+        return self._with_rows(out)
 
     def concat(self, other: Frame) -> Frame:
         """This frame's rows then ``other``'s; the frame facts are this frame's (``other``
@@ -165,14 +173,22 @@ class Frame:
                 interval=self.interval,
                 tasks_total=self.tasks_total,
             )
-        out = {}
+        out: dict[str, RowField] = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
             if x is None or y is None:  # inputs known for every row, or not at all
                 out[name] = y if not len(self) else None
                 continue
             out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
-        return dataclasses.replace(self, **out)
+        return self._with_rows(out)
+
+    def _with_rows(self, rows: dict[str, RowField]) -> Frame:
+        """A copy with the row fields ``rows`` (from :data:`ROW_FIELDS`) replaced: set one by
+        one, since a type checker cannot match a dict of mixed fields to the constructor."""
+        out = copy.copy(self)
+        for name, value in rows.items():
+            setattr(out, name, value)
+        return out
 
 
 def _indices(rows: np.ndarray) -> list[int]:
@@ -186,18 +202,6 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     for f in dataclasses.fields(Frame)
     if f.name
     not in ("iteration", "timestamp", "interval", "threads", "headers", "counters", "tasks_total")
-)
-
-#: The optional row fields: the evaluation inputs that only ``--record`` reads.
-INPUT_FIELDS: tuple[str, ...] = (
-    "cpu_user",
-    "cpu_sys",
-    "processor",
-    "cpu_status",
-    "counter_scaled",
-    "counter_total",
-    "counter_total_status",
-    "window",
 )
 
 
@@ -219,8 +223,9 @@ class FrameSource(Protocol):
     """
 
     messages: MessageLog
-    #: The screen (``tiptop.screens.model.ScreenSpec``) being evaluated.
-    screen: Any
+    #: The screen being evaluated: a plain attribute, so that a source may set it; a
+    #: source whose screen is another's (a wrapper, a replay) makes it a read-only property.
+    screen: ScreenSpec
 
     def start(self) -> None:
         """Take baselines; the next :meth:`refresh` covers a real interval."""
@@ -230,7 +235,9 @@ class FrameSource(Protocol):
         """The frame of the time since the previous start/refresh."""
         ...
 
-    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
         """Switch screen or what is watched (None: as it was); the next refresh starts
         afresh."""
         ...
@@ -253,7 +260,9 @@ class FrameSource(Protocol):
     def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
         """Count a forked child from its ``execve`` (``tiptop -- cmd``); only a source
         that counts live tasks can."""
-        raise NotImplementedError(f"{type(self).__name__} counts no spawned command")
+        # Not NotImplementedError: a type checker takes a body that only raises it for an
+        # abstract method, and this default is meant to be inherited.
+        raise TypeError(f"{type(self).__name__} counts no spawned command")
 
 
 class SourceWrapper(FrameSource):
@@ -265,7 +274,7 @@ class SourceWrapper(FrameSource):
         self.messages = source.messages
 
     @property
-    def screen(self) -> Any:
+    def screen(self) -> ScreenSpec:  # type: ignore[override]  # read-only: the wrapped source's
         """The wrapped source's screen."""
         return self.source.screen
 
@@ -277,7 +286,9 @@ class SourceWrapper(FrameSource):
         """The wrapped source's frame."""
         return self.source.refresh()
 
-    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
         """Reconfigure the wrapped source."""
         self.source.reconfigure(screen, config)
 
@@ -298,4 +309,4 @@ class SourceWrapper(FrameSource):
         self.source.attach_spawned(pid, stops_at_exec)
 
 
-__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource", "SamplerConfig", "SourceWrapper"]
+__all__ = ["ROW_FIELDS", "Frame", "FrameSource", "SamplerConfig", "SourceWrapper"]

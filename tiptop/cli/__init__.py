@@ -226,11 +226,13 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.plot:
         from tiptop.cli.plot import run_plot
 
-        return run_plot(opts, loaded, lambda line: _err_line(prog, line))
+        return run_plot(opts, opts.plot, loaded, lambda line: _err_line(prog, line))
     if opts.replay:
         from tiptop.cli.replay import run_replay
 
-        return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        return run_replay(
+            opts, opts.replay, loaded, Host.read(), lambda line: _err_line(prog, line)
+        )
     if opts.serve or opts.textfile:
         from tiptop.cli.serve import run_serve
 

@@ -139,7 +139,9 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
     times = [t for s in lines for t in s.times]
     for s in lines:
         when = [datetime.datetime.fromtimestamp(t, zone) for t in s.times]
-        ax.plot(when, s.values, label=s.label, linewidth=1.2)
+        # matplotlib's stubs omit the datetime x values its date converter (matplotlib.dates)
+        # accepts, and a float timestamp would lose the axis's date labels and time zone.
+        ax.plot(when, s.values, label=s.label, linewidth=1.2)  # type: ignore[arg-type]
         finite = [v for v in s.values if np.isfinite(v)]
         low = min([low, *finite])
     if low >= 0:
@@ -172,8 +174,8 @@ def _time_label(times: list[float], zone: Any) -> str:
     return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
 
 
-def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> int:
-    """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
+def run_plot(opts: Options, path: str, loaded: ScreenSet, say: Callable[[str], None]) -> int:
+    """``--plot FILE -o IMAGE`` (``path``: the FILE): draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
     from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
@@ -183,7 +185,7 @@ def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> in
         raise UsageError("--plot needs -o IMAGE (.png, .svg or .pdf)")
     if os.path.splitext(opts.output)[1].lower() not in FORMATS:
         raise UsageError(f"-o {opts.output}: the image name must end in .png, .svg or .pdf")
-    rec = load(opts.plot, "--plot")
+    rec = load(path, "--plot")
     try:
         first, last = frame_range(opts, rec.times)
         screens = [*rec.screens, *loaded.screens]  # the recorded ones first

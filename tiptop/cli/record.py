@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
 
 from tiptop import __version__
+from tiptop.frame import FrameSource
 from tiptop.options import Options
 
 
@@ -23,8 +23,8 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Options, sampler: Any, index: int) -> Any:
-    """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
+def record_source(opts: Options, path: str, source: FrameSource, index: int) -> FrameSource:
+    """``source`` wrapped so that every refresh is appended to ``path`` (``--record``)."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
     header = {
@@ -46,7 +46,7 @@ def record_source(opts: Options, sampler: Any, index: int) -> Any:
             "user_name": opts.user_name,
         },
     }
-    return RecordingSource(sampler, Recorder(opts.record, header))
+    return RecordingSource(source, Recorder(path, header))
 
 
 __all__ = ["cpu_model", "record_source"]

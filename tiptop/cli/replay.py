@@ -55,10 +55,12 @@ def frame_range(opts: Options, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
-def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
-    """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
-    screens offered are the recording's; each refresh is shown under the one shown when it
-    was recorded, unless ``-S`` picks one of them."""
+def run_replay(
+    opts: Options, path: str, loaded: ScreenSet, host: Host, say: Callable[[str], None]
+) -> int:
+    """``--replay FILE`` (``path``): live (time travel keys) or, with ``-b``/``-o``, batch
+    output. The screens offered are the recording's; each refresh is shown under the one
+    shown when it was recorded, unless ``-S`` picks one of them."""
     from tiptop.cli.run import is_live, open_output
     from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
@@ -66,7 +68,7 @@ def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str]
 
     # Read in the background: the first refresh shows at once. --from/--to need every
     # refresh's time (a time is found from the end), so they wait for the whole file.
-    rec = load(opts.replay, background=True)
+    rec = load(path, background=True)
     if opts.time_from or opts.time_to:
         rec.wait()
         first, last = frame_range(opts, rec.times)

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
 from tiptop.errors import TiptopError
@@ -18,6 +18,9 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
+    from tiptop.frame import FrameSource
+    from tiptop.screens.model import ScreenSpec
+    from tiptop.spawn import Spawned
 
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
@@ -79,7 +82,7 @@ def is_live(opts: Options) -> bool:
 
 def make_sampler(
     opts: Options,
-    screen: Any,
+    screen: ScreenSpec,
     host: Host,
     problems: Sequence[str] = (),
     notices: Sequence[str] = (),
@@ -156,7 +159,7 @@ def run_monitor(
         _close_outputs(out, errf)
 
 
-def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Options, int, Any]:
+def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Options, int, ScreenSpec]:
     """The options with what the run derives from the host (PID width, target, the
     configuration file read), and the screen asked for (``-S``, ``--why``), checked; raises
     for privileges ``-K`` lacks and for a ``-p`` that does not exist."""
@@ -183,22 +186,22 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
 
 def _frame_source(
     opts: Options,
-    screen: Any,
+    screen: ScreenSpec,
     index: int,
     host: Host,
     problems: Sequence[str],
     said: list[str],
     live: bool,
-) -> Any:
+) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    sampler = make_sampler(opts, screen, host, problems, said)
+    sampler: FrameSource = make_sampler(opts, screen, host, problems, said)
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
         on_error.callback(sampler.close)
         if opts.record:
             from tiptop.cli.record import record_source
 
-            sampler = record_source(opts, sampler, index)
+            sampler = record_source(opts, opts.record, sampler, index)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 
@@ -219,11 +222,11 @@ def _close_outputs(*files: IO[str] | None) -> None:
 
 def _run_live(
     opts: Options,
-    sampler: Any,
+    sampler: FrameSource,
     loaded: ScreenSet,
     index: int,
     host: Host,
-    child: Any,
+    child: Spawned | None,
     errf: IO[str] | None,
     notices: list[str],
 ) -> int:
@@ -251,10 +254,10 @@ def _run_live(
 
 def _run_batch(
     opts: Options,
-    sampler: Any,
-    screen: Any,
+    sampler: FrameSource,
+    screen: ScreenSpec,
     index: int,
-    child: Any,
+    child: Spawned | None,
     out: IO[str] | None,
     errf: IO[str] | None,
 ) -> int:
@@ -288,7 +291,7 @@ def _run_batch(
     return child.reap() if child is not None else 0
 
 
-def drill_source(opts: Options, host: Host, pid: int, screen: Any) -> Sampler:
+def drill_source(opts: Options, host: Host, pid: int, screen: ScreenSpec) -> Sampler:
     """The live ``t`` window's extra source: ``screen`` (a deeper top-down level) counted
     on process ``pid`` alone, as ``-p PID`` would, with the live session's settings
     ``opts`` (a ``K`` toggled live counts kernel mode there too; tiptop/live/drill.py)."""

@@ -48,7 +48,7 @@ class Activity:
     The default is knowing nothing: every task is read."""
 
     #: tids of the tasks whose counters say they did not run since the last scan.
-    did_not_run: Set[int] = frozenset()
+    did_not_run: set[int] | frozenset[int] = frozenset()
     #: Of :attr:`did_not_run`, those whose sweep turn it is not: not looked at at all.
     not_due: Set[int] = frozenset()
     #: tids of the tasks without counters (waiting for fds, refused).

@@ -181,9 +181,12 @@ def row_facts(
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = floats([t.cpu_total for t in rows])
-    if num_threads is None and not threads:
-        num_threads = np.array([t.num_threads for t in rows], np.int64)
-    cap = np.full(n, 100.0) if threads else 100.0 * np.maximum(num_threads, 1)
+    if threads:
+        cap = np.full(n, 100.0)
+    else:
+        if num_threads is None:
+            num_threads = np.array([t.num_threads for t in rows], np.int64)
+        cap = 100.0 * np.maximum(num_threads, 1)
     on_cpu = on_cpu_seconds(readout, plan)
     est = 100.0 * on_cpu / interval if interval > 0 else np.full(n, np.nan)
     counted = ~np.isnan(est)

@@ -86,6 +86,8 @@ class Sampler(FrameSource):
         self._plan_screen()
         self._reset()
 
+    _attacher: Attacher  # set by _plan_screen, first from __init__
+
     # ------------------------------------------------------------------ parts
     def _plan_screen(self) -> None:
         """Plan the screen here (``engine.count.plan``) and hold a new attacher for it (the fd

@@ -88,7 +88,13 @@ def _from_terms(
                 return [EventBinding(name, pmu.name, attr)]
         expanded.append((key, value))
     words = sysfs.encode_terms(pmu, expanded, name)
-    attr = Attr(type=pmu.type, **words)
+    attr = Attr(
+        type=pmu.type,
+        config=words["config"],
+        config1=words["config1"],
+        config2=words["config2"],
+        config3=words["config3"],
+    )
     return [EventBinding(name, pmu.name, attr, scale, unit)]
 
 

@@ -178,16 +178,16 @@ class Aggregator:
                     del self._groups[key]  # out of the top N, or ended: the series stops
             keys = [keys[i] if i in shown else self._other() for i in range(len(frame))]
         for i, key in enumerate(keys):
-            g = self._groups.get(key)
-            if g is None:
-                g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
-            g.totals += deltas[i]
-            g.counted |= counted[i]
-            g.tasks += 0 if frame.dead[i] else 1
-            g.suspect += int(suspect[i])
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+            group.totals += deltas[i]
+            group.counted |= counted[i]
+            group.tasks += 0 if frame.dead[i] else 1
+            group.suspect += int(suspect[i])
             running, ok = _row_quality(frame, i, k)
-            g.running = running if g.running is None else np.fmin(g.running, running)
-            g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
+            group.running = running if group.running is None else np.fmin(group.running, running)
+            group.ok = ok if group.ok is None else np.minimum(group.ok, ok)
         return self.snapshot(frame)
 
     def snapshot(self, frame: Frame) -> Snapshot:

@@ -74,7 +74,7 @@ class Exposition:
         gzipped = gzip_accepted(accept_encoding)
         body = self._rendered.get((content_type, gzipped))
         if body is None:
-            body = encoder(self)  # type: ignore[arg-type]
+            body = encoder(self)
             if gzipped:
                 body = gzip.compress(body, compresslevel=6)
             self._rendered[(content_type, gzipped)] = body

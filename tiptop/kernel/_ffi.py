@@ -19,12 +19,17 @@ import errno
 import io
 import os
 import platform
+import tempfile
 import threading
-from typing import Any
+from typing import Any, TypeAlias
 
 from tiptop.errors import EventError, TiptopError
 from tiptop.kernel._perf_cffi import ffi
 from tiptop.kernel.attr import Attr
+
+#: A cffi object (``struct perf_event_attr *``, the loaded libpfm4): its fields and functions
+#: exist only at run time, parsed from :data:`CDEF`, so no type checker can name them.
+CData: TypeAlias = Any
 
 #: The C declarations used, compiled into ``tiptop/kernel/_perf_cffi.py`` (:func:`generate`).
 CDEF = """
@@ -138,7 +143,7 @@ class Layouts:
     def __init__(self) -> None:
         self._bytes: dict[Attr, bytes] = {}
 
-    def fill(self, c: Any, attr: Attr) -> None:
+    def fill(self, c: CData, attr: Attr) -> None:
         """Set the zeroed struct ``c`` from ``attr`` (every field but ``size``)."""
         laid = self._bytes.get(attr)
         if laid is not None:
@@ -153,7 +158,7 @@ class Layouts:
 LAYOUTS = Layouts()
 
 
-def new_attr(attr: Attr, size: int = ATTR_SIZE) -> Any:
+def new_attr(attr: Attr, size: int = ATTR_SIZE) -> CData:
     """A zeroed ``struct perf_event_attr *`` filled from ``attr`` with ``size`` set."""
     c = ffi.new("struct perf_event_attr *")
     LAYOUTS.fill(c, attr)
@@ -222,10 +227,10 @@ def keep_heap(nbytes: int) -> bool:
 # ----------------------------------------------------------------------------- libpfm4
 
 _pfm_lock = threading.Lock()
-_pfm: Any = None
+_pfm: CData = None
 
 
-def pfm_lib() -> Any:
+def pfm_lib() -> CData:
     """The initialised libpfm4 library (loaded once), or ``EventError`` saying how to get it."""
     global _pfm
     with _pfm_lock:
@@ -258,7 +263,9 @@ def generate() -> str:
     builder = cffi.FFI()
     builder.cdef(CDEF)
     builder.set_source("tiptop.kernel._perf_cffi", None)
-    text = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()):  # cffi says "generating ..."
-        builder.emit_python_code(text)
-    return text.getvalue()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "_perf_cffi.py")
+        with contextlib.redirect_stdout(io.StringIO()):  # cffi says "generating ..."
+            builder.emit_python_code(path)
+        with open(path, encoding="utf-8") as f:
+            return f.read()

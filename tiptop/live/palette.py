@@ -13,6 +13,7 @@ stays visible on a terminal without colour.
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 #: Attribute names used by the widgets.
 TITLE = "title"
@@ -46,7 +47,7 @@ PALETTE: list[tuple[str, str, str, str]] = [
 ]
 
 
-def colours() -> int:
+def colours() -> Literal[1, 16]:
     """16 colours, or 1 (the mono palette) for ``NO_COLOR``/dumb or colourless terminals."""
     if os.environ.get("NO_COLOR") or os.environ.get("TERM", "dumb") in ("dumb", ""):
         return 1

@@ -7,21 +7,20 @@ tiptop but the palette and the windows' scrolling rule (the rows come from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
 
 import urwid
 
+from tiptop import table
 from tiptop.live import palette as P
-from tiptop.live.windows import scrolled
+from tiptop.live.windows import Markup, Segment, Size, box_size, scrolled
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
-Markup = Any
 #: A plain line's bytes and attribute runs (:func:`plain_line`).
-Plain = tuple[bytes, list[tuple[Any, int]]]
+Plain = tuple[bytes, list[tuple[str | None, int]]]
 
 
-def row_markup(row: Any, line: str) -> list[Markup]:
+def row_markup(row: table.Row, line: str) -> list[Markup]:
     """One task row: the whole line green (watched) or red (dead), and each cell over its
     threshold or scaled by multiplexing in its own attribute.
 
@@ -98,13 +97,13 @@ class Scroller(urwid.Widget):
         self._invalidate()
         return True
 
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        cols, rows = size
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        cols, rows = box_size(size)
         self.height = rows
         self.clamp()
         canvases: list[urwid.Canvas] = []
         texts: list[bytes] = []
-        runs: list[list[tuple[Any, int]]] = []
+        runs: list[list[tuple[Hashable, int]]] = []
         for i in range(self.top, min(self.top + rows, self.count)):
             markup = self.line(i, cols)
             plain = plain_line(markup, cols)
@@ -125,13 +124,19 @@ def plain_line(markup: Markup, cols: int) -> Plain | None:
     """A line of plain ASCII segments (almost every task row) clipped to ``cols``, as its
     bytes and attribute runs: one column per byte, so there is no urwid text layout to
     compute (the bulk of a live refresh's drawing); None for anything else."""
-    segs = [(None, markup)] if isinstance(markup, str) else markup
-    if not isinstance(segs, list) or not all(
-        isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str) and _plain(s[1])
-        for s in segs
-    ):
+    if isinstance(markup, str):
+        if not _plain(markup):
+            return None
+        segs: list[Segment] = [(None, markup)]
+    elif isinstance(markup, list):
+        segs = []
+        for s in markup:
+            if not isinstance(s, tuple) or not _plain(s[1]):
+                return None
+            segs.append(s)
+    else:
         return None
-    runs: list[tuple[Any, int]] = []
+    runs: list[tuple[str | None, int]] = []
     used = 0
     for attr, text in segs:
         n = min(len(text), cols - used)
@@ -150,18 +155,18 @@ class TaskTable(Scroller):
     """The task rows: ``table.Row`` objects formatted by ``format_row`` only when shown,
     cut to COLS-1 like the original's rows."""
 
-    def __init__(self, format_row: Callable[[Any], str]) -> None:
+    def __init__(self, format_row: Callable[[table.Row], str]) -> None:
         super().__init__(self._row_line)
         self.format_row = format_row
-        self.rows: Sequence[Any] = ()
+        self.rows: Sequence[table.Row] = ()
 
-    def set_rows(self, rows: Sequence[Any], format_row: Callable[[Any], str]) -> None:
+    def set_rows(self, rows: Sequence[table.Row], format_row: Callable[[table.Row], str]) -> None:
         """Show new rows (formatted lazily with ``format_row``)."""
         self.rows = rows
         self.format_row = format_row
         self.set_count(len(rows))
 
-    def visible(self) -> Sequence[Any]:
+    def visible(self) -> Sequence[table.Row]:
         """The rows currently on screen (after the last render)."""
         return self.rows[self.top : self.top + self.height]
 

@@ -17,8 +17,18 @@ from typing import Any
 import urwid
 
 from tiptop.live import palette as P
-from tiptop.live.rows import Markup, TaskTable
-from tiptop.live.windows import ErrorLog, error_window, fit_rows, help_window, tree_window
+from tiptop.live.rows import TaskTable
+from tiptop.live.windows import (
+    ErrorLog,
+    Markup,
+    Size,
+    box_size,
+    error_window,
+    fit_rows,
+    flow_cols,
+    help_window,
+    tree_window,
+)
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -160,8 +170,8 @@ class Line(urwid.Widget):
     def rows(self, size: tuple[int], focus: bool = False) -> int:
         return 1 if self.max_rows <= 1 else self._canvas(size[0]).rows()
 
-    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
-        return self._canvas(size[0])
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        return self._canvas(flow_cols(size))
 
 
 def too_small(cols: int, rows: int) -> urwid.Canvas:
@@ -218,8 +228,8 @@ class LiveScreen(urwid.Widget):
             pile = self._piles[notice] = urwid.Pile(parts)
         return pile
 
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        cols, rows = size
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        cols, rows = box_size(size)
         if cols < MIN_COLS or rows < MIN_ROWS:
             return too_small(cols, rows)
         # Wrapped lines may not take the table's last rows on a short terminal.

@@ -9,15 +9,37 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import urwid
 
 from tiptop import table
 from tiptop.live import palette as P
 
-#: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
-Markup = Any
+if TYPE_CHECKING:
+    from tiptop.screens.model import Target
+    from tiptop.table.why import DrillDown
+
+#: One run of text in a palette attribute (``tiptop.live.palette``; None: the default).
+Segment = tuple[str | None, str]
+#: urwid text markup as tiptop writes it: a string, a :data:`Segment`, or a list of markups.
+Markup = str | Segment | list["Markup"]
+#: What urwid hands a widget's ``render``: () fixed, ``(cols,)`` flow, ``(cols, rows)`` box.
+Size = tuple[()] | tuple[int] | tuple[int, int]
+
+
+def box_size(size: Size) -> tuple[int, int]:
+    """``(cols, rows)`` of a box widget's ``size`` (urwid gives a box widget both)."""
+    if len(size) != 2:
+        raise ValueError(f"a box widget rendered with size {size}")
+    return size
+
+
+def flow_cols(size: Size) -> int:
+    """The columns of a flow widget's ``size``."""
+    if not size:
+        raise ValueError("a flow widget rendered with no size")
+    return size[0]
 
 
 def scrolled(top: int, key: str, count: int, page: int) -> int | None:
@@ -87,8 +109,8 @@ class HelpBody(urwid.Widget):
         super().__init__()
         self.pile = urwid.Pile([urwid.Text(m, wrap="space") for m in lines])
 
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        cols, rows = size
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        cols, rows = box_size(size)
         return fit_rows(self.pile.render((cols,)), rows)
 
 
@@ -158,12 +180,14 @@ class ErrorLog(urwid.Widget):
         self._invalidate()
         return True
 
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        cols, rows = size
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        cols, rows = box_size(size)
         self.height, self.cols = rows, cols
         n = len(self.messages)
         self.top = max(0, min(self.top, self._last_top()))
-        canvases = [urwid.Text("BEGIN" if self.top == 0 else ".....").render((cols,))]
+        canvases: list[urwid.Canvas] = [
+            urwid.Text("BEGIN" if self.top == 0 else ".....").render((cols,))
+        ]
         used, end = 0, self.top
         while end < n:
             c = self._wrapped(end)
@@ -205,14 +229,15 @@ def _bar(share: float | None) -> str:
     return "[" + "#" * n + "." * (BAR - n) + "]"
 
 
-def tree_markup(drill: Any) -> list[Markup]:
+def tree_markup(drill: DrillDown) -> list[Markup]:
     """The ``t`` window's text from a :class:`tiptop.table.why.DrillDown`: the reason
     alone when there is no tree; else the summary, the time each event ran when they were
     multiplexed, one line per node (``*`` on the critical
     path, label, share, a bar, ``>bound``, ``over`` highlighted, what usually helps), then
     what the bottleneck means and the note on a deeper level."""
     if drill.tree is None:
-        return [drill.reason or "no top-down tree"] + ([drill.note] if drill.note else [])
+        alone: list[Markup] = [drill.reason or "no top-down tree"]
+        return alone + ([drill.note] if drill.note else [])
     tree = drill.tree
     head = table.why.tree_head(tree)
     lines: list[Markup] = [(P.WINDOW_REVERSE, head[0])]
@@ -237,11 +262,11 @@ def tree_window(lines: Sequence[Markup]) -> urwid.Widget:
     return urwid.AttrMap(urwid.LineBox(body, title="Top-down tree (t to close)"), P.WINDOW)
 
 
-def target_line(target: Any) -> str:
+def target_line(target: Target | None) -> str:
     """The help window's first line: ``Target: x86, model = 19_11`` or the like."""
     if target is None:
         return f"Target: {platform.machine() or 'unknown'}"
-    arch, model = getattr(target, "arch", None), getattr(target, "model", None)
+    arch, model = target.arch, target.model
     if arch and model:
         return f"Target: {arch}, model = {model}"
     return f"Target: {arch}" if arch else "Unknown processor"

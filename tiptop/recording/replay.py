@@ -194,7 +194,7 @@ class ReplaySource(FrameSource):
         return self.rec.screens[self.rec.screen_of[index]] if len(self.rec) else self.rec.screens[0]
 
     @property
-    def screen(self) -> ScreenSpec:  # type: ignore[override]
+    def screen(self) -> ScreenSpec:  # type: ignore[override]  # read-only: the cursor's
         """The screen of the frame at the cursor."""
         return self.screen_for(min(self.cursor, max(len(self.rec) - 1, 0)))
 

@@ -25,11 +25,12 @@ returns it, so neither the batch loop nor the live view knows recording is on.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
 import time
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def bare_aliases(screen: Any) -> frozenset[str]:
     """The counter aliases ``screen``'s columns read bare (their running total, not
     ``delta(alias)``): only those have their totals recorded (they are most of a
     recording's size otherwise, and no built-in screen reads them)."""
-    out = set()
+    out: set[str] = set()
     for col in screen.columns:
         text = _DELTA.sub(" ", col.expr)
         out.update(
@@ -142,7 +143,9 @@ class Recorder:
             raise TiptopError(
                 f"--record: cannot write '{printable(path)}': {exc.strerror}"
             ) from None
-        self._f: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
+        self._f: gzip.GzipFile | io.BufferedWriter = (
+            gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
+        )
         self._raw = raw
 
     def write(self, frame: Frame, screen: Any) -> None:

@@ -184,8 +184,9 @@ def _compile(
     if isinstance(node, Call):  # min / max
         parts = [_compile(a, keys, aliases, builtins) for a in node.args]
         ufunc = np.minimum if node.func == "min" else np.maximum
-        if all(c is not None for _f, c in parts):
-            value = float(ufunc.reduce([c for _f, c in parts]))
+        consts = [c for _f, c in parts if c is not None]
+        if len(consts) == len(parts):
+            value = float(ufunc.reduce(consts))
             return _const(value), value
         return _minmax(ufunc, [f for f, _c in parts]), None
     assert isinstance(node, BinOp)
@@ -299,7 +300,7 @@ def _config(node: Node) -> int:
             value = a << b
     else:
         pos = node.pos
-        what = node.op if isinstance(node, BinOp) else "-" if isinstance(node, Neg) else node.func  # type: ignore[union-attr]
+        what = node.op if isinstance(node, BinOp) else "-" if isinstance(node, Neg) else node.func
         raise ExprSyntaxError(f"{what!r} is not allowed in a counter config", pos)
     if value > _U64:
         raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)

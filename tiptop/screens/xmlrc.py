@@ -10,7 +10,7 @@ Unknown elements are ignored, as in the original; a root other than ``<tiptop>``
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tiptop.errors import SpecError
 from tiptop.screens.build import RawItem, RawScreen, build_options, build_screen
@@ -31,7 +31,7 @@ class _Elem:
         self.children: list[_Elem] = []
 
 
-def _refuse(what: str, parser: expat.XMLParserType) -> None:
+def _refuse(what: str, parser: expat.XMLParserType) -> NoReturn:
     raise SpecError(
         f"refusing {what} (entities are not expanded)",
         None,

@@ -62,7 +62,7 @@ class _Loader(yaml.SafeLoader):
             )
         self.depth += 1
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self.depth -= 1
 
@@ -157,7 +157,10 @@ def _screen(r: _Reader, node: yaml.Node) -> RawScreen:
                 if isinstance(v, yaml.ScalarNode):
                     line, col = r.where(v)
                     attrs = {"alias": alias, "config": r.text(v, alias)}
-                    pos = {"config": r.value_start(v), "alias": r.where(anode)}
+                    pos: dict[str, tuple[int | None, int | None]] = {
+                        "config": r.value_start(v),
+                        "alias": r.where(anode),
+                    }
                     raw.items.append(RawItem("counter", attrs, line, col, pos))
                 else:
                     item = _item(r, "counter", v, _COUNTER_KEYS, {"alias": alias})
@@ -241,13 +244,18 @@ def export_yaml(config: ConfigSpec) -> str:
     for s in config.screens:
         counters: dict[str, Any] = {}
         for c in s.counters:
-            entry = {"config": c.config}
+            entry: dict[str, str | float | bool] = {"config": c.config}
             keys = ("type", "arch", "model", "table_event")
             entry.update({k: getattr(c, k) for k in keys if getattr(c, k)})
             counters[c.alias] = entry
         columns = []
         for col in s.columns:
-            entry = {"header": col.header, "format": col.format, "expr": col.expr, "desc": col.desc}
+            entry = {
+                "header": col.header,
+                "format": col.format,
+                "expr": col.expr,
+                "desc": col.desc,
+            }
             if col.threshold is not None:
                 entry["threshold"] = col.threshold
             if col.threshold_below:

@@ -98,9 +98,10 @@ def fit(xs: list[int], ys: list[float]) -> Fit:
     n = len(xs)
     fx = [Fraction(x) for x in xs]
     fy = [Fraction(y) for y in ys]
-    sx, sy = sum(fx), sum(fy)
-    sxx = sum(x * x for x in fx)
-    sxy = sum(x * y for x, y in zip(fx, fy, strict=True))
+    zero = Fraction(0)
+    sx, sy = sum(fx, zero), sum(fy, zero)
+    sxx = sum((x * x for x in fx), zero)
+    sxy = sum((x * y for x, y in zip(fx, fy, strict=True)), zero)
     slope = (n * sxy - sx * sy) / (n * sxx - sx * sx)
     intercept = (sy - slope * sx) / n
     mean = sy / n

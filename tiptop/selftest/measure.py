@@ -197,9 +197,9 @@ def measure(
         child.expect()
         child.wait_sleeping()
         readout, errors = read_units(plan, [units])
-        for _, unit, e in errors:
+        for _, unit, err in errors:
             for j in plan.groups[unit.gdef].alias_index:
-                failed[int(j)] = f"read failed: {e.strerror or e}"
+                failed[int(j)] = f"read failed: {err.strerror or err}"
         cpu, steal = child.cpu_ns() - cpu0, steal_ns() - steal0
     finally:
         for u in units:

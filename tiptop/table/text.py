@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from operator import itemgetter
+from typing import cast
 
 import numpy as np
 
@@ -115,13 +116,14 @@ def text_lines(
             cells = fmt.text(rows_values[j], rows_codes[j * ncols : (j + 1) * ncols])
             line = row_line(int(tid[k]), markers[k] or " ", users[k], cells, commands[k], view)
             lines[k] = line + " DEAD" if dead[k] else line
-    memo.keep(tid, facts, lines)  # type: ignore[arg-type]  # every None was filled
+    filled = cast("list[str]", lines)  # every None was filled above
+    memo.keep(tid, facts, filled)
     if view.watch is not None:
-        lines = [
+        filled = [
             line + " <---" if is_watched(frame, i, view) else line
-            for i, line in zip(idx.tolist(), lines, strict=True)
+            for i, line in zip(idx.tolist(), filled, strict=True)
         ]
-    return lines  # type: ignore[return-value]
+    return filled
 
 
 def _texts(frame: Frame, idx: np.ndarray, view: View) -> tuple[np.ndarray, ...]:

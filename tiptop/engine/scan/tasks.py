@@ -179,7 +179,7 @@ class TaskScanner:
         now = time.monotonic()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
-        self._uptime: float | None = None
+        self._uptime = None
         trees = self.tree_roots if not self.threads else None
         walk = _Walk(self._tasks, interval, trees, activity)
         marks = activity.marks

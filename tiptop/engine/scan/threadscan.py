@@ -74,7 +74,8 @@ class ThreadRows:
             marks = act.marks
             if marks and not marks.keys().isdisjoint(known) and self.listing.unchanged():
                 proven = True  # that listing shows each TID's task of the last scan
-        get, out = self._old.get, []
+        get = self._old.get
+        out: list[tuple[int, Stat | None]] = []
         for tid in known:
             t = get(tid)
             if t is not None and (

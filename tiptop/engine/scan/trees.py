@@ -26,7 +26,7 @@ Family = dict[int, tuple[int, int, int]]
 Root = tuple[int, Proc, Stat]
 
 
-def descendants(fam: dict[int, tuple[int, ...]], roots: list[int]) -> dict[int, list[int]]:
+def descendants(fam: Family, roots: list[int]) -> dict[int, list[int]]:
     """Each root's live descendants, followed through the parents of ``fam`` (pid ->
     ``(ppid, ...)``, proc(5) ``stat`` field 4); a process under two roots goes to the
     first, and a root is never its own descendant."""
