@@ -13,13 +13,35 @@ import errno
 import functools
 import os
 import platform
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
 from tiptop import vocab
 from tiptop.errors import EventError
 from tiptop.host import Host
+
+if TYPE_CHECKING:
+    from tiptop.events.bindings import EventBinding
+    from tiptop.events.topdown import Topdown
+    from tiptop.kernel.attr import Attr
+    from tiptop.screens.model import NamedEvent, NumericEvent, ScreenSpec, VariantChoice
+
+
+class Loaded(Protocol):
+    """The screens loaded, as ``tiptop.cli.screens.ScreenSet`` holds them."""
+
+    @property
+    def screens(self) -> Sequence[ScreenSpec]:
+        """The screens offered, in order."""
+        ...
+
+    @property
+    def variants(self) -> Mapping[str, VariantChoice]:
+        """Per built-in screen name, which variant this CPU got and why."""
+        ...
+
 
 #: Generic hardware events and software events, by perf's canonical names (``dummy``
 #: counts nothing, ``bpf-output`` is not a count); then a few cache events (checked against
@@ -39,18 +61,19 @@ CACHE = (
 )
 
 
-def _bindings(event: Any, sysfs_root: str) -> list[Any]:
+def _bindings(event: str | NamedEvent | NumericEvent, sysfs_root: str) -> list[EventBinding]:
     """An event record (NamedEvent/NumericEvent) or a name, resolved on this machine."""
     from tiptop import events
+    from tiptop.screens.model import NamedEvent
 
     if isinstance(event, str):
         return events.resolve(event, sysfs_root=sysfs_root)
-    if hasattr(event, "name"):
+    if isinstance(event, NamedEvent):
         return events.resolve(event.name, sysfs_root=sysfs_root)
     return events.resolve_numeric(event.type, event.config, sysfs_root=sysfs_root)
 
 
-def probe(event: Any, host: Host) -> str | None:
+def probe(event: str | NamedEvent | NumericEvent, host: Host) -> str | None:
     """``None`` when ``event`` opens on this process, else a short reason with the errno.
 
     The attr is the sampler's (``tiptop.events.bindings.counting_attr``): user mode, kernel
@@ -93,7 +116,7 @@ def probe(event: Any, host: Host) -> str | None:
     return last
 
 
-def _slots_head(b: Any, host: Host, attr: Any) -> list[Any]:
+def _slots_head(b: EventBinding, host: Host, attr: Attr) -> list[Attr]:
     """An Intel perf-metrics event (``topdown-*``) opens only in a group led by its PMU's
     ``slots`` (tools/perf/Documentation/topdown.txt; ``tiptop.events.topdown``): that
     leader's attr, else nothing."""
@@ -106,7 +129,7 @@ def _slots_head(b: Any, host: Host, attr: Any) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=4)
-def _topdown(sysfs_root: str) -> Any:
+def _topdown(sysfs_root: str) -> Topdown:
     """The perf metrics of this machine's PMUs, read from sysfs once for all the probes of
     ``--list-screens`` / ``--list-events`` (``tiptop.events.topdown.Topdown``)."""
     from tiptop.events.topdown import Topdown
@@ -114,7 +137,7 @@ def _topdown(sysfs_root: str) -> Any:
     return Topdown(sysfs_root)
 
 
-def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:
+def screen_counters(screen: ScreenSpec, host: Host) -> tuple[int, int, str]:
     """``(usable, total, first reason)`` over the screen's counters."""
     ok, reason = 0, ""
     for c in screen.counters:
@@ -126,7 +149,7 @@ def screen_counters(screen: Any, host: Host) -> tuple[int, int, str]:
     return ok, len(screen.counters), reason
 
 
-def counter_need(screen: Any) -> str | None:
+def counter_need(screen: ScreenSpec) -> str | None:
     """How many hardware counters a screen's events take, said for ``--check``: Intel's
     ``slots`` and its ``topdown-*`` metrics apart (fixed counter 3 and PERF_METRICS, no
     general-purpose counter: tools/perf/Documentation/topdown.txt); None without any."""
@@ -155,7 +178,7 @@ def no_pmu_note(reasons: list[str]) -> list[str]:
     return [NO_PMU] if any(r.endswith(NO_PMU_SHORT) for r in reasons) else []
 
 
-def screen_status(screen: Any, host: Host) -> str:
+def screen_status(screen: ScreenSpec, host: Host) -> str:
     """One phrase for ``--list-screens``: runs here, partly, or not, and why."""
     ok, total, reason = screen_counters(screen, host)
     if ok == total:
@@ -220,25 +243,22 @@ def tracepoint_lines(host: Host) -> list[str]:
     return out
 
 
-def screen_lines(loaded: Any, host: Host) -> list[str]:
+def screen_lines(loaded: Loaded, host: Host) -> list[str]:
     """Each screen and whether it counts here; for a built-in with CPU variants, which one
     this CPU got and why; then the built-ins no variant of which is for this CPU."""
     lines = ["screens:"]
     for i, s in enumerate(loaded.screens):
         lines.append(f"  {i:2d} {s.name}: {screen_status(s, host)}")
-        v = getattr(s, "variant", None)
-        if v is not None and (len(v.variants) > 1 or v.variants[v.picked][1:] != (None, None)):
-            lines.append(
-                f"       variant {v.picked + 1} of {len(v.variants)}: {v.desc} ({v.why()})"
-            )
+        v = s.variant
+        picked = v.picked if v is not None else None  # a screen offered has its variant
+        if v is None or picked is None:
+            continue
+        if len(v.variants) > 1 or v.variants[picked][1:] != (None, None):
+            lines.append(f"       variant {picked + 1} of {len(v.variants)}: {v.desc} ({v.why()})")
             if need := counter_need(s):
                 lines.append(f"       {need}")
     shown = {s.name for s in loaded.screens}
-    absent = [
-        v
-        for name, v in getattr(loaded, "variants", {}).items()
-        if v.picked is None and name not in shown
-    ]
+    absent = [v for name, v in loaded.variants.items() if v.picked is None and name not in shown]
     if absent:
         names = ", ".join(v.name for v in absent)
         lines.append(f"  not offered: {names} (no variant for {absent[0].cpu()})")
@@ -264,7 +284,7 @@ def _open_fds() -> int | str:
         return "?"
 
 
-def check(host: Host, loaded: Any = None) -> str:
+def check(host: Host, loaded: Loaded | None = None) -> str:
     """A readable report: kernel, CPUs and memory, paranoid level, PMUs, capabilities, fd
     limits, which screens work, and what to change to get more."""
     paranoid = host.paranoid

@@ -91,7 +91,7 @@ def hw_cache_config(cache: int, op: int, result: int) -> int:
 
 
 #: The canonical perf name per hardware config (for bindings made from numbers).
-HARDWARE_NAME = {
+HARDWARE_NAME: dict[int, str] = {
     HwId.CPU_CYCLES: "cycles",
     HwId.INSTRUCTIONS: "instructions",
     HwId.CACHE_REFERENCES: "cache-references",
@@ -114,7 +114,7 @@ HARDWARE = {
 }
 
 #: The canonical perf name per software config.
-SOFTWARE_NAME = {
+SOFTWARE_NAME: dict[int, str] = {
     SwId.CPU_CLOCK: "cpu-clock",
     SwId.TASK_CLOCK: "task-clock",
     SwId.PAGE_FAULTS: "page-faults",
@@ -224,9 +224,9 @@ def event_name(type_: int, config: int) -> str | None:
     ``r1c2``), or None when the pair has no generic name (a dynamic PMU type, an unknown
     id, a hybrid PMU type in ``config[63:32]``)."""
     if type_ == PerfType.HARDWARE:
-        return HARDWARE_NAME.get(config)  # type: ignore[call-overload]
+        return HARDWARE_NAME.get(config)
     if type_ == PerfType.SOFTWARE:
-        return SOFTWARE_NAME.get(config)  # type: ignore[call-overload]
+        return SOFTWARE_NAME.get(config)
     if type_ == PerfType.HW_CACHE:
         return cache_name(config)
     if type_ == PerfType.RAW:

@@ -43,7 +43,7 @@ RULES: dict[str, set[str]] = {
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab", "kernel"},
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "screens"},
     # sources built on another source: rows summed by cgroup
     "sources": {"frame", "screens", "kernel", "cells"},
     # --selftest: known-count kernels counted through the engine

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.recording.replay import ReplaySource
+    from tiptop.screens.model import ScreenSpec
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
 FORMATS = (".png", ".svg", ".pdf")
@@ -42,7 +46,7 @@ class Series:
     cpu_seconds: float = 0.0
 
 
-def find_column(screen: Any, name: str) -> int:
+def find_column(screen: ScreenSpec, name: str) -> int:
     """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored);
     a ``bottleneck(...)`` column is refused (its value is a node and a share)."""
     from tiptop.screens.bottleneck import is_path
@@ -63,7 +67,7 @@ def find_column(screen: Any, name: str) -> int:
 
 
 def series(
-    source: Any, column: int, first: int, last: int, pid: int | None = None
+    source: ReplaySource, column: int, first: int, last: int, pid: int | None = None
 ) -> dict[int, Series]:
     """Per task (pid, or tid with threads) its values of ``column`` in frames ``first`` to
     ``last`` of a ``ReplaySource``; with ``pid`` that task only."""
@@ -92,7 +96,7 @@ def top(found: dict[int, Series], n: int) -> list[Series]:
     return sorted(found.values(), key=lambda s: -s.cpu_seconds)[: max(n, 1)]
 
 
-def pick_column(source: Any, screen: Any, first: int, last: int) -> int:
+def pick_column(source: ReplaySource, screen: ScreenSpec, first: int, last: int) -> int:
     """The column drawn without ``--column``: ``IPC`` if it has values in the recording,
     else the first column reading counter deltas (a rate or ratio) that has, else the first
     column that has (looked for in up to 64 refreshes spread over the range)."""
@@ -162,7 +166,7 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
         plt.close(fig)
 
 
-def _time_label(times: list[float], zone: Any) -> str:
+def _time_label(times: list[float], zone: datetime.tzinfo | None) -> str:
     """``time on 2026-11-27 (UTC, UTC+00:00)``; both days when the range spans two or more."""
     if not times:
         return "time"

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING
 
 from tiptop import __version__
 from tiptop.frame import FrameSource
 from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.recording.format import JsonObject
 
 
 def cpu_model(path: str = "/proc/cpuinfo") -> str:
@@ -27,7 +31,7 @@ def record_source(opts: Options, path: str, source: FrameSource, index: int) -> 
     """``source`` wrapped so that every refresh is appended to ``path`` (``--record``)."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
-    header = {
+    header: JsonObject = {
         "version": __version__,
         "host": socket.gethostname(),
         "kernel": os.uname().release,

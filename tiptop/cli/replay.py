@@ -8,12 +8,17 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.recording.format import Header
+    from tiptop.recording.replay import ReplaySource
+    from tiptop.screens.model import ScreenSpec
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
@@ -100,7 +105,7 @@ def run_replay(
             out.close()
 
 
-def recorded_options(opts: Options, head: Any) -> Options:
+def recorded_options(opts: Options, head: Header) -> Options:
     """``opts`` with what the recording run watched (``cli.record``, checked by the
     reader) where the command line does not say otherwise: its PID width, idle rows, and
     the ``-p``/``-u`` filters."""
@@ -109,15 +114,21 @@ def recorded_options(opts: Options, head: Any) -> Options:
     return dataclasses.replace(
         opts,
         pid_width=head.pid_width or opts.pid_width,
-        show_idle=opts.show_idle or bool(kept.get("show_idle")),
-        only_pid=opts.only_pid if given_only else kept.get("only_pid"),
-        only_name=opts.only_name if given_only else kept.get("only_name"),
-        uid=opts.uid if opts.uid is not None else kept.get("uid"),
-        user_name=opts.user_name if opts.uid is not None else kept.get("user_name"),
+        show_idle=opts.show_idle or kept.show_idle,
+        only_pid=opts.only_pid if given_only else kept.only_pid,
+        only_name=opts.only_name if given_only else kept.only_name,
+        uid=opts.uid if opts.uid is not None else kept.uid,
+        user_name=opts.user_name if opts.uid is not None else kept.user_name,
     )
 
 
-def _batch(opts: Options, source: Any, screens: list[Any], out: Any, say: Any) -> int:
+def _batch(
+    opts: Options,
+    source: ReplaySource,
+    screens: list[ScreenSpec],
+    out: IO[str],
+    say: Callable[[str], None],
+) -> int:
     """The recorded refreshes as batch output, as fast as they can be written; a refresh
     shown under another screen than the one before gets that screen's name and header
     (text) or a new header line (csv). ``screens``: the recording's (it grows while the

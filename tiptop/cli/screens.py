@@ -10,28 +10,27 @@ from __future__ import annotations
 import os
 import platform
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tiptop.errors import TiptopError, UsageError, printable, shown
 from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.options import Options
-from tiptop.screens.model import Target
+from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
 
 @dataclass
 class ScreenSet:
     """The screens in the original's order and what the config file said."""
 
-    screens: list[Any] = field(default_factory=list)
+    screens: list[ScreenSpec] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     path: str | None = None
     #: Per built-in screen name: which variant this CPU got and why
     #: (``tiptop.screens.loader.builtin_variants``); empty with ``--only-conf``.
-    variants: dict[str, Any] = field(default_factory=dict)
+    variants: dict[str, VariantChoice] = field(default_factory=dict)
 
 
 #: The first CPU's Main ID Register (Documentation/ABI/testing/sysfs-devices-system-cpu).
@@ -153,26 +152,26 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
     notes: list[str] = []
     path = config_path(config_dir, notes)
     result.problems = list(notes)
-    conf_screens: list[Any] = []
+    conf_screens: list[ScreenSpec] = []
     if path is not None:
         conf = loader.load_file(path, target)
         result.path = path
         result.options = dict(conf.options)
         conf_screens = list(conf.screens)
         result.problems += [str(p) for p in conf.problems]
-    builtins: list[Any] = []
+    builtins: list[ScreenSpec] = []
     if not only_conf:
         builtins = list(loader.builtin_screens(target))
         result.variants = loader.builtin_variants(target)
     # A config screen named like a built-in replaces it in the built-in's place, so a file
     # written by --export or the W key (every screen, built-ins included) loads back as
     # the same list; the original appended copies (docs/original.md section 8, defect 13).
-    by_name: dict[str, Any] = {}
+    by_name: dict[str, ScreenSpec] = {}
     for s in conf_screens:
         by_name.setdefault(s.name, s)
     used: set[int] = set()
 
-    def swap(builtin: Any) -> Any:
+    def swap(builtin: ScreenSpec) -> ScreenSpec:
         mine = by_name.get(builtin.name)
         if mine is None:
             return builtin
@@ -188,7 +187,7 @@ def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSe
     return result
 
 
-def pick_screen(screens: Sequence[Any], wanted: str | None) -> tuple[int, Any]:
+def pick_screen(screens: Sequence[ScreenSpec], wanted: str | None) -> tuple[int, ScreenSpec]:
     """``-S``: a number, else the first screen whose name contains the text."""
     if wanted is None:
         return 0, screens[0]
@@ -256,7 +255,7 @@ def _write_no_link(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def export_current(options: Options, screens: Sequence[Any]) -> str:
+def export_current(options: Options, screens: Sequence[ScreenSpec]) -> str:
     """The live ``W`` key's text: the current options and every screen as an XML
     ``.tiptoprc`` (docs/original.md section 2.5; values escaped, unlike the original).
     Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""
@@ -267,8 +266,8 @@ def export_current(options: Options, screens: Sequence[Any]) -> str:
 
 
 def fallback_screen(
-    loaded: ScreenSet, index: int, screen: Any, say: Any, host: Host
-) -> tuple[int, Any]:
+    loaded: ScreenSet, index: int, screen: ScreenSpec, say: Callable[[str], None], host: Host
+) -> tuple[int, ScreenSpec]:
     """Without any usable hardware event, start on ``sched`` (software events) and
     ``say`` so (one line)."""
     from tiptop import diagnose

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
@@ -14,12 +14,15 @@ from tiptop.host import Host
 from tiptop.options import Options
 from tiptop.table.why import deeper, has_tree, why_screen
 
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
+
 __all__ = ["why_setup"]
 
 
 def why_setup(
-    opts: Options, loaded: ScreenSet, host: Host, index: int, screen: Any
-) -> tuple[Options, int, Any]:
+    opts: Options, loaded: ScreenSet, host: Host, index: int, screen: ScreenSpec
+) -> tuple[Options, int, ScreenSpec]:
     """The options that sample that process only and the ``(index, screen)`` that
     ``--why`` shows (``-S``'s when given, else ``topdown2`` or ``topdown``). Raises
     :class:`TiptopError` with one line when it cannot be shown."""

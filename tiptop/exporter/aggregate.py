@@ -24,13 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from tiptop import vocab
 from tiptop.cells import Code
 from tiptop.frame import Frame
+from tiptop.screens.model import CounterSpec, NamedEvent
 
 PREFIX = "tiptop_"
 OTHER = "other"
@@ -68,12 +68,13 @@ class Snapshot:
     timestamp: float = 0.0
 
 
-def event_name(spec: Any) -> str:
+def event_name(spec: CounterSpec) -> str:
     """perf's canonical name for a screen counter's event (``cycles``, ``page-faults``),
     else its written name, else its alias."""
     event = spec.event
-    name = getattr(event, "name", None)
-    if name is None:
+    if isinstance(event, NamedEvent):
+        name: str | None = event.name
+    else:
         name = vocab.event_name(event.type, event.config)
     if name is None:
         return str(spec.alias)
@@ -85,7 +86,7 @@ def event_name(spec: Any) -> str:
     return name
 
 
-def metric_for(spec: Any) -> Metric:
+def metric_for(spec: CounterSpec) -> Metric:
     """The exported counter of one screen counter."""
     event = event_name(spec)
     base = re.sub(r"[^a-z0-9]+", "_", event.lower()).strip("_") or "event"
@@ -96,7 +97,7 @@ def metric_for(spec: Any) -> Metric:
     return Metric(f"{PREFIX}{base}_total", f"{event} (perf event, alias {spec.alias})")
 
 
-def metrics_for(counters: Sequence[Any]) -> list[Metric]:
+def metrics_for(counters: Sequence[CounterSpec]) -> list[Metric]:
     """The exported counters of a screen's counters; a name two counters share gets the
     alias appended to the later ones."""
     out: list[Metric] = []

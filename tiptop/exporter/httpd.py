@@ -134,7 +134,10 @@ class MetricsServer:
             for key, events in self._sel.select(timeout=0.25):
                 if key.fileobj is self._listener:
                     self._accept()
-                elif (client := self._clients.get(key.fileobj)) is not None:  # type: ignore[call-overload]
+                elif (
+                    isinstance(key.fileobj, socket.socket)
+                    and (client := self._clients.get(key.fileobj)) is not None
+                ):
                     if events & selectors.EVENT_READ:
                         self._read(client)
                     elif events & selectors.EVENT_WRITE:

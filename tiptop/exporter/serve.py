@@ -18,7 +18,7 @@ import gzip
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder, gzip_accepted
@@ -28,6 +28,9 @@ from tiptop.exporter.aggregate import Aggregator, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
 from tiptop.exporter.textfile import TextfileWriter
 from tiptop.frame import FrameSource
+
+if TYPE_CHECKING:
+    from tiptop.frame import Frame
 
 
 def parse_address(text: str, where: str = "--serve") -> tuple[str, int]:
@@ -140,7 +143,7 @@ class Exporter:
         textfile: str | None = None,
         max_iter: int = 0,
         after: Callable[[Snapshot], None] | None = None,
-        keep: Callable[[Any], None] | None = None,
+        keep: Callable[[Frame], None] | None = None,
         report: Callable[[str], None] | None = None,
     ) -> None:
         """Refresh every ``delay`` until :attr:`stop` is set or ``max_iter`` refreshes;

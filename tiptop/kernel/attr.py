@@ -41,4 +41,6 @@ class Attr:
 
     def replace(self, **changes: object) -> Attr:
         """A copy with some fields changed."""
+        # ``changes`` are field names and values as dataclasses.replace() takes them; a
+        # checker cannot match one ``**`` of mixed types to the fields one by one.
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

@@ -199,6 +199,8 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
             try:
                 fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC))
             except OSError as e:
+                # The failing member's index rides on the kernel's OSError to
+                # kernel/errors.translate(); OSError declares no such attribute.
                 e.member = k  # type: ignore[attr-defined]
                 raise
         ids = [event_id(fd) for fd in fds]

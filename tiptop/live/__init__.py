@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 #: The libraries of urwid's other event loops (urwid/event_loop/__init__.py).
 FOREIGN_LOOPS = ("twisted", "tornado", "gi", "trio", "zmq")
@@ -27,6 +27,8 @@ def _import_urwid_alone() -> None:
     """Import urwid with :data:`FOREIGN_LOOPS` not importable meanwhile (see the module doc)."""
     blocked = [name for name in FOREIGN_LOOPS if name not in sys.modules]
     for name in blocked:
+        # None in sys.modules makes importing that name fail (the import system's
+        # documented way to block one); typeshed types the values as modules only.
         sys.modules[name] = None  # type: ignore[assignment]
     try:
         import urwid  # noqa: F401  (imported for its side effect: loaded once, here)
@@ -44,12 +46,14 @@ if TYPE_CHECKING:
     from tiptop.live.drill import Factory
     from tiptop.live.keys import Exporter
     from tiptop.options import Options
+    from tiptop.screens.model import ScreenSpec
+    from tiptop.spawn import Spawned
 
 
 def run(
     options: Options,
     source: FrameSource,
-    screens: Sequence[Any],
+    screens: Sequence[ScreenSpec],
     *,
     host: Host | None = None,
     exporter: Exporter | None = None,
@@ -57,7 +61,7 @@ def run(
     started: bool = False,
     error_log: IO[str] | None = None,
     message: str = "",
-    child: Any = None,
+    child: Spawned | None = None,
     drill: Factory | None = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import urwid
 
@@ -34,8 +34,12 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import help_lines, target_line, tree_markup
+from tiptop.live.windows import Markup, help_lines, target_line, tree_markup
 from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
+    from tiptop.spawn import Spawned
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -53,14 +57,14 @@ class LiveApp:
         self,
         options: Options,
         source: FrameSource,
-        screens: Sequence[Any],
+        screens: Sequence[ScreenSpec],
         *,
         host: Host | None = None,
         exporter: Exporter | None = None,
         screen_index: int | None = None,
         error_log: IO[str] | None = None,
         message: str = "",
-        child: Any = None,
+        child: Spawned | None = None,
         drill: Factory | None = None,
     ) -> None:
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
@@ -89,7 +93,7 @@ class LiveApp:
         self.rows: Sequence[table.Row] = ()
         self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
-        self._alarm: Any = None
+        self._alarm: object = None  # urwid's handle of the next refresh's alarm
         self.quit_code: int | None = None
         self.table = TaskTable(self._format_row)
         self.widget = LiveScreen(
@@ -129,7 +133,7 @@ class LiveApp:
 
     # ------------------------------------------------------------------ lines
 
-    def _tasks_line(self, cols: int) -> Any:
+    def _tasks_line(self, cols: int) -> Markup:
         # Before the first frame the count is unknown: nothing rather than a wrong 0.
         left = ""
         if self.counted:
@@ -137,14 +141,14 @@ class LiveApp:
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
         return tasks_markup(cols, left, self.state.screen_index, self.state.screen.name)
 
-    def _message_line(self, cols: int) -> Any:
+    def _message_line(self, cols: int) -> Markup:
         text = self.state.prompt.display() if self.state.prompt else self.state.message
         return [(P.MESSAGE, text)] if text else ""  # wrapped by the widget when long
 
-    def _notice_line(self, cols: int) -> Any:
+    def _notice_line(self, cols: int) -> Markup | None:
         return [(P.NOTICE, self.notice)] if self.notice else None
 
-    def _footer_line(self, cols: int) -> Any:
+    def _footer_line(self, cols: int) -> Markup:
         scaled = any(any(r.multiplexed) for r in self.table.visible())
         return footer_markup(
             cols,
@@ -299,7 +303,7 @@ class LiveApp:
         )
         self.widget.tree = tree_markup(view)
 
-    def _tick(self, loop: Any = None, data: Any = None) -> None:
+    def _tick(self, loop: urwid.MainLoop | None = None, data: object = None) -> None:
         self._alarm = None
         self.refresh()
         self._arm(self.state.delay)
@@ -313,7 +317,7 @@ class LiveApp:
 
     # ------------------------------------------------------------------ input
 
-    def on_key(self, key: Any) -> bool:
+    def on_key(self, key: str | tuple[str, int, int, int]) -> bool:
         """Handle one key (urwid's ``unhandled_input``). True when it was used."""
         if not isinstance(key, str):
             return False

@@ -14,15 +14,19 @@ with the part of the time they ran.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tiptop import table
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.options import Options
 
+if TYPE_CHECKING:
+    from tiptop.messages import MessageLog
+    from tiptop.screens.model import ScreenSpec
+
 #: ``factory(settings, pid, screen) -> FrameSource``: a source counting ``screen`` on
 #: ``pid`` only, with the live session's settings (a ``K`` toggled live counts there too).
-Factory = Callable[[Options, int, Any], FrameSource]
+Factory = Callable[[Options, int, "ScreenSpec"], FrameSource]
 
 
 class Drill:
@@ -34,12 +38,14 @@ class Drill:
         #: and its frame.
         self.key: tuple[SamplerConfig, int, str] | None = None
         self.source: FrameSource | None = None
-        self.screen: Any = None
+        self.screen: ScreenSpec | None = None
         self.frame: Frame | None = None
         #: The task chosen when the window opened, kept while it has a row.
         self.pid: int | None = None
 
-    def select(self, rows: Sequence[Any], top: Sequence[Any], watch: Any) -> int | None:
+    def select(
+        self, rows: Sequence[table.Row], top: Sequence[table.Row], watch: int | str | None
+    ) -> int | None:
         """The window's task: the watched one (``w``) when shown, else the one chosen
         before while it has a row (a top row that changes with the sort does not move
         the window), else the top row shown."""
@@ -54,11 +60,11 @@ class Drill:
         self,
         settings: Options,
         frame: Frame,
-        screen: Any,
-        screens: Sequence[Any],
+        screen: ScreenSpec,
+        screens: Sequence[ScreenSpec],
         pid: int | None,
-        log: Any,
-    ) -> Any:
+        log: MessageLog,
+    ) -> table.why.DrillDown:
         """The :class:`tiptop.table.why.DrillDown` to draw: the current screen's, or
         the deeper level's from the extra source once it has a frame for ``pid``, counted
         with ``settings`` (reopened when they change); ``log`` (the main source's message
@@ -70,7 +76,7 @@ class Drill:
             return drill
         self._open(settings, pid, next(s for s in screens if s.name == deeper))
         extra = None
-        if self.frame is not None and len(self.frame):
+        if self.frame is not None and len(self.frame) and self.screen is not None:
             about = _about(self.source.messages if self.source is not None else log)
             extra = table.why.drill_down(self.frame, self.screen, screens, pid, about)
         if extra is None or extra.tree is None:
@@ -80,7 +86,7 @@ class Drill:
         note = f"level 2 from screen '{deeper}', counted on PID {pid} alone"
         return table.why.DrillDown(extra.tree, None, note)
 
-    def _open(self, settings: Options, pid: int, screen: Any) -> None:
+    def _open(self, settings: Options, pid: int, screen: ScreenSpec) -> None:
         key = (settings.sampler_config(), pid, screen.name)
         if self.key == key:
             return
@@ -107,7 +113,7 @@ class Drill:
         self.source, self.key, self.screen, self.frame = None, None, None, None
 
 
-def _about(log: Any) -> Callable[[Sequence[str]], str | None]:
+def _about(log: MessageLog) -> Callable[[Sequence[str]], str | None]:
     """``about(aliases)``: the log's line about the first of them it has one about."""
 
     def about(aliases: Sequence[str]) -> str | None:

@@ -19,13 +19,16 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.live.prompts import Prompt
 from tiptop.live.state import LiveState
 from tiptop.options import Options, parse_delay, parse_target, parse_user
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
 
 #: The ``W`` key's file, in the current directory, as the original writes it.
 RC_NAME = ".tiptoprc"
@@ -83,7 +86,7 @@ def key_help() -> str:
 
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
 #: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
-Exporter = Callable[[Options, Sequence[Any]], str]
+Exporter = Callable[[Options, Sequence["ScreenSpec"]], str]
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,10 @@ class Keys:
             return bool(restarting[key]())
         return False
 
-    def _bindings(self) -> tuple[dict[str, Callable[[], Any]], dict[str, Callable[[], Any]]]:
+    def _bindings(self) -> tuple[dict[str, Callable[[], object]], dict[str, Callable[[], object]]]:
         """The keys that only change the view or state, and those that may restart the
         sampler (their handlers say whether they did)."""
-        simple: dict[str, Callable[[], Any]] = {
+        simple: dict[str, Callable[[], object]] = {
             "q": lambda: self.actions.quit(0),
             "<": lambda: self._sort(-1),
             ">": lambda: self._sort(+1),
@@ -156,7 +159,7 @@ class Keys:
             "u": self._ask_user,
             "w": self._ask_watch,
         }
-        restarting: dict[str, Callable[[], Any]] = {
+        restarting: dict[str, Callable[[], object]] = {
             "left": lambda: self._switch(-1),
             "-": lambda: self._switch(-1),
             "right": lambda: self._switch(+1),

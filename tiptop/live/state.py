@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tiptop.frame import FrameSource
 from tiptop.live.prompts import Prompt
 from tiptop.options import Options
 from tiptop.table import View
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
 
 
 @dataclass
@@ -29,7 +32,7 @@ class LiveState:
     #: the view, the sampler's configuration and ``W`` read them).
     options: Options
     #: The ScreenSpecs Left/Right rotate through, and the index of the one on display.
-    screens: list[Any]
+    screens: list[ScreenSpec]
     screen_index: int
     #: The sort: -1 = PID, 0..k-1 = the screen's columns, k = COMMAND (``<``, ``>``, ``R``).
     sort_column: int = 0
@@ -43,7 +46,7 @@ class LiveState:
         cls,
         options: Options,
         source: FrameSource | None,
-        screens: Sequence[Any],
+        screens: Sequence[ScreenSpec],
         screen_index: int | None = None,
         message: str = "",
     ) -> LiveState:
@@ -55,7 +58,7 @@ class LiveState:
         return cls(options=options, screens=screens, screen_index=screen_index, message=message)
 
     @property
-    def screen(self) -> Any:
+    def screen(self) -> ScreenSpec:
         """The ScreenSpec on display."""
         return self.screens[self.screen_index]
 
@@ -70,7 +73,7 @@ class LiveState:
         return self.options.delay
 
 
-def _source_screen(source: FrameSource | None, screens: Sequence[Any]) -> int:
+def _source_screen(source: FrameSource | None, screens: Sequence[ScreenSpec]) -> int:
     """The index of the screen the source was built with; 0 when it is not offered."""
     current = None if source is None else source.screen
     if current is None:

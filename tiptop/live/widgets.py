@@ -12,7 +12,7 @@ nothing from tiptop but the palette, the rows and the windows (the rows' text co
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Literal
 
 import urwid
 
@@ -144,7 +144,7 @@ class Line(urwid.Widget):
     _sizing = frozenset([urwid.Sizing.FLOW])
     ignore_focus = True
 
-    def __init__(self, compose: Callable[[int], Markup], max_rows: int = 1) -> None:
+    def __init__(self, compose: Callable[[int], Markup | None], max_rows: int = 1) -> None:
         super().__init__()
         self.compose = compose
         self.max_rows = max_rows
@@ -193,7 +193,7 @@ class LiveScreen(urwid.Widget):
     _sizing = frozenset([urwid.Sizing.BOX])
     ignore_focus = True
 
-    def __init__(self, lines: dict[str, Callable[[int], Markup]], table: TaskTable) -> None:
+    def __init__(self, lines: dict[str, Callable[[int], Markup | None]], table: TaskTable) -> None:
         super().__init__()
         self.lines = {k: Line(f) for k, f in lines.items()}
         #: Long messages and notices wrap (up to :data:`WRAPPED_ROWS` lines each).
@@ -220,7 +220,9 @@ class LiveScreen(urwid.Widget):
     def _pile(self, notice: bool) -> urwid.Pile:
         pile = self._piles.get(notice)
         if pile is None:
-            parts: list[Any] = [("pack", self.lines[k]) for k in ("title", "tasks", "message")]
+            parts: list[urwid.Widget | tuple[Literal["pack"], urwid.Widget]] = [
+                ("pack", self.lines[k]) for k in ("title", "tasks", "message")
+            ]
             parts += [("pack", self.lines["header"]), self.table]
             if notice:
                 parts.append(("pack", self.lines["notice"]))

@@ -23,7 +23,7 @@ import os
 import select
 import time
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import psutil
 
@@ -34,6 +34,10 @@ from tiptop.outputs.records import RecordWriter
 from tiptop.outputs.why import WhyWriter
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
+    from tiptop.spawn import Spawned
 
 # --------------------------------------------------------------------------- text
 
@@ -74,7 +78,9 @@ def preamble(options: Options, screen_index: int, screen_name: str, now: float) 
 class TextWriter:
     """The original's batch text."""
 
-    def __init__(self, out: IO[str], options: Options, screen: Any, screen_index: int) -> None:
+    def __init__(
+        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int
+    ) -> None:
         self.out = out
         self.options = options
         self.screen = screen
@@ -89,7 +95,7 @@ class TextWriter:
         # A -p/-w name or a screen's text with ESC in it is shown, never obeyed.
         self.out.write("\n".join(map(printable, lines)) + "\n")
 
-    def switch(self, screen: Any, screen_index: int) -> None:
+    def switch(self, screen: ScreenSpec, screen_index: int) -> None:
         """Go on under another screen (a replayed screen switch): its name and header."""
         self.screen, self.screen_index = screen, screen_index
         self._lines = LineMemo()
@@ -118,7 +124,7 @@ class TextWriter:
 
 
 def make_writer(
-    out: IO[str], options: Options, screen: Any, screen_index: int
+    out: IO[str], options: Options, screen: ScreenSpec, screen_index: int
 ) -> TextWriter | RecordWriter | WhyWriter:
     """The writer for ``options.format`` (``--why``: the task's tree in that format)."""
     if options.why is not None:
@@ -174,7 +180,7 @@ def reader_gone(fd: int) -> bool:
 _GONE = select.POLLERR | select.POLLHUP
 
 
-def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> None:
+def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Spawned | None) -> None:
     """Sleep until ``deadline`` (monotonic) in one poll(2), returning early when a stop is
     requested (its pipe), the output reader went away (BrokenPipeError), or the spawned
     child exited (looked at every 20 ms: it has no fd to wait on). Not a wake-up every few
@@ -199,14 +205,14 @@ def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Any) -> 
 def run(
     options: Options,
     source: FrameSource,
-    screen: Any,
+    screen: ScreenSpec,
     screen_index: int,
     out: IO[str],
     err: IO[str],
     *,
     started: bool = False,
     stop: Stop | None = None,
-    child: Any = None,
+    child: Spawned | None = None,
 ) -> int:
     """Run the batch loop until ``-n`` iterations, a stop request, or the end of the
     spawned ``child`` (whose last interval is printed). Returns 0; a closed pipe also

@@ -8,15 +8,18 @@ from __future__ import annotations
 import csv
 import json
 import math
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from tiptop.cells import STATUS_NAME, VALUED, Status
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table import View, path_cell, path_nodes, rows
 
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
 
-def field_names(screen: Any) -> tuple[list[str], list[str]]:
+
+def field_names(screen: ScreenSpec) -> tuple[list[str], list[str]]:
     """Stable machine names: each column's header with spaces stripped (made unique with
     ``_2``...), and each counter's alias. Documented in docs/guide.md."""
     seen: dict[str, int] = {}
@@ -38,7 +41,7 @@ class RecordWriter:
     BASE = ("timestamp", "iteration", "interval", "pid", "tid", "user", "command", "dead")
 
     def __init__(
-        self, out: IO[str], options: Options, screen: Any, screen_index: int, fmt: str
+        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: str
     ) -> None:
         self.out = out
         self.screen = screen
@@ -109,7 +112,7 @@ class RecordWriter:
                 self.out.write(json.dumps(rec, allow_nan=False) + "\n")
             else:
                 assert self.csv is not None
-                line: list[Any] = [*base[:7], int(row.dead)]
+                line: list[object] = [*base[:7], int(row.dead)]
                 for j, (v, s) in enumerate(zip(values, statuses, strict=True)):
                     line += ["" if v is None else repr(v), s]
                     if j in nodes:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table.why import task_tree, tree_lines, tree_record
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ScreenSpec
 
 __all__ = ["WhyWriter"]
 
@@ -19,7 +22,7 @@ class WhyWriter:
     has no row for it: it did not run, or it ended)."""
 
     def __init__(
-        self, out: IO[str], options: Options, screen: Any, note: str | None = None
+        self, out: IO[str], options: Options, screen: ScreenSpec, note: str | None = None
     ) -> None:
         self.out = out
         self.screen = screen
@@ -41,7 +44,7 @@ class WhyWriter:
         tree = task_tree(frame, self.screen, self.pid)
         stamp = time.strftime("%H:%M:%S", time.localtime(frame.timestamp))
         if self.json:
-            rec: dict[str, Any] = {
+            rec: dict[str, object] = {
                 "timestamp": round(frame.timestamp, 6),
                 "iteration": iteration,
                 "screen": self.screen.name,

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -50,6 +50,13 @@ _STATUSES = max(int(s) for s in Status)
 _NUMBER_TYPES = {int, float, type(None)}  # JSON's numbers and null (nan)
 
 
+#: A JSON value as written (what ``json.dumps`` takes). A line read is checked value by
+#: value from ``object`` instead: nothing parsed is trusted to have this shape.
+JsonValue = str | int | float | bool | None | Sequence["JsonValue"] | Mapping[str, "JsonValue"]
+#: A JSON object as written: one line of a recording, or an object within one.
+JsonObject = dict[str, JsonValue]
+
+
 class FormatError(ValueError):
     """What is wrong with one line (a phrase, without the file or line number)."""
 
@@ -67,7 +74,7 @@ def bytes_limit() -> str:
 # --------------------------------------------------------------------------- screens
 
 
-def screen_record(screen: Any) -> dict[str, Any]:
+def screen_record(screen: ScreenSpec) -> JsonObject:
     """A screen's counters and columns as a header or ``screen`` line stores them."""
     return {
         "name": screen.name,
@@ -90,21 +97,21 @@ def screen_record(screen: Any) -> dict[str, Any]:
     }
 
 
-def _text(d: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+def _text(d: Mapping[str, object], key: str, where: str, default: str | None = None) -> str:
     x = d.get(key, default)
     if not isinstance(x, str) or len(x) > MAX_TEXT:
         raise FormatError(f"{where}: '{key}' is not a text of at most {MAX_TEXT} characters")
     return x
 
 
-def _items(d: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+def _items(d: Mapping[str, object], key: str, where: str) -> list[dict[str, object]]:
     x = d.get(key, [])
     if not isinstance(x, list) or len(x) > MAX_ITEMS or not all(isinstance(i, dict) for i in x):
         raise FormatError(f"{where}: '{key}' is not a list of at most {MAX_ITEMS} objects")
     return x
 
 
-def _threshold(c: dict[str, Any], where: str) -> float | None:
+def _threshold(c: Mapping[str, object], where: str) -> float | None:
     x = c.get("threshold")
     if x is None:
         return None
@@ -113,7 +120,7 @@ def _threshold(c: dict[str, Any], where: str) -> float | None:
     return f
 
 
-def screen_from_record(d: Any) -> ScreenSpec:
+def screen_from_record(d: object) -> ScreenSpec:
     """The screen a header or ``screen`` line describes (events kept as names, never
     resolved); :class:`FormatError` when it is not one that can be shown."""
     if not isinstance(d, dict):
@@ -125,7 +132,7 @@ def screen_from_record(d: Any) -> ScreenSpec:
             _text(c, "alias", where),
             NamedEvent(_text(c, "config", where)),
             _text(c, "config", where),
-            c.get("type") if isinstance(c.get("type"), str) else None,
+            _type_name(c.get("type")),
         )
         for c in _items(d, "counters", where)
     )
@@ -160,7 +167,24 @@ def screen_from_record(d: Any) -> ScreenSpec:
     return screen  # a column whose expression does not compile reads '?', as when loaded
 
 
+def _type_name(x: object) -> str | None:
+    """A counter's recorded ``type`` (a text), or None."""
+    return x if isinstance(x, str) else None
+
+
 # --------------------------------------------------------------------------- header
+
+
+@dataclass(frozen=True)
+class RecordedOptions:
+    """What the recording run watched (``tiptop.cli.record`` writes them in the header's
+    ``options``), each checked."""
+
+    show_idle: bool = False
+    only_pid: int | None = None
+    only_name: str | None = None
+    uid: int | None = None
+    user_name: str | None = None
 
 
 @dataclass
@@ -174,28 +198,18 @@ class Header:
     screen_index: int = 0
     pid_width: int | None = None
     host: str = "?"
-    #: What the recording run watched (``show_idle``, ``only_pid``, ...), checked.
-    options: dict[str, Any] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+    #: What the recording run watched.
+    options: RecordedOptions = field(default_factory=RecordedOptions)
+    raw: Mapping[str, object] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
-#: The header's ``options`` and the types each may have (``tiptop.cli.record`` writes them).
-_OPTIONS: dict[str, tuple[type, ...]] = {
-    "show_idle": (bool,),
-    "only_pid": (int, type(None)),
-    "only_name": (str, type(None)),
-    "uid": (int, type(None)),
-    "user_name": (str, type(None)),
-}
-
-
-def is_header(d: dict[str, Any]) -> bool:
+def is_header(d: Mapping[str, object]) -> bool:
     """Whether a parsed line is a session's header."""
     return "tiptop_recording" in d
 
 
-def header_from(d: dict[str, Any]) -> Header:
+def header_from(d: Mapping[str, object]) -> Header:
     """A header line checked; :class:`FormatError` when its version is not this one's or its
     screen cannot be shown (other wrong values: their defaults, in ``problems``)."""
     version = d.get("tiptop_recording")
@@ -205,12 +219,11 @@ def header_from(d: dict[str, Any]) -> Header:
         )
     h = Header(screen=screen_from_record(d.get("screen")), raw=d)
 
-    def number(key: str, low: float, high: float) -> Any:
+    def number(key: str, low: float, high: float) -> float | None:
         x = d.get(key)
         if x is None:
             return None
-        ok = not isinstance(x, bool) and isinstance(x, int | float) and low <= x <= high
-        if not ok:
+        if isinstance(x, bool) or not isinstance(x, int | float) or not low <= x <= high:
             h.problems.append(f"header '{key}' is not a number from {low:g} to {high:g}: ignored")
             return None
         return x
@@ -220,25 +233,54 @@ def header_from(d: dict[str, Any]) -> Header:
     h.screen_index = int(number("screen_index", 0, MAX_ITEMS) or 0)
     width = number("pid_width", 1, 20)
     h.pid_width = int(width) if width is not None else None
-    h.host = d["host"][:MAX_TEXT] if isinstance(d.get("host"), str) else "?"
+    host = d.get("host")
+    h.host = host[:MAX_TEXT] if isinstance(host, str) else "?"
     opts = d.get("options", {})
     if not isinstance(opts, dict):
         h.problems.append("header 'options' is not an object: ignored")
         opts = {}
-    for key, types in _OPTIONS.items():
-        x = opts.get(key)
-        ok = isinstance(x, types) and not (bool in types) ^ isinstance(x, bool)
-        if x is not None and ok and not (isinstance(x, int) and abs(x) >= 2**31):
-            h.options[key] = x
-        elif x is not None:
-            h.problems.append(f"header option '{key}' has a wrong type: ignored")
+    h.options = _recorded_options(opts, h.problems)
     return h
+
+
+def _recorded_options(opts: Mapping[str, object], problems: list[str]) -> RecordedOptions:
+    """The header's ``options`` checked; a value of a wrong type is left out, said in
+    ``problems``."""
+
+    def wrong(key: str) -> None:
+        if opts.get(key) is not None:
+            problems.append(f"header option '{key}' has a wrong type: ignored")
+
+    def small_int(key: str) -> int | None:
+        x = opts.get(key)
+        if isinstance(x, int) and not isinstance(x, bool) and abs(x) < 2**31:
+            return x
+        wrong(key)
+        return None
+
+    def text(key: str) -> str | None:
+        x = opts.get(key)
+        if isinstance(x, str):
+            return x
+        wrong(key)
+        return None
+
+    idle = opts.get("show_idle")
+    if not isinstance(idle, bool):
+        wrong("show_idle")
+    return RecordedOptions(
+        show_idle=idle is True,
+        only_pid=small_int("only_pid"),
+        only_name=text("only_name"),
+        uid=small_int("uid"),
+        user_name=text("user_name"),
+    )
 
 
 # --------------------------------------------------------------------------- facts
 
 
-def facts_from(d: dict[str, Any]) -> dict[int, tuple[int, str, str, str]]:
+def facts_from(d: Mapping[str, object]) -> dict[int, tuple[int, str, str, str]]:
     """A ``facts`` line: tid -> (pid, user, name, command line); :class:`FormatError` when
     an entry is not that."""
     facts = d.get("facts")
@@ -273,7 +315,7 @@ class FrameLine:
     counters: dict[str, dict[str, np.ndarray]]
 
 
-def _floats(x: Any, n: int, what: str) -> np.ndarray:
+def _floats(x: object, n: int, what: str) -> np.ndarray:
     """A list of n numbers or nulls (nan) as float64."""
     if not isinstance(x, list) or len(x) != n:
         raise FormatError(f"'{what}' is not a list of {n} numbers")
@@ -285,7 +327,7 @@ def _floats(x: Any, n: int, what: str) -> np.ndarray:
         raise FormatError(f"'{what}' holds a number too large") from None
 
 
-def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
+def _ints(x: object, n: int, what: str, low: int, high: int) -> np.ndarray:
     """A list of n integers from ``low`` to ``high`` as int64."""
     a = _floats(x, n, what)
     if n and not (
@@ -311,7 +353,7 @@ _TASK_KEYS = {
 _COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
 
 
-def _column(x: Any, n: int, what: str, kind: str) -> np.ndarray:
+def _column(x: object, n: int, what: str, kind: str) -> np.ndarray:
     if kind == "f":
         return _floats(x, n, what)
     if kind == "i":
@@ -321,7 +363,7 @@ def _column(x: Any, n: int, what: str, kind: str) -> np.ndarray:
     return _ints(x, n, what, 0, _STATUSES).astype(STATUS_DTYPE)
 
 
-def _number(d: dict[str, Any], key: str, required: bool = True) -> float | None:
+def _number(d: Mapping[str, object], key: str, required: bool = True) -> float | None:
     x = d.get(key)
     if x is None and not required:
         return None
@@ -330,7 +372,7 @@ def _number(d: dict[str, Any], key: str, required: bool = True) -> float | None:
     return f
 
 
-def finite(x: Any) -> float | None:
+def finite(x: object) -> float | None:
     """``x`` as a float when it is a finite JSON number, else None: a bool is not one, nor
     an integer past a float's range (JSON integers have no bound; ``float()`` raises)."""
     if isinstance(x, bool) or not isinstance(x, int | float):
@@ -342,7 +384,7 @@ def finite(x: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def frame_from(d: Any) -> FrameLine:
+def frame_from(d: object) -> FrameLine:
     """A parsed frame line checked (:class:`FormatError` saying the first thing wrong)."""
     if not isinstance(d, dict):
         raise FormatError("not an object")
@@ -412,6 +454,9 @@ __all__ = [
     "FormatError",
     "FrameLine",
     "Header",
+    "JsonObject",
+    "JsonValue",
+    "RecordedOptions",
     "bytes_limit",
     "facts_from",
     "frame_from",

@@ -9,12 +9,24 @@ import json
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from tiptop.errors import printable
 from tiptop.recording import format as fmt
 from tiptop.recording.inflate import Store
 from tiptop.screens.model import ScreenSpec
+
+
+class Loader(Protocol):
+    """What reads a recording into its index (``tiptop.recording.reader``)."""
+
+    #: Whether the whole file was read (or reading stopped).
+    done: bool
+
+    def finish(self) -> None:
+        """Wait until the file is read."""
+        ...
+
 
 #: The notes kept in full; past them, one says how many more there were.
 MAX_NOTES = 20
@@ -40,7 +52,7 @@ class Recording:
     notes: list[str] = field(default_factory=list)
     dropped: int = 0  # notes past MAX_NOTES
     #: What reads the file (in a thread when loaded in the background).
-    loader: Any = None
+    loader: Loader | None = None
 
     def __len__(self) -> int:
         return len(self.times)
@@ -72,7 +84,7 @@ class Recording:
         """The line (of the decompressed text) that holds frame ``index``."""
         return self._line[index]
 
-    def record(self, index: int) -> Any:
+    def record(self, index: int) -> object:
         """Frame ``index``'s line, parsed (:class:`~tiptop.recording.format.FormatError`
         when it does not parse)."""
         data = self.store.read(self._member[index], self._off[index], self._len[index])

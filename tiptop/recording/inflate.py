@@ -17,7 +17,6 @@ import os
 import stat
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from tiptop.errors import TiptopError, printable
 
@@ -59,7 +58,7 @@ class Member:
     (decompressed offset, compressed offset, state)."""
 
     start: int
-    marks: list[tuple[int, int, Any]] = field(default_factory=list)
+    marks: list[tuple[int, int, zlib._Decompress]] = field(default_factory=list)
 
 
 class Inflater:
@@ -67,7 +66,7 @@ class Inflater:
     offset reached); :meth:`step` gives the next bytes. ``ended``: the member is done (or the
     file); ``damaged_at``: the byte where inflating failed, if it did."""
 
-    def __init__(self, fd: int, pos: int, d: Any = None, out: int = 0) -> None:
+    def __init__(self, fd: int, pos: int, d: zlib._Decompress | None = None, out: int = 0) -> None:
         self.fd = fd
         self.pos = pos
         self.out = out

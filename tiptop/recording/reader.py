@@ -18,7 +18,7 @@ import json
 import os
 import re
 import threading
-from typing import Any
+from collections.abc import Mapping
 
 from tiptop.errors import TiptopError, printable
 from tiptop.recording import format as fmt
@@ -284,7 +284,7 @@ class _Loader:
         rec.times.append(t)
         self.ready.set()
 
-    def _apply(self, line: int, d: dict[str, Any]) -> None:
+    def _apply(self, line: int, d: Mapping[str, object]) -> None:
         """A header, ``screen`` or ``facts`` line."""
         if fmt.is_header(d):
             return self._header(line, d)
@@ -303,7 +303,7 @@ class _Loader:
         else:
             raise fmt.FormatError("neither a refresh, a screen nor task facts")
 
-    def _header(self, line: int, d: dict[str, Any]) -> None:
+    def _header(self, line: int, d: Mapping[str, object]) -> None:
         try:
             header = fmt.header_from(d)
         except fmt.FormatError as exc:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource, SamplerConfig
@@ -52,7 +52,9 @@ def _counter_map(
     return out
 
 
-def _or(x: np.ndarray | None, n: int, default: float, dtype: Any = np.float64) -> np.ndarray:
+def _or(
+    x: np.ndarray | None, n: int, default: float, dtype: npt.DTypeLike = np.float64
+) -> np.ndarray:
     return np.full(n, default, dtype) if x is None else x.astype(dtype, copy=False)
 
 
@@ -256,7 +258,9 @@ class ReplaySource(FrameSource):
             f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
         )
 
-    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
         """Show every frame under ``screen`` (a screen picked) when it is not the one shown
         now; other settings are the recording's."""
         if screen is not None and screen is not self.screen:

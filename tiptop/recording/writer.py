@@ -30,7 +30,6 @@ import json
 import os
 import re
 import time
-from typing import Any
 
 import numpy as np
 
@@ -38,12 +37,13 @@ from tiptop.cells import Code
 from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
-from tiptop.recording.format import FORMAT_VERSION, screen_record
+from tiptop.recording.format import FORMAT_VERSION, JsonObject, JsonValue, screen_record
+from tiptop.screens.model import ScreenSpec
 
 _DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
 
-def numbers(a: np.ndarray) -> list[Any]:
+def numbers(a: np.ndarray) -> list[int | float | None]:
     """A float array as JSON values: integral floats as ints, nan as null, others as is."""
     a = np.asarray(a, np.float64)
     finite = np.isfinite(a)
@@ -51,10 +51,12 @@ def numbers(a: np.ndarray) -> list[Any]:
     integral[integral] = a[integral] == np.trunc(a[integral])
     integral &= ~((a == 0) & np.signbit(a))  # -0.0 stays a float
     if integral.all():
-        return a.astype(np.int64).tolist()
-    out = a.tolist()
+        ints: list[int] = a.astype(np.int64).tolist()
+        return list(ints)
+    floats: list[float] = a.tolist()
+    out: list[int | float | None] = list(floats)
     for i in np.flatnonzero(integral).tolist():
-        out[i] = int(out[i])
+        out[i] = int(floats[i])
     for i in np.flatnonzero(np.isnan(a)).tolist():
         out[i] = None
     return out
@@ -64,7 +66,7 @@ def _ints(a: np.ndarray) -> list[int]:
     return np.asarray(a).astype(np.int64).tolist()
 
 
-def bare_aliases(screen: Any) -> frozenset[str]:
+def bare_aliases(screen: ScreenSpec) -> frozenset[str]:
     """The counter aliases ``screen``'s columns read bare (their running total, not
     ``delta(alias)``): only those have their totals recorded (they are most of a
     recording's size otherwise, and no built-in screen reads them)."""
@@ -77,17 +79,18 @@ def bare_aliases(screen: Any) -> frozenset[str]:
     return frozenset(out)
 
 
-def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str, Any]:
+def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObject:
     """One refresh as its frame line (``tid`` and every per-task list in row order); the
     running totals of the ``totals`` aliases only (None: of all)."""
     n = len(frame)
-    d: dict[str, Any] = {
+    tid = _ints(frame.tid)
+    d: JsonObject = {
         "t": float(frame.timestamp),
         "dt": float(frame.interval),
         "it": frame.iteration,
         "th": frame.threads,
         "n": frame.tasks_total,
-        "tid": _ints(frame.tid),
+        "tid": tid,
         "nth": _ints(frame.num_threads),
         "cpu": numbers(frame.cpu_total),
     }
@@ -101,10 +104,10 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
     if frame.cpu_status is not None and frame.cpu_status.any():
         d["cs"] = _ints(frame.cpu_status[:, 0])
         d["ss"] = _ints(frame.cpu_status[:, 1])
-    k: dict[str, Any] = {}
+    k: JsonObject = {}
     for j, alias in enumerate(frame.counters):
         raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
-        c: dict[str, Any] = {"d": numbers(raw), "st": _ints(st)}
+        c: JsonObject = {"d": numbers(raw), "st": _ints(st)}
         implied = np.where(st == Code.OK, raw, np.nan)
         if frame.counter_scaled is not None and not np.array_equal(
             frame.counter_scaled[:, j], implied, equal_nan=True
@@ -120,7 +123,7 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
             c["Ts"] = _ints(tst[:, j])
         k[alias] = c
     d["k"] = k
-    assert len(d["tid"]) == n
+    assert len(tid) == n
     return d
 
 
@@ -128,11 +131,11 @@ class Recorder:
     """Appends refreshes to one file; ``header`` (host, kernel, CPU, version...) is merged
     into the header line, written with the first refresh's screen."""
 
-    def __init__(self, path: str, header: dict[str, Any]) -> None:
+    def __init__(self, path: str, header: JsonObject) -> None:
         self.path = path
         self.header = header
-        self._facts: dict[int, list[Any]] = {}
-        self._screen: Any = None
+        self._facts: dict[int, list[JsonValue]] = {}
+        self._screen: ScreenSpec | None = None
         self._totals: frozenset[str] = frozenset()
         raw = os.fdopen(open_for_append(path), "ab")
         try:
@@ -148,19 +151,20 @@ class Recorder:
         )
         self._raw = raw
 
-    def write(self, frame: Frame, screen: Any) -> None:
+    def write(self, frame: Frame, screen: ScreenSpec) -> None:
         """Append one refresh (a header line first when the screen is new)."""
-        lines: list[dict[str, Any]] = []
+        lines: list[JsonObject] = []
         if screen is not self._screen:
-            head = (
+            head: JsonObject = (
                 {"tiptop_recording": FORMAT_VERSION, **self.header} if self._screen is None else {}
             )
             lines.append({**head, "screen": screen_record(screen)})
             self._screen = screen
             self._totals = bare_aliases(screen)
-        new: dict[str, list[Any]] = {}
+        new: dict[str, JsonValue] = {}
         for i, tid in enumerate(frame.tid.tolist()):
-            facts = [int(frame.pid[i]), frame.user[i], frame.name[i], frame.cmdline[i]]
+            pid = int(frame.pid[i])
+            facts: list[JsonValue] = [pid, frame.user[i], frame.name[i], frame.cmdline[i]]
             if self._facts.get(tid) != facts:
                 self._facts[tid] = new[str(tid)] = facts
         if new:

@@ -23,13 +23,16 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code, valued
 from tiptop.errors import SpecError, shown
 from tiptop.screens.topdown import ADVICE, TREES, Tree
+
+if TYPE_CHECKING:
+    from tiptop.screens.model import ColumnSpec
 
 __all__ = [
     "NodeView",
@@ -190,7 +193,7 @@ def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
 
 
 @functools.lru_cache(maxsize=64)
-def bound_paths(columns: tuple[Any, ...]) -> tuple[tuple[int, BoundPath], ...]:
+def bound_paths(columns: tuple[ColumnSpec, ...]) -> tuple[tuple[int, BoundPath], ...]:
     """The ``bottleneck(...)`` columns among a screen's ``columns`` (``ColumnSpec``), each
     bound to the screen's headers, with its index. Kept per screen: columns are frozen and
     a ``BoundPath`` is not changed after it is made, so never stale."""

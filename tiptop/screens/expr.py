@@ -33,7 +33,6 @@ independent of row count.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import SpecError, shown
 from tiptop.screens import syntax
 from tiptop.screens.bottleneck import is_path, parse_path
-from tiptop.screens.model import delta_key
+from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
 from tiptop.screens.variables import BUILTINS
 from tiptop.vocab import CONFIG_NAMES
@@ -53,8 +52,12 @@ _OK = int(Status.OK)
 _UNREADABLE = int(Status.UNREADABLE)
 
 Env = Mapping[str, tuple[np.ndarray, np.ndarray]]
+#: A node's values: float64 per row, or one number for every row (broadcast at the end).
+Values = np.ndarray | float
+#: A node's statuses: uint8 per row (:class:`tiptop.cells.Status`), or one for every row.
+Statuses = np.ndarray | int
 # A compiled node: env -> (values, status); either may be a scalar (broadcast at the end).
-_Fn = Callable[[Env], tuple[Any, Any]]
+_Fn = Callable[[Env], tuple[Values, Statuses]]
 
 
 def _locate(
@@ -92,7 +95,7 @@ class ColumnExpr:
     def __repr__(self) -> str:
         return f"ColumnExpr({self.text!r})"
 
-    def parts(self, env: Env) -> tuple[Any, Any]:
+    def parts(self, env: Env) -> tuple[Values, Statuses]:
         """``(values, status)`` as the expression makes them: arrays, or scalars where it
         reads no row (a constant); values not yet blanked where the status is not OK. For
         a caller that fills many columns under one ``np.errstate(all="ignore")`` (a
@@ -123,7 +126,7 @@ def _rows(env: Env, keys: frozenset[str]) -> int:
     return 0
 
 
-def _unread(_env: Env) -> tuple[Any, Any]:
+def _unread(_env: Env) -> tuple[Values, Statuses]:
     return np.nan, _UNREADABLE
 
 
@@ -165,7 +168,10 @@ def _compile(
         value = float(node.value)
         return _const(value), value
     if isinstance(node, Name) or (isinstance(node, Call) and node.func == "delta"):
-        name = node.name if isinstance(node, Name) else node.args[0].name  # type: ignore[union-attr]
+        target = node if isinstance(node, Name) else node.args[0]
+        if not isinstance(target, Name):  # the parser gives delta() one alias
+            raise ExprSyntaxError("delta() takes a counter alias", node.pos)
+        name = target.name
         if (
             name in BUILTINS
         ):  # built-ins first; delta() has no effect on them (docs/original.md 3.4)
@@ -209,7 +215,7 @@ def _const(value: float) -> _Fn:
 
 
 def _var(key: str) -> _Fn:
-    def fn(env: Env) -> tuple[Any, Any]:
+    def fn(env: Env) -> tuple[Values, Statuses]:
         try:
             v, s = env[key]
         except KeyError:
@@ -219,11 +225,11 @@ def _var(key: str) -> _Fn:
     return fn
 
 
-def _neg(vs: tuple[Any, Any]) -> tuple[Any, Any]:
+def _neg(vs: tuple[Values, Statuses]) -> tuple[Values, Statuses]:
     return -vs[0], vs[1]
 
 
-def _worst(a: Any, b: Any) -> Any:
+def _worst(a: Statuses, b: Statuses) -> Statuses:
     # Statuses are ordered so the worst is the maximum (numpy.maximum; see tiptop.cells).
     if isinstance(a, int) and a == _OK:
         return b
@@ -233,7 +239,7 @@ def _worst(a: Any, b: Any) -> Any:
 
 
 def _arith(ufunc: np.ufunc, lf: _Fn, rf: _Fn) -> _Fn:
-    def fn(env: Env) -> tuple[Any, Any]:
+    def fn(env: Env) -> tuple[Values, Statuses]:
         a, sa = lf(env)
         b, sb = rf(env)
         return ufunc(a, b), _worst(sa, sb)
@@ -244,7 +250,7 @@ def _arith(ufunc: np.ufunc, lf: _Fn, rf: _Fn) -> _Fn:
 def _div(lf: _Fn, rf: _Fn) -> _Fn:
     # The original shows '-' when the divisor is 0 (tiptop.1: "When an expression would
     # result in a division by zero, a '-' sign is printed"); an unreadable operand wins.
-    def fn(env: Env) -> tuple[Any, Any]:
+    def fn(env: Env) -> tuple[Values, Statuses]:
         a, sa = lf(env)
         b, sb = rf(env)
         # DIV0 where b is 0: a bool is 0 or 1 = DIV0 as a status byte, and the worst
@@ -256,7 +262,7 @@ def _div(lf: _Fn, rf: _Fn) -> _Fn:
 
 
 def _minmax(ufunc: np.ufunc, fns: list[_Fn]) -> _Fn:
-    def fn(env: Env) -> tuple[Any, Any]:
+    def fn(env: Env) -> tuple[Values, Statuses]:
         v, s = fns[0](env)
         for f in fns[1:]:
             b, sb = f(env)
@@ -307,7 +313,7 @@ def _config(node: Node) -> int:
     return value
 
 
-def compile_columns(screen: Any) -> list[ColumnExpr | None]:
+def compile_columns(screen: ScreenSpec) -> list[ColumnExpr | None]:
     """Each column of ``screen`` compiled, or None where its expression does not compile
     (the screen's loader has said why)."""
     out: list[ColumnExpr | None] = []

@@ -29,8 +29,6 @@ aliases are refused (a YAML "billion laughs" expands through them), as are files
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from tiptop.errors import SpecError
@@ -54,7 +52,7 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self.depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.depth >= MAX_NESTING:
             mark = self.peek_event().start_mark
             raise yaml.MarkedYAMLError(
@@ -237,12 +235,12 @@ def read_yaml(
 
 def export_yaml(config: ConfigSpec) -> str:
     """``config`` in the YAML form: strings quoted as needed, expressions as written."""
-    doc: dict[str, Any] = {}
+    doc: dict[str, object] = {}
     if config.options:
         doc["options"] = dict(config.options)
     screens = []
     for s in config.screens:
-        counters: dict[str, Any] = {}
+        counters: dict[str, object] = {}
         for c in s.counters:
             entry: dict[str, str | float | bool] = {"config": c.config}
             keys = ("type", "arch", "model", "table_event")
@@ -263,7 +261,7 @@ def export_yaml(config: ConfigSpec) -> str:
             if col.table_metric:
                 entry["table_metric"] = col.table_metric
             columns.append(entry)
-        screen: dict[str, Any] = {"name": s.name, "desc": s.desc}
+        screen: dict[str, object] = {"name": s.name, "desc": s.desc}
         screen.update(counters=counters, columns=columns)
         if s.breakdown:
             screen["breakdown"] = list(s.breakdown)

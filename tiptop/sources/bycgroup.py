@@ -57,12 +57,16 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     np.minimum.at(
         run, g, np.where(ok & np.isfinite(frame.counter_running), frame.counter_running, 1.0)
     )
-    split = frame.cpu_user is not None and frame.cpu_sys is not None
-    zeros = np.zeros(m)
+    user, system = frame.cpu_user, frame.cpu_sys
+    if user is not None and system is not None:
+        cpu_user, cpu_sys, split = _sum(user, g, m), _sum(system, g, m), True
+    else:
+        cpu_user = cpu_sys = np.zeros(m)
+        split = False
     row = RowFacts(
         cpu_total=_sum(frame.cpu_total, g, m),
-        cpu_sys=_sum(frame.cpu_sys, g, m) if split else zeros,  # type: ignore[arg-type]
-        cpu_user=_sum(frame.cpu_user, g, m) if split else zeros,  # type: ignore[arg-type]
+        cpu_sys=cpu_sys,
+        cpu_user=cpu_user,
         processor=np.full(m, np.nan),
         interval=frame.interval,
         total_status=np.zeros(m, STATUS_DTYPE),

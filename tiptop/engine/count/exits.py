@@ -20,9 +20,12 @@ import contextlib
 import os
 import select
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tiptop.engine.scan.task import Identity, Task, dir_mark
+
+if TYPE_CHECKING:
+    from tiptop.engine.count.counters import TaskCounters
 
 
 class ExitWatch:
@@ -66,7 +69,9 @@ class ExitWatch:
         """The pidfds held."""
         return len(self._owner)
 
-    def give_up(self, states: Iterable[tuple[Identity, Any]], short: int, proc_root: str) -> int:
+    def give_up(
+        self, states: Iterable[tuple[Identity, TaskCounters]], short: int, proc_root: str
+    ) -> int:
         """Give up to ``short`` pidfds (see the module doc), in ``states`` order: each
         ``(identity, TaskCounters)`` holding one whose task has not exited gets its
         ``/proc/PID`` mark as ``mark`` and None as ``exit_fd``. Returns how many went."""
