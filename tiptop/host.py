@@ -21,11 +21,23 @@ from __future__ import annotations
 
 import os
 import resource
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Where the engine reads the time: ``monotonic`` (seconds, for scan intervals and
+    counter windows) and ``wall`` (Unix time, a frame's timestamp). Tests give the engine
+    a fake one in their :class:`Host` instead of patching :mod:`time`."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,8 @@ class Host:
     clk_tck: int = 100
     #: ``/.dockerenv`` or ``/run/.containerenv`` exists.
     in_container: bool = False
+    #: The clock the engine reads.
+    clock: Clock = Clock()
 
     @classmethod
     def read(

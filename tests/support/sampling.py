@@ -4,11 +4,9 @@ the screen the unit tests of the sampler count with, and how they build and read
 from __future__ import annotations
 
 import errno
-import types
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from tests.fakeproc import FakeProc
 from tests.support import host_at
@@ -16,7 +14,7 @@ from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.frame import Frame
-from tiptop.host import fd_reserve
+from tiptop.host import Clock, fd_reserve
 from tiptop.screens import Target, builtin_screens
 
 CY, IN, PF = (0, 0), (0, 1), (1, 2)  # cycles, instructions, page-faults (type, config)
@@ -68,16 +66,14 @@ CYCLES, INSN, MISSES, BMISS, BUS = (0, 0), (0, 1), (0, 3), (0, 5), (0, 6)
 
 
 def default_screen_sampler(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compute: tuple[float, float, float, float]
+    tmp_path: Path, compute: tuple[float, float, float, float]
 ) -> tuple[FakeProc, FakeBackend, Sampler]:
     """The fake /proc, the fake backend and a sampler of the built-in ``default`` screen
     over three processes: ``compute``
     (cycles, instructions, cache misses and branch misses per second as given), ``server``
     (two threads, 1e8 cycles/s each, 5e7 and 1.5e8 instructions/s) and ``idle``; bus-cycles
-    fails with ENOENT. The scanner's clock is the fake backend's."""
+    fails with ENOENT. The engine's clock (``Host.clock``) is the fake backend's."""
     fp, b = fake_env(tmp_path)
-    monkeypatch.setattr("tiptop.engine.scan.tasks.time", types.SimpleNamespace(monotonic=b.clock))
-    monkeypatch.setattr("tiptop.engine.count.attach.time", types.SimpleNamespace(monotonic=b.clock))
     fp.add(100, "compute", processor=1)
     fp.add(300, "server", tids=(301,))
     fp.add(400, "idle")
@@ -88,5 +84,5 @@ def default_screen_sampler(
         b.script(tid, INSN, insn)
     b.event_errors[BUS] = errno.ENOENT
     (default,) = [s for s in builtin_screens(Target()) if s.name == "default"]
-    host = host_at(str(fp.root), str(tmp_path / "nosys"))
+    host = host_at(str(fp.root), str(tmp_path / "nosys"), clock=Clock(monotonic=b.clock))
     return fp, b, Sampler(default, SamplerConfig(), backend=b, host=host)

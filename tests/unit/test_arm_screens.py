@@ -8,7 +8,6 @@ CPU PMU), and the level-1 arithmetic through the sampler on the fake backend."""
 from __future__ import annotations
 
 import shutil
-import types
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
+from tiptop.host import Clock
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
 from tiptop.screens.bottleneck import decode, is_path
 
@@ -188,15 +188,13 @@ def test_memory_columns() -> None:
     assert _evaluate(s, deltas) == pytest.approx([2.0, 5.0, 20.0, 5.0, 1.0, 0.25])
 
 
-def _sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sysfs_root: str, rates: dict):
+def _sampler(tmp_path: Path, sysfs_root: str, rates: dict):
     fp, b = fake_env(tmp_path)
-    monkeypatch.setattr("tiptop.engine.scan.tasks.time", types.SimpleNamespace(monotonic=b.clock))
-    monkeypatch.setattr("tiptop.engine.count.attach.time", types.SimpleNamespace(monotonic=b.clock))
     fp.add(100, "compute", processor=1)
     for alias, rate in rates.items():
         b.script(100, (PMU_TYPE, COMMON[alias]), rate)
     b.max_group_size[PMU_TYPE] = 7  # six event counters and the cycle counter
-    host = host_at(str(fp.root), sysfs_root)
+    host = host_at(str(fp.root), sysfs_root, clock=Clock(monotonic=b.clock))
     sampler = Sampler(screen(V1, "topdown"), SamplerConfig(), backend=b, host=host)
     sampler.start()
     b.clock.advance(2.0)
@@ -215,13 +213,11 @@ V1_RATES = {
 }
 
 
-def test_neoverse_v1_topdown_through_the_sampler(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_neoverse_v1_topdown_through_the_sampler(tmp_path: Path) -> None:
     """8e9 slots/s, 3e9 of them stalled: retiring 4/5 x 5/8 = 50 %, bad speculation
     1/5 x 5/8 + 4 x 1e7/1e9 = 16.5 %, front end 1/8 - 4 % = 8.5 %, back end 2/8 = 25 %;
     the seven events in one group on the Arm PMU's type."""
-    b, sampler, frame = _sampler(tmp_path, monkeypatch, ARM_SYSFS, V1_RATES)
+    b, sampler, frame = _sampler(tmp_path, ARM_SYSFS, V1_RATES)
     i = row(frame, 100)
     assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
     np.testing.assert_allclose(frame.values[i, 1:5], [50.0, 16.5, 8.5, 25.0])
@@ -233,16 +229,14 @@ def test_neoverse_v1_topdown_through_the_sampler(
     sampler.close()
 
 
-def test_missing_arm_event_gives_question_marks_and_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_arm_event_gives_question_marks_and_the_reason(tmp_path: Path) -> None:
     """A CPU without STALL_SLOT (no events/stall_slot): retiring and bad speculation show '?',
     one line says why, the front- and back-end columns still count."""
     root = tmp_path / "sys"
     shutil.copytree(ARM_SYSFS, root)
     (root / "bus/event_source/devices/armv8_pmuv3_0/events/stall_slot").unlink()
     rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
-    _b, sampler, frame = _sampler(tmp_path, monkeypatch, str(root), rates)
+    _b, sampler, frame = _sampler(tmp_path, str(root), rates)
     i = row(frame, 100)
     assert list(frame.status[i, 1:3]) == [Status.UNREADABLE] * 2  # shown as "?"
     np.testing.assert_allclose(frame.values[i, 3:5], [8.5, 25.0])

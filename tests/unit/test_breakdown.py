@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import types
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +19,8 @@ from tests.support.sampling import row
 from tiptop import recording
 from tiptop.cells import STATUS_NAME, Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
-from tiptop.engine.scan import tasks as tasks_mod
 from tiptop.exporter.aggregate import Aggregator, metrics_for
+from tiptop.host import Clock
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
 from tiptop.screens import builtin_screens, load_text
@@ -120,14 +119,6 @@ def level1() -> object:
     return dataclasses.replace(scr, breakdown=("%RET", "%BAD", "%FE", "%BE"))
 
 
-@pytest.fixture
-def fake_time(env, monkeypatch):  # type: ignore[no-untyped-def]
-    """The task scanner's interval on the fake backend's clock (2 s means 2 s)."""
-    _fp, b = env
-    monkeypatch.setattr(tasks_mod, "time", types.SimpleNamespace(monotonic=b.clock))
-    return env
-
-
 def run_level1(env, scale: float, on_cpu: float, mux: float = 1.0):  # type: ignore[no-untyped-def]
     """One 2 s refresh of a task whose parts add up to ``scale`` of the slots, on a CPU
     ``on_cpu`` of the time, its hardware groups counting ``mux`` of it."""
@@ -136,7 +127,8 @@ def run_level1(env, scale: float, on_cpu: float, mux: float = 1.0):  # type: ign
     b.script(10, S, 4e9, on_cpu=on_cpu, mux=mux)
     for ev, share in ((RET, 0.4), (BAD, 0.1), (FE, 0.2), (BE, 0.3 + scale - 1)):
         b.script(10, ev, 4e9 * share)
-    host = host_at(str(fp.root), str(fp.root.parent / "nosys"))
+    # The engine's clock is the fake backend's (2 s means 2 s).
+    host = host_at(str(fp.root), str(fp.root.parent / "nosys"), clock=Clock(monotonic=b.clock))
     s = Sampler(level1(), SamplerConfig(), backend=b, host=host)
     s.start()
     b.clock.advance(2.0)
@@ -154,18 +146,16 @@ def run_level1(env, scale: float, on_cpu: float, mux: float = 1.0):  # type: ign
         (1.2, 0.01, Status.OK),  # 20 ms on a CPU in 2 s: too short to judge
     ],
 )
-def test_sampler_judges_the_breakdown(
-    fake_time, scale: float, on_cpu: float, expected: Status
-) -> None:  # type: ignore[no-untyped-def]
-    f, _s = run_level1(fake_time, scale, on_cpu)
+def test_sampler_judges_the_breakdown(env, scale: float, on_cpu: float, expected: Status) -> None:  # type: ignore[no-untyped-def]
+    f, _s = run_level1(env, scale, on_cpu)
     i = row(f, 10)
     assert f.values[i, 1:].sum() == pytest.approx(100 * scale)
     assert f.cpu_total[i] == pytest.approx(100 * on_cpu)
     assert f.status[i].tolist() == [Status.OK] + [expected] * 4
 
 
-def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(fake_time) -> None:  # type: ignore[no-untyped-def]
-    f, s = run_level1(fake_time, 1.2, 1.0)
+def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None:  # type: ignore[no-untyped-def]
+    f, s = run_level1(env, 1.2, 1.0)
     i = row(f, 10)
     fmt = row_format(s.screen.columns)
     codes = f.status[i].astype(np.uint8).tobytes()
@@ -200,8 +190,8 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(fake_time) -
     assert (float(got["%BE"]), got["%BE_status"]) == (pytest.approx(50.0), "suspect")
 
 
-def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(fake_time) -> None:  # type: ignore[no-untyped-def]
-    f, s = run_level1(fake_time, 1.2, 1.0)
+def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(env) -> None:  # type: ignore[no-untyped-def]
+    f, s = run_level1(env, 1.2, 1.0)
     for breakdown, expected in ((True, [(("app", "root", "/"), 1.0)]), (False, None)):
         agg = Aggregator(metrics_for(s.screen.counters), breakdown=breakdown)
         fams = {fam.name: fam for fam in agg.update(f).families}
@@ -212,8 +202,8 @@ def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(fake_time
             assert fam is not None and fam.kind == "gauge" and list(fam.samples) == expected
 
 
-def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(fake_time) -> None:  # type: ignore[no-untyped-def]
-    f, s = run_level1(fake_time, 1.0, 1.0, mux=0.25)
+def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(env) -> None:  # type: ignore[no-untyped-def]
+    f, s = run_level1(env, 1.0, 1.0, mux=0.25)
     said = [m for m in s.messages.lines() if "multiplexes" in m or "ran " in m]
     assert said == [
         "screen 'level1': other users of the PMU (perf, another tiptop, the NMI watchdog) "
@@ -223,15 +213,13 @@ def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(fake_time) 
     assert f.status[i].tolist() == [Status.OK] * 5  # scaled alike: still adds up
 
 
-def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
-    fake_time, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    fp, b = fake_time
+def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fp, b = env
     fp.add(10, "app", utime=0)
     b.script(10, S, 4e9)
     for ev, share in ((RET, 0.4), (BAD, 0.1), (FE, 0.2), (BE, 0.5)):  # 120% of the slots
         b.script(10, ev, 4e9 * share)
-    host = host_at(str(fp.root), str(fp.root.parent / "nosys"))
+    host = host_at(str(fp.root), str(fp.root.parent / "nosys"), clock=Clock(monotonic=b.clock))
     path = str(tmp_path / "rec.jsonl")
     sampler = Sampler(level1(), SamplerConfig(), backend=b, host=host)  # type: ignore[arg-type]
     source = recording.RecordingSource(sampler, recording.Recorder(path, {"host": "h"}))
@@ -258,8 +246,8 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
     assert old.status[row(old, 10)].tolist() == [Status.OK] * 5
 
 
-def test_cgroup_rows_are_judged_again(fake_time) -> None:  # type: ignore[no-untyped-def]
-    f, s = run_level1(fake_time, 1.2, 1.0)
+def test_cgroup_rows_are_judged_again(env) -> None:  # type: ignore[no-untyped-def]
+    f, s = run_level1(env, 1.2, 1.0)
     g = group(f, s.screen, ["/a"] * len(f))
     assert g.status[0].tolist() == [Status.OK] + [Status.SUSPECT] * 4
     ok = dataclasses.replace(s.screen, breakdown=())  # the same counts, nothing to judge

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend, FakeClock
+from tests.support.sampling import FAKE_SCREEN, fake_env, row
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.engine.scan.tasks import TaskScanner
-from tiptop.host import CAP_PERFMON, CAP_SYS_ADMIN, Host
+from tiptop.host import CAP_PERFMON, CAP_SYS_ADMIN, Clock, Host
 from tiptop.screens.model import ScreenSpec
 
 USER = Host(uid=1000, euid=1000, paranoid=2)
@@ -135,3 +137,23 @@ def test_kernel_mode_when_privileged(tmp_path: os.PathLike[str]) -> None:
     )
     assert not s.messages
     assert all(not a.exclude_kernel for g in s.plan.groups for a in g.attrs)
+
+
+def test_the_engine_reads_the_hosts_clock(tmp_path: Path) -> None:
+    """The scan's interval, the counters' window and a frame's time come from
+    ``Host.clock`` (docs/architecture.md): with a fake clock they are its numbers exactly,
+    whatever time the test really took."""
+    fp, b = fake_env(tmp_path)
+    fp.add(10, "app")
+    b.script(10, (0, 0), 1e9)
+    wall = FakeClock(1_700_000_000.0)
+    clock = Clock(monotonic=b.clock, wall=wall)
+    host = host_at(str(fp.root), str(tmp_path / "nosys"), clock=clock)
+    s = Sampler(FAKE_SCREEN, SamplerConfig(), backend=b, host=host)
+    s.start()
+    b.clock.advance(3.0)
+    wall.advance(3.0)
+    f = s.refresh()
+    s.close()
+    assert (f.timestamp, f.interval) == (1_700_000_003.0, 3.0)
+    assert f.window is not None and f.window[row(f, 10)] == 3.0

@@ -8,8 +8,6 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import pytest
-
 from tests.support.sampling import default_screen_sampler
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
@@ -37,10 +35,8 @@ Screen 0: default
 """.format(trailing=" ")  # the original's header ends with a space after COMMAND
 
 
-def test_default_screen_through_sampler_and_batch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fp, b, sampler = default_screen_sampler(tmp_path, monkeypatch, (1e9, 2e9, 1e6, 4e6))
+def test_default_screen_through_sampler_and_batch(tmp_path: Path) -> None:
+    fp, b, sampler = default_screen_sampler(tmp_path, (1e9, 2e9, 1e6, 4e6))
     default = sampler.screen
     opts = Options(delay=2.0, show_idle=True)
     out = io.StringIO()

@@ -24,10 +24,10 @@ from tiptop.outputs.batch import TextWriter
 from tiptop.screens import Target, builtin_screens
 
 
-def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, n: int = 3) -> tuple:
+def _record(tmp_path: Path, name: str, n: int = 3) -> tuple:
     """Run the default screen for ``n`` refreshes through a recording source; the live
     batch text and the recording's path."""
-    fp, b, sampler = default_screen_sampler(tmp_path, monkeypatch, (1.1e9, 2.3e9, 1.7e6, 4e6))
+    fp, b, sampler = default_screen_sampler(tmp_path, (1.1e9, 2.3e9, 1.7e6, 4e6))
     default = sampler.screen
     path = str(tmp_path / name)
     source = recording.RecordingSource(
@@ -59,10 +59,8 @@ def _replayed(path: str, screen, opts: Options) -> str:
 
 
 @pytest.mark.parametrize("name", ["rec.jsonl", "rec.jsonl.gz"])
-def test_replay_prints_what_was_printed_live(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
-    live, path, default, opts = _record(tmp_path, monkeypatch, name)
+def test_replay_prints_what_was_printed_live(tmp_path: Path, name: str) -> None:
+    live, path, default, opts = _record(tmp_path, name)
     assert "compute" in live and "2.09" in live  # IPC 2.3e9/1.1e9, shown to 2 digits
     assert _replayed(path, default, opts) == live
     # The recorded screen, rebuilt from the header alone, gives the same text.
@@ -74,10 +72,8 @@ def test_replay_prints_what_was_printed_live(
             assert f.readline().startswith(b'{"tiptop_recording":1')
 
 
-def test_another_screen_over_the_same_counters(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _live, path, _default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
+def test_another_screen_over_the_same_counters(tmp_path: Path) -> None:
+    _live, path, _default, _opts = _record(tmp_path, "r.jsonl")
     (branch,) = [s for s in builtin_screens(Target()) if s.name == "branch"]
     rec = recording.load(path)
     f = recording.ReplaySource(rec, branch).frame(0)
@@ -91,10 +87,8 @@ def test_another_screen_over_the_same_counters(
     assert f.values[row, 0] == recording.ReplaySource(rec, rec.screens[0]).frame(0).values[row, 0]
 
 
-def test_cut_off_last_line_is_dropped_with_a_note(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _live, path, _d, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=3)
+def test_cut_off_last_line_is_dropped_with_a_note(tmp_path: Path) -> None:
+    _live, path, _d, _o = _record(tmp_path, "r.jsonl", n=3)
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[:-40])
     rec = recording.load(path)
@@ -102,10 +96,8 @@ def test_cut_off_last_line_is_dropped_with_a_note(
     assert len(rec.notes) == 1 and "line 5: incomplete" in rec.notes[0]
 
 
-def test_cut_off_gzip_keeps_the_flushed_refreshes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _live, path, _d, _o = _record(tmp_path, monkeypatch, "r.jsonl.gz", n=3)
+def test_cut_off_gzip_keeps_the_flushed_refreshes(tmp_path: Path) -> None:
+    _live, path, _d, _o = _record(tmp_path, "r.jsonl.gz", n=3)
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[:-12])  # the trailer and the end of the stream lost
     rec = recording.load(path)
@@ -131,7 +123,7 @@ def test_bad_files_are_one_line(tmp_path: Path, content: bytes, why: str) -> Non
 
 
 def test_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=1)
+    _live, path, default, _o = _record(tmp_path, "r.jsonl", n=1)
     rec = recording.Recorder(str(tmp_path / "x"), {})
 
     class Full(io.RawIOBase):
@@ -158,12 +150,10 @@ def test_format_versions_agree() -> None:
     assert recording.FORMAT_VERSION == recording.FORMAT_VERSION
 
 
-def test_totals_recorded_only_for_aliases_read_bare(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_totals_recorded_only_for_aliases_read_bare(tmp_path: Path) -> None:
     from tiptop.screens.model import ColumnSpec
 
-    _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=2)
+    _live, path, default, _o = _record(tmp_path, "r.jsonl", n=2)
     assert recording.bare_aliases(default) == frozenset()
     rec = recording.load(path)
     assert all("T" not in c for c in rec.record(0)["k"].values())
@@ -179,7 +169,7 @@ def test_totals_recorded_only_for_aliases_read_bare(
 def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tiptop.frame import Frame
 
-    _live, path, default, _o = _record(tmp_path, monkeypatch, "r.jsonl", n=1)
+    _live, path, default, _o = _record(tmp_path, "r.jsonl", n=1)
     f = recording.ReplaySource(recording.load(path), default).frame(0)
     kept = Frame.empty().concat(f.take(slice(1, None)))  # the sampler's sticky dead rows
     assert kept.cpu_user is not None and len(kept.cpu_user) == len(f) - 1
@@ -188,16 +178,14 @@ def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.Monke
     assert np.array_equal(both.counter_scaled, f.counter_scaled, equal_nan=True)
 
 
-def test_a_bottleneck_column_is_evaluated_on_replay(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_bottleneck_column_is_evaluated_on_replay(tmp_path: Path) -> None:
     """A screen with a ``bottleneck(...)`` column over the recorded counters: computed by
     the same evaluator on replay, and its definition survives a recording's header."""
     from tiptop.recording.format import screen_from_record, screen_record
     from tiptop.screens.bottleneck import decode, parse_path
     from tiptop.screens.model import ColumnSpec
 
-    _live, path, default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
+    _live, path, default, _opts = _record(tmp_path, "r.jsonl")
     td = dataclasses.replace(
         default,
         name="td",

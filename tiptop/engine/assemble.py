@@ -10,7 +10,6 @@ totals add the counts of groups closed while the task lived (reclaim), and the r
 
 from __future__ import annotations
 
-import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +63,7 @@ def assemble(
     evaluator: Evaluator,
     *,
     iteration: int,
+    timestamp: float,
     interval: float,
     window: float = 0.0,
     threads: bool,
@@ -80,7 +80,8 @@ def assemble(
     ``reaped[i]`` marks a task gone without its final CPU times (reaped before we saw its
     zombie, or an exited thread): its %CPU comes from its counters' on-CPU time instead,
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
-    exited: this is its last interval. ``interval`` is the scan's (``stat`` times),
+    exited: this is its last interval. ``timestamp``: when it was taken (Unix time, from
+    ``Host.clock``). ``interval`` is the scan's (``stat`` times),
     ``window`` the counters' (seconds between their last two reads). ``labels``: the rows'
     :class:`RowLabels` when the caller kept them (else read from ``rows``)."""
     cc = counter_cells(readout, plan, retired)
@@ -91,7 +92,7 @@ def assemble(
     cells = evaluator.evaluate(facts, cc)
     return Frame(
         iteration=iteration,
-        timestamp=time.time(),
+        timestamp=timestamp,
         interval=interval,
         threads=threads,
         headers=evaluator.headers,

@@ -115,6 +115,7 @@ class Sampler(FrameSource):
             threads=cfg.threads,
             collect=cfg.collect,
             cpu_threshold=cfg.cpu_threshold,
+            clock=self.host.clock.monotonic,
         )
         self._attacher.trees.update(self._trees)
 
@@ -128,6 +129,7 @@ class Sampler(FrameSource):
             only_name=cfg.only_name,
             match_cmdline=cfg.match_cmdline,
             euid=self.host.euid,
+            clock=self.host.clock.monotonic,
         )
         for pid, starttime in self._trees.items():  # spawned commands' process trees
             self._scanner.add_tree_root(pid, starttime)
@@ -247,6 +249,7 @@ class Sampler(FrameSource):
             counts.retired,
             sp.evaluator,
             iteration=self._iteration,
+            timestamp=self.host.clock.wall(),
             interval=scan.interval,
             window=counts.window,
             threads=self.config.threads,

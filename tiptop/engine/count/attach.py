@@ -65,8 +65,11 @@ class Attacher:
         threads: bool,
         collect: bool,
         cpu_threshold: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
+        #: Monotonic seconds, for the counters' window (``Host.clock.monotonic``).
+        self._clock = clock
         self.plan = plan
         self.log = log
         self.explain = explain
@@ -88,7 +91,7 @@ class Attacher:
         #: still waits for fds changes nothing): what says the kept reading is stale.
         self._changes = Changes()
         self._reading: RowReading | None = None
-        #: When the counters were last read (``time.monotonic``), for the next window.
+        #: When the counters were last read (:attr:`_clock`), for the next window.
         self._read_at: float | None = None
 
     # ------------------------------------------------------------------ readout
@@ -97,7 +100,7 @@ class Attacher:
         read fails is closed with what it counted kept in the task's total; the task is
         reopened at a later refresh unless it is gone."""
         plan = self.plan
-        now = time.monotonic()
+        now = self._clock()
         window = 0.0 if self._read_at is None else now - self._read_at
         self._read_at = now
         r = self._reading
@@ -169,7 +172,7 @@ class Attacher:
                 continue
             self._open_task(t, scan.tasks, tree)
         if self._read_at is None:  # the groups opened now are the first reads
-            self._read_at = time.monotonic()
+            self._read_at = self._clock()
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""

@@ -125,8 +125,11 @@ class TaskScanner:
         euid: int | None = None,
         stat_reader: Callable[[str], Stat] | None = None,
         facts_reader: Callable[[int, str], Facts] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.proc_root = proc_root
+        #: Monotonic seconds, for the scan's interval (``Host.clock.monotonic``).
+        self._clock = clock
         self._listing = ProcListing(proc_root)
         self._read_stat = stat_reader or read_stat
         self._read_facts = facts_reader or partial(read_facts, proc_root)
@@ -176,7 +179,7 @@ class TaskScanner:
         of the last scan's tasks (``engine.activity``); None: nothing, read every task."""
         activity = Activity() if activity is None else activity
         self._exited = activity.exited
-        now = time.monotonic()
+        now = self._clock()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
         self._uptime = None
