@@ -19,9 +19,6 @@ from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
-#: ``--by`` values: aggregate by (comm, user, cgroup), or one series per process.
-BY = ("comm", "pid")
-
 
 def _targets(opts: Options, say: Callable[[str], None]) -> tuple[str, int] | None:
     """Where to export, checked before anything opens: the ``--serve`` address (None
@@ -94,4 +91,4 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     return 0
 
 
-__all__ = ["BY", "run_serve"]
+__all__ = ["run_serve"]

@@ -32,11 +32,6 @@ PLACES = (("kernel", "tracing"), ("kernel", "debug", "tracing"))
 _MOUNT_HINT = "mount it with: mount -t tracefs nodev /sys/kernel/tracing"
 
 
-def looks_like(name: str) -> bool:
-    """Whether ``name`` is spelled as a tracepoint (``subsystem:event``)."""
-    return NAME.match(name) is not None
-
-
 @dataclass(frozen=True)
 class Lookup:
     """Where tracefs' ``events`` directory is (``events``), or why it was not found:

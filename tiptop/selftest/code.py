@@ -54,8 +54,6 @@ CODE_OF = {"chase_small": "chase", "chase_large": "chase"}
 CHASE_BYTES = {"chase_small": 4096, "chase_large": 16 << 20}
 #: One pointer per cache line.
 LINE = 64
-#: Architectures with kernels (``os.uname().machine``).
-ARCHES = ("x86_64", "aarch64")
 PAGE = 4096
 #: xorshift64 seed of the mispredict kernel (any nonzero value).
 SEED = 0x9E3779B97F4A7C15
