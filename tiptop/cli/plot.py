@@ -26,6 +26,7 @@ from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.options import Options
+from tiptop.refresh import drain
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
 FORMATS = (".png", ".svg", ".pdf")
@@ -194,8 +195,7 @@ def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> in
         else:
             column = pick_column(source, screen, first, last)
         found = series(source, column, first, last, opts.only_pid)
-        for m in source.messages.since(0)[0]:
-            say(m.line)
+        drain(source.messages, 0, say)
     finally:
         rec.close()
     if not found:

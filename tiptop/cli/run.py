@@ -261,8 +261,9 @@ def _run_batch(
     """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
     status when there is one."""
     from tiptop.outputs import batch
+    from tiptop.refresh import Stop
 
-    stop = batch.Stop()
+    stop = Stop()
     old = {
         sig: signal.signal(sig, lambda *_: stop.request())
         for sig in (signal.SIGINT, signal.SIGTERM)
