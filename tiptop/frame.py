@@ -48,9 +48,12 @@ class SamplerConfig:
 RowField = np.ndarray | list[str] | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Frame:
-    """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``."""
+    """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``.
+
+    Every field is filled: a frame with rows is made by ``tiptop.screens.frames`` (the one
+    constructor, whatever the source), an empty one by :meth:`empty`."""
 
     #: 0-based refresh number since the screen (or filter) last changed.
     iteration: int
@@ -87,18 +90,20 @@ class Frame:
     counter_status: np.ndarray  # uint8 (n, len(counters))
 
     #: Number of tasks tracked in total (every thread), for the live "Tasks:" line.
-    tasks_total: int = 0
+    tasks_total: int
 
-    # --- the evaluation's other inputs, for ``--record`` (None when the source has none):
-    # with these a recording evaluates any screen over the same counters again on replay.
-    cpu_user: np.ndarray | None = None  # float64: %CPU in user mode (CPU_USER)
-    cpu_sys: np.ndarray | None = None  # float64: %CPU in system mode (CPU_SYS)
-    processor: np.ndarray | None = None  # float64: the CPU last run on (PROC_ID)
-    cpu_status: np.ndarray | None = None  # uint8 (n, 2): statuses of CPU_TOT, CPU_USER/SYS
-    counter_scaled: np.ndarray | None = None  # float64 (n, k): delta(alias), scaled
-    counter_total: np.ndarray | None = None  # float64 (n, k): the alias's running total
-    counter_total_status: np.ndarray | None = None  # uint8 (n, k)
-    #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``.
+    # --- the evaluation's other inputs (``tiptop.screens.evaluate``): with these a
+    # recording evaluates any screen over the same counters again on replay, and rows by
+    # cgroup sum them.
+    cpu_user: np.ndarray  # float64: %CPU in user mode (CPU_USER)
+    cpu_sys: np.ndarray  # float64: %CPU in system mode (CPU_SYS)
+    processor: np.ndarray  # float64: the CPU last run on (PROC_ID)
+    cpu_status: np.ndarray  # uint8 (n, 2): statuses of CPU_TOT, CPU_USER/SYS
+    counter_scaled: np.ndarray  # float64 (n, k): delta(alias), scaled; NaN where not OK
+    counter_total: np.ndarray  # float64 (n, k): the alias's running total; NaN where not OK
+    counter_total_status: np.ndarray  # uint8 (n, k)
+    #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``
+    #: for every row.
     window: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -139,6 +144,14 @@ class Frame:
             counter_delta=np.zeros((0, nk)),
             counter_running=np.ones((0, nk)),
             counter_status=np.zeros((0, nk), STATUS_DTYPE),
+            tasks_total=0,
+            cpu_user=np.zeros(0),
+            cpu_sys=np.zeros(0),
+            processor=np.zeros(0),
+            cpu_status=np.zeros((0, 2), STATUS_DTYPE),
+            counter_scaled=np.zeros((0, nk)),
+            counter_total=np.zeros((0, nk)),
+            counter_total_status=np.zeros((0, nk), STATUS_DTYPE),
         )
 
     def multiplexed(self) -> np.ndarray:
@@ -176,7 +189,7 @@ class Frame:
         out: dict[str, RowField] = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
-            if x is None or y is None:  # inputs known for every row, or not at all
+            if x is None or y is None:  # windows known for every row, or not at all
                 out[name] = y if not len(self) else None
                 continue
             out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])

@@ -26,6 +26,7 @@ from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.options import Options
+from tiptop.refresh import drain
 
 if TYPE_CHECKING:
     from tiptop.recording.replay import ReplaySource
@@ -200,8 +201,7 @@ def run_plot(opts: Options, path: str, loaded: ScreenSet, say: Callable[[str], N
         else:
             column = pick_column(source, screen, first, last)
         found = series(source, column, first, last, opts.only_pid)
-        for m in source.messages.since(0)[0]:
-            say(m.line)
+        drain(source.messages, 0, say)
     finally:
         rec.close()
     if not found:

@@ -16,6 +16,9 @@ from tiptop.host import Host
 from tiptop.options import Options
 
 if TYPE_CHECKING:
+    from tiptop.frame import Frame
+    from tiptop.outputs.records import RecordWriter
+    from tiptop.outputs.why import WhyWriter
     from tiptop.recording.format import Header
     from tiptop.recording.replay import ReplaySource
     from tiptop.screens.model import ScreenSpec
@@ -129,34 +132,19 @@ def _batch(
     out: IO[str],
     say: Callable[[str], None],
 ) -> int:
-    """The recorded refreshes as batch output, as fast as they can be written; a refresh
-    shown under another screen than the one before gets that screen's name and header
-    (text) or a new header line (csv). ``screens``: the recording's (it grows while the
-    file is read)."""
+    """The recorded refreshes as batch output, as fast as they can be written, under the
+    one consumer loop (``tiptop.refresh.consume``); a refresh shown under another screen
+    than the one before gets that screen's name and header (text) or a new header line
+    (csv). ``screens``: the recording's (it grows while the file is read)."""
     from tiptop.outputs.batch import TextWriter, make_writer
-
-    cursor = 0
-
-    def say_new() -> None:
-        nonlocal cursor
-        fresh, cursor = source.messages.since(cursor)
-        for m in fresh:
-            say(m.line)
+    from tiptop.refresh import consume
 
     rec = source.rec
-    writer = None
-    count = 0
-    i = source.first - 1
-    while True:
-        i += 1
-        rec.wait(i)  # the file may still be being read
-        if i > source.last or (opts.max_iter and count >= opts.max_iter):
-            break
-        screen = source.screen_for(i)
-        frame = source.frame(i)
-        say_new()
-        if frame is None:
-            continue
+    writer: TextWriter | RecordWriter | WhyWriter | None = None
+
+    def take(frame: Frame, count: int) -> None:
+        nonlocal writer
+        screen = source.screen  # the screen of the frame just read
         if writer is None or screen is not writer.screen:
             # The first recorded screen by the number it had when recorded (its place in
             # the screens loaded then); the others by their place among the recorded ones.
@@ -170,9 +158,8 @@ def _batch(
                 writer = make_writer(out, opts, screen, index)
                 writer.begin(frame.timestamp)
         writer.frame(frame, count)
-        count += 1
-    source.say_notes()  # what reading the end of the file found
-    say_new()
+
+    consume(source.recorded(), take, source.messages, say, opts.max_iter)
     out.flush()
     return 0
 

@@ -195,19 +195,19 @@ def _frame_source(
 ) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    sampler: FrameSource = make_sampler(opts, screen, host, problems, said)
+    source: FrameSource = make_sampler(opts, screen, host, problems, said)
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
-        on_error.callback(sampler.close)
+        on_error.callback(source.close)
         if opts.record:
             from tiptop.cli.record import record_source
 
-            sampler = record_source(opts, opts.record, sampler, index)
+            source = record_source(opts, opts.record, source, index)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 
-            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
+            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
         on_error.pop_all()
-    return sampler
+    return source
 
 
 def _close_outputs(*files: IO[str] | None) -> None:
@@ -264,8 +264,9 @@ def _run_batch(
     """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
     status when there is one."""
     from tiptop.outputs import batch
+    from tiptop.refresh import Stop
 
-    stop = batch.Stop()
+    stop = Stop()
     old = {
         sig: signal.signal(sig, lambda *_: stop.request())
         for sig in (signal.SIGINT, signal.SIGTERM)

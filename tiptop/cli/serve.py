@@ -70,7 +70,8 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     exporter = Exporter(sampler, aggregator, opts.delay)
     stop = exporter.stop
     old = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+        sig: signal.signal(sig, lambda *_: stop.request())
+        for sig in (signal.SIGTERM, signal.SIGINT)
     }
     try:
         if address is not None:

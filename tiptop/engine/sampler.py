@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.engine.assemble import RowLabels, assemble
+from tiptop.engine.assemble import assemble, labels_of
 from tiptop.engine.count.attach import Attacher, Counts
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
@@ -45,6 +45,7 @@ from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
+from tiptop.screens.frames import RowLabels
 from tiptop.screens.model import ScreenSpec
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
@@ -264,7 +265,7 @@ class Sampler(FrameSource):
         ``Task`` objects in the same order and the scanner renamed none."""
         kept, renames = self._labels, self._scanner.renames
         if kept is None or kept[1] != renames or not same_tasks(rows, kept[0]):
-            kept = self._labels = (rows, renames, RowLabels.of(rows))
+            kept = self._labels = (rows, renames, labels_of(rows))
         return kept[2]
 
     def _with_sticky(self, frame: Frame, n_dying: int) -> Frame:

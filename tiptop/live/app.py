@@ -2,10 +2,11 @@
 
 Data flow is one way: the controller asks the frame source for a :class:`~tiptop.frame.Frame`,
 asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
-no data logic of its own; key handlers only change the table ``View``, the sampler's
-configuration (``Sampler.reconfigure``) or the options record, as the original's
+no data logic of its own; key handlers only change the settings record (from which the
+table view and the sampler's configuration are made) or the sort, as the original's
 ``handle_key()`` does (docs/original.md section 5.3). Imports ``table``, ``frame``,
-``options``, ``cells``, ``errors`` and ``host`` only; the frame source is handed in.
+``options``, ``cells``, ``errors``, ``host`` and ``refresh`` only; the frame source is
+handed in.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tiptop.live.widgets import (
 )
 from tiptop.live.windows import Markup, help_lines, target_line, tree_markup
 from tiptop.options import Options
+from tiptop.refresh import drain
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -235,11 +237,14 @@ class LiveApp:
         said once on the message line, never raised (the screen must stay up)."""
         if self.error_log is None:
             return
-        fresh, self._logged = self.source.messages.since(self._logged)
+        log = self.error_log
+
+        def write(line: str) -> None:
+            log.write(f"tiptop: {printable(line)}\n")
+
         try:
-            for m in fresh:
-                self.error_log.write(f"tiptop: {printable(m.line)}\n")
-            self.error_log.flush()
+            self._logged = drain(self.source.messages, self._logged, write)
+            log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
             self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
