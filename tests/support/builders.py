@@ -121,6 +121,7 @@ def frame(
         values=values,
         status=status,
         running=matrix("running", 1.0, float, nc),
+        node=matrix("node", -1, np.int16, nc),
         counter_delta=matrix("deltas", 0.0, float, nk),
         counter_running=np.ones((n, nk)),
         counter_status=np.zeros((n, nk), STATUS_DTYPE),

@@ -109,6 +109,7 @@ def assemble(
         values=cells.values,
         status=cells.status,
         running=cells.running,
+        node=cells.node,
         counter_delta=np.where(cc.status == Code.UNREADABLE, np.nan, readout.raw),
         counter_running=cc.running,
         counter_status=cc.status,

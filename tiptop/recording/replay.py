@@ -125,6 +125,7 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         values=cells.values,
         status=cells.status,
         running=cells.running,
+        node=cells.node,
         counter_delta=raw,
         counter_running=cells_in.running,
         counter_status=cells_in.status,

@@ -95,6 +95,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
         values=cells.values,
         status=cells.status,
         running=cells.running,
+        node=cells.node,
         counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
         counter_running=run,
         counter_status=st,
