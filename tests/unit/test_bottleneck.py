@@ -414,16 +414,7 @@ def test_cells_print_label_and_share_or_a_dash() -> None:
 def test_batch_text_csv_and_json_show_node_and_share() -> None:
     """One task memory-bound, one with nothing over threshold, one unreadable: text shows
     the label and share, csv and json the share as the value and the node apart."""
-    screen = builders.screen(
-        "td",
-        counters={"C": "cycles"},
-        columns=[
-            (" %CPU", "%5.1f", "CPU_TOT"),
-            ("    %BE", "%7.1f", "delta(C)"),
-            ("   %MEM", "%7.1f", "delta(C)"),
-            ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
-        ],
-    )
+    screen = builders.BOTTLENECK_SCREEN
     mem = parse_path(screen.columns[-1].expr).labels.index("BE/Mem")
     frame = builders.frame(
         [
@@ -479,3 +470,25 @@ def test_plot_refuses_a_bottleneck_column() -> None:
     assert find_column(screen, "%BE") == 4
     with pytest.raises(UsageError, match="a bottleneck column names a top-down node"):
         find_column(screen, "bottleneck")
+
+
+def test_sorting_by_the_column_groups_by_node_then_share() -> None:
+    """The node is data apart from the share: sorting by the column puts tasks with no
+    node first, then by node in tree order, then by share; a '?' cell last either way."""
+    from tiptop.table import View, rows
+
+    screen = builders.BOTTLENECK_SCREEN
+    labels = parse_path(screen.columns[-1].expr).labels
+    be, mem = labels.index("BE"), labels.index("BE/Mem")
+    cells = {"a": (be, 30.0), "b": (mem, 20.0), "c": (-1, 0.0), "d": (be, 60.0), "e": (-1, 0.0)}
+    tasks = [
+        {"tid": t, "cells": [1.0, 1.0, 1.0, share], "node": [-1, -1, -1, node], "name": name}
+        for t, (name, (node, share)) in enumerate(cells.items(), 1)
+    ]
+    tasks[-1]["status"] = [Status.OK] * 3 + [Status.UNREADABLE]
+    frame = builders.frame(tasks, screen)
+    assert be < mem  # tree order: level 1, then level 2
+    up = View(show_idle=True, sort_column=3, descending=False)
+    assert [r.command for r in rows(frame, screen, up)] == ["c", "a", "d", "b", "e"]
+    down = View(show_idle=True, sort_column=3, descending=True)
+    assert [r.command for r in rows(frame, screen, down)] == ["b", "d", "a", "c", "e"]

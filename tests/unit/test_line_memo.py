@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.builders import SCREEN, frame, screen, task
+from tests.support.builders import BOTTLENECK_SCREEN, SCREEN, frame, screen, task
 from tiptop.cells import Status
 from tiptop.screens.printf import RowFormat
 from tiptop.table import View, text_lines
@@ -152,20 +152,12 @@ def test_order_and_filter_make_nothing_stale(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_bottleneck_cell_whose_node_changed_is_new_text() -> None:
     """Same share, another node (``Frame.node``): the memo formats the row again."""
-    td = screen(
-        "td",
-        counters={"C": "cycles"},
-        columns=[
-            ("    %BE", "%7.1f", "delta(C)"),
-            ("   %RET", "%7.1f", "delta(C)"),
-            ("  BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, RET=%RET)"),
-        ],
-    )
+    td = BOTTLENECK_SCREEN
     view = View(show_idle=True)
     memo = LineMemo()
-    rows = [{"tid": 1, "cells": [41.0, 41.0, 41.0], "node": [-1, -1, 2], "name": "a"}]
+    rows = [{"tid": 1, "cells": [9.0, 41.0, 41.0, 41.0], "node": [-1, -1, -1, 2], "name": "a"}]
     before = text_lines(frame(rows, td), td, view, memo)
-    rows[0]["node"] = [-1, -1, 0]
+    rows[0]["node"] = [-1, -1, -1, 0]
     got = text_lines(frame(rows, td), td, view, memo)
     assert got == text_lines(frame(rows, td), td, view) != before
     assert "BE 41%" in before[0] and "FE 41%" in got[0]
