@@ -28,7 +28,6 @@ import gzip
 import io
 import json
 import os
-import re
 import time
 
 import numpy as np
@@ -38,9 +37,8 @@ from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.recording.format import FORMAT_VERSION, JsonObject, JsonValue, screen_record
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
-
-_DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
 
 def numbers(a: np.ndarray) -> list[int | float | None]:
@@ -70,13 +68,8 @@ def bare_aliases(screen: ScreenSpec) -> frozenset[str]:
     """The counter aliases ``screen``'s columns read bare (their running total, not
     ``delta(alias)``): only those have their totals recorded (they are most of a
     recording's size otherwise, and no built-in screen reads them)."""
-    out: set[str] = set()
-    for col in screen.columns:
-        text = _DELTA.sub(" ", col.expr)
-        out.update(
-            c.alias for c in screen.counters if re.search(rf"\b{re.escape(c.alias)}\b", text)
-        )
-    return frozenset(out)
+    bare = screen_columns(screen).bare
+    return frozenset(c.alias for c in screen.counters if c.alias in bare)
 
 
 def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObject:
