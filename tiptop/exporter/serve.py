@@ -5,8 +5,8 @@ batch and live start-up do not pay for it).
 The collector holds the families of the latest refresh, built whole by the refresh loop
 and swapped in by one assignment (:class:`Exposition`); a scrape only reads that
 reference, so no lock is held while a response is written. Each format a scraper asks for
-(text or OpenMetrics, gzipped or not: ``prometheus_client.exposition.choose_encoder``) is
-rendered once per refresh and kept with the families it renders. The HTTP server is
+(text or OpenMetrics, gzipped or not: :func:`choose_format`) is rendered once per refresh
+and kept with the families it renders. The HTTP server is
 :mod:`.httpd` (one thread, bounded clients, timeouts), the file writer :mod:`.textfile`.
 Nothing but tiptop's own families is exported (no process or platform metrics of the
 exporter itself).
@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest, gzip_accepted
+from prometheus_client.openmetrics import exposition as openmetrics
+from prometheus_client.registry import Collector
 
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
@@ -56,7 +58,34 @@ def families(snapshot: Snapshot) -> list[Metric]:
     return out
 
 
-class Exposition:
+#: The formats a scraper may get: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0,
+#: by their fixed Content-Type (``prometheus_client``'s constants).
+TEXT = CONTENT_TYPE_PLAIN_0_0_4
+OPENMETRICS = openmetrics.CONTENT_TYPE_LATEST
+_ENCODERS: dict[str, Callable[[Collector], bytes]] = {
+    TEXT: generate_latest,
+    OPENMETRICS: openmetrics.generate_latest,
+}
+
+
+def choose_format(accept: str) -> str:
+    """The Content-Type answered to an Accept header: OpenMetrics when its first media
+    type the exporter knows is ``application/openmetrics-text``, else the text format.
+
+    Not ``prometheus_client.exposition.choose_encoder``: it copies the Accept header's
+    ``version`` into the Content-Type it returns (a bare LF in it became a response header)
+    and raises TypeError on a version such as ``1.x``. Here the answer is one of two fixed
+    strings, whatever the request says."""
+    for accepted in accept.split(","):
+        media = accepted.split(";")[0].strip().lower()
+        if media == "application/openmetrics-text":
+            return OPENMETRICS
+        if media == "text/plain":
+            return TEXT
+    return TEXT
+
+
+class Exposition(Collector):
     """One refresh's families and their renderings, made on first demand; never changed
     after, so it needs no lock (a rendering made twice by two threads is the same)."""
 
@@ -70,11 +99,11 @@ class Exposition:
 
     def render(self, accept: str = "", accept_encoding: str = "") -> tuple[str, bool, bytes]:
         """``(content type, gzipped, body)`` for a request's Accept and Accept-Encoding."""
-        encoder, content_type = choose_encoder(accept)
+        content_type = choose_format(accept)
         gzipped = gzip_accepted(accept_encoding)
         body = self._rendered.get((content_type, gzipped))
         if body is None:
-            body = encoder(self)  # type: ignore[arg-type]
+            body = _ENCODERS[content_type](self)
             if gzipped:
                 body = gzip.compress(body, compresslevel=6)
             self._rendered[(content_type, gzipped)] = body
@@ -82,9 +111,12 @@ class Exposition:
 
     def text(self) -> bytes:
         """The Prometheus text format, as written to ``--textfile``: the rendering a scrape
-        without Accept and Accept-Encoding gets (``choose_encoder("")`` is the text
-        format's), made once for both."""
+        without Accept and Accept-Encoding gets, made once for both."""
         return self.render()[2]
+
+
+#: The methods answered.
+ALLOW = "OPTIONS, GET, HEAD"
 
 
 class SnapshotCollector:
@@ -103,11 +135,12 @@ class SnapshotCollector:
 
     def handle(self, request: Request) -> Reply:
         """An HTTP request's answer: the latest exposition for GET on any path (as
-        prometheus_client's server), 405 for other methods."""
+        prometheus_client's server; the server answers HEAD as GET without the body), 405
+        for other methods."""
         if request.method == "OPTIONS":
-            return Reply(200, (("Allow", "OPTIONS, GET"),))
+            return Reply(200, (("Allow", ALLOW),))
         if request.method != "GET":
-            return Reply(405, (("Allow", "OPTIONS, GET"),), b"405 Method Not Allowed\n")
+            return Reply(405, (("Allow", ALLOW),), b"405 Method Not Allowed\n")
         content_type, gzipped, body = self.latest.render(
             request.headers.get("accept", ""), request.headers.get("accept-encoding", "")
         )
