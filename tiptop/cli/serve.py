@@ -12,32 +12,38 @@ import dataclasses
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
 from tiptop.errors import UsageError
 from tiptop.host import Host
 
+if TYPE_CHECKING:
+    from tiptop.exporter.textfile import Textfile
+
 #: ``--by`` values: aggregate by (comm, user, cgroup), or one series per process.
 BY = ("comm", "pid")
 
 
-def _targets(opts: Any, say: Callable[[str], None]) -> tuple[str, int] | None:
-    """Where to export, checked before anything opens: the ``--serve`` address (None
-    without it) and the ``--textfile`` path (a device, FIFO or directory refused)."""
+def _targets(
+    opts: Any, say: Callable[[str], None]
+) -> tuple[tuple[str, int] | None, Textfile | None]:
+    """Where to export, checked before anything else opens: the ``--serve`` address (None
+    without it) and the ``--textfile`` directory opened (a symlink, device, FIFO or
+    directory at PATH refused)."""
     from tiptop.exporter.serve import parse_address
-    from tiptop.exporter.textfile import check_path, suffix_warning
+    from tiptop.exporter.textfile import Textfile, suffix_warning
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")
     address = parse_address(opts.serve) if opts.serve else None
-    if opts.textfile is not None:
-        check_path(opts.textfile)
-        warning = suffix_warning(opts.textfile)
-        if warning:
-            say(warning)
-    return address
+    if opts.textfile is None:
+        return address, None
+    warning = suffix_warning(opts.textfile)
+    if warning:
+        say(warning)
+    return address, Textfile(opts.textfile)
 
 
 def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
@@ -47,7 +53,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     from tiptop.exporter.serve import Exporter
     from tiptop.kernel.cgroup import CgroupCache
 
-    address = _targets(opts, say)
+    address, textfile = _targets(opts, say)
     clients = client_limit(host.fd_soft) if address is not None else 0
     # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
     # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
@@ -82,7 +88,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
             sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
             sys.stderr.flush()
         exporter.run(
-            opts.textfile,
+            textfile,
             opts.max_iter,
             keep=lambda f: cgroups.keep_only(f.pid.tolist()),
             report=say,
@@ -92,6 +98,12 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
             signal.signal(sig, handler)
         exporter.close()
         sampler.close()
+        if textfile is not None:
+            textfile.close()
+    writer = exporter.writer
+    if writer is not None and writer.tried and not writer.written:
+        say(f"--textfile {writer.path}: never written ({writer.tried} tries)")
+        return 1
     return 0
 
 

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
-from tiptop.exporter.textfile import TextfileWriter
+from tiptop.exporter.textfile import Textfile, TextfileWriter
 from tiptop.frame import FrameSource
 
 
@@ -159,6 +159,9 @@ class Exporter:
         self.delay = delay
         self.collector = SnapshotCollector()
         self.server: MetricsServer | None = None
+        #: The ``--textfile`` writer of the latest :meth:`run` (its counts say whether the
+        #: file was ever written).
+        self.writer: TextfileWriter | None = None
         self.stop = threading.Event()
 
     def serve(self, host: str, port: int, max_clients: int) -> int:
@@ -170,7 +173,7 @@ class Exporter:
 
     def run(
         self,
-        textfile: str | None = None,
+        textfile: Textfile | None = None,
         max_iter: int = 0,
         after: Callable[[Snapshot], None] | None = None,
         keep: Callable[[Any], None] | None = None,
@@ -182,6 +185,7 @@ class Exporter:
         processes with it); ``report`` gets each new line of the source's message log."""
         messages = self.source.messages  # the FrameSource's one message log
         writer = None if textfile is None else TextfileWriter(textfile, messages.say)
+        self.writer = writer
         cursor = 0
         self.source.start()
         deadline = time.monotonic()
