@@ -110,6 +110,21 @@ def test_totals_keep_a_dead_tasks_counts() -> None:
     assert key not in sample(snap, "tiptop_tasks")  # no live task: no gauges
 
 
+def test_a_process_first_shown_later_is_counted_from_birth() -> None:
+    births = {1: 100.0, 2: 3.0, 3: None}  # CPU seconds since birth (/proc/PID/stat)
+    agg = Aggregator(metrics_for(SCHED.counters), cpu_since_birth=births.get)
+    key = ("w", "root", "/")
+    snap = agg.update(frame(rows((1, "w", 50.0, [0, 0, 0, 0, 0])), SCHED))
+    # Process 1 was there at the first refresh: counted from it, not from its birth.
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(0.5)
+    later = rows((1, "w", 50.0, [0] * 5), (2, "w", 100.0, [0] * 5), (3, "w", 10.0, [0] * 5))
+    snap = agg.update(frame(later, SCHED))
+    # 2 is new: its 3 s since birth replace its interval's 1 s; 3's /proc is gone: 0.1 s.
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(0.5 + 0.5 + 3 + 0.1)
+    snap = agg.update(frame(later, SCHED))  # once only
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(4.1 + 0.5 + 1 + 0.1)
+
+
 def test_missing_and_scaled_counts_are_flagged() -> None:
     agg = Aggregator(metrics_for(SCHED.counters))
     f = frame(rows((1, "w", 1.0, [1, 2, 3, 4, 5]), (2, "w", 1.0, [1, 2, 3, 4, 5])), SCHED)

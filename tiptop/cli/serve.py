@@ -46,6 +46,19 @@ def _targets(
     return address, Textfile(opts.textfile)
 
 
+def cpu_since_birth(host: Host, pid: int) -> float | None:
+    """utime + stime of process ``pid`` since its birth, in seconds (``/proc/PID/stat``,
+    proc(5)), or None when it is gone."""
+    from tiptop.errors import TaskGone
+    from tiptop.kernel.procfs import read_stat
+
+    try:
+        stat = read_stat(f"{host.proc_root}/{pid}/stat")
+    except (TaskGone, OSError):
+        return None
+    return (stat.utime + stat.stime) / host.clk_tck
+
+
 def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
@@ -75,6 +88,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
         cmdline=opts.show_cmdline and opts.series_by == "pid",
         cgroup_of=cgroups.label,
         breakdown=bool(screen.breakdown),
+        cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)

@@ -13,6 +13,12 @@ processes by CPU in a refresh gets its own series (``pid`` label too) and the ot
 summed into one series whose every label is ``other`` (so ``sum by (cgroup)`` shows them
 as one cgroup of that name, never as a series without a cgroup).
 
+Counted from birth: the sampler shows a task from its second refresh on (its first
+interval is its counters' baseline, ``tiptop.engine.sampler``), so a process first shown
+after the exporter's first refresh gets, once, the CPU time it used before that interval:
+its ``/proc/PID/stat`` utime + stime (since its birth, read by ``cpu_since_birth``) less
+the interval's. Processes of the first refresh are counted from the exporter's start.
+
 Absent, not zero: a label set's counter series exists only once one of its tasks read
 that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
@@ -137,7 +143,13 @@ class Aggregator:
     #: The screen declares a breakdown (``ScreenSpec.breakdown``): export how many tasks
     #: of each group had it marked suspect (``tiptop_breakdown_suspect_tasks``).
     breakdown: bool = False
+    #: A process's CPU seconds since its birth (``/proc/PID/stat``), None when unreadable:
+    #: what a process first shown after the first refresh used before it was shown.
+    cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
+    #: The processes of the last refresh (None before the first): a process not among
+    #: them is new and counted from its birth.
+    _known: set[int] | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -165,6 +177,7 @@ class Aggregator:
         """Add one frame's deltas to the totals; the snapshot to export now."""
         k = len(self.metrics)
         deltas = _deltas(frame, self.metrics)
+        self._add_births(frame, deltas)
         counted = frame.counter_status == Code.OK
         keys = [self._key(frame, i) for i in range(len(frame))]
         for g in self._groups.values():
@@ -189,6 +202,21 @@ class Aggregator:
             g.running = running if g.running is None else np.fmin(g.running, running)
             g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
         return self.snapshot(frame)
+
+    def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
+        """Add to each process first shown now (not the first refresh's) the CPU time it
+        used before its first interval (module docstring)."""
+        pids = frame.pid[frame.tid == frame.pid].tolist()  # process rows only
+        known, self._known = self._known, set(pids)
+        if known is None:
+            return
+        for i in np.flatnonzero(frame.tid == frame.pid):
+            pid = int(frame.pid[i])
+            if pid in known:
+                continue
+            since_birth = self.cpu_since_birth(pid)
+            if since_birth is not None:
+                deltas[i, 0] = max(since_birth, deltas[i, 0])
 
     def snapshot(self, frame: Frame) -> Snapshot:
         """The families of the current totals (and the last refresh's gauges); a family
