@@ -82,6 +82,7 @@ Usage: {prog} [option] [-- command args]
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
+	--web-config FILE     --serve's TLS and basic auth (exporter-toolkit's web config)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction

@@ -37,6 +37,8 @@ def _targets(
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")
+    if opts.web_config is not None and not opts.serve:
+        raise UsageError("--web-config: only with --serve")
     address = parse_address(opts.serve) if opts.serve else None
     if opts.textfile is None:
         return address, None
@@ -67,6 +69,11 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     from tiptop.kernel.cgroup import CgroupCache
 
     address, textfile = _targets(opts, say)
+    web = None
+    if opts.web_config is not None:
+        from tiptop.exporter.webconfig import load
+
+        web = load(opts.web_config)
     clients = client_limit(host.fd_soft) if address is not None else 0
     # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
     # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
@@ -98,7 +105,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     }
     try:
         if address is not None:
-            port = exporter.serve(*address, max_clients=clients)
+            port = exporter.serve(*address, max_clients=clients, web=web)
             sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
             sys.stderr.flush()
         exporter.run(

@@ -177,8 +177,17 @@ class MetricsServer:
                 self._read(client)
             elif events & selectors.EVENT_WRITE:
                 self._send(client)
-        except Exception:  # one connection's fault ends it, not the loop
-            self._drop(client)
+        except Exception:  # the one catch-all: a request's fault never stops the loop
+            self._fail(client)
+
+    def _fail(self, client: _Client) -> None:
+        """After a fault while serving ``client`` (the handler's included): a 500 when
+        nothing was answered yet, else the connection closed."""
+        if client.out is None and not client.handshaking and client.sock in self._clients:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                self._answer(client, Reply(500, body=b"500 Internal Server Error\n"))
+                return
+        self._drop(client)
 
     def _listen_again(self, now: float) -> None:
         """Accept again once a slot is free (or the fd pause is over)."""
@@ -287,12 +296,7 @@ class MetricsServer:
         headless = request.method == "HEAD"
         if headless:
             request = Request("GET", request.target, request.headers)
-        try:
-            reply = self.handler(request)
-            response_bytes(reply)  # a header it may not send is the handler's fault too
-        except Exception:  # the handler's fault: that request gets a 500
-            return Reply(500, body=b"500 Internal Server Error\n"), headless
-        return reply, headless
+        return self.handler(request), headless  # what it raises answers 500 (_fail)
 
     def _answer(self, client: _Client, reply: Reply, headless: bool = False) -> None:
         answer = response_bytes(reply)

@@ -18,7 +18,7 @@ import gzip
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest, gzip_accepted
@@ -30,6 +30,9 @@ from tiptop.exporter.aggregate import Aggregator, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
 from tiptop.exporter.textfile import Textfile, TextfileWriter
 from tiptop.frame import FrameSource
+
+if TYPE_CHECKING:
+    from tiptop.exporter.webconfig import WebConfig
 
 
 def parse_address(text: str, where: str = "--serve") -> tuple[str, int]:
@@ -164,10 +167,13 @@ class Exporter:
         self.writer: TextfileWriter | None = None
         self.stop = threading.Event()
 
-    def serve(self, host: str, port: int, max_clients: int) -> int:
-        """Serve on ``host:port`` with at most ``max_clients`` connections; the port bound
-        (``port`` 0 picks one). Raises TiptopError naming the address it could not bind."""
-        self.server = MetricsServer(host, port, self.collector.handle, max_clients)
+    def serve(self, host: str, port: int, max_clients: int, web: WebConfig | None = None) -> int:
+        """Serve on ``host:port`` with at most ``max_clients`` connections, with ``web``'s
+        TLS and basic authentication (``--web-config``); the port bound (``port`` 0 picks
+        one). Raises TiptopError naming the address it could not bind."""
+        handler = self.collector.handle if web is None else web.guard(self.collector.handle)
+        tls = None if web is None else web.tls
+        self.server = MetricsServer(host, port, handler, max_clients, tls)
         self.server.start()
         return self.server.port
 

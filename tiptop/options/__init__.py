@@ -102,6 +102,7 @@ class Options:
     plot_top: int = 5  # --top N (plot; with --by pid, the processes given a series)
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
+    web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
@@ -238,6 +239,7 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         "plot_column",
         "serve",
         "textfile",
+        "web_config",
     ):
         if not value:
             raise UsageError(f"{where}: empty value")

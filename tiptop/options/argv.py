@@ -73,6 +73,7 @@ LONG = {
     "top": ("set", "plot_top"),
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
+    "web-config": ("set", "web_config"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),
     # Long spellings of the short options (new).
