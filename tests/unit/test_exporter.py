@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
 from tiptop.errors import UsageError
-from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for
+from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for, stable_comm
 from tiptop.exporter.serve import Exporter, SnapshotCollector, parse_address
 from tiptop.kernel.cgroup import CgroupCache, path_of, shorten
 from tiptop.options import merge, parse_argv
@@ -48,6 +48,53 @@ def test_metric_names_follow_the_conventions() -> None:
         "tiptop_cycles_total",
         "tiptop_cycles_b_total",
     ]
+    # Help texts in words: no screen alias ("alias CS") in them.
+    assert [m.help for m in metrics_for(SCHED.counters)][:3] == [
+        "Time counted by the perf software event task-clock, in seconds",
+        "Events counted by the perf event context-switches",
+        "Events counted by the perf event page-faults",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("comm", "stable"),
+    [
+        ("kworker/u8:2-events_unbound", "kworker"),
+        ("kworker/0:1H-events_highpri", "kworker"),
+        ("kworker/R-rcu_gp", "kworker"),
+        ("ksoftirqd/3", "ksoftirqd"),
+        ("irq/24-pciehp", "irq"),
+        ("migration/1", "migration"),
+        ("rcu_preempt", "rcu_preempt"),
+        ("python3", "python3"),
+        ("a/b", "a/b"),
+    ],
+)
+def test_kernel_threads_are_exported_by_their_base_name(comm: str, stable: str) -> None:
+    assert stable_comm(comm) == stable
+
+
+def test_a_label_set_unseen_for_the_expiry_is_dropped() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters), expiry=600)
+    t0 = 1_800_000_000.0
+    one = rows((1, "kworker/0:1-events", 50.0, [0] * 5), (2, "cron", 10.0, [0] * 5))
+    snap = agg.update(frame(one, SCHED, timestamp=t0))
+    assert set(sample(snap, "tiptop_cpu_seconds_total")) == {
+        ("kworker", "root", "/"),
+        ("cron", "root", "/"),
+    }
+    two = rows((1, "kworker/0:1-mm_percpu_wq", 50.0, [0] * 5))  # same series, new work
+    snap = agg.update(frame(two, SCHED, timestamp=t0 + 600))
+    assert set(sample(snap, "tiptop_cpu_seconds_total")) == {
+        ("kworker", "root", "/"),
+        ("cron", "root", "/"),  # 600 s unseen: kept
+    }
+    snap = agg.update(frame(two, SCHED, timestamp=t0 + 601))
+    assert sample(snap, "tiptop_cpu_seconds_total") == {("kworker", "root", "/"): 1.5}
+    never = Aggregator(metrics_for(SCHED.counters), expiry=0)
+    never.update(frame(one, SCHED, timestamp=t0))
+    snap = never.update(frame(two, SCHED, timestamp=t0 + 1e6))
+    assert ("cron", "root", "/") in sample(snap, "tiptop_cpu_seconds_total")
 
 
 @pytest.mark.parametrize(
@@ -184,8 +231,13 @@ def test_addresses_and_options() -> None:
             parse_address(bad)
     opts, _ = merge({}, parse_argv(["--serve", "9100", "--by", "pid", "--textfile=/t.prom"])[0])
     assert (opts.serve, opts.series_by, opts.textfile) == ("9100", "pid", "/t.prom")
-    with pytest.raises(UsageError):
-        merge({}, parse_argv(["--by", "tid"])[0])
+    assert (opts.series_expiry, opts.web_config) == (600.0, None)
+    argv = ["--serve", "9100", "--series-expiry", "90", "--web-config", "w.yml"]
+    opts, _ = merge({}, parse_argv(argv)[0])
+    assert (opts.series_expiry, opts.web_config) == (90.0, "w.yml")
+    for bad in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
+        with pytest.raises(UsageError):
+            merge({}, parse_argv(bad)[0])
 
 
 def test_the_docs_use_only_names_the_exporter_exports() -> None:

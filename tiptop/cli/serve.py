@@ -96,6 +96,7 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
         cgroup_of=cgroups.label,
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
+        expiry=opts.series_expiry,
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)

@@ -19,6 +19,11 @@ after the exporter's first refresh gets, once, the CPU time it used before that 
 its ``/proc/PID/stat`` utime + stime (since its birth, read by ``cpu_since_birth``) less
 the interval's. Processes of the first refresh are counted from the exporter's start.
 
+Bounded: a label set none of whose tasks was seen for ``expiry`` seconds (``--series-expiry``,
+10 minutes by default) is dropped, and a kernel thread's comm, which names its current work
+(``kworker/u8:2-events_unbound``), is exported as its stable base name (``kworker``,
+:func:`stable_comm`).
+
 Absent, not zero: a label set's counter series exists only once one of its tasks read
 that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
@@ -91,15 +96,31 @@ def event_name(spec: Any) -> str:
     return name
 
 
+#: A kernel thread's comm: a base name, a slash, then its CPU or queue and current work
+#: (``kworker/0:1H-events_highpri``, ``ksoftirqd/3``, ``irq/24-pciehp``, ``kworker/R-rcu_gp``).
+_KERNEL_THREAD = re.compile(r"([a-z_][a-z0-9_]*)/(?:u?\d|R-).*")
+
+
+def stable_comm(comm: str) -> str:
+    """A kernel thread's base name (``kworker``) for its comm, which changes with its
+    work; any other comm as it is."""
+    match = _KERNEL_THREAD.fullmatch(comm)
+    return match.group(1) if match else comm
+
+
 def metric_for(spec: Any) -> Metric:
-    """The exported counter of one screen counter."""
+    """The exported counter of one screen counter, its help text in words."""
     event = event_name(spec)
     base = re.sub(r"[^a-z0-9]+", "_", event.lower()).strip("_") or "event"
     if event in _NANOSECONDS:
-        return Metric(f"{PREFIX}{base}_seconds_total", f"{event} (perf event), in seconds", 1e-9)
+        return Metric(
+            f"{PREFIX}{base}_seconds_total",
+            f"Time counted by the perf software event {event}, in seconds",
+            1e-9,
+        )
     if base[0].isdigit():
         base = f"event_{base}"
-    return Metric(f"{PREFIX}{base}_total", f"{event} (perf event, alias {spec.alias})")
+    return Metric(f"{PREFIX}{base}_total", f"Events counted by the perf event {event}")
 
 
 def metrics_for(counters: Sequence[Any]) -> list[Metric]:
@@ -126,6 +147,7 @@ class _Group:
     #: Per counter: some task of the group read it OK once (its series is exported).
     counted: np.ndarray
     tasks: int = 0
+    seen: float = 0.0  # the timestamp of the latest refresh that had one of its tasks
     running: np.ndarray | None = None  # min running fraction per counter, last refresh
     ok: np.ndarray | None = None  # 1.0 when every task read the counter OK, last refresh
     suspect: int = 0  # tasks whose breakdown cells were SUSPECT, last refresh
@@ -146,6 +168,8 @@ class Aggregator:
     #: A process's CPU seconds since its birth (``/proc/PID/stat``), None when unreadable:
     #: what a process first shown after the first refresh used before it was shown.
     cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
+    #: Seconds after which a label set none of whose tasks was seen is dropped (0: never).
+    expiry: float = 600.0
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
@@ -162,7 +186,7 @@ class Aggregator:
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
 
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
-        key = (frame.name[i], frame.user[i], self.cgroup_of(int(frame.pid[i])))
+        key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
         if self.by == "cgroup":
             return key[2:]
         if self.by != "pid":
@@ -195,13 +219,22 @@ class Aggregator:
             if g is None:
                 g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
             g.totals += deltas[i]
+            g.seen = frame.timestamp
             g.counted |= counted[i]
             g.tasks += 0 if frame.dead[i] else 1
             g.suspect += int(suspect[i])
             running, ok = _row_quality(frame, i, k)
             g.running = running if g.running is None else np.fmin(g.running, running)
             g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
+        self._expire(frame.timestamp)
         return self.snapshot(frame)
+
+    def _expire(self, now: float) -> None:
+        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
+        if self.expiry <= 0:
+            return
+        for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
+            del self._groups[key]
 
     def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
         """Add to each process first shown now (not the first refresh's) the CPU time it

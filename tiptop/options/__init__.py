@@ -103,6 +103,7 @@ class Options:
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
+    series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
@@ -225,6 +226,8 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         opts.why = pid
     elif name == "plot_top":
         opts.plot_top = parse_count(value, where)
+    elif name == "series_expiry":
+        opts.series_expiry = parse_float(value, where)
     elif name in (
         "screen",
         "output",
