@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.core import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for, stable_comm
-from tiptop.exporter.serve import Exporter, SnapshotCollector, parse_address
+from tiptop.exporter.serve import (
+    Exporter,
+    Exposition,
+    SnapshotCollector,
+    parse_address,
+    text_format,
+)
 from tiptop.kernel.cgroup import CgroupCache, path_of, shorten
 from tiptop.options import merge, parse_argv
 
@@ -210,9 +218,6 @@ def test_exposition_parses_back() -> None:
     collector.publish(agg.update(frame(rows((1, 'we"ird\n', 100.0, [1, 2, 3, 4, 5])), SCHED)))
     exporter = Exporter(None, agg, 1.0)
     exporter.collector = collector
-    from prometheus_client import generate_latest
-    from prometheus_client.core import CollectorRegistry
-
     reg = CollectorRegistry(auto_describe=False)
     reg.register(collector)  # type: ignore[arg-type]
     fams = {f.name: f for f in text_string_to_metric_families(generate_latest(reg).decode())}
@@ -220,6 +225,24 @@ def test_exposition_parses_back() -> None:
     assert s.name == "tiptop_page_faults_total" and s.value == 3
     assert s.labels == {"comm": 'we"ird\n', "user": "root", "cgroup": "/"}
     assert fams["tiptop_cpu_seconds"].type == "counter"
+
+
+def test_our_text_format_is_prometheus_clients_byte_for_byte() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=3, cmdline=True)
+    odd = ['we"ird\n', "back\\slash", "ünï \t tab", "plain", "a,b=c}"]
+    specs = [(t, name, 10.0 * t, [1e9 / 3, t, 2.5, 1e21, 0.1]) for t, name in enumerate(odd, 1)]
+    frames = [
+        frame(rows(*specs, cmdline='x "y"\\z'), SCHED),
+        frame(rows(*specs[:2]), SCHED, timestamp=1795291600.0),
+        frame([], SCHED),
+    ]
+    for f in frames:
+        snapshot = agg.update(f)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(Exposition(snapshot))
+        assert text_format(snapshot) == generate_latest(registry)
+        assert Exposition(snapshot).text() == generate_latest(registry)
+    assert b'cmdline="x \\"y\\"\\\\z",comm="a,b=c}"' in text_format(agg.update(frames[0]))
 
 
 def test_addresses_and_options() -> None:

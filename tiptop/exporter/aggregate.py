@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,7 @@ def event_name(spec: Any) -> str:
 _KERNEL_THREAD = re.compile(r"([a-z_][a-z0-9_]*)/(?:u?\d|R-).*")
 
 
+@lru_cache(maxsize=4096)
 def stable_comm(comm: str) -> str:
     """A kernel thread's base name (``kworker``) for its comm, which changes with its
     work; any other comm as it is."""
@@ -198,36 +200,69 @@ class Aggregator:
         return (OTHER,) * len(self.labels)
 
     def update(self, frame: Frame) -> Snapshot:
-        """Add one frame's deltas to the totals; the snapshot to export now."""
-        k = len(self.metrics)
+        """Add one frame's deltas to the totals; the snapshot to export now. Rows are
+        summed per label set with numpy (one pass per quantity, not one per row)."""
         deltas = _deltas(frame, self.metrics)
         self._add_births(frame, deltas)
-        counted = frame.counter_status == Code.OK
-        keys = [self._key(frame, i) for i in range(len(frame))]
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
-        suspect = (frame.status == Code.SUSPECT).any(axis=1)
+        keys = self._keys(frame)
+        index: dict[tuple[str, ...], int] = {}
+        group_of_row = np.fromiter(
+            (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
+        )
+        self._add(frame, deltas, list(index), group_of_row)
+        self._expire(frame.timestamp)
+        return self.snapshot(frame)
+
+    def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
+        """Each row's label set; with ``by="pid"`` the top N rows' own and every other
+        row's :data:`OTHER`, and the series of processes out of the top N end."""
         if self.by == "pid":
-            shown = set(np.argsort(-frame.cpu_total, kind="stable")[: self.top].tolist())
-            shown_keys = {keys[i] for i in shown}
-            for key in [key for key in self._groups if key != self._other()]:
-                if key not in shown_keys:
-                    del self._groups[key]  # out of the top N, or ended: the series stops
-            keys = [keys[i] if i in shown else self._other() for i in range(len(frame))]
-        for i, key in enumerate(keys):
+            other = self._other()
+            shown = np.zeros(len(frame), bool)
+            shown[np.argsort(-frame.cpu_total, kind="stable")[: self.top]] = True
+            keys = [self._key(frame, i) if shown[i] else other for i in range(len(frame))]
+            kept = set(keys)
+            for key in [key for key in self._groups if key != other and key not in kept]:
+                del self._groups[key]  # out of the top N, or ended: the series stops
+            return keys
+        cgroups = [self.cgroup_of(pid) for pid in frame.pid.tolist()]
+        if self.by == "cgroup":
+            return [(cgroup,) for cgroup in cgroups]
+        return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
+
+    def _add(
+        self,
+        frame: Frame,
+        deltas: np.ndarray,
+        keys: list[tuple[str, ...]],
+        group_of_row: np.ndarray,
+    ) -> None:
+        """Sum the rows into the label sets ``keys`` (row i into ``keys[group_of_row[i]]``):
+        the totals, and the latest refresh's gauges."""
+        n_groups, k = len(keys), len(self.metrics)
+        totals = np.zeros((n_groups, k + 1))
+        np.add.at(totals, group_of_row, deltas)
+        read_ok = frame.counter_status == Code.OK
+        counted = np.zeros((n_groups, k), bool)
+        np.logical_or.at(counted, group_of_row, read_ok)
+        ok = np.ones((n_groups, k))
+        np.minimum.at(ok, group_of_row, read_ok.astype(np.float64))
+        running = np.full((n_groups, k), np.inf)  # fmin skips nan: inf left = all unknown
+        np.fmin.at(running, group_of_row, np.asarray(frame.counter_running, np.float64))
+        running[np.isinf(running)] = np.nan
+        alive = np.bincount(group_of_row, ~frame.dead, n_groups)
+        suspect = np.bincount(group_of_row, (frame.status == Code.SUSPECT).any(axis=1), n_groups)
+        for j, key in enumerate(keys):
             g = self._groups.get(key)
             if g is None:
                 g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
-            g.totals += deltas[i]
+            g.totals += totals[j]
+            g.counted |= counted[j]
             g.seen = frame.timestamp
-            g.counted |= counted[i]
-            g.tasks += 0 if frame.dead[i] else 1
-            g.suspect += int(suspect[i])
-            running, ok = _row_quality(frame, i, k)
-            g.running = running if g.running is None else np.fmin(g.running, running)
-            g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
-        self._expire(frame.timestamp)
-        return self.snapshot(frame)
+            g.tasks, g.suspect = int(alive[j]), int(suspect[j])
+            g.running, g.ok = running[j], ok[j]
 
     def _expire(self, now: float) -> None:
         """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
@@ -239,15 +274,16 @@ class Aggregator:
     def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
         """Add to each process first shown now (not the first refresh's) the CPU time it
         used before its first interval (module docstring)."""
-        pids = frame.pid[frame.tid == frame.pid].tolist()  # process rows only
-        known, self._known = self._known, set(pids)
+        pids = frame.pid.tolist()
+        process_rows = (frame.tid == frame.pid).tolist()
+        known, self._known = (
+            self._known,
+            {p for p, row in zip(pids, process_rows, strict=True) if row},
+        )
         if known is None:
             return
-        for i in np.flatnonzero(frame.tid == frame.pid):
-            pid = int(frame.pid[i])
-            if pid in known:
-                continue
-            since_birth = self.cpu_since_birth(pid)
+        for i in [i for i, p in enumerate(pids) if process_rows[i] and p not in known]:
+            since_birth = self.cpu_since_birth(pids[i])
             if since_birth is not None:
                 deltas[i, 0] = max(since_birth, deltas[i, 0])
 
@@ -360,15 +396,6 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
         scale = np.array([m.scale for m in metrics])
         out[:, 1:] = np.where(good, raw, 0.0) * scale
     return out
-
-
-def _row_quality(frame: Frame, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """One row's running fractions (nan when unknown) and OK flags per counter."""
-    if not k:
-        return np.zeros(0), np.zeros(0)
-    running = np.asarray(frame.counter_running[i], np.float64)
-    ok = (frame.counter_status[i] == Code.OK).astype(np.float64)
-    return running, ok
 
 
 __all__ = ["OTHER", "PREFIX", "Aggregator", "Family", "Metric", "Snapshot", "metrics_for"]
