@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,43 @@ def test_live_replay_steps_back_and_forward(tmp_path: Path) -> None:
         t.wait(has(f"replay {stamp(n - 1)} paused {n}/{n}"), "a minute forward")
         t.keys("{")
         t.wait(has(f"replay {stamp(0)} paused 1/{n}"), "a minute back")
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_replay_plays_at_the_recorded_pace_and_the_speed_keys_change_it(
+    tmp_path: Path,
+) -> None:
+    """A ``-d 0.5`` recording replayed live without ``-d``: two frames a second (the
+    default delay, 2 s, would be one every two seconds); ``/`` twice: one every two."""
+    path = tmp_path / "pace.jsonl"
+    r = run("-b", "-d", "0.5", "-S", "sched", "--record", str(path), "--", "sleep", "6")
+    assert r.returncode == 0, r.stderr
+    n = len(recording.load(str(path)))
+    assert n >= 9
+
+    def at(i: int) -> Callable[[list[str]], bool]:
+        return lambda lines: bool(lines) and f" {i}/{n} " in lines[0]
+
+    t = Tmux([sys.executable, "-m", "tiptop", "--replay", str(path)], tmp_path)
+    try:
+        t.wait(at(2), "the second frame")
+        start = time.monotonic()
+        t.wait(at(6), "four frames later")
+        took = time.monotonic() - start
+        assert took < 4.0, f"4 frames of 0.5 s took {took:.1f} s"  # 8 s at the default delay
+        assert "1x (* faster, / slower)" in t.screen()[0]
+        t.keys("/", "/")
+        lines = t.wait(has("1/4x (* faster, / slower)"), "a quarter of the pace")
+        place = re.search(r" (\d+)/\d+ ", lines[0])
+        assert place is not None, lines[0]
+        k = int(place.group(1))
+        start = time.monotonic()
+        t.wait(at(k + 2), "two frames at 2 s each")
+        assert time.monotonic() - start > 2.5  # at most one frame's 2 s was spent already
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:

@@ -53,10 +53,13 @@ def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
-def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+def run_replay(
+    opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None], *, paced: bool = True
+) -> int:
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
     screens offered are the recording's; each refresh is shown under the one shown when it
-    was recorded, unless ``-S`` picks one of them."""
+    was recorded, unless ``-S`` picks one of them. Live, each refresh is shown as long as
+    it was while recording (``paced``), else every ``opts.delay`` seconds (``-d``)."""
     from tiptop.cli.run import is_live, open_output
     from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
@@ -86,7 +89,8 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     live = is_live(opts)
     if not live:
         opts.delay = head.interval or opts.delay
-    source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
+    delay = None if paced and live else opts.delay
+    source = ReplaySource(rec, picked, first=first, last=source_last, delay=delay)
     if live:
         from tiptop import live as live_mode
 

@@ -302,7 +302,11 @@ class LiveApp:
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
         self.refresh()
-        self._arm(self.state.delay)
+        self._arm_next()
+
+    def _arm_next(self) -> None:
+        """The next refresh when the source says it is due (the delay, or a replay's pace)."""
+        self._arm(self.source.due_in(self.state.delay))
 
     def _arm(self, seconds: float) -> None:
         if self.loop is None:
@@ -329,14 +333,14 @@ class LiveApp:
         self.state.message = ""
         if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
-            self._arm(self.state.delay)
+            self._arm_next()
             self.widget.changed()
             return True
         restarted = self.keys.dispatch(key)
         if not restarted and self.quit_code is None and self.state.prompt is None:
             # Any key refreshes at once and the next full delay starts from here.
             self.refresh()
-            self._arm(self.state.delay)
+            self._arm_next()
         self.widget.changed()
         return True
 
@@ -351,7 +355,7 @@ class LiveApp:
             restarted = prompt.accept(prompt.text)
             if not restarted and self.state.prompt is None:
                 self.refresh()
-                self._arm(self.state.delay)
+                self._arm_next()
 
     # ------------------------------------------------------------------ run
 

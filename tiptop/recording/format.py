@@ -386,20 +386,32 @@ def _count(x: float | None) -> int | None:
     return None if x is None else int(min(max(x, 0), 2**62))
 
 
-_FRAME_T = re.compile(rb'\{"t":\s*(-?[0-9][0-9.eE+-]{0,30})\s*[,}]')
+_NUMBER = rb"(-?[0-9][0-9.eE+-]{0,30})"
+_FRAME_T = re.compile(rb'\{"t":\s*' + _NUMBER + rb'\s*(?:,\s*"dt":\s*' + _NUMBER + rb")?\s*[,}]")
 
 
-def frame_time(head: bytes) -> float | None:
-    """The time of a frame line from its first bytes (``{"t":1795759370.36,...``), without
-    parsing the rest; None when the line does not start as a frame line does."""
+def frame_times(head: bytes) -> tuple[float | None, float]:
+    """The time and the interval (``dt``, the writer puts it second) of a frame line from its
+    first bytes, without parsing the rest: (None, nan) when the line does not start as a
+    frame line does, nan for an interval not there or not a number of seconds."""
     m = _FRAME_T.match(head)
     if m is None:
+        return None, math.nan
+    t, dt = _float(m.group(1)), _float(m.group(2))
+    if t is None or not 0 <= t < 1e11:
+        return None, math.nan
+    return t, dt if dt is not None and 0 <= dt < 1e7 else math.nan
+
+
+def _float(text: bytes | None) -> float | None:
+    """``text`` as a finite float, else None."""
+    if text is None:
         return None
     try:
-        t = float(m.group(1))
+        f = float(text)
     except ValueError:
         return None
-    return t if math.isfinite(t) and 0 <= t < 1e11 else None
+    return f if math.isfinite(f) else None
 
 
 __all__ = [
@@ -415,7 +427,7 @@ __all__ = [
     "bytes_limit",
     "facts_from",
     "frame_from",
-    "frame_time",
+    "frame_times",
     "header_from",
     "is_header",
     "line_limit",

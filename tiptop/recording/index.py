@@ -30,6 +30,9 @@ class Recording:
     store: Store
     screens: list[ScreenSpec] = field(default_factory=list)
     times: array = field(default_factory=lambda: array("d"))
+    #: Per frame its recorded interval (``dt``: the time since the refresh before it was
+    #: taken; nan when its line does not say).
+    intervals: array = field(default_factory=lambda: array("d"))
     screen_of: array = field(default_factory=lambda: array("i"))
     _member: array = field(default_factory=lambda: array("i"))
     _off: array = field(default_factory=lambda: array("q"))
@@ -67,6 +70,18 @@ class Recording:
             return (tid, "?", "?", "?")
         k = bisect.bisect_right(versions, index, key=lambda v: v[0]) - 1
         return versions[max(k, 0)][1]
+
+    def shown_for(self, index: int, default: float) -> float:
+        """How long frame ``index`` was on screen while recording: the next frame's
+        recorded interval (not the gap to it, which spans the pause between two appended
+        sessions), else the gap, else ``default`` (the last frame, or the next not read yet)."""
+        if index + 1 >= len(self):
+            return default
+        dt = self.intervals[index + 1]
+        if dt == dt and dt > 0:  # not nan
+            return dt
+        gap = self.times[index + 1] - self.times[index]
+        return gap if gap > 0 else default
 
     def line_number(self, index: int) -> int:
         """The line (of the decompressed text) that holds frame ``index``."""

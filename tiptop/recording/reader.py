@@ -263,7 +263,7 @@ class _Loader:
             self._damaged(line, f"{exc}: skipped")
 
     def _frame_line(self, line: int) -> None:
-        t = fmt.frame_time(self.head)
+        t, dt = fmt.frame_times(self.head)
         if t is None or self.last != ord("}"):
             return self._damaged(line, "not a whole refresh (damaged): skipped")
         rec = self.rec
@@ -281,6 +281,7 @@ class _Loader:
         rec._off.append(self.start)
         rec._len.append(self.length)
         rec._line.append(line)
+        rec.intervals.append(dt)
         rec.times.append(t)
         self.ready.set()
 
