@@ -171,10 +171,22 @@ def _time_label(times: list[float], zone: Any) -> str:
     return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
 
 
+def _plotted_screen(rec: Any, loaded: ScreenSet, opts: Any) -> Any:
+    """``-S``: a recorded screen by its recorded number or name, else one of this
+    machine's screens by name (its columns evaluated from the recorded counters)."""
+    from tiptop.cli.replay import pick_recorded
+
+    wanted = opts.screen
+    if rec.screen_numbered(wanted) is None and not wanted.isdigit():
+        mine = next((s for s in loaded.screens if wanted in s.name), None)
+        if mine is not None:
+            return mine
+    return pick_recorded(rec, wanted)
+
+
 def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
-    from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -185,8 +197,7 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     rec = load(opts.plot, "--plot")
     try:
         first, last = frame_range(opts, rec.times)
-        screens = [*rec.screens, *loaded.screens]  # the recorded ones first
-        screen = rec.screens[0] if opts.screen is None else pick_screen(screens, opts.screen)[1]
+        screen = rec.screens[0] if opts.screen is None else _plotted_screen(rec, loaded, opts)
         source = ReplaySource(rec, screen, first=first, last=last)
         if opts.plot_column is not None:
             column = find_column(screen, opts.plot_column)

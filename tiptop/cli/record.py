@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from typing import Any
 
 from tiptop import __version__
@@ -26,8 +27,9 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Any, sampler: Any, index: int) -> Any:
-    """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
+def record_source(opts: Any, sampler: Any, index: int, numbering: Sequence[Any] = ()) -> Any:
+    """``sampler`` wrapped so that every refresh is appended to ``opts.record``; each
+    screen recorded with its number among ``numbering`` (the screens as numbered live)."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
     header = {
@@ -41,7 +43,7 @@ def record_source(opts: Any, sampler: Any, index: int) -> Any:
         "pid_width": opts.pid_width,
         "options": {k: getattr(opts, k) for k in _KEPT},
     }
-    return RecordingSource(sampler, Recorder(opts.record, header))
+    return RecordingSource(sampler, Recorder(opts.record, header, numbering))
 
 
 __all__ = ["cpu_model", "record_source"]

@@ -10,8 +10,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tiptop.cli.screens import ScreenSet, export_current
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError, UsageError, shown
 from tiptop.host import Host
+from tiptop.recording.index import Recording
+from tiptop.screens.model import ScreenSpec
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
@@ -53,6 +55,19 @@ def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
+def pick_recorded(rec: Recording, wanted: str, flag: str = "-S") -> ScreenSpec:
+    """``-S`` on a recording: a screen by the number it had while recording (the number
+    a replay shows), else by a part of its name; one line listing the recording's screens
+    when none is."""
+    screen = rec.screen_numbered(wanted)
+    if screen is None:
+        raise UsageError(
+            f"{flag} {shown(wanted)}: no such screen in the recording "
+            f"(its screens: {rec.screen_list()})"
+        )
+    return screen
+
+
 def run_replay(
     opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None], *, paced: bool = True
 ) -> int:
@@ -61,7 +76,6 @@ def run_replay(
     was recorded, unless ``-S`` picks one of them. Live, each refresh is shown as long as
     it was while recording (``paced``), else every ``opts.delay`` seconds (``-d``)."""
     from tiptop.cli.run import is_live, open_output
-    from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -75,9 +89,7 @@ def run_replay(
     else:
         first, source_last = 0, None
     screens = list(rec.screens)
-    picked = None
-    if opts.screen is not None:
-        picked = pick_screen(screens, opts.screen)[1]
+    picked = None if opts.screen is None else pick_recorded(rec, opts.screen)
     head = rec.header
     opts.pid_width = head.pid_width or opts.pid_width
     kept = head.options  # what the recording run watched (cli.record), checked
@@ -96,22 +108,27 @@ def run_replay(
 
         index = screens.index(source.screen) if source.screen in screens else 0
         return live_mode.run(
-            opts, source, screens, host=host, screen_index=index, exporter=export_current
+            opts,
+            source,
+            screens,
+            host=host,
+            screen_index=index,
+            exporter=export_current,
+            screen_number=rec.number_of,
         )
     out = open_output(opts.output, "-o")
     try:
-        return _batch(opts, source, rec.screens, out or sys.stdout, say)
+        return _batch(opts, source, out or sys.stdout, say)
     finally:
         source.close()
         if out is not None:
             out.close()
 
 
-def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> int:
+def _batch(opts: Any, source: Any, out: Any, say: Any) -> int:
     """The recorded refreshes as batch output, as fast as they can be written; a refresh
-    shown under another screen than the one before gets that screen's name and header
-    (text) or a new header line (csv). ``screens``: the recording's (it grows while the
-    file is read)."""
+    shown under another screen than the one before gets that screen's name (by the number
+    it had while recording) and header (text) or a new header line (csv)."""
     from tiptop.outputs.batch import TextWriter, make_writer
 
     cursor = 0
@@ -137,9 +154,7 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
         if frame is None:
             continue
         if writer is None or screen is not writer.screen:
-            # The first recorded screen by the number it had when recorded (its place in
-            # the screens loaded then); the others by their place among the recorded ones.
-            index = rec.header.screen_index if screen is screens[0] else screens.index(screen)
+            index = rec.number_of(screen)  # the number it had while recording
             if writer is None:
                 writer = make_writer(out, opts, screen, index)
                 writer.begin(rec.header.started or frame.timestamp)
@@ -159,5 +174,6 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
 __all__ = [
     "frame_range",
     "parse_when",
+    "pick_recorded",
     "run_replay",
 ]

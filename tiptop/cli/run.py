@@ -141,7 +141,7 @@ def run_monitor(
         opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
     sampler = None
     try:
-        sampler = _frame_source(opts, screen, index, host, problems, said, live)
+        sampler = _frame_source(opts, screen, index, host, problems, said, live, loaded.screens)
         if child is not None:
             why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)
@@ -187,6 +187,7 @@ def _frame_source(
     problems: Sequence[str],
     said: list[str],
     live: bool,
+    numbering: Sequence[Any] = (),
 ) -> Any:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
@@ -196,7 +197,7 @@ def _frame_source(
         if opts.record:
             from tiptop.cli.record import record_source
 
-            sampler = record_source(opts, sampler, index)
+            sampler = record_source(opts, sampler, index, numbering)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 

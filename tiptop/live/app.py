@@ -11,7 +11,7 @@ configuration (``Sampler.reconfigure``) or the options record, as the original's
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import urwid
@@ -61,6 +61,7 @@ class LiveApp:
         message: str = "",
         child: Any = None,
         drill: Factory | None = None,
+        screen_number: Callable[[Any], int] | None = None,
     ) -> None:
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
         self.drill = Drill(drill)
@@ -71,6 +72,8 @@ class LiveApp:
         self.child = child
         self.child_status: int | None = None
         self.source = source
+        #: The number the tasks line shows for a screen (a replay's: as recorded).
+        self.screen_number = screen_number
         #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
         #: not given.
         self.host = host if host is not None else Host.read(raise_fds=False)
@@ -134,7 +137,9 @@ class LiveApp:
         if self.counted:
             dead = int(self.frame.dead.sum()) if self.state.view.sticky else None
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
-        return tasks_markup(cols, left, self.state.screen_index, self.state.screen.name)
+        st = self.state
+        number = st.screen_index if self.screen_number is None else self.screen_number(st.screen)
+        return tasks_markup(cols, left, number, st.screen.name)
 
     def _message_line(self, cols: int) -> Any:
         text = self.state.prompt.display() if self.state.prompt else self.state.message

@@ -160,6 +160,14 @@ def screen_from_record(d: Any) -> ScreenSpec:
     return screen  # a column whose expression does not compile reads '?', as when loaded
 
 
+def screen_number(d: Any) -> int | None:
+    """The number a header or ``screen`` line's screen had in the recording session
+    (``number``, from 0 to :data:`MAX_ITEMS`); None when the line does not say (a
+    recording made before screens carried it) or says something else."""
+    x = d.get("number") if isinstance(d, dict) else None
+    return x if type(x) is int and 0 <= x <= MAX_ITEMS else None
+
+
 # --------------------------------------------------------------------------- header
 
 
@@ -172,6 +180,8 @@ class Header:
     started: float | None = None
     interval: float | None = None
     screen_index: int = 0
+    #: The first screen's number in the session (its ``number``, else ``screen_index``).
+    screen_number: int | None = None
     pid_width: int | None = None
     host: str = "?"
     #: What the recording run watched (``show_idle``, ``only_pid``, ...), checked.
@@ -217,7 +227,11 @@ def header_from(d: dict[str, Any]) -> Header:
 
     h.started = number("started", 0, 1e11)
     h.interval = number("interval", 0.0001, 1e6)
-    h.screen_index = int(number("screen_index", 0, MAX_ITEMS) or 0)
+    index = number("screen_index", 0, MAX_ITEMS)
+    h.screen_index = int(index or 0)
+    h.screen_number = screen_number(d.get("screen"))
+    if h.screen_number is None and index is not None:
+        h.screen_number = int(index)
     width = number("pid_width", 1, 20)
     h.pid_width = int(width) if width is not None else None
     h.host = d["host"][:MAX_TEXT] if isinstance(d.get("host"), str) else "?"
@@ -432,5 +446,6 @@ __all__ = [
     "is_header",
     "line_limit",
     "screen_from_record",
+    "screen_number",
     "screen_record",
 ]

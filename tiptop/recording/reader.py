@@ -293,7 +293,7 @@ class _Loader:
         if rec is None:
             raise fmt.FormatError("before any usable header")
         if "screen" in d:
-            self._show(fmt.screen_from_record(d["screen"]))
+            self._show(fmt.screen_from_record(d["screen"]), fmt.screen_number(d["screen"]))
         elif "facts" in d:
             facts = fmt.facts_from(d)
             self.facts += len(facts)
@@ -323,16 +323,17 @@ class _Loader:
         for problem in header.problems:
             self.say(line, problem)
         if header.screen is not None:
-            self._show(header.screen)
+            self._show(header.screen, header.screen_number)
 
-    def _show(self, screen: ScreenSpec) -> None:
-        """The refreshes from here on were shown under ``screen`` (kept once: a screen shown
-        again, or again in another session, is the same screen)."""
+    def _show(self, screen: ScreenSpec, number: int | None) -> None:
+        """The refreshes from here on were shown under ``screen``, numbered ``number`` in
+        its session (kept once: a screen shown again, or again in another session, is the
+        same screen, with the number it had first)."""
         assert self.rec is not None
         screens = self.rec.screens
         self.screen = screens.index(screen) if screen in screens else len(screens)
         if self.screen == len(screens):
-            screens.append(screen)
+            self.rec.add_screen(screen, number)
 
     def _damaged(self, line: int, what: str) -> None:
         self.damaged += 1

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.recording.format import FORMAT_VERSION, screen_record
+from tiptop.screens.model import ScreenSpec
 
 _DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
 
@@ -125,11 +127,17 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
 
 class Recorder:
     """Appends refreshes to one file; ``header`` (host, kernel, CPU, version...) is merged
-    into the header line, written with the first refresh's screen."""
+    into the header line, written with the first refresh's screen. ``numbering``: the
+    session's screens in the order they are numbered (``--list-screens``, the live tasks
+    line): each screen recorded carries its number there, so a replay shows and takes
+    (``-S``) the numbers seen while recording."""
 
-    def __init__(self, path: str, header: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, header: dict[str, Any], numbering: Sequence[ScreenSpec] = ()
+    ) -> None:
         self.path = path
         self.header = header
+        self.numbering = tuple(numbering)
         self._facts: dict[int, list[Any]] = {}
         self._screen: Any = None
         self._totals: frozenset[str] = frozenset()
@@ -152,7 +160,7 @@ class Recorder:
             head = (
                 {"tiptop_recording": FORMAT_VERSION, **self.header} if self._screen is None else {}
             )
-            lines.append({**head, "screen": screen_record(screen)})
+            lines.append({**head, "screen": {**screen_record(screen), **self._number(screen)}})
             self._screen = screen
             self._totals = bare_aliases(screen)
         new: dict[str, list[Any]] = {}
@@ -171,6 +179,15 @@ class Recorder:
             raise TiptopError(
                 f"--record: cannot write '{printable(self.path)}': {exc.strerror}"
             ) from None
+
+    def _number(self, screen: ScreenSpec) -> dict[str, int]:
+        """``{"number": N}``: the screen's number in the session (the header's
+        ``screen_index`` for the first screen when it is not among ``numbering``)."""
+        for i, s in enumerate(self.numbering):
+            if s is screen:
+                return {"number": i}
+        first = self.header.get("screen_index")
+        return {"number": first} if self._screen is None and isinstance(first, int) else {}
 
     def close(self) -> None:
         """Finish the file (gzip trailer); a failure here is one line too."""
