@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,14 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "recording-v1.jsonl"
 
 
-def _numbered(path: Path) -> None:
-    """Three refreshes under 'default' then two under 'branch', recorded by a session
-    whose screens were numbered other, other, branch, other, default (4 and 2)."""
+#: The recordings' first refresh: 2026-11-27 10:00:05, local time.
+T0 = time.mktime((2026, 11, 27, 10, 0, 5, 0, 0, -1))
+
+
+def _numbered(path: Path, t0: float = T0) -> None:
+    """Three refreshes under 'default' then two under 'branch', one a second from ``t0``,
+    recorded by a session whose screens were numbered other, other, branch, other,
+    default (4 and 2)."""
     rec = recording.load(str(GOLDEN))
     default, branch = rec.screens
     other = [dataclasses.replace(default, name=f"other{i}") for i in range(3)]
@@ -28,7 +34,7 @@ def _numbered(path: Path) -> None:
     writer = recording.Recorder(str(path), {"screen_index": 4}, numbering)
     for i, screen in enumerate([default] * 3 + [branch] * 2):
         f = recording.decode(rec, 0, screen)
-        f.timestamp = 1.9e9 + i
+        f.timestamp = t0 + i
         writer.write(f, screen)
     writer.close()
     rec.close()
@@ -68,3 +74,46 @@ def test_live_replay_shows_the_recorded_numbers(tmp_path: Path) -> None:
         t.wait(has("screen  2: branch"), "the other recorded screen by its number")
     finally:
         t.kill()
+
+
+def _refreshes(out: str) -> int:
+    """Refreshes printed: the golden task 'compute' has a row in each."""
+    return sum(1 for line in out.splitlines() if line.endswith(" compute"))
+
+
+def test_time_ranges_are_the_recordings_own(tmp_path: Path) -> None:
+    """A time alone is on the recording's day; a range with no refresh in it is one line
+    saying the recording's span, exit status 1, for replay and plot alike."""
+    path = tmp_path / "r.jsonl"
+    _numbered(path)  # 10:00:05 to 10:00:09
+    r = run("-b", "--replay", str(path), "--from", "10:00:07")
+    assert r.returncode == 0 and _refreshes(r.stdout) == 3, r.stderr
+    r = run("-b", "--replay", str(path), "--to", "10:00:06")
+    assert r.returncode == 0 and _refreshes(r.stdout) == 2, r.stderr
+    span = "the recording spans 2026-11-27 10:00:05 to 2026-11-27 10:00:09"
+    png = str(tmp_path / "x.png")
+    for args in (
+        ["-b", "--replay", str(path), "--from", "11:30"],  # after the end: not yesterday's
+        ["-b", "--replay", str(path), "--to", "09:00"],
+        ["-b", "--replay", str(path), "--from", "2026-11-28 10:00"],
+        ["--plot", str(path), "--from", "11:30", "-o", png],
+    ):
+        r = run(*args)
+        assert r.returncode == 1 and r.stdout == "", (args, r.stderr)
+        assert r.stderr.count("\n") == 1 and span in r.stderr, (args, r.stderr)
+    assert "from 2026-11-27 11:30:00 to its end" in r.stderr
+
+
+def test_a_time_alone_finds_its_day_in_a_recording_over_midnight(tmp_path: Path) -> None:
+    """23:30 to 00:30: ``--from 00:00`` is the second day's midnight, ``--to 23:59`` the
+    first day's."""
+    from tiptop.cli.replay import parse_when
+
+    start = time.mktime((2026, 11, 27, 23, 30, 0, 0, 0, -1))
+    end = start + 3600
+    midnight = time.mktime((2026, 11, 28, 0, 0, 0, 0, 0, -1))
+    assert parse_when("00:00", start, end) == midnight
+    assert parse_when("23:59", start, end, last=True) == midnight - 60
+    assert parse_when("23:45", start, end) == start + 15 * 60
+    assert parse_when("00:15", start, end, last=True) == midnight + 15 * 60
+    assert parse_when("5m ago", start, end) == end - 300

@@ -3,6 +3,8 @@ or printed as batch text, csv or json, between ``--from`` and ``--to``."""
 
 from __future__ import annotations
 
+import bisect
+import datetime
 import re
 import sys
 import time
@@ -20,9 +22,11 @@ _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_when(text: str, end: float) -> float:
-    """``--from``/``--to``: ``10:32`` (the last such time at or before the recording's
-    ``end``), ``2026-11-23 10:32:05``, or ``5m ago`` (s, m, h, d) counted from ``end``."""
+def parse_when(text: str, start: float, end: float, last: bool = False) -> float:
+    """``--from``/``--to`` on a recording from ``start`` to ``end``: ``2026-11-23 10:32:05``,
+    ``5m ago`` (s, m, h, d) counted from ``end``, or ``10:32`` alone: that time on one of
+    the recording's own days, the first at or after its start (``last``: the last at or
+    before its end; ``--to``), else the one of its only day (before or after it)."""
     m = _AGO.match(text)
     if m:
         return end - float(m.group(1)) * _UNITS[m.group(2)]
@@ -33,26 +37,48 @@ def parse_when(text: str, end: float) -> float:
     if y is not None:
         parts = (int(y), int(mo), int(d), int(hh), int(mm), int(ss or 0), 0, 0, -1)
         return time.mktime(parts)
-    day = time.localtime(end)
-    when = time.mktime((*day[:3], int(hh), int(mm), int(ss or 0), 0, 0, -1))
-    return when - 86400 if when > end + 0.5 else when
+
+    def on(day: datetime.date) -> float:
+        return time.mktime((day.year, day.month, day.day, int(hh), int(mm), int(ss or 0), 0, 0, -1))
+
+    one_day = datetime.timedelta(days=1)
+    if last:  # the last at or before the end: on the end's day, else the day before
+        when = on(datetime.date.fromtimestamp(end))
+        before = on(datetime.date.fromtimestamp(end) - one_day)
+        return before if when > end + 0.5 and before >= start - 0.5 else when
+    when = on(datetime.date.fromtimestamp(start))  # the first at or after the start
+    after = on(datetime.date.fromtimestamp(start) + one_day)
+    return after if when < start - 0.5 and after <= end + 0.5 else when
 
 
 def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
-    """The frames ``--from``/``--to`` select (inclusive); one line when none is left."""
-    import bisect
-
+    """The frames ``--from``/``--to`` select (inclusive); one line saying the recording's
+    span (TiptopError: exit status 1) when none is in that range."""
     if not times:
         return 0, -1
-    end = times[-1]
+    start, end = times[0], times[-1]
     first, last = 0, len(times) - 1
+    low = high = None
     if opts.time_from:
-        first = bisect.bisect_left(times, parse_when(opts.time_from, end) - 0.5)
+        low = parse_when(opts.time_from, start, end)
+        first = bisect.bisect_left(times, low - 0.5)
     if opts.time_to:
-        last = bisect.bisect_right(times, parse_when(opts.time_to, end) + 0.5) - 1
+        high = parse_when(opts.time_to, start, end, last=True)
+        last = bisect.bisect_right(times, high + 0.5) - 1
     if first > last:
-        raise TiptopError("--from/--to: no recorded refresh in that time range")
+        asked = f"{_when(low) if low is not None else 'its start'} to " + (
+            _when(high) if high is not None else "its end"
+        )
+        raise TiptopError(
+            f"--from/--to: no recorded refresh from {asked}; "
+            f"the recording spans {_when(start)} to {_when(end)}"
+        )
     return first, last
+
+
+def _when(t: float) -> str:
+    """A time as the messages say it: ``2026-11-23 10:32:05`` (local time)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 def pick_recorded(rec: Recording, wanted: str, flag: str = "-S") -> ScreenSpec:
