@@ -251,16 +251,9 @@ def test_a_killed_recorder_then_an_appended_session_keep_every_refresh(
     tmp_path: Path, name: str
 ) -> None:
     path = tmp_path / name
-    cmd = [sys.executable, "-m", "tiptop", "-b", "-d", "0.2", "-S", "sched", "--record", str(path)]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        end = time.monotonic() + 30
-        while not (path.exists() and _count(path) >= 4) and time.monotonic() < end:
-            time.sleep(0.1)
-    finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    p = recorder(path, 4)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
     first = _count(path)
     assert first >= 4
     r = run("-b", "-n", "5", "-d", "0.2", "-S", "sched", "--record", str(path))
@@ -271,6 +264,23 @@ def test_a_killed_recorder_then_an_appended_session_keep_every_refresh(
     r = run("-b", "--replay", str(path))
     assert r.returncode == 0 and r.stdout.count("\n  PID [") == 1
     assert "a new session starts" in r.stderr and "Traceback" not in r.stderr
+
+
+def recorder(path: Path, refreshes: int) -> subprocess.Popen[bytes]:
+    """``tiptop -b -d 0.2 -S sched --record path`` running, once ``refreshes`` refreshes
+    are in the file (or 30 s passed; killed if this fails)."""
+    cmd = [sys.executable, "-m", "tiptop", "-b", "-d", "0.2", "-S", "sched", "--record", str(path)]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        end = time.monotonic() + 30
+        while _count(path) < refreshes and time.monotonic() < end:
+            time.sleep(0.1)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return p
 
 
 def _count(path: Path) -> int:

@@ -1,10 +1,12 @@
 """Recordings as a user expects them (issue 38), through ``python -m tiptop``: one screen
-numbering (the one seen while recording, in batch and live replay, and for ``-S``)."""
+numbering (the one seen while recording, in batch and live replay, and for ``-S``), the
+recording's own time range, one recorder per file."""
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 
 from tests.helpers import run
 from tests.system.test_live_tmux import Tmux, has
+from tests.system.test_record_replay import _count, recorder
 from tiptop import recording
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -117,3 +120,34 @@ def test_a_time_alone_finds_its_day_in_a_recording_over_midnight(tmp_path: Path)
     assert parse_when("23:45", start, end) == start + 15 * 60
     assert parse_when("00:15", start, end, last=True) == midnight + 15 * 60
     assert parse_when("5m ago", start, end) == end - 300
+
+
+@pytest.mark.parametrize("name", ["two.jsonl.gz", "two.jsonl"])
+def test_a_second_recorder_on_one_file_is_refused_and_nothing_is_lost(
+    tmp_path: Path, name: str
+) -> None:
+    """Two recorders appending to one gzip file interleaved their members (4 of 300
+    refreshes survived): the second is now refused with one line naming the first's PID,
+    before writing anything, and every refresh of the first replays."""
+    path = tmp_path / name
+    first = recorder(path, 2)
+    try:
+        size = path.stat().st_size
+        r = run("-b", "-n", "3", "-d", "0.2", "-S", "sched", "--record", str(path))
+        assert r.returncode == 1 and r.stdout == "", r.stderr
+        assert r.stderr == (
+            f"tiptop: --record: '{path}' is being recorded by process {first.pid}: "
+            "not written (one recorder per file; name another file)\n"
+        )
+        assert path.stat().st_size >= size
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+    assert first.returncode == 0
+    rec = recording.load(str(path))
+    assert len(rec) >= 2 and rec.all_notes() == [], rec.all_notes()
+    # The first recorder gone, the file is free again: a session is appended.
+    n = len(rec)
+    r = run("-b", "-n", "2", "-d", "0.2", "-S", "sched", "--record", str(path))
+    assert r.returncode == 0, r.stderr
+    assert _count(path) == n + 2
