@@ -5,9 +5,12 @@ recording's own time range, one recorder per file."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from tests.helpers import run
 from tests.system.test_live_tmux import Tmux, has
 from tests.system.test_record_replay import _count, recorder
 from tiptop import recording
+from tiptop.errors import TiptopError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "recording-v1.jsonl"
@@ -151,3 +155,68 @@ def test_a_second_recorder_on_one_file_is_refused_and_nothing_is_lost(
     r = run("-b", "-n", "2", "-d", "0.2", "-S", "sched", "--record", str(path))
     assert r.returncode == 0, r.stderr
     assert _count(path) == n + 2
+
+
+def test_a_bomb_under_a_wrong_first_line_is_refused_before_its_body(tmp_path: Path) -> None:
+    """A gzip file whose first line is not a header, then 4 GiB of zeros: refused on its
+    first line, not after inflating the 4 GiB (31 s under load before)."""
+    zeros = gzip.compress(bytes(64 << 20), compresslevel=1)  # 64 MiB in a ~64 KiB member
+    bomb = tmp_path / "bomb.jsonl.gz"
+    with open(bomb, "wb") as f:
+        f.write(gzip.compress(b'{"not":"a header"}\n'))
+        for _ in range(64):
+            f.write(zeros)
+    start = time.monotonic()
+    r = run("-b", "--replay", str(bomb))
+    took = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    why = "is not a tiptop recording (line 1: before any usable header: skipped)"
+    assert r.stderr == f"tiptop: --replay: '{bomb}' {why}\n"
+    assert took < 5.0, f"refused after {took:.1f} s"
+    # Without the start-up: well under the time inflating 4 GiB takes (seconds, at best).
+    start = time.monotonic()
+    with pytest.raises(TiptopError, match="is not a tiptop recording"):
+        recording.load(str(bomb))
+    took = time.monotonic() - start
+    assert took < 1.0, f"refused after {took:.1f} s"
+
+
+def test_a_header_cut_short_then_an_appended_session_still_replays(tmp_path: Path) -> None:
+    """A recorder stopped while writing its first header, then one appended: the cut
+    header is skipped with a note, the appended session replays."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text(GOLDEN.read_text()[:50])
+    _numbered(path)
+    rec = recording.load(str(path))
+    assert len(rec) == 5
+    assert "line 1: not JSON (damaged): skipped" in " ".join(rec.all_notes())
+
+
+def _blocked_open(path: str, flags: int) -> threading.Thread:
+    """A thread opening the FIFO ``path`` with ``flags``: it stays blocked until another
+    process opens the other end."""
+    thread = threading.Thread(target=lambda: os.close(os.open(path, flags)), daemon=True)
+    thread.start()
+    time.sleep(0.2)
+    return thread
+
+
+def test_a_fifo_is_refused_without_being_opened(tmp_path: Path) -> None:
+    """Opening a FIFO wakes the process at its other end: tiptop refuses it first."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    for args, other_end in (
+        (["-b", "--replay", fifo], os.O_WRONLY),
+        (["--plot", fifo, "-o", str(tmp_path / "x.png")], os.O_WRONLY),
+        (["-b", "-n", "1", "--record", fifo], os.O_RDONLY),
+    ):
+        peer = _blocked_open(fifo, other_end)
+        r = run(*args, timeout=20)
+        assert r.returncode == 1 and "is not a regular file" in r.stderr, r.stderr
+        time.sleep(0.2)
+        assert peer.is_alive(), f"{args}: tiptop opened the FIFO"
+        # The other end opened here lets the peer go.
+        this_end = os.O_RDONLY | os.O_NONBLOCK if other_end == os.O_WRONLY else os.O_WRONLY
+        os.close(os.open(fifo, this_end))
+        peer.join(5)
+        assert not peer.is_alive()

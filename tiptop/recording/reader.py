@@ -95,6 +95,7 @@ class _Loader:
         self.damaged = 0
         self.stop = False
         self.facts = 0
+        self.cut_header = False  # a first header cut short was let pass (_cut_header)
         self._member = 0
         self.screen = -1  # the index of the screen shown from here on
         self._new_line(0)
@@ -308,7 +309,7 @@ class _Loader:
         try:
             header = fmt.header_from(d)
         except fmt.FormatError as exc:
-            if self.rec is None and line == 1 and "recording format" in str(exc):
+            if self.rec is None and "recording format" in str(exc):
                 self.why = f"is {exc}"
                 self.stop = True
                 return
@@ -340,9 +341,19 @@ class _Loader:
         if self.damaged > fmt.MAX_DAMAGED:
             self.stop = True
             what = f"more than {fmt.MAX_DAMAGED} damaged lines: the rest is not read"
-        if self.rec is None and line == 1 and self.why is None:
-            self.why = f"is not a tiptop recording (line 1: {what})"
+        if self.rec is None and not self._cut_header():
+            # A recording starts with its header: a file that does not is refused before
+            # its body is read (a 4 GiB gzip bomb under a wrong first line is not inflated).
+            self.why = self.why or f"is not a tiptop recording (line {line}: {what})"
+            self.stop = True
         self.say(line, what)
+
+    def _cut_header(self) -> bool:
+        """Whether the line is the first header cut short (a recorder stopped while
+        writing it, then a session appended to the file): once, reading goes on."""
+        cut = not self.cut_header and b"".join(self.parts).startswith(b'{"tiptop_recording":')
+        self.cut_header |= cut
+        return cut
 
     def say(self, line: int | None, what: str) -> None:
         """A note, kept until the first header makes the recording."""
