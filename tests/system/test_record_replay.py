@@ -143,8 +143,7 @@ def test_plot_shows_two_phases(tmp_path: Path) -> None:
 
     _live, path = _record(tmp_path, "phases.jsonl", SPIN_THEN_SLEEP)
     rec = recording.load(str(path))
-    src = recording.ReplaySource(rec, rec.screens[0])
-    found = series(src, find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
+    found = series(rec, rec.screens[0], find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
     (child,) = [s for s in found.values() if "python" in s.label]
     # Both phases are in the series drawn: the spin's 0.6 s of CPU (its %CPU over the
     # intervals, whatever share of a CPU it got), then sleeping rows near 0 (the last,

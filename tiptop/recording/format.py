@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,6 +302,10 @@ def _floats(x: Any, n: int, what: str) -> np.ndarray:
 
 def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
     """A list of n integers from ``low`` to ``high`` as int64."""
+    # The common case checked in Python: a few numpy calls cost more for a short list.
+    whole = isinstance(x, list) and len(x) == n and all(type(v) is int for v in x)
+    if whole and (not x or (low <= min(x) and max(x) <= high)):
+        return np.array(x, np.int64)
     a = _floats(x, n, what)
     if n and not (
         np.isfinite(a).all() and (a == np.trunc(a)).all() and a.min() >= low and a.max() <= high
@@ -356,8 +361,12 @@ def finite(x: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def frame_from(d: Any) -> FrameLine:
-    """A parsed frame line checked (:class:`FormatError` saying the first thing wrong)."""
+def frame_from(
+    d: Any, aliases: Collection[str] | None = None, task_keys: Collection[str] | None = None
+) -> FrameLine:
+    """A parsed frame line checked (:class:`FormatError` saying the first thing wrong).
+    ``aliases``, ``task_keys``: only those counters and per-task lists are read and
+    checked (the others are left out: ``--plot`` reads what its column needs)."""
     if not isinstance(d, dict):
         raise FormatError("not an object")
     t, dt = _number(d, "t"), _number(d, "dt")
@@ -369,7 +378,9 @@ def frame_from(d: Any) -> FrameLine:
     n = len(tid) if isinstance(tid, list) else 0
     tids = _ints(tid, n, "tid", 0, 2**31)
     values = {
-        key: _column(d[key], n, key, kind) if d.get(key) is not None else None
+        key: _column(d[key], n, key, kind)
+        if d.get(key) is not None and (task_keys is None or key in task_keys)
+        else None
         for key, kind in _TASK_KEYS.items()
     }
     k = d.get("k", {})
@@ -377,6 +388,8 @@ def frame_from(d: Any) -> FrameLine:
         raise FormatError(f"'k' is not an object of at most {MAX_ITEMS} counters")
     counters: dict[str, dict[str, np.ndarray]] = {}
     for alias, c in k.items():
+        if aliases is not None and alias not in aliases:
+            continue
         if not isinstance(c, dict) or c.get("d") is None:
             raise FormatError(f"counter '{alias[:40]}' has no deltas")
         counters[alias] = {

@@ -43,7 +43,7 @@ MIN_SHOW = 0.05
 IDLE_REFRESH = 1.0
 
 
-def _counter_map(
+def counter_map(
     screen: ScreenSpec, recorded: ScreenSpec | None, aliases: tuple[str, ...]
 ) -> dict[str, int]:
     """Which recorded counter each of ``screen``'s aliases reads: the same alias bound to
@@ -65,7 +65,7 @@ def _or(x: np.ndarray | None, n: int, default: float, dtype: Any = np.float64) -
     return np.full(n, default, dtype) if x is None else x.astype(dtype, copy=False)
 
 
-def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray, CounterCells]:
+def counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray, CounterCells]:
     """The recorded counters in line order: their aliases, raw deltas and cells."""
     aliases = tuple(line.counters)
     k = len(aliases)
@@ -86,6 +86,22 @@ def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray
     return aliases, raw, CounterCells(scaled, st, total, tst, run)
 
 
+def row_facts(line: FrameLine) -> RowFacts:
+    """A frame line's per-task facts as the evaluator's built-ins read them (a list the
+    line lacks: its default)."""
+    v, n = line.values, len(line.tid)
+    return RowFacts(
+        cpu_total=_or(v["cpu"], n, 0.0),
+        cpu_sys=_or(v["sys"], n, 0.0),
+        cpu_user=_or(v["usr"], n, 0.0),
+        processor=_or(v["proc"], n, 0.0),
+        interval=line.dt,
+        total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
+        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
+        window=v["w"],
+    )
+
+
 def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (by the evaluator of
     ``screen`` over the counters recorded then, ``evaluator_for``);
@@ -96,19 +112,10 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     facts = [rec.facts_of(t, index) for t in tid.tolist()]
     nth = _or(v["nth"], n, 1, np.int64)
     pid = np.array([f[0] for f in facts], np.int64)
-    row = RowFacts(
-        cpu_total=_or(v["cpu"], n, 0.0),
-        cpu_sys=_or(v["sys"], n, 0.0),
-        cpu_user=_or(v["usr"], n, 0.0),
-        processor=_or(v["proc"], n, 0.0),
-        interval=line.dt,
-        total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
-        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
-        window=v["w"],
-    )
-    aliases, raw, cells_in = _counter_cells(line, n)
+    row = row_facts(line)
+    aliases, raw, cells_in = counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
-    evaluator = evaluator_for(screen, tuple(_counter_map(screen, recorded, aliases).items()))
+    evaluator = evaluator_for(screen, tuple(counter_map(screen, recorded, aliases).items()))
     cells = evaluator.evaluate(row, cells_in)
     markers = [
         "-" if t != p else "+" if m > 1 else " "
@@ -321,4 +328,4 @@ class ReplaySource(FrameSource):
         self.rec.close()
 
 
-__all__ = ["ReplaySource", "decode"]
+__all__ = ["ReplaySource", "counter_cells", "counter_map", "decode", "row_facts"]
