@@ -123,7 +123,7 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.dates import num2date
+        from matplotlib.dates import date2num, num2date
         from matplotlib.ticker import Formatter
     except ImportError:
         raise TiptopError(INSTALL) from None
@@ -141,7 +141,7 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
     fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
     low = 0.0
     for s in lines:
-        when = [datetime.datetime.fromtimestamp(t, zone) for t in s.times.tolist()]
+        when = date2num([datetime.datetime.fromtimestamp(t, zone) for t in s.times.tolist()])
         ax.plot(when, s.values, label=s.label, linewidth=1.2)
         if np.isfinite(s.values).any():
             low = min(low, float(np.nanmin(s.values)))
@@ -154,6 +154,7 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
     ax.grid(True, alpha=0.3)
     if lines:
         ax.legend(loc="best", fontsize="small")
+    ax.xaxis_date(zone)
     ax.xaxis.set_major_formatter(Labels())
     fig.autofmt_xdate()
     try:
