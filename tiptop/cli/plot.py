@@ -25,8 +25,10 @@ from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.messages import MessageLog
+from tiptop.options import Options
 from tiptop.recording.column import ColumnReader, Series
 from tiptop.recording.index import Recording
+from tiptop.refresh import drain
 from tiptop.screens.model import ScreenSpec
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
@@ -194,12 +196,11 @@ def _time_label(times: list[float], zone: Any) -> str:
     return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
 
 
-def _plotted_screen(rec: Any, loaded: ScreenSet, opts: Any) -> Any:
+def _plotted_screen(rec: Recording, loaded: ScreenSet, wanted: str) -> ScreenSpec:
     """``-S``: a recorded screen by its recorded number or name, else one of this
     machine's screens by name (its columns evaluated from the recorded counters)."""
     from tiptop.cli.replay import pick_recorded
 
-    wanted = opts.screen
     if rec.screen_numbered(wanted) is None and not wanted.isdigit():
         mine = next((s for s in loaded.screens if wanted in s.name), None)
         if mine is not None:
@@ -207,7 +208,7 @@ def _plotted_screen(rec: Any, loaded: ScreenSet, opts: Any) -> Any:
     return pick_recorded(rec, wanted)
 
 
-def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
+def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
     from tiptop.recording.reader import load
@@ -220,7 +221,9 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     rec = load(opts.plot, "--plot")
     try:
         first, last = frame_range(opts, rec.times)
-        screen = rec.screens[0] if opts.screen is None else _plotted_screen(rec, loaded, opts)
+        screen = rec.screens[0]
+        if opts.screen is not None:
+            screen = _plotted_screen(rec, loaded, opts.screen)
         source = ReplaySource(rec, screen, first=first, last=last)
         if opts.plot_column is not None:
             column = find_column(screen, opts.plot_column)
@@ -229,8 +232,7 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
         try:
             found = series(rec, screen, column, first, last, opts.only_pid, source.messages)
         finally:
-            for m in source.messages.since(0)[0]:
-                say(m.line)
+            drain(source.messages, 0, say)
     finally:
         rec.close()
     if not found:

@@ -9,10 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tiptop import __version__
-
-#: What the recording run watched, applied on replay unless given again: the rows recorded
-#: are those tasks only (and ``-- cmd`` turns idle rows on).
-_KEPT = ("show_idle", "only_pid", "only_name", "uid", "user_name")
+from tiptop.options import Options
 
 
 def cpu_model(path: str = "/proc/cpuinfo") -> str:
@@ -27,7 +24,7 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Any, sampler: Any, index: int, numbering: Sequence[Any] = ()) -> Any:
+def record_source(opts: Options, sampler: Any, index: int, numbering: Sequence[Any] = ()) -> Any:
     """``sampler`` wrapped so that every refresh is appended to ``opts.record``; each
     screen recorded with its number among ``numbering`` (the screens as numbered live)."""
     from tiptop.recording.writer import Recorder, RecordingSource
@@ -41,7 +38,15 @@ def record_source(opts: Any, sampler: Any, index: int, numbering: Sequence[Any] 
         "threads": opts.show_threads,
         "screen_index": index,
         "pid_width": opts.pid_width,
-        "options": {k: getattr(opts, k) for k in _KEPT},
+        # What the recording run watched, applied on replay unless given again: the rows
+        # recorded are those tasks only (and ``-- cmd`` turns idle rows on).
+        "options": {
+            "show_idle": opts.show_idle,
+            "only_pid": opts.only_pid,
+            "only_name": opts.only_name,
+            "uid": opts.uid,
+            "user_name": opts.user_name,
+        },
     }
     return RecordingSource(sampler, Recorder(opts.record, header, numbering))
 
