@@ -29,6 +29,7 @@ from tiptop.options import Options
 from tiptop.recording.column import ColumnReader, Series
 from tiptop.recording.index import Recording
 from tiptop.refresh import drain
+from tiptop.screens.columns import Kind, screen_columns
 from tiptop.screens.model import ScreenSpec
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
@@ -43,12 +44,11 @@ WIDTH = FIGSIZE[0] * DPI
 def find_column(screen: Any, name: str) -> int:
     """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored);
     a ``bottleneck(...)`` column is refused (its value is a node and a share)."""
-    from tiptop.screens.bottleneck import is_path
-
     want = name.strip().lower()
     headers = [c.header.strip() for c in screen.columns]
+    kinds = [c.kind for c in screen_columns(screen)]
     for i, h in enumerate(headers):
-        if h.lower() == want and is_path(screen.columns[i].expr):
+        if h.lower() == want and kinds[i] is Kind.BOTTLENECK:
             raise UsageError(
                 f"--column {name}: a bottleneck column names a top-down node, not a number to "
                 "plot; plot one of the columns it reads"
@@ -97,7 +97,7 @@ def pick_column(source: Any, screen: Any, first: int, last: int) -> int:
         if f is not None and len(f):
             has |= (f.status == Status.OK).any(axis=0)
     headers = [c.header.strip().upper() for c in screen.columns]
-    rates = ["delta(" in c.expr.replace(" ", "") for c in screen.columns]
+    rates = [c.kind is Kind.RATE for c in screen_columns(screen)]
     for ok in (
         lambda j: headers[j] == "IPC",
         lambda j: rates[j],

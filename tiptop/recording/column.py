@@ -24,8 +24,8 @@ from tiptop.messages import MessageLog
 from tiptop.recording import format as fmt
 from tiptop.recording.index import Recording
 from tiptop.recording.replay import counter_cells, counter_map, row_facts
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.evaluate import evaluator_for
-from tiptop.screens.expr import compile_columns
 from tiptop.screens.model import ScreenSpec
 
 #: Refreshes evaluated together (their rows stacked).
@@ -87,7 +87,7 @@ class ColumnReader:
         self.messages = messages if messages is not None else MessageLog()
         self.width = width
         self.screen, self.column = _one_column(screen, column)
-        compiled = compile_columns(self.screen)[self.column]
+        compiled = screen_columns(self.screen)[self.column].compiled
         builtins = compiled.builtins if compiled is not None else frozenset()
         self.task_keys = {"cpu", *(k for b in builtins for k in _BUILTIN_KEYS.get(b, ()))}
         self.events = {x for c in self.screen.counters for x in (c.alias, c.config)}
@@ -314,7 +314,7 @@ def _one_column(screen: ScreenSpec, column: int) -> tuple[ScreenSpec, int]:
     columns = tuple(screen.columns[i] for i in keep)
     breakdown = screen.breakdown if column in whole else ()
     reduced = dataclasses.replace(screen, columns=columns, breakdown=breakdown)
-    read = {a for ce in compile_columns(reduced) if ce is not None for a in ce.aliases}
+    read = {a for c in screen_columns(reduced) for a in c.bare | c.deltas}
     counters = tuple(c for c in screen.counters if c.alias in read)
     return dataclasses.replace(reduced, counters=counters), keep.index(column)
 
