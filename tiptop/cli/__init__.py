@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO
 
 from tiptop import __version__
 from tiptop.cli.run import is_live, read_pid_max, run_monitor
@@ -28,7 +28,7 @@ from tiptop.cli.screens import (
 )
 from tiptop.errors import TiptopError, UsageError, printable
 from tiptop.host import Host
-from tiptop.options import Action, merge, parse_argv
+from tiptop.options import Action, Options, merge, parse_argv
 
 __all__ = [
     "USAGE",
@@ -77,7 +77,7 @@ Usage: {prog} [option] [-- command args]
 	--selftest            check that the counters count what the screen (-S) says (--format json)
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
-	--replay FILE         show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
+	--replay FILE         show a recording at its pace (live: * / speed, [ ] step, {{ }} a minute)
 	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
@@ -92,7 +92,7 @@ Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
 
-def _check_outputs(opts: Any) -> None:
+def _check_outputs(opts: Options) -> None:
     """``--record`` and ``-o`` where they would be silently dropped: one line instead.
     ``--serve``/``--textfile`` export frames and write no batch output or recording;
     ``--replay``/``--plot`` read a recording and make none."""
@@ -198,8 +198,7 @@ def _main(argv: list[str], prog: str) -> int:
     merge({}, actions)  # validate every command-line value before reading any file
     config_dir = _last_value(actions, "config_dir")
     loaded = load_screens(config_dir, only_conf=_flag(actions, "only_conf"))
-    opts, warnings = merge(loaded.options, actions)
-    opts.command = command
+    opts, warnings = merge(loaded.options, actions, command)
     problems = [str(w) for w in [*warnings, *loaded.problems]]
     one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest
     # Live mode would wipe stderr lines at its first draw: its error log gets them instead.
@@ -233,7 +232,12 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.replay:
         from tiptop.cli.replay import run_replay
 
-        return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        # Live replay plays at the recorded pace unless -d is given (a delay from the
+        # configuration file is for watching this machine, not for replaying).
+        paced = _last_value(actions, "delay") is None
+        return run_replay(
+            opts, loaded, Host.read(), lambda line: _err_line(prog, line), paced=paced
+        )
     if opts.serve or opts.textfile:
         from tiptop.cli.serve import run_serve
 

@@ -16,7 +16,7 @@ nothing else in the process is affected.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 #: The libraries of urwid's other event loops (urwid/event_loop/__init__.py).
@@ -41,11 +41,13 @@ _import_urwid_alone()
 if TYPE_CHECKING:
     from tiptop.frame import FrameSource
     from tiptop.host import Host
+    from tiptop.live.drill import Factory
     from tiptop.live.keys import Exporter
+    from tiptop.options import Options
 
 
 def run(
-    options: Any,
+    options: Options,
     source: FrameSource,
     screens: Sequence[Any],
     *,
@@ -56,7 +58,8 @@ def run(
     error_log: IO[str] | None = None,
     message: str = "",
     child: Any = None,
-    drill: Any = None,
+    drill: Factory | None = None,
+    screen_number: Callable[[Any], int] | None = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -64,15 +67,17 @@ def run(
     ``options.delay`` seconds or at once on a key. ``screens`` are the ScreenSpecs the
     Left/Right keys rotate through. ``exporter(options, screens) -> str`` gives the text
     the ``W`` key writes to ``./.tiptoprc`` (``W`` says so when it is not given).
-    ``screen_index`` is the index in ``screens`` of the source's screen (found from
-    ``source.screen`` or ``options.screen`` when not given); ``started=True`` when the
+    ``screen_index`` is the index in ``screens`` of the source's screen (the caller
+    resolved ``-S``; found from ``source.screen`` when not given); ``started=True`` when the
     caller already called ``source.start()`` (the ``--`` spawn path). ``host`` says what
     this machine allows (the ``K`` key). ``error_log`` (``-E``) gets each new message
     as a ``tiptop: ...`` line, as batch mode's
     stderr does. ``message`` is shown on the message line until the first key. ``child``
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
-    line, with its exit status. ``drill(pid, screen) -> FrameSource`` counts a deeper
+    line, with its exit status. ``drill(settings, pid, screen) -> FrameSource`` counts a deeper
     top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
+    ``screen_number(screen)`` is the number the tasks line shows for a screen (a replay's:
+    the one it had while recording); by default its place in ``screens``.
     """
     from tiptop.live.app import LiveApp
 
@@ -87,5 +92,6 @@ def run(
         message=message,
         child=child,
         drill=drill,
+        screen_number=screen_number,
     )
     return app.run(started=started)
