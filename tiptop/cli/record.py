@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tiptop import __version__
@@ -13,6 +14,7 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.recording.format import JsonObject
+    from tiptop.screens.model import ScreenSpec
 
 
 def cpu_model(path: str = "/proc/cpuinfo") -> str:
@@ -27,8 +29,16 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Options, path: str, source: FrameSource, index: int) -> FrameSource:
-    """``source`` wrapped so that every refresh is appended to ``path`` (``--record``)."""
+def record_source(
+    opts: Options,
+    path: str,
+    source: FrameSource,
+    index: int,
+    numbering: Sequence[ScreenSpec] = (),
+) -> FrameSource:
+    """``source`` wrapped so that every refresh is appended to ``path`` (``--record``);
+    each screen recorded with its number among ``numbering`` (the screens as numbered
+    live)."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
     header: JsonObject = {
@@ -50,7 +60,7 @@ def record_source(opts: Options, path: str, source: FrameSource, index: int) -> 
             "user_name": opts.user_name,
         },
     }
-    return RecordingSource(source, Recorder(path, header))
+    return RecordingSource(source, Recorder(path, header, numbering))
 
 
 __all__ = ["cpu_model", "record_source"]
