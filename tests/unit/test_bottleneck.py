@@ -33,16 +33,24 @@ from tiptop.screens.topdown import TREES
 from tiptop.screens.variables import RowFacts
 
 TABLES = oracle.data()["tables"]
-#: The Intel tables the screens with a ``bottleneck(tma: ...)`` column lead to (not the
-#: E-core-only tables, whose tma_* thresholds differ and which no such screen targets).
-INTEL = sorted(
-    {
-        t
-        for _vid, raw in VARIANTS
-        if any("bottleneck(tma" in (i.attrs.get("expr") or "") for i in raw.items)
-        for t in oracle.tables(raw, gate_models(raw))
-    }
-)
+
+
+def _tables_of(tree: str) -> list[str]:
+    """The tables the screens with a ``bottleneck(tree: ...)`` column lead to."""
+    return sorted(
+        {
+            t
+            for _vid, raw in VARIANTS
+            if any(f"bottleneck({tree}:" in (i.attrs.get("expr") or "") for i in raw.items)
+            for t in oracle.tables(raw, gate_models(raw))
+        }
+    )
+
+
+#: The Intel big-core tables (``tma`` tree) and the E-core-only ones (``atom`` tree: their
+#: tma_* thresholds differ), each as the screens that name the tree lead to them.
+INTEL = _tables_of("tma")
+ATOM = _tables_of("atom")
 #: The Intel peer of each AMD and Arm metric: the same split of the same slots (the test's
 #: own reading of the tables' descriptions; the product's is topdown.py's ``like``).
 PEER = {
@@ -77,6 +85,7 @@ ORDER = (
     "memory",
     "core",
     "cpu",
+    "resource",
     "light",
     "fastpath",
     "heavy",
@@ -102,11 +111,22 @@ def _truth(node_thr: tuple, shares: dict[str, float]) -> bool:
 # ----------------------------------------------------------------- vendored thresholds
 
 
-@pytest.mark.parametrize("table", INTEL)
-def test_intel_thresholds_are_perfs(table: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "table"), [("tma", t) for t in INTEL] + [("atom", t) for t in ATOM]
+)
+def test_intel_thresholds_are_perfs(name: str, table: str) -> None:
     """Each tma node's threshold holds exactly where perf's MetricThreshold does, on random
-    shares around the bounds, in every Intel table."""
-    tree = TREES["tma"]
+    shares around the bounds, in every Intel table (the E-core-only ones: the atom tree,
+    which is their whole level 1)."""
+    tree = TREES[name]
+    if name == "atom":
+        assert sorted(ATOM) == ["alderlaken", "grandridge", "sierraforest"]
+        level1 = {
+            n
+            for n, m in TABLES[table]["metrics"].items()
+            if "TopdownL1" in m.get("MetricGroup", "").split(";")
+        }
+        assert level1 == {n.metric for n in tree.nodes}
     metrics = TABLES[table]["metrics"]
     label_of = {n.metric: n.label for n in tree.nodes}
     rng = random.Random(table)
@@ -232,6 +252,18 @@ def _neoverse(rng: random.Random) -> dict[str, float]:
     }
 
 
+def _atom(width: int) -> Gen:
+    """Intel E-core counts: four TOPDOWN_* totals of ``width`` slots per cycle (Crestmont's
+    need not add up: the rest or a little over; Alder Lake-N reads no BAD)."""
+
+    def gen(rng: random.Random) -> dict[str, float]:
+        clk = 1e9
+        ret, bad, fe, be = (f * width * clk * rng.uniform(0.95, 1.02) for f in _fractions(rng, 4))
+        return {"CLK": clk, "RET": ret, "BAD": bad, "FE": fe, "BE": be}
+
+    return gen
+
+
 CASES = {
     "zen4-l1": (Target("x86", "19_11"), "topdown", "amdzen4", _zen(6)),
     "zen4-l2": (Target("x86", "19_11"), "topdown2", "amdzen4", _zen(6)),
@@ -241,6 +273,9 @@ CASES = {
     "spr-l2": (Target("x86", "06_8F"), "topdown2", "sapphirerapids", _intel),
     "icl-l1": (Target("x86", "06_7E"), "topdown", "icelake", _intel),
     "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
+    "srf-l1": (Target("x86", "06_AF"), "topdown", "sierraforest", _atom(6)),
+    "grr-l1": (Target("x86", "06_B6"), "topdown", "grandridge", _atom(6)),
+    "adln-l1": (Target("x86", "06_BE"), "topdown", "alderlaken", _atom(5)),
 }
 
 
