@@ -35,6 +35,11 @@ class Deviation:
     why: str
 
 
+_HYGON = (
+    "Hygon family 18h: the Zen 1 core, driven as AMD's (arch/x86/events/core.c), "
+    "in neither amd.c's Zen lists nor perf 6.12's mapfile"
+)
+
 DEVIATIONS: tuple[Deviation, ...] = tuple(
     Deviation(*d)
     for d in (
@@ -55,6 +60,20 @@ DEVIATIONS: tuple[Deviation, ...] = tuple(
             "model",
             "06_C5",
             "Arrow Lake-H: its perf metrics came to core.c after Linux 6.12",
+        ),
+        (
+            "fp",
+            "17_01",
+            "model",
+            "18_00-18_FF",
+            _HYGON,
+        ),
+        (
+            "memory",
+            "17_01",
+            "model",
+            "18_00-18_FF",
+            _HYGON,
         ),
         (
             "fp",
