@@ -52,7 +52,7 @@ SCREENS: dict[str, list[RawScreen]] = {
             RawItem('column', {'header': '  uPI', 'format': ' %4.2f', 'desc': 'Retired uops per instruction', 'expr': 'delta(UOP)/delta(I)'}, 21, 9, {'header': (21, 19), 'format': (21, 36), 'desc': (21, 51), 'expr': (21, 87)}),
             RawItem('column', {'header': ' macrof', 'format': '   %4.2f', 'desc': 'Macro fused uops (UOPS_RETIRED.MACRO_FUSED) per instruction', 'expr': 'delta(MACROF)/delta(I)'}, 22, 9, {'header': (22, 19), 'format': (22, 38), 'desc': (22, 55), 'expr': (22, 122)}),
         ]),
-        RawScreen('FP', "Floating point instructions [differs from the kernel's tables: the original's screen, verbatim (docs/original.md)]", line=24, column=5, arch='x86', model='06_2A;06_1A;06_1E;06_1F;06_2E;06_25;06_2C', items=[
+        RawScreen('FP', "Floating point instructions [differs from the kernel's tables: the original's screen, verbatim (docs/original.md); on Sandy Bridge sp 0x4010 and dp 0x8010 count SSE packed single and scalar double (FP_COMP_OPS_EXE), and Assist 0x1eca lacks FP_ASSIST.ANY's cmask=1 (sandybridge/floating-point.json)]", line=24, column=5, arch='x86', model='06_2A;06_1A;06_1E;06_1F;06_2E;06_25;06_2C', items=[
             RawItem('counter', {'config': 'CPU_CYCLES', 'type': 'HARDWARE', 'alias': 'C'}, 29, 10, {'config': (29, 19), 'type': (29, 37), 'alias': (29, 7)}),
             RawItem('counter', {'config': 'INSTRUCTIONS', 'type': 'HARDWARE', 'alias': 'I'}, 30, 10, {'config': (30, 19), 'type': (30, 39), 'alias': (30, 7)}),
             RawItem('counter', {'config': '0x0110', 'type': 'RAW', 'alias': 'x87'}, 31, 12, {'config': (31, 22), 'type': (31, 37), 'alias': (31, 7)}),
@@ -69,7 +69,7 @@ SCREENS: dict[str, list[RawScreen]] = {
             RawItem('column', {'header': '       SSED', 'format': '   %8.1f', 'desc': 'SSE* FP double precision uops per insn per 1000', 'expr': '100*delta(dp)/delta(I)'}, 44, 9, {'header': (44, 19), 'format': (44, 42), 'desc': (44, 59), 'expr': (44, 114)}),
             RawItem('column', {'header': '%assist', 'format': '  %5.1f', 'desc': 'FP op that required micro-code assist per instruction', 'expr': '100*delta(Assist)/delta(I)'}, 45, 9, {'header': (45, 19), 'format': (45, 38), 'desc': (45, 54), 'expr': (45, 115)}),
         ]),
-        RawScreen('mem', "Memory hierarchy [differs from the kernel's tables: the original's screen, verbatim (docs/original.md)]", line=47, column=5, arch='x86', model='06_2A;06_1A;06_1E;06_1F;06_2E;06_25;06_2C', items=[
+        RawScreen('mem', "Memory hierarchy [differs from the kernel's tables: the original's screen, verbatim (docs/original.md); on Nehalem and Westmere L1MissI 0x0081 is no event (L1I.MISSES is 0x0280: nehalemep/, westmere*/)]", line=47, column=5, arch='x86', model='06_2A;06_1A;06_1E;06_1F;06_2E;06_25;06_2C', items=[
             RawItem('counter', {'config': 'INSTRUCTIONS', 'type': 'HARDWARE', 'alias': 'I'}, 52, 10, {'config': (52, 19), 'type': (52, 39), 'alias': (52, 7)}),
             RawItem('counter', {'config': '0x0280', 'type': 'RAW', 'arch': 'x86', 'model': '06_2A', 'alias': 'L1MissI'}, 54, 11, {'config': (54, 21), 'type': (54, 36), 'arch': (54, 47), 'model': (54, 60), 'alias': (53, 7)}),
             RawItem('counter', {'config': '0x0081', 'type': 'RAW', 'arch': 'x86', 'model': '06_1A;06_1E;06_1F;06_2E;06_25;06_2C', 'alias': 'L1MissI'}, 55, 11, {'config': (55, 21), 'type': (55, 36), 'arch': (55, 47), 'model': (55, 60), 'alias': (53, 7)}),

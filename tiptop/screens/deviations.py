@@ -44,8 +44,23 @@ DEVIATIONS: tuple[Deviation, ...] = tuple(
     Deviation(*d)
     for d in (
         ("uOps", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
-        ("FP", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
-        ("mem", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        (
+            "FP",
+            "06_2A",
+            "screen",
+            "",
+            "the original's screen, verbatim (docs/original.md); on Sandy Bridge sp 0x4010 and "
+            "dp 0x8010 count SSE packed single and scalar double (FP_COMP_OPS_EXE), and Assist "
+            "0x1eca lacks FP_ASSIST.ANY's cmask=1 (sandybridge/floating-point.json)",
+        ),
+        (
+            "mem",
+            "06_2A",
+            "screen",
+            "",
+            "the original's screen, verbatim (docs/original.md); on Nehalem and Westmere "
+            "L1MissI 0x0081 is no event (L1I.MISSES is 0x0280: nehalemep/, westmere*/)",
+        ),
         ("imix", "06_1A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
         (
             "topdown",
