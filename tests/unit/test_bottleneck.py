@@ -27,6 +27,7 @@ from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.bottleneck import decode, parse_path
+from tiptop.screens.deviations import for_variant
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.printf import row_format
 from tiptop.screens.topdown import TREES
@@ -272,6 +273,8 @@ CASES = {
     "spr-l1": (Target("x86", "06_8F"), "topdown", "sapphirerapids", _intel),
     "spr-l2": (Target("x86", "06_8F"), "topdown2", "sapphirerapids", _intel),
     "icl-l1": (Target("x86", "06_7E"), "topdown", "icelake", _intel),
+    "adl-l1": (Target("x86", "06_97"), "topdown", "alderlake", _intel),
+    "adl-l2": (Target("x86", "06_97"), "topdown2", "alderlake", _intel),
     "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
     "srf-l1": (Target("x86", "06_AF"), "topdown", "sierraforest", _atom(6)),
     "grr-l1": (Target("x86", "06_B6"), "topdown", "grandridge", _atom(6)),
@@ -306,19 +309,35 @@ def evaluate(
 
 
 def vendor_path(
-    table: str, screen: ScreenSpec, deltas: dict[str, float]
+    table: str,
+    screen: ScreenSpec,
+    deltas: dict[str, float],
+    unseen: random.Random | None = None,
+    silenced: frozenset[str] = frozenset(),
 ) -> tuple[str | None, float]:
-    """The deepest node on the critical path by the tables alone, and its share in %."""
+    """The deepest node on the critical path by the tables alone, and its share in %.
+
+    By default the nodes the screen does not show are left out, and an event it does not
+    count reads NaN. With ``unseen``, such an event gets a random count instead and the
+    walk stops at level 1: perf's own level-1 path, every threshold term live. The
+    metrics in ``silenced`` read 0 in thresholds (a term the screen cannot count)."""
     t = TABLES[table]
     counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
     lits = {**LITERALS, "#slots": 8.0}
+    top = max(counts.values())
 
     def value(name: str) -> float:
         if name in t["metrics"]:
             m = t["metrics"][name]
             v = parse(m["MetricExpr"]).value(value, lits)
             return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
-        return counts.get(canonical(name).lower(), math.nan)  # not on this screen
+        key = canonical(name).lower()
+        if key not in counts and unseen is not None:  # no screen of this case counts it
+            counts[key] = top * unseen.random() ** 2
+        return counts.get(key, math.nan)  # not on this screen
+
+    def judged(name: str) -> float:
+        return 0.0 if name in silenced else value(name)
 
     groups = {n: m.get("MetricGroup", "").split(";") for n, m in t["metrics"].items()}
     topdown = [n for n, g in groups.items() if (LEVEL1 | LEVEL2) & set(g)]
@@ -330,12 +349,15 @@ def vendor_path(
         if thr is None:  # AMD, Arm: the Intel peer's, its names mapped to this table's
             peer = parse(TABLES["sapphirerapids"]["metrics"][_peer(name)]["MetricThreshold"])
             mine = {_peer(n): n for n in topdown if n != "smt_contention" and _safe_peer(n)}
-            return bool(peer.value(lambda n: value(mine[n]) if n in mine else math.nan, lits))
-        return bool(parse(thr).value(value, lits))
+            return bool(peer.value(lambda n: judged(mine[n]) if n in mine else math.nan, lits))
+        return bool(parse(thr).value(judged, lits))
 
     level = [n for n, g in groups.items() if LEVEL1 & set(g)]
     shown = {c.table_metric.split("*")[-1].strip() for c in screen.columns if c.table_metric}
     on_screen = lambda n: n in shown or any(f"{n}_group" in groups[k] for k in shown)  # noqa: E731
+    if unseen is not None:  # perf's level 1, whatever the screen shows
+        first = set(level)
+        on_screen = first.__contains__
     node, share = None, math.nan
     while level:
         cands = [n for n in sorted(level, key=_rank) if on_screen(n) and over(n)]
@@ -345,6 +367,55 @@ def vendor_path(
         node, share = best, 100.0 * value(best)
         level = [n for n, g in groups.items() if f"{best}_group" in g]
     return node, share
+
+
+#: Per level-1 case: the metrics the screen cannot count that a level-1 threshold reads
+#: (Intel's heavy operations, AMD's microcode: tiptop/screens/deviations.py "threshold").
+UNCOUNTED = {
+    "spr-l1": {"tma_heavy_operations"},
+    "icl-l1": {"tma_heavy_operations"},
+    "adl-l1": {"tma_heavy_operations"},
+    "zen4-l1": {"retiring_microcode"},
+    "zen5-l1": {"retiring_from_microcode"},
+    "v1-l1": set(),
+    "srf-l1": set(),
+    "grr-l1": set(),
+    "adln-l1": set(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCOUNTED))
+def test_level1_path_is_perfs_but_for_declared_deviations(case: str) -> None:
+    """On 1000 random draws, with every event perf's level-1 thresholds read (those the
+    screen does not count drawn at random), the column names perf's level-1 node whenever
+    the screen can count what that threshold reads; each other draw differs only by the
+    threshold terms the variant declares (deviations.py ``threshold``), and such a
+    declared deviation does differ on some draw."""
+    target, name, table, gen = CASES[case]
+    screen = _screen(target, name)
+    labels = parse_path(screen.columns[-1].expr).labels
+    tree = parse_path(screen.columns[-1].expr).tree
+    rng = random.Random(f"{case}-level1")
+    assert screen.variant is not None and screen.variant.picked is not None
+    _desc, arch, model = screen.variant.variants[screen.variant.picked]
+    declared = [d for d in for_variant(name, arch, model) if d.kind == "threshold"]
+    differ = 0
+    for _ in range(1000):
+        deltas = gen(rng)
+        idx, _share = decode(evaluate(screen, deltas)[0])
+        ours = None if idx == 0 else tree.node(labels[idx]).metric
+        unseen = random.Random(rng.random())
+        full = vendor_path(table, screen, deltas, random.Random(unseen.random()))[0]
+        read = vendor_path(
+            table, screen, deltas, random.Random(unseen.random()), frozenset(UNCOUNTED[case])
+        )[0]
+        assert ours == read, (case, deltas)
+        differ += ours != full
+    assert bool(declared) == bool(UNCOUNTED[case]), (case, declared)
+    if declared:
+        assert differ > 0, f"{case}: no draw differs: drop the threshold deviation"
+    else:
+        assert differ == 0, case
 
 
 def _safe_peer(n: str) -> bool:

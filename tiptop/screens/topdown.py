@@ -16,7 +16,10 @@ checked against tests/data/oracle/kernel-6.12.json by tests/unit/test_bottleneck
 The AMD and Arm tables of 6.12 carry no ``MetricThreshold``: their nodes take the bound of
 the Intel node they correspond to (the same split of the same slots, Yasin, ISPASS 2014),
 named in :attr:`Node.like`, and the test checks that mapping against the Intel tables too;
-AMD's SMT contention has no Intel peer and takes the back-end bound (20%).
+AMD's SMT contention has no Intel peer and takes the back-end bound (20%). A heuristic:
+AMD's bad speculation leaves out the recovery bubbles that Intel's counts, so the borrowed
+15% under-flags it. toplev's sibling rule (stop at level 1 when the top two level-2
+children are within 0.05) is not followed (docs/screens.md "Bottleneck").
 
 *Critical path* (toplev's reading, pmu-tools ``toplev.py``): from the root, at each level the
 child over its threshold with the largest share; ties go to the earlier node in
