@@ -9,6 +9,7 @@ share, ties to the earlier in toplev's order. No PMU needed."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -19,7 +20,8 @@ import numpy as np
 import pytest
 
 from tests.support import builders, oracle
-from tests.support.perfexpr import canonical, parse
+from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
+from tests.support.perfexpr import Expr, canonical, parse
 from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.options import Options
@@ -308,19 +310,28 @@ def evaluate(
     return float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1])
 
 
+@functools.cache
+def _parsed(parser: Callable[[str], Expr | PerfPyExpr], text: str) -> Expr | PerfPyExpr:
+    """``parser(text)``, once per text (the draws evaluate the same formulas)."""
+    return parser(text)
+
+
 def vendor_path(
     table: str,
     screen: ScreenSpec,
     deltas: dict[str, float],
     unseen: random.Random | None = None,
     silenced: frozenset[str] = frozenset(),
+    parser: Callable[[str], Expr | PerfPyExpr] = parse,
 ) -> tuple[str | None, float]:
     """The deepest node on the critical path by the tables alone, and its share in %.
 
     By default the nodes the screen does not show are left out, and an event it does not
     count reads NaN. With ``unseen``, such an event gets a random count instead and the
     walk stops at level 1: perf's own level-1 path, every threshold term live. The
-    metrics in ``silenced`` read 0 in thresholds (a term the screen cannot count)."""
+    metrics in ``silenced`` read 0 in thresholds (a term the screen cannot count).
+    ``parser`` reads each ``MetricExpr`` (ours, or perf's metric.py); thresholds are
+    always ours (perf's build does not read them with metric.py)."""
     t = TABLES[table]
     counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
     lits = {**LITERALS, "#slots": 8.0}
@@ -329,8 +340,10 @@ def vendor_path(
     def value(name: str) -> float:
         if name in t["metrics"]:
             m = t["metrics"][name]
-            v = parse(m["MetricExpr"]).value(value, lits)
+            v = _parsed(parser, m["MetricExpr"]).value(value, lits)
             return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
+        if canonical(name) in t["metrics"]:  # metric.py keeps a name's escapes
+            return value(canonical(name))
         key = canonical(name).lower()
         if key not in counts and unseen is not None:  # no screen of this case counts it
             counts[key] = top * unseen.random() ** 2
@@ -350,7 +363,7 @@ def vendor_path(
             peer = parse(TABLES["sapphirerapids"]["metrics"][_peer(name)]["MetricThreshold"])
             mine = {_peer(n): n for n in topdown if n != "smt_contention" and _safe_peer(n)}
             return bool(peer.value(lambda n: judged(mine[n]) if n in mine else math.nan, lits))
-        return bool(parse(thr).value(judged, lits))
+        return bool(_parsed(parse, thr).value(judged, lits))
 
     level = [n for n, g in groups.items() if LEVEL1 & set(g)]
     shown = {c.table_metric.split("*")[-1].strip() for c in screen.columns if c.table_metric}
@@ -408,6 +421,10 @@ def test_level1_path_is_perfs_but_for_declared_deviations(case: str) -> None:
         full = vendor_path(table, screen, deltas, random.Random(seed))[0]
         silenced = frozenset(UNCOUNTED[case])
         read = vendor_path(table, screen, deltas, random.Random(seed), silenced)[0]
+        by_perf_py = vendor_path(
+            table, screen, deltas, random.Random(seed), silenced, parse_with_metric_py
+        )[0]
+        assert by_perf_py == read, (case, deltas)  # perf's own parse of the formulas
         assert ours == read, (case, deltas)
         differ += ours != full
     assert bool(declared) == bool(UNCOUNTED[case]), (case, declared)
@@ -441,6 +458,10 @@ def test_critical_path_is_the_vendors(case: str) -> None:
         assert status in (Status.OK, Status.SUSPECT), (case, deltas)
         idx, share = decode(value)
         want, want_share = vendor_path(table, screen, deltas)
+        assert vendor_path(table, screen, deltas, parser=parse_with_metric_py) == (
+            want,
+            pytest.approx(want_share, nan_ok=True),
+        )
         got = None if idx == 0 else tree.node(labels[idx]).metric
         assert got == want, (case, deltas, labels[idx])
         if want:
