@@ -71,6 +71,19 @@ SCREEN = screen(
     ],
 )
 
+#: A screen with a bottleneck column over two node columns (back end, memory bound); a
+#: frame's rows give its cells and each cell's node (``"node"``) as they like.
+BOTTLENECK_SCREEN = screen(
+    "td",
+    counters={"C": "cycles"},
+    columns=[
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("    %BE", "%7.1f", "delta(C)"),
+        ("   %MEM", "%7.1f", "delta(C)"),
+        ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
+    ],
+)
+
 
 def task(tid: int, cpu: float, mcyc: float, ipc: float, **facts: Any) -> dict[str, Any]:
     """A row of :data:`SCREEN` for :func:`frame`: %CPU, Mcycle and IPC, and the counter
@@ -102,6 +115,8 @@ def frame(
     values = matrix("cells", np.nan, float, nc)
     status = matrix("status", Status.OK, STATUS_DTYPE, nc)
     values[status != Status.OK] = np.nan
+    deltas = matrix("deltas", 0.0, float, nk)
+    cpu = np.array([r.get("cpu", r["cells"][0]) for r in rows], float)
     return Frame(
         iteration=iteration,
         timestamp=timestamp,
@@ -117,12 +132,22 @@ def frame(
         cmdline=[r.get("cmdline", "") for r in rows],
         num_threads=np.ones(n, np.int64),
         dead=np.array([r.get("dead", False) for r in rows], bool),
-        cpu_total=np.array([r.get("cpu", r["cells"][0]) for r in rows], float),
+        cpu_total=cpu,
         values=values,
         status=status,
         running=matrix("running", 1.0, float, nc),
-        counter_delta=matrix("deltas", 0.0, float, nk),
+        node=matrix("node", -1, np.int16, nc),
+        counter_delta=deltas,
         counter_running=np.ones((n, nk)),
         counter_status=np.zeros((n, nk), STATUS_DTYPE),
         tasks_total=tasks_total,
+        # The evaluator's other inputs: all in user mode, last CPU unknown, counters read
+        # OK (scaled = raw), no running totals.
+        cpu_user=cpu,
+        cpu_sys=np.zeros(n),
+        processor=np.full(n, np.nan),
+        cpu_status=np.zeros((n, 2), STATUS_DTYPE),
+        counter_scaled=deltas.copy(),
+        counter_total=np.full((n, nk), np.nan),
+        counter_total_status=np.full((n, nk), Status.UNREADABLE, STATUS_DTYPE),
     )
