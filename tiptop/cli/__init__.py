@@ -84,6 +84,7 @@ Usage: {prog} [option] [-- command args]
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
+	--where PID           batch: the process's hottest functions per refresh (sampled)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
@@ -235,4 +236,8 @@ def _main(argv: list[str], prog: str) -> int:
         from tiptop.cli.serve import run_serve
 
         return run_serve(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+    if opts.where is not None:
+        from tiptop.cli.where import run_where
+
+        return run_where(opts, Host.read(), lambda line: _err_line(prog, line))
     return run_monitor(opts, loaded, Host.read(), deferred)

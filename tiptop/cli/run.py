@@ -74,7 +74,13 @@ HEAP_KEPT = 16 << 20
 
 def is_live(opts: Options) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
-    return not opts.batch and opts.why is None and opts.output is None and sys.stdout.isatty()
+    return (
+        not opts.batch
+        and opts.why is None
+        and opts.where is None
+        and opts.output is None
+        and sys.stdout.isatty()
+    )
 
 
 def make_sampler(

@@ -75,6 +75,7 @@ LONG = {
     "textfile": ("set", "textfile"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),
+    "where": ("set", "where"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),
