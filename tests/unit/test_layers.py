@@ -39,7 +39,7 @@ RULES: dict[str, set[str]] = {
     "options": {"errors", "screens", "cells", "table", "frame"},
     # --check, --list-events
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
-    "live": {"table", "frame", "options", "cells", "errors", "host", "refresh"},
+    "live": {"table", "frame", "options", "cells", "errors", "host", "refresh", "where"},
     "outputs": {"table", "frame", "options", "cells", "errors", "refresh", "where"},
     # --where: one process sampled (kernel/ring), its samples named (ELF symbols, JIT maps)
     "where": {"kernel", "errors", "host", "messages", "vocab"},

@@ -12,10 +12,11 @@ import sys
 import pytest
 
 from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, _parse
-from tiptop.outputs.where import OTHER, WhereWriter, profile_lines
+from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile
 from tiptop.where.elf import SymbolCache, SymbolTable, read_table
 from tiptop.where.profile import BUFFER_BUDGET, data_pages
+from tiptop.where.report import OTHER, profile_lines
 from tiptop.where.resolve import ANON, UNKNOWN, Resolver, parse_jit_map, parse_maps
 
 

@@ -18,6 +18,7 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
+    from tiptop.where import TaskProfiler
 
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
@@ -249,6 +250,8 @@ def _run_live(
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
+        where=lambda pid: where_profiler(host, pid, opts.delay),
+        where_event=where_event_line(host),
     )
     if child is not None and code == 0 and child.exited():
         return child.reap()
@@ -293,6 +296,23 @@ def _run_batch(
     if child is not None and stop.requested and not child.exited():
         os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
     return child.reap() if child is not None else 0
+
+
+def where_profiler(host: Host, pid: int, delay: float) -> TaskProfiler:
+    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``)."""
+    from tiptop.where import TaskProfiler
+
+    return TaskProfiler(pid, host, delay)
+
+
+def where_event_line(host: Host) -> str:
+    """The ``f`` window's first line: the event sampled, and why it is ``cpu-clock``."""
+    from tiptop.events.sysfs import core_pmus
+    from tiptop.where import EVENT, RATE_HZ
+
+    if not core_pmus(host.sysfs_root):
+        return f"no hardware PMU here: sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
+    return f"sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
 
 
 def drill_source(opts: Options, host: Host, pid: int, screen: Any) -> Sampler:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from tiptop.host import Host
     from tiptop.live.drill import Factory
     from tiptop.live.keys import Exporter
+    from tiptop.live.where import ProfilerFactory
     from tiptop.options import Options
 
 
@@ -59,6 +60,8 @@ def run(
     message: str = "",
     child: Any = None,
     drill: Factory | None = None,
+    where: ProfilerFactory | None = None,
+    where_event: str = "",
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -74,7 +77,9 @@ def run(
     stderr does. ``message`` is shown on the message line until the first key. ``child``
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
     line, with its exit status. ``drill(settings, pid, screen) -> FrameSource`` counts a deeper
-    top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
+    top-down screen on one process for the ``t`` window (``tiptop.live.drill``);
+    ``where(pid)`` samples one process for the ``f`` window, whose first line is
+    ``where_event`` (``tiptop.live.where``).
     """
     from tiptop.live.app import LiveApp
 
@@ -89,5 +94,7 @@ def run(
         message=message,
         child=child,
         drill=drill,
+        where=where,
+        where_event=where_event,
     )
     return app.run(started=started)

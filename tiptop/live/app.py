@@ -27,6 +27,7 @@ from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
 from tiptop.live.rows import TaskTable
 from tiptop.live.state import LiveState
+from tiptop.live.where import ProfilerFactory, WhereWindow
 from tiptop.live.widgets import (
     LiveScreen,
     footer_markup,
@@ -64,9 +65,13 @@ class LiveApp:
         message: str = "",
         child: Any = None,
         drill: Factory | None = None,
+        where: ProfilerFactory | None = None,
+        where_event: str = "",
     ) -> None:
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
         self.drill = Drill(drill)
+        #: The ``f`` window's data: the selected task's profiler while open (:mod:`.where`).
+        self.where = WhereWindow(where, where_event)
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
@@ -201,8 +206,10 @@ class LiveApp:
         """Take one frame from the sampler and show it."""
         self.frame = self.source.refresh()
         self._follow_source_screen()
-        if self.widget.window == "tree":
+        if self.widget.window in ("tree", "where"):
             self.drill.refresh()
+        if self.widget.window == "where":
+            self.where.refresh()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -295,14 +302,25 @@ class LiveApp:
     def _update_tree(self) -> None:
         """The ``t`` window's lines from the current frame while it is open (the extra
         source of :mod:`.drill` released when it is not)."""
-        if self.widget.window != "tree":
+        if self.widget.window not in ("tree", "where"):
             self.drill.close()
+            self.where.close()
             return
         s = self.state
+        pid = self._selected_pid()
         view = self.drill.view(
-            s.options, self.frame, s.screen, s.screens, self._selected_pid(), self.source.messages
+            s.options, self.frame, s.screen, s.screens, pid, self.source.messages
         )
         self.widget.tree = tree_markup(view)
+        self._update_where(pid)
+
+    def _update_where(self, pid: int | None) -> None:
+        """The ``f`` window's lines, sampling the selected task while it is open."""
+        if self.widget.window != "where":
+            self.where.close()
+            return
+        self.where.follow(pid)
+        self.widget.where = self.where.lines()
 
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
@@ -324,6 +342,10 @@ class LiveApp:
             return False
         if self.state.prompt is not None:
             self.prompt_key(key)
+            self.widget.changed()
+            return True
+        if key == "esc" and self.widget.window == "where":
+            self._toggle("where")
             self.widget.changed()
             return True
         if key in NAV_KEYS:
@@ -381,6 +403,7 @@ class LiveApp:
             return 128 + signal.SIGINT
         finally:
             self.drill.close()
+            self.where.close()
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
         return self.quit_code or 0

@@ -55,6 +55,7 @@ KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
     (("W",), "write ./.tiptoprc"),
     (("G",), "rows by cgroup"),
     (("t",), "top-down tree of the selected task"),
+    (("f",), "its hottest functions, sampled (f or Esc closes)"),
     (("up", "down", "page up", "page down", "home", "end"), "scroll"),
     (("[", "]"), "a refresh back/forward in a replay"),
     (("{", "}"), "a minute back/forward in a replay"),
@@ -95,8 +96,8 @@ class KeyActions:
     restart: Callable[[], None]
     #: ``quit(code)``: leave the main loop with this exit status.
     quit: Callable[[int], None]
-    #: ``toggle_window(name)``: open the ``"help"``, ``"errors"`` or ``"tree"`` window, or
-    #: close it when it is the one open.
+    #: ``toggle_window(name)``: open the ``"help"``, ``"errors"``, ``"tree"`` or ``"where"``
+    #: window, or close it when it is the one open.
     toggle_window: Callable[[str], None]
 
 
@@ -146,6 +147,7 @@ class Keys:
             "h": lambda: self.actions.toggle_window("help"),
             "?": lambda: self.actions.toggle_window("help"),
             "t": lambda: self.actions.toggle_window("tree"),
+            "f": lambda: self.actions.toggle_window("where"),
             "i": self._idle,
             "U": self._user_column,
             "W": self._write_config,

@@ -18,7 +18,14 @@ import urwid
 
 from tiptop.live import palette as P
 from tiptop.live.rows import Markup, TaskTable
-from tiptop.live.windows import ErrorLog, error_window, fit_rows, help_window, tree_window
+from tiptop.live.windows import (
+    ErrorLog,
+    error_window,
+    fit_rows,
+    help_window,
+    tree_window,
+    where_window,
+)
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -191,11 +198,14 @@ class LiveScreen(urwid.Widget):
             self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
         self.errors = ErrorLog()
-        #: ``None``, ``"help"``, ``"errors"`` or ``"tree"``.
+        #: ``None``, ``"help"``, ``"errors"``, ``"tree"`` or ``"where"`` (the tree and the
+        #: hottest functions side by side).
         self.window: str | None = None
         self.help: Sequence[Markup] = ()
         #: The ``t`` window's lines (the app updates them while it is open).
         self.tree: Sequence[Markup] = ()
+        #: The ``f`` window's lines.
+        self.where: Sequence[Markup] = ()
         #: The lines and the table stacked, with and without the notice line (made once:
         #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
@@ -244,6 +254,12 @@ class LiveScreen(urwid.Widget):
             body = urwid.Overlay(
                 tree_window(self.tree[: h - 2]), body, "left", cols, ("fixed top", 1), h
             )
+        elif self.window == "where":
+            h = min(max(len(self.tree), len(self.where)) + 2, rows)
+            pair = urwid.Columns(
+                [tree_window(self.tree[: h - 2]), where_window(self.where[: h - 2])]
+            )
+            body = urwid.Overlay(pair, body, "left", cols, ("fixed top", 1), h)
         elif self.window == "errors":
             # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.
             h = min(max(rows - len(self.table.rows) - 5, 10), rows)

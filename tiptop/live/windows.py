@@ -68,6 +68,7 @@ def help_lines(
         ],
         "42.0! suspect: the screen's breakdown does not add up to 100% for that task",
         "t: top-down tree of the watched task (w), else of the top row (t closes it)",
+        "f: its hottest functions (sampled) beside that tree (f or Esc closes it)",
     ]
     names = table.builtin_variables() if variables is None else variables
     width = max((len(n) for n, _ in names), default=0)
@@ -235,6 +236,14 @@ def tree_window(lines: Sequence[Markup]) -> urwid.Widget:
     """The ``t`` window: a box titled `` Top-down tree (t to close)``."""
     body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
     return urwid.AttrMap(urwid.LineBox(body, title="Top-down tree (t to close)"), P.WINDOW)
+
+
+def where_window(lines: Sequence[Markup]) -> urwid.Widget:
+    """The ``f`` window: a box titled `` Hottest functions (f or Esc to close)``."""
+    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
+    return urwid.AttrMap(
+        urwid.LineBox(body, title="Hottest functions (f or Esc to close)"), P.WINDOW
+    )
 
 
 def target_line(target: Any) -> str:

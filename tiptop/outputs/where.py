@@ -2,8 +2,8 @@
 text (``  share%  symbol  module`` lines under a line saying what was sampled), csv (one
 header line, one row per function) or json (one object per refresh); docs/tiptop.1.
 
-Text and csv show the :data:`TOP` hottest functions and one ``[other]`` line for the rest;
-json carries every function."""
+Text and csv show the hottest functions and one ``[other]`` line for the rest
+(``tiptop.where.report``, as the live window does); json carries every function."""
 
 from __future__ import annotations
 
@@ -14,13 +14,9 @@ from typing import IO
 
 from tiptop.errors import printable
 from tiptop.where import Profile
+from tiptop.where.report import profile_head, profile_lines
 
-__all__ = ["TOP", "WhereWriter", "profile_head", "profile_lines"]
-
-#: Functions shown per refresh in text and csv.
-TOP = 20
-#: The name of the line that adds up the functions past :data:`TOP`.
-OTHER = "[other]"
+__all__ = ["WhereWriter"]
 
 _CSV_HEADER = (
     "timestamp",
@@ -35,27 +31,6 @@ _CSV_HEADER = (
     "symbol",
     "module",
 )
-
-
-def profile_head(profile: Profile) -> str:
-    """The line above a refresh's functions: what was sampled, how much, what was lost
-    (the cost: samples per second of the process's CPU time)."""
-    lost = f", {profile.lost} lost (buffer full)" if profile.lost else ""
-    return (
-        f"PID {profile.pid} ({printable(profile.comm)}): {profile.samples} samples of "
-        f"{profile.event} at {profile.rate_hz} Hz{lost}"
-    )
-
-
-def profile_lines(profile: Profile, top: int = TOP) -> list[tuple[float, str, str]]:
-    """``(share %, symbol, module)`` of the ``top`` hottest functions, then one
-    :data:`OTHER` line for the rest when there is any."""
-    rows = [(profile.share(h), h.symbol, h.module) for h in profile.hot[:top]]
-    rest = sum(h.samples for h in profile.hot[top:])
-    if rest and profile.samples:
-        more = len(profile.hot) - top
-        rows.append((100.0 * rest / profile.samples, OTHER, f"{more} functions"))
-    return rows
 
 
 class WhereWriter:
