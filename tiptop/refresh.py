@@ -139,4 +139,4 @@ def consume(
     return count
 
 
-__all__ = ["Refreshing", "Stop", "Wait", "consume", "drain", "paced"]
+__all__ = ["Item", "Made", "Refreshing", "Stop", "Wait", "consume", "drain", "paced"]

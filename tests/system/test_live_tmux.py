@@ -90,6 +90,11 @@ class Tmux:
     def dead(self) -> bool:
         return self.tmux("list-panes", "-t", "t", "-F", "#{pane_dead}").strip() == "1"
 
+    def quit(self) -> None:
+        """Type ``q`` and wait for the program to end."""
+        self.keys("q")
+        self.wait(lambda ls: self.dead(), "the program to quit")
+
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=10)
 

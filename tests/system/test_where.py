@@ -236,3 +236,50 @@ def test_refusals_are_one_line(args: list[str], code: int, fragment: str) -> Non
 
 
 assert TIPTOP  # the command run() runs
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_f_window_in_a_real_terminal(binaries: dict[str, Path], start: list[Target]) -> None:
+    """The real program in tmux on ``-p PID``: ``f`` opens the selected task's functions
+    beside its tree (hot_loop first), its first line naming the event; Esc closes it."""
+    from tests.system.test_live_tmux import Tmux, has
+
+    target = launch(start, [str(binaries["program"])])
+    t = Tmux([*TIPTOP, "-p", str(target.pid), "-d", "1"], Path(REPO), cols=160)
+    try:
+        t.wait(has("hotcold"), "the program's row", timeout=40)
+        t.keys("f")
+
+        def ranked(lines: list[str]) -> bool:
+            return any(re.search(r"\d+\.\d%  (hot|cold)_loop  hotcold", ln) for ln in lines)
+
+        lines = t.wait(ranked, "the functions in the f window", timeout=30)
+        top = next(i for i, ln in enumerate(lines) if "Hottest functions" in ln)
+        box = [ln.strip(" │") for ln in lines[top + 1 : top + 5]]
+        right = [ln[ln.index("││") + 2 :] if "││" in ln else ln for ln in box]
+        assert "sampling cpu-clock (time on CPU) at 1000 Hz" in right[0], lines
+        assert re.match(r" *\d+\.\d%  hot_loop  hotcold", right[2]), lines
+        t.keys("Escape")
+        t.wait(lambda ls: not has("Hottest functions")(ls), "the window to close")
+        t.quit()
+    finally:
+        t.kill()
+
+
+def test_csv_rows_as_the_other_batch_formats(
+    binaries: dict[str, Path], start: list[Target]
+) -> None:
+    """One header line, then one row per function and refresh; a refresh's shares (the
+    top 20 and ``[other]``) add up to 100."""
+    import csv
+    import io
+
+    target = launch(start, [str(binaries["program"])])
+    r = run("-b", "--where", str(target.pid), "--format", "csv", "-n", "2", "-d", "1")
+    assert r.returncode == 0, r
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert rows and list(rows[0])[:4] == ["timestamp", "iteration", "interval", "pid"]
+    for iteration in ("0", "1"):
+        mine = [row for row in rows if row["iteration"] == iteration]
+        assert mine and mine[0]["symbol"] == "hot_loop", rows
+        assert abs(sum(float(row["share"]) for row in mine) - 100) < 0.1, mine

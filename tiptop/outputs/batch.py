@@ -33,7 +33,7 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.outputs.records import RecordWriter
 from tiptop.outputs.why import WhyWriter
-from tiptop.refresh import Item, Refreshing, Stop, consume, paced
+from tiptop.refresh import Item, Made, Refreshing, Stop, consume, paced
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
 
@@ -196,7 +196,7 @@ def run(
     return drive(source, writer, options, out, err, started=started, stop=stop, child=child)
 
 
-class Source(Refreshing[Item], Protocol[Item]):
+class Source(Refreshing[Made], Protocol[Made]):
     """What :func:`drive` reads: a frame source, or ``--where``'s profiler."""
 
     messages: MessageLog

@@ -78,7 +78,8 @@ class WhereWriter:
             return 1
         rows = profile_lines(profile)
         if self.csv is not None:
-            base = [round(now, 6), iteration, round(profile.interval, 6), profile.pid]
+            base: list[float | str] = [round(now, 6), iteration, round(profile.interval, 6)]
+            base.append(profile.pid)
             base += [profile.comm, profile.event, profile.samples, profile.lost]
             for share, symbol, module in rows:
                 self.csv.writerow([*base, round(share, 3), symbol, module])
