@@ -26,7 +26,7 @@ from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
-from tiptop.screens.bottleneck import decode, parse_path
+from tiptop.screens.bottleneck import parse_path
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.printf import row_format
 from tiptop.screens.topdown import TREES
@@ -256,9 +256,9 @@ def _facts(n: int) -> RowFacts:
 
 def evaluate(
     screen: ScreenSpec, deltas: dict[str, float], running: float = 1.0, missing: str | None = None
-) -> tuple[float, int, float]:
-    """The bottleneck cell's ``(value, status, running)`` on one row of ``deltas``, through
-    the one evaluator; ``missing``: that counter unreadable."""
+) -> tuple[float, int, float, int]:
+    """The bottleneck cell's ``(value, status, running, node)`` on one row of ``deltas``,
+    through the one evaluator; ``missing``: that counter unreadable."""
     aliases = [c.alias for c in screen.counters]
     d = np.array([[deltas[a] for a in aliases]])
     st = np.zeros(d.shape, STATUS_DTYPE)
@@ -267,7 +267,8 @@ def evaluate(
         d[0, aliases.index(missing)] = np.nan
     cells = CounterCells(d, st, d, st, np.full(d.shape, running))
     out = Evaluator(screen, aliases).evaluate(_facts(1), cells)
-    return float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1])
+    cell = (float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1]))
+    return (*cell, int(out.node[0, -1]))
 
 
 def vendor_path(
@@ -332,14 +333,12 @@ def test_critical_path_is_the_vendors(case: str) -> None:
     seen = set()
     for _ in range(150):
         deltas = gen(rng)
-        value, status, _r = evaluate(screen, deltas)
+        share, status, _r, idx = evaluate(screen, deltas)
         assert status in (Status.OK, Status.SUSPECT), (case, deltas)
-        idx, share = decode(value)
         want, want_share = vendor_path(table, screen, deltas)
-        got = None if idx == 0 else tree.node(labels[idx]).metric
-        assert got == want, (case, deltas, labels[idx])
-        if want:
-            assert share == pytest.approx(min(max(want_share, 0), 999), abs=1e-6)
+        got = None if idx < 0 else tree.node(labels[idx]).metric
+        assert got == want, (case, deltas, idx)
+        assert share == (pytest.approx(want_share, abs=1e-6) if want else 0.0)
         seen.add(got)
     assert len(seen) >= 3, (case, seen)  # not one answer for every draw
 
@@ -367,9 +366,8 @@ def _tied() -> dict[str, float]:
 def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     screen = _screen(Target("x86", "19_11"), "topdown")
     labels = parse_path(screen.columns[-1].expr).labels
-    value, status, _ = evaluate(screen, _tied())
+    share, status, _, idx = evaluate(screen, _tied())
     assert status == Status.OK
-    idx, share = decode(value)
     assert (labels[idx], share) == ("FE", pytest.approx(30.0))  # FE before BE
     assert vendor_path("amdzen4", screen, _tied()) == (
         "frontend_bound",
@@ -378,7 +376,7 @@ def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     # level 2 of the tie: front-end latency 15% (over 10%), bandwidth 15% (not over 20%)
     screen2 = _screen(Target("x86", "19_11"), "topdown2")
     labels2 = parse_path(screen2.columns[-1].expr).labels
-    idx, share = decode(evaluate(screen2, _tied())[0])
+    share, _, _, idx = evaluate(screen2, _tied())
     assert (labels2[idx], share) == ("FE/Lat", pytest.approx(15.0))
     assert vendor_path("amdzen4", screen2, _tied())[0] == "frontend_bound_latency"
 
@@ -390,9 +388,10 @@ def test_multiplexed_and_missing_counts_are_marked() -> None:
     deltas = _tied()
     full = evaluate(screen, deltas)
     half = evaluate(screen, deltas, running=0.5)
-    assert half[0] == full[0] and half[1] == Status.OK and half[2] == 0.5
-    value, status, _ = evaluate(screen, deltas, missing="LNC")
-    assert status == Status.UNREADABLE and math.isnan(value)
+    assert half[0] == full[0] and half[3] == full[3] >= 0
+    assert half[1] == Status.OK and half[2] == 0.5
+    value, status, _, node = evaluate(screen, deltas, missing="LNC")
+    assert status == Status.UNREADABLE and math.isnan(value) and node == -1
     fmt = row_format(tuple(screen.columns))
     n = len(screen.columns)
     cells = fmt.cells([0.0] * (n - 1) + [value], bytes([0] * (n - 1) + [status]))
@@ -405,29 +404,26 @@ def test_cells_print_label_and_share_or_a_dash() -> None:
     n = len(screen.columns)
     labels = parse_path(screen.columns[-1].expr).labels
     mem = labels.index("BE/Mem")
-    for value, text in ((mem * 1000 + 41.2, "BE/Mem 41%"), (0.0, "-")):
-        cells = fmt.cells([1.0] * (n - 1) + [value], bytes(n))
+    for value, node, text in ((41.2, mem, "BE/Mem 41%"), (0.0, -1, "-")):
+        nodes = [-1] * (n - 1) + [node]
+        cells = fmt.cells([1.0] * (n - 1) + [value], bytes(n), nodes)
         assert cells[-1] == text.rjust(len(screen.columns[-1].header))
-        assert fmt.text([1.0] * (n - 1) + [value], bytes(n)).endswith(cells[-1] + " ")
+        assert fmt.text([1.0] * (n - 1) + [value], bytes(n), nodes).endswith(cells[-1] + " ")
 
 
 def test_batch_text_csv_and_json_show_node_and_share() -> None:
     """One task memory-bound, one with nothing over threshold, one unreadable: text shows
     the label and share, csv and json the share as the value and the node apart."""
-    screen = builders.screen(
-        "td",
-        counters={"C": "cycles"},
-        columns=[
-            (" %CPU", "%5.1f", "CPU_TOT"),
-            ("    %BE", "%7.1f", "delta(C)"),
-            ("   %MEM", "%7.1f", "delta(C)"),
-            ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
-        ],
-    )
+    screen = builders.BOTTLENECK_SCREEN
     mem = parse_path(screen.columns[-1].expr).labels.index("BE/Mem")
     frame = builders.frame(
         [
-            {"tid": 1, "cells": [90.0, 50.0, 41.0, mem * 1000 + 41.0], "name": "chase"},
+            {
+                "tid": 1,
+                "cells": [90.0, 50.0, 41.0, 41.0],
+                "node": [-1, -1, -1, mem],
+                "name": "chase",
+            },
             {"tid": 2, "cells": [80.0, 10.0, 5.0, 0.0], "name": "calm"},
             {
                 "tid": 3,
@@ -474,3 +470,25 @@ def test_plot_refuses_a_bottleneck_column() -> None:
     assert find_column(screen, "%BE") == 4
     with pytest.raises(UsageError, match="a bottleneck column names a top-down node"):
         find_column(screen, "bottleneck")
+
+
+def test_sorting_by_the_column_groups_by_node_then_share() -> None:
+    """The node is data apart from the share: sorting by the column puts tasks with no
+    node first, then by node in tree order, then by share; a '?' cell last either way."""
+    from tiptop.table import View, rows
+
+    screen = builders.BOTTLENECK_SCREEN
+    labels = parse_path(screen.columns[-1].expr).labels
+    be, mem = labels.index("BE"), labels.index("BE/Mem")
+    cells = {"a": (be, 30.0), "b": (mem, 20.0), "c": (-1, 0.0), "d": (be, 60.0), "e": (-1, 0.0)}
+    tasks = [
+        {"tid": t, "cells": [1.0, 1.0, 1.0, share], "node": [-1, -1, -1, node], "name": name}
+        for t, (name, (node, share)) in enumerate(cells.items(), 1)
+    ]
+    tasks[-1]["status"] = [Status.OK] * 3 + [Status.UNREADABLE]
+    frame = builders.frame(tasks, screen)
+    assert be < mem  # tree order: level 1, then level 2
+    up = View(show_idle=True, sort_column=3, descending=False)
+    assert [r.command for r in rows(frame, screen, up)] == ["c", "a", "d", "b", "e"]
+    down = View(show_idle=True, sort_column=3, descending=True)
+    assert [r.command for r in rows(frame, screen, down)] == ["b", "d", "a", "c", "e"]

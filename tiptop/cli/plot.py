@@ -27,6 +27,7 @@ from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.options import Options
 from tiptop.refresh import drain
+from tiptop.screens.columns import Kind, screen_columns
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
 FORMATS = (".png", ".svg", ".pdf")
@@ -46,12 +47,11 @@ class Series:
 def find_column(screen: Any, name: str) -> int:
     """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored);
     a ``bottleneck(...)`` column is refused (its value is a node and a share)."""
-    from tiptop.screens.bottleneck import is_path
-
     want = name.strip().lower()
     headers = [c.header.strip() for c in screen.columns]
+    kinds = [c.kind for c in screen_columns(screen)]
     for i, h in enumerate(headers):
-        if h.lower() == want and is_path(screen.columns[i].expr):
+        if h.lower() == want and kinds[i] is Kind.BOTTLENECK:
             raise UsageError(
                 f"--column {name}: a bottleneck column names a top-down node, not a number to "
                 "plot; plot one of the columns it reads"
@@ -104,7 +104,7 @@ def pick_column(source: Any, screen: Any, first: int, last: int) -> int:
         if f is not None and len(f):
             has |= (f.status == Status.OK).any(axis=0)
     headers = [c.header.strip().upper() for c in screen.columns]
-    rates = ["delta(" in c.expr.replace(" ", "") for c in screen.columns]
+    rates = [c.kind is Kind.RATE for c in screen_columns(screen)]
     for ok in (
         lambda j: headers[j] == "IPC",
         lambda j: rates[j],

@@ -18,6 +18,7 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
+    from tiptop.frame import FrameSource
     from tiptop.where import TaskProfiler
 
 
@@ -196,22 +197,22 @@ def _frame_source(
     problems: Sequence[str],
     said: list[str],
     live: bool,
-) -> Any:
+) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    sampler = make_sampler(opts, screen, host, problems, said)
+    source: FrameSource = make_sampler(opts, screen, host, problems, said)
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
-        on_error.callback(sampler.close)
+        on_error.callback(source.close)
         if opts.record:
             from tiptop.cli.record import record_source
 
-            sampler = record_source(opts, sampler, index)
+            source = record_source(opts, source, index)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 
-            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
+            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
         on_error.pop_all()
-    return sampler
+    return source
 
 
 def _close_outputs(*files: IO[str] | None) -> None:

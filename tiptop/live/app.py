@@ -241,12 +241,12 @@ class LiveApp:
         if self.error_log is None:
             return
         log = self.error_log
+
+        def write(line: str) -> None:
+            log.write(f"tiptop: {printable(line)}\n")
+
         try:
-            self._logged = drain(
-                self.source.messages,
-                self._logged,
-                lambda line: log.write(f"tiptop: {printable(line)}\n"),
-            )
+            self._logged = drain(self.source.messages, self._logged, write)
             log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None

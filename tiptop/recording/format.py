@@ -75,17 +75,7 @@ def screen_record(screen: Any) -> dict[str, Any]:
         "counters": [
             {"alias": c.alias, "config": c.config, "type": c.type} for c in screen.counters
         ],
-        "columns": [
-            {
-                "header": c.header,
-                "format": c.format,
-                "expr": c.expr,
-                "desc": c.desc,
-                "threshold": c.threshold,
-                "threshold_below": c.threshold_below,
-            }
-            for c in screen.columns
-        ],
+        "columns": [c.written() for c in screen.columns],
         **({"breakdown": list(screen.breakdown)} if screen.breakdown else {}),
     }
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import time
 from typing import IO, Any
 
@@ -38,8 +37,8 @@ from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.recording.format import FORMAT_VERSION, screen_record
-
-_DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
+from tiptop.screens.columns import screen_columns
+from tiptop.screens.model import ScreenSpec
 
 
 def numbers(a: np.ndarray) -> list[Any]:
@@ -63,17 +62,12 @@ def _ints(a: np.ndarray) -> list[int]:
     return np.asarray(a).astype(np.int64).tolist()
 
 
-def bare_aliases(screen: Any) -> frozenset[str]:
+def bare_aliases(screen: ScreenSpec) -> frozenset[str]:
     """The counter aliases ``screen``'s columns read bare (their running total, not
     ``delta(alias)``): only those have their totals recorded (they are most of a
     recording's size otherwise, and no built-in screen reads them)."""
-    out = set()
-    for col in screen.columns:
-        text = _DELTA.sub(" ", col.expr)
-        out.update(
-            c.alias for c in screen.counters if re.search(rf"\b{re.escape(c.alias)}\b", text)
-        )
-    return frozenset(out)
+    bare = screen_columns(screen).bare
+    return frozenset(c.alias for c in screen.counters if c.alias in bare)
 
 
 def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str, Any]:

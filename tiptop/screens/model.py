@@ -143,6 +143,18 @@ class ColumnSpec:
     #: when the metric's ScaleUnit is ``100%``; checked on random counts by the oracle tests.
     table_metric: str | None = None
 
+    def written(self) -> dict[str, str | float | bool | None]:
+        """The column as a recording's header stores it, the expression as the user wrote
+        it (``tiptop.recording.format``): never read for its meaning outside screens."""
+        return {
+            "header": self.header,
+            "format": self.format,
+            "expr": self.expr,
+            "desc": self.desc,
+            "threshold": self.threshold,
+            "threshold_below": self.threshold_below,
+        }
+
 
 @dataclass(frozen=True)
 class ScreenSpec:
