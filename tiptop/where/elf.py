@@ -16,8 +16,10 @@ is kept (a binary rebuilt the same, or copied back in place).
 from __future__ import annotations
 
 import bisect
+import io
 import os
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -42,8 +44,9 @@ class SymbolTable:
     def __init__(
         self, names: list[tuple[int, int, str]], segments: list[Segment], build_id: str
     ) -> None:
-        # Aliases at one address (``memcpy`` and ``__memcpy_avx``): the longest stands.
-        names.sort(key=lambda n: (n[0], -n[1]))
+        # Aliases at one address (``memcpy`` and ``__memcpy_avx``): the longest stands,
+        # then the first by name (``__vdso_clock_gettime`` before ``clock_gettime``).
+        names.sort(key=lambda n: (n[0], -n[1], n[2]))
         kept = [n for i, n in enumerate(names) if i == 0 or n[0] != names[i - 1][0]]
         self.starts = [s for s, _, _ in kept]
         self._ends = [s + size for s, size, _ in kept]
@@ -72,27 +75,32 @@ def read_table(path: str) -> SymbolTable:
     """The symbol table of the ELF file at ``path``; raises OSError when unreadable and
     ELFError (or ValueError) when it is not an ELF file pyelftools can read."""
     with open(path, "rb") as f:
-        elf = ELFFile(f)
-        segments = [
-            Segment(int(seg["p_offset"]), int(seg["p_filesz"]), int(seg["p_vaddr"]))
-            for seg in elf.iter_segments()
-            if seg["p_type"] == "PT_LOAD"
-        ]
-        names: list[tuple[int, int, str]] = []
-        for section_name in (".symtab", ".dynsym"):
-            section = elf.get_section_by_name(section_name)
-            if not isinstance(section, SymbolTableSection):
-                continue
-            for sym in section.iter_symbols():
-                if (
-                    sym["st_info"]["type"] in _FUNCTION_TYPES
-                    and sym["st_shndx"] != "SHN_UNDEF"
-                    and sym["st_value"]
-                ):
-                    names.append((int(sym["st_value"]), int(sym["st_size"]), sym.name))
-            if names:
-                break
-        return SymbolTable(names, segments, _build_id(elf))
+        return read_elf(f)
+
+
+def read_elf(f: BinaryIO) -> SymbolTable:
+    """The symbol table of the ELF image in ``f`` (a file, or bytes read from memory)."""
+    elf = ELFFile(f)
+    segments = [
+        Segment(int(seg["p_offset"]), int(seg["p_filesz"]), int(seg["p_vaddr"]))
+        for seg in elf.iter_segments()
+        if seg["p_type"] == "PT_LOAD"
+    ]
+    names: list[tuple[int, int, str]] = []
+    for section_name in (".symtab", ".dynsym"):
+        section = elf.get_section_by_name(section_name)
+        if not isinstance(section, SymbolTableSection):
+            continue
+        for sym in section.iter_symbols():
+            if (
+                sym["st_info"]["type"] in _FUNCTION_TYPES
+                and sym["st_shndx"] != "SHN_UNDEF"
+                and sym["st_value"]
+            ):
+                names.append((int(sym["st_value"]), int(sym["st_size"]), sym.name))
+        if names:
+            break
+    return SymbolTable(names, segments, _build_id(elf))
 
 
 def _build_id(elf: ELFFile) -> str:
@@ -111,6 +119,7 @@ class SymbolCache:
     is remembered as such (None) under the same identity."""
 
     def __init__(self) -> None:
+        self._vdso: SymbolTable | bool | None = False  # False: not read yet
         self._by_identity: dict[str, tuple[tuple[int, int, int, int], SymbolTable | None]] = {}
         self._by_build_id: dict[tuple[str, str], SymbolTable] = {}
 
@@ -136,5 +145,30 @@ class SymbolCache:
         self._by_identity[path] = (identity, table)
         return table
 
+    def vdso(self) -> SymbolTable | None:
+        """The symbols of the kernel's vDSO, read once from this process's own mapping,
+        as perf does (tools/perf/util/vdso.c): every process of this kernel and ABI maps
+        the same image, which does not change while the kernel runs. None when it cannot
+        be read."""
+        if self._vdso is False:
+            self._vdso = _own_vdso()
+        return self._vdso if isinstance(self._vdso, SymbolTable) else None
 
-__all__ = ["Segment", "SymbolCache", "SymbolTable", "read_table"]
+
+def _own_vdso() -> SymbolTable | None:
+    """This process's ``[vdso]`` image (``/proc/self/maps``, ``/proc/self/mem``), read."""
+    try:
+        with open("/proc/self/maps") as f:
+            line = next((ln for ln in f if ln.rstrip().endswith("[vdso]")), None)
+        if line is None:
+            return None
+        start, _, end = line.split()[0].partition("-")
+        with open("/proc/self/mem", "rb") as mem:
+            mem.seek(int(start, 16))
+            image = mem.read(int(end, 16) - int(start, 16))
+        return read_elf(io.BytesIO(image))
+    except (OSError, ELFError, ValueError):
+        return None
+
+
+__all__ = ["Segment", "SymbolCache", "SymbolTable", "read_elf", "read_table"]

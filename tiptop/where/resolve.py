@@ -10,7 +10,8 @@ follow perf: an address no symbol holds is ``[module+0xOFFSET]`` (the ELF virtua
 in a file, the offset in the mapping otherwise), anonymous memory is ``//anon``, a file
 replaced since it was mapped keeps its `` (deleted)`` mark, and an address outside every
 mapping is ``[unknown]``. Special mappings keep their kernel names (``[vdso]``,
-``[heap]``, ``[stack]``).
+``[heap]``, ``[stack]``); the vDSO's functions are named from tiptop's own vDSO, the same
+image (``SymbolCache.vdso``), as perf does.
 
 The maps are read again at each :meth:`Resolver.refresh`; the last readable ones stand
 for a process that exited since (its final samples are named with them). The JIT map is
@@ -152,6 +153,12 @@ class Resolver:
             if jitted is not None:
                 return jitted, self._jit.module
             return f"[{ANON}+{ip - m.start:#x}]", ANON
+        if m.path == "[vdso]":
+            vdso = self._symbols.vdso()
+            vaddr = vdso.vaddr(ip - m.start) if vdso is not None else None
+            symbol = vdso.symbol(vaddr) if vdso is not None and vaddr is not None else None
+            if symbol is not None:
+                return symbol, m.path
         if m.path.startswith("["):  # [vdso], [heap], [stack], [uprobes]...
             return f"[{m.path[1:-1]}+{ip - m.start:#x}]", m.path
         return self._file_name(m, ip)
