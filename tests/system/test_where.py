@@ -283,3 +283,36 @@ def test_csv_rows_as_the_other_batch_formats(
         mine = [row for row in rows if row["iteration"] == iteration]
         assert mine and mine[0]["symbol"] == "hot_loop", rows
         assert abs(sum(float(row["share"]) for row in mine) - 100) < 0.1, mine
+
+
+def test_a_full_ring_counts_what_the_kernel_dropped() -> None:
+    """The real kernel on this thread: a one-page buffer (170 samples) over 0.5 s of CPU
+    at 1000 Hz fills; once a drain hands the space back, the kernel's PERF_RECORD_LOST
+    (written with the next record that fits, kernel/events/ring_buffer.c) says how many
+    did not fit, and samples come again."""
+    import threading
+
+    from tiptop.kernel import perf_event_open
+    from tiptop.kernel.ring import SampleRing
+    from tiptop.where.profile import sampling_attr
+
+    fd = perf_event_open(sampling_attr(), threading.get_native_id(), -1, -1, 8)
+    ring = SampleRing(fd, 1)
+    try:
+
+        def burn(seconds: float) -> None:
+            # User mode: samples taken in the kernel (the clock read) are not kept.
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                sum(range(20000))
+
+        burn(0.5)
+        first = ring.drain()
+        assert len(first.ips) == 4096 // 24 and first.lost == 0, (len(first.ips), first.lost)
+        assert set(first.tids) == {threading.get_native_id()}
+        burn(0.05)
+        again = ring.drain()
+        assert len(again.ips) > 10 and again.lost > 100, (len(again.ips), again.lost)
+    finally:
+        ring.close()
+        os.close(fd)

@@ -89,8 +89,8 @@ def test_special_mappings_are_named_as_perf_names_them(fake_proc: str) -> None:
 
 def test_buffers_fit_two_intervals_within_the_budget() -> None:
     page = 4096
-    assert data_pages(1, 1.0) == 8  # 48000 bytes wanted: 12 pages, a power of two below
-    assert data_pages(1, 10.0) == BUFFER_BUDGET // page // 2  # the budget caps it
+    assert data_pages(1, 1.0) == 16  # 48000 bytes wanted: 12 pages, the power of two above
+    assert data_pages(1, 10.0) == BUFFER_BUDGET // page // 2  # the budget (63) caps it: 32
     assert data_pages(1000, 1.0) == 1
     for threads in (1, 3, 7, 64):
         pages = data_pages(threads, 2.0)

@@ -80,13 +80,14 @@ class Profile:
 
 
 def data_pages(threads: int, delay: float, rate_hz: int = RATE_HZ) -> int:
-    """Data pages per thread's buffer (a power of two): room for two intervals of samples,
-    within :data:`BUFFER_BUDGET` shared by ``threads``, at least one."""
+    """Data pages per thread's buffer (a power of two): room for two intervals of samples
+    (rounded up), within :data:`BUFFER_BUDGET` shared by ``threads`` (rounded down), at
+    least one."""
     page = mmap.PAGESIZE
     want = math.ceil(2 * rate_hz * SAMPLE_BYTES * max(delay, 0.1) / page)
     budget = max(1, BUFFER_BUDGET // page // max(threads, 1) - 1)
-    pages = max(1, min(want, budget))
-    return 1 << (pages.bit_length() - 1) if pages & (pages - 1) else pages
+    up = 1 << (want - 1).bit_length()
+    return up if up <= budget else 1 << (budget.bit_length() - 1)
 
 
 def sampling_attr(rate_hz: int = RATE_HZ) -> Attr:
