@@ -78,6 +78,7 @@ _RUNTIME_MODULES = (
     "wcwidth",
     "typing_extensions",
     "prometheus_client",
+    "bcrypt",
     "elftools",
 )
 

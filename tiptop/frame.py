@@ -256,6 +256,11 @@ class FrameSource(Protocol):
         empty by default."""
         return ""
 
+    def due_in(self, delay: float) -> float:
+        """Seconds until the live view's next refresh, given its ``delay`` (a replay plays
+        at the recorded pace); by default the delay."""
+        return delay
+
     def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
         """Count a forked child from its ``execve`` (``tiptop -- cmd``); only a source
         that counts live tasks can."""
@@ -286,6 +291,10 @@ class SourceWrapper(FrameSource):
     def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Reconfigure the wrapped source."""
         self.source.reconfigure(screen, config)
+
+    def due_in(self, delay: float) -> float:
+        """When the wrapped source's next refresh is due."""
+        return self.source.due_in(delay)
 
     def close(self) -> None:
         """Close the wrapped source."""

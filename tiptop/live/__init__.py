@@ -16,7 +16,7 @@ nothing else in the process is affected.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 #: The libraries of urwid's other event loops (urwid/event_loop/__init__.py).
@@ -60,6 +60,7 @@ def run(
     message: str = "",
     child: Any = None,
     drill: Factory | None = None,
+    screen_number: Callable[[Any], int] | None = None,
     where: ProfilerFactory | None = None,
     where_event: str = "",
 ) -> int:
@@ -77,7 +78,9 @@ def run(
     stderr does. ``message`` is shown on the message line until the first key. ``child``
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
     line, with its exit status. ``drill(settings, pid, screen) -> FrameSource`` counts a deeper
-    top-down screen on one process for the ``t`` window (``tiptop.live.drill``);
+    top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
+    ``screen_number(screen)`` is the number the tasks line shows for a screen (a replay's:
+    the one it had while recording); by default its place in ``screens``.
     ``where(pid)`` samples one process for the ``f`` window, whose first line is
     ``where_event`` (``tiptop.live.where``).
     """
@@ -94,6 +97,7 @@ def run(
         message=message,
         child=child,
         drill=drill,
+        screen_number=screen_number,
         where=where,
         where_event=where_event,
     )

@@ -32,7 +32,8 @@ RC_NAME = ".tiptoprc"
 
 #: Every key of live mode and what it does, as the help window lists them: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
-#: ``tiptop.sources.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.recording.replay``);
+#: ``tiptop.sources.bycgroup``; ``[ ] { } * /`` and space: ``--replay``,
+#: ``tiptop.recording.replay``);
 #: tests check this list against the dispatcher, the sources and the man page.
 KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
     (("q",), "quit"),
@@ -60,6 +61,7 @@ KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
     (("[", "]"), "a refresh back/forward in a replay"),
     (("{", "}"), "a minute back/forward in a replay"),
     ((" ",), "pause a replay"),
+    (("*", "/"), "a replay twice/half as fast"),
 )
 
 #: How the help and the man page spell urwid's key names.
