@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
@@ -67,6 +68,20 @@ class Stop:
                 poller.register(self.fileno(), select.POLLIN)
                 poller.poll(1000 * seconds)
         return self.requested
+
+    @contextlib.contextmanager
+    def on_signals(self) -> Iterator[Stop]:
+        """While in the block, SIGINT and SIGTERM request this stop (the handlers before
+        are put back after it)."""
+        old = {
+            sig: signal.signal(sig, lambda *_: self.request())
+            for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            yield self
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
     def close(self) -> None:
         """Close the wake pipe (once)."""

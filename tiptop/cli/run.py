@@ -275,25 +275,20 @@ def _run_batch(
     from tiptop.refresh import Stop
 
     stop = Stop()
-    old = {
-        sig: signal.signal(sig, lambda *_: stop.request())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
     try:
-        batch.run(
-            opts,
-            sampler,
-            screen,
-            index,
-            out or sys.stdout,
-            errf or sys.stderr,
-            started=child is not None,
-            stop=stop,
-            child=child,
-        )
+        with stop.on_signals():
+            batch.run(
+                opts,
+                sampler,
+                screen,
+                index,
+                out or sys.stdout,
+                errf or sys.stderr,
+                started=child is not None,
+                stop=stop,
+                child=child,
+            )
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         stop.close()
     if child is not None and stop.requested and not child.exited():
         os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command

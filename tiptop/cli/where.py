@@ -5,7 +5,6 @@ allow it)."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Callable
 
@@ -33,18 +32,13 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
     out = open_output(opts.output, "-o")
     profiler = TaskProfiler(pid, host, opts.delay)
     stop = Stop()
-    old = {
-        sig: signal.signal(sig, lambda *_: stop.request())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
     try:
         writer = WhereWriter(out or sys.stdout, opts.format, pid)
-        drive(profiler, writer, opts, out or sys.stdout, sys.stderr, stop=stop, child=profiler)
+        with stop.on_signals():
+            drive(profiler, writer, opts, out or sys.stdout, sys.stderr, stop=stop, child=profiler)
         if profiler.exited() and not stop.requested:
             say(f"--where {pid}: the process exited")
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         stop.close()
         profiler.close()
         if out is not None:
