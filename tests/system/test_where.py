@@ -199,13 +199,26 @@ def test_a_jit_map_file_is_honoured(binaries: dict[str, Path], start: list[Targe
 def test_a_process_that_exits_ends_the_run_with_one_line(
     binaries: dict[str, Path], start: list[Target]
 ) -> None:
-    target = launch(start, [str(binaries["program"]), "2"])
-    began = time.monotonic()
-    r = run("-b", "--where", str(target.pid), "-n", "30", "-d", "0.5")
-    assert r.returncode == 0, r
-    assert time.monotonic() - began < 20, "the run went on after the process exited"
-    assert r.stderr == f"tiptop: --where {target.pid}: the process exited\n", r
-    assert "hot_loop" in r.stdout
+    """Killed after tiptop's first refresh (and left a zombie, not reaped yet): the next
+    refresh is the last, then one line, status 0, long before ``-n``."""
+    target = launch(start, [str(binaries["program"])])
+    env = {**os.environ, "PYTHONPATH": REPO}
+    argv = [*TIPTOP, "-b", "--where", str(target.pid), "-n", "60", "-d", "0.5"]
+    tiptop = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        assert tiptop.stdout is not None
+        first = [tiptop.stdout.readline() for _ in range(3)]
+        assert " samples of cpu-clock " in first[1] and "hot_loop" in "".join(first), first
+        target.proc.kill()  # not waited for: a zombie until the fixture reaps it
+        killed = time.monotonic()
+        out, err = tiptop.communicate(timeout=25)
+    finally:
+        tiptop.kill()
+    assert tiptop.returncode == 0, (out, err)
+    assert time.monotonic() - killed < 20, "the run went on after the process exited"
+    assert err == f"tiptop: --where {target.pid}: the process exited\n", err
 
 
 def test_another_users_process_is_one_line_naming_the_errno(
