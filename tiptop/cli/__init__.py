@@ -195,7 +195,10 @@ def _main(argv: list[str], prog: str) -> int:
         return 0
     merge({}, actions)  # validate every command-line value before reading any file
     config_dir = _last_value(actions, "config_dir")
-    loaded = load_screens(config_dir, only_conf=_flag(actions, "only_conf"))
+    host = Host.read()
+    loaded = load_screens(
+        config_dir, only_conf=_flag(actions, "only_conf"), target=host_target(host.cpuinfo)
+    )
     opts, warnings = merge(loaded.options, actions)
     opts.command = command
     problems = [str(w) for w in [*warnings, *loaded.problems]]
@@ -206,7 +209,7 @@ def _main(argv: list[str], prog: str) -> int:
         for line in problems:
             _err_line(prog, line)
     if opts.list_screens:
-        sys.stdout.write(format_list(loaded, Host.read()))
+        sys.stdout.write(format_list(loaded, host))
         return 0
     if opts.export:
         export_screens(loaded, opts.export)
@@ -215,14 +218,13 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.list_events or opts.check:
         from tiptop import diagnose
 
-        host = Host.read()
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
     if opts.selftest:
         from tiptop.cli.selftest import run_selftest_command
 
-        return run_selftest_command(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        return run_selftest_command(opts, loaded, host, lambda line: _err_line(prog, line))
     _check_outputs(opts)
     if opts.plot:
         from tiptop.cli.plot import run_plot
@@ -231,9 +233,9 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.replay:
         from tiptop.cli.replay import run_replay
 
-        return run_replay(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        return run_replay(opts, loaded, host, lambda line: _err_line(prog, line))
     if opts.serve or opts.textfile:
         from tiptop.cli.serve import run_serve
 
-        return run_serve(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
-    return run_monitor(opts, loaded, Host.read(), deferred)
+        return run_serve(opts, loaded, host, lambda line: _err_line(prog, line))
+    return run_monitor(opts, loaded, host, deferred)

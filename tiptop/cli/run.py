@@ -80,6 +80,7 @@ def make_sampler(
     its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
     from tiptop.engine.sampler import Sampler, SamplerConfig
     from tiptop.kernel import keep_heap
+    from tiptop.kernel.explain import NO_PMU, NO_PMU_KEY, NO_PMU_SHORT
     from tiptop.messages import MessageLog
 
     # Each refresh makes numpy arrays of every row: with thousands of tasks, over the
@@ -90,7 +91,10 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
-        log.say(f"start:{line}", line)
+        if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
+            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+        else:
+            log.say(f"start:{line}", line)
     config = SamplerConfig(
         threads=opts.show_threads,
         kernel=opts.show_kernel,
@@ -171,7 +175,7 @@ def _chosen_screen(opts: Any, loaded: ScreenSet, host: Host) -> tuple[int, Any]:
         index, screen = why_setup(opts, loaded, host, index, screen)
     check_formats(screen)
     opts.pid_width = table.pid_width_for(read_pid_max())
-    opts.target = host_target()
+    opts.target = host_target(host.cpuinfo)
     opts.config_path = loaded.path
     check_privileges(opts, host)
     if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):

@@ -182,7 +182,10 @@ class LiveApp:
         about = next((m for m in map(log.about, aliases) if m is not None), None)
         first = next(iter(log), None)
         why = about.line if about else first.line if first else ""
-        self.notice = f"{', '.join(aliases)} not counted" + (f": {why}" if why else "")
+        # Events as the user knows them (cycles), not the screen's aliases (CYCLE).
+        label = {c.alias: c.event_label for c in self.state.screen.counters}
+        events = ", ".join(dict.fromkeys(label.get(a, a) for a in aliases))
+        self.notice = f"{events} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
 
@@ -190,7 +193,7 @@ class LiveApp:
         """Recompute the rows from the current frame and view (no sampling)."""
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
-        self.widget.errors.set_messages(self.source.messages.lines())
+        self.widget.errors.set_messages(self.source.messages.explained())
         self._update_tree()
         self.widget.changed()
 
