@@ -26,6 +26,7 @@ from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
 from tiptop.live.rows import TaskTable
 from tiptop.live.state import LiveState
+from tiptop.live.terminal_input import InputFilter
 from tiptop.live.widgets import (
     LiveScreen,
     footer_markup,
@@ -34,7 +35,7 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import help_lines, target_line, tree_markup
+from tiptop.live.windows import help_lines, target_line, tree_markup, tree_title
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -42,6 +43,9 @@ FIRST_DELAY = 0.2
 #: Keys that only move the view; every other key refreshes at once, like the original's
 #: ``select()`` on stdin returning early.
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
+
+#: Keys that close the open window (``h``, ``e``, ``t`` also close their own).
+CLOSE_KEYS = frozenset({"esc"})
 
 
 class LiveApp:
@@ -287,20 +291,19 @@ class LiveApp:
         self.widget.window = None if self.widget.window == window else window
         self._update_tree()
 
-    def _selected_pid(self) -> int | None:
-        return self.drill.select(self.rows, self.table.visible(), self.state.view.watch)
-
     def _update_tree(self) -> None:
-        """The ``t`` window's lines from the current frame while it is open (the extra
-        source of :mod:`.drill` released when it is not)."""
+        """The ``t`` window's lines from the current frame while it is open, for the
+        highlighted task, which its title names (the extra source of :mod:`.drill`
+        released when it is not open)."""
         if self.widget.window != "tree":
             self.drill.close()
             return
         s = self.state
-        view = self.drill.view(
-            self.frame, s.screen, s.screens, self._selected_pid(), self.source.messages
-        )
+        row = self.table.selected_row()
+        pid = None if row is None else int(row.pid)
+        view = self.drill.view(self.frame, s.screen, s.screens, pid, self.source.messages)
         self.widget.tree = tree_markup(view)
+        self.widget.tree_title = tree_title(row)
 
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
@@ -325,10 +328,19 @@ class LiveApp:
             self.widget.changed()
             return True
         if key in NAV_KEYS:
-            target = self.widget.errors if self.widget.window == "errors" else self.table
+            window = self.widget.window
+            target = self.widget.scrollers().get(window or "", self.table)
             target.scroll(key)
+            if window == "tree":  # the tree follows the highlight
+                self._update_tree()
             self.widget.changed()
             return True
+        if key in CLOSE_KEYS and self.widget.window is not None:
+            self._toggle(self.widget.window)  # Esc closes any window
+            self.widget.changed()
+            return True
+        if key == "enter":
+            key = "t"  # Enter opens the highlighted task's tree, as t does
         self.state.message = ""
         if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
@@ -370,6 +382,7 @@ class LiveApp:
             P.PALETTE,
             screen=screen,
             unhandled_input=self.on_key,
+            input_filter=InputFilter(),
             handle_mouse=False,
         )
         self._arm(FIRST_DELAY)

@@ -29,35 +29,67 @@ from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_us
 #: The ``W`` key's file, in the current directory, as the original writes it.
 RC_NAME = ".tiptoprc"
 
-#: Every key of live mode and what it does, as the help window lists them: urwid's key
+#: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
 #: ``tiptop.sources.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.recording.replay``);
 #: tests check this list against the dispatcher, the sources and the man page.
-KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("q",), "quit"),
-    (("h", "?"), "this help"),
-    (("e",), "error log"),
-    (("left", "right", "-", "+"), "screen"),
-    (("<", ">"), "sort column"),
-    (("R",), "reverse sort"),
-    (("d", "s"), "delay"),
-    (("H",), "threads"),
-    (("i",), "idle tasks"),
-    (("K",), "kernel mode"),
-    (("S",), "sticky (dead tasks stay)"),
-    (("c",), "command line"),
-    (("U",), "user column"),
-    (("u",), "only a user"),
-    (("p",), "only a PID or name"),
-    (("w",), "watch a PID or name"),
-    (("k",), "kill a PID"),
-    (("W",), "write ./.tiptoprc"),
-    (("G",), "rows by cgroup"),
-    (("t",), "top-down tree of the selected task"),
-    (("up", "down", "page up", "page down", "home", "end"), "scroll"),
-    (("[", "]"), "a refresh back/forward in a replay"),
-    (("{", "}"), "a minute back/forward in a replay"),
-    ((" ",), "pause a replay"),
+KEY_GROUPS: tuple[tuple[str, tuple[tuple[tuple[str, ...], str], ...]], ...] = (
+    (
+        "Selection and windows",
+        (
+            (("up", "down"), "move the highlight (in a window: scroll)"),
+            (("page up", "page down", "home", "end"), "move it by a page, to the ends"),
+            (("t", "enter"), "top-down tree of the highlighted task"),
+            (("h", "?"), "this help"),
+            (("e",), "error log"),
+            (("esc",), "close the window"),
+            (("q",), "quit"),
+        ),
+    ),
+    (
+        "Screen and order",
+        (
+            (("left", "right", "-", "+"), "screen"),
+            (("<", ">"), "sort column"),
+            (("R",), "reverse sort"),
+        ),
+    ),
+    (
+        "What is shown and counted",
+        (
+            (("d", "s"), "delay"),
+            (("H",), "threads"),
+            (("i",), "idle tasks"),
+            (("K",), "kernel mode"),
+            (("S",), "sticky (dead tasks stay)"),
+            (("c",), "command line"),
+            (("U",), "user column"),
+            (("u",), "only a user"),
+            (("p",), "only a PID or name"),
+            (("w",), "watch a PID or name"),
+            (("G",), "rows by cgroup"),
+        ),
+    ),
+    (
+        "Actions",
+        (
+            (("k",), "kill a PID"),
+            (("W",), "write the configuration file"),
+        ),
+    ),
+    (
+        "Replay (--replay)",
+        (
+            (("[", "]"), "a refresh back/forward"),
+            (("{", "}"), "a minute back/forward"),
+            ((" ",), "pause"),
+        ),
+    ),
+)
+
+#: Every key and what it does, in the help's order (:data:`KEY_GROUPS` without groups).
+KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = tuple(
+    entry for _, entries in KEY_GROUPS for entry in entries
 )
 
 #: How the help and the man page spell urwid's key names.
@@ -70,14 +102,22 @@ KEY_LABELS = {
     "page down": "PgDn",
     "home": "Home",
     "end": "End",
+    "enter": "Enter",
+    "esc": "Esc",
     " ": "space",
 }
 
 
-def key_help() -> str:
-    """The help window's paragraph of keys: ``Keys: q quit; h ? this help; ...``."""
-    items = (" ".join(KEY_LABELS.get(k, k) for k in ks) + f" {what}" for ks, what in KEY_HELP)
-    return "Keys: " + "; ".join(items)
+def key_help() -> list[str]:
+    """The help window's keys, one per line under their group's title:
+    ``  Up Down          move the highlight (in a window: scroll)``."""
+    labels = {ks: " ".join(KEY_LABELS.get(k, k) for k in ks) for ks, _ in KEY_HELP}
+    width = max(len(label) for label in labels.values())
+    lines: list[str] = []
+    for title, entries in KEY_GROUPS:
+        lines += ["", f"{title}:"] if lines else [f"{title}:"]
+        lines += [f"  {labels[ks].ljust(width)}  {what}" for ks, what in entries]
+    return lines
 
 
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
