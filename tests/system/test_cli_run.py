@@ -5,8 +5,10 @@ uid 65534 path, the fallback to the software screen, and rows lining up under th
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -264,6 +266,26 @@ def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
         t.wait(has("screen  "), "the live screen")
         t.keys("C-c")
         assert _status(tmp_path) == 130
+    finally:
+        t.kill()
+
+
+def test_live_sigterm_exits_143_with_the_terminal_restored(
+    tmp_path: Path, tmux_needed: None
+) -> None:
+    script = tmp_path / "wrap.py"
+    script.write_text(  # tiptop's pid to a file, its status to another
+        "import subprocess\n"
+        f"p = subprocess.Popen({[*TIPTOP, '-d', '0.3', '-S', 'sched']!r})\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(p.pid))\n"
+        f"open({str(tmp_path / 'status')!r}, 'w').write(str(p.wait()))\n"
+    )
+    t = Tmux([sys.executable, str(script)], tmp_path)
+    try:
+        t.wait(has("screen  "), "the live screen")
+        os.kill(int((tmp_path / "pid").read_text()), signal.SIGTERM)
+        assert _status(tmp_path) == 143
+        t.wait(lambda ls: not has("screen  ")(ls), "the terminal restored")
     finally:
         t.kill()
 

@@ -260,15 +260,16 @@ def _run_batch(
     out: IO[str] | None,
     errf: IO[str] | None,
 ) -> int:
-    """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
-    status when there is one."""
+    """The batch loop, SIGTERM and SIGINT ending it cleanly (status 143, 130); the
+    spawned command's exit status when there is one, which gets a SIGTERM passed on and
+    ends tiptop with it unless it takes longer than a second signal or 5 s
+    (``tiptop.cli.ending``)."""
+    from tiptop.cli.ending import Ending, wait_for_command
     from tiptop.outputs import batch
 
     stop = batch.Stop()
-    old = {
-        sig: signal.signal(sig, lambda *_: stop.request())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    ending = Ending(stop)
+    old = {sig: signal.signal(sig, ending) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         batch.run(
             opts,
@@ -281,13 +282,17 @@ def _run_batch(
             stop=stop,
             child=child,
         )
+        if child is not None and stop.requested and not child.exited():
+            os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
+            status = wait_for_command(child, ending)  # a second signal or 5 s: no more
+            if status is None:
+                child.abandon()
+                return ending.status()
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
         stop.close()
-    if child is not None and stop.requested and not child.exited():
-        os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
-    return child.reap() if child is not None else 0
+    return child.reap() if child is not None else ending.status()
 
 
 def drill_source(opts: Any, host: Host, pid: int, screen: Any) -> Any:

@@ -279,6 +279,10 @@ class LiveApp:
         self.rebuild()
         self._arm(FIRST_DELAY)
 
+    def _terminated(self, signum: int, frame: Any) -> None:
+        """SIGTERM's handler while the loop runs: quit with 128 + the signal."""
+        self.quit(128 + signum)
+
     def quit(self, code: int = 0) -> None:
         """Leave the main loop (from a key or after ``-n`` refreshes)."""
         self.quit_code = code
@@ -386,11 +390,16 @@ class LiveApp:
             handle_mouse=False,
         )
         self._arm(FIRST_DELAY)
+        # SIGTERM ends the session as q does, the terminal restored, status 143 (128 +
+        # the signal, as the man page says); without it Python dies with the screen left
+        # in the alternate buffer.
+        old_term = signal.signal(signal.SIGTERM, self._terminated)
         try:
             self.loop.run()
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
         finally:
+            signal.signal(signal.SIGTERM, old_term)
             self.drill.close()
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
