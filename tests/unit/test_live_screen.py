@@ -214,6 +214,21 @@ def test_the_highlight_follows_its_task_across_sorts_and_refreshes() -> None:
     assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
 
 
+def test_user_column_narrows_so_that_command_stays() -> None:
+    """``-U`` on a narrow terminal (issue 39: at 80 columns the default screen lost
+    COMMAND): the user column gives up to 7 of its 10 characters, in the header and the
+    rows alike; where everything fits nothing changes."""
+    app, _ = new_app(show_user=True)
+    wide = text(app, (100, 12))
+    assert wide[3].startswith("  PID  user      [ %CPU]") and "  root   " in wide[4]
+    lines = text(app, (40, 12))  # the header is 45 wide with -U: 5 left out
+    assert lines[3].rstrip() == "  PID  use  [ %CPU]  IPC  %MISS COMMAND", lines[3]
+    assert lines[4].rstrip().endswith(" task0") and lines[4].startswith("  100  ")
+    assert lines[4].index("50.0") == wide[4].index("50.0") - 5  # under its header still
+    lines = text(app, (30, 12))  # narrower than that: 3 characters stay, COMMAND is cut
+    assert lines[3].startswith("  PID  use[ %CPU]")
+
+
 def test_resize_and_too_small() -> None:
     app, _ = new_app()
     assert len(text(app, (120, 40))) == 40

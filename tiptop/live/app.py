@@ -24,7 +24,7 @@ from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
-from tiptop.live.rows import TaskTable
+from tiptop.live.rows import TaskTable, squeezed, user_squeeze
 from tiptop.live.state import LiveState
 from tiptop.live.terminal_input import InputFilter
 from tiptop.live.widgets import (
@@ -101,16 +101,25 @@ class LiveApp:
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
-                    cols, table.header(self.state.screen, self.state.view)
+                    cols, squeezed(self._header(), self._squeeze(cols))
                 ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,
             },
             self.table,
         )
+        self.table.squeeze = self._squeeze
         self._update_help()
 
     # ------------------------------------------------------------------ state
+
+    def _header(self) -> str:
+        return table.header(self.state.screen, self.state.view)
+
+    def _squeeze(self, cols: int) -> tuple[int, int] | None:
+        """What of the ``-U`` column to leave out at ``cols`` so COMMAND stays whole."""
+        view = self.state.view
+        return user_squeeze(len(self._header()), cols, view.pid_width, view.show_user)
 
     def _headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.state.screen.columns)

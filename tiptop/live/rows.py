@@ -158,6 +158,9 @@ class TaskTable(Scroller):
         super().__init__(self._row_line)
         self.format_row = format_row
         self.rows: Sequence[Any] = ()
+        #: ``squeeze(cols)``: the span of columns to leave out at that width, so that
+        #: COMMAND stays in sight (:func:`user_squeeze`); the header leaves out the same.
+        self.squeeze: Callable[[int], tuple[int, int] | None] = lambda _cols: None
         #: The highlighted row's index, and the task it shows (None before any row).
         self.selected = 0
         self.selected_tid: int | None = None
@@ -205,7 +208,7 @@ class TaskTable(Scroller):
 
     def _row_line(self, i: int, cols: int) -> Markup:
         row = self.rows[i]
-        line = self.format_row(row)[: max(cols - 1, 0)]
+        line = squeezed(self.format_row(row), self.squeeze(cols))[: max(cols - 1, 0)]
         if i == self.selected:  # the whole row in the cursor's attribute, as htop draws it
             return [(P.SELECTED, line.ljust(max(cols - 1, 0)))]
         return row_markup(row, line)
@@ -217,3 +220,29 @@ def row_position(rows: Sequence[Any], tid: int) -> int | None:
     if isinstance(rows, RowList):
         return rows.position_of(tid)
     return next((k for k, r in enumerate(rows) if r.tid == tid), None)
+
+
+#: Characters of the ``-U`` user column always kept when it is narrowed.
+USER_KEPT = 3
+#: The ``-U`` column's width (``"%-10s "``, docs/original.md 6.2) and where it starts
+#: after the PID and its marker.
+USER_WIDTH = 10
+
+
+def user_squeeze(
+    header_len: int, cols: int, pid_width: int, show_user: bool
+) -> tuple[int, int] | None:
+    """The span of the ``-U`` user column to leave out so that a header of
+    ``header_len`` characters (it ends with a separator) fits ``cols`` with COMMAND
+    whole: at most all but :data:`USER_KEPT` of its characters; None when it fits or
+    there is no user column. The original cut COMMAND off instead (issue 39)."""
+    over = header_len - cols
+    if not show_user or over <= 0:
+        return None
+    start = pid_width + 2 + USER_KEPT
+    return start, start + min(over, USER_WIDTH - USER_KEPT)
+
+
+def squeezed(line: str, span: tuple[int, int] | None) -> str:
+    """``line`` without the columns of ``span`` (:func:`user_squeeze`)."""
+    return line if span is None else line[: span[0]] + line[span[1] :]
