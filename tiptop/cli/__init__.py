@@ -29,6 +29,7 @@ from tiptop.cli.screens import (
 from tiptop.errors import TiptopError, UsageError, printable
 from tiptop.host import Host
 from tiptop.options import Action, merge, parse_argv
+from tiptop.options.inversion import inverted_by_flags
 
 __all__ = [
     "USAGE",
@@ -51,7 +52,7 @@ Usage: {prog} [option] [-- command args]
 	-d --delay delay      delay in seconds between refreshes (0.01 to 604800)
 	-E --error-file file  file where errors are logged
 	--epoch               add epoch at beginning of each line
-	-g                    debug
+	-g                    accepted for compatibility; no effect
 	-h --help             print this message
 	-H --threads          show threads
 	-K --kernel           show kernel activity
@@ -86,6 +87,8 @@ Usage: {prog} [option] [-- command args]
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
+Toggles invert the configuration file's value (as the original): with idle on in the
+file, -i turns it off (said in a warning).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
@@ -200,6 +203,7 @@ def _main(argv: list[str], prog: str) -> int:
         config_dir, only_conf=_flag(actions, "only_conf"), target=host_target(host.cpuinfo)
     )
     opts, warnings = merge(loaded.options, actions)
+    warnings = [*warnings, *inverted_by_flags(loaded.options, actions)]
     opts.command = command
     problems = [str(w) for w in [*warnings, *loaded.problems]]
     one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest

@@ -22,12 +22,10 @@ from typing import Any
 
 from tiptop.errors import UsageError
 from tiptop.host import Host
+from tiptop.live.config_file import write_target
 from tiptop.live.prompts import Prompt
 from tiptop.live.state import LiveState
 from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_user
-
-#: The ``W`` key's file, in the current directory, as the original writes it.
-RC_NAME = ".tiptoprc"
 
 #: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
@@ -74,7 +72,7 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[tuple[str, ...], str], ...]], ...] = (
         "Actions",
         (
             (("k",), "kill a PID"),
-            (("W",), "write the configuration file"),
+            (("W",), "write ~/.config/tiptop/tiptoprc (or -W DIR)"),
         ),
     ),
     (
@@ -369,33 +367,40 @@ class Keys:
     # ------------------------------------------------------------ W
 
     def _write_config(self) -> None:
-        """Write the current options and every screen to ``./.tiptoprc``, never over an
-        existing file, and say "written" only when it was (docs/original.md 8, defect 13). An
-        exporter refuses a configuration it cannot write with ``ValueError``."""
+        """Write the current options and every screen to the user's configuration file
+        (``tiptop.live.config_file.write_target``: XDG, or ``-W DIR``'s ``.tiptoprc``),
+        never over an existing file, and say where, and "written" only when it was
+        (docs/original.md 8, defect 13). An exporter refuses a configuration it cannot
+        write with ``ValueError``."""
+        path = write_target(self.state.opt("config_dir"), os.environ)
+        if path is None:
+            self.state.message = "configuration not written: neither $XDG_CONFIG_HOME nor $HOME"
+            return
         if self.exporter is None:
-            self.state.message = f"{RC_NAME} not written: no configuration writer available"
+            self.state.message = f"{path} not written: no configuration writer available"
             return
         try:
             text = self.exporter(self.state.options, self.state.screens)
         except ValueError as exc:  # a configuration the exporter cannot write (SpecError)
-            self.state.message = f"{RC_NAME} not written: {exc}"
+            self.state.message = f"{path} not written: {exc}"
             return
         try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             # O_EXCL: refuse to replace a file the user may care about.
-            fd = os.open(RC_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            self.state.message = f"{RC_NAME} not written: already exists in current directory"
+            self.state.message = f"{path} not written: it already exists"
             return
         except OSError as exc:
-            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{path} not written: {os.strerror(exc.errno or 0)}"
             return
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(text)
         except OSError as exc:
-            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{path} not written: {os.strerror(exc.errno or 0)}"
             return
-        self.state.message = f"{RC_NAME} written"
+        self.state.message = f"{path} written"
 
 
 def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:
