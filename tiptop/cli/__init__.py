@@ -119,7 +119,7 @@ def _last_value(actions: list[Action], name: str) -> str | None:
 def _print_version(out: IO[str], legalese: bool) -> None:
     if legalese:
         out.write(
-            f"tiptop {__version__}.\n"
+            f"tiptop {__version__}\n"
             "Python reimplementation of tiptop 2.3.1 (C) 2011-2015 Inria.\n"
             "This is free software (GPL-2.0-or-later). No warranty.\n"
         )
