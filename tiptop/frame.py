@@ -22,9 +22,30 @@ from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 
 
-@dataclass
+@dataclass(frozen=True)
+class SamplerConfig:
+    """What a frame source watches and how: ``threads`` (-H), ``kernel`` (-K),
+    ``only_pid``, ``only_name``, ``match_cmdline`` (-c), ``uid`` (-u), ``collect`` (False
+    for --no-collect), ``cpu_threshold`` (--cpu-min), ``sticky``. Made from the options
+    in one place, ``tiptop.options.Options.sampler_config()``."""
+
+    threads: bool = False
+    kernel: bool = False
+    only_pid: int | None = None
+    only_name: str | None = None
+    match_cmdline: bool = False
+    uid: int | None = None
+    collect: bool = True
+    cpu_threshold: float = 0.00001
+    sticky: bool = False
+
+
+@dataclass(kw_only=True)
 class Frame:
-    """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``."""
+    """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``.
+
+    Every field is filled: a frame with rows is made by ``tiptop.screens.frames`` (the one
+    constructor, whatever the source), an empty one by :meth:`empty`."""
 
     #: 0-based refresh number since the screen (or filter) last changed.
     iteration: int
@@ -61,18 +82,20 @@ class Frame:
     counter_status: np.ndarray  # uint8 (n, len(counters))
 
     #: Number of tasks tracked in total (every thread), for the live "Tasks:" line.
-    tasks_total: int = 0
+    tasks_total: int
 
-    # --- the evaluation's other inputs, for ``--record`` (None when the source has none):
-    # with these a recording evaluates any screen over the same counters again on replay.
-    cpu_user: np.ndarray | None = None  # float64: %CPU in user mode (CPU_USER)
-    cpu_sys: np.ndarray | None = None  # float64: %CPU in system mode (CPU_SYS)
-    processor: np.ndarray | None = None  # float64: the CPU last run on (PROC_ID)
-    cpu_status: np.ndarray | None = None  # uint8 (n, 2): statuses of CPU_TOT, CPU_USER/SYS
-    counter_scaled: np.ndarray | None = None  # float64 (n, k): delta(alias), scaled
-    counter_total: np.ndarray | None = None  # float64 (n, k): the alias's running total
-    counter_total_status: np.ndarray | None = None  # uint8 (n, k)
-    #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``.
+    # --- the evaluation's other inputs (``tiptop.screens.evaluate``): with these a
+    # recording evaluates any screen over the same counters again on replay, and rows by
+    # cgroup sum them.
+    cpu_user: np.ndarray  # float64: %CPU in user mode (CPU_USER)
+    cpu_sys: np.ndarray  # float64: %CPU in system mode (CPU_SYS)
+    processor: np.ndarray  # float64: the CPU last run on (PROC_ID)
+    cpu_status: np.ndarray  # uint8 (n, 2): statuses of CPU_TOT, CPU_USER/SYS
+    counter_scaled: np.ndarray  # float64 (n, k): delta(alias), scaled; NaN where not OK
+    counter_total: np.ndarray  # float64 (n, k): the alias's running total; NaN where not OK
+    counter_total_status: np.ndarray  # uint8 (n, k)
+    #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``
+    #: for every row.
     window: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -113,6 +136,14 @@ class Frame:
             counter_delta=np.zeros((0, nk)),
             counter_running=np.ones((0, nk)),
             counter_status=np.zeros((0, nk), STATUS_DTYPE),
+            tasks_total=0,
+            cpu_user=np.zeros(0),
+            cpu_sys=np.zeros(0),
+            processor=np.zeros(0),
+            cpu_status=np.zeros((0, 2), STATUS_DTYPE),
+            counter_scaled=np.zeros((0, nk)),
+            counter_total=np.zeros((0, nk)),
+            counter_total_status=np.zeros((0, nk), STATUS_DTYPE),
         )
 
     def multiplexed(self) -> np.ndarray:
@@ -150,7 +181,7 @@ class Frame:
         out = {}
         for name in ROW_FIELDS:
             x, y = getattr(self, name), getattr(other, name)
-            if x is None or y is None:  # inputs known for every row, or not at all
+            if x is None or y is None:  # windows known for every row, or not at all
                 out[name] = y if not len(self) else None
                 continue
             out[name] = x + y if isinstance(x, list) else np.concatenate([x, y])
@@ -170,18 +201,6 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     not in ("iteration", "timestamp", "interval", "threads", "headers", "counters", "tasks_total")
 )
 
-#: The optional row fields: the evaluation inputs that only ``--record`` reads.
-INPUT_FIELDS: tuple[str, ...] = (
-    "cpu_user",
-    "cpu_sys",
-    "processor",
-    "cpu_status",
-    "counter_scaled",
-    "counter_total",
-    "counter_total_status",
-    "window",
-)
-
 
 class FrameSource(Protocol):
     """Where frames come from: the sampler (``tiptop.engine.sampler``), a replayed
@@ -190,8 +209,9 @@ class FrameSource(Protocol):
     through this protocol only.
 
     ``start()`` takes baselines (nothing is shown for it); ``refresh()`` gives the frame
-    covering the time since the previous ``start``/``refresh``; ``reconfigure(screen=...,
-    **changes)`` switches screen or settings and the next ``refresh`` starts afresh;
+    covering the time since the previous ``start``/``refresh``; ``reconfigure(screen,
+    config)`` switches screen or what is watched (a :class:`SamplerConfig`) and the next
+    ``refresh`` starts afresh;
     ``messages`` is the message log every consumer reads with its own cursor; ``close()``
     releases everything.
 
@@ -211,8 +231,9 @@ class FrameSource(Protocol):
         """The frame of the time since the previous start/refresh."""
         ...
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
-        """Switch screen or settings; the next refresh starts afresh."""
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
+        """Switch screen or what is watched (None: as it was); the next refresh starts
+        afresh."""
         ...
 
     def close(self) -> None:
@@ -257,9 +278,9 @@ class SourceWrapper(FrameSource):
         """The wrapped source's frame."""
         return self.source.refresh()
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Reconfigure the wrapped source."""
-        self.source.reconfigure(screen=screen, **changes)
+        self.source.reconfigure(screen, config)
 
     def close(self) -> None:
         """Close the wrapped source."""
@@ -278,4 +299,4 @@ class SourceWrapper(FrameSource):
         self.source.attach_spawned(pid, stops_at_exec)
 
 
-__all__ = ["INPUT_FIELDS", "ROW_FIELDS", "Frame", "FrameSource", "SourceWrapper"]
+__all__ = ["ROW_FIELDS", "Frame", "FrameSource", "SamplerConfig", "SourceWrapper"]

@@ -102,6 +102,8 @@ def frame(
     values = matrix("cells", np.nan, float, nc)
     status = matrix("status", Status.OK, STATUS_DTYPE, nc)
     values[status != Status.OK] = np.nan
+    deltas = matrix("deltas", 0.0, float, nk)
+    cpu = np.array([r.get("cpu", r["cells"][0]) for r in rows], float)
     return Frame(
         iteration=iteration,
         timestamp=timestamp,
@@ -117,12 +119,21 @@ def frame(
         cmdline=[r.get("cmdline", "") for r in rows],
         num_threads=np.ones(n, np.int64),
         dead=np.array([r.get("dead", False) for r in rows], bool),
-        cpu_total=np.array([r.get("cpu", r["cells"][0]) for r in rows], float),
+        cpu_total=cpu,
         values=values,
         status=status,
         running=matrix("running", 1.0, float, nc),
-        counter_delta=matrix("deltas", 0.0, float, nk),
+        counter_delta=deltas,
         counter_running=np.ones((n, nk)),
         counter_status=np.zeros((n, nk), STATUS_DTYPE),
         tasks_total=tasks_total,
+        # The evaluator's other inputs: all in user mode, last CPU unknown, counters read
+        # OK (scaled = raw), no running totals.
+        cpu_user=cpu,
+        cpu_sys=np.zeros(n),
+        processor=np.full(n, np.nan),
+        cpu_status=np.zeros((n, 2), STATUS_DTYPE),
+        counter_scaled=deltas.copy(),
+        counter_total=np.full((n, nk), np.nan),
+        counter_total_status=np.full((n, nk), Status.UNREADABLE, STATUS_DTYPE),
     )

@@ -11,7 +11,7 @@ import numpy as np
 
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.messages import MessageLog
@@ -99,8 +99,10 @@ class ScriptedSampler(FrameSource):
     def close(self) -> None:
         self.started = False
 
-    def reconfigure(self, screen: ScreenSpec | None = None, **changes: Any) -> None:
-        self.reconfigured.append({"screen": screen, **changes})
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        self.reconfigured.append({"screen": screen, "config": config})
         self.started = False
         if screen is not None:
             self.screen = screen

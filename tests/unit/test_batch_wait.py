@@ -11,16 +11,17 @@ import time
 import pytest
 
 from tiptop.outputs import batch
+from tiptop.refresh import Stop
 
 
 @pytest.fixture
 def stop():
-    s = batch.Stop()
+    s = Stop()
     yield s
     s.close()
 
 
-def test_a_wait_costs_no_cpu(stop: batch.Stop) -> None:
+def test_a_wait_costs_no_cpu(stop: Stop) -> None:
     r, w = os.pipe()
     try:
         t0, c0 = time.monotonic(), time.thread_time()
@@ -35,7 +36,7 @@ def test_a_wait_costs_no_cpu(stop: batch.Stop) -> None:
     assert cpu < 0.0006, f"{cpu * 1e3:.2f} ms of CPU in a 1 s wait"
 
 
-def test_a_stop_request_ends_the_wait_at_once(stop: batch.Stop) -> None:
+def test_a_stop_request_ends_the_wait_at_once(stop: Stop) -> None:
     threading.Timer(0.1, stop.request).start()
     t0 = time.monotonic()
     batch._wait_until(time.monotonic() + 10, stop, None, None)
@@ -43,7 +44,7 @@ def test_a_stop_request_ends_the_wait_at_once(stop: batch.Stop) -> None:
     assert stop.requested and time.monotonic() - t0 < 5
 
 
-def test_a_signal_handler_s_request_ends_the_wait_at_once(stop: batch.Stop) -> None:
+def test_a_signal_handler_s_request_ends_the_wait_at_once(stop: Stop) -> None:
     """Python resumes an interrupted poll(2) for the time left once the handler has run
     (PEP 475): the handler's request must wake it."""
     old = signal.signal(signal.SIGALRM, lambda *_: stop.request())
@@ -58,7 +59,7 @@ def test_a_signal_handler_s_request_ends_the_wait_at_once(stop: batch.Stop) -> N
     assert stop.requested and took < 5  # not the 10 s deadline
 
 
-def test_a_gone_reader_ends_the_wait(stop: batch.Stop) -> None:
+def test_a_gone_reader_ends_the_wait(stop: Stop) -> None:
     r, w = os.pipe()
     threading.Timer(0.1, os.close, (r,)).start()
     t0 = time.monotonic()
@@ -70,8 +71,18 @@ def test_a_gone_reader_ends_the_wait(stop: batch.Stop) -> None:
     assert time.monotonic() - t0 < 1
 
 
-def test_a_file_output_waits_for_the_deadline(stop: batch.Stop, tmp_path) -> None:
+def test_a_file_output_waits_for_the_deadline(stop: Stop, tmp_path) -> None:
     with open(tmp_path / "out", "w") as f:
         t0 = time.monotonic()
         batch._wait_until(time.monotonic() + 0.3, stop, f.fileno(), None)
     assert 0.29 <= time.monotonic() - t0 < 1
+
+
+def test_stop_wait_sleeps_until_a_request(stop: Stop) -> None:
+    """The exporter's wait (``Stop.wait``): the whole time without a request, at once
+    with one from another thread."""
+    t0 = time.monotonic()
+    assert stop.wait(0.2) is False and time.monotonic() - t0 >= 0.19
+    threading.Timer(0.1, stop.request).start()
+    t0 = time.monotonic()
+    assert stop.wait(10) is True and time.monotonic() - t0 < 5

@@ -25,25 +25,26 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
+    "refresh": {"frame", "messages"},  # the one loop that hands frames to a consumer
     "files": {"errors"},  # files a user names to be written: regular files only
     "vocab": set(),  # perf_event's vocabulary: event types, ids, perf's and the original's names
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
     "kernel": {"errors", "cells", "host", "vocab"},
     "events": {"kernel", "errors", "vocab"},
-    "screens": {"errors", "cells", "vocab"},
+    "screens": {"errors", "cells", "vocab", "frame"},
     "frame": {"cells", "messages"},
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
     "engine": {"kernel", "events", "screens", "frame", "cells", "errors", "host", "messages"},
     "table": {"frame", "screens", "cells", "errors"},
-    "options": {"errors", "screens", "cells", "table"},
+    "options": {"errors", "screens", "cells", "table", "frame"},
     # --check, --list-events
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
-    "live": {"table", "frame", "options", "cells", "errors", "host"},
-    "outputs": {"table", "frame", "options", "cells", "errors"},
+    "live": {"table", "frame", "options", "cells", "errors", "host", "refresh"},
+    "outputs": {"table", "frame", "options", "cells", "errors", "refresh"},
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab", "kernel"},
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh"},
     # sources built on another source: rows summed by cgroup
     "sources": {"frame", "screens", "kernel", "cells"},
     # --selftest: known-count kernels counted through the engine

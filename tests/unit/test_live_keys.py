@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
+from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live import palette as P
 
@@ -56,7 +57,7 @@ def test_threads_idle_user_column_and_cmdline() -> None:
     app, sampler = new_app()
     keys(app, "H")
     assert text(app)[2].strip() == "Show threads On"
-    assert sampler.reconfigured[-1] == {"screen": None, "threads": True}
+    assert sampler.reconfigured[-1]["config"] == SamplerConfig(threads=True)
     assert "[threads]" in text(app)[0]
     keys(app, "H")
     assert text(app)[2].strip() == "Show threads Off"
@@ -76,13 +77,14 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
     keys(app, "0", ".", "0", "0", "1", "enter")
     assert app.state.delay == 2.0
     assert text(app)[2].strip() == (
-        "Delay must be at least 0.01 s and at most 604800 s (delay stays 2.00)"
+        "delay must be at least 0.01 s and at most 604800 s (got '0.001') (delay stays 2.00)"
     )
     keys(app, "d", *"1e300", "enter")  # would overflow the event loop's timer
     assert app.state.delay == 2.0 and "at most 604800 s" in text(app)[2]
     keys(app, "d", *"1_0", "enter")  # Python's float() takes it; C's scanf does not
     assert (
-        app.state.delay == 2.0 and text(app)[2].strip() == "Not a number: '1_0' (delay stays 2.00)"
+        app.state.delay == 2.0
+        and text(app)[2].strip() == "'1_0' is not a number of seconds (delay stays 2.00)"
     )
     keys(app, "s", "0", ".", "5", "x", "backspace", "enter")
     assert app.state.delay == 0.5
@@ -94,14 +96,14 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
 def test_filters_pid_user_watch() -> None:
     app, sampler = new_app()
     keys(app, "p", "1", "2", "3", "enter")
-    assert sampler.reconfigured[-1] == {"screen": None, "only_pid": 123, "only_name": None}
+    assert sampler.reconfigured[-1]["config"] == SamplerConfig(only_pid=123)
     assert "[pid]" in text(app)[0]
     keys(app, "p", "enter")
-    assert sampler.reconfigured[-1] == {"screen": None, "only_pid": None, "only_name": None}
+    assert sampler.reconfigured[-1]["config"] == SamplerConfig()
     keys(app, "u", *"no-such-user-xyz", "enter")
     assert text(app)[2].strip() == "User name does not exist."
     keys(app, "u", *"nobody", "enter")
-    assert sampler.reconfigured[-1] == {"screen": None, "uid": 65534}
+    assert sampler.reconfigured[-1]["config"] == SamplerConfig(uid=65534)
     assert "[uid]" in text(app)[0]
     app.refresh()
     keys(app, "w", *"task3", "enter")
@@ -201,7 +203,7 @@ def test_kernel_key_refused_when_unprivileged() -> None:
         app, sampler = new_app(host=host)
         keys(app, "K")
         assert text(app)[2].strip() == "Kernel mode On"
-        assert sampler.reconfigured[-1]["kernel"] is True
+        assert sampler.reconfigured[-1]["config"].kernel is True
 
 
 def test_screen_switch_shows_rows_at_the_first_refresh() -> None:

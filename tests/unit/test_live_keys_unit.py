@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live.keys import KeyActions, Keys
 from tiptop.live.state import LiveState
@@ -19,14 +20,20 @@ SCREENS = [ScreenSpec(name, name, columns=COLS) for name in ("one", "two", "thre
 
 
 class Recorder:
-    """The actions a key asked for, in order."""
+    """The actions a key asked for, in order; a restart with the screen and the sampler
+    configuration the state asks for at that moment (what the app reopens)."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: LiveState) -> None:
+        self.state = state
         self.calls: list[tuple[str, Any]] = []
+
+    def restart(self) -> None:
+        st = self.state
+        self.calls.append(("restart", (st.screen, st.options.sampler_config())))
 
     def actions(self) -> KeyActions:
         return KeyActions(
-            restart=lambda **config: self.calls.append(("restart", config)),
+            restart=self.restart,
             quit=lambda code: self.calls.append(("quit", code)),
             toggle_window=lambda name: self.calls.append(("window", name)),
         )
@@ -34,7 +41,7 @@ class Recorder:
 
 def new_keys(host: Host | None = None, **opts: Any) -> tuple[Keys, LiveState, Recorder]:
     state = LiveState.initial(Options(**opts), None, SCREENS, 0)
-    rec = Recorder()
+    rec = Recorder(state)
     return Keys(state, rec.actions(), host=host or Host()), state, rec
 
 
@@ -47,17 +54,17 @@ def test_keys_change_the_state_and_ask_the_actions() -> None:
     rec.calls.clear()
     assert keys.dispatch("S") is True
     assert state.view.sticky and state.options.sticky
-    assert rec.calls == [("restart", {"sticky": True})]
+    assert rec.calls == [("restart", (SCREENS[0], SamplerConfig(sticky=True)))]
     rec.calls.clear()
     assert keys.dispatch("x") is False and rec.calls == []  # no binding: nothing happens
 
 
 def test_screen_keys_wrap_and_restart_with_the_new_screen() -> None:
     keys, state, rec = new_keys()
-    state.view.sort_column = 2
+    state.sort_column = 2
     assert keys.dispatch("left") is True  # from the first screen to the last
     assert state.screen_index == 2 and state.view.sort_column == 0
-    assert rec.calls == [("restart", {"screen": SCREENS[2]})]
+    assert rec.calls == [("restart", (SCREENS[2], SamplerConfig()))]
     assert keys.dispatch("+") is True and state.screen_index == 0
     assert keys.dispatch("right") is True and state.screen is SCREENS[1]
 
@@ -67,7 +74,9 @@ def test_c_restarts_only_when_a_name_filter_matches_the_command_line() -> None:
     assert keys.dispatch("c") is False and state.view.show_cmdline and rec.calls == []
     keys, state, rec = new_keys(only_name="sshd")
     assert keys.dispatch("c") is True
-    assert rec.calls == [("restart", {"match_cmdline": True})]
+    assert rec.calls == [
+        ("restart", (SCREENS[0], SamplerConfig(only_name="sshd", match_cmdline=True)))
+    ]
 
 
 def test_k_asks_the_host_and_the_delay_prompt_sets_state_and_options() -> None:

@@ -144,4 +144,4 @@ def test_huge_numbers_typed_at_the_prompts_are_refused() -> None:
             "Not valid",
             f"Kill of PID '1' with '{number}' failed: Invalid argument",
         )
-    assert app.state.opt("only_pid") is None and app.state.view.watch is None
+    assert app.state.options.only_pid is None and app.state.view.watch is None

@@ -134,7 +134,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
         main,
         [TD1, TD2],
         host=Host(),
-        drill=lambda pid, s: Counted(made, pid, s),
+        drill=lambda _settings, pid, s: Counted(made, pid, s),
     )
     app.refresh()
     keys(app, "t")  # opens it; the key's refresh already counts once
@@ -152,6 +152,25 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     assert not any("Top-down tree" in ln for ln in text(app, SIZE))
 
 
+def test_the_extra_source_takes_the_settings_changed_live() -> None:
+    """``K`` pressed with the window open reaches the extra source too: it is reopened with
+    the live settings (kernel mode on), not the command line's (issue 36)."""
+    made: list[tuple[Options, int]] = []
+
+    def factory(settings: Options, pid: int, screen: Any) -> Counted:
+        made.append((settings, pid))
+        return Counted([], pid, screen)
+
+    root = Host(uid=0, euid=0, paranoid=2)
+    app = LiveApp(Options(show_idle=True), Level1(1), [TD1, TD2], host=root, drill=factory)
+    app.refresh()
+    keys(app, "t")
+    keys(app, "K")  # counters reopened: the window's task comes back with the next frame
+    app.refresh()
+    assert [(s.show_kernel, pid) for s, pid in made] == [(False, 4242), (True, 4242)]
+    assert made[-1][0].sampler_config().kernel and made[-1][0].only_pid is None
+
+
 def test_until_the_extra_source_counts_level_1_is_shown() -> None:
     made: list[Any] = []
     app = LiveApp(
@@ -159,7 +178,7 @@ def test_until_the_extra_source_counts_level_1_is_shown() -> None:
         Level1(1),
         [TD1, TD2],
         host=Host(),
-        drill=lambda pid, s: Counted(made, pid, s),
+        drill=lambda _settings, pid, s: Counted(made, pid, s),
     )
     app.refresh()
     app.widget.window = "tree"

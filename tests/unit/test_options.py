@@ -10,9 +10,7 @@ from tiptop.options import merge, parse_argv
 
 def _opts(argv: list[str], rc: dict[str, str] | None = None, ptiptop: bool = False):
     actions, command = parse_argv(argv, ptiptop=ptiptop)
-    opts, warnings = merge(rc, actions)
-    opts.command = command
-    return opts, warnings
+    return merge(rc, actions, command)
 
 
 def test_forms_are_equivalent() -> None:
@@ -26,7 +24,7 @@ def test_forms_are_equivalent() -> None:
         1.5,
         "branch",
     )
-    assert o.command == ["ls", "-l"]
+    assert o.command == ("ls", "-l")
 
 
 def test_toggles_invert_rc_and_values_override() -> None:
@@ -46,8 +44,7 @@ def test_rc_or_set_cannot_be_cleared() -> None:
     # check the semantics directly instead).
     from tiptop.options import Options, apply_rc
 
-    o = Options(show_epoch=True)
-    apply_rc(o, {"show_epoch": "0", "show_user": "0"})
+    o, _ = apply_rc(Options(show_epoch=True), {"show_epoch": "0", "show_user": "0"})
     assert o.show_epoch is True and o.show_user is False
 
 
@@ -117,8 +114,8 @@ def test_rc_atoi_semantics() -> None:
     """The rc file's integers are C ``atoi``: leading digits, else 0."""
     from tiptop.options import Options, apply_rc
 
-    o = Options()
-    assert apply_rc(o, {"max_iter": "  12abc", "idle": "x1", "sticky": "-3"}) == []
+    o, warnings = apply_rc(Options(), {"max_iter": "  12abc", "idle": "x1", "sticky": "-3"})
+    assert warnings == []
     assert (o.max_iter, o.show_idle, o.sticky) == (12, False, True)
 
 
@@ -127,9 +124,8 @@ def test_rc_odd_values_are_warned_or_ignored() -> None:
     ``watch_name`` (which would mark every task) is ignored like an absent one."""
     from tiptop.options import Options, apply_rc
 
-    o = Options()
-    warnings = apply_rc(
-        o,
+    o, warnings = apply_rc(
+        Options(),
         {"delay": "1e300", "watch_uid": "no_such_user_zz", "watch_name": "", "max_iter": "9" * 30},
     )
     assert warnings == [
@@ -166,5 +162,10 @@ def test_the_man_page_is_installed_where_man_looks() -> None:
 
     root = Path(__file__).resolve().parents[2]
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["data-files"] == {"share/man/man1": ["docs/tiptop.1"]}
+    assert setuptools["data-files"] == {
+        "share/man/man1": ["docs/tiptop.1"],
+        # and the shell completion beside it (tests/system/test_completion.py)
+        "share/bash-completion/completions": ["completions/bash/tiptop"],
+        "share/zsh/site-functions": ["completions/zsh/_tiptop"],
+    }
     assert "man tiptop" in USAGE and "man ./docs/tiptop.1" in USAGE

@@ -30,25 +30,31 @@ def test_every_option_is_applied_to_its_field() -> None:
     for name, opt in RC_OPTIONS.items():
         assert opt.how in HOW, name
         text, want = SAMPLES[opt.how]
-        o = Options()
-        assert apply_rc(o, {name: text}) == [], name
+        o, warnings = apply_rc(Options(), {name: text})
+        assert warnings == [], name
         assert getattr(o, opt.field) == want, name
 
 
 def test_or_set_cannot_switch_off_but_bool_can() -> None:
-    o = Options(show_epoch=True, show_user=True)
-    apply_rc(o, {"show_epoch": "0", "show_user": "0"})
+    o, _ = apply_rc(Options(show_epoch=True, show_user=True), {"show_epoch": "0", "show_user": "0"})
     assert (o.show_epoch, o.show_user) == (True, False)
 
 
 def test_export_reads_back_the_same() -> None:
-    o = Options(delay=0.3, cpu_threshold=1.5, show_cmdline=True, show_idle=True, max_iter=7)
-    o.watch_name, o.uid = "ssh", 0
+    o = Options(
+        delay=0.3,
+        cpu_threshold=1.5,
+        show_cmdline=True,
+        show_idle=True,
+        max_iter=7,
+        watch_name="ssh",
+        uid=0,
+    )
     rc = to_rc(o)
     assert list(rc) == list(RC_OPTIONS)  # every name, in the table's order
     assert rc["idle"] == "1" and rc["watch_uid"] == "0" and rc["delay"] == "0.3"
-    back = Options()
-    assert apply_rc(back, rc) == []
+    back, warnings = apply_rc(Options(), rc)
+    assert warnings == []
     fields = {opt.field for opt in RC_OPTIONS.values()}
     assert {f: getattr(back, f) for f in fields} == {f: getattr(o, f) for f in fields}
     assert "watch_name" not in to_rc(Options())

@@ -196,6 +196,7 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
     frame = recording.decode(rec0, 0, screen)
     rec0.close()
     n = 2000
+    deltas = np.arange(n * 5, dtype=float).reshape(n, 5)
     big = dataclasses.replace(
         frame,
         tid=np.arange(1000, 1000 + n),
@@ -210,16 +211,16 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
         values=frame.values[:1].repeat(n, 0),
         status=frame.status[:1].repeat(n, 0),
         running=frame.running[:1].repeat(n, 0),
-        counter_delta=np.arange(n * 5, dtype=float).reshape(n, 5),
+        counter_delta=deltas,
         counter_running=np.ones((n, 5)),
         counter_status=np.zeros((n, 5), np.uint8),
-        cpu_user=None,
-        cpu_sys=None,
-        processor=None,
-        cpu_status=None,
-        counter_scaled=None,
-        counter_total=None,
-        counter_total_status=None,
+        cpu_user=np.zeros(n),
+        cpu_sys=np.zeros(n),
+        processor=np.zeros(n),
+        cpu_status=np.zeros((n, 2), np.uint8),
+        counter_scaled=deltas,
+        counter_total=deltas,
+        counter_total_status=np.zeros((n, 5), np.uint8),
     )
     path = tmp_path / "big.jsonl.gz"
     writer = recording.Recorder(str(path), {})

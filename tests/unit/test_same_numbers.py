@@ -37,7 +37,7 @@ class Shown(FrameSource):
     def refresh(self) -> Frame:
         return self.frames.pop(0)
 
-    def reconfigure(self, screen: object = None, **changes: object) -> None:
+    def reconfigure(self, screen: object = None, config: object = None) -> None:
         pass
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ import pytest
 from tests.support.sampling import CY, IN, PF, make, row
 from tiptop.cells import Status
 from tiptop.engine.count import attach
+from tiptop.frame import SamplerConfig
 from tiptop.kernel.explain import NO_PMU_COLUMNS, no_pmu_line
 
 
@@ -281,7 +282,7 @@ def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]
     b.clock.advance(1.0)
     assert s.refresh().iteration == 0
     assert s.refresh().iteration == 1
-    s.reconfigure(threads=True)
+    s.reconfigure(config=SamplerConfig(threads=True))
     assert b.open_fds == 0
     f = s.refresh()  # implicit start: empty
     assert len(f) == 0 and f.threads

@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO
 
 from tiptop import __version__
 from tiptop.cli.run import is_live, read_pid_max, run_monitor
@@ -28,7 +28,7 @@ from tiptop.cli.screens import (
 )
 from tiptop.errors import TiptopError, UsageError, printable
 from tiptop.host import Host
-from tiptop.options import Action, merge, parse_argv
+from tiptop.options import Action, Options, merge, parse_argv
 from tiptop.options.inversion import inverted_by_flags
 
 __all__ = [
@@ -93,7 +93,7 @@ Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
 
-def _check_outputs(opts: Any) -> None:
+def _check_outputs(opts: Options) -> None:
     """``--record`` and ``-o`` where they would be silently dropped: one line instead.
     ``--serve``/``--textfile`` export frames and write no batch output or recording;
     ``--replay``/``--plot`` read a recording and make none."""
@@ -202,9 +202,8 @@ def _main(argv: list[str], prog: str) -> int:
     loaded = load_screens(
         config_dir, only_conf=_flag(actions, "only_conf"), target=host_target(host.cpuinfo)
     )
-    opts, warnings = merge(loaded.options, actions)
+    opts, warnings = merge(loaded.options, actions, command)
     warnings = [*warnings, *inverted_by_flags(loaded.options, actions)]
-    opts.command = command
     problems = [str(w) for w in [*warnings, *loaded.problems]]
     one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest
     # Live mode would wipe stderr lines at its first draw: its error log gets them instead.

@@ -25,6 +25,8 @@ import numpy as np
 from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
+from tiptop.options import Options
+from tiptop.refresh import drain
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
 FORMATS = (".png", ".svg", ".pdf")
@@ -171,7 +173,7 @@ def _time_label(times: list[float], zone: Any) -> str:
     return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
 
 
-def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
+def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
     from tiptop.cli.screens import pick_screen
@@ -193,8 +195,7 @@ def run_plot(opts: Any, loaded: ScreenSet, say: Callable[[str], None]) -> int:
         else:
             column = pick_column(source, screen, first, last)
         found = series(source, column, first, last, opts.only_pid)
-        for m in source.messages.since(0)[0]:
-            say(m.line)
+        drain(source.messages, 0, say)
     finally:
         rec.close()
     if not found:

@@ -8,10 +8,7 @@ import socket
 from typing import Any
 
 from tiptop import __version__
-
-#: What the recording run watched, applied on replay unless given again: the rows recorded
-#: are those tasks only (and ``-- cmd`` turns idle rows on).
-_KEPT = ("show_idle", "only_pid", "only_name", "uid", "user_name")
+from tiptop.options import Options
 
 
 def cpu_model(path: str = "/proc/cpuinfo") -> str:
@@ -26,7 +23,7 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Any, sampler: Any, index: int) -> Any:
+def record_source(opts: Options, sampler: Any, index: int) -> Any:
     """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
@@ -39,7 +36,15 @@ def record_source(opts: Any, sampler: Any, index: int) -> Any:
         "threads": opts.show_threads,
         "screen_index": index,
         "pid_width": opts.pid_width,
-        "options": {k: getattr(opts, k) for k in _KEPT},
+        # What the recording run watched, applied on replay unless given again: the rows
+        # recorded are those tasks only (and ``-- cmd`` turns idle rows on).
+        "options": {
+            "show_idle": opts.show_idle,
+            "only_pid": opts.only_pid,
+            "only_name": opts.only_name,
+            "uid": opts.uid,
+            "user_name": opts.user_name,
+        },
     }
     return RecordingSource(sampler, Recorder(opts.record, header))
 

@@ -3,15 +3,23 @@ or printed as batch text, csv or json, between ``--from`` and ``--to``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
+from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.frame import Frame
+    from tiptop.outputs.records import RecordWriter
+    from tiptop.outputs.why import WhyWriter
+    from tiptop.recording.replay import ReplaySource
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
@@ -36,7 +44,7 @@ def parse_when(text: str, end: float) -> float:
     return when - 86400 if when > end + 0.5 else when
 
 
-def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
+def frame_range(opts: Options, times: Sequence[float]) -> tuple[int, int]:
     """The frames ``--from``/``--to`` select (inclusive); one line when none is left."""
     import bisect
 
@@ -53,7 +61,7 @@ def frame_range(opts: Any, times: Sequence[float]) -> tuple[int, int]:
     return first, last
 
 
-def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
     screens offered are the recording's; each refresh is shown under the one shown when it
     was recorded, unless ``-S`` picks one of them."""
@@ -75,17 +83,10 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
     picked = None
     if opts.screen is not None:
         picked = pick_screen(screens, opts.screen)[1]
-    head = rec.header
-    opts.pid_width = head.pid_width or opts.pid_width
-    kept = head.options  # what the recording run watched (cli.record), checked
-    opts.show_idle = opts.show_idle or bool(kept.get("show_idle"))
-    if opts.only_pid is None and opts.only_name is None:
-        opts.only_pid, opts.only_name = kept.get("only_pid"), kept.get("only_name")
-    if opts.uid is None:
-        opts.uid, opts.user_name = kept.get("uid"), kept.get("user_name")
+    opts = recorded_options(opts, rec.header)
     live = is_live(opts)
     if not live:
-        opts.delay = head.interval or opts.delay
+        opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
     source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
     if live:
         from tiptop import live as live_mode
@@ -103,35 +104,43 @@ def run_replay(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], No
             out.close()
 
 
-def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> int:
-    """The recorded refreshes as batch output, as fast as they can be written; a refresh
-    shown under another screen than the one before gets that screen's name and header
-    (text) or a new header line (csv). ``screens``: the recording's (it grows while the
-    file is read)."""
+def recorded_options(opts: Options, head: Any) -> Options:
+    """``opts`` with what the recording run watched (``cli.record``, checked by the
+    reader) where the command line does not say otherwise: its PID width, idle rows, and
+    the ``-p``/``-u`` filters."""
+    kept = head.options
+    given_only = opts.only_pid is not None or opts.only_name is not None
+    return dataclasses.replace(
+        opts,
+        pid_width=head.pid_width or opts.pid_width,
+        show_idle=opts.show_idle or bool(kept.get("show_idle")),
+        only_pid=opts.only_pid if given_only else kept.get("only_pid"),
+        only_name=opts.only_name if given_only else kept.get("only_name"),
+        uid=opts.uid if opts.uid is not None else kept.get("uid"),
+        user_name=opts.user_name if opts.uid is not None else kept.get("user_name"),
+    )
+
+
+def _batch(
+    opts: Options,
+    source: ReplaySource,
+    screens: list[Any],
+    out: IO[str],
+    say: Callable[[str], None],
+) -> int:
+    """The recorded refreshes as batch output, as fast as they can be written, under the
+    one consumer loop (``tiptop.refresh.consume``); a refresh shown under another screen
+    than the one before gets that screen's name and header (text) or a new header line
+    (csv). ``screens``: the recording's (it grows while the file is read)."""
     from tiptop.outputs.batch import TextWriter, make_writer
-
-    cursor = 0
-
-    def say_new() -> None:
-        nonlocal cursor
-        fresh, cursor = source.messages.since(cursor)
-        for m in fresh:
-            say(m.line)
+    from tiptop.refresh import consume
 
     rec = source.rec
-    writer = None
-    count = 0
-    i = source.first - 1
-    while True:
-        i += 1
-        rec.wait(i)  # the file may still be being read
-        if i > source.last or (opts.max_iter and count >= opts.max_iter):
-            break
-        screen = source.screen_for(i)
-        frame = source.frame(i)
-        say_new()
-        if frame is None:
-            continue
+    writer: TextWriter | RecordWriter | WhyWriter | None = None
+
+    def take(frame: Frame, count: int) -> None:
+        nonlocal writer
+        screen = source.screen  # the screen of the frame just read
         if writer is None or screen is not writer.screen:
             # The first recorded screen by the number it had when recorded (its place in
             # the screens loaded then); the others by their place among the recorded ones.
@@ -145,9 +154,8 @@ def _batch(opts: Any, source: Any, screens: list[Any], out: Any, say: Any) -> in
                 writer = make_writer(out, opts, screen, index)
                 writer.begin(frame.timestamp)
         writer.frame(frame, count)
-        count += 1
-    source.say_notes()  # what reading the end of the file found
-    say_new()
+
+    consume(source.recorded(), take, source.messages, say, opts.max_iter)
     out.flush()
     return 0
 

@@ -4,15 +4,21 @@ hand over to live mode or the batch loop; everything opened here is closed here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
 from tiptop.errors import TiptopError
 from tiptop.host import Host
+from tiptop.options import Options
+
+if TYPE_CHECKING:
+    from tiptop.engine.sampler import Sampler
+    from tiptop.frame import FrameSource
 
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
@@ -26,7 +32,7 @@ def open_output(path: str | None, what: str) -> IO[str] | None:
         raise TiptopError(f"{what}: cannot open '{path}': {exc.strerror}") from None
 
 
-def check_privileges(opts: Any, host: Host) -> None:
+def check_privileges(opts: Options, host: Host) -> None:
     """``-K`` without the right to count kernel events is an error, as in the original."""
     refusal = host.kernel_refusal()
     if opts.show_kernel and refusal is not None:
@@ -42,7 +48,7 @@ def read_pid_max(path: str = "/proc/sys/kernel/pid_max") -> int:
         return 32768
 
 
-def other_users_pid(opts: Any, host: Host) -> str | None:
+def other_users_pid(opts: Options, host: Host) -> str | None:
     """``-p PID`` of a process of another user, without root: one line saying that only
     one's own processes are shown (the rule of ``Host.may_watch``), else None; without it
     ``tiptop -b -p 1`` printed no rows and no reason."""
@@ -67,18 +73,22 @@ def other_users_pid(opts: Any, host: Host) -> str | None:
 HEAP_KEPT = 16 << 20
 
 
-def is_live(opts: Any) -> bool:
+def is_live(opts: Options) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
     return not opts.batch and opts.why is None and opts.output is None and sys.stdout.isatty()
 
 
 def make_sampler(
-    opts: Any, screen: Any, host: Host, problems: Sequence[str] = (), notices: Sequence[str] = ()
-) -> Any:
+    opts: Options,
+    screen: Any,
+    host: Host,
+    problems: Sequence[str] = (),
+    notices: Sequence[str] = (),
+) -> Sampler:
     """The one place a ``Sampler`` (the live frame source) is built from the options;
     ``problems`` (configuration warnings) and ``notices`` (what start-up had to say) start
     its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
-    from tiptop.engine.sampler import Sampler, SamplerConfig
+    from tiptop.engine.sampler import Sampler
     from tiptop.kernel import keep_heap
     from tiptop.kernel.explain import NO_PMU, NO_PMU_KEY, NO_PMU_SHORT
     from tiptop.messages import MessageLog
@@ -95,22 +105,11 @@ def make_sampler(
             log.say(NO_PMU_KEY, line, detail=NO_PMU)
         else:
             log.say(f"start:{line}", line)
-    config = SamplerConfig(
-        threads=opts.show_threads,
-        kernel=opts.show_kernel,
-        only_pid=opts.only_pid,
-        only_name=opts.only_name,
-        match_cmdline=opts.show_cmdline,
-        uid=opts.uid,
-        collect=opts.collect,
-        cpu_threshold=opts.cpu_threshold,
-        sticky=opts.sticky,
-    )
-    return Sampler(screen, config, host=host, messages=log)
+    return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 
 def run_monitor(
-    opts: Any,
+    opts: Options,
     loaded: ScreenSet,
     host: Host,
     problems: Sequence[str] = (),
@@ -120,7 +119,7 @@ def run_monitor(
     notice on the message line; start-up notices (the fallback to ``sched``, ``-p`` of
     another user's process) start the message log: batch's stderr or ``-E``, live's
     message line, ``e`` window and ``-E``."""
-    index, screen = _chosen_screen(opts, loaded, host)
+    opts, index, screen = _chosen_screen(opts, loaded, host)
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
@@ -141,13 +140,13 @@ def run_monitor(
     if opts.command:
         from tiptop import spawn
 
-        child = spawn.fork_blocked(opts.command)
-        opts.only_pid, opts.only_name, opts.show_idle = child.pid, None, True
+        child = spawn.fork_blocked(list(opts.command))
+        opts = dataclasses.replace(opts, only_pid=child.pid, only_name=None, show_idle=True)
     sampler = None
     try:
         sampler = _frame_source(opts, screen, index, host, problems, said, live)
         if child is not None:
-            why = spawn.changes_credentials(opts.command, host.euid, os.getegid())
+            why = spawn.changes_credentials(list(opts.command), host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)
             sampler.start()
             child.release()
@@ -162,9 +161,10 @@ def run_monitor(
         _close_outputs(out, errf)
 
 
-def _chosen_screen(opts: Any, loaded: ScreenSet, host: Host) -> tuple[int, Any]:
-    """The screen asked for (``-S``, ``--why``), checked, with the options the run derives
-    from the host (PID width, target, privileges); raises for a ``-p`` that does not exist."""
+def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Options, int, Any]:
+    """The options with what the run derives from the host (PID width, target, the
+    configuration file read), and the screen asked for (``-S``, ``--why``), checked; raises
+    for privileges ``-K`` lacks and for a ``-p`` that does not exist."""
     from tiptop import table
     from tiptop.screens.printf import check_formats
 
@@ -172,41 +172,44 @@ def _chosen_screen(opts: Any, loaded: ScreenSet, host: Host) -> tuple[int, Any]:
     if opts.why is not None:
         from tiptop.cli.why import why_setup
 
-        index, screen = why_setup(opts, loaded, host, index, screen)
+        opts, index, screen = why_setup(opts, loaded, host, index, screen)
     check_formats(screen)
-    opts.pid_width = table.pid_width_for(read_pid_max())
-    opts.target = host_target(host.cpuinfo)
-    opts.config_path = loaded.path
+    opts = dataclasses.replace(
+        opts,
+        pid_width=table.pid_width_for(read_pid_max()),
+        target=host_target(host.cpuinfo),
+        config_path=loaded.path,
+    )
     check_privileges(opts, host)
     if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):
         raise TiptopError(f"-p {opts.only_pid}: no such process")
-    return index, screen
+    return opts, index, screen
 
 
 def _frame_source(
-    opts: Any,
+    opts: Options,
     screen: Any,
     index: int,
     host: Host,
     problems: Sequence[str],
     said: list[str],
     live: bool,
-) -> Any:
+) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    sampler = make_sampler(opts, screen, host, problems, said)
+    source: FrameSource = make_sampler(opts, screen, host, problems, said)
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
-        on_error.callback(sampler.close)
+        on_error.callback(source.close)
         if opts.record:
             from tiptop.cli.record import record_source
 
-            sampler = record_source(opts, sampler, index)
+            source = record_source(opts, source, index)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 
-            sampler = CgroupSource(sampler, opts.series_by == "cgroup", host.proc_root)
+            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
         on_error.pop_all()
-    return sampler
+    return source
 
 
 def _close_outputs(*files: IO[str] | None) -> None:
@@ -220,7 +223,7 @@ def _close_outputs(*files: IO[str] | None) -> None:
 
 
 def _run_live(
-    opts: Any,
+    opts: Options,
     sampler: Any,
     loaded: ScreenSet,
     index: int,
@@ -244,7 +247,7 @@ def _run_live(
         error_log=errf,
         message="; ".join(notices),
         child=child,
-        drill=lambda pid, screen: drill_source(opts, host, pid, screen),
+        drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
     )
     if child is not None and code == 0 and child.exited():
         return child.reap()
@@ -252,7 +255,7 @@ def _run_live(
 
 
 def _run_batch(
-    opts: Any,
+    opts: Options,
     sampler: Any,
     screen: Any,
     index: int,
@@ -266,8 +269,9 @@ def _run_batch(
     (``tiptop.cli.ending``)."""
     from tiptop.cli.ending import Ending, wait_for_command
     from tiptop.outputs import batch
+    from tiptop.refresh import Stop
 
-    stop = batch.Stop()
+    stop = Stop()
     ending = Ending(stop)
     old = {sig: signal.signal(sig, ending) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -295,11 +299,10 @@ def _run_batch(
     return child.reap() if child is not None else ending.status()
 
 
-def drill_source(opts: Any, host: Host, pid: int, screen: Any) -> Any:
+def drill_source(opts: Options, host: Host, pid: int, screen: Any) -> Sampler:
     """The live ``t`` window's extra source: ``screen`` (a deeper top-down level) counted
-    on process ``pid`` alone, as ``-p PID`` would (tiptop/live/drill.py)."""
-    import dataclasses
-
+    on process ``pid`` alone, as ``-p PID`` would, with the live session's settings
+    ``opts`` (a ``K`` toggled live counts kernel mode there too; tiptop/live/drill.py)."""
     one = dataclasses.replace(
         opts, only_pid=pid, only_name=None, show_threads=False, uid=None, sticky=False
     )

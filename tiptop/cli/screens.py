@@ -18,6 +18,7 @@ from tiptop.errors import TiptopError, UsageError, printable, shown
 from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.kernel.explain import no_pmu_line
+from tiptop.options import Options
 from tiptop.screens.model import Target
 
 
@@ -262,7 +263,7 @@ def _write_no_link(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def export_current(options: Any, screens: Sequence[Any]) -> str:
+def export_current(options: Options, screens: Sequence[Any]) -> str:
     """The live ``W`` key's text: the current options and every screen as an XML
     ``.tiptoprc`` (docs/original.md section 2.5; values escaped, unlike the original).
     Loading it back with ``-W`` gives the same screens (see :func:`load_screens`)."""

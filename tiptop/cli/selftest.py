@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
 from tiptop.errors import UsageError
 from tiptop.host import Host
+from tiptop.options import Options
 
 
 def run_selftest_command(
-    opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]
+    opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]
 ) -> int:
     """Pick the screen as the monitor would, run the self-test, print; 0, 1 or 2."""
     from tiptop.selftest.report import selftest_main

@@ -12,18 +12,18 @@ import dataclasses
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
 from tiptop.errors import UsageError
 from tiptop.host import Host
+from tiptop.options import Options
 
 #: ``--by`` values: aggregate by (comm, user, cgroup), or one series per process.
 BY = ("comm", "pid")
 
 
-def _targets(opts: Any, say: Callable[[str], None]) -> tuple[str, int] | None:
+def _targets(opts: Options, say: Callable[[str], None]) -> tuple[str, int] | None:
     """Where to export, checked before anything opens: the ``--serve`` address (None
     without it) and the ``--textfile`` path (a device, FIFO or directory refused)."""
     from tiptop.exporter.serve import parse_address
@@ -40,7 +40,7 @@ def _targets(opts: Any, say: Callable[[str], None]) -> tuple[str, int] | None:
     return address
 
 
-def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
     from tiptop.exporter.httpd import client_limit
@@ -58,9 +58,8 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     check_privileges(opts, host)
     if host.euid != 0 and opts.uid not in (None, host.euid):
         say("an unprivileged exporter exports only its own user's tasks: -u ignored")
-    if host.euid != 0:
-        opts.uid = host.euid
-    opts.sticky = False  # a dead task's final interval is counted once, never repeated
+    # A dead task's final interval is counted once, never repeated: not sticky.
+    opts = dataclasses.replace(opts, sticky=False, uid=host.euid if host.euid != 0 else opts.uid)
     cgroups = CgroupCache(host.proc_root)
     aggregator = Aggregator(
         metrics_for(screen.counters),
@@ -74,7 +73,8 @@ def run_serve(opts: Any, loaded: ScreenSet, host: Host, say: Callable[[str], Non
     exporter = Exporter(sampler, aggregator, opts.delay)
     stop = exporter.stop
     old = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+        sig: signal.signal(sig, lambda *_: stop.request())
+        for sig in (signal.SIGTERM, signal.SIGINT)
     }
     try:
         if address is not None:

@@ -4,20 +4,24 @@ PMU); exit status 1 then, as for any run that cannot start."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
+from tiptop.options import Options
 from tiptop.table.why import deeper, has_tree, why_screen
 
 __all__ = ["why_setup"]
 
 
-def why_setup(opts: Any, loaded: ScreenSet, host: Host, index: int, screen: Any) -> tuple[int, Any]:
-    """The ``(index, screen)`` that ``--why`` shows (``-S``'s when given, else
-    ``topdown2`` or ``topdown``); sets the options to sample that process only. Raises
+def why_setup(
+    opts: Options, loaded: ScreenSet, host: Host, index: int, screen: Any
+) -> tuple[Options, int, Any]:
+    """The options that sample that process only and the ``(index, screen)`` that
+    ``--why`` shows (``-S``'s when given, else ``topdown2`` or ``topdown``). Raises
     :class:`TiptopError` with one line when it cannot be shown."""
     from tiptop import diagnose
 
@@ -43,7 +47,12 @@ def why_setup(opts: Any, loaded: ScreenSet, host: Host, index: int, screen: Any)
     ok, total, reason = diagnose.screen_counters(screen, host)
     if total and not ok:
         raise TiptopError(f"--why {pid}: screen '{screen.name}' cannot count here ({reason})")
-    opts.only_pid, opts.only_name, opts.show_idle = pid, None, True
     more = deeper(screen, loaded.screens)
-    opts.why_note = f"(level 2 is on screen '{more}': -S {more})" if more else None
-    return index, screen
+    opts = dataclasses.replace(
+        opts,
+        only_pid=pid,
+        only_name=None,
+        show_idle=True,
+        why_note=f"(level 2 is on screen '{more}': -S {more})" if more else None,
+    )
+    return opts, index, screen

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from operator import is_not
 
@@ -24,36 +23,19 @@ from tiptop.engine.count.readout import CounterPlan, Readout, on_cpu_seconds
 from tiptop.engine.scan.tasks import Task
 from tiptop.frame import Frame
 from tiptop.screens.evaluate import CounterCells, Evaluator
+from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.variables import RowFacts
 
 
-@dataclass(frozen=True)
-class RowLabels:
-    """What a frame shows of its rows that only an exec or a rename changes: ids, user,
-    name and command line (``Sampler`` keeps them while its rows do not change)."""
-
-    tid: np.ndarray  # int64
-    pid: np.ndarray  # int64
-    user: list[str]
-    name: list[str]
-    cmdline: list[str]
-
-    @classmethod
-    def of(cls, rows: Sequence[Task]) -> RowLabels:
-        """The labels of ``rows`` now."""
-        return cls(
-            np.array([t.tid for t in rows], np.int64),
-            np.array([t.pid for t in rows], np.int64),
-            [t.user for t in rows],
-            [t.name for t in rows],
-            [t.cmdline for t in rows],
-        )
-
-
-def markers(tid: np.ndarray, pid: np.ndarray, num_threads: np.ndarray) -> list[str]:
-    """The original's row markers: ``-`` other thread, ``+`` multi-threaded process, ``" "``
-    (one array expression, not a call per row)."""
-    return np.where(tid != pid, "-", np.where(num_threads > 1, "+", " ")).tolist()
+def labels_of(rows: Sequence[Task]) -> RowLabels:
+    """The labels of ``rows`` now (``Sampler`` keeps them while its rows do not change)."""
+    return RowLabels(
+        np.array([t.tid for t in rows], np.int64),
+        np.array([t.pid for t in rows], np.int64),
+        [t.user for t in rows],
+        [t.name for t in rows],
+        [t.cmdline for t in rows],
+    )
 
 
 def assemble(
@@ -82,44 +64,22 @@ def assemble(
     and its system/user split is unknown (``?``). ``dead[i]`` marks a task that has
     exited: this is its last interval. ``interval`` is the scan's (``stat`` times),
     ``window`` the counters' (seconds between their last two reads). ``labels``: the rows'
-    :class:`RowLabels` when the caller kept them (else read from ``rows``)."""
+    :class:`~tiptop.screens.frames.RowLabels` when the caller kept them (else read from
+    ``rows``); the frame is built by ``tiptop.screens.frames``, as every source's."""
     cc = counter_cells(readout, plan, retired)
-    labels = labels or RowLabels.of(rows)
-    tid, pid = labels.tid, labels.pid
     num_threads = np.array([t.num_threads for t in rows], np.int64)
     facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads, window)
-    cells = evaluator.evaluate(facts, cc)
-    return Frame(
-        iteration=iteration,
-        timestamp=time.time(),
-        interval=interval,
-        threads=threads,
-        headers=evaluator.headers,
-        counters=plan.aliases,
-        tid=tid,
-        pid=pid,
-        marker=markers(tid, pid, num_threads),
-        user=labels.user,
-        name=labels.name,
-        cmdline=labels.cmdline,
+    refresh = FrameFacts(iteration, time.time(), interval, threads, tasks_total)
+    return evaluated_frame(
+        evaluator,
+        refresh,
+        labels or labels_of(rows),
+        facts,
+        cc,
+        aliases=plan.aliases,
+        raw=np.where(cc.status == Code.UNREADABLE, np.nan, readout.raw),
         num_threads=num_threads,
         dead=np.zeros(len(rows), bool) if dead is None else dead,
-        cpu_total=facts.cpu_total,
-        window=facts.window,
-        values=cells.values,
-        status=cells.status,
-        running=cells.running,
-        counter_delta=np.where(cc.status == Code.UNREADABLE, np.nan, readout.raw),
-        counter_running=cc.running,
-        counter_status=cc.status,
-        tasks_total=tasks_total,
-        cpu_user=facts.cpu_user,
-        cpu_sys=facts.cpu_sys,
-        processor=facts.processor,
-        cpu_status=np.stack([facts.total_status, facts.split_status], axis=1),
-        counter_scaled=cc.scaled,
-        counter_total=cc.total,
-        counter_total_status=cc.total_status,
     )
 
 

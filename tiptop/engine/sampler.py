@@ -32,44 +32,25 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.engine.assemble import RowLabels, assemble
+from tiptop.engine.assemble import assemble, labels_of
 from tiptop.engine.count.attach import Attacher, Counts
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.scan.task import same_tasks
 from tiptop.engine.scan.tasks import Scan, Task, TaskScanner
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
+from tiptop.screens.frames import RowLabels
 from tiptop.screens.model import ScreenSpec
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
 #: ``schedstat``, and their ``stat`` when they ran (``engine.scan.task.slept``).
 SWEEP = 16
-
-
-@dataclass
-class SamplerConfig:
-    """What to watch and how: ``threads`` (-H), ``kernel`` (-K), ``only_pid``,
-    ``only_name``, ``match_cmdline`` (-c), ``uid`` (-u), ``collect`` (False for
-    --no-collect), ``cpu_threshold`` (--cpu-min), ``sticky``."""
-
-    threads: bool = False
-    kernel: bool = False
-    only_pid: int | None = None
-    only_name: str | None = None
-    match_cmdline: bool = False
-    uid: int | None = None
-    collect: bool = True
-    cpu_threshold: float = 0.00001
-    sticky: bool = False
 
 
 class Sampler(FrameSource):
@@ -214,12 +195,16 @@ class Sampler(FrameSource):
             self._trees[pid] = starttime
             self._scanner.add_tree_root(pid, starttime)
 
-    def reconfigure(self, screen: ScreenSpec | None = None, **config_changes: object) -> None:
-        """Switch screen or config; everything is reopened at the next refresh."""
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        """Switch screen or config (None: as it was); everything is reopened at the next
+        refresh."""
         self.close()
         if screen is not None:
             self.screen = screen
-        self.config = dataclasses.replace(self.config, **config_changes)  # type: ignore[arg-type]
+        if config is not None:
+            self.config = config
         self._dead = Frame.empty()
         self._plan_screen()
         self._reset()
@@ -275,7 +260,7 @@ class Sampler(FrameSource):
         ``Task`` objects in the same order and the scanner renamed none."""
         kept, renames = self._labels, self._scanner.renames
         if kept is None or kept[1] != renames or not same_tasks(rows, kept[0]):
-            kept = self._labels = (rows, renames, RowLabels.of(rows))
+            kept = self._labels = (rows, renames, labels_of(rows))
         return kept[2]
 
     def _with_sticky(self, frame: Frame, n_dying: int) -> Frame:

@@ -294,7 +294,7 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
     cpu = np.nan_to_num(frame.cpu_total, nan=0.0) * frame.interval / 100.0
     out[:, 0] = np.maximum(cpu, 0.0)
     if k:
-        raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
+        raw = frame.counter_scaled
         good = (frame.counter_status == Code.OK) & np.isfinite(raw) & (raw >= 0)
         scale = np.array([m.scale for m in metrics])
         out[:, 1:] = np.where(good, raw, 0.0) * scale

@@ -15,8 +15,6 @@ exporter itself).
 from __future__ import annotations
 
 import gzip
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,7 +25,8 @@ from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
 from tiptop.exporter.textfile import TextfileWriter
-from tiptop.frame import FrameSource
+from tiptop.frame import Frame, FrameSource
+from tiptop.refresh import Stop, consume, paced
 
 
 def parse_address(text: str, where: str = "--serve") -> tuple[str, int]:
@@ -126,7 +125,7 @@ class Exporter:
         self.delay = delay
         self.collector = SnapshotCollector()
         self.server: MetricsServer | None = None
-        self.stop = threading.Event()
+        self.stop = Stop()
 
     def serve(self, host: str, port: int, max_clients: int) -> int:
         """Serve on ``host:port`` with at most ``max_clients`` connections; the port bound
@@ -143,42 +142,38 @@ class Exporter:
         keep: Callable[[Any], None] | None = None,
         report: Callable[[str], None] | None = None,
     ) -> None:
-        """Refresh every ``delay`` until :attr:`stop` is set or ``max_iter`` refreshes;
-        each refresh is published, written to ``textfile`` (:mod:`.textfile`) and passed
-        to ``after``. ``keep`` sees each frame first (the cgroup cache forgets ended
-        processes with it); ``report`` gets each new line of the source's message log."""
+        """Refresh every ``delay`` until :attr:`stop` is requested or ``max_iter``
+        refreshes, under the one consumer loop (``tiptop.refresh.consume``); each refresh
+        is published, written to ``textfile`` (:mod:`.textfile`) and passed to ``after``.
+        ``keep`` sees each frame first (the cgroup cache forgets ended processes with it);
+        ``report`` gets each new line of the source's message log."""
         messages = self.source.messages  # the FrameSource's one message log
         writer = None if textfile is None else TextfileWriter(textfile, messages.say)
-        cursor = 0
-        self.source.start()
-        deadline = time.monotonic()
-        done = 0
-        while not self.stop.is_set():
-            deadline += self.delay
-            if self.stop.wait(max(deadline - time.monotonic(), 0.0)):
-                break
-            frame = self.source.refresh()
+
+        def take(frame: Frame, _count: int) -> None:
             if keep is not None:
                 keep(frame)
             snapshot = self.aggregator.update(frame)
             self.collector.publish(snapshot)
             if writer is not None:
                 writer.write(self.collector.latest.text())
-            if report is not None:
-                fresh, cursor = messages.since(cursor)
-                for message in fresh:
-                    report(message.line)
             if after is not None:
                 after(snapshot)
-            done += 1
-            if max_iter and done >= max_iter:
-                break
+
+        self.source.start()
+        frames = paced(self.source, self.delay, self.stop)
+        consume(frames, take, messages, report or _unsaid, max_iter)
 
     def close(self) -> None:
         """Stop the HTTP server (the source is closed by its owner)."""
         if self.server is not None:
             self.server.close()
             self.server = None
+        self.stop.close()
+
+
+def _unsaid(line: str) -> None:
+    """No one to tell: the messages stay in the log (the ``/metrics`` gauges say them)."""
 
 
 __all__ = ["Exporter", "Exposition", "SnapshotCollector", "families", "parse_address"]

@@ -41,11 +41,13 @@ _import_urwid_alone()
 if TYPE_CHECKING:
     from tiptop.frame import FrameSource
     from tiptop.host import Host
+    from tiptop.live.drill import Factory
     from tiptop.live.keys import Exporter
+    from tiptop.options import Options
 
 
 def run(
-    options: Any,
+    options: Options,
     source: FrameSource,
     screens: Sequence[Any],
     *,
@@ -56,7 +58,7 @@ def run(
     error_log: IO[str] | None = None,
     message: str = "",
     child: Any = None,
-    drill: Any = None,
+    drill: Factory | None = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -64,14 +66,14 @@ def run(
     ``options.delay`` seconds or at once on a key. ``screens`` are the ScreenSpecs the
     Left/Right keys rotate through. ``exporter(options, screens) -> str`` gives the text
     the ``W`` key writes to ``./.tiptoprc`` (``W`` says so when it is not given).
-    ``screen_index`` is the index in ``screens`` of the source's screen (found from
-    ``source.screen`` or ``options.screen`` when not given); ``started=True`` when the
+    ``screen_index`` is the index in ``screens`` of the source's screen (the caller
+    resolved ``-S``; found from ``source.screen`` when not given); ``started=True`` when the
     caller already called ``source.start()`` (the ``--`` spawn path). ``host`` says what
     this machine allows (the ``K`` key). ``error_log`` (``-E``) gets each new message
     as a ``tiptop: ...`` line, as batch mode's
     stderr does. ``message`` is shown on the message line until the first key. ``child``
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
-    line, with its exit status. ``drill(pid, screen) -> FrameSource`` counts a deeper
+    line, with its exit status. ``drill(settings, pid, screen) -> FrameSource`` counts a deeper
     top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
     """
     from tiptop.live.app import LiveApp

@@ -2,10 +2,11 @@
 
 Data flow is one way: the controller asks the frame source for a :class:`~tiptop.frame.Frame`,
 asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
-no data logic of its own; key handlers only change the table ``View``, the sampler's
-configuration (``Sampler.reconfigure``) or the options record, as the original's
+no data logic of its own; key handlers only change the settings record (from which the
+table view and the sampler's configuration are made) or the sort, as the original's
 ``handle_key()`` does (docs/original.md section 5.3). Imports ``table``, ``frame``,
-``options``, ``cells``, ``errors`` and ``host`` only; the frame source is handed in.
+``options``, ``cells``, ``errors``, ``host`` and ``refresh`` only; the frame source is
+handed in.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from tiptop.live.widgets import (
     title_markup,
 )
 from tiptop.live.windows import help_lines, target_line, tree_markup, tree_title
+from tiptop.options import Options
+from tiptop.refresh import drain
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -54,7 +57,7 @@ class LiveApp:
 
     def __init__(
         self,
-        options: Any,
+        options: Options,
         source: FrameSource,
         screens: Sequence[Any],
         *,
@@ -84,7 +87,7 @@ class LiveApp:
         self.state = LiveState.initial(options, source, screens, screen_index, message)
         actions = KeyActions(restart=self.restart, quit=self.quit, toggle_window=self._toggle)
         self.keys = Keys(self.state, actions, host=self.host, exporter=exporter)
-        self.max_iter = int(getattr(options, "max_iter", 0) or 0)
+        self.max_iter = options.max_iter
         self.refreshes = 0
         #: False until a frame has told how many tasks are tracked (start-up, restart).
         self.counted = False
@@ -126,16 +129,16 @@ class LiveApp:
 
     def indicators(self) -> list[str]:
         """The title line's mode indicators, in the original's order."""
-        o = self.state.opt
+        o = self.state.options
         flags = [
-            ("[conf]", bool(o("config_path") or o("config_loaded"))),
+            ("[conf]", o.config_path is not None),
             ("[root]", self.host.root),
-            ("[uid]", o("uid") is not None),
-            ("[pid]", o("only_pid") is not None or bool(o("only_name"))),
-            ("[kernel]", bool(o("show_kernel"))),
-            ("[sticky]", self.state.view.sticky),
-            ("[threads]", bool(o("show_threads"))),
-            ("[idle]", self.state.view.show_idle),
+            ("[uid]", o.uid is not None),
+            ("[pid]", o.only_pid is not None or bool(o.only_name)),
+            ("[kernel]", o.show_kernel),
+            ("[sticky]", o.sticky),
+            ("[threads]", o.show_threads),
+            ("[idle]", o.show_idle),
         ]
         return [name for name, on in flags if on]
 
@@ -145,7 +148,7 @@ class LiveApp:
         # Before the first frame the count is unknown: nothing rather than a wrong 0.
         left = ""
         if self.counted:
-            dead = int(self.frame.dead.sum()) if self.state.view.sticky else None
+            dead = int(self.frame.dead.sum()) if self.state.options.sticky else None
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
         return tasks_markup(cols, left, self.state.screen_index, self.state.screen.name)
 
@@ -160,9 +163,9 @@ class LiveApp:
         scaled = any(any(r.multiplexed) for r in self.table.visible())
         return footer_markup(
             cols,
-            self.frame.iteration if self.state.opt("show_timestamp") else None,
+            self.frame.iteration if self.state.options.show_timestamp else None,
             bool(self.source.messages),
-            int(self.frame.timestamp) if self.state.opt("show_epoch") else None,
+            int(self.frame.timestamp) if self.state.options.show_epoch else None,
             scaled,
         )
 
@@ -171,7 +174,7 @@ class LiveApp:
 
     def _update_help(self) -> None:
         cols = [(c.header, c.desc) for c in self.state.screen.columns]
-        target = self.state.opt("target")
+        target = self.state.options.target
         variants = []
         for s in self.state.screens:
             v = getattr(s, "variant", None)
@@ -246,11 +249,14 @@ class LiveApp:
         said once on the message line, never raised (the screen must stay up)."""
         if self.error_log is None:
             return
-        fresh, self._logged = self.source.messages.since(self._logged)
+        log = self.error_log
+
+        def write(line: str) -> None:
+            log.write(f"tiptop: {printable(line)}\n")
+
         try:
-            for m in fresh:
-                self.error_log.write(f"tiptop: {printable(m.line)}\n")
-            self.error_log.flush()
+            self._logged = drain(self.source.messages, self._logged, write)
+            log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
             self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
@@ -262,12 +268,12 @@ class LiveApp:
             return
         self.child_status = self.child.peek()
         if self.child_status is not None:
-            name = (self.state.opt("command") or ["the command"])[0]
+            name = (self.state.options.command or ("the command",))[0]
             self.state.message = (
                 f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
             )
 
-    def restart(self, **config: Any) -> None:
+    def restart(self) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
         table until the next refresh, 0.2 s later, as at start-up.
 
@@ -276,13 +282,12 @@ class LiveApp:
         (an empty frame, sampler contract), which would show ``0 displayed`` for a whole
         delay and count as one of ``-n``'s refreshes. Primed now, the refresh 0.2 s later
         shows real rows covering those 0.2 s."""
-        screen = config.pop("screen", None)
         self.drill.close()
-        self.source.reconfigure(screen=screen, **config)
+        self.source.reconfigure(self.state.screen, self.state.options.sampler_config())
         self.source.start()
         self.refreshes = 0
         self.counted = False
-        self.frame = Frame.empty(self._headers(), threads=bool(self.state.opt("show_threads")))
+        self.frame = Frame.empty(self._headers(), threads=self.state.options.show_threads)
         self.notice = None
         self._update_help()
         self.rebuild()
@@ -314,7 +319,9 @@ class LiveApp:
         s = self.state
         row = self.table.selected_row()
         pid = None if row is None else int(row.pid)
-        view = self.drill.view(self.frame, s.screen, s.screens, pid, self.source.messages)
+        view = self.drill.view(
+            s.options, self.frame, s.screen, s.screens, pid, self.source.messages
+        )
         self.widget.tree = tree_markup(view)
         self.widget.tree_title = tree_title(row)
 

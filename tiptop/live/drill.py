@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tiptop import table
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
+from tiptop.options import Options
 
-#: ``factory(pid, screen) -> FrameSource``: a source counting ``screen`` on ``pid`` only.
-Factory = Callable[[int, Any], FrameSource]
+#: ``factory(settings, pid, screen) -> FrameSource``: a source counting ``screen`` on
+#: ``pid`` only, with the live session's settings (a ``K`` toggled live counts there too).
+Factory = Callable[[Options, int, Any], FrameSource]
 
 
 class Drill:
@@ -28,14 +30,16 @@ class Drill:
 
     def __init__(self, factory: Factory | None) -> None:
         self.factory = factory
-        #: ``(pid, screen name)`` the extra source counts, and the source and its frame.
-        self.key: tuple[int, str] | None = None
+        #: ``(what is watched, pid, screen name)`` the extra source counts, and the source
+        #: and its frame.
+        self.key: tuple[SamplerConfig, int, str] | None = None
         self.source: FrameSource | None = None
         self.screen: Any = None
         self.frame: Frame | None = None
 
     def view(
         self,
+        settings: Options,
         frame: Frame,
         screen: Any,
         screens: Sequence[Any],
@@ -43,14 +47,15 @@ class Drill:
         log: Any,
     ) -> Any:
         """The :class:`tiptop.table.why.DrillDown` to draw: the current screen's, or
-        the deeper level's from the extra source once it has a frame for ``pid``; ``log``
-        (the main source's message log) says why counts are missing."""
+        the deeper level's from the extra source once it has a frame for ``pid``, counted
+        with ``settings`` (reopened when they change); ``log`` (the main source's message
+        log) says why counts are missing."""
         drill = table.why.drill_down(frame, screen, screens, pid, _about(log))
         deeper = table.why.deeper(screen, screens)
         if drill.tree is None or deeper is None or pid is None or self.factory is None:
             self._release()
             return drill
-        self._open(pid, next(s for s in screens if s.name == deeper))
+        self._open(settings, pid, next(s for s in screens if s.name == deeper))
         extra = None
         if self.frame is not None and len(self.frame):
             about = _about(self.source.messages if self.source is not None else log)
@@ -62,14 +67,15 @@ class Drill:
         note = f"level 2 from screen '{deeper}', counted on PID {pid} alone"
         return table.why.DrillDown(extra.tree, None, note)
 
-    def _open(self, pid: int, screen: Any) -> None:
-        if self.key == (pid, screen.name):
+    def _open(self, settings: Options, pid: int, screen: Any) -> None:
+        key = (settings.sampler_config(), pid, screen.name)
+        if self.key == key:
             return
         self._release()
         assert self.factory is not None
-        self.source = self.factory(pid, screen)
+        self.source = self.factory(settings, pid, screen)
         self.source.start()
-        self.key, self.screen = (pid, screen.name), screen
+        self.key, self.screen = key, screen
 
     def refresh(self) -> None:
         """Take the extra source's frame (with the main one's refresh)."""

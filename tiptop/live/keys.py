@@ -12,6 +12,7 @@ message instead of silently becoming 1.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import signal
@@ -25,7 +26,7 @@ from tiptop.host import Host
 from tiptop.live.config_file import write_target
 from tiptop.live.prompts import Prompt
 from tiptop.live.state import LiveState
-from tiptop.options import MAX_DELAY, MIN_DELAY, decimal, parse_target, parse_user
+from tiptop.options import Options, parse_delay, parse_target, parse_user
 
 #: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
@@ -120,16 +121,16 @@ def key_help() -> list[str]:
 
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
 #: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
-Exporter = Callable[[Any, Sequence[Any]], str]
+Exporter = Callable[[Options, Sequence[Any]], str]
 
 
 @dataclass(frozen=True)
 class KeyActions:
     """What the keys ask of the live session beyond changing its :class:`LiveState`."""
 
-    #: ``restart(**config)``: reconfigure the sampler with these fields (``screen``,
-    #: ``threads``, ``kernel``, ...) and show an empty table until its next refresh.
-    restart: Callable[..., None]
+    #: ``restart()``: reconfigure the sampler for the state's screen and settings and show
+    #: an empty table until its next refresh.
+    restart: Callable[[], None]
     #: ``quit(code)``: leave the main loop with this exit status.
     quit: Callable[[int], None]
     #: ``toggle_window(name)``: open the ``"help"``, ``"errors"`` or ``"tree"`` window, or
@@ -209,21 +210,19 @@ class Keys:
 
     def _sort(self, step: int) -> None:
         # Range -1 (PID) .. number of columns (COMMAND), clamped like the original.
-        k, view = len(self.state.screen.columns), self.state.view
-        view.sort_column = max(-1, min(k, view.sort_column + step))
+        st = self.state
+        st.sort_column = max(-1, min(len(st.screen.columns), st.sort_column + step))
 
     def _reverse(self) -> None:
-        self.state.view.descending = not self.state.view.descending
+        self.state.descending = not self.state.descending
 
     def _idle(self) -> None:
-        view = self.state.view
-        view.show_idle = not view.show_idle
-        self.state.set_opt("show_idle", view.show_idle)
+        st = self.state
+        st.options = dataclasses.replace(st.options, show_idle=not st.options.show_idle)
 
     def _user_column(self) -> None:
-        view = self.state.view
-        view.show_user = not view.show_user
-        self.state.set_opt("show_user", view.show_user)
+        st = self.state
+        st.options = dataclasses.replace(st.options, show_user=not st.options.show_user)
 
     # ------------------------------------------------------------ sampler
 
@@ -231,42 +230,42 @@ class Keys:
         # Screens wrap around; counters are reopened and the sort column goes back to 0.
         st = self.state
         st.screen_index = (st.screen_index + step) % len(st.screens)
-        st.view.sort_column = 0
-        self.actions.restart(screen=st.screen)
+        st.sort_column = 0
+        self.actions.restart()
         return True
 
-    def _toggle_counting(self, option: str, config: str, label: str) -> bool:
-        """Invert ``option``, say ``label On``/``Off`` and reopen the counters with the
-        sampler's ``config`` field set to match."""
-        on = not self.state.opt(option, False)
-        self.state.set_opt(option, on)
-        self.state.message = f"{label} {'On' if on else 'Off'}"
-        self.actions.restart(**{config: on})
+    def _reopen(self, options: Options, said: str) -> bool:
+        """Take ``options``, say ``said`` and reopen the counters to match them."""
+        self.state.options = options
+        self.state.message = said
+        self.actions.restart()
         return True
 
     def _threads(self) -> bool:
-        return self._toggle_counting("show_threads", "threads", "Show threads")
+        on = not self.state.options.show_threads
+        options = dataclasses.replace(self.state.options, show_threads=on)
+        return self._reopen(options, f"Show threads {_on_off(on)}")
 
     def _kernel(self) -> bool:
         if not self.host.kernel_counting_allowed:
             self.state.message = "Kernel mode not available (not root and paranoia level too high)."
             return False
-        return self._toggle_counting("show_kernel", "kernel", "Kernel mode")
+        on = not self.state.options.show_kernel
+        options = dataclasses.replace(self.state.options, show_kernel=on)
+        return self._reopen(options, f"Kernel mode {_on_off(on)}")
 
     def _sticky(self) -> bool:
-        view = self.state.view
-        view.sticky = not view.sticky
-        self.state.set_opt("sticky", view.sticky)
-        self.actions.restart(sticky=view.sticky)
+        st = self.state
+        st.options = dataclasses.replace(st.options, sticky=not st.options.sticky)
+        self.actions.restart()
         return True
 
     def _cmdline(self) -> bool:
-        view = self.state.view
-        view.show_cmdline = not view.show_cmdline
-        self.state.set_opt("show_cmdline", view.show_cmdline)
-        if self.state.opt("only_name"):
+        st = self.state
+        st.options = dataclasses.replace(st.options, show_cmdline=not st.options.show_cmdline)
+        if st.options.only_name:
             # The -p name filter matches the command line with -c (docs/original.md 1).
-            self.actions.restart(match_cmdline=view.show_cmdline)
+            self.actions.restart()
             return True
         return False
 
@@ -279,11 +278,11 @@ class Keys:
     def _set_delay(self, text: str) -> bool:
         st = self.state
         try:
-            st.delay = parse_delay(text.strip())
+            delay = parse_delay(text.strip(), where="")
         except UsageError as exc:
             st.message = f"{exc} (delay stays {st.delay:.2f})"
             return False
-        st.set_opt("delay", st.delay)
+        st.options = dataclasses.replace(st.options, delay=delay)
         st.message = f"Delay set to {st.delay:.2f}"
         return False
 
@@ -327,10 +326,10 @@ class Keys:
         except UsageError as exc:  # a number past any PID
             self.state.message = str(exc)
             return False
-        self.state.set_opt("only_pid", pid)
-        self.state.set_opt("only_name", name)
+        st = self.state
+        st.options = dataclasses.replace(st.options, only_pid=pid, only_name=name)
         # "Changing the filter resets all counters" (man page).
-        self.actions.restart(only_pid=pid, only_name=name)
+        self.actions.restart()
         return True
 
     def _ask_user(self) -> None:
@@ -345,9 +344,9 @@ class Keys:
             except UsageError:
                 self.state.message = "User name does not exist."
                 return False
-        self.state.set_opt("uid", uid)
-        self.state.set_opt("user_name", name)
-        self.actions.restart(uid=uid)
+        st = self.state
+        st.options = dataclasses.replace(st.options, uid=uid, user_name=name)
+        self.actions.restart()
         return True
 
     def _ask_watch(self) -> None:
@@ -359,9 +358,8 @@ class Keys:
         except UsageError as exc:  # a number past any PID
             self.state.message = str(exc)
             return False
-        self.state.view.watch = pid if pid is not None else name
-        self.state.set_opt("watch_pid", pid)
-        self.state.set_opt("watch_name", name)
+        st = self.state
+        st.options = dataclasses.replace(st.options, watch_pid=pid, watch_name=name)
         return False
 
     # ------------------------------------------------------------ W
@@ -372,7 +370,7 @@ class Keys:
         never over an existing file, and say where, and "written" only when it was
         (docs/original.md 8, defect 13). An exporter refuses a configuration it cannot
         write with ``ValueError``."""
-        path = write_target(self.state.opt("config_dir"), os.environ)
+        path = write_target(self.state.options.config_dir, os.environ)
         if path is None:
             self.state.message = "configuration not written: neither $XDG_CONFIG_HOME nor $HOME"
             return
@@ -403,15 +401,9 @@ class Keys:
         self.state.message = f"{path} written"
 
 
-def parse_delay(text: str, minimum: float = MIN_DELAY) -> float:
-    """A delay typed at the ``d`` prompt; UsageError with a one-line reason when it is not
-    a number or is below the minimum (the original silently used 1 s instead)."""
-    value = decimal(text)
-    if value is None:
-        raise UsageError(f"Not a number: '{text}'")
-    if not minimum <= value <= MAX_DELAY:
-        raise UsageError(f"Delay must be at least {minimum} s and at most {MAX_DELAY:.0f} s")
-    return value
+def _on_off(on: bool) -> str:
+    """The original's words for a toggle's new state."""
+    return "On" if on else "Off"
 
 
 def _target(text: str, where: str) -> tuple[int | None, str | None]:

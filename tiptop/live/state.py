@@ -1,22 +1,23 @@
-"""What a live session's keys change: the options, the screen on display, the table view,
-the delay, the message line and the open prompt.
+"""What a live session's keys change: the settings, the screen on display, the sort, the
+message line and the open prompt.
 
 One record, owned by :class:`tiptop.live.app.LiveApp` and handed to
 :class:`tiptop.live.keys.Keys`: the keys change it, the app draws from it, and neither
-class declares the other's attributes.
+class declares the other's attributes. The settings are one frozen
+:class:`~tiptop.options.Options` record, replaced whole when a key changes one of them;
+the table view and what the sampler watches are derived from it, so each setting is held
+in one place.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tiptop.frame import FrameSource
 from tiptop.live.prompts import Prompt
+from tiptop.options import Options
 from tiptop.table import View
 
 
@@ -24,15 +25,15 @@ from tiptop.table import View
 class LiveState:
     """The live session's changeable state (docs/original.md section 5.3, ``handle_key()``)."""
 
-    #: The options record (a copy of the command line's); keys set fields on it so the
-    #: title indicators and ``W`` see them.
-    options: Any
+    #: The settings: the command line's, then each key's change (the title indicators,
+    #: the view, the sampler's configuration and ``W`` read them).
+    options: Options
     #: The ScreenSpecs Left/Right rotate through, and the index of the one on display.
     screens: list[Any]
     screen_index: int
-    view: View
-    #: Seconds between refreshes (the ``d`` key).
-    delay: float
+    #: The sort: -1 = PID, 0..k-1 = the screen's columns, k = COMMAND (``<``, ``>``, ``R``).
+    sort_column: int = 0
+    descending: bool = True
     #: The message line, shown when no prompt is open.
     message: str = ""
     prompt: Prompt | None = None
@@ -40,78 +41,41 @@ class LiveState:
     @classmethod
     def initial(
         cls,
-        options: Any,
-        source: FrameSource,
+        options: Options,
+        source: FrameSource | None,
         screens: Sequence[Any],
         screen_index: int | None = None,
         message: str = "",
     ) -> LiveState:
-        """The state at start-up: a copy of ``options``, the view and delay they ask for,
-        and ``screen_index`` (found from ``source.screen`` or ``options.screen`` when not
-        given or out of range)."""
+        """The state at start-up: ``options`` and ``screen_index`` (the source's screen,
+        else the first, when not given or out of range: the caller resolved ``-S``)."""
         screens = list(screens)
         if screen_index is None or not 0 <= screen_index < len(screens):
-            screen_index = _screen_index(options, source, screens)
-        return cls(
-            options=copy.copy(options),
-            screens=screens,
-            screen_index=screen_index,
-            view=_initial_view(options),
-            delay=float(getattr(options, "delay", 2.0)),
-            message=message,
-        )
+            screen_index = _source_screen(source, screens)
+        return cls(options=options, screens=screens, screen_index=screen_index, message=message)
 
     @property
     def screen(self) -> Any:
         """The ScreenSpec on display."""
         return self.screens[self.screen_index]
 
-    def opt(self, name: str, default: Any = None) -> Any:
-        """The option ``name``, or ``default`` when the options record has no such field."""
-        return getattr(self.options, name, default)
+    @property
+    def view(self) -> View:
+        """The table view: the settings' presentation, with this session's sort."""
+        return self.options.view(self.sort_column, self.descending)
 
-    def set_opt(self, name: str, value: Any) -> None:
-        """Set the option ``name``; a record without the field (or a frozen one) keeps its
-        value, as the live keys only mirror their state there."""
-        with contextlib.suppress(AttributeError, dataclasses.FrozenInstanceError):
-            setattr(self.options, name, value)
+    @property
+    def delay(self) -> float:
+        """Seconds between refreshes (the ``d`` key)."""
+        return self.options.delay
 
 
-def _screen_index(options: Any, source: FrameSource, screens: Sequence[Any]) -> int:
-    """The index of the screen the source was built with (or ``options.screen``)."""
-    current = source.screen
+def _source_screen(source: FrameSource | None, screens: Sequence[Any]) -> int:
+    """The index of the screen the source was built with; 0 when it is not offered."""
+    current = None if source is None else source.screen
+    if current is None:
+        return 0
     for i, s in enumerate(screens):
         if s is current:
             return i
-    for i, s in enumerate(screens):
-        if current is not None and s == current:
-            return i
-    want = getattr(options, "screen", None)
-    if isinstance(want, int):
-        return want if 0 <= want < len(screens) else 0
-    if isinstance(want, str) and want:
-        if want.isdigit() and int(want) < len(screens):
-            return int(want)
-        for i, s in enumerate(screens):
-            if want in s.name:
-                return i
-    return 0
-
-
-def _initial_view(options: Any) -> View:
-    """The table view the options ask for (``options.view()`` when the record builds one)."""
-    make = getattr(options, "view", None)
-    view = (
-        make()
-        if callable(make)
-        else View(
-            show_idle=bool(getattr(options, "show_idle", False)),
-            show_user=bool(getattr(options, "show_user", False)),
-            show_cmdline=bool(getattr(options, "show_cmdline", False)),
-            watch=getattr(options, "watch", None),
-            sticky=bool(getattr(options, "sticky", False)),
-        )
-    )
-    if getattr(options, "pid_width", None):
-        view.pid_width = options.pid_width
-    return view
+    return next((i for i, s in enumerate(screens) if s == current), 0)

@@ -1,4 +1,10 @@
-"""Every run-time option in one record, and the one place where sources are merged.
+"""Every run-time option in one frozen, typed record, and the one place where sources are
+merged.
+
+The record is built once from the rc file and the command line (:func:`merge`); whatever
+changes later (``-- CMD``'s PID, a live key) makes a new record with
+:func:`dataclasses.replace`, so every consumer reads fields of a record that cannot change
+under it, and a field that does not exist is a type error, not a default.
 
 Order (docs/original.md section 1): built-in defaults, then the rc file's
 ``<options>``, then the command line. As in the original, command-line *toggles invert*
@@ -11,9 +17,13 @@ others assigned). The command line is parsed into a list of :class:`Action` by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from tiptop.errors import UsageError, shown
+from tiptop.frame import SamplerConfig
 from tiptop.options.argv import Action, parse_argv
 from tiptop.options.values import (
     MAX_DELAY,
@@ -52,9 +62,10 @@ __all__ = [
 FORMATS = ("text", "csv", "json")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
-    """All options, with the original's defaults."""
+    """All options, with the original's defaults; frozen: a change is a new record
+    (:func:`dataclasses.replace`)."""
 
     batch: bool = False
     show_cmdline: bool = False  # -c
@@ -81,7 +92,7 @@ class Options:
     watch_name: str | None = None  # -w NAME
     config_dir: str | None = None  # -W
     debug: bool = False  # -g
-    command: list[str] = field(default_factory=list)  # -- cmd args
+    command: tuple[str, ...] = ()  # -- cmd args
     #: Width of the PID column: 5, or more when pid_max has more digits (2.3.2's rule;
     #: set by cli from /proc/sys/kernel/pid_max so 7-digit PIDs do not shift their row).
     pid_width: int = 5
@@ -120,11 +131,11 @@ class Options:
         """The ``-w`` target as ``table.View`` wants it."""
         return self.watch_pid if self.watch_pid is not None else self.watch_name
 
-    def view(self) -> View:
-        """The presentation settings these options imply (sorted on column 0)."""
+    def view(self, sort_column: int = 0, descending: bool = True) -> View:
+        """The presentation settings these options imply, sorted on ``sort_column``."""
         return View(
-            sort_column=0,
-            descending=True,
+            sort_column=sort_column,
+            descending=descending,
             show_idle=self.show_idle,
             cpu_threshold=self.cpu_threshold,
             show_user=self.show_user,
@@ -134,97 +145,96 @@ class Options:
             pid_width=self.pid_width,
         )
 
+    def sampler_config(self) -> SamplerConfig:
+        """What these options ask a frame source to watch: the one mapping from settings
+        to a sampler's configuration (the command line, the live keys, the ``t`` window's
+        extra sampler and the exporter all go through it)."""
+        return SamplerConfig(
+            threads=self.show_threads,
+            kernel=self.show_kernel,
+            only_pid=self.only_pid,
+            only_name=self.only_name,
+            match_cmdline=self.show_cmdline,
+            uid=self.uid,
+            collect=self.collect,
+            cpu_threshold=self.cpu_threshold,
+            sticky=self.sticky,
+        )
 
-# --------------------------------------------------------------------------- rc file
+
+# --------------------------------------------------------------------------- building
+
+#: A record being built: its fields by name, as the rc file and the command line name them
+#: (``RC_OPTIONS``' fields, ``Action.name``). Only this module's builders use it; every
+#: other module reads a finished :class:`Options` by attribute.
+Draft = dict[str, Any]
 
 
-def apply_rc(opts: Options, rc: dict[str, str]) -> list[str]:
-    """Apply a config file's ``<options>`` to ``opts`` as :data:`RC_OPTIONS` says; return
+def _draft(opts: Options) -> Draft:
+    """The fields of ``opts`` as a draft to change (a shallow copy)."""
+    return {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)}
+
+
+def apply_rc(opts: Options, rc: dict[str, str]) -> tuple[Options, list[str]]:
+    """``opts`` with a config file's ``<options>`` applied as :data:`RC_OPTIONS` says, and
     one warning line per value that could not be used (unknown names are ignored, as in
     the original)."""
+    draft = _draft(opts)
     warnings: list[str] = []
     for name, value in rc.items():
         opt = RC_OPTIONS.get(name)
         if opt is None:
             continue
         try:
-            _apply_rc_value(opts, opt, value, f"option '{name}'")
+            _apply_rc_value(draft, opt, value, f"option '{name}'")
         except UsageError as exc:
             warnings.append(f"config file: {str(exc).rstrip('.')}, ignored")
-    return warnings
+    return Options(**draft), warnings
 
 
-def _apply_rc_value(opts: Options, opt: RcOption, value: str, where: str) -> None:
+def _apply_rc_value(draft: Draft, opt: RcOption, value: str, where: str) -> None:
     """One ``<option>``'s text applied to its field (``tiptop.screens.rcoptions.HOW``)."""
     if opt.how == "or":
-        setattr(opts, opt.field, getattr(opts, opt.field) or atoi(value) != 0)
+        draft[opt.field] = draft[opt.field] or atoi(value) != 0
     elif opt.how == "bool":
-        setattr(opts, opt.field, atoi(value) != 0)
+        draft[opt.field] = atoi(value) != 0
     elif opt.how == "delay":
-        setattr(opts, opt.field, parse_delay(value, where))
+        draft[opt.field] = parse_delay(value, where)
     elif opt.how == "float":
-        setattr(opts, opt.field, parse_float(value, where))
+        draft[opt.field] = parse_float(value, where)
     elif opt.how == "count":
-        setattr(opts, opt.field, max(atoi(value), 0))
+        draft[opt.field] = max(atoi(value), 0)
     elif opt.how == "name":
         if value:  # an empty name is in every name: it would mark every task
-            opts.watch_name, opts.watch_pid = value, None
+            draft["watch_name"], draft["watch_pid"] = value, None
     elif opt.how == "user":
         # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
         # -u does (and, like -u here, it filters).
-        opts.uid, opts.user_name = parse_user(value, where)
+        draft["uid"], draft["user_name"] = parse_user(value, where)
     else:  # pragma: no cover - RC_OPTIONS uses only the ways above (tests check it)
         raise ValueError(f"unknown way {opt.how!r} for {where}")
 
 
-def apply_actions(opts: Options, actions: list[Action]) -> None:
-    """Apply parsed command-line items in order; toggles invert the current value."""
+def apply_actions(opts: Options, actions: list[Action]) -> Options:
+    """``opts`` with parsed command-line items applied in order; toggles invert the
+    current value."""
+    draft = _draft(opts)
     for act in actions:
         where = act.spelled or act.name
         if act.kind == "toggle":
-            setattr(opts, act.name, not getattr(opts, act.name))
+            draft[act.name] = not draft[act.name]
         elif act.kind == "flag":
-            setattr(opts, act.name, True)
+            draft[act.name] = True
         elif act.kind == "clear":
-            setattr(opts, act.name, False)
+            draft[act.name] = False
         else:
-            _apply_value(opts, act.name, act.value or "", where)
+            _apply_value(draft, act.name, act.value or "", where)
+    return Options(**draft)
 
 
-def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
-    if name == "delay":
-        opts.delay = parse_delay(value, where)
-    elif name == "cpu_threshold":
-        opts.cpu_threshold = parse_float(value, where)
-    elif name == "max_iter":
-        opts.max_iter = parse_count(value, where)
-    elif name in ("only", "watch"):
-        if not value:
-            # An empty name is in every name: it would select (or mark) every task.
-            raise UsageError(f"{where}: empty value")
-        pid, text = parse_target(value, where)
-        if name == "only":
-            opts.only_pid, opts.only_name = pid, text
-        else:
-            opts.watch_pid, opts.watch_name = pid, text
-    elif name == "user":
-        opts.uid, opts.user_name = parse_user(value, where)
-    elif name == "format":
-        if value not in FORMATS:
-            raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
-        opts.format = value
-    elif name == "series_by":
-        if value not in ("comm", "pid", "cgroup"):
-            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
-        opts.series_by = value
-    elif name == "why":
-        pid, _text = parse_target(value, where)
-        if pid is None:
-            raise UsageError(f"{where}: '{shown(value)}' is not a process id")
-        opts.why = pid
-    elif name == "plot_top":
-        opts.plot_top = parse_count(value, where)
-    elif name in (
+#: Options whose value is kept as the text given (a path, a screen, a time).
+TEXT_OPTIONS = frozenset(
+    {
         "screen",
         "output",
         "error_file",
@@ -238,10 +248,42 @@ def _apply_value(opts: Options, name: str, value: str, where: str) -> None:
         "plot_column",
         "serve",
         "textfile",
-    ):
+    }
+)
+
+
+def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
+    """One command-line option with a value, parsed into its field(s) of ``draft``."""
+    if name == "delay":
+        draft["delay"] = parse_delay(value, where)
+    elif name == "cpu_threshold":
+        draft["cpu_threshold"] = parse_float(value, where)
+    elif name in ("max_iter", "plot_top"):
+        draft[name] = parse_count(value, where)
+    elif name in ("only", "watch"):
+        if not value:
+            # An empty name is in every name: it would select (or mark) every task.
+            raise UsageError(f"{where}: empty value")
+        draft[f"{name}_pid"], draft[f"{name}_name"] = parse_target(value, where)
+    elif name == "user":
+        draft["uid"], draft["user_name"] = parse_user(value, where)
+    elif name == "format":
+        if value not in FORMATS:
+            raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
+        draft["format"] = value
+    elif name == "series_by":
+        if value not in ("comm", "pid", "cgroup"):
+            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
+        draft["series_by"] = value
+    elif name == "why":
+        pid, _text = parse_target(value, where)
+        if pid is None:
+            raise UsageError(f"{where}: '{shown(value)}' is not a process id")
+        draft["why"] = pid
+    elif name in TEXT_OPTIONS:
         if not value:
             raise UsageError(f"{where}: empty value")
-        setattr(opts, name, value)
+        draft[name] = value
     else:  # pragma: no cover - the parser only produces the names above
         raise UsageError(f"unknown option {where}")
 
@@ -251,9 +293,10 @@ def to_rc(opts: Options) -> dict[str, str]:
     :data:`RC_OPTIONS`), for the live ``W`` key: reading the block back with
     :func:`apply_rc` gives the same values. ``watch_name`` and ``watch_uid`` (``-u``) only
     when set, as the original writes ``watch_name``."""
+    draft = _draft(opts)
     rc: dict[str, str] = {}
     for name, opt in RC_OPTIONS.items():
-        value = getattr(opts, opt.field)
+        value = draft[opt.field]
         if opt.how in ("delay", "float"):
             rc[name] = repr(value)
         elif opt.how in ("name", "user"):
@@ -264,9 +307,10 @@ def to_rc(opts: Options) -> dict[str, str]:
     return rc
 
 
-def merge(rc: dict[str, str] | None, actions: list[Action]) -> tuple[Options, list[str]]:
-    """Defaults < rc ``<options>`` < command line; returns the options and rc warnings."""
-    opts = Options()
-    warnings = apply_rc(opts, rc or {})
-    apply_actions(opts, actions)
-    return opts, warnings
+def merge(
+    rc: dict[str, str] | None, actions: list[Action], command: Sequence[str] = ()
+) -> tuple[Options, list[str]]:
+    """Defaults < rc ``<options>`` < command line (and the ``--`` command); returns the
+    options and rc warnings."""
+    opts, warnings = apply_rc(Options(command=tuple(command)), rc or {})
+    return apply_actions(opts, actions), warnings

@@ -26,6 +26,10 @@ MAX_UID = 2**32 - 2
 #: keeps Python's ``int()`` off its 4,300-digit limit (``sys.int_info``, a ValueError).
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
+#: How much of a refused delay its message quotes: a number of seconds is short, and the
+#: live message line has one line for it.
+DELAY_SHOWN = 20
+
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 _WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
 
@@ -50,14 +54,17 @@ def _int(text: str, where: str) -> int | None:
 
 
 def parse_delay(text: str, where: str = "-d") -> float:
-    """A refresh delay in seconds, from :data:`MIN_DELAY` to :data:`MAX_DELAY`."""
+    """A refresh delay in seconds, from :data:`MIN_DELAY` to :data:`MAX_DELAY`: ``-d``,
+    the rc file's ``delay`` and the live ``d`` prompt (``where`` empty: no prefix, the
+    prompt's message line names no option)."""
+    prefix = f"{where}: " if where else ""
     value = decimal(text)
     if value is None:
-        raise UsageError(f"{where}: '{shown(text)}' is not a number of seconds")
+        raise UsageError(f"{prefix}'{shown(text, DELAY_SHOWN)}' is not a number of seconds")
     if not MIN_DELAY <= value <= MAX_DELAY:
         raise UsageError(
-            f"{where}: delay must be at least {MIN_DELAY} s and at most {MAX_DELAY:.0f} s "
-            f"(got '{shown(text)}')"
+            f"{prefix}delay must be at least {MIN_DELAY} s and at most {MAX_DELAY:.0f} s "
+            f"(got '{shown(text, DELAY_SHOWN)}')"
         )
     return value
 

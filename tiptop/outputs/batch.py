@@ -12,7 +12,8 @@ deltas, then a 200 ms interval; scripts had to throw both away).
 
 Output is flushed after every iteration. A closed pipe (``tiptop -b | head``) ends the run
 quietly with status 0; any other write error is a :class:`TiptopError` (one line).
-Imports only ``table``, ``frame``, ``options``, ``cells`` and ``errors``; the frame source
+Imports only ``table``, ``frame``, ``options``, ``cells``, ``errors`` and ``refresh`` (the
+one consumer loop, which drains the message log); the frame source
 (``tiptop.frame.FrameSource``) and screen are passed in.
 """
 
@@ -32,6 +33,7 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.outputs.records import RecordWriter
 from tiptop.outputs.why import WhyWriter
+from tiptop.refresh import Stop, consume, paced
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
 
@@ -131,34 +133,6 @@ def make_writer(
 # --------------------------------------------------------------------------- loop
 
 
-class Stop:
-    """Why the loop should end early: a signal (cli's handlers call :meth:`request`) or a
-    reader gone. A wait in progress is woken through a pipe (:meth:`fileno`): a signal
-    handler runs while poll(2) is interrupted, and Python then polls again for the time
-    left (PEP 475), so the flag alone would be seen only at the wait's end."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-
-    def request(self) -> None:
-        """Ask the loop to end, waking a wait in progress (safe in a signal handler)."""
-        self.requested = True
-        with contextlib.suppress(OSError):  # closed, or a byte already waiting
-            os.write(self._wake[1], b"\0")
-
-    def fileno(self) -> int:
-        """Readable once a stop was requested."""
-        return self._wake[0]
-
-    def close(self) -> None:
-        """Close the wake pipe (once)."""
-        for fd in self._wake:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._wake = (-1, -1)
-
-
 def reader_gone(fd: int) -> bool:
     """True when ``fd`` is a pipe whose reading end is closed (poll(2) reports POLLERR on
     the write end of a pipe with no readers), so an idle run notices ``| head`` early."""
@@ -217,32 +191,28 @@ def run(
         out_fd: int | None = out.fileno()
     except (OSError, AttributeError, ValueError):
         out_fd = None
-    flush_messages = _MessageCopier(source, err, out_fd)
     own_stop = stop is None
     stop = stop or Stop()
+
+    def take(frame: Frame, iteration: int) -> None:
+        with _writing():
+            writer.frame(frame, iteration)
+            out.flush()
+
+    def say(line: str) -> None:
+        if out_fd is not None and reader_gone(out_fd):
+            raise BrokenPipeError  # nobody reads the output this line would explain
+        err.write(f"tiptop: {printable(line)}\n")
+        err.flush()
+
     try:
         with _writing():
             writer.begin(time.time())
             out.flush()
         if not started:
             source.start()
-        flush_messages()
-        deadline = time.monotonic()
-        iteration = 0
-        while options.max_iter == 0 or iteration < options.max_iter:
-            deadline += options.delay
-            _wait_until(deadline, stop, out_fd, child)
-            if stop.requested:
-                break
-            child_done = child is not None and child.exited()
-            frame = source.refresh()
-            with _writing():
-                writer.frame(frame, iteration)
-                out.flush()
-            flush_messages()
-            iteration += 1
-            if child_done:
-                break
+        frames = _frames(source, options.delay, stop, out_fd, child)
+        consume(frames, take, source.messages, say, options.max_iter)
         with _writing():
             out.flush()
     except BrokenPipeError:
@@ -254,21 +224,19 @@ def run(
     return 0
 
 
-class _MessageCopier:
-    """Copies the source's new messages to ``err``, one line each, while the output still
-    has a reader (raises BrokenPipeError once it has gone)."""
-
-    def __init__(self, source: FrameSource, err: IO[str], out_fd: int | None) -> None:
-        self.source, self.err, self.out_fd = source, err, out_fd
-        self.cursor = 0
-
-    def __call__(self) -> None:
-        if self.out_fd is not None and reader_gone(self.out_fd):
-            raise BrokenPipeError  # nobody reads the output these lines would explain
-        fresh, self.cursor = self.source.messages.since(self.cursor)
-        for m in fresh:
-            self.err.write(f"tiptop: {printable(m.line)}\n")
-        self.err.flush()
+def _frames(
+    source: FrameSource, delay: float, stop: Stop, out_fd: int | None, child: Any
+) -> Iterator[Frame]:
+    """The source's frames every ``delay`` (:func:`tiptop.refresh.paced`), the wait also
+    ended by a reader gone or the spawned ``child``'s end, whose last interval is then
+    the last frame."""
+    return paced(
+        source,
+        delay,
+        stop,
+        wait=lambda deadline: _wait_until(deadline, stop, out_fd, child),
+        ending=None if child is None else child.exited,
+    )
 
 
 @contextlib.contextmanager

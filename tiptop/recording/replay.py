@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
 from tiptop.recording.format import FormatError, FrameLine
 from tiptop.recording.index import Recording
 from tiptop.screens.evaluate import CounterCells, evaluator_for
+from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
 
@@ -100,42 +102,26 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     aliases, raw, cells_in = _counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
     evaluator = evaluator_for(screen, tuple(_counter_map(screen, recorded, aliases).items()))
-    cells = evaluator.evaluate(row, cells_in)
-    markers = [
-        "-" if t != p else "+" if m > 1 else " "
-        for t, p, m in zip(tid.tolist(), pid.tolist(), nth.tolist(), strict=True)
-    ]
-    return Frame(
+    labels = RowLabels(
+        tid, pid, [f[1] for f in facts], [f[2] for f in facts], [f[3] for f in facts]
+    )
+    refresh = FrameFacts(
         iteration=index if line.it is None else line.it,
         timestamp=line.t,
         interval=line.dt,
         threads=line.threads,
-        headers=tuple(c.header for c in screen.columns),
-        counters=aliases,
-        tid=tid,
-        pid=pid,
-        marker=markers,
-        user=[f[1] for f in facts],
-        name=[f[2] for f in facts],
-        cmdline=[f[3] for f in facts],
+        tasks_total=n if line.tasks_total is None else line.tasks_total,
+    )
+    return evaluated_frame(
+        evaluator,
+        refresh,
+        labels,
+        row,
+        cells_in,
+        aliases=aliases,
+        raw=raw,
         num_threads=nth,
         dead=_or(v["dead"], n, 0, bool),
-        cpu_total=row.cpu_total,
-        window=row.window,
-        values=cells.values,
-        status=cells.status,
-        running=cells.running,
-        counter_delta=raw,
-        counter_running=cells_in.running,
-        counter_status=cells_in.status,
-        tasks_total=n if line.tasks_total is None else line.tasks_total,
-        cpu_user=row.cpu_user,
-        cpu_sys=row.cpu_sys,
-        processor=row.processor,
-        cpu_status=np.stack([row.total_status, row.split_status], axis=1),
-        counter_scaled=cells_in.scaled,
-        counter_total=cells_in.total,
-        counter_total_status=cells_in.total_status,
     )
 
 
@@ -215,6 +201,23 @@ class ReplaySource(FrameSource):
             self.messages.say(f"replay:line:{line}", note)
             return None
 
+    def recorded(self) -> Iterator[Frame]:
+        """Every recorded refresh from ``first`` to ``last`` in order, as the file is read
+        (a batch replay); a damaged one is skipped (its message said). The cursor follows,
+        so :attr:`screen` is the screen of the frame just given; the notes of the file's
+        end are said when it ends."""
+        i = self.first
+        while True:
+            self.rec.wait(i)  # the file may still be being read
+            if i > self.last:
+                break
+            self.cursor = i
+            frame = self.frame(i)
+            if frame is not None:
+                yield frame
+            i += 1
+        self.say_notes()  # what reading the end of the file found
+
     def refresh(self) -> Frame:
         """The recorded refresh at the cursor, moving on first when it is time to."""
         now = time.monotonic()
@@ -256,7 +259,7 @@ class ReplaySource(FrameSource):
             f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
         )
 
-    def reconfigure(self, screen: Any = None, **changes: Any) -> None:
+    def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Show every frame under ``screen`` (a screen picked) when it is not the one shown
         now; other settings are the recording's."""
         if screen is not None and screen is not self.screen:

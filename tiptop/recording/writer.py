@@ -93,11 +93,10 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
     if frame.dead.any():
         d["dead"] = _ints(frame.dead)
     for key, x in (("usr", frame.cpu_user), ("sys", frame.cpu_sys), ("proc", frame.processor)):
-        if x is not None:
-            d[key] = numbers(x)
+        d[key] = numbers(x)
     if frame.window is not None and (frame.window != frame.interval).any():
         d["w"] = numbers(frame.window)  # each row's counter window (INTERVAL)
-    if frame.cpu_status is not None and frame.cpu_status.any():
+    if frame.cpu_status.any():
         d["cs"] = _ints(frame.cpu_status[:, 0])
         d["ss"] = _ints(frame.cpu_status[:, 1])
     k: dict[str, Any] = {}
@@ -105,17 +104,15 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
         raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
         c: dict[str, Any] = {"d": numbers(raw), "st": _ints(st)}
         implied = np.where(st == Code.OK, raw, np.nan)
-        if frame.counter_scaled is not None and not np.array_equal(
-            frame.counter_scaled[:, j], implied, equal_nan=True
-        ):
+        if not np.array_equal(frame.counter_scaled[:, j], implied, equal_nan=True):
             c["s"] = numbers(frame.counter_scaled[:, j])
-        if frame.counter_total is not None and (totals is None or alias in totals):
+        if totals is None or alias in totals:
             c["T"] = numbers(frame.counter_total[:, j])
         run = frame.counter_running[:, j]
         if not (run == 1.0).all():
             c["r"] = numbers(run)
         tst = frame.counter_total_status
-        if tst is not None and not np.array_equal(tst[:, j], st):
+        if not np.array_equal(tst[:, j], st):
             c["Ts"] = _ints(tst[:, j])
         k[alias] = c
     d["k"] = k

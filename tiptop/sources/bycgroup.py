@@ -20,6 +20,7 @@ from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.screens.evaluate import CounterCells, evaluator_for
+from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
 
@@ -35,70 +36,72 @@ def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
 
 def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again."""
-    n = len(frame)
-    if not n:
+    if not len(frame):
         return frame
     names = sorted(set(labels))
     index = {v: i for i, v in enumerate(names)}
     g = np.array([index[x] for x in labels], np.int64)
-    m, k = len(names), len(frame.counters)
+    m = len(names)
+    counters, raw = _group_counters(frame, g, m)
+    refresh = FrameFacts(frame.iteration, frame.timestamp, frame.interval, False, frame.tasks_total)
+    evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
+    return evaluated_frame(
+        evaluator,
+        refresh,
+        _group_labels(frame, g, names),
+        _group_facts(frame, g, m),
+        counters,
+        aliases=frame.counters,
+        raw=raw,
+        num_threads=_sum(frame.num_threads, g, m).astype(np.int64),
+        dead=_sum((~frame.dead).astype(float), g, m) == 0,
+    )
+
+
+def _group_counters(frame: Frame, g: np.ndarray, m: int) -> tuple[CounterCells, np.ndarray]:
+    """Each group's counter cells (the sums of its rows that read OK; ``?`` where none
+    did; the least running fraction) and raw deltas."""
+    k = len(frame.counters)
     ok = frame.counter_status == Code.OK
-    raw = frame.counter_scaled if frame.counter_scaled is not None else frame.counter_delta
     any_ok = _sum(ok.astype(np.float64), g, m) > 0
     st = np.where(any_ok, Code.OK, Code.NOT_COUNTED).astype(STATUS_DTYPE)
-    scaled = np.where(any_ok, _sum(np.where(ok, raw, 0.0), g, m), np.nan)
-    total = np.full((m, k), np.nan)
-    tst = np.full((m, k), Code.UNREADABLE, STATUS_DTYPE)
-    if frame.counter_total is not None and frame.counter_total_status is not None:
-        t_ok = frame.counter_total_status == Code.OK
-        total = _sum(np.where(t_ok, frame.counter_total, 0.0), g, m)
-        tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Code.OK, Code.UNREADABLE)
+    scaled = np.where(any_ok, _sum(np.where(ok, frame.counter_scaled, 0.0), g, m), np.nan)
+    t_ok = frame.counter_total_status == Code.OK
+    total = _sum(np.where(t_ok, frame.counter_total, 0.0), g, m)
+    tst = np.where(_sum(t_ok.astype(float), g, m) > 0, Code.OK, Code.UNREADABLE)
     run = np.ones((m, k))
     np.minimum.at(
         run, g, np.where(ok & np.isfinite(frame.counter_running), frame.counter_running, 1.0)
     )
-    split = frame.cpu_user is not None and frame.cpu_sys is not None
-    zeros = np.zeros(m)
-    row = RowFacts(
+    cells = CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run)
+    return cells, _sum(np.where(ok, frame.counter_delta, 0.0), g, m)
+
+
+def _group_facts(frame: Frame, g: np.ndarray, m: int) -> RowFacts:
+    """Each group's CPU times (sums; the split unknown where a row's is) and counter
+    window; a group has no one last CPU."""
+    split_known = _sum((frame.cpu_status[:, 1] != Code.OK).astype(float), g, m) == 0
+    return RowFacts(
         cpu_total=_sum(frame.cpu_total, g, m),
-        cpu_sys=_sum(frame.cpu_sys, g, m) if split else zeros,  # type: ignore[arg-type]
-        cpu_user=_sum(frame.cpu_user, g, m) if split else zeros,  # type: ignore[arg-type]
+        cpu_sys=_sum(frame.cpu_sys, g, m),
+        cpu_user=_sum(frame.cpu_user, g, m),
         processor=np.full(m, np.nan),
         interval=frame.interval,
         total_status=np.zeros(m, STATUS_DTYPE),
-        split_status=np.full(m, Code.OK if split else Code.UNREADABLE, STATUS_DTYPE),
+        split_status=np.where(split_known, Code.OK, Code.UNREADABLE).astype(STATUS_DTYPE),
         window=_window(frame, g, m),
     )
-    evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
-    cells = evaluator.evaluate(row, CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run))
+
+
+def _group_labels(frame: Frame, g: np.ndarray, names: list[str]) -> RowLabels:
+    """A group's row: the smallest PID of the group, the cgroup label as its name and
+    command line, its tasks' user (``*`` when they differ)."""
+    m = len(names)
     pid = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(pid, g, frame.pid)
-    alive = _sum((~frame.dead).astype(float), g, m)
     users = [sorted({frame.user[i] for i in np.flatnonzero(g == j)}) for j in range(m)]
-    return Frame(
-        iteration=frame.iteration,
-        timestamp=frame.timestamp,
-        interval=frame.interval,
-        threads=False,
-        headers=frame.headers,
-        counters=frame.counters,
-        tid=pid,
-        pid=pid,
-        marker=[" "] * m,
-        user=[u[0] if len(u) == 1 else "*" for u in users],
-        name=list(names),
-        cmdline=list(names),
-        num_threads=_sum(frame.num_threads, g, m).astype(np.int64),
-        dead=alive == 0,
-        cpu_total=row.cpu_total,
-        window=row.window,
-        values=cells.values,
-        status=cells.status,
-        running=cells.running,
-        counter_delta=_sum(np.where(ok, frame.counter_delta, 0.0), g, m),
-        counter_running=run,
-        counter_status=st,
-        tasks_total=frame.tasks_total,
+    return RowLabels(
+        pid, pid, [u[0] if len(u) == 1 else "*" for u in users], list(names), list(names)
     )
 
 

@@ -18,7 +18,7 @@ from tiptop.screens.variables import VARIABLES
 DEFAULT_CPU_THRESHOLD = 0.00001
 
 
-@dataclass
+@dataclass(frozen=True)
 class View:
     """How rows are chosen, ordered and shown (the live keys change these fields)."""
 
