@@ -280,6 +280,13 @@ def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
     assert text(app)[1].startswith("Tasks:   9 total")
 
 
+def test_rec_indicator_while_recording() -> None:
+    """``[rec]`` at COLS-6 while ``--record`` writes (issue 39: nothing said so)."""
+    assert "[rec]" not in text(new_app()[0])[0]
+    line = text(new_app(record="/tmp/run.jsonl", show_idle=True)[0])[0]
+    assert line.index("[rec]") == 100 - 6 and line.index("[idle]") == 100 - 13
+
+
 def test_conf_indicator_follows_the_config_file() -> None:
     """``[conf]`` at COLS-60 when a configuration file was read (docs/original.md 5.1)."""
     assert "[conf]" not in text(new_app()[0])[0]

@@ -128,7 +128,8 @@ class LiveApp:
         return tuple(c.header for c in self.state.screen.columns)
 
     def indicators(self) -> list[str]:
-        """The title line's mode indicators, in the original's order."""
+        """The title line's mode indicators, in the original's order, then ours:
+        ``[rec]`` while ``--record`` writes every refresh to its file."""
         o = self.state.options
         flags = [
             ("[conf]", o.config_path is not None),
@@ -139,6 +140,7 @@ class LiveApp:
             ("[sticky]", o.sticky),
             ("[threads]", o.show_threads),
             ("[idle]", o.show_idle),
+            ("[rec]", o.record is not None),
         ]
         return [name for name, on in flags if on]
 

@@ -50,6 +50,7 @@ INDICATOR_OFFSETS = {
     "[sticky]": 30,
     "[threads]": 22,
     "[idle]": 13,
+    "[rec]": 6,  # ours: --record is writing (after [idle], which ends at COLS-7)
 }
 
 
