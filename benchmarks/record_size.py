@@ -57,6 +57,7 @@ def make_frame(rng: np.random.Generator, it: int, n: int, busy: float, totals: n
         values=np.zeros((n, 0)),
         status=np.zeros((n, 0), STATUS_DTYPE),
         running=np.ones((n, 0)),
+        node=np.zeros((n, 0), np.int16),
         counter_delta=delta,
         counter_running=np.ones((n, k)),
         counter_status=z,

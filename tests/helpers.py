@@ -104,6 +104,7 @@ _RUNTIME_MODULES = (
     "wcwidth",
     "typing_extensions",
     "prometheus_client",
+    "bcrypt",
 )
 
 

@@ -3,8 +3,10 @@ regular files, never through a symbolic link.
 
 A symbolic link is refused rather than followed, so a name planted in a shared directory
 cannot make tiptop overwrite its target (O_NOFOLLOW: the open fails with ELOOP, open(2));
-anything but a regular file is refused too, and O_NONBLOCK makes a FIFO without a reader
-fail at once (ENXIO) instead of blocking the program.
+anything but a regular file is refused too, before it is opened (``lstat``: opening a FIFO
+wakes its reader, a device may act on an open); should one be put there after that check,
+O_NONBLOCK makes a FIFO without a reader fail at once (ENXIO) instead of blocking the
+program, and ``fstat`` refuses it.
 """
 
 from __future__ import annotations
@@ -22,14 +24,21 @@ def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str =
     open is the ``OSError``, for the caller to word."""
     shown = printable(path)
     not_regular = f"{option}: '{shown}' is not a regular file: not written"
+    is_link = f"{option}: '{shown}' is a symbolic link: not written{link_hint}"
+    try:  # refused before it is opened: opening a FIFO or a device acts on it
+        kind = os.lstat(path).st_mode
+    except FileNotFoundError:
+        kind = None
+    if kind is not None and stat.S_ISLNK(kind):
+        raise TiptopError(is_link)
+    if kind is not None and not stat.S_ISREG(kind):
+        raise TiptopError(not_regular)
     nofollow = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
+    try:  # a link or another file put there since the lstat: refused all the same
         fd = os.open(path, flags | nofollow, mode)
     except OSError:
         if os.path.islink(path):
-            raise TiptopError(
-                f"{option}: '{shown}' is a symbolic link: not written{link_hint}"
-            ) from None
+            raise TiptopError(is_link) from None
         if os.path.exists(path) and not os.path.isfile(path):
             raise TiptopError(not_regular) from None
         raise

@@ -5,7 +5,8 @@ Imports only ``cells`` and ``messages``.
 A :class:`Frame` holds, for the rows of one refresh (processes, or threads with ``-H``),
 the row facts (ids, names, user, liveness), the evaluated columns as a float64 matrix with a
 separate status matrix (:class:`tiptop.cells.Status`), each cell's running fraction
-(``time_running / time_enabled`` of the counters it used; 1.0 when not multiplexed), and
+(``time_running / time_enabled`` of the counters it used; 1.0 when not multiplexed), a
+bottleneck cell's node beside its value (never packed into it), and
 each counter's raw interval delta, so batch csv/json can print them. Filtering, sorting and
 formatting are ``tiptop.table``'s job, not the frame's.
 """
@@ -75,6 +76,9 @@ class Frame:
     values: np.ndarray  # float64 (n, len(headers))
     status: np.ndarray  # uint8 (n, len(headers)), a Status per cell
     running: np.ndarray  # float64 (n, len(headers)): min running fraction of the cell's counters
+    #: int16 (n, len(headers)): a bottleneck cell's top-down node, an index in its column's
+    #: labels (``tiptop.screens.columns.Column.labels``); -1 for none and in other columns.
+    node: np.ndarray
 
     # --- counters, for the machine-readable outputs
     counter_delta: np.ndarray  # float64 (n, len(counters)): raw (unscaled) interval delta
@@ -133,6 +137,7 @@ class Frame:
             values=np.zeros((0, nc)),
             status=np.zeros((0, nc), STATUS_DTYPE),
             running=np.ones((0, nc)),
+            node=np.full((0, nc), -1, np.int16),
             counter_delta=np.zeros((0, nk)),
             counter_running=np.ones((0, nk)),
             counter_status=np.zeros((0, nk), STATUS_DTYPE),
@@ -251,6 +256,11 @@ class FrameSource(Protocol):
         empty by default."""
         return ""
 
+    def due_in(self, delay: float) -> float:
+        """Seconds until the live view's next refresh, given its ``delay`` (a replay plays
+        at the recorded pace); by default the delay."""
+        return delay
+
     def attach_spawned(self, pid: int, stops_at_exec: str | None = None) -> None:
         """Count a forked child from its ``execve`` (``tiptop -- cmd``); only a source
         that counts live tasks can."""
@@ -281,6 +291,10 @@ class SourceWrapper(FrameSource):
     def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Reconfigure the wrapped source."""
         self.source.reconfigure(screen, config)
+
+    def due_in(self, delay: float) -> float:
+        """When the wrapped source's next refresh is due."""
+        return self.source.due_in(delay)
 
     def close(self) -> None:
         """Close the wrapped source."""

@@ -71,6 +71,19 @@ SCREEN = screen(
     ],
 )
 
+#: A screen with a bottleneck column over two node columns (back end, memory bound); a
+#: frame's rows give its cells and each cell's node (``"node"``) as they like.
+BOTTLENECK_SCREEN = screen(
+    "td",
+    counters={"C": "cycles"},
+    columns=[
+        (" %CPU", "%5.1f", "CPU_TOT"),
+        ("    %BE", "%7.1f", "delta(C)"),
+        ("   %MEM", "%7.1f", "delta(C)"),
+        ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
+    ],
+)
+
 
 def task(tid: int, cpu: float, mcyc: float, ipc: float, **facts: Any) -> dict[str, Any]:
     """A row of :data:`SCREEN` for :func:`frame`: %CPU, Mcycle and IPC, and the counter
@@ -123,6 +136,7 @@ def frame(
         values=values,
         status=status,
         running=matrix("running", 1.0, float, nc),
+        node=matrix("node", -1, np.int16, nc),
         counter_delta=deltas,
         counter_running=np.ones((n, nk)),
         counter_status=np.zeros((n, nk), STATUS_DTYPE),

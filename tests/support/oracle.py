@@ -25,10 +25,11 @@ def data() -> dict:
 
 
 def expand(gate: str) -> set[str]:
-    """The ``FF_MM`` models a ``model`` gate admits (its tokens and ``FF_LO-FF_HI`` ranges)."""
+    """The ``FF_MM`` models a ``model`` gate admits (its tokens and ``FF_LO-FF_HI`` ranges;
+    an Arm ``II_PPP:rVpR-rVpR`` token is its part, whose revisions share one table)."""
     out: set[str] = set()
     for tok in gate.split(";"):
-        tok = tok.strip()
+        tok = tok.strip().split(":")[0]
         if m := re.fullmatch(r"([0-9A-F]+)_([0-9A-F]+)-([0-9A-F]+)_([0-9A-F]+)", tok):
             out |= {f"{m[1]}_{n:02X}" for n in range(int(m[2], 16), int(m[4], 16) + 1)}
         elif tok:

@@ -16,7 +16,7 @@ from tests.support.known_answer import Engine, core_cpu, host_screen
 from tests.system.known_runs import pinned_child
 from tests.system.test_known_answer import _counted, _need_events, _need_pmu
 from tiptop.cells import STATUS_DTYPE, VALUED
-from tiptop.screens.bottleneck import decode, is_path, parse_path
+from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts
@@ -43,8 +43,8 @@ def bottleneck(screen: ScreenSpec, slopes: dict[str, float]) -> str | None:
     j = next(i for i, c in enumerate(screen.columns) if is_path(c.expr))
     if cells.status[0, j] not in VALUED:
         return None
-    idx, _share = decode(float(cells.values[0, j]))
-    return parse_path(screen.columns[j].expr).labels[idx]
+    idx = int(cells.node[0, j])
+    return parse_path(screen.columns[j].expr).labels[idx] if idx >= 0 else "-"
 
 
 @pytest.mark.hwpmu

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,24 @@ def test_a_port_in_use_is_named() -> None:
     assert r.stderr.strip().splitlines() == [
         f"tiptop: --serve 127.0.0.1:{port}: cannot listen: Address already in use"
     ]
+
+
+def test_a_wrong_web_config_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    conf = tmp_path / "web.yml"
+    conf.write_text("basic_auth_users: {alice: plain}\n")
+    for argv, line in (
+        (
+            ["--serve", "127.0.0.1:0", "--web-config", str(conf)],
+            f"tiptop: --web-config {conf}: basic_auth_users: alice: not a bcrypt hash "
+            "($2a$, $2b$ or $2y$)",
+        ),
+        (
+            ["--textfile", str(tmp_path / "m.prom"), "--web-config", str(conf)],
+            "tiptop: --web-config: only with --serve",
+        ),
+    ):
+        r = subprocess.run(
+            [*TIPTOP, *argv, "-S", "sched"], capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip().splitlines() == [line]

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -99,14 +100,50 @@ def test_live_replay_steps_back_and_forward(tmp_path: Path) -> None:
         t.kill()
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_replay_plays_at_the_recorded_pace_and_the_speed_keys_change_it(
+    tmp_path: Path,
+) -> None:
+    """A ``-d 0.5`` recording replayed live without ``-d``: two frames a second (the
+    default delay, 2 s, would be one every two seconds); ``/`` twice: one every two."""
+    path = tmp_path / "pace.jsonl"
+    r = run("-b", "-d", "0.5", "-S", "sched", "--record", str(path), "--", "sleep", "6")
+    assert r.returncode == 0, r.stderr
+    n = len(recording.load(str(path)))
+    assert n >= 9
+
+    def at(i: int) -> Callable[[list[str]], bool]:
+        return lambda lines: bool(lines) and f" {i}/{n} " in lines[0]
+
+    t = Tmux([sys.executable, "-m", "tiptop", "--replay", str(path)], tmp_path)
+    try:
+        t.wait(at(2), "the second frame")
+        start = time.monotonic()
+        t.wait(at(6), "four frames later")
+        took = time.monotonic() - start
+        assert took < 4.0, f"4 frames of 0.5 s took {took:.1f} s"  # 8 s at the default delay
+        assert "1x (* faster, / slower)" in t.screen()[0]
+        t.keys("/", "/")
+        lines = t.wait(has("1/4x (* faster, / slower)"), "a quarter of the pace")
+        place = re.search(r" (\d+)/\d+ ", lines[0])
+        assert place is not None, lines[0]
+        k = int(place.group(1))
+        start = time.monotonic()
+        t.wait(at(k + 2), "two frames at 2 s each")
+        assert time.monotonic() - start > 2.5  # at most one frame's 2 s was spent already
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        t.kill()
+
+
 def test_plot_shows_two_phases(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install .[plot])")
     from tiptop.cli.plot import find_column, series
 
     _live, path = _record(tmp_path, "phases.jsonl", SPIN_THEN_SLEEP)
     rec = recording.load(str(path))
-    src = recording.ReplaySource(rec, rec.screens[0])
-    found = series(src, find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
+    found = series(rec, rec.screens[0], find_column(rec.screens[0], "%CPU"), 0, len(rec) - 1)
     (child,) = [s for s in found.values() if "python" in s.label]
     # Both phases are in the series drawn: the spin's 0.6 s of CPU (its %CPU over the
     # intervals, whatever share of a CPU it got), then sleeping rows near 0 (the last,
@@ -213,16 +250,9 @@ def test_a_killed_recorder_then_an_appended_session_keep_every_refresh(
     tmp_path: Path, name: str
 ) -> None:
     path = tmp_path / name
-    cmd = [sys.executable, "-m", "tiptop", "-b", "-d", "0.2", "-S", "sched", "--record", str(path)]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        end = time.monotonic() + 30
-        while not (path.exists() and _count(path) >= 4) and time.monotonic() < end:
-            time.sleep(0.1)
-    finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    p = recorder(path, 4)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
     first = _count(path)
     assert first >= 4
     r = run("-b", "-n", "5", "-d", "0.2", "-S", "sched", "--record", str(path))
@@ -233,6 +263,23 @@ def test_a_killed_recorder_then_an_appended_session_keep_every_refresh(
     r = run("-b", "--replay", str(path))
     assert r.returncode == 0 and r.stdout.count("\n  PID [") == 1
     assert "a new session starts" in r.stderr and "Traceback" not in r.stderr
+
+
+def recorder(path: Path, refreshes: int) -> subprocess.Popen[bytes]:
+    """``tiptop -b -d 0.2 -S sched --record path`` running, once ``refreshes`` refreshes
+    are in the file (or 30 s passed; killed if this fails)."""
+    cmd = [sys.executable, "-m", "tiptop", "-b", "-d", "0.2", "-S", "sched", "--record", str(path)]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        end = time.monotonic() + 30
+        while _count(path) < refreshes and time.monotonic() < end:
+            time.sleep(0.1)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return p
 
 
 def _count(path: Path) -> int:

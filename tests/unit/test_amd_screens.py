@@ -1,7 +1,8 @@
-"""AMD Zen 2 to Zen 5 built-in screens (tiptop/screens/builtin/amd.yaml), pinned without the
-hardware: the CPU gating (family and model ranges as arch/x86/kernel/cpu/amd.c assigns Zen
-generations), the event encodings from the kernel's tools/perf/pmu-events/arch/x86/amdzen*
-tables resolved against the fake AMD sysfs (tests/data/sysfs/amd: event=config:0-7,32-35,
+"""AMD Zen 1 to Zen 5 (and Hygon) built-in screens (tiptop/screens/builtin/amd.yaml),
+pinned without the hardware: the CPU gating (family and model ranges as
+arch/x86/kernel/cpu/amd.c assigns Zen generations; Hygon's family 18h with Zen 1), the
+event encodings from the kernel's tools/perf/pmu-events/arch/x86/amdzen* tables resolved
+against the fake AMD sysfs (tests/data/sysfs/amd: event=config:0-7,32-35,
 umask=config:8-15, cmask=config:24-31) to exact config words, the slot widths, what the
 columns compute, and how many of the 6 core counters each screen takes."""
 
@@ -25,18 +26,16 @@ AMD_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "amd")
 
 #: Models of each generation, every range end of amd.c included.
 ZEN = {
+    #: Zen 1 (17_01: the generic "AMD EPYC" of hypervisors) and Hygon's family 18h.
+    1: ["17_00", "17_01", "17_2F", "17_50", "17_5F", "18_00", "18_01", "18_FF"],
     2: ["17_30", "17_31", "17_4F", "17_60", "17_71", "17_7F", "17_90", "17_91", "17_A0", "17_AF"],
     3: ["19_00", "19_01", "19_0F", "19_20", "19_21", "19_50", "19_5F"],
     4: ["19_10", "19_11", "19_1F", "19_60", "19_61", "19_74", "19_A0", "19_AF"],
     5: ["1A_00", "1A_02", "1A_11", "1A_2F", "1A_40", "1A_44", "1A_4F", "1A_60", "1A_70", "1A_7F"],
 }
-#: One model past each range end, Zen 1 (17_01, 17_2F, 17_50), Zen 6 (1A_50, 1A_90) and
-#: models amd.c does not name: the generic variants.
+#: One model past each range end, Zen 6 (1A_50, 1A_90) and models amd.c does not name:
+#: the generic variants.
 OTHERS = [
-    "17_01",
-    "17_2F",
-    "17_50",
-    "17_5F",
     "17_80",
     "17_8F",
     "17_92",
@@ -50,7 +49,8 @@ OTHERS = [
     "1A_80",
     "1A_90",
     "1A_FF",
-    "18_01",
+    "16_00",
+    "1B_00",
 ]
 
 AMD_SCREENS = ("fp", "topdown", "topdown2", "memory")
@@ -121,6 +121,7 @@ ENCODINGS: dict[tuple[str, int], dict[str, tuple[str, tuple[int, int]]]] = {
     ("topdown", 5): L1_ZEN45,
     ("topdown2", 4): l2(6, cpu("event=0x96", 0x96)),
     ("topdown2", 5): l2(8, cpu("event=0x9f,umask=0x01", 0x019F)),
+    ("fp", 1): {"I": INSTRUCTIONS, "FLOP": FLOPS_ALL, "FLT": FLT},
     ("fp", 2): {"I": INSTRUCTIONS, "FLOP": FLOPS_ALL, "FLT": FLT},
     ("fp", 3): {"I": INSTRUCTIONS, "FLOP": FLOPS_ALL, "FLT": FLT},
     ("fp", 4): {
@@ -136,6 +137,7 @@ ENCODINGS: dict[tuple[str, int], dict[str, tuple[str, tuple[int, int]]]] = {
         "FLT": FLT,
         "UC": UC,
     },
+    ("memory", 1): {k: v for k, v in mem(0xC8).items() if k in ("I", "L1M", "L2M")},
     ("memory", 2): {
         **{k: v for k, v in mem(0xC8).items() if k in ("I", "L1M", "L2M")},
         "LDR": cpu("event=0x43,umask=0x08", 0x0843),
@@ -170,9 +172,14 @@ def test_each_zen_generation_picks_its_variants(gen: int) -> None:
     for model in ZEN[gen]:
         got = screens(model)
         want = [n for n in AMD_SCREENS if (n, gen) in ENCODINGS]
-        assert [n for n in got if n in AMD_SCREENS] == want, model
-        for name in want:
-            assert got[name].desc.endswith(f"(AMD Zen {gen})"), (model, name)
+        if gen == 1:  # no pipeline metrics in amdzen1: the generic topdown
+            assert "AMD" not in got["topdown"].desc
+            want = [n for n in AMD_SCREENS if n == "topdown" or (n, gen) in ENCODINGS]
+        assert [n for n in got if n in AMD_SCREENS] == want or gen == 1, model
+        assert sorted(n for n in got if n in AMD_SCREENS) == sorted(want), model
+        for name in (n for n in want if (n, gen) in ENCODINGS):
+            # the description, then the deviations said after it (Hygon on Zen 1)
+            assert got[name].desc.split(" [")[0].endswith(f"AMD Zen {gen})"), (model, name)
 
 
 @pytest.mark.parametrize("model", OTHERS)
@@ -213,10 +220,12 @@ def counters_needed(screen: ScreenSpec) -> int:
         ("topdown", 3, 5),
         ("topdown", 4, 6),
         ("topdown", 5, 6),
+        ("fp", 1, 4),
         ("fp", 2, 4),
         ("fp", 3, 4),
         ("fp", 4, 6),
         ("fp", 5, 5),
+        ("memory", 1, 3),
         ("memory", 2, 5),
         ("memory", 3, 5),
         ("memory", 4, 5),
@@ -326,6 +335,9 @@ def test_fp_and_memory_columns() -> None:
     assert got == pytest.approx(
         {"Minstr": 1.0, "L1DMISS": 3.0, "L2MISS": 1.0, "L3MISS": 0.5, "DRAM": 0.4}
     )
+    zen1 = screens(ZEN[1][1])["memory"]  # 17_01
+    got = evaluate(zen1, {"I": 1e6, "L1M": 3e4, "L2M": 1e4})
+    assert got == pytest.approx({"Minstr": 1.0, "L1DMISS": 3.0, "L2MISS": 1.0})
     zen2 = screens(ZEN[2][0])["memory"]
     got = evaluate(zen2, {"I": 1e6, "L1M": 3e4, "L2M": 1e4, "LDR": 3e3, "RDR": 1e3})
     assert got == pytest.approx({"Minstr": 1.0, "L1DMISS": 3.0, "L2MISS": 1.0, "DRAM": 0.4})

@@ -21,7 +21,7 @@ from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
-from tiptop.screens.bottleneck import decode, is_path
+from tiptop.screens.bottleneck import is_path, parse_path
 
 ARM_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "arm64")
 PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
@@ -226,7 +226,7 @@ def test_neoverse_v1_topdown_through_the_sampler(
     assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
     np.testing.assert_allclose(frame.values[i, 1:5], [50.0, 16.5, 8.5, 25.0])
     # BAD and BE are over their bounds (15%, 20%); BE has the larger share
-    assert decode(frame.values[i, 5]) == (3, pytest.approx(25.0))  # labels[3]: BE
+    assert frame.node[i, 5] == 2 and frame.values[i, 5] == pytest.approx(25.0)  # labels[2]: BE
     groups = [attrs for tid, attrs in b.opens if tid == 100]
     assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
     assert sorted(a.config for a in groups[0]) == sorted(COMMON[a] for a in V1_RATES)
@@ -250,3 +250,42 @@ def test_missing_arm_event_gives_question_marks_and_the_reason(
     said = [m for m in sampler.messages.lines() if "stall_slot" in m]
     assert len(said) == 1 and "not an event of PMU armv8_pmuv3_0" in said[0], said
     sampler.close()
+
+
+#: Neoverse N2 at each MIDR revision before r0p3, and from it (r0p3, r1p0, unread).
+N2_EARLY = [Target("arm64", "41_D49", r) for r in (0x00, 0x01, 0x02)]
+N2_LATE = [Target("arm64", "41_D49", r) for r in (0x03, 0x10, None)]
+
+
+@pytest.mark.parametrize("target", N2_EARLY + N2_LATE)
+def test_neoverse_n2_variant_by_revision(target: Target) -> None:
+    """r0p0-r0p2 get perf's corrected STALL_SLOT and STALL_SLOT_FRONTEND (less one slot per
+    cycle, neoverse-n2-v2/metrics.json's strcmp_cpuid_str(0x410fd493)); r0p3 and later, and
+    an N2 whose revision is unread, the table's default form."""
+    s = screen(target, "topdown")
+    exprs = [c.expr.replace(" ", "") for c in s.columns[1:5]]
+    early = target in N2_EARLY
+    assert ("r0p0-r0p2" in s.desc) is early and ("r0p3 and later" in s.desc) is not early
+    corrected = ["(delta(SS)-delta(CYC))", "(delta(SS)-delta(CYC))", "(delta(SSF)-delta(CYC))"]
+    for expr, term in zip(exprs, corrected, strict=False):
+        assert (term in expr) is early, (target, expr)
+    assert exprs[3] == "100*(delta(SSB)/(5*delta(CYC))-3*delta(BMP)/delta(CYC))"
+
+
+def test_neoverse_n2_r0p2_worked_case() -> None:
+    """The issue's case: on an r0p2 the erratum adds one slot per cycle to STALL_SLOT and
+    STALL_SLOT_FRONTEND. True shares: retiring 63 %, front end 12 %, back end 25 %; the
+    r0p3 formula reads the front end 20 points high (32 %) and names FE, the r0p2 variant
+    names BE 25 % as perf does. Both sum to 100."""
+    from tests.unit.test_bottleneck import evaluate
+
+    cyc, ssf, ssb = 1000.0, 600.0 + 1000.0, 1250.0  # 5000 slots; the erratum's 1000 in SSF
+    deltas = {"CYC": cyc, "SS": ssf + ssb, "SSF": ssf, "SSB": ssb, "OPR": 1e4, "OPS": 1e4}
+    deltas["BMP"] = 0.0
+    late, early = screen(N2_LATE[0], "topdown"), screen(N2_EARLY[2], "topdown")
+    assert _evaluate(late, deltas) == pytest.approx([43.0, 0.0, 32.0, 25.0])
+    assert _evaluate(early, deltas) == pytest.approx([63.0, 0.0, 12.0, 25.0])
+    for s, want in ((late, ("FE", 32.0)), (early, ("BE", 25.0))):
+        share, _status, _running, idx = evaluate(s, deltas)
+        labels = parse_path(s.columns[-1].expr).labels
+        assert (labels[idx], share) == (want[0], pytest.approx(want[1]))

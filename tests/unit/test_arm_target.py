@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tiptop.cli.screens import arm_model, host_target
+from tiptop.cli.screens import arm_model, arm_revision, host_target
 from tiptop.screens import Target
 
 GRAVITON2 = """\
@@ -50,10 +50,32 @@ def test_host_target_per_machine(tmp_path: Path) -> None:
     x86 = tmp_path / "cpuinfo-x86"
     x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n")
     nothing = str(tmp_path / "absent")
-    assert host_target(str(arm), machine="aarch64", midr=nothing) == Target("arm64", "41_D0C")
+    assert host_target(str(arm), machine="aarch64", midr=nothing) == Target("arm64", "41_D0C", 0x31)
     midr = tmp_path / "midr_el1"
     midr.write_text("0x00000000410fd490\n")
-    assert host_target(nothing, machine="aarch64", midr=str(midr)) == Target("arm64", "41_D49")
+    n2_r0p0 = Target("arm64", "41_D49", 0x00)
+    assert host_target(nothing, machine="aarch64", midr=str(midr)) == n2_r0p0
     assert host_target(nothing, machine="aarch64", midr=nothing) == Target("arm64", None)
     assert host_target(str(x86), machine="x86_64") == Target("x86", "19_11")  # unchanged
     assert host_target(str(arm), machine="riscv64") == Target("riscv64", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "midr", "revision", "shown"),
+    [
+        (GRAVITON2, "", 0x31, "41_D0C r3p1"),  # CPU variant 0x3, CPU revision 1
+        ("", "0x00000000410fd490\n", 0x00, "41_D49 r0p0"),  # Neoverse N2 r0p0
+        ("", "0x00000000410fd493", 0x03, "41_D49 r0p3"),
+        ("", "0x00000000412fd491", 0x21, "41_D49 r2p1"),
+        ("CPU variant\t: 0x0\nCPU revision\t: 2\n", "0x410fd493", 0x02, "41_D49 r0p2"),
+        ("CPU variant\t: junk\n", "", None, "41_D49"),
+        ("", "", None, "41_D49"),
+    ],
+)
+def test_arm_revision_from_midr_fields(
+    text: str, midr: str, revision: int | None, shown: str
+) -> None:
+    """The MIDR's variant (bits 23:20) and revision (bits 3:0), cpuinfo's lines first: what
+    tells a Neoverse N2 r0p0-r0p2 (perf's STALL_SLOT correction) from r0p3 and later."""
+    assert arm_revision(text, midr) == revision
+    assert Target("arm64", "41_D49" if "D0C" not in shown else "41_D0C", revision).shown() == shown

@@ -9,6 +9,7 @@ share, ties to the earlier in toplev's order. No PMU needed."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -19,30 +20,40 @@ import numpy as np
 import pytest
 
 from tests.support import builders, oracle
-from tests.support.perfexpr import canonical, parse
+from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
+from tests.support.perfexpr import Expr, canonical, parse
 from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
-from tiptop.screens.bottleneck import decode, parse_path
+from tiptop.screens.bottleneck import parse_path
+from tiptop.screens.deviations import for_variant
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.printf import row_format
 from tiptop.screens.topdown import TREES
 from tiptop.screens.variables import RowFacts
 
 TABLES = oracle.data()["tables"]
-#: The Intel tables the screens with a ``bottleneck(tma: ...)`` column lead to (not the
-#: E-core-only tables, whose tma_* thresholds differ and which no such screen targets).
-INTEL = sorted(
-    {
-        t
-        for _vid, raw in VARIANTS
-        if any("bottleneck(tma" in (i.attrs.get("expr") or "") for i in raw.items)
-        for t in oracle.tables(raw, gate_models(raw))
-    }
-)
+
+
+def _tables_of(tree: str) -> list[str]:
+    """The tables the screens with a ``bottleneck(tree: ...)`` column lead to."""
+    return sorted(
+        {
+            t
+            for _vid, raw in VARIANTS
+            if any(f"bottleneck({tree}:" in (i.attrs.get("expr") or "") for i in raw.items)
+            for t in oracle.tables(raw, gate_models(raw))
+        }
+    )
+
+
+#: The Intel big-core tables (``tma`` tree) and the E-core-only ones (``atom`` tree: their
+#: tma_* thresholds differ), each as the screens that name the tree lead to them.
+INTEL = _tables_of("tma")
+ATOM = _tables_of("atom")
 #: The Intel peer of each AMD and Arm metric: the same split of the same slots (the test's
 #: own reading of the tables' descriptions; the product's is topdown.py's ``like``).
 PEER = {
@@ -77,6 +88,7 @@ ORDER = (
     "memory",
     "core",
     "cpu",
+    "resource",
     "light",
     "fastpath",
     "heavy",
@@ -102,11 +114,22 @@ def _truth(node_thr: tuple, shares: dict[str, float]) -> bool:
 # ----------------------------------------------------------------- vendored thresholds
 
 
-@pytest.mark.parametrize("table", INTEL)
-def test_intel_thresholds_are_perfs(table: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "table"), [("tma", t) for t in INTEL] + [("atom", t) for t in ATOM]
+)
+def test_intel_thresholds_are_perfs(name: str, table: str) -> None:
     """Each tma node's threshold holds exactly where perf's MetricThreshold does, on random
-    shares around the bounds, in every Intel table."""
-    tree = TREES["tma"]
+    shares around the bounds, in every Intel table (the E-core-only ones: the atom tree,
+    which is their whole level 1)."""
+    tree = TREES[name]
+    if name == "atom":
+        assert sorted(ATOM) == ["alderlaken", "grandridge", "sierraforest"]
+        level1 = {
+            n
+            for n, m in TABLES[table]["metrics"].items()
+            if "TopdownL1" in m.get("MetricGroup", "").split(";")
+        }
+        assert level1 == {n.metric for n in tree.nodes}
     metrics = TABLES[table]["metrics"]
     label_of = {n.metric: n.label for n in tree.nodes}
     rng = random.Random(table)
@@ -232,6 +255,18 @@ def _neoverse(rng: random.Random) -> dict[str, float]:
     }
 
 
+def _atom(width: int) -> Gen:
+    """Intel E-core counts: four TOPDOWN_* totals of ``width`` slots per cycle (Crestmont's
+    need not add up: the rest or a little over; Alder Lake-N reads no BAD)."""
+
+    def gen(rng: random.Random) -> dict[str, float]:
+        clk = 1e9
+        ret, bad, fe, be = (f * width * clk * rng.uniform(0.95, 1.02) for f in _fractions(rng, 4))
+        return {"CLK": clk, "RET": ret, "BAD": bad, "FE": fe, "BE": be}
+
+    return gen
+
+
 CASES = {
     "zen4-l1": (Target("x86", "19_11"), "topdown", "amdzen4", _zen(6)),
     "zen4-l2": (Target("x86", "19_11"), "topdown2", "amdzen4", _zen(6)),
@@ -240,7 +275,12 @@ CASES = {
     "spr-l1": (Target("x86", "06_8F"), "topdown", "sapphirerapids", _intel),
     "spr-l2": (Target("x86", "06_8F"), "topdown2", "sapphirerapids", _intel),
     "icl-l1": (Target("x86", "06_7E"), "topdown", "icelake", _intel),
+    "adl-l1": (Target("x86", "06_97"), "topdown", "alderlake", _intel),
+    "adl-l2": (Target("x86", "06_97"), "topdown2", "alderlake", _intel),
     "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
+    "srf-l1": (Target("x86", "06_AF"), "topdown", "sierraforest", _atom(6)),
+    "grr-l1": (Target("x86", "06_B6"), "topdown", "grandridge", _atom(6)),
+    "adln-l1": (Target("x86", "06_BE"), "topdown", "alderlaken", _atom(5)),
 }
 
 
@@ -256,9 +296,9 @@ def _facts(n: int) -> RowFacts:
 
 def evaluate(
     screen: ScreenSpec, deltas: dict[str, float], running: float = 1.0, missing: str | None = None
-) -> tuple[float, int, float]:
-    """The bottleneck cell's ``(value, status, running)`` on one row of ``deltas``, through
-    the one evaluator; ``missing``: that counter unreadable."""
+) -> tuple[float, int, float, int]:
+    """The bottleneck cell's ``(value, status, running, node)`` on one row of ``deltas``,
+    through the one evaluator; ``missing``: that counter unreadable."""
     aliases = [c.alias for c in screen.counters]
     d = np.array([[deltas[a] for a in aliases]])
     st = np.zeros(d.shape, STATUS_DTYPE)
@@ -267,23 +307,51 @@ def evaluate(
         d[0, aliases.index(missing)] = np.nan
     cells = CounterCells(d, st, d, st, np.full(d.shape, running))
     out = Evaluator(screen, aliases).evaluate(_facts(1), cells)
-    return float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1])
+    cell = (float(out.values[0, -1]), int(out.status[0, -1]), float(out.running[0, -1]))
+    return (*cell, int(out.node[0, -1]))
+
+
+@functools.cache
+def _parsed(parser: Callable[[str], Expr | PerfPyExpr], text: str) -> Expr | PerfPyExpr:
+    """``parser(text)``, once per text (the draws evaluate the same formulas)."""
+    return parser(text)
 
 
 def vendor_path(
-    table: str, screen: ScreenSpec, deltas: dict[str, float]
+    table: str,
+    screen: ScreenSpec,
+    deltas: dict[str, float],
+    unseen: random.Random | None = None,
+    silenced: frozenset[str] = frozenset(),
+    parser: Callable[[str], Expr | PerfPyExpr] = parse,
 ) -> tuple[str | None, float]:
-    """The deepest node on the critical path by the tables alone, and its share in %."""
+    """The deepest node on the critical path by the tables alone, and its share in %.
+
+    By default the nodes the screen does not show are left out, and an event it does not
+    count reads NaN. With ``unseen``, such an event gets a random count instead and the
+    walk stops at level 1: perf's own level-1 path, every threshold term live. The
+    metrics in ``silenced`` read 0 in thresholds (a term the screen cannot count).
+    ``parser`` reads each ``MetricExpr`` (ours, or perf's metric.py); thresholds are
+    always ours (perf's build does not read them with metric.py)."""
     t = TABLES[table]
     counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
     lits = {**LITERALS, "#slots": 8.0}
+    top = max(counts.values())
 
     def value(name: str) -> float:
         if name in t["metrics"]:
             m = t["metrics"][name]
-            v = parse(m["MetricExpr"]).value(value, lits)
+            v = _parsed(parser, m["MetricExpr"]).value(value, lits)
             return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
-        return counts.get(canonical(name).lower(), math.nan)  # not on this screen
+        if canonical(name) in t["metrics"]:  # metric.py keeps a name's escapes
+            return value(canonical(name))
+        key = canonical(name).lower()
+        if key not in counts and unseen is not None:  # no screen of this case counts it
+            counts[key] = top * unseen.random() ** 2
+        return counts.get(key, math.nan)  # not on this screen
+
+    def judged(name: str) -> float:
+        return 0.0 if name in silenced else value(name)
 
     groups = {n: m.get("MetricGroup", "").split(";") for n, m in t["metrics"].items()}
     topdown = [n for n, g in groups.items() if (LEVEL1 | LEVEL2) & set(g)]
@@ -295,12 +363,15 @@ def vendor_path(
         if thr is None:  # AMD, Arm: the Intel peer's, its names mapped to this table's
             peer = parse(TABLES["sapphirerapids"]["metrics"][_peer(name)]["MetricThreshold"])
             mine = {_peer(n): n for n in topdown if n != "smt_contention" and _safe_peer(n)}
-            return bool(peer.value(lambda n: value(mine[n]) if n in mine else math.nan, lits))
-        return bool(parse(thr).value(value, lits))
+            return bool(peer.value(lambda n: judged(mine[n]) if n in mine else math.nan, lits))
+        return bool(_parsed(parse, thr).value(judged, lits))
 
     level = [n for n, g in groups.items() if LEVEL1 & set(g)]
     shown = {c.table_metric.split("*")[-1].strip() for c in screen.columns if c.table_metric}
     on_screen = lambda n: n in shown or any(f"{n}_group" in groups[k] for k in shown)  # noqa: E731
+    if unseen is not None:  # perf's level 1, whatever the screen shows
+        first = set(level)
+        on_screen = first.__contains__
     node, share = None, math.nan
     while level:
         cands = [n for n in sorted(level, key=_rank) if on_screen(n) and over(n)]
@@ -310,6 +381,58 @@ def vendor_path(
         node, share = best, 100.0 * value(best)
         level = [n for n, g in groups.items() if f"{best}_group" in g]
     return node, share
+
+
+#: Per level-1 case: the metrics the screen cannot count that a level-1 threshold reads
+#: (Intel's heavy operations, AMD's microcode: tiptop/screens/deviations.py "threshold").
+UNCOUNTED = {
+    "spr-l1": {"tma_heavy_operations"},
+    "icl-l1": {"tma_heavy_operations"},
+    "adl-l1": {"tma_heavy_operations"},
+    "zen4-l1": {"retiring_microcode"},
+    "zen5-l1": {"retiring_from_microcode"},
+    "v1-l1": set(),
+    "srf-l1": set(),
+    "grr-l1": set(),
+    "adln-l1": set(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCOUNTED))
+def test_level1_path_is_perfs_but_for_declared_deviations(case: str) -> None:
+    """On 1000 random draws, with every event perf's level-1 thresholds read (those the
+    screen does not count drawn at random), the column names perf's level-1 node whenever
+    the screen can count what that threshold reads; each other draw differs only by the
+    threshold terms the variant declares (deviations.py ``threshold``), and such a
+    declared deviation does differ on some draw."""
+    target, name, table, gen = CASES[case]
+    screen = _screen(target, name)
+    labels = parse_path(screen.columns[-1].expr).labels
+    tree = parse_path(screen.columns[-1].expr).tree
+    rng = random.Random(f"{case}-level1")
+    assert screen.variant is not None and screen.variant.picked is not None
+    _desc, arch, model = screen.variant.variants[screen.variant.picked]
+    declared = [d for d in for_variant(name, arch, model) if d.kind == "threshold"]
+    differ = 0
+    for _ in range(1000):
+        deltas = gen(rng)
+        idx = evaluate(screen, deltas)[3]
+        ours = None if idx < 0 else tree.node(labels[idx]).metric
+        seed = rng.random()  # the same counts for the events the screen does not count
+        full = vendor_path(table, screen, deltas, random.Random(seed))[0]
+        silenced = frozenset(UNCOUNTED[case])
+        read = vendor_path(table, screen, deltas, random.Random(seed), silenced)[0]
+        by_perf_py = vendor_path(
+            table, screen, deltas, random.Random(seed), silenced, parse_with_metric_py
+        )[0]
+        assert by_perf_py == read, (case, deltas)  # perf's own parse of the formulas
+        assert ours == read, (case, deltas)
+        differ += ours != full
+    assert bool(declared) == bool(UNCOUNTED[case]), (case, declared)
+    if declared:
+        assert differ > 0, f"{case}: no draw differs: drop the threshold deviation"
+    else:
+        assert differ == 0, case
 
 
 def _safe_peer(n: str) -> bool:
@@ -332,14 +455,16 @@ def test_critical_path_is_the_vendors(case: str) -> None:
     seen = set()
     for _ in range(150):
         deltas = gen(rng)
-        value, status, _r = evaluate(screen, deltas)
+        share, status, _r, idx = evaluate(screen, deltas)
         assert status in (Status.OK, Status.SUSPECT), (case, deltas)
-        idx, share = decode(value)
         want, want_share = vendor_path(table, screen, deltas)
-        got = None if idx == 0 else tree.node(labels[idx]).metric
-        assert got == want, (case, deltas, labels[idx])
-        if want:
-            assert share == pytest.approx(min(max(want_share, 0), 999), abs=1e-6)
+        assert vendor_path(table, screen, deltas, parser=parse_with_metric_py) == (
+            want,
+            pytest.approx(want_share, nan_ok=True),
+        )
+        got = None if idx < 0 else tree.node(labels[idx]).metric
+        assert got == want, (case, deltas, idx)
+        assert share == (pytest.approx(want_share, abs=1e-6) if want else 0.0)
         seen.add(got)
     assert len(seen) >= 3, (case, seen)  # not one answer for every draw
 
@@ -367,9 +492,8 @@ def _tied() -> dict[str, float]:
 def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     screen = _screen(Target("x86", "19_11"), "topdown")
     labels = parse_path(screen.columns[-1].expr).labels
-    value, status, _ = evaluate(screen, _tied())
+    share, status, _, idx = evaluate(screen, _tied())
     assert status == Status.OK
-    idx, share = decode(value)
     assert (labels[idx], share) == ("FE", pytest.approx(30.0))  # FE before BE
     assert vendor_path("amdzen4", screen, _tied()) == (
         "frontend_bound",
@@ -378,7 +502,7 @@ def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     # level 2 of the tie: front-end latency 15% (over 10%), bandwidth 15% (not over 20%)
     screen2 = _screen(Target("x86", "19_11"), "topdown2")
     labels2 = parse_path(screen2.columns[-1].expr).labels
-    idx, share = decode(evaluate(screen2, _tied())[0])
+    share, _, _, idx = evaluate(screen2, _tied())
     assert (labels2[idx], share) == ("FE/Lat", pytest.approx(15.0))
     assert vendor_path("amdzen4", screen2, _tied())[0] == "frontend_bound_latency"
 
@@ -390,9 +514,10 @@ def test_multiplexed_and_missing_counts_are_marked() -> None:
     deltas = _tied()
     full = evaluate(screen, deltas)
     half = evaluate(screen, deltas, running=0.5)
-    assert half[0] == full[0] and half[1] == Status.OK and half[2] == 0.5
-    value, status, _ = evaluate(screen, deltas, missing="LNC")
-    assert status == Status.UNREADABLE and math.isnan(value)
+    assert half[0] == full[0] and half[3] == full[3] >= 0
+    assert half[1] == Status.OK and half[2] == 0.5
+    value, status, _, node = evaluate(screen, deltas, missing="LNC")
+    assert status == Status.UNREADABLE and math.isnan(value) and node == -1
     fmt = row_format(tuple(screen.columns))
     n = len(screen.columns)
     cells = fmt.cells([0.0] * (n - 1) + [value], bytes([0] * (n - 1) + [status]))
@@ -405,29 +530,26 @@ def test_cells_print_label_and_share_or_a_dash() -> None:
     n = len(screen.columns)
     labels = parse_path(screen.columns[-1].expr).labels
     mem = labels.index("BE/Mem")
-    for value, text in ((mem * 1000 + 41.2, "BE/Mem 41%"), (0.0, "-")):
-        cells = fmt.cells([1.0] * (n - 1) + [value], bytes(n))
+    for value, node, text in ((41.2, mem, "BE/Mem 41%"), (0.0, -1, "-")):
+        nodes = [-1] * (n - 1) + [node]
+        cells = fmt.cells([1.0] * (n - 1) + [value], bytes(n), nodes)
         assert cells[-1] == text.rjust(len(screen.columns[-1].header))
-        assert fmt.text([1.0] * (n - 1) + [value], bytes(n)).endswith(cells[-1] + " ")
+        assert fmt.text([1.0] * (n - 1) + [value], bytes(n), nodes).endswith(cells[-1] + " ")
 
 
 def test_batch_text_csv_and_json_show_node_and_share() -> None:
     """One task memory-bound, one with nothing over threshold, one unreadable: text shows
     the label and share, csv and json the share as the value and the node apart."""
-    screen = builders.screen(
-        "td",
-        counters={"C": "cycles"},
-        columns=[
-            (" %CPU", "%5.1f", "CPU_TOT"),
-            ("    %BE", "%7.1f", "delta(C)"),
-            ("   %MEM", "%7.1f", "delta(C)"),
-            ("    BOTTLENECK", "%.0f%%", "bottleneck(tma: BE=%BE, BE/Mem=%MEM)"),
-        ],
-    )
+    screen = builders.BOTTLENECK_SCREEN
     mem = parse_path(screen.columns[-1].expr).labels.index("BE/Mem")
     frame = builders.frame(
         [
-            {"tid": 1, "cells": [90.0, 50.0, 41.0, mem * 1000 + 41.0], "name": "chase"},
+            {
+                "tid": 1,
+                "cells": [90.0, 50.0, 41.0, 41.0],
+                "node": [-1, -1, -1, mem],
+                "name": "chase",
+            },
             {"tid": 2, "cells": [80.0, 10.0, 5.0, 0.0], "name": "calm"},
             {
                 "tid": 3,
@@ -474,3 +596,25 @@ def test_plot_refuses_a_bottleneck_column() -> None:
     assert find_column(screen, "%BE") == 4
     with pytest.raises(UsageError, match="a bottleneck column names a top-down node"):
         find_column(screen, "bottleneck")
+
+
+def test_sorting_by_the_column_groups_by_node_then_share() -> None:
+    """The node is data apart from the share: sorting by the column puts tasks with no
+    node first, then by node in tree order, then by share; a '?' cell last either way."""
+    from tiptop.table import View, rows
+
+    screen = builders.BOTTLENECK_SCREEN
+    labels = parse_path(screen.columns[-1].expr).labels
+    be, mem = labels.index("BE"), labels.index("BE/Mem")
+    cells = {"a": (be, 30.0), "b": (mem, 20.0), "c": (-1, 0.0), "d": (be, 60.0), "e": (-1, 0.0)}
+    tasks = [
+        {"tid": t, "cells": [1.0, 1.0, 1.0, share], "node": [-1, -1, -1, node], "name": name}
+        for t, (name, (node, share)) in enumerate(cells.items(), 1)
+    ]
+    tasks[-1]["status"] = [Status.OK] * 3 + [Status.UNREADABLE]
+    frame = builders.frame(tasks, screen)
+    assert be < mem  # tree order: level 1, then level 2
+    up = View(show_idle=True, sort_column=3, descending=False)
+    assert [r.command for r in rows(frame, screen, up)] == ["c", "a", "d", "b", "e"]
+    down = View(show_idle=True, sort_column=3, descending=True)
+    assert [r.command for r in rows(frame, screen, down)] == ["b", "d", "a", "c", "e"]

@@ -73,7 +73,7 @@ def test_a_bottleneck_is_found_again_from_the_sums() -> None:
     task (IPC 3.6 of 4) and a back-end bound one (IPC 0.4) sum to IPC 1.2, back end 70%."""
     import dataclasses
 
-    from tiptop.screens.bottleneck import decode, parse_path
+    from tiptop.screens.bottleneck import parse_path
     from tiptop.screens.model import ColumnSpec
 
     td = dataclasses.replace(
@@ -94,7 +94,7 @@ def test_a_bottleneck_is_found_again_from_the_sums() -> None:
     ]
     labels = parse_path(td.columns[-1].expr).labels
     alone = group(frame(rows, td), td, ["a", "b"])
-    assert [labels[decode(v)[0]] for v in alone.values[:, 3]] == ["RET", "BE"]
+    assert [labels[j] for j in alone.node[:, 3]] == ["RET", "BE"]
     both = group(frame(rows, td), td, ["x", "x"])
-    idx, share = decode(both.values[0, 3])
+    idx, share = both.node[0, 3], both.values[0, 3]
     assert (labels[idx], share) == ("BE", pytest.approx(70.0))

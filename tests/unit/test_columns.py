@@ -7,7 +7,6 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.expr import compile_column
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.variables import RowFacts
 
@@ -47,8 +46,7 @@ ENV = {
 
 
 def evaluator() -> Evaluator:
-    columns = [None if t == "delta(" else compile_column(t) for t in TEXTS]
-    return Evaluator(SCREEN, ("B", "A"), columns)
+    return Evaluator(SCREEN, ("B", "A"))
 
 
 def test_columns_as_each_evaluates_alone_blank_where_not_ok() -> None:
@@ -77,7 +75,7 @@ def test_a_column_runs_as_little_as_the_least_counted_counter_it_reads() -> None
 
 
 def test_an_alias_without_cells_reads_unreadable() -> None:
-    ev = Evaluator(SCREEN, ("B",), evaluator().columns)
+    ev = Evaluator(SCREEN, ("B",))
     out = ev.evaluate(FACTS, CounterCells(*(x[:, :1] for x in vars(CELLS).values())))
     assert out.status[:, 0].tolist() == [UNR] * 3 and out.status[:, 5].tolist() == [OK] * 3
 
@@ -88,3 +86,4 @@ def test_no_rows() -> None:
     )
     out = evaluator().evaluate(empty, CounterCells.empty(0, 2))
     assert out.values.shape == out.status.shape == out.running.shape == (0, len(TEXTS))
+    assert out.node.shape == (0, len(TEXTS))

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.core import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
 from tiptop.errors import UsageError
-from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for
-from tiptop.exporter.serve import Exporter, SnapshotCollector, parse_address
+from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for, stable_comm
+from tiptop.exporter.serve import (
+    Exporter,
+    Exposition,
+    SnapshotCollector,
+    parse_address,
+    text_format,
+)
 from tiptop.kernel.cgroup import CgroupCache, path_of, shorten
 from tiptop.options import merge, parse_argv
 
@@ -48,6 +56,53 @@ def test_metric_names_follow_the_conventions() -> None:
         "tiptop_cycles_total",
         "tiptop_cycles_b_total",
     ]
+    # Help texts in words: no screen alias ("alias CS") in them.
+    assert [m.help for m in metrics_for(SCHED.counters)][:3] == [
+        "Time counted by the perf software event task-clock, in seconds",
+        "Events counted by the perf event context-switches",
+        "Events counted by the perf event page-faults",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("comm", "stable"),
+    [
+        ("kworker/u8:2-events_unbound", "kworker"),
+        ("kworker/0:1H-events_highpri", "kworker"),
+        ("kworker/R-rcu_gp", "kworker"),
+        ("ksoftirqd/3", "ksoftirqd"),
+        ("irq/24-pciehp", "irq"),
+        ("migration/1", "migration"),
+        ("rcu_preempt", "rcu_preempt"),
+        ("python3", "python3"),
+        ("a/b", "a/b"),
+    ],
+)
+def test_kernel_threads_are_exported_by_their_base_name(comm: str, stable: str) -> None:
+    assert stable_comm(comm) == stable
+
+
+def test_a_label_set_unseen_for_the_expiry_is_dropped() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters), expiry=600)
+    t0 = 1_800_000_000.0
+    one = rows((1, "kworker/0:1-events", 50.0, [0] * 5), (2, "cron", 10.0, [0] * 5))
+    snap = agg.update(frame(one, SCHED, timestamp=t0))
+    assert set(sample(snap, "tiptop_cpu_seconds_total")) == {
+        ("kworker", "root", "/"),
+        ("cron", "root", "/"),
+    }
+    two = rows((1, "kworker/0:1-mm_percpu_wq", 50.0, [0] * 5))  # same series, new work
+    snap = agg.update(frame(two, SCHED, timestamp=t0 + 600))
+    assert set(sample(snap, "tiptop_cpu_seconds_total")) == {
+        ("kworker", "root", "/"),
+        ("cron", "root", "/"),  # 600 s unseen: kept
+    }
+    snap = agg.update(frame(two, SCHED, timestamp=t0 + 601))
+    assert sample(snap, "tiptop_cpu_seconds_total") == {("kworker", "root", "/"): 1.5}
+    never = Aggregator(metrics_for(SCHED.counters), expiry=0)
+    never.update(frame(one, SCHED, timestamp=t0))
+    snap = never.update(frame(two, SCHED, timestamp=t0 + 1e6))
+    assert ("cron", "root", "/") in sample(snap, "tiptop_cpu_seconds_total")
 
 
 @pytest.mark.parametrize(
@@ -110,6 +165,21 @@ def test_totals_keep_a_dead_tasks_counts() -> None:
     assert key not in sample(snap, "tiptop_tasks")  # no live task: no gauges
 
 
+def test_a_process_first_shown_later_is_counted_from_birth() -> None:
+    births = {1: 100.0, 2: 3.0, 3: None}  # CPU seconds since birth (/proc/PID/stat)
+    agg = Aggregator(metrics_for(SCHED.counters), cpu_since_birth=births.get)
+    key = ("w", "root", "/")
+    snap = agg.update(frame(rows((1, "w", 50.0, [0, 0, 0, 0, 0])), SCHED))
+    # Process 1 was there at the first refresh: counted from it, not from its birth.
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(0.5)
+    later = rows((1, "w", 50.0, [0] * 5), (2, "w", 100.0, [0] * 5), (3, "w", 10.0, [0] * 5))
+    snap = agg.update(frame(later, SCHED))
+    # 2 is new: its 3 s since birth replace its interval's 1 s; 3's /proc is gone: 0.1 s.
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(0.5 + 0.5 + 3 + 0.1)
+    snap = agg.update(frame(later, SCHED))  # once only
+    assert sample(snap, "tiptop_cpu_seconds_total")[key] == pytest.approx(4.1 + 0.5 + 1 + 0.1)
+
+
 def test_missing_and_scaled_counts_are_flagged() -> None:
     agg = Aggregator(metrics_for(SCHED.counters))
     f = frame(rows((1, "w", 1.0, [1, 2, 3, 4, 5]), (2, "w", 1.0, [1, 2, 3, 4, 5])), SCHED)
@@ -148,9 +218,6 @@ def test_exposition_parses_back() -> None:
     collector.publish(agg.update(frame(rows((1, 'we"ird\n', 100.0, [1, 2, 3, 4, 5])), SCHED)))
     exporter = Exporter(None, agg, 1.0)
     exporter.collector = collector
-    from prometheus_client import generate_latest
-    from prometheus_client.core import CollectorRegistry
-
     reg = CollectorRegistry(auto_describe=False)
     reg.register(collector)  # type: ignore[arg-type]
     fams = {f.name: f for f in text_string_to_metric_families(generate_latest(reg).decode())}
@@ -158,6 +225,24 @@ def test_exposition_parses_back() -> None:
     assert s.name == "tiptop_page_faults_total" and s.value == 3
     assert s.labels == {"comm": 'we"ird\n', "user": "root", "cgroup": "/"}
     assert fams["tiptop_cpu_seconds"].type == "counter"
+
+
+def test_our_text_format_is_prometheus_clients_byte_for_byte() -> None:
+    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=3, cmdline=True)
+    odd = ['we"ird\n', "back\\slash", "ünï \t tab", "plain", "a,b=c}"]
+    specs = [(t, name, 10.0 * t, [1e9 / 3, t, 2.5, 1e21, 0.1]) for t, name in enumerate(odd, 1)]
+    frames = [
+        frame(rows(*specs, cmdline='x "y"\\z'), SCHED),
+        frame(rows(*specs[:2]), SCHED, timestamp=1795291600.0),
+        frame([], SCHED),
+    ]
+    for f in frames:
+        snapshot = agg.update(f)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(Exposition(snapshot))
+        assert text_format(snapshot) == generate_latest(registry)
+        assert Exposition(snapshot).text() == generate_latest(registry)
+    assert b'cmdline="x \\"y\\"\\\\z",comm="a,b=c}"' in text_format(agg.update(frames[0]))
 
 
 def test_addresses_and_options() -> None:
@@ -169,8 +254,13 @@ def test_addresses_and_options() -> None:
             parse_address(bad)
     opts, _ = merge({}, parse_argv(["--serve", "9100", "--by", "pid", "--textfile=/t.prom"])[0])
     assert (opts.serve, opts.series_by, opts.textfile) == ("9100", "pid", "/t.prom")
-    with pytest.raises(UsageError):
-        merge({}, parse_argv(["--by", "tid"])[0])
+    assert (opts.series_expiry, opts.web_config) == (600.0, None)
+    argv = ["--serve", "9100", "--series-expiry", "90", "--web-config", "w.yml"]
+    opts, _ = merge({}, parse_argv(argv)[0])
+    assert (opts.series_expiry, opts.web_config) == (90.0, "w.yml")
+    for bad in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
+        with pytest.raises(UsageError):
+            merge({}, parse_argv(bad)[0])
 
 
 def test_the_docs_use_only_names_the_exporter_exports() -> None:

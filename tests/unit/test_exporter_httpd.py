@@ -66,7 +66,11 @@ def test_requests_are_parsed_and_answered() -> None:
         b"GET / HTTP/2",
         b"GET / HTTP/1.1\r\nno colon",
         b"GET / HTTP/1.1\r\n bad: folded",
-        b"G3T / HTTP/1.1",
+        b"G:T / HTTP/1.1",
+        b"GET /a\x00b HTTP/1.1",
+        b"GET / HTTP/1.1\r\nX: a\rb",
+        b"GET / HTTP/1.1\r\nX: a\x00b",
+        b"GET / HTTP/1.1\r\nX : a",
     ):
         assert parse_request(bad) is None, bad
     answer = response_bytes(Reply(404, (("X-A", "b"),), b"gone"))

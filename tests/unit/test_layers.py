@@ -331,7 +331,12 @@ def test_the_cycle_finder_finds_one() -> None:
 
 #: Where the one catch-all handler tiptop may have would go: the live loop's last resort
 #: (restore the terminal, then report). ``(file under tiptop/, function)``.
-LAST_RESORT = ("live/app.py", "LiveApp.run")
+LAST_RESORTS = {
+    ("live/app.py", "LiveApp.run"),
+    # Issue 37: whatever answering one request raises answers it 500 (or closes it), never
+    # stops the exporter's HTTP loop.
+    ("exporter/httpd.py", "MetricsServer._step"),
+}
 
 
 def catch_alls(tree: ast.AST) -> list[tuple[str, int]]:
@@ -356,16 +361,16 @@ def catch_alls(tree: ast.AST) -> list[tuple[str, int]]:
 
 
 def test_at_most_one_catch_all_handler() -> None:
-    """Errors are caught by kind where they can happen; at most one handler in tiptop
-    catches everything, and only as the live loop's last resort."""
+    """Errors are caught by kind where they can happen; a handler that catches everything
+    is only a last resort: the live loop's, and the exporter's HTTP loop's (one each)."""
     found = [
         (path.relative_to(PKG).as_posix(), func, line)
         for path in FILES
         for func, line in catch_alls(ast.parse(path.read_text(), str(path)))
     ]
-    assert len(found) <= 1, f"more than one catch-all handler: {found}"
-    assert all((f, func) == LAST_RESORT for f, func, _ in found), (
-        f"a catch-all handler outside {LAST_RESORT}: {found}"
+    assert len(found) <= len(LAST_RESORTS), f"more catch-all handlers than places: {found}"
+    assert all((f, func) in LAST_RESORTS for f, func, _ in found), (
+        f"a catch-all handler outside {LAST_RESORTS}: {found}"
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.builders import SCREEN, frame, screen, task
+from tests.support.builders import BOTTLENECK_SCREEN, SCREEN, frame, screen, task
 from tiptop.cells import Status
 from tiptop.screens.printf import RowFormat
 from tiptop.table import View, text_lines
@@ -47,7 +47,9 @@ def test_only_rows_that_changed_are_formatted(monkeypatch: pytest.MonkeyPatch) -
     formatted: list[list[float]] = []
     real_text = RowFormat.text
     monkeypatch.setattr(
-        RowFormat, "text", lambda self, v, c: formatted.append(v) or real_text(self, v, c)
+        RowFormat,
+        "text",
+        lambda self, v, c, n=(): formatted.append(v) or real_text(self, v, c, n),
     )
     memo = LineMemo()
     first = text_lines(frame(tasks), SCREEN, view, memo)
@@ -128,7 +130,9 @@ def test_order_and_filter_make_nothing_stale(monkeypatch: pytest.MonkeyPatch) ->
     formatted: list[list[float]] = []
     real_text = RowFormat.text
     monkeypatch.setattr(
-        RowFormat, "text", lambda self, v, c: formatted.append(v) or real_text(self, v, c)
+        RowFormat,
+        "text",
+        lambda self, v, c, n=(): formatted.append(v) or real_text(self, v, c, n),
     )
     memo = LineMemo()
     text_lines(frame(BEFORE), SCREEN, View(show_idle=True), memo)
@@ -144,3 +148,16 @@ def test_order_and_filter_make_nothing_stale(monkeypatch: pytest.MonkeyPatch) ->
         "    2    3.0     1.50  2.00 busy"
     ]
     assert formatted == []
+
+
+def test_a_bottleneck_cell_whose_node_changed_is_new_text() -> None:
+    """Same share, another node (``Frame.node``): the memo formats the row again."""
+    td = BOTTLENECK_SCREEN
+    view = View(show_idle=True)
+    memo = LineMemo()
+    rows = [{"tid": 1, "cells": [9.0, 41.0, 41.0, 41.0], "node": [-1, -1, -1, 2], "name": "a"}]
+    before = text_lines(frame(rows, td), td, view, memo)
+    rows[0]["node"] = [-1, -1, -1, 0]
+    got = text_lines(frame(rows, td), td, view, memo)
+    assert got == text_lines(frame(rows, td), td, view) != before
+    assert "BE 41%" in before[0] and "FE 41%" in got[0]

@@ -99,7 +99,7 @@ def test_key_help_lists_every_key_and_only_keys_that_work() -> None:
 
     keys, _, _ = new_keys()
     handled = keys.bound() | NAV_KEYS | CLOSE_KEYS | {"enter", bycgroup.KEY, " "}
-    handled |= {*replay.STEP_KEYS, *replay.JUMP_KEYS}
+    handled |= {*replay.STEP_KEYS, *replay.JUMP_KEYS, *replay.SPEED_KEYS}
     listed = [k for ks, _ in KEY_HELP for k in ks]
     assert len(listed) == len(set(listed))
     assert set(listed) == handled

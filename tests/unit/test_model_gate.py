@@ -55,3 +55,24 @@ XML = b"""<tiptop>
 def test_xml_screens_take_ranges(cpu: str, offered: bool) -> None:
     cfg = load_text(XML, Target("x86", cpu))
     assert [s.name for s in cfg.screens] == (["zen4"] if offered else [])
+
+
+@pytest.mark.parametrize(
+    ("revision", "admitted"),
+    [
+        (0x00, True),  # r0p0
+        (0x02, True),  # r0p2, the high end
+        (0x03, False),  # r0p3: one past
+        (0x10, False),  # r1p0
+        (None, False),  # revision unknown: only a plain token admits it
+    ],
+)
+def test_arm_revision_tokens(revision: int | None, admitted: bool) -> None:
+    """``II_PPP:rVpR-rVpR`` admits that part at those MIDR revisions only; the substring
+    rule does not read into it (``41_D49`` is written in it, yet an r0p3 is not admitted)."""
+    early = "41_D49:r0p0-r0p2"
+    assert model_admits(early, "41_D49", revision) is admitted
+    target = Target("arm64", "41_D49", revision)
+    assert gate("arm64", early, target) == (None if admitted else "model")
+    assert not model_admits(early, "41_D4F", revision)  # another part
+    assert model_admits(f"{early};41_D49", "41_D49", revision)  # a plain token still admits

@@ -194,7 +194,7 @@ def test_a_bottleneck_column_is_evaluated_on_replay(
     """A screen with a ``bottleneck(...)`` column over the recorded counters: computed by
     the same evaluator on replay, and its definition survives a recording's header."""
     from tiptop.recording.format import screen_from_record, screen_record
-    from tiptop.screens.bottleneck import decode, parse_path
+    from tiptop.screens.bottleneck import parse_path
     from tiptop.screens.model import ColumnSpec
 
     _live, path, default, _opts = _record(tmp_path, monkeypatch, "r.jsonl")
@@ -215,7 +215,7 @@ def test_a_bottleneck_column_is_evaluated_on_replay(
     row = list(f.tid).index(100)
     share = 100 - 100 * 2.3e9 / (4 * 1.1e9)  # 47.7: over BE's 20%, retiring is not over 70%
     labels = parse_path(td.columns[-1].expr).labels
-    idx, got = decode(f.values[row, 3])
+    idx, got = int(f.node[row, 3]), f.values[row, 3]
     assert (labels[idx], got) == ("BE", pytest.approx(share))
     assert f.status[row, 3] == Status.OK
     back = screen_from_record(screen_record(td))

@@ -4,6 +4,7 @@ cell-by-cell path gives; rows are formatted only when asked for; statuses stay i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -80,10 +81,10 @@ def test_rows_format_nothing_until_asked() -> None:
     calls = 0
     text = fmt.text
 
-    def counting(values: list[float], codes: bytes) -> str:
+    def counting(values: list[float], codes: bytes, nodes: Sequence[int] = ()) -> str:
         nonlocal calls
         calls += 1
-        return text(values, codes)
+        return text(values, codes, nodes)
 
     fmt.text = counting  # type: ignore[method-assign]
     try:

@@ -78,11 +78,13 @@ Usage: {prog} [option] [-- command args]
 	--selftest            check that the counters count what the screen (-S) says (--format json)
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
-	--replay FILE         show a recording (live: [ ] step, {{ }} a minute, space pauses; or -b)
+	--replay FILE         show a recording at its pace (live: * / speed, [ ] step, {{ }} a minute)
 	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
+	--web-config FILE     --serve's TLS and basic auth (exporter-toolkit's web config)
+	--series-expiry S     exporter: drop a series unseen for S seconds (600; 0: never)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
@@ -236,7 +238,10 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.replay:
         from tiptop.cli.replay import run_replay
 
-        return run_replay(opts, loaded, host, lambda line: _err_line(prog, line))
+        # Live replay plays at the recorded pace unless -d is given (a delay from the
+        # configuration file is for watching this machine, not for replaying).
+        paced = _last_value(actions, "delay") is None
+        return run_replay(opts, loaded, host, lambda line: _err_line(prog, line), paced=paced)
     if opts.serve or opts.textfile:
         from tiptop.cli.serve import run_serve
 

@@ -17,7 +17,6 @@ import datetime
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,33 +24,31 @@ import numpy as np
 from tiptop.cells import Status
 from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError, UsageError
+from tiptop.messages import MessageLog
 from tiptop.options import Options
+from tiptop.recording.column import ColumnReader, Series
+from tiptop.recording.index import Recording
 from tiptop.refresh import drain
+from tiptop.screens.columns import Kind, screen_columns
+from tiptop.screens.model import ScreenSpec
 
 #: Image formats by suffix (matplotlib's ``savefig`` picks the backend from it).
 FORMATS = (".png", ".svg", ".pdf")
 INSTALL = "--plot needs matplotlib: pip install 'tiptop-perf[plot]' (or pip install matplotlib)"
-
-
-@dataclass
-class Series:
-    """One task's line: its label, and per recorded refresh its time and value (nan: gap)."""
-
-    label: str
-    times: list[float] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
-    cpu_seconds: float = 0.0
+#: The figure's size in inches and its resolution: WIDTH pixel columns, the time bins read.
+FIGSIZE = (10, 5)
+DPI = 100
+WIDTH = FIGSIZE[0] * DPI
 
 
 def find_column(screen: Any, name: str) -> int:
     """The index of ``screen``'s column whose header is ``name`` (case and spaces ignored);
     a ``bottleneck(...)`` column is refused (its value is a node and a share)."""
-    from tiptop.screens.bottleneck import is_path
-
     want = name.strip().lower()
     headers = [c.header.strip() for c in screen.columns]
+    kinds = [c.kind for c in screen_columns(screen)]
     for i, h in enumerate(headers):
-        if h.lower() == want and is_path(screen.columns[i].expr):
+        if h.lower() == want and kinds[i] is Kind.BOTTLENECK:
             raise UsageError(
                 f"--column {name}: a bottleneck column names a top-down node, not a number to "
                 "plot; plot one of the columns it reads"
@@ -64,28 +61,24 @@ def find_column(screen: Any, name: str) -> int:
 
 
 def series(
-    source: Any, column: int, first: int, last: int, pid: int | None = None
+    rec: Recording,
+    screen: ScreenSpec,
+    column: int,
+    first: int,
+    last: int,
+    pid: int | None = None,
+    messages: MessageLog | None = None,
 ) -> dict[int, Series]:
     """Per task (pid, or tid with threads) its values of ``column`` in frames ``first`` to
-    ``last`` of a ``ReplaySource``; with ``pid`` that task only."""
-    out: dict[int, Series] = {}
-    for i in range(first, last + 1):
-        f = source.frame(i)
-        if f is None:  # a damaged refresh: said by the source
-            continue
-        keys = f.tid if f.threads else f.pid
-        for r, key in enumerate(keys.tolist()):
-            if pid is not None and key != pid:
-                continue
-            s = out.get(key)
-            if s is None:
-                s = out[key] = Series(f"{key} {f.name[r]}")
-            ok = f.status[r, column] == Status.OK
-            s.times.append(f.timestamp)
-            s.values.append(float(f.values[r, column]) if ok else float("nan"))
-            if np.isfinite(f.cpu_total[r]):
-                s.cpu_seconds += float(f.cpu_total[r]) * f.interval / 100.0
-    return out
+    ``last`` of ``rec`` under ``screen``, at most :data:`WIDTH` time bins of a smallest and
+    a largest value (``tiptop.recording.column``); with ``pid`` that task only. A column
+    with no value in that range is one line (TiptopError)."""
+    reader = ColumnReader(rec, screen, column, width=WIDTH, pid=pid, messages=messages)
+    found = reader.read(first, last)
+    if found and reader.valued == 0:
+        head = screen.columns[column].header.strip()
+        raise TiptopError(f"--plot: {head} has no values in this recording: {reader.why_none()}")
+    return found
 
 
 def top(found: dict[int, Series], n: int) -> list[Series]:
@@ -104,7 +97,7 @@ def pick_column(source: Any, screen: Any, first: int, last: int) -> int:
         if f is not None and len(f):
             has |= (f.status == Status.OK).any(axis=0)
     headers = [c.header.strip().upper() for c in screen.columns]
-    rates = ["delta(" in c.expr.replace(" ", "") for c in screen.columns]
+    rates = [c.kind is Kind.RATE for c in screen_columns(screen)]
     for ok in (
         lambda j: headers[j] == "IPC",
         lambda j: rates[j],
@@ -125,33 +118,46 @@ def short(desc: str, limit: int = 48) -> str:
 
 def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
     """Write the lines to ``path`` (PNG, SVG or PDF by suffix), axes labelled: the y axis
-    from 0 unless a value is negative, the times in the local time zone, named."""
+    from 0 unless a value is negative, the times in the local time zone, named, each time
+    label different from the others (:func:`time_labels`)."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.dates import DateFormatter
+        from matplotlib.dates import date2num, num2date
+        from matplotlib.ticker import Formatter
     except ImportError:
         raise TiptopError(INSTALL) from None
     zone = datetime.datetime.now().astimezone().tzinfo
-    fig, ax = plt.subplots(figsize=(10, 5))
+
+    class Labels(Formatter):
+        """The time axis's labels, as precise as their spacing needs."""
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return time_labels([num2date(x, tz=zone)])[0]
+
+        def format_ticks(self, values: Any) -> list[str]:
+            return time_labels([num2date(v, tz=zone) for v in values])
+
+    fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
     low = 0.0
-    times = [t for s in lines for t in s.times]
     for s in lines:
-        when = [datetime.datetime.fromtimestamp(t, zone) for t in s.times]
+        when = date2num([datetime.datetime.fromtimestamp(t, zone) for t in s.times.tolist()])
         ax.plot(when, s.values, label=s.label, linewidth=1.2)
-        finite = [v for v in s.values if np.isfinite(v)]
-        low = min([low, *finite])
+        if np.isfinite(s.values).any():
+            low = min(low, float(np.nanmin(s.values)))
     if low >= 0:
         ax.set_ylim(bottom=0)
+    times = [float(t) for s in lines if len(s.times) for t in (s.times.min(), s.times.max())]
     ax.set_xlabel(_time_label(times, zone))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if lines:
         ax.legend(loc="best", fontsize="small")
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=zone))
+    ax.xaxis_date(zone)
+    ax.xaxis.set_major_formatter(Labels())
     fig.autofmt_xdate()
     try:
         fig.savefig(path)
@@ -159,6 +165,23 @@ def draw(lines: list[Series], path: str, ylabel: str, title: str) -> None:
         raise TiptopError(f"-o: cannot write '{path}': {exc.strerror}") from None
     finally:
         plt.close(fig)
+
+
+def time_labels(stamps: list[datetime.datetime]) -> list[str]:
+    """Labels of the time axis's ticks, none repeated: ``10:32:05``, with as many decimals
+    of a second as ticks closer than a second need (``10:32:05.25``), and the day first
+    (``11-27 23:00:00``) when the ticks span days."""
+    days = len({s.date() for s in stamps}) > 1
+    for decimals in range(7):
+        labels = []
+        for s in stamps:
+            text = s.strftime("%m-%d %H:%M:%S" if days else "%H:%M:%S")
+            if decimals:
+                text += f".{s.microsecond // 10 ** (6 - decimals):0{decimals}d}"
+            labels.append(text)
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
 
 
 def _time_label(times: list[float], zone: Any) -> str:
@@ -173,10 +196,21 @@ def _time_label(times: list[float], zone: Any) -> str:
     return f"time on {span} ({days[0].tzname()}, UTC{offset[:3]}:{offset[3:]})"
 
 
+def _plotted_screen(rec: Recording, loaded: ScreenSet, wanted: str) -> ScreenSpec:
+    """``-S``: a recorded screen by its recorded number or name, else one of this
+    machine's screens by name (its columns evaluated from the recorded counters)."""
+    from tiptop.cli.replay import pick_recorded
+
+    if rec.screen_numbered(wanted) is None and not wanted.isdigit():
+        mine = next((s for s in loaded.screens if wanted in s.name), None)
+        if mine is not None:
+            return mine
+    return pick_recorded(rec, wanted)
+
+
 def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> int:
     """``--plot FILE -o IMAGE``: draw the column; 0, or one line and 1/2."""
     from tiptop.cli.replay import frame_range
-    from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -187,15 +221,18 @@ def run_plot(opts: Options, loaded: ScreenSet, say: Callable[[str], None]) -> in
     rec = load(opts.plot, "--plot")
     try:
         first, last = frame_range(opts, rec.times)
-        screens = [*rec.screens, *loaded.screens]  # the recorded ones first
-        screen = rec.screens[0] if opts.screen is None else pick_screen(screens, opts.screen)[1]
+        screen = rec.screens[0]
+        if opts.screen is not None:
+            screen = _plotted_screen(rec, loaded, opts.screen)
         source = ReplaySource(rec, screen, first=first, last=last)
         if opts.plot_column is not None:
             column = find_column(screen, opts.plot_column)
         else:
             column = pick_column(source, screen, first, last)
-        found = series(source, column, first, last, opts.only_pid)
-        drain(source.messages, 0, say)
+        try:
+            found = series(rec, screen, column, first, last, opts.only_pid, source.messages)
+        finally:
+            drain(source.messages, 0, say)
     finally:
         rec.close()
     if not found:
@@ -221,5 +258,6 @@ __all__ = [
     "run_plot",
     "series",
     "short",
+    "time_labels",
     "top",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from typing import Any
 
 from tiptop import __version__
@@ -23,8 +24,9 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
     return "?"
 
 
-def record_source(opts: Options, sampler: Any, index: int) -> Any:
-    """``sampler`` wrapped so that every refresh is appended to ``opts.record``."""
+def record_source(opts: Options, sampler: Any, index: int, numbering: Sequence[Any] = ()) -> Any:
+    """``sampler`` wrapped so that every refresh is appended to ``opts.record``; each
+    screen recorded with its number among ``numbering`` (the screens as numbered live)."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
     header = {
@@ -46,7 +48,7 @@ def record_source(opts: Options, sampler: Any, index: int) -> Any:
             "user_name": opts.user_name,
         },
     }
-    return RecordingSource(sampler, Recorder(opts.record, header))
+    return RecordingSource(sampler, Recorder(opts.record, header, numbering))
 
 
 __all__ = ["cpu_model", "record_source"]

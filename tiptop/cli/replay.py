@@ -3,7 +3,9 @@ or printed as batch text, csv or json, between ``--from`` and ``--to``."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import datetime
 import re
 import sys
 import time
@@ -11,9 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from tiptop.cli.screens import ScreenSet, export_current
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError, UsageError, shown
 from tiptop.host import Host
 from tiptop.options import Options
+from tiptop.recording.index import Recording
+from tiptop.screens.model import ScreenSpec
 
 if TYPE_CHECKING:
     from tiptop.frame import Frame
@@ -26,9 +30,11 @@ _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_when(text: str, end: float) -> float:
-    """``--from``/``--to``: ``10:32`` (the last such time at or before the recording's
-    ``end``), ``2026-11-23 10:32:05``, or ``5m ago`` (s, m, h, d) counted from ``end``."""
+def parse_when(text: str, start: float, end: float, last: bool = False) -> float:
+    """``--from``/``--to`` on a recording from ``start`` to ``end``: ``2026-11-23 10:32:05``,
+    ``5m ago`` (s, m, h, d) counted from ``end``, or ``10:32`` alone: that time on one of
+    the recording's own days, the first at or after its start (``last``: the last at or
+    before its end; ``--to``), else the one of its only day (before or after it)."""
     m = _AGO.match(text)
     if m:
         return end - float(m.group(1)) * _UNITS[m.group(2)]
@@ -39,34 +45,76 @@ def parse_when(text: str, end: float) -> float:
     if y is not None:
         parts = (int(y), int(mo), int(d), int(hh), int(mm), int(ss or 0), 0, 0, -1)
         return time.mktime(parts)
-    day = time.localtime(end)
-    when = time.mktime((*day[:3], int(hh), int(mm), int(ss or 0), 0, 0, -1))
-    return when - 86400 if when > end + 0.5 else when
+
+    def on(day: datetime.date) -> float:
+        return time.mktime((day.year, day.month, day.day, int(hh), int(mm), int(ss or 0), 0, 0, -1))
+
+    one_day = datetime.timedelta(days=1)
+    if last:  # the last at or before the end: on the end's day, else the day before
+        when = on(datetime.date.fromtimestamp(end))
+        before = on(datetime.date.fromtimestamp(end) - one_day)
+        return before if when > end + 0.5 and before >= start - 0.5 else when
+    when = on(datetime.date.fromtimestamp(start))  # the first at or after the start
+    after = on(datetime.date.fromtimestamp(start) + one_day)
+    return after if when < start - 0.5 and after <= end + 0.5 else when
 
 
 def frame_range(opts: Options, times: Sequence[float]) -> tuple[int, int]:
-    """The frames ``--from``/``--to`` select (inclusive); one line when none is left."""
-    import bisect
-
+    """The frames ``--from``/``--to`` select (inclusive); one line saying the recording's
+    span (TiptopError: exit status 1) when none is in that range."""
     if not times:
         return 0, -1
-    end = times[-1]
+    start, end = times[0], times[-1]
     first, last = 0, len(times) - 1
+    low = high = None
     if opts.time_from:
-        first = bisect.bisect_left(times, parse_when(opts.time_from, end) - 0.5)
+        low = parse_when(opts.time_from, start, end)
+        first = bisect.bisect_left(times, low - 0.5)
     if opts.time_to:
-        last = bisect.bisect_right(times, parse_when(opts.time_to, end) + 0.5) - 1
+        high = parse_when(opts.time_to, start, end, last=True)
+        last = bisect.bisect_right(times, high + 0.5) - 1
     if first > last:
-        raise TiptopError("--from/--to: no recorded refresh in that time range")
+        asked = f"{_when(low) if low is not None else 'its start'} to " + (
+            _when(high) if high is not None else "its end"
+        )
+        raise TiptopError(
+            f"--from/--to: no recorded refresh from {asked}; "
+            f"the recording spans {_when(start)} to {_when(end)}"
+        )
     return first, last
 
 
-def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
+def _when(t: float) -> str:
+    """A time as the messages say it: ``2026-11-23 10:32:05`` (local time)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def pick_recorded(rec: Recording, wanted: str, flag: str = "-S") -> ScreenSpec:
+    """``-S`` on a recording: a screen by the number it had while recording (the number
+    a replay shows), else by a part of its name; one line listing the recording's screens
+    when none is."""
+    screen = rec.screen_numbered(wanted)
+    if screen is None:
+        raise UsageError(
+            f"{flag} {shown(wanted)}: no such screen in the recording "
+            f"(its screens: {rec.screen_list()})"
+        )
+    return screen
+
+
+def run_replay(
+    opts: Options,
+    loaded: ScreenSet,
+    host: Host,
+    say: Callable[[str], None],
+    *,
+    paced: bool = True,
+) -> int:
     """``--replay FILE``: live (time travel keys) or, with ``-b``/``-o``, batch output. The
     screens offered are the recording's; each refresh is shown under the one shown when it
-    was recorded, unless ``-S`` picks one of them."""
+    was recorded, unless ``-S`` picks one of them. Live, each refresh is shown as long as
+    it was while recording (``paced``), else every ``opts.delay`` seconds (``-d``)."""
     from tiptop.cli.run import is_live, open_output
-    from tiptop.cli.screens import pick_screen
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -80,24 +128,29 @@ def run_replay(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str]
     else:
         first, source_last = 0, None
     screens = list(rec.screens)
-    picked = None
-    if opts.screen is not None:
-        picked = pick_screen(screens, opts.screen)[1]
+    picked = None if opts.screen is None else pick_recorded(rec, opts.screen)
     opts = recorded_options(opts, rec.header)
     live = is_live(opts)
     if not live:
         opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
-    source = ReplaySource(rec, picked, first=first, last=source_last, delay=opts.delay)
+    delay = None if paced and live else opts.delay
+    source = ReplaySource(rec, picked, first=first, last=source_last, delay=delay)
     if live:
         from tiptop import live as live_mode
 
         index = screens.index(source.screen) if source.screen in screens else 0
         return live_mode.run(
-            opts, source, screens, host=host, screen_index=index, exporter=export_current
+            opts,
+            source,
+            screens,
+            host=host,
+            screen_index=index,
+            exporter=export_current,
+            screen_number=rec.number_of,
         )
     out = open_output(opts.output, "-o")
     try:
-        return _batch(opts, source, rec.screens, out or sys.stdout, say)
+        return _batch(opts, source, out or sys.stdout, say)
     finally:
         source.close()
         if out is not None:
@@ -124,14 +177,13 @@ def recorded_options(opts: Options, head: Any) -> Options:
 def _batch(
     opts: Options,
     source: ReplaySource,
-    screens: list[Any],
     out: IO[str],
     say: Callable[[str], None],
 ) -> int:
     """The recorded refreshes as batch output, as fast as they can be written, under the
     one consumer loop (``tiptop.refresh.consume``); a refresh shown under another screen
-    than the one before gets that screen's name and header (text) or a new header line
-    (csv). ``screens``: the recording's (it grows while the file is read)."""
+    than the one before gets that screen's name (by the number it had while recording)
+    and header (text) or a new header line (csv)."""
     from tiptop.outputs.batch import TextWriter, make_writer
     from tiptop.refresh import consume
 
@@ -142,9 +194,7 @@ def _batch(
         nonlocal writer
         screen = source.screen  # the screen of the frame just read
         if writer is None or screen is not writer.screen:
-            # The first recorded screen by the number it had when recorded (its place in
-            # the screens loaded then); the others by their place among the recorded ones.
-            index = rec.header.screen_index if screen is screens[0] else screens.index(screen)
+            index = rec.number_of(screen)  # the number it had while recording
             if writer is None:
                 writer = make_writer(out, opts, screen, index)
                 writer.begin(rec.header.started or frame.timestamp)
@@ -163,5 +213,6 @@ def _batch(
 __all__ = [
     "frame_range",
     "parse_when",
+    "pick_recorded",
     "run_replay",
 ]

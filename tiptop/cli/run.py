@@ -144,7 +144,7 @@ def run_monitor(
         opts = dataclasses.replace(opts, only_pid=child.pid, only_name=None, show_idle=True)
     sampler = None
     try:
-        sampler = _frame_source(opts, screen, index, host, problems, said, live)
+        sampler = _frame_source(opts, screen, index, host, problems, said, live, loaded.screens)
         if child is not None:
             why = spawn.changes_credentials(list(opts.command), host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)
@@ -194,6 +194,7 @@ def _frame_source(
     problems: Sequence[str],
     said: list[str],
     live: bool,
+    numbering: Sequence[Any] = (),
 ) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
@@ -203,7 +204,7 @@ def _frame_source(
         if opts.record:
             from tiptop.cli.record import record_source
 
-            source = record_source(opts, source, index)
+            source = record_source(opts, source, index, numbering)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 

@@ -7,6 +7,7 @@ stays pure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import stat
@@ -67,7 +68,8 @@ def host_target(
         model = f"{fam:02X}_{mod:02X}" if fam is not None and mod is not None else None
         return Target("x86", model)
     if machine in ("aarch64", "arm64"):
-        return Target("arm64", arm_model(_read_text(cpuinfo), _read_text(midr)))
+        text, midr_text = _read_text(cpuinfo), _read_text(midr)
+        return Target("arm64", arm_model(text, midr_text), arm_revision(text, midr_text))
     return Target(machine, None)
 
 
@@ -84,27 +86,47 @@ def arm_model(cpuinfo: str, midr: str = "") -> str | None:
     """An Arm CPU's model string ``II_PPP``: the MIDR's implementer (bits 31:24) and part
     number (bits 15:4) in upper-case hex, e.g. ``41_D0C`` for Arm's Neoverse N1, the same
     fields the kernel's tools/perf/pmu-events/arch/arm64/mapfile.csv keys on (variant and
-    revision left out). From the first processor's ``CPU implementer``/``CPU part`` lines of
-    ``/proc/cpuinfo`` text (arch/arm64/kernel/cpuinfo.c), else from the ``midr_el1`` sysfs text
-    (``0x00000000410fd0c1``); ``None`` when neither says."""
-    impl = part = None
+    revision are :func:`arm_revision`'s). From the first processor's ``CPU implementer``/
+    ``CPU part`` lines of ``/proc/cpuinfo`` text (arch/arm64/kernel/cpuinfo.c), else from
+    the ``midr_el1`` sysfs text (``0x00000000410fd0c1``); ``None`` when neither says."""
+    fields = _midr_pair(
+        cpuinfo, midr, ("CPU implementer", 16, 24, 0xFF), ("CPU part", 16, 4, 0xFFF)
+    )
+    return None if fields is None else f"{fields[0]:02X}_{fields[1]:03X}"
+
+
+def arm_revision(cpuinfo: str, midr: str = "") -> int | None:
+    """An Arm CPU's MIDR variant (bits 23:20) and revision (bits 3:0) as ``variant << 4 |
+    revision`` (``0x03`` for r0p3, the Neoverse N2 revision that perf's
+    ``strcmp_cpuid_str(0x410fd493)`` tests for), from the first processor's ``CPU variant``
+    (hex) and ``CPU revision`` (decimal) lines of ``/proc/cpuinfo`` text, else from the
+    ``midr_el1`` sysfs text; ``None`` when neither says."""
+    fields = _midr_pair(cpuinfo, midr, ("CPU variant", 16, 20, 0xF), ("CPU revision", 10, 0, 0xF))
+    return None if fields is None else (fields[0] & 0xF) << 4 | fields[1] & 0xF
+
+
+#: A MIDR field: its /proc/cpuinfo key, the base cpuinfo prints it in, its shift and mask.
+MidrField = tuple[str, int, int, int]
+
+
+def _midr_pair(cpuinfo: str, midr: str, a: MidrField, b: MidrField) -> tuple[int, int] | None:
+    """Two MIDR fields from the first processor's cpuinfo lines, else from the ``midr_el1``
+    text; ``None`` when neither says."""
+    got: dict[str, int] = {}
     for line in cpuinfo.splitlines():
         key, _, val = line.partition(":")
         key = key.strip()
-        try:
-            if key == "CPU implementer" and impl is None:
-                impl = int(val.strip(), 16)
-            elif key == "CPU part" and part is None:
-                part = int(val.strip(), 16)
-        except ValueError:
-            continue
-        if impl is not None and part is not None:
-            return f"{impl:02X}_{part:03X}"
+        for name, base, _shift, _mask in (a, b):
+            if key == name and name not in got:
+                with contextlib.suppress(ValueError):  # "junk": not said
+                    got[name] = int(val.strip(), base)
+        if a[0] in got and b[0] in got:
+            return got[a[0]], got[b[0]]
     try:
         value = int(midr.strip(), 16)
     except ValueError:
         return None
-    return f"{(value >> 24) & 0xFF:02X}_{(value >> 4) & 0xFFF:03X}"
+    return value >> a[2] & a[3], value >> b[2] & b[3]
 
 
 def config_path(config_dir: str | None, notes: list[str] | None = None) -> str | None:

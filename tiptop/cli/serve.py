@@ -12,6 +12,7 @@ import dataclasses
 import signal
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
@@ -19,25 +20,46 @@ from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
+if TYPE_CHECKING:
+    from tiptop.exporter.textfile import Textfile
+
 #: ``--by`` values: aggregate by (comm, user, cgroup), or one series per process.
 BY = ("comm", "pid")
 
 
-def _targets(opts: Options, say: Callable[[str], None]) -> tuple[str, int] | None:
-    """Where to export, checked before anything opens: the ``--serve`` address (None
-    without it) and the ``--textfile`` path (a device, FIFO or directory refused)."""
+def _targets(
+    opts: Options, say: Callable[[str], None]
+) -> tuple[tuple[str, int] | None, Textfile | None]:
+    """Where to export, checked before anything else opens: the ``--serve`` address (None
+    without it) and the ``--textfile`` directory opened (a symlink, device, FIFO or
+    directory at PATH refused)."""
     from tiptop.exporter.serve import parse_address
-    from tiptop.exporter.textfile import check_path, suffix_warning
+    from tiptop.exporter.textfile import Textfile, suffix_warning
 
     if opts.command:
         raise UsageError("--serve/--textfile: no command after -- (export what runs)")
+    if opts.web_config is not None and not opts.serve:
+        raise UsageError("--web-config: only with --serve")
     address = parse_address(opts.serve) if opts.serve else None
-    if opts.textfile is not None:
-        check_path(opts.textfile)
-        warning = suffix_warning(opts.textfile)
-        if warning:
-            say(warning)
-    return address
+    if opts.textfile is None:
+        return address, None
+    warning = suffix_warning(opts.textfile)
+    if warning:
+        say(warning)
+    return address, Textfile(opts.textfile)
+
+
+def cpu_since_birth(host: Host, pid: int) -> float | None:
+    """utime + stime of process ``pid`` since its birth, in seconds (``/proc/PID/stat``,
+    proc(5)), or None when it is gone."""
+    from tiptop.errors import TaskGone
+    from tiptop.kernel.procfs import read_stat
+
+    try:
+        stat = read_stat(f"{host.proc_root}/{pid}/stat")
+    except (TaskGone, OSError):
+        return None
+    return (stat.utime + stat.stime) / host.clk_tck
 
 
 def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
@@ -47,7 +69,12 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     from tiptop.exporter.serve import Exporter
     from tiptop.kernel.cgroup import CgroupCache
 
-    address = _targets(opts, say)
+    address, textfile = _targets(opts, say)
+    web = None
+    if opts.web_config is not None:
+        from tiptop.exporter.webconfig import load
+
+        web = load(opts.web_config)
     clients = client_limit(host.fd_soft) if address is not None else 0
     # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
     # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
@@ -68,6 +95,8 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         cmdline=opts.show_cmdline and opts.series_by == "pid",
         cgroup_of=cgroups.label,
         breakdown=bool(screen.breakdown),
+        cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
+        expiry=opts.series_expiry,
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)
@@ -78,11 +107,11 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     }
     try:
         if address is not None:
-            port = exporter.serve(*address, max_clients=clients)
+            port = exporter.serve(*address, max_clients=clients, web=web)
             sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
             sys.stderr.flush()
         exporter.run(
-            opts.textfile,
+            textfile,
             opts.max_iter,
             keep=lambda f: cgroups.keep_only(f.pid.tolist()),
             report=say,
@@ -92,6 +121,12 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
             signal.signal(sig, handler)
         exporter.close()
         sampler.close()
+        if textfile is not None:
+            textfile.close()
+    writer = exporter.writer
+    if writer is not None and writer.tried and not writer.written:
+        say(f"--textfile {writer.path}: never written ({writer.tried} tries)")
+        return 1
     return 0
 
 

@@ -13,6 +13,17 @@ processes by CPU in a refresh gets its own series (``pid`` label too) and the ot
 summed into one series whose every label is ``other`` (so ``sum by (cgroup)`` shows them
 as one cgroup of that name, never as a series without a cgroup).
 
+Counted from birth: the sampler shows a task from its second refresh on (its first
+interval is its counters' baseline, ``tiptop.engine.sampler``), so a process first shown
+after the exporter's first refresh gets, once, the CPU time it used before that interval:
+its ``/proc/PID/stat`` utime + stime (since its birth, read by ``cpu_since_birth``) less
+the interval's. Processes of the first refresh are counted from the exporter's start.
+
+Bounded: a label set none of whose tasks was seen for ``expiry`` seconds (``--series-expiry``,
+10 minutes by default) is dropped, and a kernel thread's comm, which names its current work
+(``kworker/u8:2-events_unbound``), is exported as its stable base name (``kworker``,
+:func:`stable_comm`).
+
 Absent, not zero: a label set's counter series exists only once one of its tasks read
 that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
@@ -24,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -85,15 +97,32 @@ def event_name(spec: Any) -> str:
     return name
 
 
+#: A kernel thread's comm: a base name, a slash, then its CPU or queue and current work
+#: (``kworker/0:1H-events_highpri``, ``ksoftirqd/3``, ``irq/24-pciehp``, ``kworker/R-rcu_gp``).
+_KERNEL_THREAD = re.compile(r"([a-z_][a-z0-9_]*)/(?:u?\d|R-).*")
+
+
+@lru_cache(maxsize=4096)
+def stable_comm(comm: str) -> str:
+    """A kernel thread's base name (``kworker``) for its comm, which changes with its
+    work; any other comm as it is."""
+    match = _KERNEL_THREAD.fullmatch(comm)
+    return match.group(1) if match else comm
+
+
 def metric_for(spec: Any) -> Metric:
-    """The exported counter of one screen counter."""
+    """The exported counter of one screen counter, its help text in words."""
     event = event_name(spec)
     base = re.sub(r"[^a-z0-9]+", "_", event.lower()).strip("_") or "event"
     if event in _NANOSECONDS:
-        return Metric(f"{PREFIX}{base}_seconds_total", f"{event} (perf event), in seconds", 1e-9)
+        return Metric(
+            f"{PREFIX}{base}_seconds_total",
+            f"Time counted by the perf software event {event}, in seconds",
+            1e-9,
+        )
     if base[0].isdigit():
         base = f"event_{base}"
-    return Metric(f"{PREFIX}{base}_total", f"{event} (perf event, alias {spec.alias})")
+    return Metric(f"{PREFIX}{base}_total", f"Events counted by the perf event {event}")
 
 
 def metrics_for(counters: Sequence[Any]) -> list[Metric]:
@@ -120,6 +149,7 @@ class _Group:
     #: Per counter: some task of the group read it OK once (its series is exported).
     counted: np.ndarray
     tasks: int = 0
+    seen: float = 0.0  # the timestamp of the latest refresh that had one of its tasks
     running: np.ndarray | None = None  # min running fraction per counter, last refresh
     ok: np.ndarray | None = None  # 1.0 when every task read the counter OK, last refresh
     suspect: int = 0  # tasks whose breakdown cells were SUSPECT, last refresh
@@ -137,7 +167,15 @@ class Aggregator:
     #: The screen declares a breakdown (``ScreenSpec.breakdown``): export how many tasks
     #: of each group had it marked suspect (``tiptop_breakdown_suspect_tasks``).
     breakdown: bool = False
+    #: A process's CPU seconds since its birth (``/proc/PID/stat``), None when unreadable:
+    #: what a process first shown after the first refresh used before it was shown.
+    cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
+    #: Seconds after which a label set none of whose tasks was seen is dropped (0: never).
+    expiry: float = 600.0
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
+    #: The processes of the last refresh (None before the first): a process not among
+    #: them is new and counted from its birth.
+    _known: set[int] | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -150,7 +188,7 @@ class Aggregator:
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
 
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
-        key = (frame.name[i], frame.user[i], self.cgroup_of(int(frame.pid[i])))
+        key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
         if self.by == "cgroup":
             return key[2:]
         if self.by != "pid":
@@ -162,33 +200,92 @@ class Aggregator:
         return (OTHER,) * len(self.labels)
 
     def update(self, frame: Frame) -> Snapshot:
-        """Add one frame's deltas to the totals; the snapshot to export now."""
-        k = len(self.metrics)
+        """Add one frame's deltas to the totals; the snapshot to export now. Rows are
+        summed per label set with numpy (one pass per quantity, not one per row)."""
         deltas = _deltas(frame, self.metrics)
-        counted = frame.counter_status == Code.OK
-        keys = [self._key(frame, i) for i in range(len(frame))]
+        self._add_births(frame, deltas)
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
-        suspect = (frame.status == Code.SUSPECT).any(axis=1)
+        keys = self._keys(frame)
+        index: dict[tuple[str, ...], int] = {}
+        group_of_row = np.fromiter(
+            (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
+        )
+        self._add(frame, deltas, list(index), group_of_row)
+        self._expire(frame.timestamp)
+        return self.snapshot(frame)
+
+    def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
+        """Each row's label set; with ``by="pid"`` the top N rows' own and every other
+        row's :data:`OTHER`, and the series of processes out of the top N end."""
         if self.by == "pid":
-            shown = set(np.argsort(-frame.cpu_total, kind="stable")[: self.top].tolist())
-            shown_keys = {keys[i] for i in shown}
-            for key in [key for key in self._groups if key != self._other()]:
-                if key not in shown_keys:
-                    del self._groups[key]  # out of the top N, or ended: the series stops
-            keys = [keys[i] if i in shown else self._other() for i in range(len(frame))]
-        for i, key in enumerate(keys):
+            other = self._other()
+            shown = np.zeros(len(frame), bool)
+            shown[np.argsort(-frame.cpu_total, kind="stable")[: self.top]] = True
+            keys = [self._key(frame, i) if shown[i] else other for i in range(len(frame))]
+            kept = set(keys)
+            for key in [key for key in self._groups if key != other and key not in kept]:
+                del self._groups[key]  # out of the top N, or ended: the series stops
+            return keys
+        cgroups = [self.cgroup_of(pid) for pid in frame.pid.tolist()]
+        if self.by == "cgroup":
+            return [(cgroup,) for cgroup in cgroups]
+        return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
+
+    def _add(
+        self,
+        frame: Frame,
+        deltas: np.ndarray,
+        keys: list[tuple[str, ...]],
+        group_of_row: np.ndarray,
+    ) -> None:
+        """Sum the rows into the label sets ``keys`` (row i into ``keys[group_of_row[i]]``):
+        the totals, and the latest refresh's gauges."""
+        n_groups, k = len(keys), len(self.metrics)
+        totals = np.zeros((n_groups, k + 1))
+        np.add.at(totals, group_of_row, deltas)
+        read_ok = frame.counter_status == Code.OK
+        counted = np.zeros((n_groups, k), bool)
+        np.logical_or.at(counted, group_of_row, read_ok)
+        ok = np.ones((n_groups, k))
+        np.minimum.at(ok, group_of_row, read_ok.astype(np.float64))
+        running = np.full((n_groups, k), np.inf)  # fmin skips nan: inf left = all unknown
+        np.fmin.at(running, group_of_row, np.asarray(frame.counter_running, np.float64))
+        running[np.isinf(running)] = np.nan
+        alive = np.bincount(group_of_row, ~frame.dead, n_groups)
+        suspect = np.bincount(group_of_row, (frame.status == Code.SUSPECT).any(axis=1), n_groups)
+        for j, key in enumerate(keys):
             g = self._groups.get(key)
             if g is None:
                 g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
-            g.totals += deltas[i]
-            g.counted |= counted[i]
-            g.tasks += 0 if frame.dead[i] else 1
-            g.suspect += int(suspect[i])
-            running, ok = _row_quality(frame, i, k)
-            g.running = running if g.running is None else np.fmin(g.running, running)
-            g.ok = ok if g.ok is None else np.minimum(g.ok, ok)
-        return self.snapshot(frame)
+            g.totals += totals[j]
+            g.counted |= counted[j]
+            g.seen = frame.timestamp
+            g.tasks, g.suspect = int(alive[j]), int(suspect[j])
+            g.running, g.ok = running[j], ok[j]
+
+    def _expire(self, now: float) -> None:
+        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
+        if self.expiry <= 0:
+            return
+        for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
+            del self._groups[key]
+
+    def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
+        """Add to each process first shown now (not the first refresh's) the CPU time it
+        used before its first interval (module docstring)."""
+        pids = frame.pid.tolist()
+        process_rows = (frame.tid == frame.pid).tolist()
+        known, self._known = (
+            self._known,
+            {p for p, row in zip(pids, process_rows, strict=True) if row},
+        )
+        if known is None:
+            return
+        for i in [i for i, p in enumerate(pids) if process_rows[i] and p not in known]:
+            since_birth = self.cpu_since_birth(pids[i])
+            if since_birth is not None:
+                deltas[i, 0] = max(since_birth, deltas[i, 0])
 
     def snapshot(self, frame: Frame) -> Snapshot:
         """The families of the current totals (and the last refresh's gauges); a family
@@ -299,15 +396,6 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
         scale = np.array([m.scale for m in metrics])
         out[:, 1:] = np.where(good, raw, 0.0) * scale
     return out
-
-
-def _row_quality(frame: Frame, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """One row's running fractions (nan when unknown) and OK flags per counter."""
-    if not k:
-        return np.zeros(0), np.zeros(0)
-    running = np.asarray(frame.counter_running[i], np.float64)
-    ok = (frame.counter_status[i] == Code.OK).astype(np.float64)
-    return running, ok
 
 
 __all__ = ["OTHER", "PREFIX", "Aggregator", "Family", "Metric", "Snapshot", "metrics_for"]

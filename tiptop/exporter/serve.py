@@ -5,8 +5,8 @@ batch and live start-up do not pay for it).
 The collector holds the families of the latest refresh, built whole by the refresh loop
 and swapped in by one assignment (:class:`Exposition`); a scrape only reads that
 reference, so no lock is held while a response is written. Each format a scraper asks for
-(text or OpenMetrics, gzipped or not: ``prometheus_client.exposition.choose_encoder``) is
-rendered once per refresh and kept with the families it renders. The HTTP server is
+(text or OpenMetrics, gzipped or not: :func:`choose_format`) is rendered once per refresh
+and kept with the families it renders. The HTTP server is
 :mod:`.httpd` (one thread, bounded clients, timeouts), the file writer :mod:`.textfile`.
 Nothing but tiptop's own families is exported (no process or platform metrics of the
 exporter itself).
@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, gzip_accepted
+from prometheus_client.openmetrics import exposition as openmetrics
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
-from tiptop.exporter.textfile import TextfileWriter
+from tiptop.exporter.textfile import Textfile, TextfileWriter
 from tiptop.frame import Frame, FrameSource
 from tiptop.refresh import Stop, consume, paced
+
+if TYPE_CHECKING:
+    from tiptop.exporter.webconfig import WebConfig
 
 
 def parse_address(text: str, where: str = "--serve") -> tuple[str, int]:
@@ -55,13 +61,72 @@ def families(snapshot: Snapshot) -> list[Metric]:
     return out
 
 
-class Exposition:
-    """One refresh's families and their renderings, made on first demand; never changed
-    after, so it needs no lock (a rendering made twice by two threads is the same)."""
+#: The formats a scraper may get: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0,
+#: by their fixed Content-Type (``prometheus_client``'s constants).
+TEXT = CONTENT_TYPE_PLAIN_0_0_4
+OPENMETRICS = openmetrics.CONTENT_TYPE_LATEST
 
-    def __init__(self, fams: list[Metric]) -> None:
-        self.families = fams
+
+def choose_format(accept: str) -> str:
+    """The Content-Type answered to an Accept header: OpenMetrics when its first media
+    type the exporter knows is ``application/openmetrics-text``, else the text format.
+
+    Not ``prometheus_client.exposition.choose_encoder``: it copies the Accept header's
+    ``version`` into the Content-Type it returns (a bare LF in it became a response header)
+    and raises TypeError on a version such as ``1.x``. Here the answer is one of two fixed
+    strings, whatever the request says."""
+    for accepted in accept.split(","):
+        media = accepted.split(";")[0].strip().lower()
+        if media == "application/openmetrics-text":
+            return OPENMETRICS
+        if media == "text/plain":
+            return TEXT
+    return TEXT
+
+
+def _label_value(text: str) -> str:
+    """A label value escaped as the text format wants (backslash, newline, double quote)."""
+    return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def text_format(snapshot: Snapshot) -> bytes:
+    """The Prometheus text format (0.0.4) of ``snapshot``: byte for byte what
+    prometheus_client's ``generate_latest`` writes for :func:`families` of it
+    (``tests/unit/test_exporter.py`` compares them), without building its objects first.
+    That encoder took 6.4 ms for a 491-line exposition here, the better part of what a
+    ``--textfile`` refresh cost beyond a batch one; each label set's text is made once
+    here, for every family it appears in."""
+    out: list[str] = []
+    made: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+    for fam in snapshot.families:
+        help_text = fam.help.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {fam.name} {help_text}\n# TYPE {fam.name} {fam.kind}\n")
+        order = sorted(range(len(fam.labels)), key=fam.labels.__getitem__)
+        for values, value in fam.samples:
+            labels = made.get((fam.labels, values))
+            if labels is None:
+                pairs = ",".join(f'{fam.labels[i]}="{_label_value(values[i])}"' for i in order)
+                labels = made[(fam.labels, values)] = f"{{{pairs}}}" if pairs else ""
+            out.append(f"{fam.name}{labels} {floatToGoString(value)}\n")
+    return "".join(out).encode("utf-8")
+
+
+class Exposition(Collector):
+    """One refresh's snapshot and its renderings, made on first demand (the
+    ``prometheus_client`` families too, for OpenMetrics only); never changed after, so it
+    needs no lock (a rendering made twice by two threads is the same)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._families: list[Metric] | None = None
         self._rendered: dict[tuple[str, bool], bytes] = {}
+
+    @property
+    def families(self) -> list[Metric]:
+        """The ``prometheus_client`` families of the snapshot."""
+        if self._families is None:
+            self._families = families(self.snapshot)
+        return self._families
 
     def collect(self) -> Iterator[Metric]:
         """The families (a ``prometheus_client`` collector, for its encoders)."""
@@ -69,11 +134,15 @@ class Exposition:
 
     def render(self, accept: str = "", accept_encoding: str = "") -> tuple[str, bool, bytes]:
         """``(content type, gzipped, body)`` for a request's Accept and Accept-Encoding."""
-        encoder, content_type = choose_encoder(accept)
+        content_type = choose_format(accept)
         gzipped = gzip_accepted(accept_encoding)
         body = self._rendered.get((content_type, gzipped))
         if body is None:
-            body = encoder(self)  # type: ignore[arg-type]
+            body = (
+                text_format(self.snapshot)
+                if content_type == TEXT
+                else openmetrics.generate_latest(self)
+            )
             if gzipped:
                 body = gzip.compress(body, compresslevel=6)
             self._rendered[(content_type, gzipped)] = body
@@ -81,20 +150,23 @@ class Exposition:
 
     def text(self) -> bytes:
         """The Prometheus text format, as written to ``--textfile``: the rendering a scrape
-        without Accept and Accept-Encoding gets (``choose_encoder("")`` is the text
-        format's), made once for both."""
+        without Accept and Accept-Encoding gets, made once for both."""
         return self.render()[2]
+
+
+#: The methods answered.
+ALLOW = "OPTIONS, GET, HEAD"
 
 
 class SnapshotCollector:
     """The latest refresh's :class:`Exposition` (a prometheus_client "custom collector")."""
 
     def __init__(self) -> None:
-        self.latest = Exposition([])
+        self.latest = Exposition(Snapshot())
 
     def publish(self, snapshot: Snapshot) -> None:
         """Build the families of ``snapshot`` and swap them in (one reference assignment)."""
-        self.latest = Exposition(families(snapshot))
+        self.latest = Exposition(snapshot)
 
     def collect(self) -> Iterator[Metric]:
         """The families of the latest refresh."""
@@ -102,11 +174,12 @@ class SnapshotCollector:
 
     def handle(self, request: Request) -> Reply:
         """An HTTP request's answer: the latest exposition for GET on any path (as
-        prometheus_client's server), 405 for other methods."""
+        prometheus_client's server; the server answers HEAD as GET without the body), 405
+        for other methods."""
         if request.method == "OPTIONS":
-            return Reply(200, (("Allow", "OPTIONS, GET"),))
+            return Reply(200, (("Allow", ALLOW),))
         if request.method != "GET":
-            return Reply(405, (("Allow", "OPTIONS, GET"),), b"405 Method Not Allowed\n")
+            return Reply(405, (("Allow", ALLOW),), b"405 Method Not Allowed\n")
         content_type, gzipped, body = self.latest.render(
             request.headers.get("accept", ""), request.headers.get("accept-encoding", "")
         )
@@ -125,18 +198,24 @@ class Exporter:
         self.delay = delay
         self.collector = SnapshotCollector()
         self.server: MetricsServer | None = None
+        #: The ``--textfile`` writer of the latest :meth:`run` (its counts say whether the
+        #: file was ever written).
+        self.writer: TextfileWriter | None = None
         self.stop = Stop()
 
-    def serve(self, host: str, port: int, max_clients: int) -> int:
-        """Serve on ``host:port`` with at most ``max_clients`` connections; the port bound
-        (``port`` 0 picks one). Raises TiptopError naming the address it could not bind."""
-        self.server = MetricsServer(host, port, self.collector.handle, max_clients)
+    def serve(self, host: str, port: int, max_clients: int, web: WebConfig | None = None) -> int:
+        """Serve on ``host:port`` with at most ``max_clients`` connections, with ``web``'s
+        TLS and basic authentication (``--web-config``); the port bound (``port`` 0 picks
+        one). Raises TiptopError naming the address it could not bind."""
+        handler = self.collector.handle if web is None else web.guard(self.collector.handle)
+        tls = None if web is None else web.tls
+        self.server = MetricsServer(host, port, handler, max_clients, tls)
         self.server.start()
         return self.server.port
 
     def run(
         self,
-        textfile: str | None = None,
+        textfile: Textfile | None = None,
         max_iter: int = 0,
         after: Callable[[Snapshot], None] | None = None,
         keep: Callable[[Any], None] | None = None,
@@ -149,6 +228,7 @@ class Exporter:
         ``report`` gets each new line of the source's message log."""
         messages = self.source.messages  # the FrameSource's one message log
         writer = None if textfile is None else TextfileWriter(textfile, messages.say)
+        self.writer = writer
 
         def take(frame: Frame, _count: int) -> None:
             if keep is not None:

@@ -262,3 +262,33 @@ def generate() -> str:
     with contextlib.redirect_stdout(io.StringIO()):  # cffi says "generating ..."
         builder.emit_python_code(text)
     return text.getvalue()
+
+
+# ----------------------------------------------------------------------------- renameat2
+
+#: ``__NR_renameat2`` per ``platform.machine()`` (arch/x86/entry/syscalls/syscall_64.tbl 316;
+#: include/uapi/asm-generic/unistd.h 276, used by arm64 and riscv64).
+RENAMEAT2_NUMBERS = {"x86_64": 316, "amd64": 316, "aarch64": 276, "arm64": 276, "riscv64": 276}
+#: renameat2(2) flags (include/uapi/linux/fs.h).
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+
+
+def renameat2(dir_fd: int, old: str, new: str, flags: int) -> None:
+    """renameat2(2) of two names in the directory ``dir_fd`` (Python's os has no
+    wrapper). Raises OSError with the kernel's errno, ENOSYS where this machine's syscall
+    number is not known here."""
+    number = RENAMEAT2_NUMBERS.get(platform.machine())
+    if number is None:
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+    fd = ffi.cast("int", dir_fd)
+    rc = _libc.syscall(
+        ffi.cast("long", number),
+        fd,
+        ffi.new("char[]", os.fsencode(old)),
+        fd,
+        ffi.new("char[]", os.fsencode(new)),
+        ffi.cast("unsigned int", flags),
+    )
+    if rc != 0:
+        err = ffi.errno
+        raise OSError(err, os.strerror(err))

@@ -16,7 +16,7 @@ nothing else in the process is affected.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 #: The libraries of urwid's other event loops (urwid/event_loop/__init__.py).
@@ -59,6 +59,7 @@ def run(
     message: str = "",
     child: Any = None,
     drill: Factory | None = None,
+    screen_number: Callable[[Any], int] | None = None,
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -75,6 +76,8 @@ def run(
     (a ``tiptop.spawn.Spawned``) is the ``--`` command: its end is said on the message
     line, with its exit status. ``drill(settings, pid, screen) -> FrameSource`` counts a deeper
     top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
+    ``screen_number(screen)`` is the number the tasks line shows for a screen (a replay's:
+    the one it had while recording); by default its place in ``screens``.
     """
     from tiptop.live.app import LiveApp
 
@@ -89,5 +92,6 @@ def run(
         message=message,
         child=child,
         drill=drill,
+        screen_number=screen_number,
     )
     return app.run(started=started)

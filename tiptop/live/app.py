@@ -12,7 +12,7 @@ handed in.
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import urwid
@@ -68,6 +68,7 @@ class LiveApp:
         message: str = "",
         child: Any = None,
         drill: Factory | None = None,
+        screen_number: Callable[[Any], int] | None = None,
     ) -> None:
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
         self.drill = Drill(drill)
@@ -78,6 +79,8 @@ class LiveApp:
         self.child = child
         self.child_status: int | None = None
         self.source = source
+        #: The number the tasks line shows for a screen (a replay's: as recorded).
+        self.screen_number = screen_number
         #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
         #: not given.
         self.host = host if host is not None else Host.read(raise_fds=False)
@@ -152,7 +155,9 @@ class LiveApp:
         if self.counted:
             dead = int(self.frame.dead.sum()) if self.state.options.sticky else None
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
-        return tasks_markup(cols, left, self.state.screen_index, self.state.screen.name)
+        st = self.state
+        number = st.screen_index if self.screen_number is None else self.screen_number(st.screen)
+        return tasks_markup(cols, left, number, st.screen.name)
 
     def _message_line(self, cols: int) -> Any:
         text = self.state.prompt.display() if self.state.prompt else self.state.message
@@ -330,7 +335,11 @@ class LiveApp:
     def _tick(self, loop: Any = None, data: Any = None) -> None:
         self._alarm = None
         self.refresh()
-        self._arm(self.state.delay)
+        self._arm_next()
+
+    def _arm_next(self) -> None:
+        """The next refresh when the source says it is due (the delay, or a replay's pace)."""
+        self._arm(self.source.due_in(self.state.delay))
 
     def _arm(self, seconds: float) -> None:
         if self.loop is None:
@@ -366,14 +375,14 @@ class LiveApp:
         self.state.message = ""
         if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
-            self._arm(self.state.delay)
+            self._arm_next()
             self.widget.changed()
             return True
         restarted = self.keys.dispatch(key)
         if not restarted and self.quit_code is None and self.state.prompt is None:
             # Any key refreshes at once and the next full delay starts from here.
             self.refresh()
-            self._arm(self.state.delay)
+            self._arm_next()
         self.widget.changed()
         return True
 
@@ -388,7 +397,7 @@ class LiveApp:
             restarted = prompt.accept(prompt.text)
             if not restarted and self.state.prompt is None:
                 self.refresh()
-                self._arm(self.state.delay)
+                self._arm_next()
 
     # ------------------------------------------------------------------ run
 

@@ -30,7 +30,8 @@ from tiptop.options import Options, parse_delay, parse_target, parse_user
 
 #: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
-#: ``tiptop.sources.bycgroup``; ``[ ] { }`` and space: ``--replay``, ``tiptop.recording.replay``);
+#: ``tiptop.sources.bycgroup``; ``[ ] { } * /`` and space: ``--replay``,
+#: ``tiptop.recording.replay``);
 #: tests check this list against the dispatcher, the sources and the man page.
 KEY_GROUPS: tuple[tuple[str, tuple[tuple[tuple[str, ...], str], ...]], ...] = (
     (
@@ -82,6 +83,7 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[tuple[str, ...], str], ...]], ...] = (
             (("[", "]"), "a refresh back/forward"),
             (("{", "}"), "a minute back/forward"),
             ((" ",), "pause"),
+            (("*", "/"), "twice/half as fast"),
         ),
     ),
 )

@@ -113,6 +113,8 @@ class Options:
     plot_top: int = 5  # --top N (plot; with --by pid, the processes given a series)
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
+    web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
+    series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
@@ -248,6 +250,7 @@ TEXT_OPTIONS = frozenset(
         "plot_column",
         "serve",
         "textfile",
+        "web_config",
     }
 )
 
@@ -256,8 +259,8 @@ def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
     """One command-line option with a value, parsed into its field(s) of ``draft``."""
     if name == "delay":
         draft["delay"] = parse_delay(value, where)
-    elif name == "cpu_threshold":
-        draft["cpu_threshold"] = parse_float(value, where)
+    elif name in ("cpu_threshold", "series_expiry"):
+        draft[name] = parse_float(value, where)
     elif name in ("max_iter", "plot_top"):
         draft[name] = parse_count(value, where)
     elif name in ("only", "watch"):

@@ -73,6 +73,8 @@ LONG = {
     "top": ("set", "plot_top"),
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
+    "web-config": ("set", "web_config"),
+    "series-expiry": ("set", "series_expiry"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),
     # Long spellings of the short options (new).

@@ -74,8 +74,8 @@ class RecordWriter:
             nodes: dict[int, str | None] = {}
             for j, labels in enumerate(self.paths):
                 if labels:  # the node apart, the share as the value
-                    v = values[j]
-                    nodes[j], values[j] = (None, None) if v is None else path_cell(labels, v)
+                    ok = values[j] is not None
+                    nodes[j] = path_cell(labels, row.nodes[j]) if ok else None
             deltas: list[float | None] = []
             running: list[float | None] = []
             for k in kidx:

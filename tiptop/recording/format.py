@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,17 +76,7 @@ def screen_record(screen: Any) -> dict[str, Any]:
         "counters": [
             {"alias": c.alias, "config": c.config, "type": c.type} for c in screen.counters
         ],
-        "columns": [
-            {
-                "header": c.header,
-                "format": c.format,
-                "expr": c.expr,
-                "desc": c.desc,
-                "threshold": c.threshold,
-                "threshold_below": c.threshold_below,
-            }
-            for c in screen.columns
-        ],
+        "columns": [c.written() for c in screen.columns],
         **({"breakdown": list(screen.breakdown)} if screen.breakdown else {}),
     }
 
@@ -160,6 +151,14 @@ def screen_from_record(d: Any) -> ScreenSpec:
     return screen  # a column whose expression does not compile reads '?', as when loaded
 
 
+def screen_number(d: Any) -> int | None:
+    """The number a header or ``screen`` line's screen had in the recording session
+    (``number``, from 0 to :data:`MAX_ITEMS`); None when the line does not say (a
+    recording made before screens carried it) or says something else."""
+    x = d.get("number") if isinstance(d, dict) else None
+    return x if type(x) is int and 0 <= x <= MAX_ITEMS else None
+
+
 # --------------------------------------------------------------------------- header
 
 
@@ -172,6 +171,8 @@ class Header:
     started: float | None = None
     interval: float | None = None
     screen_index: int = 0
+    #: The first screen's number in the session (its ``number``, else ``screen_index``).
+    screen_number: int | None = None
     pid_width: int | None = None
     host: str = "?"
     #: What the recording run watched (``show_idle``, ``only_pid``, ...), checked.
@@ -217,7 +218,11 @@ def header_from(d: dict[str, Any]) -> Header:
 
     h.started = number("started", 0, 1e11)
     h.interval = number("interval", 0.0001, 1e6)
-    h.screen_index = int(number("screen_index", 0, MAX_ITEMS) or 0)
+    index = number("screen_index", 0, MAX_ITEMS)
+    h.screen_index = int(index or 0)
+    h.screen_number = screen_number(d.get("screen"))
+    if h.screen_number is None and index is not None:
+        h.screen_number = int(index)
     width = number("pid_width", 1, 20)
     h.pid_width = int(width) if width is not None else None
     h.host = d["host"][:MAX_TEXT] if isinstance(d.get("host"), str) else "?"
@@ -287,6 +292,10 @@ def _floats(x: Any, n: int, what: str) -> np.ndarray:
 
 def _ints(x: Any, n: int, what: str, low: int, high: int) -> np.ndarray:
     """A list of n integers from ``low`` to ``high`` as int64."""
+    # The common case checked in Python: a few numpy calls cost more for a short list.
+    whole = isinstance(x, list) and len(x) == n and all(type(v) is int for v in x)
+    if whole and (not x or (low <= min(x) and max(x) <= high)):
+        return np.array(x, np.int64)
     a = _floats(x, n, what)
     if n and not (
         np.isfinite(a).all() and (a == np.trunc(a)).all() and a.min() >= low and a.max() <= high
@@ -342,8 +351,12 @@ def finite(x: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def frame_from(d: Any) -> FrameLine:
-    """A parsed frame line checked (:class:`FormatError` saying the first thing wrong)."""
+def frame_from(
+    d: Any, aliases: Collection[str] | None = None, task_keys: Collection[str] | None = None
+) -> FrameLine:
+    """A parsed frame line checked (:class:`FormatError` saying the first thing wrong).
+    ``aliases``, ``task_keys``: only those counters and per-task lists are read and
+    checked (the others are left out: ``--plot`` reads what its column needs)."""
     if not isinstance(d, dict):
         raise FormatError("not an object")
     t, dt = _number(d, "t"), _number(d, "dt")
@@ -355,7 +368,9 @@ def frame_from(d: Any) -> FrameLine:
     n = len(tid) if isinstance(tid, list) else 0
     tids = _ints(tid, n, "tid", 0, 2**31)
     values = {
-        key: _column(d[key], n, key, kind) if d.get(key) is not None else None
+        key: _column(d[key], n, key, kind)
+        if d.get(key) is not None and (task_keys is None or key in task_keys)
+        else None
         for key, kind in _TASK_KEYS.items()
     }
     k = d.get("k", {})
@@ -363,6 +378,8 @@ def frame_from(d: Any) -> FrameLine:
         raise FormatError(f"'k' is not an object of at most {MAX_ITEMS} counters")
     counters: dict[str, dict[str, np.ndarray]] = {}
     for alias, c in k.items():
+        if aliases is not None and alias not in aliases:
+            continue
         if not isinstance(c, dict) or c.get("d") is None:
             raise FormatError(f"counter '{alias[:40]}' has no deltas")
         counters[alias] = {
@@ -386,20 +403,32 @@ def _count(x: float | None) -> int | None:
     return None if x is None else int(min(max(x, 0), 2**62))
 
 
-_FRAME_T = re.compile(rb'\{"t":\s*(-?[0-9][0-9.eE+-]{0,30})\s*[,}]')
+_NUMBER = rb"(-?[0-9][0-9.eE+-]{0,30})"
+_FRAME_T = re.compile(rb'\{"t":\s*' + _NUMBER + rb'\s*(?:,\s*"dt":\s*' + _NUMBER + rb")?\s*[,}]")
 
 
-def frame_time(head: bytes) -> float | None:
-    """The time of a frame line from its first bytes (``{"t":1795759370.36,...``), without
-    parsing the rest; None when the line does not start as a frame line does."""
+def frame_times(head: bytes) -> tuple[float | None, float]:
+    """The time and the interval (``dt``, the writer puts it second) of a frame line from its
+    first bytes, without parsing the rest: (None, nan) when the line does not start as a
+    frame line does, nan for an interval not there or not a number of seconds."""
     m = _FRAME_T.match(head)
     if m is None:
+        return None, math.nan
+    t, dt = _float(m.group(1)), _float(m.group(2))
+    if t is None or not 0 <= t < 1e11:
+        return None, math.nan
+    return t, dt if dt is not None and 0 <= dt < 1e7 else math.nan
+
+
+def _float(text: bytes | None) -> float | None:
+    """``text`` as a finite float, else None."""
+    if text is None:
         return None
     try:
-        t = float(m.group(1))
+        f = float(text)
     except ValueError:
         return None
-    return t if math.isfinite(t) and 0 <= t < 1e11 else None
+    return f if math.isfinite(f) else None
 
 
 __all__ = [
@@ -415,10 +444,11 @@ __all__ = [
     "bytes_limit",
     "facts_from",
     "frame_from",
-    "frame_time",
+    "frame_times",
     "header_from",
     "is_header",
     "line_limit",
     "screen_from_record",
+    "screen_number",
     "screen_record",
 ]

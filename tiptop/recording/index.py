@@ -29,7 +29,12 @@ class Recording:
     header: fmt.Header
     store: Store
     screens: list[ScreenSpec] = field(default_factory=list)
+    #: Per screen (same order) the number it had while recording, each once.
+    numbers: list[int] = field(default_factory=list)
     times: array = field(default_factory=lambda: array("d"))
+    #: Per frame its recorded interval (``dt``: the time since the refresh before it was
+    #: taken; nan when its line does not say).
+    intervals: array = field(default_factory=lambda: array("d"))
     screen_of: array = field(default_factory=lambda: array("i"))
     _member: array = field(default_factory=lambda: array("i"))
     _off: array = field(default_factory=lambda: array("q"))
@@ -67,6 +72,49 @@ class Recording:
             return (tid, "?", "?", "?")
         k = bisect.bisect_right(versions, index, key=lambda v: v[0]) - 1
         return versions[max(k, 0)][1]
+
+    def add_screen(self, screen: ScreenSpec, number: int | None) -> None:
+        """A screen found in the file, with the number it had while recording: ``number``
+        unless another recorded screen has it or it is not known (a recording made before
+        screens carried their number), else the smallest number no other one has."""
+        if number is None or number in self.numbers:
+            number = min(set(range(len(self.numbers) + 1)) - set(self.numbers))
+        self.numbers.append(number)  # before the screen: a reader in another thread
+        self.screens.append(screen)
+
+    def number_of(self, screen: ScreenSpec) -> int:
+        """The number ``screen`` had while recording (found by identity, then equality)."""
+        for s, n in zip(self.screens, self.numbers, strict=False):
+            if s is screen:
+                return n
+        return self.numbers[self.screens.index(screen)]
+
+    def screen_numbered(self, wanted: str) -> ScreenSpec | None:
+        """``-S`` on a recording: the screen numbered ``wanted`` while recording, else the
+        first whose name contains it; None when none is."""
+        if wanted.isascii() and wanted.isdigit():
+            for s, n in zip(self.screens, self.numbers, strict=False):
+                if n == int(wanted):
+                    return s
+            return None
+        return next((s for s in self.screens if wanted in s.name), None)
+
+    def screen_list(self) -> str:
+        """The recorded screens as ``4 sched, 0 default, 1 branch``, for messages."""
+        pairs = zip(self.numbers, self.screens, strict=False)
+        return ", ".join(f"{n} {printable(s.name)}" for n, s in pairs)
+
+    def shown_for(self, index: int, default: float) -> float:
+        """How long frame ``index`` was on screen while recording: the next frame's
+        recorded interval (not the gap to it, which spans the pause between two appended
+        sessions), else the gap, else ``default`` (the last frame, or the next not read yet)."""
+        if index + 1 >= len(self):
+            return default
+        dt = self.intervals[index + 1]
+        if dt == dt and dt > 0:  # not nan
+            return dt
+        gap = self.times[index + 1] - self.times[index]
+        return gap if gap > 0 else default
 
     def line_number(self, index: int) -> int:
         """The line (of the decompressed text) that holds frame ``index``."""

@@ -36,10 +36,16 @@ _SALVAGE = 1024  # a failing call is done again in pieces of this size, then byt
 
 def open_recording(path: str, flag: str) -> int:
     """A read-only descriptor of the regular file ``path``; anything else (``/dev/zero``, a
-    FIFO, a directory, a device) is refused with one line, without blocking on it."""
+    FIFO, a directory, a device) is refused with one line before it is opened (opening a
+    FIFO wakes its writer, a device may act on an open): ``stat`` first, then the file the
+    name leads to opened without following a link put there since, never blocking, and
+    checked again (``fstat``)."""
     shown = printable(path)
+    target = os.path.realpath(path)  # a link to a recording is read; its target checked
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            raise TiptopError(f"{flag}: '{shown}' is not a regular file: not read")
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         raise TiptopError(f"{flag}: cannot read '{shown}': {exc.strerror}") from None
     try:

@@ -95,6 +95,7 @@ class _Loader:
         self.damaged = 0
         self.stop = False
         self.facts = 0
+        self.cut_header = False  # a first header cut short was let pass (_cut_header)
         self._member = 0
         self.screen = -1  # the index of the screen shown from here on
         self._new_line(0)
@@ -263,7 +264,7 @@ class _Loader:
             self._damaged(line, f"{exc}: skipped")
 
     def _frame_line(self, line: int) -> None:
-        t = fmt.frame_time(self.head)
+        t, dt = fmt.frame_times(self.head)
         if t is None or self.last != ord("}"):
             return self._damaged(line, "not a whole refresh (damaged): skipped")
         rec = self.rec
@@ -281,6 +282,7 @@ class _Loader:
         rec._off.append(self.start)
         rec._len.append(self.length)
         rec._line.append(line)
+        rec.intervals.append(dt)
         rec.times.append(t)
         self.ready.set()
 
@@ -292,7 +294,7 @@ class _Loader:
         if rec is None:
             raise fmt.FormatError("before any usable header")
         if "screen" in d:
-            self._show(fmt.screen_from_record(d["screen"]))
+            self._show(fmt.screen_from_record(d["screen"]), fmt.screen_number(d["screen"]))
         elif "facts" in d:
             facts = fmt.facts_from(d)
             self.facts += len(facts)
@@ -307,7 +309,7 @@ class _Loader:
         try:
             header = fmt.header_from(d)
         except fmt.FormatError as exc:
-            if self.rec is None and line == 1 and "recording format" in str(exc):
+            if self.rec is None and "recording format" in str(exc):
                 self.why = f"is {exc}"
                 self.stop = True
                 return
@@ -322,25 +324,36 @@ class _Loader:
         for problem in header.problems:
             self.say(line, problem)
         if header.screen is not None:
-            self._show(header.screen)
+            self._show(header.screen, header.screen_number)
 
-    def _show(self, screen: ScreenSpec) -> None:
-        """The refreshes from here on were shown under ``screen`` (kept once: a screen shown
-        again, or again in another session, is the same screen)."""
+    def _show(self, screen: ScreenSpec, number: int | None) -> None:
+        """The refreshes from here on were shown under ``screen``, numbered ``number`` in
+        its session (kept once: a screen shown again, or again in another session, is the
+        same screen, with the number it had first)."""
         assert self.rec is not None
         screens = self.rec.screens
         self.screen = screens.index(screen) if screen in screens else len(screens)
         if self.screen == len(screens):
-            screens.append(screen)
+            self.rec.add_screen(screen, number)
 
     def _damaged(self, line: int, what: str) -> None:
         self.damaged += 1
         if self.damaged > fmt.MAX_DAMAGED:
             self.stop = True
             what = f"more than {fmt.MAX_DAMAGED} damaged lines: the rest is not read"
-        if self.rec is None and line == 1 and self.why is None:
-            self.why = f"is not a tiptop recording (line 1: {what})"
+        if self.rec is None and not self._cut_header():
+            # A recording starts with its header: a file that does not is refused before
+            # its body is read (a 4 GiB gzip bomb under a wrong first line is not inflated).
+            self.why = self.why or f"is not a tiptop recording (line {line}: {what})"
+            self.stop = True
         self.say(line, what)
+
+    def _cut_header(self) -> bool:
+        """Whether the line is the first header cut short (a recorder stopped while
+        writing it, then a session appended to the file): once, reading goes on."""
+        cut = not self.cut_header and b"".join(self.parts).startswith(b'{"tiptop_recording":')
+        self.cut_header |= cut
+        return cut
 
     def say(self, line: int | None, what: str) -> None:
         """A note, kept until the first header makes the recording."""

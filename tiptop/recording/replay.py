@@ -34,9 +34,18 @@ from tiptop.screens.variables import RowFacts
 
 STEP_KEYS = {"[": -1, "]": +1}
 JUMP_KEYS = {"{": -60.0, "}": +60.0}
+#: ``*`` plays twice as fast, ``/`` half as fast (``+``/``-`` switch screens, as in the
+#: original); the speed stays from 1/64 to 64 times the recorded pace (or the ``-d`` delay).
+SPEED_KEYS = {"*": 2.0, "/": 0.5}
+SPEEDS = (1 / 64, 64.0)
+#: The shortest time a frame is shown (at most 20 a second: the keys stay answered).
+MIN_SHOW = 0.05
+#: How often a paused replay, or one at its last frame, is refreshed (a file still being
+#: read grows, and its notes come).
+IDLE_REFRESH = 1.0
 
 
-def _counter_map(
+def counter_map(
     screen: ScreenSpec, recorded: ScreenSpec | None, aliases: tuple[str, ...]
 ) -> dict[str, int]:
     """Which recorded counter each of ``screen``'s aliases reads: the same alias bound to
@@ -58,7 +67,7 @@ def _or(x: np.ndarray | None, n: int, default: float, dtype: Any = np.float64) -
     return np.full(n, default, dtype) if x is None else x.astype(dtype, copy=False)
 
 
-def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray, CounterCells]:
+def counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray, CounterCells]:
     """The recorded counters in line order: their aliases, raw deltas and cells."""
     aliases = tuple(line.counters)
     k = len(aliases)
@@ -79,6 +88,22 @@ def _counter_cells(line: FrameLine, n: int) -> tuple[tuple[str, ...], np.ndarray
     return aliases, raw, CounterCells(scaled, st, total, tst, run)
 
 
+def row_facts(line: FrameLine) -> RowFacts:
+    """A frame line's per-task facts as the evaluator's built-ins read them (a list the
+    line lacks: its default)."""
+    v, n = line.values, len(line.tid)
+    return RowFacts(
+        cpu_total=_or(v["cpu"], n, 0.0),
+        cpu_sys=_or(v["sys"], n, 0.0),
+        cpu_user=_or(v["usr"], n, 0.0),
+        processor=_or(v["proc"], n, 0.0),
+        interval=line.dt,
+        total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
+        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
+        window=v["w"],
+    )
+
+
 def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (by the evaluator of
     ``screen`` over the counters recorded then, ``evaluator_for``);
@@ -89,19 +114,10 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     facts = [rec.facts_of(t, index) for t in tid.tolist()]
     nth = _or(v["nth"], n, 1, np.int64)
     pid = np.array([f[0] for f in facts], np.int64)
-    row = RowFacts(
-        cpu_total=_or(v["cpu"], n, 0.0),
-        cpu_sys=_or(v["sys"], n, 0.0),
-        cpu_user=_or(v["usr"], n, 0.0),
-        processor=_or(v["proc"], n, 0.0),
-        interval=line.dt,
-        total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
-        split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
-        window=v["w"],
-    )
-    aliases, raw, cells_in = _counter_cells(line, n)
+    row = row_facts(line)
+    aliases, raw, cells_in = counter_cells(line, n)
     recorded = rec.screens[rec.screen_of[index]]
-    evaluator = evaluator_for(screen, tuple(_counter_map(screen, recorded, aliases).items()))
+    evaluator = evaluator_for(screen, tuple(counter_map(screen, recorded, aliases).items()))
     labels = RowLabels(
         tid, pid, [f[1] for f in facts], [f[2] for f in facts], [f[3] for f in facts]
     )
@@ -126,9 +142,12 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
 
 
 class ReplaySource(FrameSource):
-    """A recording as a ``FrameSource``: each refresh shows the next recorded refresh (one
-    per ``delay`` seconds at most, so a key that refreshes the view does not skip ahead);
-    :meth:`key` steps, jumps and pauses. Frames ``first`` to ``last`` (inclusive) only.
+    """A recording as a ``FrameSource``: each recorded refresh is shown for as long as it
+    was on screen while recording (its next refresh's recorded interval), or for ``delay``
+    seconds when one is given (``-d``), divided by the speed (:data:`SPEED_KEYS`); a
+    refresh asked for sooner (a key) shows the same frame again. :meth:`due_in` tells the
+    live view when the next one is due; :meth:`key` steps, jumps, pauses and changes the
+    speed. Frames ``first`` to ``last`` (inclusive) only.
 
     Each frame is shown under the screen recorded with it, or under ``screen`` once one is
     picked (given here or to :meth:`reconfigure`). A damaged frame line is one message
@@ -141,7 +160,7 @@ class ReplaySource(FrameSource):
         *,
         first: int = 0,
         last: int | None = None,
-        delay: float = 1.0,
+        delay: float | None = None,
         messages: MessageLog | None = None,
     ) -> None:
         self.rec = rec
@@ -149,7 +168,10 @@ class ReplaySource(FrameSource):
         self.first = first
         self._last = last
         self.cursor = first
+        #: Seconds each frame is shown; None: as long as it was while recording.
         self.delay = delay
+        self.speed = 1.0
+        self._live_delay: float | None = None  # the live view's delay last seen (due_in)
         self.paused = False
         self.messages = messages if messages is not None else MessageLog()
         self._noted = 0
@@ -201,6 +223,15 @@ class ReplaySource(FrameSource):
             self.messages.say(f"replay:line:{line}", note)
             return None
 
+    def shown_for(self, index: int) -> float:
+        """Seconds frame ``index`` is shown at the current speed: as long as it was while
+        recording (``Recording.shown_for``), or the ``-d`` delay."""
+        if self.delay is not None:
+            base = self.delay
+        else:
+            base = self.rec.shown_for(index, self.rec.header.interval or 1.0)
+        return max(base / self.speed, MIN_SHOW)
+
     def recorded(self) -> Iterator[Frame]:
         """Every recorded refresh from ``first`` to ``last`` in order, as the file is read
         (a batch replay); a damaged one is skipped (its message said). The cursor follows,
@@ -219,20 +250,42 @@ class ReplaySource(FrameSource):
         self.say_notes()  # what reading the end of the file found
 
     def refresh(self) -> Frame:
-        """The recorded refresh at the cursor, moving on first when it is time to."""
+        """The recorded refresh at the cursor, moving on first when it is time to (a
+        refresh asked for sooner, by a key, shows the same one)."""
         now = time.monotonic()
-        if self._shown and not self.paused and now >= self._next and self.cursor < self.last:
+        # A timer may fire a hair early: a millisecond is not worth a whole frame late.
+        due = self._shown and not self.paused and now >= self._next - 0.001
+        if due and self.cursor < self.last:
             self.cursor += 1
-            self._next = now + 0.9 * self.delay
+            # From when it was due, not from now: a late timer does not slow the pace.
+            self._next = max(self._next + self.shown_for(self.cursor), now + MIN_SHOW)
         elif not self._shown:
-            self._next = now + 0.9 * self.delay
+            self._next = now + self.shown_for(self.cursor)
         self._shown = True
         frame = self.frame(self.cursor) if len(self.rec) and self.cursor <= self.last else None
         return Frame.empty(tuple(c.header for c in self.screen.columns)) if frame is None else frame
 
+    def due_in(self, delay: float) -> float:
+        """Seconds until the next frame is due. ``delay`` is the live view's: when the
+        ``d`` key changes it, frames are shown that long from then on."""
+        if self._live_delay is not None and delay != self._live_delay:
+            self.delay, self.speed = delay, 1.0
+            self._shown = False  # the new delay counts from now
+        self._live_delay = delay
+        if self.paused or self.cursor >= self.last:
+            return IDLE_REFRESH
+        return max(self._next - time.monotonic(), 0.0)
+
     def key(self, key: str) -> bool:
         """Time travel: ``[``/``]`` one refresh back/forward, ``{``/``}`` a minute back/forward,
-        space pauses or resumes; True when ``key`` was one of these."""
+        space pauses or resumes, ``*``/``/`` twice/half as fast; True when ``key`` was one
+        of these."""
+        if key in SPEED_KEYS:
+            low, high = SPEEDS
+            before, self.speed = self.speed, min(max(self.speed * SPEED_KEYS[key], low), high)
+            now = time.monotonic()  # what is left of the frame on screen, at the new speed
+            self._next = now + max(self._next - now, 0.0) * before / self.speed
+            return True
         if key == " ":
             self.paused = not self.paused
         elif key in STEP_KEYS:
@@ -249,15 +302,21 @@ class ReplaySource(FrameSource):
         return True
 
     def title(self) -> str:
-        """``replay HH:MM:SS`` of the refresh shown (``paused`` when it is), for the title."""
+        """``replay DAY HH:MM:SS`` of the refresh shown (``paused`` when it is), its place,
+        and the speed with the keys that change it, for the title line."""
         if not len(self.rec):
             return "replay (empty)"
         t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.rec.times[self.cursor]))
         state = " paused" if self.paused else ""
         more = "+" if self.rec.loading and self._last is None else ""  # still being read
-        return (
-            f"replay {t}{state} {self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
-        )
+        place = f"{self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
+        return f"replay {t}{state} {place} {self.pace()} (* faster, / slower)"
+
+    def pace(self) -> str:
+        """The speed in words: ``1x`` (of the recorded pace), or ``every 0.5 s`` (``-d``)."""
+        if self.delay is not None:
+            return f"every {max(self.delay / self.speed, MIN_SHOW):g} s"
+        return f"{self.speed:g}x" if self.speed >= 1 else f"1/{1 / self.speed:g}x"
 
     def reconfigure(self, screen: Any = None, config: SamplerConfig | None = None) -> None:
         """Show every frame under ``screen`` (a screen picked) when it is not the one shown
@@ -272,4 +331,4 @@ class ReplaySource(FrameSource):
         self.rec.close()
 
 
-__all__ = ["ReplaySource", "decode"]
+__all__ = ["ReplaySource", "counter_cells", "counter_map", "decode", "row_facts"]

@@ -17,6 +17,8 @@ reader finds after the cut one, ``tiptop.recording.inflate``).
 
 The file holds every user's command lines: it is created mode 0600, and a symbolic link or
 anything but a regular file is refused (another user's link in ``/tmp`` is not followed).
+It is ``flock``-ed while written: a second recorder on it is refused with one line naming
+the first one's PID, before writing anything.
 
 :class:`RecordingSource` wraps any ``FrameSource``: its ``refresh()`` writes the frame then
 returns it, so neither the batch loop nor the live view knows recording is on.
@@ -24,11 +26,12 @@ returns it, so neither the batch loop nor the live view knows recording is on.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import os
-import re
 import time
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -38,8 +41,8 @@ from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
 from tiptop.recording.format import FORMAT_VERSION, screen_record
-
-_DELTA = re.compile(r"\bdelta\s*\(\s*\w+\s*\)")
+from tiptop.screens.columns import screen_columns
+from tiptop.screens.model import ScreenSpec
 
 
 def numbers(a: np.ndarray) -> list[Any]:
@@ -63,17 +66,12 @@ def _ints(a: np.ndarray) -> list[int]:
     return np.asarray(a).astype(np.int64).tolist()
 
 
-def bare_aliases(screen: Any) -> frozenset[str]:
+def bare_aliases(screen: ScreenSpec) -> frozenset[str]:
     """The counter aliases ``screen``'s columns read bare (their running total, not
     ``delta(alias)``): only those have their totals recorded (they are most of a
     recording's size otherwise, and no built-in screen reads them)."""
-    out = set()
-    for col in screen.columns:
-        text = _DELTA.sub(" ", col.expr)
-        out.update(
-            c.alias for c in screen.counters if re.search(rf"\b{re.escape(c.alias)}\b", text)
-        )
-    return frozenset(out)
+    bare = screen_columns(screen).bare
+    return frozenset(c.alias for c in screen.counters if c.alias in bare)
 
 
 def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str, Any]:
@@ -122,16 +120,23 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> dict[str
 
 class Recorder:
     """Appends refreshes to one file; ``header`` (host, kernel, CPU, version...) is merged
-    into the header line, written with the first refresh's screen."""
+    into the header line, written with the first refresh's screen. ``numbering``: the
+    session's screens in the order they are numbered (``--list-screens``, the live tasks
+    line): each screen recorded carries its number there, so a replay shows and takes
+    (``-S``) the numbers seen while recording."""
 
-    def __init__(self, path: str, header: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, header: dict[str, Any], numbering: Sequence[ScreenSpec] = ()
+    ) -> None:
         self.path = path
         self.header = header
+        self.numbering = tuple(numbering)
         self._facts: dict[int, list[Any]] = {}
         self._screen: Any = None
         self._totals: frozenset[str] = frozenset()
         raw = os.fdopen(open_for_append(path), "ab")
         try:
+            lock(raw.fileno(), path)
             if not path.endswith(".gz") and _ends_unfinished(raw.fileno()):
                 raw.write(b"\n")  # a line cut short by a crash or a full disk stays apart
         except OSError as exc:
@@ -139,6 +144,9 @@ class Recorder:
             raise TiptopError(
                 f"--record: cannot write '{printable(path)}': {exc.strerror}"
             ) from None
+        except TiptopError:
+            raw.close()
+            raise
         self._f: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw
         self._raw = raw
 
@@ -149,7 +157,7 @@ class Recorder:
             head = (
                 {"tiptop_recording": FORMAT_VERSION, **self.header} if self._screen is None else {}
             )
-            lines.append({**head, "screen": screen_record(screen)})
+            lines.append({**head, "screen": {**screen_record(screen), **self._number(screen)}})
             self._screen = screen
             self._totals = bare_aliases(screen)
         new: dict[str, list[Any]] = {}
@@ -168,6 +176,15 @@ class Recorder:
             raise TiptopError(
                 f"--record: cannot write '{printable(self.path)}': {exc.strerror}"
             ) from None
+
+    def _number(self, screen: ScreenSpec) -> dict[str, int]:
+        """``{"number": N}``: the screen's number in the session (the header's
+        ``screen_index`` for the first screen when it is not among ``numbering``)."""
+        for i, s in enumerate(self.numbering):
+            if s is screen:
+                return {"number": i}
+        first = self.header.get("screen_index")
+        return {"number": first} if self._screen is None and isinstance(first, int) else {}
 
     def close(self) -> None:
         """Finish the file (gzip trailer); a failure here is one line too."""
@@ -190,6 +207,40 @@ def open_for_append(path: str) -> int:
         return open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
     except OSError as exc:
         raise TiptopError(f"--record: cannot open '{printable(path)}': {exc.strerror}") from None
+
+
+def lock(fd: int, path: str) -> None:
+    """Hold an exclusive ``flock`` on the recording until it is closed: two recorders
+    appending to one gzip file would interleave their members' bytes and lose most of
+    both. A file another process holds is refused with one line naming it, before
+    anything is written (a file system without locks records unlocked, as before)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = lock_holder(fd)
+        who = f"process {holder}" if holder is not None else "another process"
+        raise TiptopError(
+            f"--record: '{printable(path)}' is being recorded by {who}: not written "
+            "(one recorder per file; name another file)"
+        ) from None
+    except OSError:  # ENOLCK, EOPNOTSUPP: no locks here
+        pass
+
+
+def lock_holder(fd: int, locks: str = "/proc/locks") -> int | None:
+    """The PID holding a ``flock`` on ``fd``'s file, from /proc/locks (proc(5): ``1:
+    FLOCK ADVISORY WRITE PID MAJOR:MINOR:INODE 0 EOF``); None when it cannot be told."""
+    st = os.fstat(fd)
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open(locks) as f:
+            for line in f:
+                fields = line.split()
+                if fields[1:2] == ["FLOCK"] and len(fields) > 5 and fields[5] == where:
+                    return int(fields[4]) if fields[4].isdigit() else None
+    except OSError:
+        pass
+    return None
 
 
 def _ends_unfinished(fd: int) -> bool:

@@ -7,11 +7,12 @@ node is over its threshold. Each ``LABEL=HEADER`` says which column of the scree
 header, spaces stripped) holds that node's value in % of slots; a parent with no column
 is the sum of its children when they all have one (a level-2 screen).
 
-*The value is data, the text is formatting.* Such a column's value is
-``index * 1000 + share``: ``index`` picks the node in the column's label table
-(:meth:`PathSpec.labels`, index 0 is ``-``, none over threshold), ``share`` its % of slots
-(clipped to [0, 999]). Sorting by the column groups tasks by node, then share; csv and
-json print the node and share apart (``tiptop.table``). Its status is the node columns':
+*The node is data, the value is its share.* Such a cell's node is its own array, an
+int16 per cell beside the value (``ColumnCells.node``, ``Frame.node``): the index of the node
+in the column's label table (:attr:`PathSpec.labels`, the tree's nodes in order), or -1
+when no level-1 node is over its threshold; its value is the node's % of slots (0 for
+none). Sorting by the column groups tasks by node, then share (``tiptop.table.select``);
+csv and json print the node and share apart (``tiptop.table``). Its status is the node columns':
 not OK (``-``/``?``) when any of them is not, ``SUSPECT`` when a breakdown is; its running
 fraction is their smallest, so a multiplexed count is marked as in any column. It is
 computed by the one evaluator (tiptop/screens/evaluate.py), after the other columns.
@@ -19,11 +20,9 @@ computed by the one evaluator (tiptop/screens/evaluate.py), after the other colu
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -34,9 +33,6 @@ from tiptop.screens.topdown import ADVICE, TREES, Tree
 __all__ = [
     "NodeView",
     "PathSpec",
-    "bound_path",
-    "bound_paths",
-    "decode",
     "format_path",
     "is_path",
     "parse_path",
@@ -44,8 +40,10 @@ __all__ = [
     "well_formed",
 ]
 
-#: Multiplier of the node index in a bottleneck cell's value (see the module doc).
-SCALE = 1000.0
+#: A cell's node where no node is over its threshold, and in every other column.
+NO_NODE = -1
+#: The dtype of a cell's node (a tree has a few dozen nodes at most).
+NODE_DTYPE = np.int16
 _CALL = re.compile(r"\s*bottleneck\s*\((?P<body>.*)\)\s*\Z", re.S)
 _PAIR = re.compile(r"\s*(?P<label>[A-Za-z]+(?:/[A-Za-z]+)?)\s*=\s*(?P<header>[^,=()\s]+)\s*\Z")
 
@@ -59,8 +57,8 @@ class PathSpec:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """The label table: ``-`` (nothing over threshold), then the tree's nodes."""
-        return ("-", *self.tree.labels)
+        """The label table: the tree's nodes, in tree order (a cell's node indexes it)."""
+        return self.tree.labels
 
 
 def is_path(text: str) -> bool:
@@ -152,13 +150,14 @@ class BoundPath:
 
     def evaluate(
         self, values: np.ndarray, status: np.ndarray, running: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The column's ``(values, status, running)`` over the other columns' cells."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The column's ``(values, status, running, node)`` over the other columns' cells:
+        per row the node's share in % (0 for none), and the node (:data:`NO_NODE` for none)."""
         n = len(values)
         shares = self.shares(values, status)
         node = self.walk(shares, self.over(shares))
         picked = shares[np.arange(n), np.maximum(node, 0)] * 100.0
-        v = np.where(node >= 0, (node + 1) * SCALE + np.clip(picked, 0.0, SCALE - 1), 0.0)
+        v = np.where(node >= 0, picked, 0.0)
         s = np.full(n, Code.OK, STATUS_DTYPE)
         r = np.ones(n)
         if self.used.size:
@@ -168,8 +167,9 @@ class BoundPath:
             s = s.astype(STATUS_DTYPE)
             r = np.fmin(running[:, self.used], 1.0).min(axis=1)
             r = np.where(np.isnan(r), 1.0, r)
-        v = np.where(valued(s), v, np.nan)
-        return v, s, r
+        ok = valued(s)
+        v = np.where(ok, v, np.nan)
+        return v, s, r, np.where(ok, node, NO_NODE).astype(NODE_DTYPE)
 
 
 def well_formed(text: str) -> PathSpec | None:
@@ -183,41 +183,16 @@ def well_formed(text: str) -> PathSpec | None:
         return None
 
 
-def bound_path(text: str, headers: Sequence[str]) -> BoundPath | None:
-    """``text`` bound to ``headers`` when it is a well-formed bottleneck expression."""
-    spec = well_formed(text)
-    return None if spec is None else BoundPath(spec, headers)
+def format_path(
+    labels: Sequence[str], share: Callable[[float], str]
+) -> Callable[[float, int], str]:
+    """A cell formatter of a value and its node: the node's label and its share formatted
+    by ``share`` (the column's printf format), or ``-`` alone for no node."""
 
-
-@functools.lru_cache(maxsize=64)
-def bound_paths(columns: tuple[Any, ...]) -> tuple[tuple[int, BoundPath], ...]:
-    """The ``bottleneck(...)`` columns among a screen's ``columns`` (``ColumnSpec``), each
-    bound to the screen's headers, with its index. Kept per screen: columns are frozen and
-    a ``BoundPath`` is not changed after it is made, so never stale."""
-    headers = [c.header for c in columns]
-    return tuple(
-        (j, bp) for j, c in enumerate(columns) if (bp := bound_path(c.expr, headers)) is not None
-    )
-
-
-def decode(value: float) -> tuple[int, float]:
-    """A bottleneck cell's ``(label index, share %)`` (index 0: none over threshold; a
-    cell without a value, NaN, gives ``(0, nan)``)."""
-    if not np.isfinite(value):
-        return 0, float("nan")
-    idx = int(value // SCALE)
-    return idx, value - idx * SCALE
-
-
-def format_path(labels: Sequence[str], share: Callable[[float], str]) -> Callable[[float], str]:
-    """A cell formatter: the node's label and its share formatted by ``share`` (the
-    column's printf format), or ``-`` alone."""
-
-    def fmt(value: float) -> str:
-        idx, pct = decode(value)
-        if idx <= 0 or idx >= len(labels):
+    def fmt(value: float, node: int) -> str:
+        if not 0 <= node < len(labels):
             return "-"
-        return f"{labels[idx]} {share(pct).strip()}"
+        return f"{labels[node]} {share(value).strip()}"
 
     return fmt
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError, printable, shown
+from tiptop.screens.columns import compiled
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.gating import gate
 from tiptop.screens.model import (
@@ -300,8 +301,10 @@ def _column_aliases(b: _Building, item: RawItem, header: str, text: str) -> froz
     not compile or reads a counter not declared before it (or skipped on this CPU)."""
     line, col = item.value_pos.get("expr", (item.line, item.column))
     try:
-        compiled = compile_column(text, path=b.path, line=line, column=col)
-    except SpecError as err:
+        # Kept (tiptop.screens.columns): the plan and every evaluator reuse this one.
+        expr = compiled(text)
+    except SpecError:
+        err = _placed(text, b.path, line, col)
         err.message = (
             f"Invalid expression in column '{header}', screen '{b.name}':"
             f" {err.message}; column ignored"
@@ -309,9 +312,9 @@ def _column_aliases(b: _Building, item: RawItem, header: str, text: str) -> froz
         err.args = (err.message,)
         b.problems.append(err)
         return None
-    missing = sorted(compiled.aliases - b.counters.keys())
+    missing = sorted(expr.aliases - b.counters.keys())
     if not missing:
-        return compiled.aliases
+        return expr.aliases
     gone = [m for m in missing if m in b.skipped]
     if gone:
         msg = (
@@ -322,6 +325,16 @@ def _column_aliases(b: _Building, item: RawItem, header: str, text: str) -> froz
         msg = f"Undeclared counter '{missing[0]}' in screen '{b.name}': column ignored"
     b.problem(msg, item, "expr")
     return None
+
+
+def _placed(text: str, path: str | None, line: int | None, column: int | None) -> SpecError:
+    """The error of an expression that does not compile, placed in its file (compiled
+    again: only a faulty one is)."""
+    try:
+        compile_column(text, path=path, line=line, column=column)
+    except SpecError as err:
+        return err
+    raise AssertionError(f"{text!r} compiles placed but not alone")
 
 
 def _drop_unused(b: _Building) -> None:

@@ -24,8 +24,11 @@ class Deviation:
     ``screen`` and ``cpu`` name the variant (the first of that name whose gate admits
     ``cpu``, a ``family_model`` string); ``kind`` is ``"screen"`` (the variant is not
     compared at all), ``"model"`` (``subject``, ``;``-separated models, are in the gate
-    though the kernel's lists or tables do not have them) or ``"column"`` (the column
-    headed ``subject`` does not show its ``table_metric``'s value).
+    though the kernel's lists or tables do not have them), ``"column"`` (the column
+    headed ``subject`` does not show its ``table_metric``'s value) or ``"threshold"`` (the
+    bottleneck column reads the threshold of node ``subject`` only in the terms whose
+    nodes the screen counts; tests/unit/test_bottleneck.py checks that this explains
+    every difference from perf's level-1 critical path).
     """
 
     screen: str
@@ -35,12 +38,47 @@ class Deviation:
     why: str
 
 
+_HYGON = (
+    "Hygon family 18h: the Zen 1 core, driven as AMD's (arch/x86/events/core.c), "
+    "in neither amd.c's Zen lists nor perf 6.12's mapfile"
+)
+
+_HEAVY = (
+    "level 1 counts no heavy operations: retiring's second threshold term "
+    "(tma_heavy_operations > 0.1) never fires here; topdown2 counts them"
+)
+_HEAVY_RAW = (
+    "level 1 counts no heavy operations (perf's formula here needs several more events, "
+    "and there is no topdown2): retiring's second threshold term "
+    "(tma_heavy_operations > 0.1) never fires here"
+)
+_UCODE = (
+    "level 1 counts no microcode ops (its six counters are taken): retiring's second "
+    "threshold term (microcode over 10%, Intel's heavy operations) never fires here; "
+    "topdown2 counts them"
+)
+
 DEVIATIONS: tuple[Deviation, ...] = tuple(
     Deviation(*d)
     for d in (
         ("uOps", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
-        ("FP", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
-        ("mem", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
+        (
+            "FP",
+            "06_2A",
+            "screen",
+            "",
+            "the original's screen, verbatim (docs/original.md); on Sandy Bridge sp 0x4010 and "
+            "dp 0x8010 count SSE packed single and scalar double (FP_COMP_OPS_EXE), and Assist "
+            "0x1eca lacks FP_ASSIST.ANY's cmask=1 (sandybridge/floating-point.json)",
+        ),
+        (
+            "mem",
+            "06_2A",
+            "screen",
+            "",
+            "the original's screen, verbatim (docs/original.md); on Nehalem and Westmere "
+            "L1MissI 0x0081 is no event (L1I.MISSES is 0x0280: nehalemep/, westmere*/)",
+        ),
         ("imix", "06_1A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
         (
             "topdown",
@@ -55,6 +93,27 @@ DEVIATIONS: tuple[Deviation, ...] = tuple(
             "model",
             "06_C5",
             "Arrow Lake-H: its perf metrics came to core.c after Linux 6.12",
+        ),
+        ("topdown", "06_7E", "threshold", "RET", _HEAVY_RAW),
+        ("topdown", "06_8F", "threshold", "RET", _HEAVY),
+        ("topdown", "06_97", "threshold", "RET", _HEAVY),
+        ("topdown", "06_BD", "threshold", "RET", _HEAVY),
+        ("topdown", "06_2A", "threshold", "RET", _HEAVY_RAW),
+        ("topdown", "19_11", "threshold", "RET", _UCODE),
+        ("topdown", "1A_02", "threshold", "RET", _UCODE),
+        (
+            "fp",
+            "17_01",
+            "model",
+            "18_00-18_FF",
+            _HYGON,
+        ),
+        (
+            "memory",
+            "17_01",
+            "model",
+            "18_00-18_FF",
+            _HYGON,
         ),
         (
             "fp",

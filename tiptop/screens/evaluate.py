@@ -4,10 +4,10 @@ Every source of frames goes through :class:`Evaluator`: the sampler (``tiptop.en
 replayed recording (``tiptop.recording``) and rows summed by cgroup (``tiptop.sources``), so a
 screen shows the same numbers for the same counts whatever reads them.
 
-An :class:`Evaluator` is a screen's columns compiled once (``tiptop.screens.expr``) and bound
-to one order of counter cells (which index of :class:`CounterCells` each alias reads). It is
-stale when the screen or that order changes, and its owner makes a new one then (the
-sampler at each plan, a replay per recorded screen and counter order).
+An :class:`Evaluator` is a screen's column records (``tiptop.screens.columns``, compiled
+once) bound to one order of counter cells (which index of :class:`CounterCells` each alias
+reads). It is stale when the screen or that order changes, and its owner makes a new one
+then (the sampler at each plan, a replay per recorded screen and counter order).
 
 Columns read two things per counter (docs/screens.md, "Expressions"): ``alias``, its running
 total since the task was first counted, and ``delta(alias)``, its interval delta scaled for
@@ -17,7 +17,7 @@ counters its column reads: with split groups each counter carries its own group'
 
 *Bottlenecks.* A ``bottleneck(...)`` column (tiptop/screens/bottleneck.py) reads the
 other columns' values, statuses and running fractions, so it is computed last, here, for
-every source alike.
+every source alike; its cells' nodes are their own array (``ColumnCells.node``).
 
 *Breakdowns.* A screen's ``breakdown`` columns (a top-down level 1: retiring, bad
 speculation, front end, back end... in % of slots) split one whole, so for each task their
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.screens.bottleneck import bound_paths
-from tiptop.screens.expr import ColumnExpr, compile_columns
+from tiptop.screens.bottleneck import NO_NODE, NODE_DTYPE
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.screens.variables import RowFacts, environment
 
@@ -84,12 +84,14 @@ class CounterCells:
 
 @dataclass(frozen=True)
 class ColumnCells:
-    """A screen's evaluated columns: ``(n, columns)`` values, statuses and running
-    fractions (the smallest of the counters each column reads; 1.0 where none)."""
+    """A screen's evaluated columns: ``(n, columns)`` values, statuses, running
+    fractions (the smallest of the counters each column reads; 1.0 where none) and nodes
+    (a bottleneck cell's node, tiptop/screens/bottleneck.py; -1 for none and elsewhere)."""
 
     values: np.ndarray
     status: np.ndarray
     running: np.ndarray
+    node: np.ndarray
 
 
 class Evaluator:
@@ -97,19 +99,15 @@ class Evaluator:
 
     ``where`` maps each counter alias to its column in the :class:`CounterCells` given to
     :meth:`evaluate` (a sequence of aliases means their positions); an alias of the screen
-    that it lacks reads ``?``. ``columns``: the screen's columns compiled by the caller
-    (None where one does not compile), else compiled here."""
+    that it lacks reads ``?``. A column that does not compile reads ``?``."""
 
-    def __init__(
-        self,
-        screen: ScreenSpec,
-        where: Mapping[str, int] | Sequence[str],
-        columns: Sequence[ColumnExpr | None] | None = None,
-    ) -> None:
+    def __init__(self, screen: ScreenSpec, where: Mapping[str, int] | Sequence[str]) -> None:
         if not isinstance(where, Mapping):
             where = {a: j for j, a in enumerate(where)}
         self.screen = screen
-        self.columns = list(compile_columns(screen) if columns is None else columns)
+        records = screen_columns(screen)
+        #: Per column, its compiled expression (None: a bottleneck, or not compiled).
+        self.columns = [c.compiled for c in records]
         #: alias -> counter column read, for the screen's counters that have one.
         self.where = {c.alias: where[c.alias] for c in screen.counters if c.alias in where}
         self._missing = [c.alias for c in screen.counters if c.alias not in self.where]
@@ -124,7 +122,7 @@ class Evaluator:
         self.breakdown = screen.breakdown_columns()
         self._gather = _gather_index(self.col_aliases)
         #: The ``bottleneck(...)`` columns, computed from the others after them.
-        self.paths = bound_paths(screen.columns)
+        self.paths = records.paths
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -156,9 +154,12 @@ class Evaluator:
             values[status != Code.OK] = np.nan
         judge_breakdown(values, status, self.breakdown, facts.cpu_total, facts.interval)
         running = self._running(counters.running, n)
+        node = np.full((n, nc), NO_NODE, NODE_DTYPE)
         for j, bp in self.paths:
-            values[:, j], status[:, j], running[:, j] = bp.evaluate(values, status, running)
-        return ColumnCells(values, status, running)
+            values[:, j], status[:, j], running[:, j], node[:, j] = bp.evaluate(
+                values, status, running
+            )
+        return ColumnCells(values, status, running, node)
 
     def _running(self, c_running: np.ndarray, n: int) -> np.ndarray:
         """Per row and column, the smallest running fraction of the counters the column

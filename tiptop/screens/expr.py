@@ -8,7 +8,8 @@ CONTRACT (implemented by the screens work; the sampler depends on exactly this):
     points into the attribute text.
 
 ``ColumnExpr.aliases -> frozenset[str]``
-    Counter aliases the expression reads (absolute or through ``delta()``).
+    Counter aliases the expression reads (absolute or through ``delta()``); ``bare`` and
+    ``deltas`` are those read each way.
 ``ColumnExpr.builtins -> frozenset[str]``
     Which of :data:`tiptop.screens.variables.BUILTINS` it reads.
 ``ColumnExpr.evaluate(env) -> tuple[numpy.ndarray, numpy.ndarray]``
@@ -46,7 +47,7 @@ from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node,
 from tiptop.screens.variables import BUILTINS
 from tiptop.vocab import CONFIG_NAMES
 
-__all__ = ["ColumnExpr", "compile_column", "compile_columns", "evaluate_config"]
+__all__ = ["ColumnExpr", "compile_column", "evaluate_config"]
 
 _U64 = (1 << 64) - 1
 _OK = int(Status.OK)
@@ -71,7 +72,7 @@ def _locate(
 class ColumnExpr:
     """A compiled column expression (see the module contract)."""
 
-    __slots__ = ("_fn", "aliases", "builtins", "const", "keys", "text")
+    __slots__ = ("_fn", "aliases", "bare", "builtins", "const", "deltas", "keys", "text")
 
     def __init__(
         self,
@@ -86,6 +87,9 @@ class ColumnExpr:
         self._fn = fn
         self.keys = keys
         self.aliases = aliases
+        #: The aliases read bare (their running total) and through ``delta()``.
+        self.bare = frozenset(a for a in aliases if a in keys)
+        self.deltas = frozenset(a for a in aliases if delta_key(a) in keys)
         self.builtins = builtins
         self.const = const
 
@@ -304,15 +308,3 @@ def _config(node: Node) -> int:
     if value > _U64:
         raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)
     return value
-
-
-def compile_columns(screen: Any) -> list[ColumnExpr | None]:
-    """Each column of ``screen`` compiled, or None where its expression does not compile
-    (the screen's loader has said why)."""
-    out: list[ColumnExpr | None] = []
-    for col in screen.columns:
-        try:
-            out.append(compile_column(col.expr))
-        except SpecError:
-            out.append(None)
-    return out

@@ -89,6 +89,7 @@ def evaluated_frame(
         values=cells.values,
         status=cells.status,
         running=cells.running,
+        node=cells.node,
         counter_delta=raw,
         counter_running=counters.running,
         counter_status=counters.status,

@@ -37,10 +37,19 @@ class NamedEvent:
 @dataclass(frozen=True)
 class Target:
     """The CPU that ``arch``/``model`` gating compares against: ``arch`` is ``"x86"``,
-    ``"arm64"``..., ``model`` the original's ``%02X_%02X`` family_model string or ``None``."""
+    ``"arm64"``..., ``model`` the original's ``%02X_%02X`` family_model string or ``None``;
+    on Arm, ``revision`` is the MIDR's variant and revision as ``variant << 4 | revision``
+    (``0x03`` for r0p3), ``None`` when unknown (tiptop.screens.gating's ``:rVpR`` tokens)."""
 
     arch: str | None = None
     model: str | None = None
+    revision: int | None = None
+
+    def shown(self) -> str:
+        """The model as the gates see it: ``19_11``, ``41_D49 r0p2``."""
+        if self.model is None or self.revision is None:
+            return self.model or ""
+        return f"{self.model} r{self.revision >> 4}p{self.revision & 0xF}"
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,7 @@ class VariantChoice:
 
     def cpu(self) -> str:
         """The target as the gates see it: ``x86 19_11``, ``arm64``."""
-        arch, model = self.target.arch, self.target.model
+        arch, model = self.target.arch, self.target.shown()
         if arch is None:
             return "an unknown CPU"
         return f"{arch} {model}" if model else f"{arch} (model unknown)"
@@ -152,6 +161,18 @@ class ColumnSpec:
     #: The vendor metric (perf's ``MetricName``) whose value this column shows, in percent
     #: when the metric's ScaleUnit is ``100%``; checked on random counts by the oracle tests.
     table_metric: str | None = None
+
+    def written(self) -> dict[str, str | float | bool | None]:
+        """The column as a recording's header stores it, the expression as the user wrote
+        it (``tiptop.recording.format``): never read for its meaning outside screens."""
+        return {
+            "header": self.header,
+            "format": self.format,
+            "expr": self.expr,
+            "desc": self.desc,
+            "threshold": self.threshold,
+            "threshold_below": self.threshold_below,
+        }
 
 
 @dataclass(frozen=True)

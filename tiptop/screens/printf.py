@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 
 from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
 from tiptop.errors import SpecError, printable, shown
-from tiptop.screens.bottleneck import format_path, is_path, well_formed
+from tiptop.screens.bottleneck import format_path
+from tiptop.screens.columns import Kind, column_record
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 
 __all__ = [
@@ -139,34 +140,46 @@ class RowFormat:
     :func:`_field`) take the cell-by-cell path."""
 
     def __init__(self, columns: Sequence[ColumnSpec]) -> None:
-        self.fmts = [_cell_format(c) for c in columns]
+        records = [column_record(c) for c in columns]
+        self.fmts = [compile_format(c.format) for c in columns]
         self.widths = [len(c.header) for c in columns]
+        #: The bottleneck columns' formatters of a share and its node (label and share).
+        self.paths = {
+            j: format_path(r.labels, self.fmts[j])
+            for j, r in enumerate(records)
+            if r.kind is Kind.BOTTLENECK
+        }
         self.fields = [
-            None if is_path(c.expr) else _field(j, c.format, len(c.header))
+            None if j in self.paths else _field(j, c.format, len(c.header))
             for j, c in enumerate(columns)
         ]
         self._templates: dict[bytes, str | None] = {}
 
-    def cells(self, values: list[float], codes: bytes) -> list[str]:
+    def cells(self, values: list[float], codes: bytes, nodes: Sequence[int] = ()) -> list[str]:
         """Each cell, at least its header's width (rjust is a no-op for the usual format as
-        wide as its header), so rows line up under the header; placeholders otherwise."""
+        wide as its header), so rows line up under the header; placeholders otherwise.
+        ``nodes``: the cells' nodes (``Frame.node``), read in the bottleneck columns."""
         return [
-            self.fmts[j](v).rjust(self.widths[j])
+            self._cell(j, v, nodes).rjust(self.widths[j])
             if c == 0
-            else _marked(self.fmts[j](v)).rjust(self.widths[j])
+            else _marked(self._cell(j, v, nodes)).rjust(self.widths[j])
             if c == Status.SUSPECT
             else PLACEHOLDER[Status(c)].rjust(self.widths[j])
             for j, (v, c) in enumerate(zip(values, codes, strict=True))
         ]
 
-    def text(self, values: list[float], codes: bytes) -> str:
+    def _cell(self, j: int, value: float, nodes: Sequence[int]) -> str:
+        path = self.paths.get(j)
+        return self.fmts[j](value) if path is None else path(value, nodes[j])
+
+    def text(self, values: list[float], codes: bytes, nodes: Sequence[int] = ()) -> str:
         """Every cell followed by one space, as one string."""
         try:
             template = self._templates[codes]
         except KeyError:
             template = self._templates[codes] = self._template(codes)
         if template is None:
-            return "".join(c + " " for c in self.cells(values, codes))
+            return "".join(c + " " for c in self.cells(values, codes, nodes))
         return template.format(*values)
 
     def _template(self, codes: bytes) -> str | None:
@@ -183,14 +196,6 @@ class RowFormat:
                 parts.append(_literal(PLACEHOLDER[Status(c)].rjust(self.widths[j])))
             parts.append(" ")
         return "".join(parts)
-
-
-def _cell_format(col: ColumnSpec) -> Callable[[float], str]:
-    """A column's cell formatter: its printf format, or for a ``bottleneck(...)`` column
-    the node's label from its label table and the share in that format."""
-    fmt = compile_format(col.format)
-    path = well_formed(col.expr)  # not well formed: the loader said why; its cells are '?'
-    return fmt if path is None else format_path(path.labels, fmt)
 
 
 def _marked(text: str) -> str:

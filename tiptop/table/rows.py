@@ -11,7 +11,7 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.frame import Frame
-from tiptop.screens.bottleneck import decode, well_formed
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
 from tiptop.table.select import View, command_of, is_watched, over_threshold, shown_rows
@@ -69,6 +69,12 @@ class Row:
         return self._block.values[self._k].tolist()
 
     @property
+    def nodes(self) -> list[int]:
+        """The cells' nodes: a bottleneck cell's index in its column's labels, -1 for
+        none and in every other column (``Frame.node``)."""
+        return self._block.node[self._k].tolist()
+
+    @property
     def status(self) -> list[int]:
         """The cells' :class:`Status` codes, as ints (``Status`` members compare equal)."""
         return self._block.status[self._k].tolist()
@@ -87,14 +93,15 @@ class Row:
     def cells(self) -> list[str]:
         """The formatted cells, each at least its header's width."""
         b = self._block
-        return b.fmt.cells(self.values, b.codes(self._k))
+        return b.fmt.cells(self.values, b.codes(self._k), self.nodes if b.fmt.paths else ())
 
     @property
     def cells_text(self) -> str:
         """The cells, each followed by one space: the row's middle (formatted once)."""
         if self._text is None:
             b = self._block
-            self._text = b.fmt.text(self.values, b.codes(self._k))
+            nodes = self.nodes if b.fmt.paths else ()
+            self._text = b.fmt.text(self.values, b.codes(self._k), nodes)
         return self._text
 
     def __repr__(self) -> str:
@@ -111,6 +118,7 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
         fmt=row_format(tuple(columns)),
         values=frame.values[idx],
         status=frame.status[idx],
+        node=frame.node[idx],
         multiplexed=frame.multiplexed()[idx],
         over=over_threshold(frame, columns)[idx],
     )
@@ -175,6 +183,7 @@ class _Block:
     fmt: RowFormat
     values: np.ndarray
     status: np.ndarray
+    node: np.ndarray
     multiplexed: np.ndarray
     over: np.ndarray
     _codes: bytes | None = None
@@ -233,10 +242,9 @@ def row_line(tid: int, marker: str, user: str, cells: str, command: str, view: V
 def path_nodes(screen: ScreenSpec) -> list[tuple[str, ...] | None]:
     """Per column, the label table of a ``bottleneck(...)`` column, None for the others
     (tiptop/screens/bottleneck.py)."""
-    return [None if (p := well_formed(c.expr)) is None else p.labels for c in screen.columns]
+    return [c.labels if c.path is not None else None for c in screen_columns(screen)]
 
 
-def path_cell(labels: Sequence[str], value: float) -> tuple[str, float]:
-    """A bottleneck cell's node label (``-`` for none) and share in %."""
-    idx, share = decode(value)
-    return (labels[idx] if 0 < idx < len(labels) else "-"), share
+def path_cell(labels: Sequence[str], node: int) -> str:
+    """A bottleneck cell's node label (``-`` for none)."""
+    return labels[node] if 0 <= node < len(labels) else "-"

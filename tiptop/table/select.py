@@ -81,6 +81,9 @@ def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
     if len(idx) == 0:
         return idx
     col = view.sort_column
+    # A bottleneck cell's node (``Frame.node``; -1: none, and in every other column):
+    # such a column sorts by node (none first), then share.
+    node = np.zeros(len(idx), np.int64)
     if col < 0:
         key = frame.tid[idx].astype(np.float64)
         bad = np.zeros(len(idx), bool)
@@ -92,10 +95,11 @@ def order(frame: Frame, idx: np.ndarray, view: View, ncols: int) -> np.ndarray:
         key = frame.values[idx, col].astype(np.float64)
         bad = ~valued(frame.status[idx, col]) | np.isnan(key)
         key = np.where(bad, 0.0, key)
+        node = np.where(bad, 0, frame.node[idx, col] + 1)
     if view.descending:
-        key = -key
-    # np.lexsort is stable; the last key is primary: OK cells first, then by value.
-    return idx[np.lexsort((key, bad))]
+        key, node = -key, -node
+    # np.lexsort is stable; the last key is primary: OK cells first, then by node, value.
+    return idx[np.lexsort((key, node, bad))]
 
 
 def shown_rows(frame: Frame, ncols: int, view: View) -> tuple[Frame, np.ndarray]:
@@ -118,10 +122,12 @@ def conform(frame: Frame, ncols: int) -> Frame:
     values = np.full((n, ncols), np.nan)
     status = np.full((n, ncols), Code.UNREADABLE, frame.status.dtype)
     running = np.ones((n, ncols))
+    node = np.full((n, ncols), -1, frame.node.dtype)
     values[:, :keep] = frame.values[:, :keep]
     status[:, :keep] = frame.status[:, :keep]
     running[:, :keep] = frame.running[:, :keep]
-    return dataclasses.replace(frame, values=values, status=status, running=running)
+    node[:, :keep] = frame.node[:, :keep]
+    return dataclasses.replace(frame, values=values, status=status, running=running, node=node)
 
 
 def over_threshold(frame: Frame, columns: Sequence[ColumnSpec]) -> np.ndarray:

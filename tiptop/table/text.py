@@ -28,7 +28,8 @@ class LineMemo:
       formats, and the header widths cells are padded to), the view's id width or its user
       column (``-U``); see :func:`line_layout`;
     * the row's facts differ (that entry): its cell values (by their bits: -0.0 prints apart
-      from 0.0, and a NaN is itself), cell codes (statuses), death (`` DEAD``), command (the
+      from 0.0, and a NaN is itself), cell codes (statuses), cell nodes (a bottleneck
+      cell's, ``Frame.node``), death (`` DEAD``), command (the
       name, or the command line with ``-c``), marker or user;
     * its task was not among the last call's rows (new, or shown again after being hidden):
       only the last call's rows are kept.
@@ -104,15 +105,18 @@ def text_lines(
     codes = cell_code_array(values, frame.status[idx])
     values = np.where(valued(codes), values, 0.0)
     tid = frame.tid[idx]
-    facts = (values.view(np.uint64), codes, frame.dead[idx], *_texts(frame, idx, view))
+    nodes = frame.node[idx]
+    facts = (values.view(np.uint64), codes, nodes, frame.dead[idx], *_texts(frame, idx, view))
     memo = memo if memo is not None else LineMemo()
     lines, todo = memo.recall(line_layout(screen, view), tid, facts)
     if todo:
         rows_values = values[todo].tolist()
         rows_codes = codes[todo].tobytes()
-        ncols, (dead, commands, markers, users) = codes.shape[1], facts[2:]
+        rows_nodes = nodes[todo].tolist() if fmt.paths else [()] * len(todo)
+        ncols, (dead, commands, markers, users) = codes.shape[1], facts[3:]
         for j, k in enumerate(todo):
-            cells = fmt.text(rows_values[j], rows_codes[j * ncols : (j + 1) * ncols])
+            row_codes = rows_codes[j * ncols : (j + 1) * ncols]
+            cells = fmt.text(rows_values[j], row_codes, rows_nodes[j])
             line = row_line(int(tid[k]), markers[k] or " ", users[k], cells, commands[k], view)
             lines[k] = line + " DEAD" if dead[k] else line
     memo.keep(tid, facts, lines)  # type: ignore[arg-type]  # every None was filled

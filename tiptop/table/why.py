@@ -17,7 +17,8 @@ import numpy as np
 
 from tiptop.cells import VALUED, Status
 from tiptop.frame import Frame
-from tiptop.screens.bottleneck import BoundPath, NodeView, bound_paths, tree_view
+from tiptop.screens.bottleneck import BoundPath, NodeView, tree_view
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 
 __all__ = [
@@ -42,7 +43,7 @@ WHY_SCREENS = ("topdown2", "topdown")
 
 def _bound(screen: ScreenSpec) -> tuple[int, BoundPath] | None:
     """``screen``'s first ``bottleneck(...)`` column, bound, and its index."""
-    paths = bound_paths(screen.columns)
+    paths = screen_columns(screen).paths
     return paths[0] if paths else None
 
 

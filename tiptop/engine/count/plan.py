@@ -63,7 +63,7 @@ import numpy as np
 
 from tiptop.engine.count.packing import pack
 from tiptop.engine.count.readout import CounterPlan, GroupDef
-from tiptop.errors import CounterError, EventError, EventRefused, SpecError
+from tiptop.errors import CounterError, EventError, EventRefused
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
 from tiptop.events.bindings import counting_attr
 from tiptop.events.topdown import Topdown
@@ -79,8 +79,8 @@ from tiptop.kernel.explain import (
     no_pmu_line,
 )
 from tiptop.messages import MessageLog
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.evaluate import Evaluator
-from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
 
@@ -241,20 +241,17 @@ class Planner:
             self.log.say(f"variant:{screen.name}", note)
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
-        columns: list[ColumnExpr | None] = []
-        for col in screen.columns:
-            try:
-                columns.append(compile_column(col.expr))
-            except SpecError as e:
+        columns = screen_columns(screen)
+        for col in columns:
+            if col.error is not None:
                 self.log.say(
                     f"column:{screen.name}:{col.header}",
-                    f"column {col.header.strip()!r} of screen {screen.name!r}: {e}",
+                    f"column {col.header.strip()!r} of screen {screen.name!r}: {col.error}",
                 )
-                columns.append(None)
         # First use by the columns, in screen order (aliases of one column by name).
         column_of: dict[int, int] = {}
-        for c, ce in enumerate(columns):
-            for a in sorted(ce.aliases) if ce else ():
+        for c, col in enumerate(columns):
+            for a in sorted(col.aliases):
                 if a in idx:
                     column_of.setdefault(idx[a], c)
         order = sorted(range(len(aliases)), key=lambda j: (column_of.get(j, len(columns)), j))
@@ -262,7 +259,7 @@ class Planner:
         by_pmu, n_bind = self._bind(screen, order)
         groups, split = self._groups(by_pmu, column_of)
         plan = CounterPlan(aliases, groups, n_bind > 0, n_bind > 1)
-        evaluator = Evaluator(screen, aliases, columns)
+        evaluator = Evaluator(screen, aliases)
         return ScreenPlan(plan, evaluator, self.kernel, self.inherit_thread, split)
 
     # ------------------------------------------------------------------ binding
