@@ -21,6 +21,7 @@ import select
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
 from typing import Protocol, TypeVar
 
 from tiptop.messages import MessageLog
@@ -36,6 +37,10 @@ class Refreshing(Protocol[Made]):
     def refresh(self) -> Made:
         """What the time since the previous refresh made."""
         ...
+
+
+#: A signal handler, as ``signal.signal`` takes it.
+Handler = Callable[[int, FrameType | None], object]
 
 
 class Stop:
@@ -70,13 +75,12 @@ class Stop:
         return self.requested
 
     @contextlib.contextmanager
-    def on_signals(self) -> Iterator[Stop]:
-        """While in the block, SIGINT and SIGTERM request this stop (the handlers before
-        are put back after it)."""
-        old = {
-            sig: signal.signal(sig, lambda *_: self.request())
-            for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+    def on_signals(self, handler: Handler | None = None) -> Iterator[Stop]:
+        """While in the block, SIGINT and SIGTERM request this stop, or go to ``handler``
+        (which should request it, e.g. after noting the signal for the exit status); the
+        handlers before are put back after it."""
+        handle: Handler = handler or (lambda *_: self.request())
+        old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield self
         finally:

@@ -97,6 +97,7 @@ def make_sampler(
     its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
     from tiptop.engine.sampler import Sampler
     from tiptop.kernel import keep_heap
+    from tiptop.kernel.explain import NO_PMU, NO_PMU_KEY, NO_PMU_SHORT
     from tiptop.messages import MessageLog
 
     # Each refresh makes numpy arrays of every row: with thousands of tasks, over the
@@ -107,7 +108,10 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
-        log.say(f"start:{line}", line)
+        if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
+            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+        else:
+            log.say(f"start:{line}", line)
     return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 
@@ -180,7 +184,7 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
     opts = dataclasses.replace(
         opts,
         pid_width=table.pid_width_for(read_pid_max()),
-        target=host_target(),
+        target=host_target(host.cpuinfo),
         config_path=loaded.path,
     )
     check_privileges(opts, host)
@@ -269,14 +273,18 @@ def _run_batch(
     out: IO[str] | None,
     errf: IO[str] | None,
 ) -> int:
-    """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
-    status when there is one."""
+    """The batch loop, SIGTERM and SIGINT ending it cleanly (status 143, 130); the
+    spawned command's exit status when there is one, which gets a SIGTERM passed on and
+    ends tiptop with it unless it takes longer than a second signal or 5 s
+    (``tiptop.cli.ending``)."""
+    from tiptop.cli.ending import Ending, wait_for_command
     from tiptop.outputs import batch
     from tiptop.refresh import Stop
 
     stop = Stop()
+    ending = Ending(stop)
     try:
-        with stop.on_signals():
+        with stop.on_signals(ending):
             batch.run(
                 opts,
                 sampler,
@@ -288,11 +296,15 @@ def _run_batch(
                 stop=stop,
                 child=child,
             )
+            if child is not None and stop.requested and not child.exited():
+                os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
+                status = wait_for_command(child, ending)  # a second signal or 5 s: no more
+                if status is None:
+                    child.abandon()
+                    return ending.status()
     finally:
         stop.close()
-    if child is not None and stop.requested and not child.exited():
-        os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
-    return child.reap() if child is not None else 0
+    return child.reap() if child is not None else ending.status()
 
 
 def where_profiler(host: Host, pid: int, delay: float) -> TaskProfiler:

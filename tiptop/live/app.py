@@ -25,8 +25,9 @@ from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
-from tiptop.live.rows import TaskTable
+from tiptop.live.rows import TaskTable, squeezed, user_squeeze
 from tiptop.live.state import LiveState
+from tiptop.live.terminal_input import InputFilter
 from tiptop.live.where import ProfilerFactory, WhereWindow
 from tiptop.live.widgets import (
     LiveScreen,
@@ -36,7 +37,7 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import help_lines, target_line, tree_markup
+from tiptop.live.windows import help_lines, target_line, tree_markup, tree_title
 from tiptop.options import Options
 from tiptop.refresh import drain
 
@@ -46,6 +47,9 @@ FIRST_DELAY = 0.2
 #: Keys that only move the view; every other key refreshes at once, like the original's
 #: ``select()`` on stdin returning early.
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
+
+#: Keys that close the open window (``h``, ``e``, ``t`` also close their own).
+CLOSE_KEYS = frozenset({"esc"})
 
 
 class LiveApp:
@@ -108,22 +112,32 @@ class LiveApp:
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
-                    cols, table.header(self.state.screen, self.state.view)
+                    cols, squeezed(self._header(), self._squeeze(cols))
                 ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,
             },
             self.table,
         )
+        self.table.squeeze = self._squeeze
         self._update_help()
 
     # ------------------------------------------------------------------ state
+
+    def _header(self) -> str:
+        return table.header(self.state.screen, self.state.view)
+
+    def _squeeze(self, cols: int) -> tuple[int, int] | None:
+        """What of the ``-U`` column to leave out at ``cols`` so COMMAND stays whole."""
+        view = self.state.view
+        return user_squeeze(len(self._header()), cols, view.pid_width, view.show_user)
 
     def _headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.state.screen.columns)
 
     def indicators(self) -> list[str]:
-        """The title line's mode indicators, in the original's order."""
+        """The title line's mode indicators, in the original's order, then ours:
+        ``[rec]`` while ``--record`` writes every refresh to its file."""
         o = self.state.options
         flags = [
             ("[conf]", o.config_path is not None),
@@ -134,6 +148,7 @@ class LiveApp:
             ("[sticky]", o.sticky),
             ("[threads]", o.show_threads),
             ("[idle]", o.show_idle),
+            ("[rec]", o.record is not None),
         ]
         return [name for name, on in flags if on]
 
@@ -195,7 +210,10 @@ class LiveApp:
         about = next((m for m in map(log.about, aliases) if m is not None), None)
         first = next(iter(log), None)
         why = about.line if about else first.line if first else ""
-        self.notice = f"{', '.join(aliases)} not counted" + (f": {why}" if why else "")
+        # Events as the user knows them (cycles), not the screen's aliases (CYCLE).
+        label = {c.alias: c.event_label for c in self.state.screen.counters}
+        events = ", ".join(dict.fromkeys(label.get(a, a) for a in aliases))
+        self.notice = f"{events} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
 
@@ -203,7 +221,7 @@ class LiveApp:
         """Recompute the rows from the current frame and view (no sampling)."""
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
-        self.widget.errors.set_messages(self.source.messages.lines())
+        self.widget.errors.set_messages(self.source.messages.explained())
         self._update_tree()
         self.widget.changed()
 
@@ -289,6 +307,10 @@ class LiveApp:
         self.rebuild()
         self._arm(FIRST_DELAY)
 
+    def _terminated(self, signum: int, frame: Any) -> None:
+        """SIGTERM's handler while the loop runs: quit with 128 + the signal."""
+        self.quit(128 + signum)
+
     def quit(self, code: int = 0) -> None:
         """Leave the main loop (from a key or after ``-n`` refreshes)."""
         self.quit_code = code
@@ -301,26 +323,26 @@ class LiveApp:
         self.widget.window = None if self.widget.window == window else window
         self._update_tree()
 
-    def _selected_pid(self) -> int | None:
-        return self.drill.select(self.rows, self.table.visible(), self.state.view.watch)
-
     def _update_tree(self) -> None:
-        """The ``t`` window's lines from the current frame while it is open (the extra
-        source of :mod:`.drill` released when it is not)."""
+        """The ``t`` and ``f`` windows' lines from the current frame while one is open,
+        for the highlighted task, which the tree's title names (the extra source of
+        :mod:`.drill` and the profiler of :mod:`.where` released when neither is open)."""
         if self.widget.window not in ("tree", "where"):
             self.drill.close()
             self.where.close()
             return
         s = self.state
-        pid = self._selected_pid()
+        row = self.table.selected_row()
+        pid = None if row is None else int(row.pid)
         view = self.drill.view(
             s.options, self.frame, s.screen, s.screens, pid, self.source.messages
         )
         self.widget.tree = tree_markup(view)
+        self.widget.tree_title = tree_title(row)
         self._update_where(pid)
 
     def _update_where(self, pid: int | None) -> None:
-        """The ``f`` window's lines, sampling the selected task while it is open."""
+        """The ``f`` window's lines, sampling the highlighted task while it is open."""
         if self.widget.window != "where":
             self.where.close()
             return
@@ -353,15 +375,20 @@ class LiveApp:
             self.prompt_key(key)
             self.widget.changed()
             return True
-        if key == "esc" and self.widget.window == "where":
-            self._toggle("where")
-            self.widget.changed()
-            return True
         if key in NAV_KEYS:
-            target = self.widget.errors if self.widget.window == "errors" else self.table
+            window = self.widget.window
+            target = self.widget.scrollers().get(window or "", self.table)
             target.scroll(key)
+            if window in ("tree", "where"):  # the tree and functions follow the highlight
+                self._update_tree()
             self.widget.changed()
             return True
+        if key in CLOSE_KEYS and self.widget.window is not None:
+            self._toggle(self.widget.window)  # Esc closes any window
+            self.widget.changed()
+            return True
+        if key == "enter":
+            key = "t"  # Enter opens the highlighted task's tree, as t does
         self.state.message = ""
         if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
@@ -403,14 +430,20 @@ class LiveApp:
             P.PALETTE,
             screen=screen,
             unhandled_input=self.on_key,
+            input_filter=InputFilter(),
             handle_mouse=False,
         )
         self._arm(FIRST_DELAY)
+        # SIGTERM ends the session as q does, the terminal restored, status 143 (128 +
+        # the signal, as the man page says); without it Python dies with the screen left
+        # in the alternate buffer.
+        old_term = signal.signal(signal.SIGTERM, self._terminated)
         try:
             self.loop.run()
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
         finally:
+            signal.signal(signal.SIGTERM, old_term)
             self.drill.close()
             self.where.close()
             if getattr(self.loop.screen, "_started", False):

@@ -150,6 +150,16 @@ class RowList(Sequence[Row]):
             row = self._made[k] = self._make(k if k >= 0 else k + len(self._idx))
         return row
 
+    def position_of(self, tid: int) -> int | None:
+        """The display position of task ``tid``'s row, or None when it has none (from
+        the frame's tid array: no row is built)."""
+        for i in np.flatnonzero(self._frame.tid == tid).tolist():  # its frame row(s)
+            try:
+                return self._idx.index(i)
+            except ValueError:  # filtered out of the view
+                continue
+        return None
+
     def _make(self, k: int) -> Row:
         f, view, i = self._frame, self._view, self._idx[k]
         return Row(
