@@ -14,6 +14,13 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (_REPO, os.environ.get("PYTHONPATH", "")) if p
 )
 
+# The suite as on another CPU (tests/support/as_cpu.py): in-process Host.read() too.
+if os.environ.get("TIPTOP_TEST_CPUINFO"):
+    from tests.support.as_cpu import pretend_cpu
+
+    pretend_cpu(os.path.abspath(os.environ["TIPTOP_TEST_CPUINFO"]))
+    os.environ["TIPTOP_TEST_CPUINFO"] = os.path.abspath(os.environ["TIPTOP_TEST_CPUINFO"])
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``hwpmu`` run only where a hardware PMU answers."""

@@ -46,8 +46,21 @@ def hardware_pmu_error() -> str | None:
     return None
 
 
-#: ``python -m tiptop`` with this interpreter.
-TIPTOP = [sys.executable, "-m", "tiptop"]
+#: ``python -m tiptop`` with this interpreter; where ``$TIPTOP_TEST_CPUINFO`` names a
+#: cpuinfo file, tiptop as on that CPU (tests/support/as_cpu.py; .ci/run runs the suite so
+#: as on QEMU's generic EPYC model).
+TIPTOP = [
+    sys.executable,
+    "-m",
+    "tests.support.as_cpu" if os.environ.get("TIPTOP_TEST_CPUINFO") else "tiptop",
+]
+
+#: cpuinfo files of CPUs a test needs (tests/data/cpuinfo/): QEMU's generic ``EPYC`` model
+#: (family 17h model 01h, no top-down screen) and AMD Zen 4 (19h/11h, top-down with a tree).
+GENERIC_EPYC = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "data/cpuinfo/qemu-epyc-17_01"
+)
+ZEN4 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data/cpuinfo/zen4-19_11")
 
 
 def run(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -60,6 +73,19 @@ def run(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProce
         timeout=timeout,
         stdin=subprocess.DEVNULL,
         **kw,
+    )
+
+
+def run_as_cpu(cpuinfo: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """:func:`run` as on the CPU that the ``cpuinfo`` file describes (the injected Host's
+    ``cpuinfo``, tests/support/as_cpu.py): for tests that need that CPU's screens."""
+    return subprocess.run(
+        [sys.executable, "-m", "tests.support.as_cpu", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TIPTOP_TEST_CPUINFO": cpuinfo},
     )
 
 
@@ -79,6 +105,7 @@ _RUNTIME_MODULES = (
     "typing_extensions",
     "prometheus_client",
     "bcrypt",
+    "elftools",
 )
 
 

@@ -61,6 +61,10 @@ class Host:
     clk_tck: int = 100
     #: ``/.dockerenv`` or ``/run/.containerenv`` exists.
     in_container: bool = False
+    #: The file that names the CPU (family, model; proc(5) ``/proc/cpuinfo``), read by
+    #: ``tiptop.cli.screens.host_target`` for the screens' ``arch``/``model`` gating; a
+    #: test names another file to be the CPU it describes (tests/support/as_cpu.py).
+    cpuinfo: str = "/proc/cpuinfo"
     #: The clock the engine reads.
     clock: Clock = Clock()
 
@@ -88,6 +92,7 @@ class Host:
             fds_in_use=in_use,
             clk_tck=os.sysconf("SC_CLK_TCK"),
             in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+            cpuinfo=os.path.join(proc_root, "cpuinfo"),
         )
 
     @property

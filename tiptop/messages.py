@@ -1,25 +1,29 @@
 """The one message log: every problem tiptop meets, said once, read by every consumer.
 
 A message has a stable *key* (said once per key, whatever its text), one *line* of text,
-and the *subjects* it is about (counter aliases, a PMU name), so that the live view can
-say why a column shows ``?`` without searching message texts. Batch mode, the live view,
-``-E`` and ``--check`` each read the log with their own cursor (:meth:`MessageLog.since`).
+optionally a longer *detail* (the whole explanation, for the live ``e`` window), and the
+*subjects* it is about (counter aliases, a PMU name: a key said again adds its subjects),
+so that the live view can say why a column shows ``?`` without searching message texts.
+Batch mode, the live view, ``-E`` and ``--check`` each read the log with their own cursor
+(:meth:`MessageLog.since`).
 Imports nothing from tiptop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Message:
-    """One problem: its stable key, its line, and what it is about."""
+    """One problem: its stable key, its line, what it is about, and its whole explanation
+    where the line is its short form."""
 
     key: str
     line: str
     subjects: tuple[str, ...] = ()
+    detail: str = ""
 
 
 class MessageLog:
@@ -27,16 +31,24 @@ class MessageLog:
 
     def __init__(self) -> None:
         self._messages: list[Message] = []
-        self._keys: set[str] = set()
+        self._keys: dict[str, int] = {}
 
-    def say(self, key: str, line: str, subject: str | Sequence[str] = ()) -> bool:
-        """Record ``line`` under ``key`` unless that key was said; returns whether it was
-        new. ``subject`` is one name or several."""
-        if key in self._keys:
-            return False
-        self._keys.add(key)
+    def say(
+        self, key: str, line: str, subject: str | Sequence[str] = (), *, detail: str = ""
+    ) -> bool:
+        """Record ``line`` (and its longer ``detail``) under ``key`` unless that key was
+        said, else add ``subject`` to the message said; returns whether it was new.
+        ``subject`` is one name or several."""
         subjects = (subject,) if isinstance(subject, str) else tuple(subject)
-        self._messages.append(Message(key, line, subjects))
+        if key in self._keys:
+            i = self._keys[key]
+            said = self._messages[i]
+            more = tuple(s for s in subjects if s not in said.subjects)
+            if more:
+                self._messages[i] = dataclasses.replace(said, subjects=said.subjects + more)
+            return False
+        self._keys[key] = len(self._messages)
+        self._messages.append(Message(key, line, subjects, detail))
         return True
 
     def since(self, cursor: int) -> tuple[list[Message], int]:
@@ -50,6 +62,11 @@ class MessageLog:
     def lines(self) -> list[str]:
         """Every line, in order."""
         return [m.line for m in self._messages]
+
+    def explained(self) -> list[str]:
+        """Every line, with its detail on the next line where it has one (the live ``e``
+        window: the whole explanation once)."""
+        return [f"{m.line}\n{m.detail}" if m.detail else m.line for m in self._messages]
 
     def __len__(self) -> int:
         return len(self._messages)

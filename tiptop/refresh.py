@@ -9,7 +9,8 @@ as it can be written; written as text, csv or json, or published as metrics. Wai
 one poll(2) that a stop request (:class:`Stop`, safe in a signal handler) ends at once.
 Live mode keeps its own loop: urwid's main loop drives its refreshes between keys.
 
-Imports only ``frame`` and ``messages``.
+Imports only ``messages``: what is handed on is the caller's type (a ``Frame``, or
+``--where``'s profile of one process).
 """
 
 from __future__ import annotations
@@ -17,11 +18,29 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import Protocol, TypeVar
 
-from tiptop.frame import Frame, FrameSource
 from tiptop.messages import MessageLog
+
+#: What a loop hands on: a :class:`tiptop.frame.Frame`, or ``--where``'s profile.
+Item = TypeVar("Item")
+Made = TypeVar("Made", covariant=True)
+
+
+class Refreshing(Protocol[Made]):
+    """A source of what one refresh made: a ``FrameSource``, ``--where``'s profiler."""
+
+    def refresh(self) -> Made:
+        """What the time since the previous refresh made."""
+        ...
+
+
+#: A signal handler, as ``signal.signal`` takes it.
+Handler = Callable[[int, FrameType | None], object]
 
 
 class Stop:
@@ -55,6 +74,19 @@ class Stop:
                 poller.poll(1000 * seconds)
         return self.requested
 
+    @contextlib.contextmanager
+    def on_signals(self, handler: Handler | None = None) -> Iterator[Stop]:
+        """While in the block, SIGINT and SIGTERM request this stop, or go to ``handler``
+        (which should request it, e.g. after noting the signal for the exit status); the
+        handlers before are put back after it."""
+        handle: Handler = handler or (lambda *_: self.request())
+        old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for sig, previous in old.items():
+                signal.signal(sig, previous)
+
     def close(self) -> None:
         """Close the wake pipe (once)."""
         for fd in self._wake:
@@ -68,12 +100,12 @@ Wait = Callable[[float], None]
 
 
 def paced(
-    source: FrameSource,
+    source: Refreshing[Item],
     delay: float,
     stop: Stop,
     wait: Wait | None = None,
     ending: Callable[[], bool] | None = None,
-) -> Iterator[Frame]:
+) -> Iterator[Item]:
     """``source``'s frames, one every ``delay`` seconds from now, until ``stop`` is
     requested; deadlines are kept from the start (a slow refresh does not push the next
     one later). ``wait`` sleeps until a deadline (default: :meth:`Stop.wait`). ``ending()``,
@@ -103,8 +135,8 @@ def drain(messages: MessageLog, cursor: int, say: Callable[[str], None]) -> int:
 
 
 def consume(
-    frames: Iterable[Frame],
-    take: Callable[[Frame, int], None],
+    frames: Iterable[Item],
+    take: Callable[[Item, int], None],
     messages: MessageLog,
     say: Callable[[str], None],
     max_iter: int = 0,
@@ -126,4 +158,4 @@ def consume(
     return count
 
 
-__all__ = ["Stop", "Wait", "consume", "drain", "paced"]
+__all__ = ["Item", "Made", "Refreshing", "Stop", "Wait", "consume", "drain", "paced"]

@@ -41,6 +41,8 @@ class Spawned:
         self._report = report  # read end of the close-on-exec pipe of the exec's errno
         self.name = name
         self.status: int | None = None
+        #: Left to its own fate (tiptop ended before it): never killed, never reaped.
+        self.abandoned = False
 
     def release(self) -> None:
         """Let the child exec the command; raise :class:`ExecFailed` (the child reaped)
@@ -97,10 +99,16 @@ class Spawned:
                 self.status = 128 - self.status
         return self.status
 
+    def abandon(self) -> None:
+        """Leave the running command to its own fate: :meth:`kill` spares it (a second
+        SIGTERM, or 5 s after the first, ends tiptop while it runs on)."""
+        self.abandoned = True
+
     def kill(self) -> None:
-        """End the child (used when attaching failed or tiptop was interrupted)."""
+        """End the child (used when attaching failed or tiptop was interrupted), unless
+        it was :meth:`abandon`-ed."""
         self.release_closed()
-        if self.status is None:
+        if self.status is None and not self.abandoned:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self.reap()

@@ -5,8 +5,10 @@ uid 65534 path, the fallback to the software screen, and rows lining up under th
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -268,14 +270,38 @@ def test_live_ctrl_c_exits_130(tmp_path: Path, tmux_needed: None) -> None:
         t.kill()
 
 
+def test_live_sigterm_exits_143_with_the_terminal_restored(
+    tmp_path: Path, tmux_needed: None
+) -> None:
+    script = tmp_path / "wrap.py"
+    script.write_text(  # tiptop's pid to a file, its status to another
+        "import subprocess\n"
+        f"p = subprocess.Popen({[*TIPTOP, '-d', '0.3', '-S', 'sched']!r})\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(p.pid))\n"
+        f"open({str(tmp_path / 'status')!r}, 'w').write(str(p.wait()))\n"
+    )
+    t = Tmux([sys.executable, str(script)], tmp_path)
+    try:
+        t.wait(has("screen  "), "the live screen")
+        os.kill(int((tmp_path / "pid").read_text()), signal.SIGTERM)
+        assert _status(tmp_path) == 143
+        t.wait(lambda ls: not has("screen  ")(ls), "the terminal restored")
+    finally:
+        t.kill()
+
+
 def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -> None:
-    t = Tmux(_wrapped(tmp_path, ["-d", "0.3", "-S", "sched", "-i"]), tmp_path)
+    """``W`` writes $XDG_CONFIG_HOME/tiptop/tiptoprc (not ./.tiptoprc) and says so."""
+    xdg = tmp_path / "xdg"
+    wrapped = _wrapped(tmp_path, ["-d", "0.3", "-S", "sched", "-i"])
+    t = Tmux(["env", f"XDG_CONFIG_HOME={xdg}", *wrapped], tmp_path, cols=200)
+    rc = xdg / "tiptop" / "tiptoprc"
     try:
         t.wait(has("screen  "), "the live screen")
         t.keys("W")
-        t.wait(has(".tiptoprc written"), "the W message")
+        t.wait(has(f"{rc} written"), "the W message")
         t.keys("W")
-        t.wait(has(".tiptoprc not written: already exists"), "the refusal")
+        t.wait(has(f"{rc} not written: it already exists"), "the refusal")
         t.keys("q")
         assert _status(tmp_path) == 0
     finally:
@@ -283,7 +309,8 @@ def test_live_w_writes_current_options_once(tmp_path: Path, tmux_needed: None) -
     from tiptop.cli import host_target, load_screens
     from tiptop.screens import load_file
 
-    conf = load_file(str(tmp_path / ".tiptoprc"), host_target())
+    assert not (tmp_path / ".tiptoprc").exists()
+    conf = load_file(str(rc), host_target())
     assert conf.problems == []
     assert conf.options["delay"] == "0.3" and conf.options["idle"] == "1"
     assert [s.name for s in conf.screens] == [s.name for s in load_screens(None).screens]

@@ -90,6 +90,11 @@ class Tmux:
     def dead(self) -> bool:
         return self.tmux("list-panes", "-t", "t", "-F", "#{pane_dead}").strip() == "1"
 
+    def quit(self) -> None:
+        """Type ``q`` and wait for the program to end."""
+        self.keys("q")
+        self.wait(lambda ls: self.dead(), "the program to quit")
+
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=10)
 
@@ -136,10 +141,10 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
     assert lines[4].startswith("  100   50.0  2.00   0.50 task0")
 
     t.keys("h")
-    lines = t.wait(has("Help (h to close)"), "the help window")
+    lines = t.wait(has("Help (h or Esc closes)"), "the help window")
     assert any("%CPU : Total CPU usage" in line for line in lines)
     t.keys("h")
-    t.wait(lambda ls: not has("Help (h to close)")(ls), "the help window to close")
+    t.wait(lambda ls: not has("Help (h or Esc closes)")(ls), "the help window to close")
 
     t.keys("Right")
     lines = t.wait(has("screen  1: branch"), "the second screen")
@@ -163,6 +168,45 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
     # The terminal is restored (urwid leaves the alternate screen) and run() returned 0.
     lines = t.wait(has("EXIT 0"), "the program to quit")
     assert not any("tiptop -" in line for line in lines)
+
+
+def highlighted(t: Tmux) -> list[str]:
+    """The rows drawn in the selection cursor's colours (black on cyan: ``ESC[30m ESC[46m``,
+    tiptop.live.palette.SELECTED), as text."""
+    raw = t.tmux("capture-pane", "-e", "-p", "-t", "t").splitlines()
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in raw if "\x1b[46m" in line]
+
+
+def test_selection_cursor_esc_and_terminal_reports(tmp_path: Path) -> None:
+    """At 80x24 (issue 39): Down moves the highlight over rows that stay in place, ``t``
+    opens the tree of the highlighted task and names it, Esc closes it, and a typed or
+    pasted cursor-position report (``ESC[999;999R``) leaves the UI running."""
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER.format(repo=str(REPO)))
+    t = Tmux([sys.executable, str(script)], tmp_path, cols=80, rows=24)
+    try:
+        lines = t.wait(has("6 displayed"), "the first refresh")
+        assert lines[3].lstrip().startswith("PID")  # the header within the top 5 lines
+        rows = lines[4:10]
+        assert [r.split()[0] for r in highlighted(t)] == ["100"]
+        for pid in ("101", "102"):
+            t.keys("Down")
+            t.wait(lambda ls, p=pid: [r.split()[0] for r in highlighted(t)] == [p], "Down")
+            assert [x.split()[0] for x in t.screen()[4:10]] == [r.split()[0] for r in rows]
+        t.keys("t")
+        lines = t.wait(has("Top-down tree of PID 102 (task2)"), "the tree window naming it")
+        assert any("no top-down tree" in x for x in lines), lines
+        t.keys("Escape")
+        t.wait(lambda ls: not has("Top-down tree")(ls), "Esc to close the window")
+        t.tmux("send-keys", "-t", "t", "-l", "\x1b[999;999R")  # a cursor-position report
+        t.keys("h")
+        t.wait(has("Help (h or Esc closes)"), "the UI to take keys after the report")
+        t.keys("Escape")
+        t.wait(lambda ls: not has("Help (")(ls), "Esc to close the help")
+        t.keys("q")
+        t.wait(has("EXIT 0"), "the program to quit")
+    finally:
+        t.kill()
 
 
 def test_resize_keeps_running(driven: Tmux) -> None:
@@ -211,8 +255,8 @@ def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
     try:
         t.wait(shown(int(_topdown_index())), "the topdown screen's rows", timeout=20)
         t.keys("t")
-        lines = t.wait(has("Top-down tree (t to close)"), "the drill-down window")
-        top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+        lines = t.wait(has("Top-down tree of PID"), "the drill-down window")
+        top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
         first = lines[top + 1].strip(" │")
         if hardware_pmu_error() is not None:
             assert "counts missing" in first or "no top-down tree" in first, first
@@ -232,22 +276,22 @@ def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cols", [80, 200])
 def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
     """In a real terminal of 80 and 200 columns, ``h`` opens a box 5 columns in from each
-    side whose long lines (the keys) wrap at spaces: rejoined, the paragraph is whole."""
+    side listing the keys one per line, grouped."""
     from tiptop.live.keys import key_help
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER.format(repo=str(REPO)))
-    t = Tmux([sys.executable, str(script)], tmp_path, cols=cols, rows=50)
+    t = Tmux([sys.executable, str(script)], tmp_path, cols=cols, rows=60)
     try:
         t.wait(has("6 displayed"), "the first refresh")
         t.keys("h")
-        lines = t.wait(has("Help (h to close)"), "the help window")
-        top = next(i for i, line in enumerate(lines) if "Help (h to close)" in line)
+        lines = t.wait(has("Help (h or Esc closes)"), "the help window")
+        top = next(i for i, line in enumerate(lines) if "Help (h or Esc closes)" in line)
         assert lines[top].index("┌") == 5 and lines[top].rindex("┐") == cols - 6, lines[top]
         inner = [x[6 : cols - 6].rstrip() for x in lines[top + 1 :] if x[5:6] == "│"]
-        start = next(i for i, x in enumerate(inner) if x.startswith("Keys: "))
-        rows = inner[start : inner.index("", start)]
-        assert " ".join(rows) == key_help(), rows
+        start = inner.index("Selection and windows:")
+        keys = key_help()  # one key per line, grouped: nothing cut or lost
+        assert inner[start : start + len(keys)] == [k.rstrip() for k in keys], inner
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:

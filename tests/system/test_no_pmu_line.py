@@ -1,6 +1,7 @@
-"""One sentence for one cause: where the machine has no hardware PMU, start-up, ``--check``,
-``--list-screens``, the live view's message line and ``--selftest`` all say
-``tiptop.kernel.explain.NO_PMU``, word for word (what, why, what to do)."""
+"""One sentence for one cause: where the machine has no hardware PMU, ``--check``,
+``--list-screens`` and ``--selftest`` say ``tiptop.kernel.explain.NO_PMU``, word for word
+(what, why, what to do); a run (batch stderr, the live message line) says it in one short
+line, once (``no_pmu_line``: at most 100 characters, issue 39), whatever the screen."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from tests.helpers import TIPTOP, hardware_pmu_error, run
 from tests.system.test_live_tmux import Tmux
 from tiptop.events.sysfs import alias_pmus
-from tiptop.kernel.explain import NO_PMU
+from tiptop.kernel.explain import NO_PMU, NO_PMU_COLUMNS, no_pmu_line
 
 
 @pytest.fixture
@@ -22,9 +23,8 @@ def no_pmu() -> None:
         pytest.skip(f"a machine without a hardware PMU at all (cycles gives {err})")
 
 
-def test_batch_check_list_and_selftest_say_the_same_line(no_pmu: None) -> None:
+def test_check_list_and_selftest_say_the_same_line(no_pmu: None) -> None:
     said = {
-        "start-up": run("-b", "-n", "1", "-d", "0.1").stderr,
         "--check": run("--check").stdout,
         "--list-screens": run("--list-screens").stdout,
         "--selftest": run("--selftest", "-S", "default", timeout=120).stdout,
@@ -34,15 +34,36 @@ def test_batch_check_list_and_selftest_say_the_same_line(no_pmu: None) -> None:
     assert not [w for w, t in said.items() if "ENOENT (No such file" in t], said
 
 
-def test_live_message_line_says_the_same_line(no_pmu: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "doing"),
+    [
+        ([], "showing screen 'sched'"),  # the fallback to the software-event screen
+        (["-S", "default"], NO_PMU_COLUMNS),  # five hardware events, one line
+    ],
+)
+def test_batch_says_one_short_line_once(no_pmu: None, args: list[str], doing: str) -> None:
+    r = run("-b", "-n", "3", "-d", "0.1", *args)
+    assert r.returncode == 0, r
+    about_pmu = [line for line in r.stderr.splitlines() if "PMU" in line]
+    assert about_pmu == [f"tiptop: {no_pmu_line(doing)}"], r.stderr
+    assert max(len(line) for line in r.stderr.splitlines()) <= 100, r.stderr
+
+
+def test_live_message_line_says_the_short_line(no_pmu: None, tmp_path: Path) -> None:
+    """At 80x24 the line fits in two rows and the table header is within the top 5; the
+    ``e`` window has the whole explanation, once."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
-    t = Tmux([*TIPTOP, "-d", "5"], tmp_path, cols=200, rows=50)
+    t = Tmux([*TIPTOP, "-d", "5"], tmp_path, cols=80, rows=24)
     try:
-        # The message line (row 3, wrapped at spaces onto the next rows) of the start.
-        lines = t.wait(lambda ls: "starting on screen" in " ".join(ls[:6]), "the notice")
-        joined = " ".join(x.strip() for x in lines[2:6])
-        assert NO_PMU in joined, lines[:6]
+        line = no_pmu_line("showing screen 'sched'")
+        lines = t.wait(lambda ls: "PID" in " ".join(ls[:5]), "the table header")
+        joined = " ".join(x.strip() for x in lines[2:4])
+        assert line in joined, lines[:6]
+        t.keys("e")
+        lines = t.wait(lambda ls: "END" in "".join(ls), "the e window")
+        window = " ".join(x.strip("│ ") for x in lines)
+        assert window.count("(a VM or") == 1, lines
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:

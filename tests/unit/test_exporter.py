@@ -288,3 +288,68 @@ def test_the_docs_use_only_names_the_exporter_exports() -> None:
     ]
     used = set(re.findall(r"(?<![:\w])tiptop_[a-z_]+\b", "\n".join(texts)))  # not rule names
     assert used and used <= exported, used - exported
+
+
+def test_by_cgroup_takes_the_cgroups_own_cpu_where_it_is_more() -> None:
+    """``--by cgroup`` as root: a cgroup's CPU from its ``cpu.stat`` (scripted here) where
+    it exceeds its shown tasks' sum (processes too short to be shown); never less than
+    that sum; a cgroup with no task shown still counts; an idle one gets no series."""
+    used = [{"db": 2.0}, {"db": 0.1, "cron": 0.7, "idle": 0.0}, {}]
+    calls: list[list[int]] = []
+
+    def cgroup_cpu(pids: list[int]) -> dict[str, float]:
+        calls.append(pids)
+        return used[len(calls) - 1]
+
+    agg = Aggregator(
+        metrics_for(SCHED.counters),
+        by="cgroup",
+        cgroup_of=lambda pid: "db",
+        cgroup_cpu=cgroup_cpu,
+    )
+    one = frame(rows((7, "pg", 50.0, [0] * 5)), SCHED)  # 0.5 s shown over 1 s
+    snap = agg.update(one)
+    assert sample(snap, "tiptop_cpu_seconds_total") == {("db",): pytest.approx(2.0)}
+    snap = agg.update(one)  # the cgroup says 0.1 s: the shown task's 0.5 s stands
+    cpu = sample(snap, "tiptop_cpu_seconds_total")
+    assert cpu == {("db",): pytest.approx(2.5), ("cron",): pytest.approx(0.7)}
+    snap = agg.update(one)  # no reading: the tasks' sum
+    assert sample(snap, "tiptop_cpu_seconds_total")[("db",)] == pytest.approx(3.0)
+    assert calls == [[7], [7], [7]]
+
+
+def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
+    """``CgroupCpu.used``: a leaf cgroup's ``usage_usec`` since it was first followed (from
+    its birth when made after the start), followed while its processes are gone; the root
+    and a cgroup with children (usage counted in theirs) are left out; a removed cgroup
+    is dropped. The directory tree stands for /sys/fs/cgroup and /proc."""
+    import os
+
+    from tiptop.kernel.cgroup import CgroupCpu
+
+    cg, proc = tmp_path / "cg", tmp_path / "proc"
+
+    def make(path: str, usec: int) -> None:
+        (cg / path).mkdir(parents=True, exist_ok=True)
+        (cg / path / "cpu.stat").write_text(f"usage_usec {usec}\nuser_usec {usec}\n")
+
+    def task(pid: int, path: str) -> None:
+        (proc / str(pid)).mkdir(parents=True, exist_ok=True)
+        (proc / str(pid) / "cgroup").write_text(f"0::{path}\n")
+
+    make("", 9_000_000)
+    make("system.slice", 8_000_000)
+    make("system.slice/db.service", 5_000_000)
+    task(1, "/"), task(2, "/system.slice/db.service"), task(3, "/system.slice")
+    started = os.stat(cg / "system.slice/db.service").st_ctime + 1  # made before it
+    reader = CgroupCpu(CgroupCache(str(proc)), str(cg), started=started)
+    assert reader.used([1, 2, 3]) == {"db": 0.0}  # counted from now; / and the slice out
+    make("system.slice/db.service", 6_500_000)
+    assert reader.used([]) == {"db": pytest.approx(1.5)}  # its process gone: followed
+    reader.started = 0.0  # from here on, cgroups are made after the start
+    make("system.slice/job.scope", 250_000)
+    task(4, "/system.slice/job.scope")
+    assert reader.used([4]) == {"db": 0.0, "job": pytest.approx(0.25)}  # from its birth
+    (cg / "system.slice/job.scope/cpu.stat").unlink()
+    (cg / "system.slice/job.scope").rmdir()
+    assert reader.used([]) == {"db": 0.0}

@@ -25,7 +25,7 @@ RULES: dict[str, set[str]] = {
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
-    "refresh": {"frame", "messages"},  # the one loop that hands frames to a consumer
+    "refresh": {"messages"},  # the one loop that hands frames to a consumer
     "files": {"errors"},  # files a user names to be written: regular files only
     "vocab": set(),  # perf_event's vocabulary: event types, ids, perf's and the original's names
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
@@ -39,8 +39,10 @@ RULES: dict[str, set[str]] = {
     "options": {"errors", "screens", "cells", "table", "frame"},
     # --check, --list-events
     "diagnose": {"kernel", "events", "screens", "cells", "errors", "host", "vocab"},
-    "live": {"table", "frame", "options", "cells", "errors", "host", "refresh"},
-    "outputs": {"table", "frame", "options", "cells", "errors", "refresh"},
+    "live": {"table", "frame", "options", "cells", "errors", "host", "refresh", "where"},
+    "outputs": {"table", "frame", "options", "cells", "errors", "refresh", "where"},
+    # --where: one process sampled (kernel/ring), its samples named (ELF symbols, JIT maps)
+    "where": {"kernel", "errors", "host", "messages", "vocab"},
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)

@@ -111,20 +111,34 @@ def test_filters_pid_user_watch() -> None:
 
 
 def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``W`` writes the user's file ($XDG_CONFIG_HOME/tiptop/tiptoprc), never
+    ``./.tiptoprc`` (which would come first in that directory: issue 39), and says where."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    rc = tmp_path / "xdg" / "tiptop" / "tiptoprc"
     app, _ = new_app()
     keys(app, "W")
-    assert text(app)[2].strip() == ".tiptoprc written"
-    assert (tmp_path / ".tiptoprc").read_text() == "<tiptop/>"
-    (tmp_path / ".tiptoprc").write_text("mine")
+    assert text(app, (120, 12))[2].strip() == f"{rc} written"
+    assert rc.read_text() == "<tiptop/>" and not (tmp_path / ".tiptoprc").exists()
+    rc.write_text("mine")
     keys(app, "W")
-    assert text(app)[2].strip() == ".tiptoprc not written: already exists in current directory"
-    assert (tmp_path / ".tiptoprc").read_text() == "mine"
+    assert text(app, (120, 12))[2].strip() == f"{rc} not written: it already exists"
+    assert rc.read_text() == "mine"
     app.keys.exporter = None
-    os.remove(tmp_path / ".tiptoprc")
+    os.remove(rc)
     keys(app, "W")
-    assert "not written" in text(app)[2]
-    assert not (tmp_path / ".tiptoprc").exists()
+    assert "not written" in text(app, (120, 12))[2]
+    assert not rc.exists()
+
+
+def test_write_config_to_the_directory_w_names(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    app, _ = new_app(config_dir=str(tmp_path))
+    keys(app, "W")
+    assert text(app, (120, 12))[2].strip() == f"{tmp_path / '.tiptoprc'} written"
+    assert not (tmp_path / "xdg").exists()
 
 
 def test_write_config_says_what_the_exporter_refused(
@@ -132,7 +146,7 @@ def test_write_config_says_what_the_exporter_refused(
 ) -> None:
     """A configuration the exporter cannot write (``ValueError``) is said on the message
     line; any other exception is a bug and is not swallowed."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     app, _ = new_app()
 
     def refuse(options: Any, screens: Any) -> str:
@@ -140,8 +154,9 @@ def test_write_config_says_what_the_exporter_refused(
 
     app.keys.exporter = refuse
     keys(app, "W")
-    assert text(app)[2].strip() == ".tiptoprc not written: column 'x' has no header"
-    assert not (tmp_path / ".tiptoprc").exists()
+    rc = tmp_path / "tiptop" / "tiptoprc"
+    assert text(app, (120, 12))[2].strip() == f"{rc} not written: column 'x' has no header"
+    assert not rc.exists()
 
     def broken(options: Any, screens: Any) -> str:
         raise RuntimeError("bug")

@@ -92,18 +92,20 @@ def test_k_asks_the_host_and_the_delay_prompt_sets_state_and_options() -> None:
 def test_key_help_lists_every_key_and_only_keys_that_work() -> None:
     """The help's key list (KEY_HELP) against what acts on keys: the dispatcher, the
     navigation keys, and the sources' own keys (G of bycgroup, the replay's)."""
-    from tiptop.live.app import NAV_KEYS
+    from tiptop.live.app import CLOSE_KEYS, NAV_KEYS
     from tiptop.live.keys import KEY_HELP, KEY_LABELS, key_help
     from tiptop.recording import replay
     from tiptop.sources import bycgroup
 
     keys, _, _ = new_keys()
-    handled = keys.bound() | NAV_KEYS | {bycgroup.KEY, " "}
+    handled = keys.bound() | NAV_KEYS | CLOSE_KEYS | {"enter", bycgroup.KEY, " "}
     handled |= {*replay.STEP_KEYS, *replay.JUMP_KEYS, *replay.SPEED_KEYS}
     listed = [k for ks, _ in KEY_HELP for k in ks]
     assert len(listed) == len(set(listed))
     assert set(listed) == handled
-    text = key_help()
-    assert text.startswith("Keys: q quit; h ? this help; ")
-    for k in listed:
-        assert f" {KEY_LABELS.get(k, k)} " in text, k
+    lines = key_help()
+    assert lines[0] == "Selection and windows:" and lines[1].startswith("  Up Down ")
+    # One key (or key pair) per line, its words after it.
+    for ks, what in KEY_HELP:
+        label = " ".join(KEY_LABELS.get(k, k) for k in ks)
+        assert any(x.startswith(f"  {label} ") and x.endswith(what) for x in lines), ks

@@ -63,14 +63,16 @@ def test_root_indicator_follows_euid() -> None:
 def test_dead_and_watched_rows_and_cell_attributes() -> None:
     app, _ = new_app(sticky=True, watch_name="task2")
     size = (60, 12)
+    # The selection cursor starts on the top row: the whole row in its attribute.
+    assert attrs(app, size, 4) == [(P.SELECTED, 59), (None, 1)]
+    keys(app, "end")  # the cursor to the last row (task3)
+    assert attrs(app, size, 7) == [(P.SELECTED, 59), (None, 1)]
     # task0: IPC over its threshold (1.5), %MISS multiplexed (running 0.5).
     assert attrs(app, size, 4) == [(None, 13), (P.OVER, 5), (None, 1), (P.SCALED, 6), (None, 35)]
     # task1 is dead: red all along, nothing else.
     assert attrs(app, size, 5) == [(P.DEAD, 31), (None, 29)]
     # task2, right after the dead row, is watched (green): no red leaks onto it.
     assert attrs(app, size, 6) == [(P.WATCHED, 31), (None, 29)]
-    # task3: plain.
-    assert attrs(app, size, 7) == [(None, 60)]
 
 
 def test_help_window_lists_columns() -> None:
@@ -78,20 +80,20 @@ def test_help_window_lists_columns() -> None:
     keys(app, "h")
     lines = text(app, (100, 14))
     body = [line[6:75].rstrip(" │") for line in lines]
-    assert any("Help (h to close)" in line for line in lines)
+    assert any("Help (h or Esc closes)" in line for line in lines)
     assert "Screen by default" in body
     assert "%CPU : Total CPU usage" in body
     assert "IPC  : Executed instructions per cycle" in body
     assert any(b.startswith("Target: ") for b in body)
     keys(app, "?")
-    assert not any("Help (h to close)" in line for line in text(app, (100, 14)))
+    assert not any("Help (h or Esc closes)" in line for line in text(app, (100, 14)))
 
 
 def test_help_window_lists_the_built_in_variables() -> None:
     """After the legend, every built-in variable of the registry with its description."""
     app, _ = new_app()
     keys(app, "h")
-    body = [line[6:75].rstrip(" │") for line in text(app, (100, 40))]
+    body = [line[6:75].rstrip(" │") for line in text(app, (100, 90))]
     start = body.index("Built-in variables of expressions:")
     shown = body[start + 1 : start + 1 + len(VARIABLES)]
     assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
@@ -109,26 +111,43 @@ def test_help_window_takes_the_width_and_wraps_at_spaces(cols: int) -> None:
     app, _ = new_app()
     keys(app, "h")
     lines = text(app, (cols, 60))
-    top = next(i for i, line in enumerate(lines) if "Help (h to close)" in line)
+    top = next(i for i, line in enumerate(lines) if "Help (h or Esc closes)" in line)
     assert lines[top].index("┌") == 5 and lines[top].rindex("┐") == cols - 6
-    inner = [line[6 : cols - 6] for line in lines[top + 1 :] if "│" in line[:6]]
-    start = next(i for i, line in enumerate(inner) if line.startswith("Keys: "))
-    end = inner.index(" " * (cols - 12), start)
-    rows = [line.rstrip() for line in inner[start:end]]
-    assert " ".join(rows) == key_help()  # rejoined at the breaks: nothing cut or lost
-    assert all(len(r) <= cols - 12 for r in rows)
+    inner = [line[6 : cols - 6].rstrip() for line in lines[top + 1 :] if "│" in line[:6]]
+    start = inner.index("Selection and windows:")
+    shown = key_help()
+    assert inner[start : start + len(shown)] == [k.rstrip() for k in shown]  # one per line
+    assert "  Up Down" in inner[start + 1] and "move the highlight" in inner[start + 1]
 
 
-def test_help_window_longer_than_the_terminal_is_cut() -> None:
-    """A help text taller than the terminal shows its top, cut at the bottom, instead of
-    urwid's WidgetError (a Pile cannot overflow its box)."""
+def test_help_window_longer_than_the_terminal_scrolls() -> None:
+    """A help text taller than the terminal shows its top and scrolls with Up/Down and
+    End (its last line says how far); Esc closes it (issue 39)."""
     app, _ = new_app()
     keys(app, "h")
     lines = text(app, (100, 9))
     assert len(lines) == 9
-    assert "Help (h to close)" in lines[0]
+    assert "Help (h or Esc closes)" in lines[0]
     assert lines[1][6:75].startswith("Target: ")
-    assert lines[-1].strip().startswith("└")
+    assert "% (Up/Down scroll)" in lines[-2] and lines[-1].strip().startswith("└")
+    keys(app, "down")
+    assert text(app, (100, 9))[1][6:75].startswith("Screen by default")
+    keys(app, "end")
+    lines = text(app, (100, 9))
+    assert "END" in lines[-2] and "CPU_TOT" not in lines[1]
+    keys(app, "esc")
+    assert not any("Help" in line for line in text(app, (100, 9)))
+
+
+def test_esc_closes_every_window_and_enter_opens_the_tree() -> None:
+    app, _ = new_app()
+    for key, title in (("h", "Help ("), ("e", "errors detected"), ("t", "Top-down tree")):
+        keys(app, key)
+        assert any(title in line for line in text(app)), key
+        keys(app, "esc")
+        assert not any(title in line for line in text(app)), key
+    keys(app, "down", "enter")  # Enter: the tree of the highlighted task, named
+    assert any("Top-down tree of PID 101 (task1)" in line for line in text(app))
 
 
 def test_help_window_shows_the_target_cli_found() -> None:
@@ -163,17 +182,51 @@ def test_error_window_scrolls() -> None:
 
 
 def test_rows_scroll_beyond_the_terminal() -> None:
+    """Up/Down move the highlight; the view scrolls to keep it in sight."""
     app, _ = new_app(n=50, show_idle=True)
     lines = text(app, (60, 12))  # 7 rows fit between header and footer
     assert lines[4].startswith("  100 ") and lines[10].startswith("  106 ")
     keys(app, "down")
-    assert text(app, (60, 12))[4].startswith("  101 ")
+    assert text(app, (60, 12))[4].startswith("  100 ")  # the view stays
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    keys(app, *["down"] * 6)  # past the last row shown: the view follows
+    lines = text(app, (60, 12))
+    assert lines[4].startswith("  101 ") and lines[10].startswith("  107 ")
     keys(app, "end")
     assert text(app, (60, 12))[10].startswith("  149 ")
-    keys(app, "page up")
-    assert text(app, (60, 12))[4].startswith("  137 ")
+    keys(app, "page up")  # the highlight a page up, still in sight: the view stays
+    assert text(app, (60, 12))[4].startswith("  143 ")
+    assert app.table.selected_row().pid == 143  # type: ignore[union-attr]
     keys(app, "home")
     assert text(app, (60, 12))[4].startswith("  100 ")
+
+
+def test_the_highlight_follows_its_task_across_sorts_and_refreshes() -> None:
+    app, _ = new_app()
+    keys(app, "down")  # task1, second by %CPU
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    keys(app, "R")  # reversed: task1 moves, the highlight with it
+    lines = text(app, (60, 12))
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert attrs(app, (60, 12), 4 + app.table.selected) == [(P.SELECTED, 59), (None, 1)]
+    assert lines[4 + app.table.selected].startswith("  101 ") and app.table.selected != 1
+    app.refresh()
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+
+
+def test_user_column_narrows_so_that_command_stays() -> None:
+    """``-U`` on a narrow terminal (issue 39: at 80 columns the default screen lost
+    COMMAND): the user column gives up to 7 of its 10 characters, in the header and the
+    rows alike; where everything fits nothing changes."""
+    app, _ = new_app(show_user=True)
+    wide = text(app, (100, 12))
+    assert wide[3].startswith("  PID  user      [ %CPU]") and "  root   " in wide[4]
+    lines = text(app, (40, 12))  # the header is 45 wide with -U: 5 left out
+    assert lines[3].rstrip() == "  PID  use  [ %CPU]  IPC  %MISS COMMAND", lines[3]
+    assert lines[4].rstrip().endswith(" task0") and lines[4].startswith("  100  ")
+    assert lines[4].index("50.0") == wide[4].index("50.0") - 5  # under its header still
+    lines = text(app, (30, 12))  # narrower than that: 3 characters stay, COMMAND is cut
+    assert lines[3].startswith("  PID  use[ %CPU]")
 
 
 def test_resize_and_too_small() -> None:
@@ -225,6 +278,13 @@ def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
     assert "Tasks" not in text(app)[1]
     app.refresh()
     assert text(app)[1].startswith("Tasks:   9 total")
+
+
+def test_rec_indicator_while_recording() -> None:
+    """``[rec]`` at COLS-6 while ``--record`` writes (issue 39: nothing said so)."""
+    assert "[rec]" not in text(new_app()[0])[0]
+    line = text(new_app(record="/tmp/run.jsonl", show_idle=True)[0])[0]
+    assert line.index("[rec]") == 100 - 6 and line.index("[idle]") == 100 - 13
 
 
 def test_conf_indicator_follows_the_config_file() -> None:

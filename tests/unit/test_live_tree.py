@@ -42,7 +42,7 @@ def test_the_tree_window_draws_nodes_bars_and_the_path() -> None:
     app = tree_app()
     keys(app, "t")
     lines = text(app, SIZE)
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
     body = [ln[1:].rstrip(" │") for ln in lines[top + 1 :]]
     assert body[0] == "PID 4242 (chase): bottleneck BE/Mem 36% of slots"
     be = next(ln for ln in body if ln.startswith("* BE "))
@@ -70,7 +70,7 @@ def test_counts_missing_say_why_in_one_line() -> None:
     app.source.messages.say("open:LNC", "LNC: no PMU named 'cpu' on this machine", ["LNC"])
     keys(app, "t")
     lines = text(app, SIZE)
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
     assert lines[top + 1][1:].rstrip(" │") == (
         "PID 4242 (chase): counts missing: LNC: no PMU named 'cpu' on this machine"
     )
@@ -81,7 +81,7 @@ def test_without_a_tree_one_line() -> None:
     app, _ = new_app()  # screens default and branch: no tree on any
     keys(app, "t")
     lines = text(app, (100, 12))
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
     assert "no top-down tree for this CPU: no screen has one" in lines[top + 1]
     assert "─" in lines[top + 2]
 
@@ -92,7 +92,7 @@ def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
     app.refresh()
     keys(app, "t")
     lines = text(app, (100, 12))
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree (t to close)" in ln)
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
     assert "screen 'default' has no top-down tree: 'topdown2' has (+/-)" in lines[top + 1]
 
 

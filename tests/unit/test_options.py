@@ -162,5 +162,10 @@ def test_the_man_page_is_installed_where_man_looks() -> None:
 
     root = Path(__file__).resolve().parents[2]
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["data-files"] == {"share/man/man1": ["docs/tiptop.1"]}
+    assert setuptools["data-files"] == {
+        "share/man/man1": ["docs/tiptop.1"],
+        # and the shell completion beside it (tests/system/test_completion.py)
+        "share/bash-completion/completions": ["completions/bash/tiptop"],
+        "share/zsh/site-functions": ["completions/zsh/_tiptop"],
+    }
     assert "man tiptop" in USAGE and "man ./docs/tiptop.1" in USAGE

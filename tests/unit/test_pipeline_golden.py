@@ -57,8 +57,8 @@ def test_default_screen_through_sampler_and_batch(tmp_path: Path) -> None:
         frame = sampler.refresh()
         writer.frame(frame, it)
     # One line, once, for the event this "machine" lacks.
-    enoent = [m for m in sampler.messages.lines() if "ENOENT" in m]
-    assert len(enoent) == 1 and "no hardware PMU" in enoent[0], sampler.messages.lines()
+    enoent = [m for m in sampler.messages.lines() if "PMU" in m]
+    assert len(enoent) == 1 and enoent[0].startswith("no hardware PMU"), sampler.messages.lines()
     sampler.close()
     text = out.getvalue().split("\n", 2)[2]  # drop uptime/load and date lines
     assert text == GOLDEN

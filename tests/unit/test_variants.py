@@ -139,7 +139,7 @@ def test_help_window_lists_the_variant_picked(target: Target) -> None:
     sampler.start()
     app.refresh()
     keys(app, "h")
-    assert any("Screen variants for this CPU:" in line for line in text(app, (100, 40)))
+    assert any("Screen variants for this CPU:" in line for line in text(app, (100, 120)))
     lines = list(app.widget.help)
     v = builtin_variants(target)["topdown"]
     start = lines.index("Screen variants for this CPU:")

@@ -29,6 +29,7 @@ from tiptop.cli.screens import (
 from tiptop.errors import TiptopError, UsageError, printable
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
+from tiptop.options.inversion import inverted_by_flags
 
 __all__ = [
     "USAGE",
@@ -51,7 +52,7 @@ Usage: {prog} [option] [-- command args]
 	-d --delay delay      delay in seconds between refreshes (0.01 to 604800)
 	-E --error-file file  file where errors are logged
 	--epoch               add epoch at beginning of each line
-	-g                    debug
+	-g                    accepted for compatibility; no effect
 	-h --help             print this message
 	-H --threads          show threads
 	-K --kernel           show kernel activity
@@ -86,8 +87,11 @@ Usage: {prog} [option] [-- command args]
 	--series-expiry S     exporter: drop a series unseen for S seconds (600; 0: never)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
+	--where PID           batch: the process's hottest functions per refresh (sampled)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
+Toggles invert the configuration file's value (as the original): with idle on in the
+file, -i turns it off (said in a warning).
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
@@ -118,7 +122,7 @@ def _last_value(actions: list[Action], name: str) -> str | None:
 def _print_version(out: IO[str], legalese: bool) -> None:
     if legalese:
         out.write(
-            f"tiptop {__version__}.\n"
+            f"tiptop {__version__}\n"
             "Python reimplementation of tiptop 2.3.1 (C) 2011-2015 Inria.\n"
             "This is free software (GPL-2.0-or-later). No warranty.\n"
         )
@@ -197,8 +201,12 @@ def _main(argv: list[str], prog: str) -> int:
         return 0
     merge({}, actions)  # validate every command-line value before reading any file
     config_dir = _last_value(actions, "config_dir")
-    loaded = load_screens(config_dir, only_conf=_flag(actions, "only_conf"))
+    host = Host.read()
+    loaded = load_screens(
+        config_dir, only_conf=_flag(actions, "only_conf"), target=host_target(host.cpuinfo)
+    )
     opts, warnings = merge(loaded.options, actions, command)
+    warnings = [*warnings, *inverted_by_flags(loaded.options, actions)]
     problems = [str(w) for w in [*warnings, *loaded.problems]]
     one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest
     # Live mode would wipe stderr lines at its first draw: its error log gets them instead.
@@ -207,7 +215,7 @@ def _main(argv: list[str], prog: str) -> int:
         for line in problems:
             _err_line(prog, line)
     if opts.list_screens:
-        sys.stdout.write(format_list(loaded, Host.read()))
+        sys.stdout.write(format_list(loaded, host))
         return 0
     if opts.export:
         export_screens(loaded, opts.export)
@@ -216,14 +224,13 @@ def _main(argv: list[str], prog: str) -> int:
     if opts.list_events or opts.check:
         from tiptop import diagnose
 
-        host = Host.read()
         out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
         sys.stdout.write(out)
         return 0
     if opts.selftest:
         from tiptop.cli.selftest import run_selftest_command
 
-        return run_selftest_command(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
+        return run_selftest_command(opts, loaded, host, lambda line: _err_line(prog, line))
     _check_outputs(opts)
     if opts.plot:
         from tiptop.cli.plot import run_plot
@@ -235,11 +242,13 @@ def _main(argv: list[str], prog: str) -> int:
         # Live replay plays at the recorded pace unless -d is given (a delay from the
         # configuration file is for watching this machine, not for replaying).
         paced = _last_value(actions, "delay") is None
-        return run_replay(
-            opts, loaded, Host.read(), lambda line: _err_line(prog, line), paced=paced
-        )
+        return run_replay(opts, loaded, host, lambda line: _err_line(prog, line), paced=paced)
     if opts.serve or opts.textfile:
         from tiptop.cli.serve import run_serve
 
-        return run_serve(opts, loaded, Host.read(), lambda line: _err_line(prog, line))
-    return run_monitor(opts, loaded, Host.read(), deferred)
+        return run_serve(opts, loaded, host, lambda line: _err_line(prog, line))
+    if opts.where is not None:
+        from tiptop.cli.where import run_where
+
+        return run_where(opts, host, lambda line: _err_line(prog, line))
+    return run_monitor(opts, loaded, host, deferred)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tiptop.frame import FrameSource
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
+    from tiptop.where import TaskProfiler
 
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
@@ -77,7 +78,13 @@ HEAP_KEPT = 16 << 20
 
 def is_live(opts: Options) -> bool:
     """Whether this run takes the terminal over (live mode) rather than printing batches."""
-    return not opts.batch and opts.why is None and opts.output is None and sys.stdout.isatty()
+    return (
+        not opts.batch
+        and opts.why is None
+        and opts.where is None
+        and opts.output is None
+        and sys.stdout.isatty()
+    )
 
 
 def make_sampler(
@@ -92,6 +99,7 @@ def make_sampler(
     its message log, so that ``-E``, batch's stderr and the ``e`` window all get them."""
     from tiptop.engine.sampler import Sampler
     from tiptop.kernel import keep_heap
+    from tiptop.kernel.explain import NO_PMU, NO_PMU_KEY, NO_PMU_SHORT
     from tiptop.messages import MessageLog
 
     # Each refresh makes numpy arrays of every row: with thousands of tasks, over the
@@ -102,7 +110,10 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
-        log.say(f"start:{line}", line)
+        if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
+            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+        else:
+            log.say(f"start:{line}", line)
     return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 
@@ -175,7 +186,7 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
     opts = dataclasses.replace(
         opts,
         pid_width=table.pid_width_for(read_pid_max()),
-        target=host_target(),
+        target=host_target(host.cpuinfo),
         config_path=loaded.path,
     )
     check_privileges(opts, host)
@@ -247,6 +258,8 @@ def _run_live(
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
+        where=lambda pid: where_profiler(host, pid, opts.delay),
+        where_event=where_event_line(host),
     )
     if child is not None and code == 0 and child.exited():
         return child.reap()
@@ -262,35 +275,55 @@ def _run_batch(
     out: IO[str] | None,
     errf: IO[str] | None,
 ) -> int:
-    """The batch loop, SIGTERM and SIGINT ending it cleanly; the spawned command's exit
-    status when there is one."""
+    """The batch loop, SIGTERM and SIGINT ending it cleanly (status 143, 130); the
+    spawned command's exit status when there is one, which gets a SIGTERM passed on and
+    ends tiptop with it unless it takes longer than a second signal or 5 s
+    (``tiptop.cli.ending``)."""
+    from tiptop.cli.ending import Ending, wait_for_command
     from tiptop.outputs import batch
     from tiptop.refresh import Stop
 
     stop = Stop()
-    old = {
-        sig: signal.signal(sig, lambda *_: stop.request())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    ending = Ending(stop)
     try:
-        batch.run(
-            opts,
-            sampler,
-            screen,
-            index,
-            out or sys.stdout,
-            errf or sys.stderr,
-            started=child is not None,
-            stop=stop,
-            child=child,
-        )
+        with stop.on_signals(ending):
+            batch.run(
+                opts,
+                sampler,
+                screen,
+                index,
+                out or sys.stdout,
+                errf or sys.stderr,
+                started=child is not None,
+                stop=stop,
+                child=child,
+            )
+            if child is not None and stop.requested and not child.exited():
+                os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
+                status = wait_for_command(child, ending)  # a second signal or 5 s: no more
+                if status is None:
+                    child.abandon()
+                    return ending.status()
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         stop.close()
-    if child is not None and stop.requested and not child.exited():
-        os.kill(child.pid, signal.SIGTERM)  # pass the request on to the command
-    return child.reap() if child is not None else 0
+    return child.reap() if child is not None else ending.status()
+
+
+def where_profiler(host: Host, pid: int, delay: float) -> TaskProfiler:
+    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``)."""
+    from tiptop.where import TaskProfiler
+
+    return TaskProfiler(pid, host, delay)
+
+
+def where_event_line(host: Host) -> str:
+    """The ``f`` window's first line: the event sampled, and why it is ``cpu-clock``."""
+    from tiptop.events.sysfs import core_pmus
+    from tiptop.where import EVENT, RATE_HZ
+
+    if not core_pmus(host.sysfs_root):
+        return f"no hardware PMU here: sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
+    return f"sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
 
 
 def drill_source(opts: Options, host: Host, pid: int, screen: ScreenSpec) -> Sampler:

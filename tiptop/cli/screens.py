@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tiptop.errors import TiptopError, UsageError, printable, shown
 from tiptop.files import open_regular
 from tiptop.host import Host
+from tiptop.kernel.explain import no_pmu_line
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
@@ -39,11 +40,14 @@ MIDR_EL1 = "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1"
 
 
 def host_target(
-    cpuinfo: str = "/proc/cpuinfo", *, machine: str | None = None, midr: str = MIDR_EL1
+    cpuinfo: str | None = None, *, machine: str | None = None, midr: str = MIDR_EL1
 ) -> Target:
     """This CPU as the config's ``arch``/``model`` gating sees it (docs/original.md 2.3): ``x86``
-    and ``%02X_%02X`` family_model from /proc/cpuinfo; ``arm64`` and ``%02X_%03X``
-    implementer_part of the MIDR (:func:`arm_model`); the machine name elsewhere."""
+    and ``%02X_%02X`` family_model from /proc/cpuinfo (``cpuinfo``, by default the file the
+    Host names: ``Host.cpuinfo``); ``arm64`` and ``%02X_%03X`` implementer_part of the MIDR
+    (:func:`arm_model`); the machine name elsewhere."""
+    if cpuinfo is None:
+        cpuinfo = Host.read(raise_fds=False).cpuinfo
     machine = machine or platform.machine()
     if machine in ("x86_64", "i686", "i386"):
         fam = mod = None
@@ -164,12 +168,15 @@ def _check_w(config_dir: str) -> None:
             raise UsageError(f"-W: '{rc}': {exc.strerror}") from None
 
 
-def load_screens(config_dir: str | None, *, only_conf: bool = False) -> ScreenSet:
+def load_screens(
+    config_dir: str | None, *, only_conf: bool = False, target: Target | None = None
+) -> ScreenSet:
     """Built-in screens (unless ``--only-conf``) around the config file's screens:
-    ``default`` and ``branch`` first, then the file's, then the other built-ins."""
+    ``default`` and ``branch`` first, then the file's, then the other built-ins; for the
+    CPU ``target`` (default: this machine's, :func:`host_target`)."""
     from tiptop.screens import loader
 
-    target = host_target()
+    target = target or host_target()
     result = ScreenSet()
     notes: list[str] = []
     path = config_path(config_dir, notes)
@@ -297,12 +304,14 @@ def fallback_screen(
     ok, total, reason = diagnose.screen_counters(screen, host)
     if total == 0 or ok > 0:
         return index, screen
-    why = (diagnose.no_pmu_note([reason]) or [reason])[0]
     for i, s in enumerate(loaded.screens):
         if s.name == "sched":
-            say(
-                f"screen '{screen.name}' cannot count here ({why}); "
-                "starting on screen 'sched' (software events)"
-            )
+            if diagnose.no_pmu_note([reason]):  # the short line; --check says the whole
+                say(no_pmu_line("showing screen 'sched'"))
+            else:
+                say(
+                    f"screen '{screen.name}' cannot count here ({reason}); "
+                    "starting on screen 'sched' (software events)"
+                )
             return i, s
     return index, screen

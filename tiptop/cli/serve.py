@@ -22,6 +22,7 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.exporter.textfile import Textfile
+    from tiptop.kernel.cgroup import CgroupCache
 
 
 def _targets(
@@ -59,6 +60,20 @@ def cpu_since_birth(host: Host, pid: int) -> float | None:
     return (stat.utime + stat.stime) / host.clk_tck
 
 
+def _cgroup_cpu(
+    opts: Options, host: Host, cgroups: CgroupCache
+) -> Callable[[list[int]], dict[str, float]] | None:
+    """With ``--by cgroup`` as root on cgroup v2: each leaf cgroup's CPU from its own
+    ``cpu.stat`` (docs/exporter.md, "What each series covers"). Not without root: a
+    cgroup's usage is every user's, more than an unprivileged exporter may show."""
+    from tiptop.kernel.cgroup import CgroupCpu, unified_root
+
+    root = unified_root(host.sysfs_root)
+    if opts.series_by != "cgroup" or host.euid != 0 or root is None:
+        return None
+    return CgroupCpu(cgroups, root).used
+
+
 def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
@@ -94,6 +109,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
         expiry=opts.series_expiry,
+        cgroup_cpu=_cgroup_cpu(opts, host, cgroups),
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)

@@ -173,6 +173,10 @@ class Aggregator:
     cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
     #: Seconds after which a label set none of whose tasks was seen is dropped (0: never).
     expiry: float = 600.0
+    #: With ``by="cgroup"``: per label, the CPU seconds its cgroups used since the last
+    #: call, from their own ``cpu.stat`` (``tiptop.kernel.cgroup.CgroupCpu.used``), given
+    #: the refresh's processes; a label left out keeps its tasks' sum.
+    cgroup_cpu: Callable[[list[int]], dict[str, float]] | None = None
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
@@ -213,6 +217,8 @@ class Aggregator:
             (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
         )
         self._add(frame, deltas, list(index), group_of_row)
+        if self.cgroup_cpu is not None and self.by == "cgroup":
+            self._add_cgroup_cpu(frame, deltas, keys)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
 
@@ -264,6 +270,33 @@ class Aggregator:
             g.seen = frame.timestamp
             g.tasks, g.suspect = int(alive[j]), int(suspect[j])
             g.running, g.ok = running[j], ok[j]
+
+    def _add_cgroup_cpu(
+        self,
+        frame: Frame,
+        deltas: np.ndarray,
+        keys: list[tuple[str, ...]],
+    ) -> None:
+        """Each cgroup's CPU seconds from its own ``cpu.stat`` where they exceed its
+        tasks' sum (:attr:`cgroup_cpu`; ``keys``: each row's label set): processes too
+        short to be shown are counted, and a cgroup none of whose processes is shown now
+        still counts what they used. The larger of the two is taken for each interval, so
+        the total never decreases whatever the clocks' granularity."""
+        assert self.cgroup_cpu is not None
+        used = self.cgroup_cpu(frame.pid.tolist())
+        tasks = dict.fromkeys({k[0] for k in keys}, 0.0)
+        for key, cpu in zip(keys, deltas[:, 0].tolist(), strict=True):
+            tasks[key[0]] += cpu
+        k = len(self.metrics)
+        for label, seconds in used.items():
+            g = self._groups.get((label,))
+            if g is None:
+                if seconds <= 0:
+                    continue  # an idle cgroup no task of which is shown: no new series
+                g = self._groups[(label,)] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+            if seconds > 0:
+                g.seen = frame.timestamp
+            g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
 
     def _expire(self, now: float) -> None:
         """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""

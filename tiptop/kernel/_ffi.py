@@ -116,6 +116,9 @@ _ATTR_FIELDS = (
     "exclude_hv",
     "exclude_idle",
     "enable_on_exec",
+    "sample_period",
+    "sample_type",
+    "freq",
 )
 
 

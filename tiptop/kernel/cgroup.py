@@ -17,7 +17,9 @@ the line is ``0::/path``, on v1 the ``name=systemd`` line is taken, else the fir
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Iterable
 
 _SUFFIXES = (".service", ".scope", ".slice")
@@ -66,24 +68,28 @@ def shorten(path: str) -> str:
 
 
 class CgroupCache:
-    """Shortened cgroup per process, read once while the process is seen: a PID missing
-    from one refresh's rows is forgotten, so a reused PID is read again."""
+    """Cgroup path and shortened label per process, read once while the process is seen: a
+    PID missing from one refresh's rows is forgotten, so a reused PID is read again."""
 
     def __init__(self, proc_root: str = "/proc") -> None:
         self.proc_root = proc_root
         self._known: dict[int, str] = {}
 
-    def label(self, pid: int) -> str:
-        """The shortened cgroup of process ``pid`` (``/`` when unreadable)."""
+    def path(self, pid: int) -> str:
+        """The cgroup path of process ``pid`` (:func:`path_of`; ``/`` when unreadable)."""
         known = self._known.get(pid)
         if known is None:
             try:
                 with open(f"{self.proc_root}/{pid}/cgroup") as f:
-                    known = shorten(path_of(f.read()))
+                    known = path_of(f.read())
             except OSError:
                 known = "/"
             self._known[pid] = known
         return known
+
+    def label(self, pid: int) -> str:
+        """The shortened cgroup of process ``pid`` (``/`` when unreadable)."""
+        return shorten(self.path(pid))
 
     def keep_only(self, pids: Iterable[int]) -> None:
         """Forget every process not in ``pids`` (the rows of the latest refresh)."""
@@ -92,4 +98,81 @@ class CgroupCache:
             del self._known[pid]
 
 
-__all__ = ["CgroupCache", "path_of", "shorten"]
+def unified_root(sysfs_root: str = "/sys") -> str | None:
+    """Where the cgroup v2 hierarchy is mounted: ``/sys/fs/cgroup`` (v2 alone) or
+    ``/sys/fs/cgroup/unified`` (the hybrid layout of systemd); None without one."""
+    for root in (f"{sysfs_root}/fs/cgroup", f"{sysfs_root}/fs/cgroup/unified"):
+        if os.path.exists(f"{root}/cgroup.controllers"):
+            return root
+    return None
+
+
+def usage_seconds(root: str, path: str) -> float | None:
+    """CPU time used by the tasks of leaf cgroup ``path`` since it was made: ``usage_usec``
+    of its ``cpu.stat``, present whether the cpu controller is enabled or not
+    (Documentation/admin-guide/cgroup-v2.rst, "cpu.stat"). None when unreadable, for the
+    root and for a cgroup with children: its usage includes theirs (the count is
+    hierarchical), which their own series already count."""
+    where = f"{root}{path.rstrip('/')}"
+    if path.strip("/") == "":
+        return None
+    try:
+        with os.scandir(where) as entries:
+            if any(e.is_dir(follow_symlinks=False) for e in entries):
+                return None
+        with open(f"{where}/cpu.stat") as f:
+            for line in f:
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class CgroupCpu:
+    """CPU seconds of whole leaf cgroups (a service, a container, a job's scope) from
+    their own ``cpu.stat`` (cgroup v2), so that a process never seen in a refresh (one
+    shorter than an interval) is counted in its cgroup too. A cgroup is followed from the
+    first refresh that shows one of its processes until its directory is gone; it is
+    counted from then, or from its birth when it was made after the exporter started (its
+    directory's ctime, set when the kernel made it). The paths are those of the unified
+    hierarchy (``0::`` lines), the ones the labels are made from."""
+
+    def __init__(self, cache: CgroupCache, root: str, started: float | None = None) -> None:
+        self.cache = cache
+        self.root = root
+        self.started = time.time() if started is None else started
+        #: Usage at the last read per followed path; a path is dropped when unreadable
+        #: (its cgroup was removed), so this holds only live cgroups.
+        self._last: dict[str, float] = {}
+
+    def used(self, pids: Iterable[int]) -> dict[str, float]:
+        """Per label, the CPU seconds its cgroups used since the last call (those of
+        ``pids`` and every cgroup followed before). A label any of whose cgroups could
+        not be read is left out: its tasks' own CPU times stand for it."""
+        paths = set(self._last) | {self.cache.path(pid) for pid in pids}
+        out: dict[str, float] = {}
+        unread: set[str] = set()
+        last: dict[str, float] = {}
+        for path in paths:
+            label = shorten(path)
+            usage = usage_seconds(self.root, path)
+            if usage is None:
+                unread.add(label)
+                continue
+            before = self._last.get(path)
+            if before is None:
+                before = 0.0 if self._made_since_start(path) else usage
+            out[label] = out.get(label, 0.0) + max(usage - before, 0.0)
+            last[path] = usage
+        self._last = last
+        return {label: s for label, s in out.items() if label not in unread}
+
+    def _made_since_start(self, path: str) -> bool:
+        try:
+            return os.stat(f"{self.root}{path.rstrip('/')}").st_ctime >= self.started
+        except OSError:
+            return False
+
+
+__all__ = ["CgroupCache", "CgroupCpu", "path_of", "shorten", "unified_root", "usage_seconds"]

@@ -28,6 +28,22 @@ NO_PMU = (
     "(QEMU/KVM: -cpu host) or run on bare metal"
 )
 
+#: The message-log key of the no-PMU news: said once per run, whichever counter or
+#: screen met it first (``tiptop.messages.MessageLog``).
+NO_PMU_KEY = "no-pmu"
+
+
+def no_pmu_line(doing: str) -> str:
+    """The no-PMU news in one short line (with ``tiptop: `` before it, at most 100
+    characters for a ``doing`` of up to 26): what is missing, what tiptop does instead
+    (``doing``), and where the whole of :data:`NO_PMU` is said (``--check``; the live
+    ``e`` window)."""
+    return f"{NO_PMU_SHORT} (VM without virtual PMU?): {doing}; see tiptop --check"
+
+
+#: What a screen with hardware columns does without a PMU (:func:`no_pmu_line`).
+NO_PMU_COLUMNS = "hardware columns show ?"
+
 _PARANOID_MEANING = {
     -1: "no restrictions",
     0: "no raw tracepoint access",

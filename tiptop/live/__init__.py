@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from tiptop.host import Host
     from tiptop.live.drill import Factory
     from tiptop.live.keys import Exporter
+    from tiptop.live.where import ProfilerFactory
     from tiptop.options import Options
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
@@ -64,6 +65,8 @@ def run(
     child: Spawned | None = None,
     drill: Factory | None = None,
     screen_number: Callable[[ScreenSpec], int] | None = None,
+    where: ProfilerFactory | None = None,
+    where_event: str = "",
 ) -> int:
     """Show the live screen until ``q`` (0), Ctrl-C (130) or ``-n`` refreshes (0).
 
@@ -82,6 +85,8 @@ def run(
     top-down screen on one process for the ``t`` window (``tiptop.live.drill``).
     ``screen_number(screen)`` is the number the tasks line shows for a screen (a replay's:
     the one it had while recording); by default its place in ``screens``.
+    ``where(pid)`` samples one process for the ``f`` window, whose first line is
+    ``where_event`` (``tiptop.live.where``).
     """
     from tiptop.live.app import LiveApp
 
@@ -97,5 +102,7 @@ def run(
         child=child,
         drill=drill,
         screen_number=screen_number,
+        where=where,
+        where_event=where_event,
     )
     return app.run(started=started)

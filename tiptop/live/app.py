@@ -11,6 +11,7 @@ handed in.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
@@ -25,8 +26,10 @@ from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.drill import Drill, Factory
 from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
-from tiptop.live.rows import TaskTable
+from tiptop.live.rows import TaskTable, squeezed, user_squeeze
 from tiptop.live.state import LiveState
+from tiptop.live.terminal_input import InputFilter
+from tiptop.live.where import ProfilerFactory, WhereWindow
 from tiptop.live.widgets import (
     LiveScreen,
     footer_markup,
@@ -35,7 +38,7 @@ from tiptop.live.widgets import (
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import Markup, help_lines, target_line, tree_markup
+from tiptop.live.windows import Markup, help_lines, target_line, tree_markup, tree_title
 from tiptop.options import Options
 from tiptop.refresh import drain
 
@@ -49,6 +52,9 @@ FIRST_DELAY = 0.2
 #: Keys that only move the view; every other key refreshes at once, like the original's
 #: ``select()`` on stdin returning early.
 NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
+
+#: Keys that close the open window (``h``, ``e``, ``t`` also close their own).
+CLOSE_KEYS = frozenset({"esc"})
 
 
 class LiveApp:
@@ -69,9 +75,13 @@ class LiveApp:
         child: Spawned | None = None,
         drill: Factory | None = None,
         screen_number: Callable[[ScreenSpec], int] | None = None,
+        where: ProfilerFactory | None = None,
+        where_event: str = "",
     ) -> None:
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
         self.drill = Drill(drill)
+        #: The ``f`` window's data: the selected task's profiler while open (:mod:`.where`).
+        self.where = WhereWindow(where, where_event)
         #: ``-E``: where each new sampler message is also written, one line each.
         self.error_log = error_log
         self._logged = 0
@@ -107,22 +117,37 @@ class LiveApp:
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
-                    cols, table.header(self.state.screen, self.state.view)
+                    cols, squeezed(self._header(), self._squeeze(cols))
                 ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,
             },
             self.table,
         )
+        self.table.squeeze = self._squeeze
         self._update_help()
 
     # ------------------------------------------------------------------ state
+
+    def _header(self) -> str:
+        """The table's header; its name column says CGROUP while the rows are cgroups
+        (the ``G`` key switches them at the source)."""
+        view = self.state.view
+        if self.frame.by_cgroup:
+            view = dataclasses.replace(view, name_header="CGROUP")
+        return table.header(self.state.screen, view)
+
+    def _squeeze(self, cols: int) -> tuple[int, int] | None:
+        """What of the ``-U`` column to leave out at ``cols`` so COMMAND stays whole."""
+        view = self.state.view
+        return user_squeeze(len(self._header()), cols, view.pid_width, view.show_user)
 
     def _headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.state.screen.columns)
 
     def indicators(self) -> list[str]:
-        """The title line's mode indicators, in the original's order."""
+        """The title line's mode indicators, in the original's order, then ours:
+        ``[rec]`` while ``--record`` writes every refresh to its file."""
         o = self.state.options
         flags = [
             ("[conf]", o.config_path is not None),
@@ -133,6 +158,7 @@ class LiveApp:
             ("[sticky]", o.sticky),
             ("[threads]", o.show_threads),
             ("[idle]", o.show_idle),
+            ("[rec]", o.record is not None),
         ]
         return [name for name, on in flags if on]
 
@@ -194,7 +220,10 @@ class LiveApp:
         about = next((m for m in map(log.about, aliases) if m is not None), None)
         first = next(iter(log), None)
         why = about.line if about else first.line if first else ""
-        self.notice = f"{', '.join(aliases)} not counted" + (f": {why}" if why else "")
+        # Events as the user knows them (cycles), not the screen's aliases (CYCLE).
+        label = {c.alias: c.event_label for c in self.state.screen.counters}
+        events = ", ".join(dict.fromkeys(label.get(a, a) for a in aliases))
+        self.notice = f"{events} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
 
@@ -202,7 +231,7 @@ class LiveApp:
         """Recompute the rows from the current frame and view (no sampling)."""
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
-        self.widget.errors.set_messages(self.source.messages.lines())
+        self.widget.errors.set_messages(self.source.messages.explained())
         self._update_tree()
         self.widget.changed()
 
@@ -210,8 +239,10 @@ class LiveApp:
         """Take one frame from the sampler and show it."""
         self.frame = self.source.refresh()
         self._follow_source_screen()
-        if self.widget.window == "tree":
+        if self.widget.window in ("tree", "where"):
             self.drill.refresh()
+        if self.widget.window == "where":
+            self.where.refresh()
         self.refreshes += 1
         self.counted = True
         self._log_messages()
@@ -286,6 +317,10 @@ class LiveApp:
         self.rebuild()
         self._arm(FIRST_DELAY)
 
+    def _terminated(self, signum: int, frame: object) -> None:
+        """SIGTERM's handler while the loop runs: quit with 128 + the signal."""
+        self.quit(128 + signum)
+
     def quit(self, code: int = 0) -> None:
         """Leave the main loop (from a key or after ``-n`` refreshes)."""
         self.quit_code = code
@@ -298,20 +333,31 @@ class LiveApp:
         self.widget.window = None if self.widget.window == window else window
         self._update_tree()
 
-    def _selected_pid(self) -> int | None:
-        return self.drill.select(self.rows, self.table.visible(), self.state.view.watch)
-
     def _update_tree(self) -> None:
-        """The ``t`` window's lines from the current frame while it is open (the extra
-        source of :mod:`.drill` released when it is not)."""
-        if self.widget.window != "tree":
+        """The ``t`` and ``f`` windows' lines from the current frame while one is open,
+        for the highlighted task, which the tree's title names (the extra source of
+        :mod:`.drill` and the profiler of :mod:`.where` released when neither is open)."""
+        if self.widget.window not in ("tree", "where"):
             self.drill.close()
+            self.where.close()
             return
         s = self.state
+        row = self.table.selected_row()
+        pid = None if row is None else int(row.pid)
         view = self.drill.view(
-            s.options, self.frame, s.screen, s.screens, self._selected_pid(), self.source.messages
+            s.options, self.frame, s.screen, s.screens, pid, self.source.messages
         )
         self.widget.tree = tree_markup(view)
+        self.widget.tree_title = tree_title(row)
+        self._update_where(pid)
+
+    def _update_where(self, pid: int | None) -> None:
+        """The ``f`` window's lines, sampling the highlighted task while it is open."""
+        if self.widget.window != "where":
+            self.where.close()
+            return
+        self.where.follow(pid)
+        self.widget.where = self.where.lines()
 
     def _tick(self, loop: urwid.MainLoop | None = None, data: object = None) -> None:
         self._alarm = None
@@ -340,10 +386,19 @@ class LiveApp:
             self.widget.changed()
             return True
         if key in NAV_KEYS:
-            target = self.widget.errors if self.widget.window == "errors" else self.table
+            window = self.widget.window
+            target = self.widget.scrollers().get(window or "", self.table)
             target.scroll(key)
+            if window in ("tree", "where"):  # the tree and functions follow the highlight
+                self._update_tree()
             self.widget.changed()
             return True
+        if key in CLOSE_KEYS and self.widget.window is not None:
+            self._toggle(self.widget.window)  # Esc closes any window
+            self.widget.changed()
+            return True
+        if key == "enter":
+            key = "t"  # Enter opens the highlighted task's tree, as t does
         self.state.message = ""
         if self.source.key(key):  # a replay's time travel keys, the cgroup G key
             self.refresh()
@@ -385,15 +440,22 @@ class LiveApp:
             P.PALETTE,
             screen=screen,
             unhandled_input=self.on_key,
+            input_filter=InputFilter(),
             handle_mouse=False,
         )
         self._arm(FIRST_DELAY)
+        # SIGTERM ends the session as q does, the terminal restored, status 143 (128 +
+        # the signal, as the man page says); without it Python dies with the screen left
+        # in the alternate buffer.
+        old_term = signal.signal(signal.SIGTERM, self._terminated)
         try:
             self.loop.run()
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
         finally:
+            signal.signal(signal.SIGTERM, old_term)
             self.drill.close()
+            self.where.close()
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
         return self.quit_code or 0

@@ -2,7 +2,7 @@
 
 While the window is open on a screen whose tree stops at level 1 (``topdown``) and a
 deeper screen exists for this CPU (``topdown2``), :class:`Drill` asks the cli's factory
-for a second frame source counting that screen's events on the selected process alone
+for a second frame source counting that screen's events on the highlighted process alone
 (``-p PID``'s sampler: the scanner looks at that one ``/proc`` entry), refreshes it with
 the main one, and shows its level 2. The main source's plan and every other task's
 counters are unchanged. The extra source is closed, its counters released, when the
@@ -40,21 +40,6 @@ class Drill:
         self.source: FrameSource | None = None
         self.screen: ScreenSpec | None = None
         self.frame: Frame | None = None
-        #: The task chosen when the window opened, kept while it has a row.
-        self.pid: int | None = None
-
-    def select(
-        self, rows: Sequence[table.Row], top: Sequence[table.Row], watch: int | str | None
-    ) -> int | None:
-        """The window's task: the watched one (``w``) when shown, else the one chosen
-        before while it has a row (a top row that changes with the sort does not move
-        the window), else the top row shown."""
-        shown = {r.pid for r in rows}
-        if isinstance(watch, int) and watch in shown:
-            self.pid = watch
-        elif self.pid not in shown:
-            self.pid = top[0].pid if top else None
-        return self.pid
 
     def view(
         self,
@@ -102,10 +87,9 @@ class Drill:
             self.frame = self.source.refresh()
 
     def close(self) -> None:
-        """Release the extra source's counters and forget the task (the window closed,
-        the screen changed, live mode ends)."""
+        """Release the extra source's counters (the window closed, the screen changed,
+        live mode ends)."""
         self._release()
-        self.pid = None
 
     def _release(self) -> None:
         if self.source is not None:

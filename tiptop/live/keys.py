@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from tiptop.errors import UsageError
 from tiptop.host import Host
+from tiptop.live.config_file import write_target
 from tiptop.live.prompts import Prompt
 from tiptop.live.state import LiveState
 from tiptop.options import Options, parse_delay, parse_target, parse_user
@@ -30,40 +31,70 @@ from tiptop.options import Options, parse_delay, parse_target, parse_user
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
 
-#: The ``W`` key's file, in the current directory, as the original writes it.
-RC_NAME = ".tiptoprc"
-
-#: Every key of live mode and what it does, as the help window lists them: urwid's key
+#: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
 #: ``tiptop.sources.bycgroup``; ``[ ] { } * /`` and space: ``--replay``,
 #: ``tiptop.recording.replay``);
 #: tests check this list against the dispatcher, the sources and the man page.
-KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("q",), "quit"),
-    (("h", "?"), "this help"),
-    (("e",), "error log"),
-    (("left", "right", "-", "+"), "screen"),
-    (("<", ">"), "sort column"),
-    (("R",), "reverse sort"),
-    (("d", "s"), "delay"),
-    (("H",), "threads"),
-    (("i",), "idle tasks"),
-    (("K",), "kernel mode"),
-    (("S",), "sticky (dead tasks stay)"),
-    (("c",), "command line"),
-    (("U",), "user column"),
-    (("u",), "only a user"),
-    (("p",), "only a PID or name"),
-    (("w",), "watch a PID or name"),
-    (("k",), "kill a PID"),
-    (("W",), "write ./.tiptoprc"),
-    (("G",), "rows by cgroup"),
-    (("t",), "top-down tree of the selected task"),
-    (("up", "down", "page up", "page down", "home", "end"), "scroll"),
-    (("[", "]"), "a refresh back/forward in a replay"),
-    (("{", "}"), "a minute back/forward in a replay"),
-    ((" ",), "pause a replay"),
-    (("*", "/"), "a replay twice/half as fast"),
+KEY_GROUPS: tuple[tuple[str, tuple[tuple[tuple[str, ...], str], ...]], ...] = (
+    (
+        "Selection and windows",
+        (
+            (("up", "down"), "move the highlight (in a window: scroll)"),
+            (("page up", "page down", "home", "end"), "move it by a page, to the ends"),
+            (("t", "enter"), "top-down tree of the highlighted task"),
+            (("f",), "its hottest functions (sampled)"),
+            (("h", "?"), "this help"),
+            (("e",), "error log"),
+            (("esc",), "close the window"),
+            (("q",), "quit"),
+        ),
+    ),
+    (
+        "Screen and order",
+        (
+            (("left", "right", "-", "+"), "screen"),
+            (("<", ">"), "sort column"),
+            (("R",), "reverse sort"),
+        ),
+    ),
+    (
+        "What is shown and counted",
+        (
+            (("d", "s"), "delay"),
+            (("H",), "threads"),
+            (("i",), "idle tasks"),
+            (("K",), "kernel mode"),
+            (("S",), "sticky (dead tasks stay)"),
+            (("c",), "command line"),
+            (("U",), "user column"),
+            (("u",), "only a user"),
+            (("p",), "only a PID or name"),
+            (("w",), "watch a PID or name"),
+            (("G",), "rows by cgroup"),
+        ),
+    ),
+    (
+        "Actions",
+        (
+            (("k",), "kill a PID"),
+            (("W",), "write ~/.config/tiptop/tiptoprc (or -W DIR)"),
+        ),
+    ),
+    (
+        "Replay (--replay)",
+        (
+            (("[", "]"), "a refresh back/forward"),
+            (("{", "}"), "a minute back/forward"),
+            ((" ",), "pause"),
+            (("*", "/"), "twice/half as fast"),
+        ),
+    ),
+)
+
+#: Every key and what it does, in the help's order (:data:`KEY_GROUPS` without groups).
+KEY_HELP: tuple[tuple[tuple[str, ...], str], ...] = tuple(
+    entry for _, entries in KEY_GROUPS for entry in entries
 )
 
 #: How the help and the man page spell urwid's key names.
@@ -76,14 +107,22 @@ KEY_LABELS = {
     "page down": "PgDn",
     "home": "Home",
     "end": "End",
+    "enter": "Enter",
+    "esc": "Esc",
     " ": "space",
 }
 
 
-def key_help() -> str:
-    """The help window's paragraph of keys: ``Keys: q quit; h ? this help; ...``."""
-    items = (" ".join(KEY_LABELS.get(k, k) for k in ks) + f" {what}" for ks, what in KEY_HELP)
-    return "Keys: " + "; ".join(items)
+def key_help() -> list[str]:
+    """The help window's keys, one per line under their group's title:
+    ``  Up Down          move the highlight (in a window: scroll)``."""
+    labels = {ks: " ".join(KEY_LABELS.get(k, k) for k in ks) for ks, _ in KEY_HELP}
+    width = max(len(label) for label in labels.values())
+    lines: list[str] = []
+    for title, entries in KEY_GROUPS:
+        lines += ["", f"{title}:"] if lines else [f"{title}:"]
+        lines += [f"  {labels[ks].ljust(width)}  {what}" for ks, what in entries]
+    return lines
 
 
 #: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
@@ -100,8 +139,8 @@ class KeyActions:
     restart: Callable[[], None]
     #: ``quit(code)``: leave the main loop with this exit status.
     quit: Callable[[int], None]
-    #: ``toggle_window(name)``: open the ``"help"``, ``"errors"`` or ``"tree"`` window, or
-    #: close it when it is the one open.
+    #: ``toggle_window(name)``: open the ``"help"``, ``"errors"``, ``"tree"`` or ``"where"``
+    #: window, or close it when it is the one open.
     toggle_window: Callable[[str], None]
 
 
@@ -151,6 +190,7 @@ class Keys:
             "h": lambda: self.actions.toggle_window("help"),
             "?": lambda: self.actions.toggle_window("help"),
             "t": lambda: self.actions.toggle_window("tree"),
+            "f": lambda: self.actions.toggle_window("where"),
             "i": self._idle,
             "U": self._user_column,
             "W": self._write_config,
@@ -332,33 +372,40 @@ class Keys:
     # ------------------------------------------------------------ W
 
     def _write_config(self) -> None:
-        """Write the current options and every screen to ``./.tiptoprc``, never over an
-        existing file, and say "written" only when it was (docs/original.md 8, defect 13). An
-        exporter refuses a configuration it cannot write with ``ValueError``."""
+        """Write the current options and every screen to the user's configuration file
+        (``tiptop.live.config_file.write_target``: XDG, or ``-W DIR``'s ``.tiptoprc``),
+        never over an existing file, and say where, and "written" only when it was
+        (docs/original.md 8, defect 13). An exporter refuses a configuration it cannot
+        write with ``ValueError``."""
+        path = write_target(self.state.options.config_dir, os.environ)
+        if path is None:
+            self.state.message = "configuration not written: neither $XDG_CONFIG_HOME nor $HOME"
+            return
         if self.exporter is None:
-            self.state.message = f"{RC_NAME} not written: no configuration writer available"
+            self.state.message = f"{path} not written: no configuration writer available"
             return
         try:
             text = self.exporter(self.state.options, self.state.screens)
         except ValueError as exc:  # a configuration the exporter cannot write (SpecError)
-            self.state.message = f"{RC_NAME} not written: {exc}"
+            self.state.message = f"{path} not written: {exc}"
             return
         try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             # O_EXCL: refuse to replace a file the user may care about.
-            fd = os.open(RC_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            self.state.message = f"{RC_NAME} not written: already exists in current directory"
+            self.state.message = f"{path} not written: it already exists"
             return
         except OSError as exc:
-            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{path} not written: {os.strerror(exc.errno or 0)}"
             return
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(text)
         except OSError as exc:
-            self.state.message = f"{RC_NAME} not written: {os.strerror(exc.errno or 0)}"
+            self.state.message = f"{path} not written: {os.strerror(exc.errno or 0)}"
             return
-        self.state.message = f"{RC_NAME} written"
+        self.state.message = f"{path} written"
 
 
 def _on_off(on: bool) -> str:

@@ -29,6 +29,8 @@ NOTICE = "notice"
 WINDOW = "window"
 WINDOW_TITLE = "window title"
 WINDOW_REVERSE = "window reverse"
+#: The selection cursor's row (``tiptop.live.rows.TaskTable``).
+SELECTED = "selected"
 
 PALETTE: list[tuple[str, str, str, str]] = [
     (TITLE, "default,bold", "default", "bold"),
@@ -44,6 +46,7 @@ PALETTE: list[tuple[str, str, str, str]] = [
     (WINDOW, "default", "default", "default"),
     (WINDOW_TITLE, "default,bold", "default", "bold"),
     (WINDOW_REVERSE, "standout", "default", "standout"),
+    (SELECTED, "black", "dark cyan", "standout"),
 ]
 
 

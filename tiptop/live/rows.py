@@ -2,8 +2,8 @@
 (:class:`Scroller`), the task rows' markup, and :class:`TaskTable`, the rows of the last
 refresh formatted when drawn. Nothing is kept from one render to the next: only the lines
 on screen are built (benchmarks/README.md says why no row memo). Imports nothing from
-tiptop but the palette and the windows' scrolling rule (the rows come from
-``tiptop.table``)."""
+tiptop but the palette, the windows' scrolling rule and ``tiptop.table``'s RowList (the
+rows come from ``tiptop.table``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import urwid
 from tiptop import table
 from tiptop.live import palette as P
 from tiptop.live.windows import Markup, Segment, Size, box_size, scrolled
+from tiptop.table import RowList
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
 #: A plain line's bytes and attribute runs (:func:`plain_line`).
@@ -153,18 +154,58 @@ def _plain(text: str) -> bool:
 
 class TaskTable(Scroller):
     """The task rows: ``table.Row`` objects formatted by ``format_row`` only when shown,
-    cut to COLS-1 like the original's rows."""
+    cut to COLS-1 like the original's rows, with a selection cursor as in htop: Up/Down,
+    PgUp/PgDn and Home/End move a highlighted row, the view scrolls to keep it in sight,
+    and the highlight follows its task (its tid) across refreshes and sorts; when that
+    task has no row any more, the row now at its place is selected."""
 
     def __init__(self, format_row: Callable[[table.Row], str]) -> None:
         super().__init__(self._row_line)
         self.format_row = format_row
         self.rows: Sequence[table.Row] = ()
+        #: ``squeeze(cols)``: the span of columns to leave out at that width, so that
+        #: COMMAND stays in sight (:func:`user_squeeze`); the header leaves out the same.
+        self.squeeze: Callable[[int], tuple[int, int] | None] = lambda _cols: None
+        #: The highlighted row's index, and the task it shows (None before any row).
+        self.selected = 0
+        self.selected_tid: int | None = None
 
     def set_rows(self, rows: Sequence[table.Row], format_row: Callable[[table.Row], str]) -> None:
-        """Show new rows (formatted lazily with ``format_row``)."""
+        """Show new rows (formatted lazily with ``format_row``); the highlight stays on
+        its task where it still has a row."""
         self.rows = rows
         self.format_row = format_row
         self.set_count(len(rows))
+        found = None if self.selected_tid is None else row_position(rows, self.selected_tid)
+        self._select(self.selected if found is None else found)
+
+    def selected_row(self) -> table.Row | None:
+        """The highlighted row, or None when there is no row."""
+        return self.rows[self.selected] if self.rows else None
+
+    def _select(self, index: int) -> None:
+        """Highlight row ``index`` (clamped) and follow its task from now on."""
+        self.selected = max(0, min(index, len(self.rows) - 1))
+        if self.rows:
+            self.selected_tid = int(self.rows[self.selected].tid)
+        self._invalidate()
+
+    def scroll(self, key: str) -> bool:
+        """Move the highlight for a navigation key (the view follows at render); False
+        when the key is not one."""
+        moved = scrolled(self.selected, key, self.count, self.height - 1)
+        if moved is None:
+            return False
+        self._select(moved)
+        return True
+
+    def clamp(self) -> None:
+        """Keep ``top`` inside ``0 .. count - height`` with the highlighted row in view."""
+        if self.selected < self.top:
+            self.top = self.selected
+        elif self.selected >= self.top + self.height:
+            self.top = self.selected - self.height + 1
+        super().clamp()
 
     def visible(self) -> Sequence[table.Row]:
         """The rows currently on screen (after the last render)."""
@@ -172,4 +213,41 @@ class TaskTable(Scroller):
 
     def _row_line(self, i: int, cols: int) -> Markup:
         row = self.rows[i]
-        return row_markup(row, self.format_row(row)[: max(cols - 1, 0)])
+        line = squeezed(self.format_row(row), self.squeeze(cols))[: max(cols - 1, 0)]
+        if i == self.selected:  # the whole row in the cursor's attribute, as htop draws it
+            return [(P.SELECTED, line.ljust(max(cols - 1, 0)))]
+        return row_markup(row, line)
+
+
+def row_position(rows: Sequence[table.Row], tid: int) -> int | None:
+    """The index of the row of task ``tid`` in ``rows``, or None: from the frame's tid
+    array when ``rows`` is a ``tiptop.table.RowList`` (no row is built), else by looking."""
+    if isinstance(rows, RowList):
+        return rows.position_of(tid)
+    return next((k for k, r in enumerate(rows) if r.tid == tid), None)
+
+
+#: Characters of the ``-U`` user column always kept when it is narrowed.
+USER_KEPT = 3
+#: The ``-U`` column's width (``"%-10s "``, docs/original.md 6.2) and where it starts
+#: after the PID and its marker.
+USER_WIDTH = 10
+
+
+def user_squeeze(
+    header_len: int, cols: int, pid_width: int, show_user: bool
+) -> tuple[int, int] | None:
+    """The span of the ``-U`` user column to leave out so that a header of
+    ``header_len`` characters (it ends with a separator) fits ``cols`` with COMMAND
+    whole: at most all but :data:`USER_KEPT` of its characters; None when it fits or
+    there is no user column. The original cut COMMAND off instead (issue 39)."""
+    over = header_len - cols
+    if not show_user or over <= 0:
+        return None
+    start = pid_width + 2 + USER_KEPT
+    return start, start + min(over, USER_WIDTH - USER_KEPT)
+
+
+def squeezed(line: str, span: tuple[int, int] | None) -> str:
+    """``line`` without the columns of ``span`` (:func:`user_squeeze`)."""
+    return line if span is None else line[: span[0]] + line[span[1] :]

@@ -20,6 +20,7 @@ from tiptop.live import palette as P
 from tiptop.live.rows import TaskTable
 from tiptop.live.windows import (
     ErrorLog,
+    HelpBody,
     Markup,
     Size,
     box_size,
@@ -28,6 +29,7 @@ from tiptop.live.windows import (
     flow_cols,
     help_window,
     tree_window,
+    where_window,
 )
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
@@ -53,6 +55,7 @@ INDICATOR_OFFSETS = {
     "[sticky]": 30,
     "[threads]": 22,
     "[idle]": 13,
+    "[rec]": 6,  # ours: --record is writing (after [idle], which ends at COLS-7)
 }
 
 
@@ -201,20 +204,30 @@ class LiveScreen(urwid.Widget):
             self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
         self.errors = ErrorLog()
-        #: ``None``, ``"help"``, ``"errors"`` or ``"tree"``.
+        #: ``None``, ``"help"``, ``"errors"``, ``"tree"`` or ``"where"`` (the tree and the
+        #: hottest functions side by side).
         self.window: str | None = None
         self.help: Sequence[Markup] = ()
-        #: The ``t`` window's lines (the app updates them while it is open).
+        #: The ``t`` window's lines and title (the app updates them while it is open).
         self.tree: Sequence[Markup] = ()
+        #: The ``f`` window's lines.
+        self.where: Sequence[Markup] = ()
+        self.tree_title = ""
+        #: The help window's body, kept so that it scrolls (Up/Down while it is open).
+        self.help_body = HelpBody(())
         #: The lines and the table stacked, with and without the notice line (made once:
         #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
+
+    def scrollers(self) -> dict[str, ErrorLog | HelpBody]:
+        """The windows that scroll, by name (the others leave Up/Down to the table)."""
+        return {"errors": self.errors, "help": self.help_body}
 
     def changed(self) -> None:
         """Ask urwid to draw again."""
         # Each line's text is computed at render time, so urwid's canvas cache must not
         # keep an old one.
-        for w in (*self.lines.values(), self.table, self.errors, self):
+        for w in (*self.lines.values(), self.table, self.errors, self.help_body, self):
             w._invalidate()
 
     def _pile(self, notice: bool) -> urwid.Pile:
@@ -246,16 +259,33 @@ class LiveScreen(urwid.Widget):
             # The terminal's width less a margin each side; a help longer than the
             # terminal is cut at the bottom.
             left = HELP_MARGIN if cols >= 4 * HELP_MARGIN else 0
-            window, h = help_window(self.help, cols - 2 * left, rows)
+            self.help_body.set_lines(self.help)
+            window, h = help_window(self.help_body, cols - 2 * left, rows)
             y = max(rows - h - 2, 0)
             body = urwid.Overlay(
                 window, body, ("fixed left", left), cols - 2 * left, ("fixed top", y), h
             )
         elif self.window == "tree":
+            # Above the footer: the title, tasks, message and header lines stay in sight.
             h = min(len(self.tree) + 2, rows)
             body = urwid.Overlay(
-                tree_window(self.tree[: h - 2]), body, "left", cols, ("fixed top", 1), h
+                tree_window(self.tree[: h - 2], self.tree_title),
+                body,
+                "left",
+                cols,
+                ("fixed top", max(rows - h - 1, 0)),
+                h,
             )
+        elif self.window == "where":
+            # Beside the tree, above the footer, as the tree alone (the header in sight).
+            h = min(max(len(self.tree), len(self.where)) + 2, rows)
+            pair = urwid.Columns(
+                [
+                    tree_window(self.tree[: h - 2], self.tree_title),
+                    where_window(self.where[: h - 2]),
+                ]
+            )
+            body = urwid.Overlay(pair, body, "left", cols, ("fixed top", max(rows - h - 1, 0)), h)
         elif self.window == "errors":
             # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.
             h = min(max(rows - len(self.table.rows) - 5, 10), rows)

@@ -58,11 +58,11 @@ def help_lines(
     columns: Sequence[tuple[str, str]],
     variables: Sequence[tuple[str, str]] | None = None,
     variants: Sequence[tuple[str, str, str]] = (),
-    keys: str = "",
+    keys: Sequence[str] = (),
 ) -> list[Markup]:
     """The help window's text: the target line (reverse), the screen description, then
     ``header: description`` per column, headers stripped and padded to the widest, then
-    ``keys`` (one paragraph, :func:`tiptop.live.keys.key_help`), per screen name with CPU
+    ``keys`` (one per line, grouped: :func:`tiptop.live.keys.key_help`), per screen name with CPU
     variants the one this CPU got and why (``variants``: name, description, why), a legend
     of the colours and the built-in variables of expressions (``variables``, by default
     :func:`tiptop.table.builtin_variables`), last since a short terminal clips the
@@ -72,7 +72,7 @@ def help_lines(
     lines: list[Markup] = [(P.WINDOW_REVERSE, target), desc]
     lines += [f"{h.ljust(width)}: {d}" for h, (_, d) in zip(heads, columns, strict=True)]
     if keys:
-        lines += ["", keys]
+        lines += ["", *keys]
     if variants:
         lines += ["", "Screen variants for this CPU:"]
         lines += [f"{name}: {d} ({why})" for name, d, why in variants]
@@ -89,7 +89,7 @@ def help_lines(
             " (counters multiplexed)",
         ],
         "42.0! suspect: the screen's breakdown does not add up to 100% for that task",
-        "t: top-down tree of the watched task (w), else of the top row (t closes it)",
+        "PID+ a process with several threads (H lists them); PID- one of its other threads",
     ]
     names = table.builtin_variables() if variables is None else variables
     width = max((len(n) for n, _ in names), default=0)
@@ -99,19 +99,53 @@ def help_lines(
 
 
 class HelpBody(urwid.Widget):
-    """The ``h`` window's body: its lines wrapped at spaces to the window's width, cut at
-    the bottom when they are taller than the window (a Pile cannot overflow its box)."""
+    """The ``h`` window's body: its lines wrapped at spaces to the window's width; taller
+    than the window, it scrolls (Up/Down, PgUp/PgDn, Home/End) and its last line says how
+    far (a Pile cannot overflow its box)."""
 
     _sizing = frozenset([urwid.Sizing.BOX])
     ignore_focus = True
 
     def __init__(self, lines: Sequence[Markup]) -> None:
         super().__init__()
-        self.pile = urwid.Pile([urwid.Text(m, wrap="space") for m in lines])
+        self.lines: Sequence[Markup] = ()
+        self.pile = urwid.Pile([])
+        self.top = 0
+        self.height = 1
+        self.set_lines(lines)
+
+    def set_lines(self, lines: Sequence[Markup]) -> None:
+        """Show ``lines`` (a new text goes back to its top)."""
+        if list(lines) == list(self.lines):
+            return
+        self.lines = list(lines)
+        self.pile = urwid.Pile([urwid.Text(m, wrap="space") for m in self.lines])
+        self.top = 0
+        self._invalidate()
+
+    def scroll(self, key: str) -> bool:
+        """Move the text for a navigation key; False when the key is not one."""
+        top = scrolled(self.top, key, 1 << 30, self.height - 2)
+        if top is None:
+            return False
+        self.top = max(top, 0)  # the end is clamped at render, where the width is known
+        self._invalidate()
+        return True
 
     def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
         cols, rows = box_size(size)
-        return fit_rows(self.pile.render((cols,)), rows)
+        self.height = rows
+        canvas = urwid.CompositeCanvas(self.pile.render((cols,)))
+        total = canvas.rows()
+        if total <= rows:
+            self.top = 0
+            return fit_rows(canvas, rows)
+        self.top = min(self.top, total - (rows - 1))
+        canvas.trim(self.top, rows - 1)
+        shown = min(self.top + rows - 1, total)
+        more = "END" if shown >= total else f"{round(100 * shown / total)} % (Up/Down scroll)"
+        tail = urwid.Text(f" {more} ", align="right", wrap="clip").render((cols,))
+        return urwid.CanvasCombine([(canvas, None, False), (tail, None, False)])
 
 
 def fit_rows(canvas: urwid.Canvas, rows: int) -> urwid.Canvas:
@@ -125,12 +159,11 @@ def fit_rows(canvas: urwid.Canvas, rows: int) -> urwid.Canvas:
     return canvas
 
 
-def help_window(lines: Sequence[Markup], cols: int, rows: int) -> tuple[urwid.Widget, int]:
-    """The ``h`` window ``cols`` wide, a box titled `` Help (h to close)``, and its height:
-    its wrapped lines and the frame, at most ``rows``."""
-    body = HelpBody(lines)
+def help_window(body: HelpBody, cols: int, rows: int) -> tuple[urwid.Widget, int]:
+    """The ``h`` window ``cols`` wide, a box titled `` Help (h or Esc closes)``, and its
+    height: its wrapped lines and the frame, at most ``rows`` (then ``body`` scrolls)."""
     height = min(body.pile.rows((max(cols - 2, 1),)) + 2, rows)
-    box = urwid.LineBox(body, title="Help (h to close)")
+    box = urwid.LineBox(body, title="Help (h or Esc closes)")
     return urwid.AttrMap(box, P.WINDOW), height
 
 
@@ -256,10 +289,26 @@ def tree_markup(drill: DrillDown) -> list[Markup]:
     return lines
 
 
-def tree_window(lines: Sequence[Markup]) -> urwid.Widget:
-    """The ``t`` window: a box titled `` Top-down tree (t to close)``."""
+def tree_title(row: table.Row | None) -> str:
+    """The ``t`` window's title: the task it is about (``row``, the highlighted one:
+    PID and command), or that there is none."""
+    if row is None:
+        return "Top-down tree: no task (t or Esc closes)"
+    return f"Top-down tree of PID {row.pid} ({row.command.strip()}) (t or Esc closes)"
+
+
+def tree_window(lines: Sequence[Markup], title: str) -> urwid.Widget:
+    """The ``t`` window: a box titled ``title`` (:func:`tree_title`)."""
     body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
-    return urwid.AttrMap(urwid.LineBox(body, title="Top-down tree (t to close)"), P.WINDOW)
+    return urwid.AttrMap(urwid.LineBox(body, title=title), P.WINDOW)
+
+
+def where_window(lines: Sequence[Markup]) -> urwid.Widget:
+    """The ``f`` window: a box titled `` Hottest functions (f or Esc to close)``."""
+    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
+    return urwid.AttrMap(
+        urwid.LineBox(body, title="Hottest functions (f or Esc to close)"), P.WINDOW
+    )
 
 
 def target_line(target: Target | None) -> str:

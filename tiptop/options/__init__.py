@@ -119,6 +119,7 @@ class Options:
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
     why_note: str | None = None
+    where: int | None = None  # --where PID (batch: the task's hottest functions per refresh)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -145,6 +146,7 @@ class Options:
             watch=self.watch,
             sticky=self.sticky,
             pid_width=self.pid_width,
+            name_header="CGROUP" if self.series_by == "cgroup" else "COMMAND",
         )
 
     def sampler_config(self) -> SamplerConfig:
@@ -278,11 +280,11 @@ def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
         if value not in ("comm", "pid", "cgroup"):
             raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
         draft["series_by"] = value
-    elif name == "why":
+    elif name in ("why", "where"):
         pid, _text = parse_target(value, where)
         if pid is None:
             raise UsageError(f"{where}: '{shown(value)}' is not a process id")
-        draft["why"] = pid
+        draft[name] = pid
     elif name in TEXT_OPTIONS:
         if not value:
             raise UsageError(f"{where}: empty value")

@@ -77,6 +77,7 @@ LONG = {
     "series-expiry": ("set", "series_expiry"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),
+    "where": ("set", "where"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

@@ -24,7 +24,7 @@ import os
 import select
 import time
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
 import psutil
 
@@ -33,13 +33,17 @@ from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
 from tiptop.outputs.records import RecordWriter
 from tiptop.outputs.why import WhyWriter
-from tiptop.refresh import Stop, consume, paced
+from tiptop.refresh import Item, Made, Refreshing, Stop, consume, paced
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
 
 if TYPE_CHECKING:
+    from tiptop.messages import MessageLog
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
+
+#: What a writer takes (contravariant: a writer of frames takes frames).
+Taken = TypeVar("Taken", contravariant=True)
 
 # --------------------------------------------------------------------------- text
 
@@ -154,7 +158,7 @@ def reader_gone(fd: int) -> bool:
 _GONE = select.POLLERR | select.POLLHUP
 
 
-def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Spawned | None) -> None:
+def _wait_until(deadline: float, stop: Stop, out_fd: int | None, child: Ends | None) -> None:
     """Sleep until ``deadline`` (monotonic) in one poll(2), returning early when a stop is
     requested (its pipe), the output reader went away (BrokenPipeError), or the spawned
     child exited (looked at every 20 ms: it has no fd to wait on). Not a wake-up every few
@@ -193,6 +197,52 @@ def run(
     returns 0. The source's messages go to ``err`` as they appear, one line each, while the
     output still has a reader (after ``| head`` has gone they would explain nothing)."""
     writer = make_writer(out, options, screen, screen_index)
+    return drive(source, writer, options, out, err, started=started, stop=stop, child=child)
+
+
+class Source(Refreshing[Made], Protocol[Made]):
+    """What :func:`drive` reads: a frame source, or ``--where``'s profiler."""
+
+    messages: MessageLog
+
+    def start(self) -> None:
+        """Take baselines; the first refresh covers a real interval."""
+        ...
+
+
+class Writer(Protocol[Taken]):
+    """What :func:`drive` writes with: a first line or preamble, then each refresh."""
+
+    def begin(self, now: float) -> None:
+        """Write what comes before the first refresh."""
+        ...
+
+    def frame(self, item: Taken, iteration: int) -> int:
+        """Write one refresh; returns the lines written."""
+        ...
+
+
+class Ends(Protocol):
+    """What is watched, which may end: a spawned command, ``--where``'s process."""
+
+    def exited(self) -> bool:
+        """Whether it ended (the refresh after that is the last)."""
+        ...
+
+
+def drive(
+    source: Source[Item],
+    writer: Writer[Item],
+    options: Options,
+    out: IO[str],
+    err: IO[str],
+    *,
+    started: bool = False,
+    stop: Stop | None = None,
+    child: Ends | None = None,
+) -> int:
+    """The batch loop of :func:`run` with its ``writer``: each refresh of ``source``
+    written, every ``options.delay``, until ``-n``, a stop, or the end of ``child``."""
     try:
         out_fd: int | None = out.fileno()
     except (OSError, AttributeError, ValueError):
@@ -200,9 +250,9 @@ def run(
     own_stop = stop is None
     stop = stop or Stop()
 
-    def take(frame: Frame, iteration: int) -> None:
+    def take(item: Item, iteration: int) -> None:
         with _writing():
-            writer.frame(frame, iteration)
+            writer.frame(item, iteration)
             out.flush()
 
     def say(line: str) -> None:
@@ -231,8 +281,8 @@ def run(
 
 
 def _frames(
-    source: FrameSource, delay: float, stop: Stop, out_fd: int | None, child: Spawned | None
-) -> Iterator[Frame]:
+    source: Refreshing[Item], delay: float, stop: Stop, out_fd: int | None, child: Ends | None
+) -> Iterator[Item]:
     """The source's frames every ``delay`` (:func:`tiptop.refresh.paced`), the wait also
     ended by a reader gone or the spawned ``child``'s end, whose last interval is then
     the last frame."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
+from tiptop.vocab import event_name
 
 
 def delta_key(alias: str) -> str:
@@ -130,6 +131,15 @@ class CounterSpec:
     #: ``name@term=value@`` for a table event with a modifier), checked against the kernel's
     #: tables by tests/unit/test_oracle_*.py; None for a counter no table names.
     table_event: str | None = None
+
+    @property
+    def event_label(self) -> str:
+        """The event as perf names it (``cycles``, ``cpu/event=0x3c/``; a numeric one by
+        ``tiptop.vocab.event_name``, else its config text): what a status line says
+        rather than the screen's alias (``CYCLE``)."""
+        if isinstance(self.event, NamedEvent):
+            return self.event.name
+        return event_name(self.event.type, self.event.config) or self.config
 
 
 @dataclass(frozen=True)

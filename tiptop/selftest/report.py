@@ -16,7 +16,7 @@ from tiptop.errors import EventError
 from tiptop.events import resolve, resolve_numeric
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
-from tiptop.kernel.explain import NO_PMU, NO_PMU_SHORT
+from tiptop.kernel.explain import NO_PMU, NO_PMU_KEY, NO_PMU_SHORT
 from tiptop.messages import MessageLog
 from tiptop.screens.model import CounterSpec, NamedEvent, ScreenSpec
 from tiptop.selftest.checks import (
@@ -80,7 +80,9 @@ def _rows(spec: ScreenSpec, splan: ScreenPlan, log: MessageLog) -> list[Row]:
             msg = log.about(c.alias)
             row.kind = "unsupported"
             # The no-PMU sentence said short per row, whole once below the table.
-            line = msg.line.replace(NO_PMU, NO_PMU_SHORT) if msg else "not opened"
+            line = "not opened" if msg is None else msg.line.replace(NO_PMU, NO_PMU_SHORT)
+            if msg is not None and msg.key == NO_PMU_KEY:
+                line = f"{c.event_label}: ENOENT: {NO_PMU_SHORT}"  # no_pmu(): ENOENT
             row.verdict = "unsupported here: " + line
         elif (chk := check_for(*keys[j])) is not None:
             row.kernel = chk.kernel

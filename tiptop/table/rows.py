@@ -150,6 +150,16 @@ class RowList(Sequence[Row]):
             row = self._made[k] = self._make(k if k >= 0 else k + len(self._idx))
         return row
 
+    def position_of(self, tid: int) -> int | None:
+        """The display position of task ``tid``'s row, or None when it has none (from
+        the frame's tid array: no row is built)."""
+        for i in np.flatnonzero(self._frame.tid == tid).tolist():  # its frame row(s)
+            try:
+                return self._idx.index(i)
+            except ValueError:  # filtered out of the view
+                continue
+        return None
+
     def _make(self, k: int) -> Row:
         f, view, i = self._frame, self._view, self._idx[k]
         return Row(
@@ -197,7 +207,8 @@ def cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
 
 
 def header(screen: ScreenSpec, view: View) -> str:
-    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND; the sort
+    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND (or
+    CGROUP when the rows are cgroups, ``View.name_header``); the sort
     column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
     k = len(screen.columns)
     s = view.sort_column
@@ -209,7 +220,7 @@ def header(screen: ScreenSpec, view: View) -> str:
         parts.append("[" if s == j else ("]" if s == j - 1 and s >= 0 else " "))
         parts.append(col.header)
     parts.append("[" if s == k else ("]" if s == k - 1 and s >= 0 else " "))
-    parts.append("COMMAND")
+    parts.append(view.name_header)
     parts.append("]" if s == k else " ")
     return "".join(parts)
 

@@ -221,7 +221,7 @@ def drill_down(
         name = screens[other].name
         return DrillDown(None, f"screen '{screen.name}' has no top-down tree: '{name}' has (+/-)")
     if pid is None:
-        return DrillDown(None, "no task selected (w watches one; else the top row is used)")
+        return DrillDown(None, "no task selected (no row shown)")
     tree = task_tree(frame, screen, pid)
     if tree is None:
         return DrillDown(None, f"PID {pid}: no row this refresh")

@@ -70,7 +70,14 @@ from tiptop.events.topdown import Topdown
 from tiptop.host import Host
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
-from tiptop.kernel.explain import explain_open_error, kernel_only
+from tiptop.kernel.explain import (
+    NO_PMU,
+    NO_PMU_COLUMNS,
+    NO_PMU_KEY,
+    explain_open_error,
+    kernel_only,
+    no_pmu_line,
+)
 from tiptop.messages import MessageLog
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.evaluate import Evaluator
@@ -217,11 +224,12 @@ class Planner:
                     "also counts the children it forks",
                 )
                 return True
-            self.log.say(
-                f"probe:{b.pmu}:{b.name}:{e.errno}",
-                self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel),
-                subject=alias,
-            )
+            why = self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel)
+            if why.endswith(NO_PMU):  # one short line per run, not one per event
+                line = no_pmu_line(NO_PMU_COLUMNS)
+                self.log.say(NO_PMU_KEY, line, subject=alias, detail=NO_PMU)
+            else:
+                self.log.say(f"probe:{b.pmu}:{b.name}:{e.errno}", why, subject=alias)
             return False
 
     # ------------------------------------------------------------------ screens

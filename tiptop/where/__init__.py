@@ -1,0 +1,9 @@
+"""``--where``: the hottest functions of one process, by sampling (``profile``), its
+samples named through ``/proc/PID/maps``, ELF symbols (``elf``, pyelftools) and JIT map
+files (``resolve``)."""
+
+from __future__ import annotations
+
+from tiptop.where.profile import EVENT, RATE_HZ, Hot, Profile, TaskProfiler
+
+__all__ = ["EVENT", "RATE_HZ", "Hot", "Profile", "TaskProfiler"]

@@ -1,0 +1,255 @@
+"""``--where``: one process sampled, its samples named and counted per function.
+
+:class:`TaskProfiler` opens one sampling event per thread of the process (``cpu-clock``,
+a software event every machine has, PMU or not; user mode only, which
+``perf_event_paranoid`` 2 allows on one's own processes), each with its ring buffer
+(``tiptop.kernel.ring``); threads started later are found at each refresh (the
+``task/`` listing) and sampled from then on. One buffer per thread: the kernel maps no
+buffer for an inherited per-task event, and sends no thread's samples into another
+thread's buffer (``perf_mmap()`` and ``perf_event_set_output()`` in kernel/events/core.c).
+
+Bounded: :data:`RATE_HZ` samples per second of CPU time at most (``freq`` mode), buffers
+sized for two refresh intervals of samples and :data:`BUFFER_BUDGET` bytes in all (split
+between the threads present at the start), one process at a time; everything is closed by
+:meth:`TaskProfiler.close`. Each refresh gives a :class:`Profile`: per ``(symbol, module)``
+its samples, the samples the kernel could not store (a full buffer), and whether the
+process exited.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import mmap
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from tiptop.errors import TiptopError
+from tiptop.host import Host
+from tiptop.kernel import Attr, explain_open_error, perf_event_open
+from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
+from tiptop.kernel.ring import SampleRing
+from tiptop.messages import MessageLog
+from tiptop.vocab import PerfType, SwId
+from tiptop.where.elf import SymbolCache
+from tiptop.where.resolve import Resolver
+
+#: Samples per second of the task's CPU time (perf top's default is 4000; 1000 keeps the
+#: cost of naming them within a refresh's budget).
+RATE_HZ = 1000
+#: The most ring-buffer memory one profile maps (the unprivileged default of
+#: ``perf_event_mlock_kb`` is 516 KiB, perf_event_open(2)).
+BUFFER_BUDGET = 256 << 10
+#: Bytes of one sample record: header, ip, pid and tid.
+SAMPLE_BYTES = 24
+#: The event sampled (a PMU's own event may come later: the task's bottleneck's).
+EVENT = "cpu-clock"
+#: ``PERF_FLAG_FD_CLOEXEC``.
+_FD_CLOEXEC = 8
+
+
+@dataclass(frozen=True)
+class Hot:
+    """One function's samples in a refresh."""
+
+    symbol: str
+    module: str
+    samples: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One refresh of ``--where``: where process ``pid`` spent the samples of ``event``
+    taken at ``rate_hz`` over ``interval`` seconds (``hot`` by samples, most first)."""
+
+    pid: int
+    comm: str
+    event: str
+    rate_hz: int
+    interval: float
+    samples: int
+    lost: int
+    hot: tuple[Hot, ...]
+    exited: bool
+
+    def share(self, hot: Hot) -> float:
+        """``hot``'s part of this refresh's samples, in percent."""
+        return 100.0 * hot.samples / self.samples if self.samples else 0.0
+
+
+def data_pages(threads: int, delay: float, rate_hz: int = RATE_HZ) -> int:
+    """Data pages per thread's buffer (a power of two): room for two intervals of samples
+    (rounded up), within :data:`BUFFER_BUDGET` shared by ``threads`` (rounded down), at
+    least one."""
+    page = mmap.PAGESIZE
+    want = math.ceil(2 * rate_hz * SAMPLE_BYTES * max(delay, 0.1) / page)
+    budget = max(1, BUFFER_BUDGET // page // max(threads, 1) - 1)
+    up = 1 << (want - 1).bit_length()
+    return up if up <= budget else 1 << (budget.bit_length() - 1)
+
+
+def sampling_attr(rate_hz: int = RATE_HZ) -> Attr:
+    """The ``perf_event_attr`` of :data:`EVENT` sampled ``rate_hz`` times a second of
+    CPU time, user mode only, on one thread (not inherited: the kernel maps no buffer of
+    an inherited per-task event, ``perf_mmap()`` in kernel/events/core.c)."""
+    return Attr(
+        type=PerfType.SOFTWARE,
+        config=SwId.CPU_CLOCK,
+        read_format=0,
+        sample_period=rate_hz,
+        freq=True,
+        sample_type=SAMPLE_IP | SAMPLE_TID,
+    )
+
+
+class TaskProfiler:
+    """Samples of process ``pid`` named per function (see the module's docstring).
+    Raises :class:`TiptopError` with one line when the process does not exist or its
+    first event cannot be opened (the errno and what would allow it)."""
+
+    def __init__(
+        self, pid: int, host: Host, delay: float, messages: MessageLog | None = None
+    ) -> None:
+        self.pid = pid
+        self.messages = messages if messages is not None else MessageLog()
+        self._host = host
+        proc = f"{host.proc_root}/{pid}"
+        try:
+            with open(f"{proc}/comm") as f:
+                self.comm = f.read().strip()
+            uid = os.stat(proc).st_uid
+            tids = sorted(int(t) for t in os.listdir(f"{proc}/task"))
+        except (OSError, ValueError):
+            raise TiptopError(f"--where {pid}: no such process") from None
+        self._resolver = Resolver(pid, uid, SymbolCache(), host.proc_root)
+        #: Per sampled thread id, its event's fd and ring buffer.
+        self._rings: dict[int, tuple[int, SampleRing]] = {}
+        self._pages = data_pages(len(tids), delay)
+        self._exited = False
+        try:
+            self._open(tids)
+        except (TiptopError, OSError):
+            self.close()
+            raise
+        if not self._rings:
+            raise TiptopError(f"--where {pid}: no such process")
+        self._resolver.refresh()
+        self._since = time.monotonic()
+
+    def _open(self, tids: list[int]) -> None:
+        """Open and map an event on each of ``tids`` not sampled yet; a thread that ended
+        meanwhile is skipped. The first refusal of the process's first open is an error
+        (one line); a later one is a message."""
+        attr = sampling_attr()
+        for tid in tids:
+            if tid in self._rings:
+                continue
+            try:
+                fd = perf_event_open(attr, tid, -1, -1, _FD_CLOEXEC)
+            except OSError as e:
+                if e.errno == errno.ESRCH:
+                    continue  # that thread ended since the listing
+                line = f"--where {self.pid}: {self._explain(e)}"
+                if not self._rings:
+                    raise TiptopError(line) from None
+                self.messages.say(f"where:open:{e.errno}", line)
+                continue
+            try:
+                self._rings[tid] = (fd, SampleRing(fd, self._pages))
+            except OSError as e:
+                os.close(fd)
+                line = (
+                    f"--where {self.pid}: cannot map a ring buffer: {e.strerror}; "
+                    "raise kernel.perf_event_mlock_kb or ulimit -l"
+                )
+                if not self._rings:
+                    raise TiptopError(line) from None
+                self.messages.say("where:mmap", line)
+
+    def _threads(self) -> list[int]:
+        """The process's threads now (none once it exited)."""
+        try:
+            return sorted(int(t) for t in os.listdir(f"{self._host.proc_root}/{self.pid}/task"))
+        except (OSError, ValueError):
+            return []
+
+    def _explain(self, e: OSError) -> str:
+        host = self._host
+        return explain_open_error(
+            e,
+            EVENT,
+            paranoid=host.paranoid,
+            privileged=host.privileged,
+            kernel=False,
+            in_container=host.in_container,
+            fd_limits=(host.fd_soft, host.fd_hard),
+        )
+
+    def refresh(self) -> Profile:
+        """The samples taken since the last refresh (or the start), named."""
+        now = time.monotonic()
+        interval, self._since = now - self._since, now
+        counts: Counter[int] = Counter()
+        lost = 0
+        for _fd, ring in self._rings.values():
+            drained = ring.drain()
+            counts.update(drained.ips)
+            lost += drained.lost
+        self._follow_threads()
+        if not self._resolver.refresh():
+            self._exited = True
+        named: Counter[tuple[str, str]] = Counter()
+        for ip, n in counts.items():
+            named[self._resolver.name(ip)] += n
+        hot = tuple(Hot(s, m, n) for (s, m), n in named.most_common())
+        return Profile(
+            pid=self.pid,
+            comm=self.comm,
+            event=EVENT,
+            rate_hz=RATE_HZ,
+            interval=interval,
+            samples=sum(counts.values()),
+            lost=lost,
+            hot=hot,
+            exited=self._exited,
+        )
+
+    def _follow_threads(self) -> None:
+        """Close the events of threads that ended (drained already) and open events on
+        threads started since the last look."""
+        now = self._threads()
+        for tid in set(self._rings) - set(now):
+            fd, ring = self._rings.pop(tid)
+            ring.close()
+            os.close(fd)
+        self._open(now)
+
+    def start(self) -> None:
+        """Drop what was sampled so far: the next refresh covers the time from now."""
+        for _fd, ring in self._rings.values():
+            ring.drain()
+        self._since = time.monotonic()
+
+    def exited(self) -> bool:
+        """Whether the process exited (the next refresh is its last)."""
+        if self._exited:
+            return True
+        try:
+            with open(f"{self._host.proc_root}/{self.pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return True
+        # The state follows the comm's closing parenthesis (proc(5)): Z zombie, X dead.
+        return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
+
+    def close(self) -> None:
+        """Unmap every buffer and close every event."""
+        for fd, ring in self._rings.values():
+            ring.close()
+            os.close(fd)
+        self._rings = {}
+
+
+__all__ = ["EVENT", "RATE_HZ", "Hot", "Profile", "TaskProfiler", "data_pages", "sampling_attr"]
