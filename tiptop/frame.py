@@ -87,6 +87,9 @@ class Frame:
 
     #: Number of tasks tracked in total (every thread), for the live "Tasks:" line.
     tasks_total: int
+    #: True when each row is a cgroup, its tasks summed (``--by cgroup``, the live ``G``):
+    #: the name column is then the cgroup's label.
+    by_cgroup: bool = False
 
     # --- the evaluation's other inputs (``tiptop.screens.evaluate``): with these a
     # recording evaluates any screen over the same counters again on replay, and rows by
@@ -203,7 +206,16 @@ ROW_FIELDS: tuple[str, ...] = tuple(
     f.name
     for f in dataclasses.fields(Frame)
     if f.name
-    not in ("iteration", "timestamp", "interval", "threads", "headers", "counters", "tasks_total")
+    not in (
+        "iteration",
+        "timestamp",
+        "interval",
+        "threads",
+        "headers",
+        "counters",
+        "tasks_total",
+        "by_cgroup",
+    )
 )
 
 

@@ -98,3 +98,21 @@ def test_a_bottleneck_is_found_again_from_the_sums() -> None:
     both = group(frame(rows, td), td, ["x", "x"])
     idx, share = both.node[0, 3], both.values[0, 3]
     assert (labels[idx], share) == ("BE", pytest.approx(70.0))
+
+
+def test_rows_by_cgroup_head_their_name_column_cgroup() -> None:
+    """A cgroup row's name is the cgroup's label: the header says CGROUP, not COMMAND, in
+    batch (``--by cgroup``) and live (the frame says its rows are cgroups; issue 39)."""
+    from tiptop.live.app import LiveApp
+    from tiptop.options import Options
+    from tiptop.table import header
+
+    f = frame([task(1, 50.0, 10.0, 2.0), task(2, 25.0, 30.0, 0.5)])
+    g = group(f, SCREEN, ["web", "db"])
+    assert g.by_cgroup and not f.by_cgroup
+    assert header(SCREEN, Options(series_by="cgroup").view()).rstrip().endswith(" CGROUP")
+    assert header(SCREEN, Options().view()).rstrip().endswith(" COMMAND")
+    app = LiveApp(Options(), _Source(f), [SCREEN])
+    assert app._header().rstrip().endswith(" COMMAND")
+    app.frame = g  # after the G key
+    assert app._header().rstrip().endswith(" CGROUP")

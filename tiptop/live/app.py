@@ -11,6 +11,7 @@ handed in.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -125,7 +126,12 @@ class LiveApp:
     # ------------------------------------------------------------------ state
 
     def _header(self) -> str:
-        return table.header(self.state.screen, self.state.view)
+        """The table's header; its name column says CGROUP while the rows are cgroups
+        (the ``G`` key switches them at the source)."""
+        view = self.state.view
+        if self.frame.by_cgroup:
+            view = dataclasses.replace(view, name_header="CGROUP")
+        return table.header(self.state.screen, view)
 
     def _squeeze(self, cols: int) -> tuple[int, int] | None:
         """What of the ``-U`` column to leave out at ``cols`` so COMMAND stays whole."""

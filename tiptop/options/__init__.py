@@ -146,6 +146,7 @@ class Options:
             watch=self.watch,
             sticky=self.sticky,
             pid_width=self.pid_width,
+            name_header="CGROUP" if self.series_by == "cgroup" else "COMMAND",
         )
 
     def sampler_config(self) -> SamplerConfig:

@@ -45,6 +45,8 @@ class FrameFacts:
     threads: bool
     #: Tasks tracked in all (the live ``Tasks:`` line).
     tasks_total: int
+    #: True when each row is a cgroup (``--by cgroup``, the live ``G`` key).
+    by_cgroup: bool = False
 
 
 def markers(tid: np.ndarray, pid: np.ndarray, num_threads: np.ndarray) -> list[str]:
@@ -94,6 +96,7 @@ def evaluated_frame(
         counter_running=counters.running,
         counter_status=counters.status,
         tasks_total=refresh.tasks_total,
+        by_cgroup=refresh.by_cgroup,
         cpu_user=facts.cpu_user,
         cpu_sys=facts.cpu_sys,
         processor=facts.processor,

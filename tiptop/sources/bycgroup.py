@@ -43,7 +43,9 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     g = np.array([index[x] for x in labels], np.int64)
     m = len(names)
     counters, raw = _group_counters(frame, g, m)
-    refresh = FrameFacts(frame.iteration, frame.timestamp, frame.interval, False, frame.tasks_total)
+    refresh = FrameFacts(
+        frame.iteration, frame.timestamp, frame.interval, False, frame.tasks_total, True
+    )
     evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
     return evaluated_frame(
         evaluator,

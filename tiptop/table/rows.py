@@ -207,7 +207,8 @@ def cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
 
 
 def header(screen: ScreenSpec, view: View) -> str:
-    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND; the sort
+    """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND (or
+    CGROUP when the rows are cgroups, ``View.name_header``); the sort
     column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
     k = len(screen.columns)
     s = view.sort_column
@@ -219,7 +220,7 @@ def header(screen: ScreenSpec, view: View) -> str:
         parts.append("[" if s == j else ("]" if s == j - 1 and s >= 0 else " "))
         parts.append(col.header)
     parts.append("[" if s == k else ("]" if s == k - 1 and s >= 0 else " "))
-    parts.append("COMMAND")
+    parts.append(view.name_header)
     parts.append("]" if s == k else " ")
     return "".join(parts)
 

@@ -33,6 +33,8 @@ class View:
     watch: int | str | None = None
     sticky: bool = False
     pid_width: int = 5
+    #: The name column's header: ``COMMAND``, or ``CGROUP`` when rows are cgroups.
+    name_header: str = "COMMAND"
 
 
 def builtin_variables() -> list[tuple[str, str]]:
