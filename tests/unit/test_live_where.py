@@ -10,7 +10,7 @@ from tests.support.live import keys, text
 from tests.unit.test_live_tree import SIZE, tree_app
 from tiptop.errors import TiptopError
 from tiptop.live.app import LiveApp
-from tiptop.where import Hot, Profile
+from tiptop.where import CPU_CLOCK, Hot, Profile, SampledEvent, event_for
 
 EVENT_LINE = "no hardware PMU here: sampling cpu-clock (time on CPU) at 1000 Hz"
 
@@ -18,14 +18,14 @@ EVENT_LINE = "no hardware PMU here: sampling cpu-clock (time on CPU) at 1000 Hz"
 class FakeProfiler:
     """Stands in for ``TaskProfiler``: each refresh, 3 more samples of hot_loop."""
 
-    def __init__(self, pid: int, log: list[str]) -> None:
-        self.pid, self.log, self.n = pid, log, 0
+    def __init__(self, pid: int, log: list[str], event: SampledEvent = CPU_CLOCK) -> None:
+        self.pid, self.log, self.n, self.event = pid, log, 0, event
         log.append(f"open {pid}")
 
     def refresh(self) -> Profile:
         self.n += 3
         hot = (Hot("hot_loop", "hotcold", 3 * self.n), Hot("cold_loop", "hotcold", self.n))
-        return Profile(self.pid, "chase", "cpu-clock", 1000, 1.0, 4 * self.n, 0, hot, False)
+        return Profile(self.pid, "chase", self.event.name, 1000, 1.0, 4 * self.n, 0, hot, False)
 
     def close(self) -> None:
         self.log.append(f"close {self.pid}")
@@ -33,7 +33,7 @@ class FakeProfiler:
 
 def where_app(log: list[str]) -> LiveApp:
     app = tree_app()
-    app.where.factory = lambda pid: FakeProfiler(pid, log)
+    app.where.factory = lambda pid, _node: FakeProfiler(pid, log)
     app.where.event_line = EVENT_LINE
     return app
 
@@ -67,9 +67,37 @@ def test_f_opens_the_functions_beside_the_tree_and_esc_closes_it() -> None:
 def test_a_task_that_cannot_be_sampled_is_one_line() -> None:
     app = tree_app()
 
-    def refused(pid: int) -> FakeProfiler:
+    def refused(pid: int, _node: str | None) -> FakeProfiler:
         raise TiptopError(f"--where {pid}: cpu-clock: EACCES: permission denied")
 
     app.where.factory = refused
     keys(app, "f")
     assert "--where 4242: cpu-clock: EACCES: permission denied" in window_lines(app)[1]
+
+
+def test_with_a_pmu_the_event_follows_the_tasks_bottleneck() -> None:
+    """Where a PMU exists (no no-PMU line), the profiler is asked for the highlighted
+    task's bottleneck node and the window names the event it chose and why."""
+    asked: list[tuple[int, str | None]] = []
+
+    def factory(pid: int, node: str | None) -> FakeProfiler:
+        asked.append((pid, node))
+        return FakeProfiler(pid, [], event_for(node))
+
+    app = tree_app()
+    app.where.factory, app.where.event_line = factory, ""
+    keys(app, "f")
+    assert asked == [(4242, "BE/Mem")]
+    lines = window_lines(app)
+    assert "sampling cache-misses (its bottleneck BE/Mem) at 1000 Hz" in lines[1]
+    assert "12 samples of cache-misses at 1000 Hz" in lines[2]
+
+
+def test_the_bottleneck_chooses_the_event() -> None:
+    assert event_for("BE/Mem").name == "cache-misses"
+    assert event_for("BE/Mem/DRAM").name == "cache-misses"
+    assert event_for("BAD/Misp").name == "branch-misses"
+    assert event_for("BAD").name == "branch-misses"
+    assert event_for("BAD/Clear").name == "cycles"
+    assert event_for("FE/Lat").name == "cycles"
+    assert event_for(None).means == "no bottleneck over its threshold"

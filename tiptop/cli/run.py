@@ -258,7 +258,7 @@ def _run_live(
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
-        where=lambda pid: where_profiler(host, pid, opts.delay),
+        where=lambda pid, node: where_profiler(host, pid, opts.delay, node),
         where_event=where_event_line(host),
     )
     if child is not None and code == 0 and child.exited():
@@ -309,21 +309,26 @@ def _run_batch(
     return child.reap() if child is not None else ending.status()
 
 
-def where_profiler(host: Host, pid: int, delay: float) -> TaskProfiler:
-    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``)."""
-    from tiptop.where import TaskProfiler
+def where_profiler(host: Host, pid: int, delay: float, node: str | None) -> TaskProfiler:
+    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``): where a
+    hardware PMU exists it samples the event of the task's bottleneck ``node``
+    (``tiptop.where.event_for``), else ``cpu-clock``."""
+    from tiptop.events.sysfs import core_pmus
+    from tiptop.where import CPU_CLOCK, TaskProfiler, event_for
 
-    return TaskProfiler(pid, host, delay)
+    event = event_for(node) if core_pmus(host.sysfs_root) else CPU_CLOCK
+    return TaskProfiler(pid, host, delay, event=event)
 
 
 def where_event_line(host: Host) -> str:
-    """The ``f`` window's first line: the event sampled, and why it is ``cpu-clock``."""
+    """The ``f`` window's first line without a hardware PMU (it samples ``cpu-clock``);
+    empty with one: the window then names the event its task's bottleneck chose."""
     from tiptop.events.sysfs import core_pmus
     from tiptop.where import EVENT, RATE_HZ
 
     if not core_pmus(host.sysfs_root):
         return f"no hardware PMU here: sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
-    return f"sampling {EVENT} (time on CPU) at {RATE_HZ} Hz"
+    return ""
 
 
 def drill_source(opts: Options, host: Host, pid: int, screen: ScreenSpec) -> Sampler:

@@ -349,14 +349,16 @@ class LiveApp:
         )
         self.widget.tree = tree_markup(view)
         self.widget.tree_title = tree_title(row)
-        self._update_where(pid)
+        bottleneck = None if view.tree is None else view.tree.bottleneck
+        self._update_where(pid, None if bottleneck is None else bottleneck.label)
 
-    def _update_where(self, pid: int | None) -> None:
-        """The ``f`` window's lines, sampling the highlighted task while it is open."""
+    def _update_where(self, pid: int | None, node: str | None) -> None:
+        """The ``f`` window's lines, sampling the highlighted task (its bottleneck
+        ``node`` chooses the event where a PMU exists) while it is open."""
         if self.widget.window != "where":
             self.where.close()
             return
-        self.where.follow(pid)
+        self.where.follow(pid, node)
         self.widget.where = self.where.lines()
 
     def _tick(self, loop: urwid.MainLoop | None = None, data: object = None) -> None:

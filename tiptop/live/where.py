@@ -5,8 +5,10 @@ factory) of the task selected while the window is open: it is opened when the wi
 opens, refreshed with each refresh of the main source, and closed, its events and ring
 buffers released, when the window closes, the selected task changes or live mode ends, so
 at most one task is sampled at a time. What cannot be sampled (another user's task) is the
-window's one line, as in batch. The window's first line names the event sampled; without a
-hardware PMU it says so in that one line.
+window's one line, as in batch. The window's first line names the event sampled: with a
+hardware PMU the one that shows where the task meets its top-down bottleneck when it was
+selected (``tiptop.where.event_for``), kept while it stays selected so that its samples add
+up; without a PMU ``cpu-clock``, and the line says why.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tiptop.errors import TiptopError, printable
-from tiptop.where import Profile
+from tiptop.where import RATE_HZ, Profile, SampledEvent
 from tiptop.where.report import profile_head, profile_lines
 
 
 class Profiler(Protocol):
     """What the window reads: ``tiptop.where.TaskProfiler``."""
+
+    #: The event sampled.
+    event: SampledEvent
 
     def refresh(self) -> Profile:
         """The samples since the last refresh, named."""
@@ -31,16 +36,18 @@ class Profiler(Protocol):
         ...
 
 
-#: ``factory(pid) -> Profiler``; raises TiptopError (one line) when it cannot sample.
-ProfilerFactory = Callable[[int], Profiler]
+#: ``factory(pid, node) -> Profiler`` (``node``: the task's bottleneck, None without one);
+#: raises TiptopError (one line) when it cannot sample.
+ProfilerFactory = Callable[[int, str | None], Profiler]
 
 #: Rows of functions the window shows.
 WINDOW_TOP = 15
 
 
 class WhereWindow:
-    """The window's data (see the module's docstring). ``event_line`` is its first line:
-    the event sampled and, without a PMU, that it is ``cpu-clock`` for that reason."""
+    """The window's data (see the module's docstring). ``event_line``, when not empty, is
+    its first line (without a PMU: that it samples ``cpu-clock`` for that reason); else
+    the first line names the profiler's event and why it was chosen."""
 
     def __init__(self, factory: ProfilerFactory | None, event_line: str) -> None:
         self.factory = factory
@@ -50,8 +57,9 @@ class WhereWindow:
         self.profile: Profile | None = None
         self.error: str | None = None
 
-    def follow(self, pid: int | None) -> None:
-        """Sample ``pid`` (the selected task) from now on, closing the previous one's."""
+    def follow(self, pid: int | None, node: str | None = None) -> None:
+        """Sample ``pid`` (the selected task, whose bottleneck is ``node``) from now on,
+        closing the previous one's."""
         if pid == self.pid and (self.profiler is not None or self.error is not None):
             return
         self.close()
@@ -59,7 +67,7 @@ class WhereWindow:
         if pid is None or self.factory is None:
             return
         try:
-            self.profiler = self.factory(pid)
+            self.profiler = self.factory(pid, node)
         except TiptopError as exc:
             self.error = str(exc)
 
@@ -77,7 +85,7 @@ class WhereWindow:
             return ["no task selected"]
         if self.error is not None:
             return [self.error]
-        out = [self.event_line]
+        out = [self.event_line or self._event_words()]
         p = self.profile
         if p is None:
             return [*out, f"PID {self.pid}: sampling; the first functions come at the next refresh"]
@@ -85,6 +93,13 @@ class WhereWindow:
         for share, symbol, module in profile_lines(p, WINDOW_TOP):
             out.append(f"{share:5.1f}%  {printable(symbol)}  {printable(module)}")
         return out
+
+    def _event_words(self) -> str:
+        """``sampling cache-misses (its bottleneck BE/Mem) at 1000 Hz``."""
+        if self.profiler is None:
+            return ""
+        event = self.profiler.event
+        return f"sampling {event.name} ({event.means}) at {RATE_HZ} Hz"
 
     def close(self) -> None:
         """Stop sampling (the window closed, another task selected, live mode ends)."""

@@ -4,6 +4,24 @@ files (``resolve``)."""
 
 from __future__ import annotations
 
-from tiptop.where.profile import EVENT, RATE_HZ, Hot, Profile, TaskProfiler
+from tiptop.where.profile import (
+    CPU_CLOCK,
+    EVENT,
+    RATE_HZ,
+    Hot,
+    Profile,
+    SampledEvent,
+    TaskProfiler,
+    event_for,
+)
 
-__all__ = ["EVENT", "RATE_HZ", "Hot", "Profile", "TaskProfiler"]
+__all__ = [
+    "CPU_CLOCK",
+    "EVENT",
+    "RATE_HZ",
+    "Hot",
+    "Profile",
+    "SampledEvent",
+    "TaskProfiler",
+    "event_for",
+]

@@ -32,7 +32,7 @@ from tiptop.kernel import Attr, explain_open_error, perf_event_open
 from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
 from tiptop.kernel.ring import SampleRing
 from tiptop.messages import MessageLog
-from tiptop.vocab import PerfType, SwId
+from tiptop.vocab import HwId, PerfType, SwId
 from tiptop.where.elf import SymbolCache
 from tiptop.where.resolve import Resolver
 
@@ -44,10 +44,43 @@ RATE_HZ = 1000
 BUFFER_BUDGET = 256 << 10
 #: Bytes of one sample record: header, ip, pid and tid.
 SAMPLE_BYTES = 24
-#: The event sampled (a PMU's own event may come later: the task's bottleneck's).
+#: The event sampled where no other is chosen: a software event every machine has.
 EVENT = "cpu-clock"
 #: ``PERF_FLAG_FD_CLOEXEC``.
 _FD_CLOEXEC = 8
+
+
+@dataclass(frozen=True)
+class SampledEvent:
+    """The event whose overflows are sampled, by perf's name, with why it was chosen."""
+
+    name: str
+    type: int
+    config: int
+    #: Words for the window's first line: what a sample stands for.
+    means: str
+
+
+#: Time on CPU: every machine has it, PMU or not.
+CPU_CLOCK = SampledEvent(EVENT, PerfType.SOFTWARE, SwId.CPU_CLOCK, "time on CPU")
+
+
+def event_for(node: str | None) -> SampledEvent:
+    """The hardware event that shows where a task meets its top-down bottleneck ``node``
+    (a label of ``tiptop.screens.topdown``: ``BE/Mem``, ``BAD/Misp``...), for a machine
+    with a PMU: a memory-bound task's cache misses, a mispredicting task's branch misses,
+    else its cycles (time, as the core counts it). The generic events, which every PMU
+    perf drives maps (perf_event_open(2), PERF_TYPE_HARDWARE)."""
+    if node is not None and node.startswith("BE/Mem"):
+        return SampledEvent(
+            "cache-misses", PerfType.HARDWARE, HwId.CACHE_MISSES, f"its bottleneck {node}"
+        )
+    if node in ("BAD", "BAD/Misp"):
+        return SampledEvent(
+            "branch-misses", PerfType.HARDWARE, HwId.BRANCH_MISSES, f"its bottleneck {node}"
+        )
+    why = f"its bottleneck {node}" if node else "no bottleneck over its threshold"
+    return SampledEvent("cycles", PerfType.HARDWARE, HwId.CPU_CYCLES, why)
 
 
 @dataclass(frozen=True)
@@ -90,13 +123,14 @@ def data_pages(threads: int, delay: float, rate_hz: int = RATE_HZ) -> int:
     return up if up <= budget else 1 << (budget.bit_length() - 1)
 
 
-def sampling_attr(rate_hz: int = RATE_HZ) -> Attr:
-    """The ``perf_event_attr`` of :data:`EVENT` sampled ``rate_hz`` times a second of
-    CPU time, user mode only, on one thread (not inherited: the kernel maps no buffer of
-    an inherited per-task event, ``perf_mmap()`` in kernel/events/core.c)."""
+def sampling_attr(rate_hz: int = RATE_HZ, event: SampledEvent = CPU_CLOCK) -> Attr:
+    """The ``perf_event_attr`` of ``event`` sampled ``rate_hz`` times a second (the
+    kernel adjusts the period, ``freq``), user mode only, on one thread (not inherited:
+    the kernel maps no buffer of an inherited per-task event, ``perf_mmap()`` in
+    kernel/events/core.c)."""
     return Attr(
-        type=PerfType.SOFTWARE,
-        config=SwId.CPU_CLOCK,
+        type=event.type,
+        config=event.config,
         read_format=0,
         sample_period=rate_hz,
         freq=True,
@@ -110,9 +144,16 @@ class TaskProfiler:
     first event cannot be opened (the errno and what would allow it)."""
 
     def __init__(
-        self, pid: int, host: Host, delay: float, messages: MessageLog | None = None
+        self,
+        pid: int,
+        host: Host,
+        delay: float,
+        messages: MessageLog | None = None,
+        event: SampledEvent = CPU_CLOCK,
     ) -> None:
         self.pid = pid
+        #: The event sampled (:func:`event_for` where a PMU exists).
+        self.event = event
         self.messages = messages if messages is not None else MessageLog()
         self._host = host
         proc = f"{host.proc_root}/{pid}"
@@ -142,7 +183,7 @@ class TaskProfiler:
         """Open and map an event on each of ``tids`` not sampled yet; a thread that ended
         meanwhile is skipped. The first refusal of the process's first open is an error
         (one line); a later one is a message."""
-        attr = sampling_attr()
+        attr = sampling_attr(event=self.event)
         for tid in tids:
             if tid in self._rings:
                 continue
@@ -179,7 +220,7 @@ class TaskProfiler:
         host = self._host
         return explain_open_error(
             e,
-            EVENT,
+            self.event.name,
             paranoid=host.paranoid,
             privileged=host.privileged,
             kernel=False,
@@ -207,7 +248,7 @@ class TaskProfiler:
         return Profile(
             pid=self.pid,
             comm=self.comm,
-            event=EVENT,
+            event=self.event.name,
             rate_hz=RATE_HZ,
             interval=interval,
             samples=sum(counts.values()),
@@ -252,4 +293,15 @@ class TaskProfiler:
         self._rings = {}
 
 
-__all__ = ["EVENT", "RATE_HZ", "Hot", "Profile", "TaskProfiler", "data_pages", "sampling_attr"]
+__all__ = [
+    "CPU_CLOCK",
+    "EVENT",
+    "RATE_HZ",
+    "Hot",
+    "Profile",
+    "SampledEvent",
+    "TaskProfiler",
+    "data_pages",
+    "event_for",
+    "sampling_attr",
+]
