@@ -181,6 +181,19 @@ class Aggregator:
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
     _known: set[int] | None = None
+    #: The last refresh's row labels (pid, name, user lists) and the grouping made of
+    #: them (:meth:`_grouping` says when it is stale).
+    _kept_grouping: (
+        tuple[
+            np.ndarray,
+            list[str],
+            list[str],
+            list[tuple[str, ...]],
+            list[tuple[str, ...]],
+            np.ndarray,
+        ]
+        | None
+    ) = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -211,16 +224,39 @@ class Aggregator:
         self._add_births(frame, deltas)
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
+        keys, groups, group_of_row = self._grouping(frame)
+        self._add(frame, deltas, groups, group_of_row)
+        if self.cgroup_cpu is not None and self.by == "cgroup":
+            self._add_cgroup_cpu(frame, deltas, keys)
+        self._expire(frame.timestamp)
+        return self.snapshot(frame)
+
+    def _grouping(
+        self, frame: Frame
+    ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], np.ndarray]:
+        """Each row's label set, the label sets in order, and each row's place among
+        them. Kept while the frame's row labels are the very lists of the last refresh:
+        the sampler hands the same ones while its rows, names and users do not change
+        (``tiptop.engine.sampler``, its row labels), and a process's cgroup is read once
+        (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"`` follows the CPU order, which
+        changes every refresh, and is never kept."""
+        kept = self._kept_grouping
+        if (
+            kept is not None
+            and self.by != "pid"
+            and kept[0] is frame.pid
+            and kept[1] is frame.name
+            and kept[2] is frame.user
+        ):
+            return kept[3], kept[4], kept[5]
         keys = self._keys(frame)
         index: dict[tuple[str, ...], int] = {}
         group_of_row = np.fromiter(
             (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
         )
-        self._add(frame, deltas, list(index), group_of_row)
-        if self.cgroup_cpu is not None and self.by == "cgroup":
-            self._add_cgroup_cpu(frame, deltas, keys)
-        self._expire(frame.timestamp)
-        return self.snapshot(frame)
+        groups = list(index)
+        self._kept_grouping = (frame.pid, frame.name, frame.user, keys, groups, group_of_row)
+        return keys, groups, group_of_row
 
     def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
         """Each row's label set; with ``by="pid"`` the top N rows' own and every other

@@ -69,27 +69,32 @@ def shorten(path: str) -> str:
 
 class CgroupCache:
     """Cgroup path and shortened label per process, read once while the process is seen: a
-    PID missing from one refresh's rows is forgotten, so a reused PID is read again."""
+    PID missing from one refresh's rows is forgotten (stale then: the PID may be reused),
+    so a reused PID is read again."""
 
     def __init__(self, proc_root: str = "/proc") -> None:
         self.proc_root = proc_root
-        self._known: dict[int, str] = {}
+        #: Per PID: its cgroup path and that path's label.
+        self._known: dict[int, tuple[str, str]] = {}
 
-    def path(self, pid: int) -> str:
-        """The cgroup path of process ``pid`` (:func:`path_of`; ``/`` when unreadable)."""
+    def _read(self, pid: int) -> tuple[str, str]:
         known = self._known.get(pid)
         if known is None:
             try:
                 with open(f"{self.proc_root}/{pid}/cgroup") as f:
-                    known = path_of(f.read())
+                    path = path_of(f.read())
             except OSError:
-                known = "/"
-            self._known[pid] = known
+                path = "/"
+            known = self._known[pid] = (path, shorten(path))
         return known
+
+    def path(self, pid: int) -> str:
+        """The cgroup path of process ``pid`` (:func:`path_of`; ``/`` when unreadable)."""
+        return self._read(pid)[0]
 
     def label(self, pid: int) -> str:
         """The shortened cgroup of process ``pid`` (``/`` when unreadable)."""
-        return shorten(self.path(pid))
+        return self._read(pid)[1]
 
     def keep_only(self, pids: Iterable[int]) -> None:
         """Forget every process not in ``pids`` (the rows of the latest refresh)."""
