@@ -353,3 +353,17 @@ def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
     (cg / "system.slice/job.scope/cpu.stat").unlink()
     (cg / "system.slice/job.scope").rmdir()
     assert reader.used([]) == {"db": 0.0}
+
+
+def test_the_grouping_is_kept_only_while_the_row_labels_are_the_same() -> None:
+    """The sampler hands the same row-label lists while nothing changed: the grouping is
+    reused then, and made again for other lists (a renamed process)."""
+    agg = Aggregator(metrics_for(SCHED.counters))
+    one = frame(rows((1, "w", 50.0, [0] * 5), (2, "v", 50.0, [0] * 5)), SCHED)
+    agg.update(one)
+    snap = agg.update(one)  # the same lists: kept
+    cpu = sample(snap, "tiptop_cpu_seconds_total")
+    assert cpu == {("v", "root", "/"): pytest.approx(1.0), ("w", "root", "/"): pytest.approx(1.0)}
+    renamed = frame(rows((1, "x", 50.0, [0] * 5), (2, "v", 50.0, [0] * 5)), SCHED)
+    snap = agg.update(renamed)
+    assert sample(snap, "tiptop_cpu_seconds_total")[("x", "root", "/")] == pytest.approx(0.5)
