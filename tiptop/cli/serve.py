@@ -9,7 +9,6 @@ is the guide.
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -113,25 +112,19 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)
-    stop = exporter.stop
-    old = {
-        sig: signal.signal(sig, lambda *_: stop.request())
-        for sig in (signal.SIGTERM, signal.SIGINT)
-    }
     try:
-        if address is not None:
-            port = exporter.serve(*address, max_clients=clients, web=web)
-            sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
-            sys.stderr.flush()
-        exporter.run(
-            textfile,
-            opts.max_iter,
-            keep=lambda f: cgroups.keep_only(f.pid.tolist()),
-            report=say,
-        )
+        with exporter.stop.on_signals():  # SIGTERM, SIGINT: a clean stop
+            if address is not None:
+                port = exporter.serve(*address, max_clients=clients, web=web)
+                sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
+                sys.stderr.flush()
+            exporter.run(
+                textfile,
+                opts.max_iter,
+                keep=lambda f: cgroups.keep_only(f.pid.tolist()),
+                report=say,
+            )
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         exporter.close()
         sampler.close()
         if textfile is not None:
