@@ -216,15 +216,19 @@ def test_with_threads_a_single_threaded_process_without_counters_is_read_when_it
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """-H: a single-threaded process whose only thread has no counters is neither listed
-    nor read while its run time stays (its schedstat is that thread's), as in process mode."""
+    nor read while its run time stays (its thread's schedstat, which is the process's),
+    as in process mode."""
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")
     _, _, sc = _discovered(tmp_path, 500, threads=True)
     read: list[str] = []
     sc._read_stat = lambda path: read.append(path[len(str(tmp_path)) :]) or read_stat(path)
-    _ran(tmp_path, 500)  # the process's own schedstat: its only thread's
+    thread = tmp_path / "10" / "task"  # its only thread's schedstat: the process's too
+    for root in (tmp_path, thread):
+        _ran(root, 500)
     sc.scan(Activity(uncounted={10}))
     (t,) = sc.scan(Activity(uncounted={10})).tasks
     assert read == [] and t.tid == 10
-    _ran(tmp_path, 800)
+    for root in (tmp_path, thread):
+        _ran(root, 800)
     sc.scan(Activity(uncounted={10}))
     assert read == ["/10/stat", "/10/task/10/stat"]

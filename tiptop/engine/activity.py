@@ -23,12 +23,14 @@ Two things can hide a change from the counters, and the rules cover both:
 - *Counters that stopped counting.* A set-user-ID exec ends them (fs/exec.c
   ``begin_new_exec()``), and the task then looks asleep for good. So the tasks that did
   not run are still looked at in turns, one sweep group per refresh: :attr:`not_due`
-  are those whose turn it is not, whose ``schedstat`` is not even read; the others'
-  ``stat`` is read only when their ``schedstat`` run time moved since (``task.slept``).
+  are those whose turn it is not, whose run time is not even read; the others' ``stat``
+  is read only when their run time moved since (``task.slept``; read as
+  ``task.run_time_reader`` says: a process's CPU-time clock, or a ``schedstat``).
 
 A task without counters (waiting for fds, refused: :attr:`uncounted`) is read when its
-``schedstat`` run time moved, while no PID was made since the last scan (in process mode
-single-threaded processes only: a process's ``schedstat`` is its main thread's).
+run time moved, while no PID was made since the last scan (where that run time is a
+``schedstat``, in process mode single-threaded processes only: a process's ``schedstat``
+is its main thread's).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
-from tiptop.engine.scan.task import Identity, Task, holds, slept
+from tiptop.engine.scan.task import Identity, RunTime, Task, holds, slept
 
 #: A ``/proc/TID`` entry's ``(inode, owner)`` (``task.dir_mark``).
 Mark = tuple[int, int]
@@ -58,22 +60,29 @@ class Activity:
     #: tid -> ``/proc/TID`` mark of the tasks of :attr:`did_not_run` without a pidfd.
     marks: Mapping[int, Mark] = field(default_factory=dict)
 
-    def rested(self, t: Task, root: str, thread: bool, marks_proven: bool = False) -> bool:
-        """Whether ``t`` (of the last scan, under ``/proc`` at ``root``; a ``thread`` row or
-        a process row) did not run and is the same task: its counters say so, its mark
-        holds (or ``marks_proven``: a listing stands for it), and it is not due a look, or
-        its run time did not move."""
+    def rested(self, t: Task, root: str, run_time: RunTime, marks_proven: bool = False) -> bool:
+        """Whether ``t`` (of the last scan, under ``/proc`` at ``root``) did not run and is
+        the same task: its counters say so, its mark holds (or ``marks_proven``: a listing
+        stands for it), and it is not due a look, or its ``run_time`` did not move."""
         tid = t.tid
         if tid not in self.did_not_run:
             return False
         marks = self.marks
         if not marks_proven and marks and tid in marks and not holds(root, str(tid), marks[tid]):
             return False
-        return tid in self.not_due or slept(t, schedstat(root, t, thread))
+        return tid in self.not_due or slept(t, run_time(t))
 
-    def uncounted_slept(self, t: Task, root: str, thread: bool) -> bool:
-        """Whether ``t`` has no counters and its run time did not move."""
-        return t.tid in self.uncounted and slept(t, schedstat(root, t, thread))
+    def uncounted_slept(self, t: Task, run_time: RunTime, again: bool = False) -> bool:
+        """Whether ``t`` has no counters and its ``run_time`` did not move. ``again``: the
+        scan looks at ``t`` again when it did move (with ``-H``, a single-threaded
+        process's row, then its thread's: the same task), so this look keeps the
+        reference it compared with for that one."""
+        if t.tid not in self.uncounted:
+            return False
+        if again:
+            ran = run_time(t)
+            return ran != 0 and ran == t.runtime
+        return slept(t, run_time(t))
 
     def none_ran(self, tids: Iterable[int]) -> bool:
         """Whether the counters say that none of ``tids`` ran, none of them watched by
@@ -84,12 +93,4 @@ class Activity:
         return not self.marks or self.marks.keys().isdisjoint(tids)
 
 
-def schedstat(root: str, t: Task, thread: bool) -> str:
-    """The ``schedstat`` file of ``t``'s row: a thread's own (``/proc/PID/task/TID``), or
-    a process's (``/proc/PID``: its main thread's, proc(5))."""
-    if thread:
-        return f"{root}/{t.pid}/task/{t.tid}/schedstat"
-    return f"{root}/{t.pid}/schedstat"
-
-
-__all__ = ["Activity", "Identity", "Mark", "schedstat"]
+__all__ = ["Activity", "Identity", "Mark"]

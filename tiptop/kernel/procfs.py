@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -202,6 +203,36 @@ def open_pidfd(tid: int, thread: bool) -> int | None:
         return os.pidfd_open(tid, PIDFD_THREAD if thread else 0)
     except (OSError, AttributeError):
         return None
+
+
+#: ``CPUCLOCK_SCHED`` (include/linux/posix-timers_types.h): the CPU-time clock that reads
+#: the scheduler's run time (``sum_exec_runtime``, ns: ``schedstat``'s first field).
+CPUCLOCK_SCHED = 2
+
+
+def process_cpu_ns(pid: int) -> int:
+    """Process ``pid``'s time on a CPU so far, all its threads' (ns), from its CPU-time
+    clock (clock_getcpuclockid(3), clock_gettime(2)); 0 when it has none (gone, or not a
+    process of this PID namespace). The clock id is glibc's and the kernel's encoding,
+    ``make_process_cpuclock(pid, CPUCLOCK_SCHED)`` (include/linux/posix-timers.h).
+
+    One system call, no path walked and no fd held, where a ``schedstat`` read opens,
+    reads and closes a file (benchmarks/README.md has both costs); and any process may read
+    any other's (kernel/time/posix-cpu-timers.c ``pid_for_clock()`` checks no permission,
+    as ``/proc/PID/stat`` is readable by all)."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED)
+    except OSError:
+        return 0
+
+
+def names_this_process(proc_root: str) -> bool:
+    """Whether ``PROC_ROOT/self`` names this process: a ``/proc`` of this process's PID
+    namespace, whose PIDs are the ones system calls take."""
+    try:
+        return os.readlink(f"{proc_root}/self") == str(os.getpid())
+    except OSError:
+        return False
 
 
 def uptime_ticks(proc_root: str) -> float:

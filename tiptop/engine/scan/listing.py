@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from tiptop.kernel.procfs import names_this_process
+
 #: Calls between two listings at most, whatever loadavg says (a PID chosen by the caller).
 RELIST = 16
 #: A ``/proc/PID`` mark check (a stat(2) and its Python) costs about as much as listing this
@@ -119,10 +121,7 @@ class ProcListing:
     def _last_made(self) -> bytes | None:
         """The last PID allocated, as ``/proc/loadavg`` spells it; None when unusable."""
         if self._usable is None:
-            try:
-                self._usable = os.readlink(f"{self.root}/self") == str(os.getpid())
-            except OSError:
-                self._usable = False
+            self._usable = names_this_process(self.root)
         if not self._usable:
             return None
         try:  # not open(): a buffered file object costs more than the read

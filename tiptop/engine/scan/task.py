@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
-from tiptop.kernel.procfs import CLK_TCK, Stat, read_file
+from tiptop.kernel.procfs import CLK_TCK, Stat, process_cpu_ns, read_file
 
 #: A task's identity: ``(tid, starttime)`` (see the module doc).
 Identity = tuple[int, int]
@@ -49,8 +49,8 @@ class Task:
     #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
     #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
     final: bool = False
-    #: Its time on a CPU (ns, ``/proc/PID/schedstat``) when a sweep last found it asleep;
-    #: 0 until then (:func:`slept`).
+    #: Its time on a CPU (ns, :data:`RunTime`) at its discovery or when last found asleep
+    #: (:func:`slept`); 0 when that could not be read.
     runtime: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
     #: refresh); ``tid`` and ``starttime`` never change.
@@ -143,6 +143,19 @@ def holds(root: str, name: str, mark: tuple[int, int] | None) -> bool:
     return dir_mark(f"{root}/{name}") == mark
 
 
+#: How the scanner reads a row's time on a CPU so far, in ns (0: it cannot say):
+#: :func:`run_time_reader`.
+RunTime = Callable[[Task], int]
+
+
+def schedstat(root: str, t: Task, thread: bool) -> str:
+    """The ``schedstat`` file of ``t``'s row: a thread's own (``/proc/PID/task/TID``), or
+    a process's (``/proc/PID``: its main thread's, proc(5))."""
+    if thread:
+        return f"{root}/{t.pid}/task/{t.tid}/schedstat"
+    return f"{root}/{t.pid}/schedstat"
+
+
 def runtime(path: str) -> int:
     """A task's time on a CPU, in ns: the first field of its ``schedstat``
     (Documentation/scheduler/sched-stats.rst); 0 when it cannot be read."""
@@ -152,14 +165,24 @@ def runtime(path: str) -> int:
         return 0
 
 
-def slept(t: Task, path: str) -> bool:
-    """Whether task ``t`` is still asleep since it was last seen so: its time on a CPU
-    (:func:`runtime`) is the one seen at its discovery or its last such look. Asked for a
-    task that did not run when the sweep reaches it, and for a task without counters at
-    every scan (``engine.activity``). That one-number file is cheaper to read than
+def run_time_reader(root: str, thread: bool, clock: bool) -> RunTime:
+    """How a row's time on a CPU is read. With ``clock`` (process rows under this PID
+    namespace's ``/proc``), the process's CPU-time clock (``procfs.process_cpu_ns``): every
+    thread's time, for one system call. Otherwise (``-H`` rows: a thread's clock may be
+    read only by its own process, kernel/time/posix-cpu-timers.c; or another ``/proc``
+    tree) its ``schedstat`` file: a thread's own, or a process's main thread's."""
+    if clock:
+        return lambda t: process_cpu_ns(t.pid)
+    return lambda t: runtime(schedstat(root, t, thread))
+
+
+def slept(t: Task, ran: int) -> bool:
+    """Whether task ``t`` is still asleep since it was last seen so: ``ran``, its time on a
+    CPU now (:data:`RunTime`), is the one seen at its discovery or its last such look.
+    Asked for a task that did not run when the sweep reaches it, and for a task without
+    counters at every scan (``engine.activity``). That one number is cheaper to read than
     ``stat``, so a task whose counters stopped without it sleeping (a set-user-ID exec
     ends them, fs/exec.c ``begin_new_exec()``) is still caught at its next sweep, for
-    less. An unreadable file or a 0 (no scheduler statistics) say no."""
-    ran = runtime(path)
+    less. A 0 (unreadable, or no scheduler statistics) says no."""
     was, t.runtime = t.runtime, ran
     return ran != 0 and ran == was

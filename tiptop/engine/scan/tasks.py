@@ -36,16 +36,17 @@ from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from functools import partial
 
-from tiptop.engine.activity import Activity, schedstat
+from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.task import (
     Proc,
+    RunTime,
     Scan,
     Task,
     account,
     dir_mark,
     holds,
-    runtime,
+    run_time_reader,
 )
 from tiptop.engine.scan.threadscan import ThreadRows
 from tiptop.engine.scan.trees import Family, Root, fold, tree_root
@@ -55,6 +56,7 @@ from tiptop.kernel.procfs import (
     Facts,
     Stat,
     list_threads,
+    names_this_process,
     parse_stat,
     read_facts,
     read_file,
@@ -108,6 +110,9 @@ class TaskScanner:
     0 means every process is visible. ``stat_reader`` reads one stat file (tests inject
     failures through it); ``facts_reader(pid, comm)`` reads the facts of a new process
     identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
+    ``cpu_clock``: a process row's run time is read from its CPU-time clock
+    (``task.run_time_reader``); by default where ``proc_root`` is ``/proc`` and of this
+    PID namespace, without ``-H``.
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
     root's row stands for its whole process tree (``engine.scan.trees``).
@@ -126,6 +131,7 @@ class TaskScanner:
         stat_reader: Callable[[str], Stat] | None = None,
         facts_reader: Callable[[int, str], Facts] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cpu_clock: bool | None = None,
     ) -> None:
         self.proc_root = proc_root
         #: Monotonic seconds, for the scan's interval (``Host.clock.monotonic``).
@@ -138,6 +144,12 @@ class TaskScanner:
         #: Live descendants of each tree root present in the last scan.
         self.tree: dict[int, list[int]] = {}
         self.threads = threads
+        if cpu_clock is None:
+            cpu_clock = not threads and proc_root == "/proc" and names_this_process(proc_root)
+        #: A row's time on a CPU (``engine.activity``'s rules read it).
+        self._run_time: RunTime = run_time_reader(proc_root, threads, cpu_clock)
+        #: That time is every thread's (a process's CPU-time clock), not its main thread's.
+        self._run_time_whole = cpu_clock
         self.uid = uid
         self.only_pid = only_pid
         self.only_name = only_name
@@ -197,20 +209,22 @@ class TaskScanner:
         """Each listed process: kept as it was when it did not run (``Activity``'s rules,
         no read of its ``stat``), else looked at afresh (:meth:`_visit`)."""
         root, old, seen, live, act = self.proc_root, w.old, w.seen, w.live, w.activity
+        run_time, whole = self._run_time, self._run_time_whole
+        again = self.threads  # -H: its thread's row is that task too (ThreadRows.scan)
         proven = self._listing.proves  # the listing stands for the marks (engine.scan.listing)
         # Process rows only: a tree root's row sums its tree; -H rows are threadscan's.
         flat = not w.trees and not self.threads
         threads = self._thread_rows if self.threads else None
         if threads is not None:  # -H: this scan for the thread rows (engine.scan.threadscan)
-            threads.begin(act, self._procs, old, self._read_stat)
+            threads.begin(act, self._procs, old, self._read_stat, run_time)
         threads_total = 0
         for name in names:
             pid = int(name)
             t = old.get(pid)
             if t is not None and (
-                (flat and act.rested(t, root, False, proven))
-                # its schedstat is its only thread's
-                or (t.num_threads == 1 and act.uncounted_slept(t, root, False))
+                (flat and act.rested(t, root, run_time, proven))
+                # its run time is every thread's (or a schedstat, its only thread's)
+                or ((whole or t.num_threads == 1) and act.uncounted_slept(t, run_time, again))
             ):
                 # It did not run: no new look at its stat (rest(t), inlined: per task).
                 seen[pid] = t
@@ -384,7 +398,7 @@ class TaskScanner:
                 st.stime,
             )
             # The sweep's first reference (``slept``): the run time at discovery.
-            t.runtime = runtime(schedstat(self.proc_root, t, self.threads))
+            t.runtime = self._run_time(t)
             if self._uptime is None:
                 self._uptime = uptime_ticks(self.proc_root)
             age = self._uptime - st.starttime

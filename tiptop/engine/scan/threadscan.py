@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
-from tiptop.engine.scan.task import Proc, Task, rest
+from tiptop.engine.scan.task import Proc, RunTime, Task, rest
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import Stat, list_threads
 
@@ -25,7 +25,7 @@ class ThreadRows:
         self.listing = listing
         #: pid -> the tids its ``task/`` directory listed at the last scan.
         self.listed: dict[int, list[int]] = {}
-        self.begin(Activity(), {}, {}, _no_read)
+        self.begin(Activity(), {}, {}, _no_read, lambda t: 0)
 
     def begin(
         self,
@@ -33,11 +33,13 @@ class ThreadRows:
         procs: dict[int, Proc],
         old: dict[int, Task],
         read_stat: Callable[[str], Stat],
+        run_time: RunTime,
     ) -> None:
         """Start a scan: what the counters said of the last scan's tasks, the processes'
-        facts, the last scan's tasks (``old``) and how a ``stat`` is read."""
+        facts, the last scan's tasks (``old``), how a ``stat`` is read and how a thread's
+        run time is."""
         self._activity, self._procs, self._old = activity, procs, old
-        self._read_stat = read_stat
+        self._read_stat, self._run_time = read_stat, run_time
 
     def unchanged(self, pid: int) -> list[int] | None:
         """The threads of watched process ``pid`` listed last time when none of them ran
@@ -63,7 +65,7 @@ class ThreadRows:
         the listing is not read again: a 2000-thread process costs a 2000-entry directory
         read. A listing read while no PID was made stands for the marks of its threads
         (``ProcListing.unchanged``)."""
-        root, act = self.proc_root, self._activity
+        root, act, run_time = self.proc_root, self._activity, self._run_time
         known = self.listed.get(pid)
         proven = False
         if not known or not act.did_not_run.issuperset(known):
@@ -79,7 +81,7 @@ class ThreadRows:
         for tid in known:
             t = get(tid)
             if t is not None and (
-                act.rested(t, root, True, proven) or act.uncounted_slept(t, root, True)
+                act.rested(t, root, run_time, proven) or act.uncounted_slept(t, run_time)
             ):
                 rest(t)
                 out.append((tid, None))

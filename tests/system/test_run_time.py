@@ -1,0 +1,130 @@
+"""A process's run time from its CPU-time clock (``procfs.process_cpu_ns``) on the real
+kernel: every thread's time, readable by any user, and what lets the scanner skip the
+``stat`` of a process without counters, whatever its thread count, while none of its
+threads runs (``engine.activity``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import nobody_command
+from tiptop.engine.activity import Activity
+from tiptop.engine.scan.listing import ProcListing
+from tiptop.engine.scan.tasks import TaskScanner
+from tiptop.kernel.procfs import Stat, process_cpu_ns, read_stat
+
+#: Above the largest pid_max (2^22, proc(5) /proc/sys/kernel/pid_max): never a live pid.
+NO_PID = 4194305
+
+#: Two threads, both asleep; each line on stdin makes the second one spin 50 ms of CPU.
+CHILD = textwrap.dedent(
+    """
+    import sys, threading, time
+    go, done = threading.Event(), threading.Event()
+    def spinner():
+        while True:
+            go.wait()
+            go.clear()
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
+            done.set()
+    threading.Thread(target=spinner, daemon=True).start()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        go.set()
+        done.wait()
+        done.clear()
+        print("done", flush=True)
+    """
+)
+
+
+@pytest.fixture
+def child() -> Iterator[subprocess.Popen[str]]:
+    """The two-thread child, ready (both threads asleep)."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert p.stdout is not None and p.stdout.readline() == "ready\n"
+    yield p
+    p.kill()
+    p.wait()
+
+
+def _spin(child: subprocess.Popen[str]) -> None:
+    """The child's second thread runs 50 ms of CPU, then sleeps again."""
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("spin\n")
+    child.stdin.flush()
+    assert child.stdout.readline() == "done\n"
+
+
+def _threads_ns(pid: int) -> int:
+    """The sum of ``pid``'s threads' ``schedstat`` run times (sched-stats.rst)."""
+    task = Path(f"/proc/{pid}/task")
+    return sum(int((d / "schedstat").read_text().split()[0]) for d in task.iterdir())
+
+
+def test_the_clock_is_every_threads_run_time(child: subprocess.Popen[str]) -> None:
+    """While both threads sleep, the clock is the exact sum of their ``schedstat`` times;
+    the second thread's spin moves it by its 50 ms; a PID that cannot exist reads 0."""
+    before = process_cpu_ns(child.pid)
+    assert before == _threads_ns(child.pid)
+    main = int(Path(f"/proc/{child.pid}/schedstat").read_text().split()[0])
+    _spin(child)
+    after = process_cpu_ns(child.pid)
+    assert after == _threads_ns(child.pid)
+    assert after - before >= 50_000_000
+    # the process's own schedstat is its main thread's: the spin is not in it
+    assert int(Path(f"/proc/{child.pid}/schedstat").read_text().split()[0]) - main < 50_000_000
+    assert process_cpu_ns(NO_PID) == 0
+
+
+def test_another_users_process_clock_is_readable() -> None:
+    """As uid 65534, the clock of PID 1 (root's) reads: no permission is needed, as for
+    ``/proc/1/stat``."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("setpriv needs root to become uid 65534")
+    code = "from tiptop.kernel.procfs import process_cpu_ns; print(process_cpu_ns(1))"
+    cmd, env = nobody_command(["-c", code])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert int(out.stdout) > 0
+
+
+def test_a_process_without_counters_is_read_only_when_a_thread_ran(
+    child: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A two-thread process without counters: its ``stat`` is not read while both threads
+    sleep (its clock stays), and is read at the scan after its *second* thread ran, with
+    its %CPU then. A ``schedstat`` (its main thread's) would not see that thread: without
+    the clock such a process is read at every scan."""
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")  # no PID made
+    reads: list[str] = []
+
+    def reader(path: str) -> Stat:
+        reads.append(path)
+        return read_stat(path)
+
+    sc = TaskScanner(only_pid=child.pid, stat_reader=reader)
+    sc.scan()
+    blind = Activity(uncounted={child.pid})
+    reads.clear()
+    for _ in range(3):
+        (t,) = sc.scan(blind).tasks
+        assert t.cpu_total == 0.0
+    assert reads == []
+    _spin(child)
+    (t,) = sc.scan(blind).tasks
+    assert reads == [f"/proc/{child.pid}/stat"] and t.cpu_total > 0
+    assert t.num_threads == 2
