@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.fakeproc import FakeProc
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import RELIST, ProcListing
@@ -77,16 +79,27 @@ def test_listed_at_least_every_relist_calls(tmp_path: Path) -> None:
     assert seen == [False] * RELIST + [True]
 
 
-def test_listed_afresh_when_marks_to_check_cost_more_than_a_listing(tmp_path: Path) -> None:
-    """No PID made, but more marks to check than a listing of its entries costs
-    (``STAT_ENTRIES`` each): listed afresh, and that listing stands for the marks."""
+def test_a_kept_listing_stands_for_the_marks_while_no_pid_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No PID made since the call before: the kept listing is the listing (no listdir) and
+    stands for the marks (``proves``); once a PID is made, /proc is listed afresh and proves
+    nothing until a call finds no PID made since the one before."""
     fp = _our_tree(tmp_path, 10)
     listing = ProcListing(str(tmp_path))
+    real, listed = os.listdir, []
+    monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real(path))
     listing.names()
+    assert not listing.proves  # nothing to compare with yet
     listing.names()  # settled on PID 10: kept from now on
-    fp.add(500, "restored")  # a PID the caller chose: only a fresh listing shows it
-    assert "500" not in listing.names(checks=0)
-    assert "500" in listing.names(checks=1) and listing.proves  # 1 mark * 4 > 1 entry
+    assert listing.proves and len(listed) == 2
+    for _ in range(3):
+        assert listing.names() == ["10"] and listing.proves
+    assert len(listed) == 2
+    fp.add(11, "b")
+    _made(tmp_path, 11)
+    assert sorted(listing.names()) == ["10", "11"] and not listing.proves
+    assert sorted(listing.names()) == ["10", "11"] and listing.proves
 
 
 def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Path) -> None:
@@ -109,11 +122,10 @@ def test_listed_every_time_in_another_namespace_or_without_loadavg(tmp_path: Pat
     assert sorted(listing.names()) == ["20", "21"]
 
 
-def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Path) -> None:
-    """More marks to check than a listing costs: /proc is listed afresh, and while no PID
-    was made since the last scan an idle task it shows needs no mark check (no PID could
-    be reused) and no stat read. Once a PID is made, the marks are checked again: these
-    do not hold, so those tasks are read."""
+def test_no_mark_is_checked_while_no_pid_is_made(tmp_path: Path) -> None:
+    """While no PID was made since the last scan, an idle task the listing shows needs no
+    mark check (no PID could be reused) and no stat read. Once a PID is made, the marks are
+    checked again: these do not hold, so those tasks are read."""
     fp = FakeProc(tmp_path)
     (tmp_path / "self").symlink_to(str(os.getpid()))
     for pid in (10, 11, 12):
@@ -138,6 +150,26 @@ def test_a_fresh_listing_stands_for_the_marks_while_no_pid_is_made(tmp_path: Pat
     assert not sc._listing.proves
 
 
+def test_an_idle_task_gone_while_no_pid_is_made_goes_when_its_counters_moved(
+    tmp_path: Path,
+) -> None:
+    """A task whose counters said it did not run, gone (reaped) since, while no PID was
+    made: the kept listing still shows it, so it stays one scan more, at rest; at the next,
+    its counters moved (it ran to exit: ``Activity`` without it), its stat is read and
+    it is gone."""
+    fp = _our_tree(tmp_path, 12)
+    fp.add(11, "sleeper")
+    sc = TaskScanner(str(tmp_path))
+    sc.scan()
+    sc.scan()  # settled: the listing is kept from now on
+    idle = {10, 11}
+    fp.remove(11)
+    scan = sc.scan(Activity(not_due=idle, did_not_run=idle, marks={10: (0, 0), 11: (0, 0)}))
+    assert _tids_of(scan) == [10, 11] and scan.gone == []
+    scan = sc.scan(Activity(not_due={10}, did_not_run={10}, marks={10: (0, 0)}))
+    assert _tids_of(scan) == [10] and [t.tid for t in scan.gone] == [11]
+
+
 def _tids_of(scan) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(t.tid for t in scan.tasks)
 
@@ -156,8 +188,8 @@ def test_a_pid_made_while_listing_proves_nothing(tmp_path: Path, monkeypatch) ->
         return names
 
     monkeypatch.setattr(os, "listdir", a_pid_made_meanwhile)
-    listing.names(checks=10)
+    listing.names()
     assert not listing.proves
     monkeypatch.setattr(os, "listdir", real)
-    listing.names(checks=10)  # 11 at both reads and at the call before: proves
+    listing.names()  # 11 at both reads and at the call before: proves
     assert listing.proves

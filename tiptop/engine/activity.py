@@ -18,8 +18,9 @@ Two things can hide a change from the counters, and the rules cover both:
   looks like one that slept. A pidfd says the exit (``engine.count.exits``: :attr:`exited`
   then holds the identity, and the task is not among :attr:`did_not_run`); a task
   without one is watched by its ``/proc/TID`` mark (inode and owner, ``task.dir_mark``),
-  which must still hold (:attr:`marks`) unless a listing of ``/proc`` made while no PID
-  was created stands for it (``engine.scan.listing``).
+  which must still hold (:attr:`marks`) unless no PID was made since the last scan (the
+  listing then stands for it, ``engine.scan.listing``: a task gone since shows at the next
+  refresh, its counters having moved as it ran to exit).
 - *Counters that stopped counting.* A set-user-ID exec ends them (fs/exec.c
   ``begin_new_exec()``), and the task then looks asleep for good. So the tasks that did
   not run are still looked at in turns, one sweep group per refresh: :attr:`not_due`

@@ -18,9 +18,10 @@ too; a tree without ``loadavg`` (the tests' fake ``/proc``) is listed every time
 
 The same number stands in for ``/proc/PID`` marks (``engine.scan.task.dir_mark``), which tell an
 idle task without a pidfd from a new one under its PID: when no PID was made since the last
-call, none was reused, so a fresh listing that shows the PID shows that task. Where there are
-more marks to check than a listing costs, ``names(checks)`` lists afresh and says so
-(``proves``); the scan then checks no mark.
+call, none was reused, so every PID the listing gives still names the task it named at that
+call, or a task since gone. ``proves`` says so, and the scan then checks no mark. A task gone
+since is not told by its mark then but by its counters at the next refresh: it ran to exit,
+so they moved, and its ``stat`` is read (``engine.count.exits``).
 """
 
 from __future__ import annotations
@@ -32,11 +33,6 @@ from tiptop.kernel.procfs import names_this_process
 
 #: Calls between two listings at most, whatever loadavg says (a PID chosen by the caller).
 RELIST = 16
-#: A ``/proc/PID`` mark check (a stat(2) and its Python) costs about as much as listing this
-#: many entries (benchmarks/README.md, "Figures behind the code's choices"): more marks than
-#: entries / this to check, and a fresh listing checks them for less (``names(checks)``,
-#: ``proves``).
-STAT_ENTRIES = 4
 
 
 @dataclass(slots=True)
@@ -50,16 +46,10 @@ class _Kept:
     settled: bool
     answered: int = 0
 
-    def serves(self, last: bytes | None, checks: int) -> bool:
+    def serves(self, last: bytes | None) -> bool:
         """Whether it is the listing now (see the module doc): no PID made since it was
-        taken (``last``), it was settled, it answered fewer than ``RELIST`` calls, and
-        ``checks`` marks cost less than a listing."""
-        return (
-            self.settled
-            and last == self.made
-            and self.answered < RELIST
-            and checks * STAT_ENTRIES <= len(self.names)
-        )
+        taken (``last``), it was settled, and it answered fewer than ``RELIST`` calls."""
+        return self.settled and last == self.made and self.answered < RELIST
 
 
 class ProcListing:
@@ -74,23 +64,24 @@ class ProcListing:
         self._kept: _Kept | None = None
         self._usable: bool | None = None  # loadavg is this namespace's: decided once
         self._prev: bytes | None = None  # loadavg's last PID at the previous call
-        #: The last call listed afresh and no PID was made since the call before: every
-        #: entry it gave is the task that had that PID at the call before (no PID reused).
+        #: No PID was made since the call before, nor while the last call listed: every
+        #: entry it gave is the task that had that PID at the call before, or one gone
+        #: since (no PID reused; see the module doc).
         self.proves = False
         #: No PID was made between the call before and this one (loadavg's last PID
         #: unchanged): no task seen then can have been replaced under its PID since.
         self.steady = False
 
-    def names(self, checks: int = 0) -> list[str]:
-        """The PID directories, as names; [] when ``/proc`` cannot be listed. ``checks``:
-        ``/proc/PID`` marks the caller would stat(2) otherwise; when they cost more than a
-        listing, it lists afresh, and ``proves`` tells whether that stands for them."""
+    def names(self) -> list[str]:
+        """The PID directories, as names; [] when ``/proc`` cannot be listed. ``proves``
+        then tells whether they stand for the ``/proc/PID`` marks (see the module doc)."""
         last = self._last_made()
         unchanged = last is not None and last == self._prev
         self._prev, self.proves, self.steady = last, False, unchanged
         kept = self._kept
-        if kept is not None and kept.serves(last, checks):
+        if kept is not None and kept.serves(last):  # no PID made since it was taken
             kept.answered += 1
+            self.proves = True
             return kept.names
         try:
             names = os.listdir(self.root)
@@ -99,7 +90,7 @@ class ProcListing:
             return []
         settled = last is not None and kept is not None and last == kept.made
         self._kept = _Kept([n for n in names if n.isdigit()], last, settled)
-        if unchanged and checks > 0:
+        if unchanged:
             # and none made while listing: read again (a PID reused meanwhile is listed)
             self._prev = self._last_made()
             self.proves = self._prev == last
@@ -109,7 +100,7 @@ class ProcListing:
         """Whether no PID was made since the last :meth:`names` call, nor between the call
         before and it (``steady``): then a directory of tasks listed in between (a
         process's ``task/``) shows, under each TID, the task that had it at the call
-        before, as a fresh listing with ``proves`` does."""
+        before, or one gone since, as a listing with ``proves`` does."""
         return self.steady and self._last_made() == self._prev
 
     def forget(self, gone: list[str]) -> None:

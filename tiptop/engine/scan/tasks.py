@@ -197,8 +197,7 @@ class TaskScanner:
         self._uptime = None
         trees = self.tree_roots if not self.threads else None
         walk = _Walk(self._tasks, interval, trees, activity)
-        marks = activity.marks
-        names = self._names(trees, len(marks) if marks and not self.threads else 0)
+        names = self._names(trees)
         if activity.uncounted and (trees or not self._listing.steady):
             # A PID made since the last scan could stand for another task now: read all.
             walk.activity = dataclasses.replace(activity, uncounted=frozenset())
@@ -298,9 +297,9 @@ class TaskScanner:
         self._tasks = seen
         return Scan(list(seen.values()), new, gone, w.interval, w.threads_total)
 
-    def _names(self, trees: dict[int, int] | None, checks: int) -> list[str]:
+    def _names(self, trees: dict[int, int] | None) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.scan.listing``); -p PID: that one only."""
-        names = self._listing.names(checks)
+        names = self._listing.names()
         if self.only_pid is None or trees:
             return names
         # -p PID: no other can ever be watched; listed: a process, not a thread
