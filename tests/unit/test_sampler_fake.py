@@ -362,6 +362,29 @@ def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ign
     assert [m for m in s.messages.lines() if "EIO" in m] == []  # groups left: not reopened
 
 
+def test_kept_counts_go_to_their_own_row(env) -> None:  # type: ignore[no-untyped-def]
+    """Of two processes, the one whose thread's group was dropped keeps that thread's
+    counts in its total; the other's total is its own counts only."""
+    fp, b = env
+    fp.add(5, "other")
+    fp.add(10, "app", tids=(11,))
+    b.script(5, CY, 2e9)
+    b.script(10, CY, 1e9)
+    b.script(11, CY, 3e9)
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert (f.values[row(f, 5), 4], f.values[row(f, 10), 4]) == (2e9, 4e9)
+    units = s._attacher._counters[(10, 1000)].units
+    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
+    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    for _ in range(2):
+        b.clock.advance(1.0)
+        f = s.refresh()
+    assert (f.values[row(f, 5), 4], f.values[row(f, 10), 4]) == (6e9, 6e9)
+
+
 def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: ignore[no-untyped-def]
     """Counters attached to a spawned child are adopted only by the same identity; when
     /proc shows another process under that PID they are closed, not leaked; attaching to

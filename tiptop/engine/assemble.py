@@ -93,9 +93,10 @@ def counter_cells(
     status = readout.statuses(plan)
     total_status = readout.statuses(plan, cumulative=True)
     total = readout.total
-    if any(map(is_not, retired, repeat(None))):
-        k = len(plan.aliases)
-        total = total + np.stack([np.zeros(k) if r is None else r for r in retired])
+    if any(map(is_not, retired, repeat(None))):  # most refreshes: none
+        held = [i for i, r in enumerate(retired) if r is not None]  # a few rows, not all
+        total = total.copy()
+        total[held] += np.stack([r for r in retired if r is not None])
     return CounterCells(
         scaled=np.where(status == Code.OK, readout.delta, np.nan),
         status=status,
