@@ -68,7 +68,8 @@ def measure(argv: list[str], tree: Path, out: Path, textfile: Path | None) -> fl
         textfile.unlink(missing_ok=True)
     with open(out, "wb") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tiptop", *argv, "-S", "sched", "-d", DELAY, "-n", RUN],
+            # -P: PYTHONPATH's tree, not the working directory's (see procbench.make_tools)
+            [sys.executable, "-P", "-m", "tiptop", *argv, "-S", "sched", "-d", DELAY, "-n", RUN],
             stdout=sink,
             stderr=subprocess.DEVNULL,
             env=env,

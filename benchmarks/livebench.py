@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from procbench import ITERATION, Tool, cpu_ns, run_retrying
+from procbench import ITERATION, Tool, cpu_ns, rotation, run_retrying
 
 TMUX_CONF = "set -g remain-on-exit on\nset -g status off\nset -g default-size 200x50\n"
 
@@ -154,7 +154,7 @@ def measure_startup(
     cpu: dict[str, list[float]] = {t.label: [] for t in tools}
     res: dict[str, float | str] = {}
     for r in range(repeats):
-        for tool in tools if r % 2 == 0 else tools[::-1]:
+        for tool in rotation(tools, r):
             if tool.label in res:
                 continue
             crashes: list[str] = []
@@ -172,8 +172,10 @@ def measure_startup(
 
 
 #: What every start of ours pays before its own code: the interpreter with its site, and
-#: numpy imported as tiptop imports it (OpenBLAS at one thread, ``tiptop/__init__.py``).
-FLOOR_CODE = "import numpy"
+#: the dependencies a ``tiptop -b -n 1`` imports (``python3 -X importtime``: numpy, as
+#: tiptop imports it, OpenBLAS at one thread, ``tiptop/__init__.py``; psutil; cffi's
+#: compiled backend, which the out-of-line binding loads without the cffi package).
+FLOOR_CODE = "import numpy, psutil, _cffi_backend"
 
 
 def measure_floor(repeats: int, code: str = FLOOR_CODE) -> float:

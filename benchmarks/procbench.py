@@ -105,19 +105,29 @@ def ensure_c_tiptop(path: str = C_TIPTOP) -> tuple[str | None, str]:
     return path, ""
 
 
-def make_tools(shim: Path | None, c_path: str | None, rcdir: Path) -> list[Tool]:
-    """Ours and (when ``c_path``) the C original, both with ``shim`` preloaded and reading
-    the empty rc directory ``rcdir`` (so that no ~/.tiptoprc changes their screens)."""
+def make_tools(
+    shim: Path | None, c_path: str | None, rcdir: Path, before: Path | None = None
+) -> list[Tool]:
+    """Ours, the C original (when ``c_path``) and ours from the tree ``before`` (when
+    given: an older checkout, e.g. a ``git worktree``), all with ``shim`` preloaded and
+    reading the empty rc directory ``rcdir`` (so that no ~/.tiptoprc changes their screens)."""
     pre = {"LD_PRELOAD": str(shim)} if shim else {}
-    ours = Tool(
-        "ours",
-        (sys.executable, "-m", "tiptop", "-W", str(rcdir), "-S", "default"),
-        {**pre, "PYTHONPATH": str(REPO)},
-    )
-    tools = [ours]
+    # -P: no working directory first on sys.path (Python 3.11), so PYTHONPATH names the
+    # tree whatever directory this runs from (``-m`` would put it first: python(1)).
+    argv = (sys.executable, "-P", "-m", "tiptop", "-W", str(rcdir), "-S", "default")
+    tools = [Tool("ours", argv, {**pre, "PYTHONPATH": str(REPO)})]
     if c_path:
         tools.append(Tool("C", (c_path, "-W", str(rcdir)), dict(pre)))
+    if before is not None:
+        tools.append(Tool("before", argv, {**pre, "PYTHONPATH": str(before)}))
     return tools
+
+
+def rotation(tools: list[Tool], r: int) -> list[Tool]:
+    """The order of ``tools`` at repeat ``r``: each tool takes each place in turn, so that
+    none always runs first (on a cold cache) or right after another (on its leftovers)."""
+    k = r % len(tools) if tools else 0
+    return tools[k:] + tools[:k]
 
 
 THREADS_CHILD = """
@@ -396,14 +406,14 @@ def measure_batch(
     """CPU per refresh of each tool with ``args``: one ``-n long`` run, its CPU between
     refresh ``short`` printed and refresh ``long - 1`` printed (``Window``: the last
     refresh's line only shows at exit), over the refreshes between; median over
-    ``repeats`` (tools alternated, order flipped each repeat); a string instead when a
+    ``repeats`` (tools alternated, in :func:`rotation` order); a string instead when a
     tool kept failing."""
     samples: dict[str, list[float]] = {t.label: [] for t in tools}
     crashes: dict[str, list[str]] = {t.label: [] for t in tools}
     last: dict[str, Run] = {}
     failed: dict[str, str] = {}
     for r in range(repeats):
-        for tool in tools if r % 2 == 0 else tools[::-1]:
+        for tool in rotation(tools, r):
             if tool.label in failed:
                 continue
             run = run_retrying(

@@ -1,20 +1,24 @@
 """What tiptop costs a user, next to the C original, measured in the same run on the same tasks.
 
     python3 benchmarks/whole_process.py [--sizes 100,500,2000,5000] [--modes processes,threads]
-        [--parts batch,live,startup,idle] [--quick] [--no-c] [--filter]
+        [--parts batch,live,startup,idle] [--quick] [--no-c] [--filter] [--before TREE]
 
 For each size N it starts N sleeping processes (or one process with N threads, shown with
-``-H``) and measures both tools, alternated, on those tasks plus whatever else runs here:
+``-H``) and measures the tools, alternated, on those tasks plus whatever else runs here
+(``--before TREE``: ours from an older checkout too, a third tool, for before/after
+figures taken side by side):
 
 * batch: CPU of the whole ``tiptop -b -i`` process per refresh, read while a ``-n 3+K``
   run runs: its CPU between the output showing refresh 3 printed and showing refresh
   2+K printed, over those K-1 refreshes, so that start-up and exit stay outside (K =
-  25000 / N within 20..50); median of 3; peak RSS (VmHWM);
+  25000 / N within 20..50); median of 5, each tool's range and the range of ours/C
+  over the repeats (a repeat's runs follow each other) printed under the row; peak RSS
+  (VmHWM);
 * live: the tool in a 200x50 tmux terminal, CPU between two screen updates over the
   refreshes counted in between;
 * start-up: CPU of a whole ``tiptop -b -n 1`` (median of 5), with 200 sleeping processes;
-  under it, "py + numpy": the CPU of ``python3 -c "import numpy"`` (median of 5), what
-  ours pays before its own code on this machine;
+  under it, "py + deps": the CPU of ``python3 -c "import numpy, psutil, _cffi_backend"``
+  (median of 5), what ours pays before its own code on this machine;
 * idle: CPU % of one core of the live tool at ``-d 5`` with 200 sleeping processes.
 
 Both tools show their default screen (5 hardware events per task: cycles, instructions,
@@ -96,7 +100,7 @@ class Settings:
     short: int = 3  # refreshes before the measured window (start-up and discovery)
     spread: int = 25000  # the run has short + spread // N refreshes more, clamped:
     extra: tuple[int, int] = (20, 50)
-    repeats: int = 3
+    repeats: int = 5
     delay: float = 0.1
     live_delay: float = 0.5
     live_seconds: float = 10.0
@@ -178,27 +182,60 @@ def compare(
     )
 
 
+def with_before(
+    what: str, n: int, tasks: str, res: dict[str, float | str], unit: str, target: Target | None
+) -> list[Row]:
+    """:func:`compare`'s row, and under it the same for ours from ``--before``'s tree."""
+    rows = [compare(what, n, tasks, res, unit, target)]
+    if "before" in res:
+        before = {"ours": res["before"], **({"C": res["C"]} if "C" in res else {})}
+        rows.append(compare(what + " (before)", n, tasks, before, unit, target))
+    return rows
+
+
+def spread(what: str, n: int, res: dict[str, BatchResult | str]) -> None:
+    """Print each tool's range of CPU per refresh over the repeats, and the range of each
+    of ours against the C original's run of the same repeat (one after the other)."""
+    runs = {k: x.samples for k, x in res.items() if isinstance(x, BatchResult)}
+    parts = [f"{k} {min(xs) * 1e3:.2f}-{max(xs) * 1e3:.2f} ms" for k, xs in runs.items()]
+    c = runs.get("C")
+    for k in ("ours", "before"):
+        if c and k in runs and len(runs[k]) == len(c):
+            ratios = [x / y for x, y in zip(runs[k], c, strict=True)]
+            parts.append(f"{k}/C {min(ratios):.2f}-{max(ratios):.2f}")
+    print(
+        f"  ({what} {n}, over {max(map(len, runs.values()), default=0)} repeats: "
+        + ", ".join(parts)
+        + ")"
+    )
+
+
 def batch_rows(mode: str, n: int, tasks: int, res: dict[str, BatchResult | str]) -> list[Row]:
-    """The batch CPU-per-refresh row and the peak RSS row for one size."""
+    """The batch CPU-per-refresh row and the peak RSS row for one size (each with its
+    ``--before`` row)."""
     h = " -H" if mode == "threads" else ""
     ms = {k: x.ms if isinstance(x, BatchResult) else x for k, x in res.items()}
-    row = compare("batch" + h, n, str(tasks), ms, "ms", TARGETS.get(("batch", mode, n)))
-    row.counted = " / ".join(
-        f"{x.counted}/{x.rows}" if isinstance(x, BatchResult) else "-"
-        for x in (res.get("ours"), res.get("C"))
-    )
+    rows = with_before("batch" + h, n, str(tasks), ms, "ms", TARGETS.get(("batch", mode, n)))
+    for row, label in zip(rows, ("ours", "before"), strict=False):
+        row.counted = " / ".join(
+            f"{x.counted}/{x.rows}" if isinstance(x, BatchResult) else "-"
+            for x in (res.get(label), res.get("C"))
+        )
     for label, x in res.items():
         for crash in x.crashes if isinstance(x, BatchResult) else []:
             print(f"  (batch{h} {n}: {label} failed, run again: {crash})")
-    rss = {k: x.rss_mb for k, x in res.items() if isinstance(x, BatchResult)}
-    return [row, compare("  peak RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))]
+    spread("batch" + h, n, res)
+    rss: dict[str, float | str] = {
+        k: x.rss_mb for k, x in res.items() if isinstance(x, BatchResult)
+    }
+    return rows + with_before("  peak RSS" + h, n, "", rss, "MB", TARGETS.get(("RSS", mode, n)))
 
 
-def live_row(mode: str, n: int, tasks: int, res: dict[str, LiveResult | str]) -> Row:
-    """The live CPU-per-refresh row for one size."""
+def live_rows(mode: str, n: int, tasks: int, res: dict[str, LiveResult | str]) -> list[Row]:
+    """The live CPU-per-refresh row for one size (and its ``--before`` row)."""
     ms = {k: x.ms if isinstance(x, LiveResult) else x for k, x in res.items()}
     what = "live" + (" -H" if mode == "threads" else "")
-    return compare(what, n, str(tasks), ms, "ms", TARGETS.get(("live", mode, n)))
+    return with_before(what, n, str(tasks), ms, "ms", TARGETS.get(("live", mode, n)))
 
 
 def live_retry(tmux: Tmux, tool: Tool, args: list[str], seconds: float) -> LiveResult | str:
@@ -239,7 +276,7 @@ def run_size(b: Bench, mode: str, n: int) -> list[Row]:
         if "live" in b.parts:
             args = ["-i", "-d", str(b.s.live_delay), *common]
             live = {t.label: live_retry(b.tmux, t, args, b.s.live_seconds) for t in b.tools}
-            rows.append(live_row(mode, n, seen, live))
+            rows += live_rows(mode, n, seen, live)
     finally:
         tasks.close()
     return rows
@@ -256,23 +293,23 @@ def run_idle_parts(b: Bench) -> list[Row]:
         seen = str(n if b.use_filter else system_tasks(False))
         if "startup" in b.parts:
             st = measure_startup(b.tools, ["-d", "0.1", *filt], b.s.startup_repeats, b.tmp)
-            rows.append(compare("start-up", n, seen, st, "ms CPU", STARTUP))
+            rows += with_before("start-up", n, seen, st, "ms CPU", STARTUP)
             # What ours pays before its own code: below it, the target cannot be met here.
-            floor = {"ours": measure_floor(b.s.startup_repeats)}
-            rows.append(compare("  py + numpy", n, "", floor, "ms CPU", None))
+            floor: dict[str, float | str] = {"ours": measure_floor(b.s.startup_repeats)}
+            rows.append(compare("  py + deps", n, "", floor, "ms CPU", None))
         if "idle" in b.parts:
             idle = measure_idle(b.tmux, b.tools, ["-i", "-d", "5", *filt], b.s.idle_seconds)
-            rows.append(compare("idle -d 5", n, seen, idle, "% core", IDLE))
+            rows += with_before("idle -d 5", n, seen, idle, "% core", IDLE)
     finally:
         tasks.close()
     return rows
 
 
-def compile_ours() -> str:
+def compile_ours(tree: Path = REPO) -> str:
     """Our package's bytecode written beside it, as ``pip install`` writes it (PEP 3147
     ``__pycache__``): a run with PYTHONDONTWRITEBYTECODE set (or from a read-only tree)
     would otherwise compile every module at each start, a cost no installed copy pays."""
-    ok = compileall.compile_dir(str(REPO / "tiptop"), quiet=1)
+    ok = compileall.compile_dir(str(tree / "tiptop"), quiet=1)
     return "bytecode compiled (as installed)" if ok else "bytecode NOT all compiled"
 
 
@@ -308,6 +345,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-shim", action="store_true", help="real hardware events (needs a PMU)")
     ap.add_argument("--filter", action="store_true", help="both tools: -p <the bench's tasks>")
     ap.add_argument("--c-path", default="/usr/bin/tiptop")
+    ap.add_argument("--before", type=Path, help="ours from this older tree too (a worktree)")
     return ap.parse_args(argv)
 
 
@@ -325,10 +363,12 @@ def run(argv: list[str] | None = None) -> list[Row]:
         (tmp / "rc").mkdir()
         shim, why = (None, "--no-shim") if a.no_shim else build_shim(tmp)
         c_path, c_why = (None, "--no-c") if a.no_c else ensure_c_tiptop(a.c_path)
-        tools = make_tools(shim, c_path, tmp / "rc")
+        tools = make_tools(shim, c_path, tmp / "rc", a.before)
         compiled = compile_ours()
         print(f"machine: {machine()}")
         print(f"ours: {compiled}")
+        if a.before is not None:
+            print(f"before: {a.before}, {compile_ours(a.before)}")
         print(f"RLIMIT_NOFILE: {raise_fd_limit()}; shim: {shim or why}; C: {c_path or c_why}")
         print(
             f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]}, CPU from refresh "

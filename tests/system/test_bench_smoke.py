@@ -87,10 +87,21 @@ def test_window_refuses_a_mark_seen_late(tmp_path: Path) -> None:
 
 
 def test_start_up_floor_is_a_child_s_cpu() -> None:
-    """The start-up row's floor is the CPU of a child Python: importing numpy costs more
-    than an empty program, and both cost something (a floor read from the wrong process,
-    or from none, would be 0 for both)."""
+    """The start-up row's floor is the CPU of a child Python: importing our dependencies
+    costs more than an empty program, and both cost something (a floor read from the wrong
+    process, or from none, would be 0 for both)."""
     livebench = _bench("livebench")
     empty = livebench.measure_floor(3, "pass")
-    numpy = livebench.measure_floor(3)
-    assert 0 < empty < numpy
+    deps = livebench.measure_floor(3)
+    assert 0 < empty < deps
+
+
+def test_each_tool_takes_each_place_in_turn() -> None:
+    """Over as many repeats as tools, each tool runs first once and last once (two tools:
+    the order flips at each repeat)."""
+    procbench = _bench("procbench")
+    tools = [procbench.Tool(x, (x,)) for x in ("ours", "C", "before")]
+    orders = [[t.label for t in procbench.rotation(tools, r)] for r in range(3)]
+    assert orders == [["ours", "C", "before"], ["C", "before", "ours"], ["before", "ours", "C"]]
+    two = [[t.label for t in procbench.rotation(tools[:2], r)] for r in range(2)]
+    assert two == [["ours", "C"], ["C", "ours"]]
