@@ -1,7 +1,7 @@
 """A process's run time from its CPU-time clock (``procfs.process_cpu_ns``) on the real
 kernel: every thread's time, readable by any user, and what lets the scanner skip the
 ``stat`` of a process without counters, whatever its thread count, while none of its
-threads runs (``engine.activity``)."""
+threads runs (``engine.activity``), and that of one filtered out while it does not run."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import nobody_command
+from tests.system.scripted_child import Child
+from tests.system.test_skipped_reads import CHILD as NAMED_CHILD
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.tasks import TaskScanner
@@ -128,3 +130,42 @@ def test_a_process_without_counters_is_read_only_when_a_thread_ran(
     (t,) = sc.scan(blind).tasks
     assert reads == [f"/proc/{child.pid}/stat"] and t.cpu_total > 0
     assert t.num_threads == 2
+
+
+def test_a_filtered_out_process_is_read_only_when_it_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One of ours that a name filter leaves out: its ``stat`` is not read while it sleeps
+    and no PID is made; it is read after it ran (its clock moved); once it renames itself
+    to match the filter, the next scan watches it. Without the clock (``cpu_clock=False``)
+    it is read at every scan."""
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")  # no PID made
+    child = Child(NAMED_CHILD)
+    try:
+        reads: list[str] = []
+
+        def reader(path: str) -> Stat:
+            if path == f"/proc/{child.pid}/stat":
+                reads.append(path)
+            return read_stat(path)
+
+        sc = TaskScanner(only_name="tpfiltered", stat_reader=reader)
+        blind = TaskScanner(only_name="tpfiltered", stat_reader=reader, cpu_clock=False)
+        for scanner in (sc, blind):
+            scanner.scan()
+        child.settle()
+        for scanner in (sc, blind):
+            scanner.scan()  # the clock seen asleep
+        reads.clear()
+        for _ in range(3):
+            assert sc.scan().tasks == []
+        assert reads == []
+        blind.scan()
+        assert len(reads) == 1
+        child.do("spin 0.05")
+        reads.clear()
+        sc.scan()
+        assert len(reads) == 1
+        child.do("name tpfiltered")
+        assert [t.tid for t in sc.scan().new] == [child.pid]
+    finally:
+        child.p.kill()
+        child.p.wait()

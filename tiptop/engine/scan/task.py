@@ -120,6 +120,18 @@ class Proc:
     #: Not ours (another user's, or not the ``-u`` user's): its ``/proc/PID`` inode and
     #: owner when examined (:func:`dir_mark`); None for our own processes.
     foreign: tuple[int, int] | None = None
+    #: Ours but not watched (``-p``, a name filter): its CPU-time clock (ns) at its last
+    #: look, 0 before one (:func:`stood`).
+    ran: int = 0
+
+
+def stood(p: Proc) -> bool:
+    """Whether process ``p``'s CPU-time clock (``procfs.process_cpu_ns``) is the one seen
+    at its last look, which it becomes: then it did not run since, so it did not exec nor
+    rename itself, and its ``stat`` holds nothing its filter reads. A 0 (gone) says no."""
+    ran = process_cpu_ns(p.pid)
+    was, p.ran = p.ran, ran
+    return ran != 0 and ran == was
 
 
 def dir_mark(path: str) -> tuple[int, int] | None:

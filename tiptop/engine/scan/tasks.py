@@ -24,7 +24,9 @@ watched by their ``/proc`` mark) and reads no ``stat`` that cannot have changed;
 and why they hold are that module's. Not used for process trees (a tree root's row sums
 its descendants' times); with ``-H`` a process none of whose threads ran is neither
 listed nor read again, only its threads (``engine.scan.threadscan``). Another user's process
-is not read again while its ``/proc/PID`` mark stays (``dir_mark``).
+is not read again while its ``/proc/PID`` mark stays (``dir_mark``), nor one of ours that is
+not watched (``-p``, a name filter) while its CPU-time clock stands and no PID was made
+(``task.stood``: it did not run, so it did not exec nor rename itself).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from tiptop.engine.scan.task import (
     dir_mark,
     holds,
     run_time_reader,
+    stood,
 )
 from tiptop.engine.scan.threadscan import ThreadRows
 from tiptop.engine.scan.trees import Family, Root, fold, tree_root
@@ -99,6 +102,9 @@ class _Walk:
     fam: Family = field(default_factory=dict)
     roots: list[Root] = field(default_factory=list)
     threads_total: int = 0
+    #: No PID was made since the last scan and clocks can be read, outside tree mode: one of
+    #: our processes that is not watched is not read while its clock stands (``stood``).
+    clocks: bool = False
 
 
 class TaskScanner:
@@ -110,9 +116,10 @@ class TaskScanner:
     0 means every process is visible. ``stat_reader`` reads one stat file (tests inject
     failures through it); ``facts_reader(pid, comm)`` reads the facts of a new process
     identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
-    ``cpu_clock``: a process row's run time is read from its CPU-time clock
-    (``task.run_time_reader``); by default where ``proc_root`` is ``/proc`` and of this
-    PID namespace, without ``-H``.
+    ``cpu_clock``: processes' CPU-time clocks are read (``procfs.process_cpu_ns``): a
+    process row's run time (``task.run_time_reader``; a ``-H`` row's is its thread's
+    ``schedstat``), and whether one of ours that is not watched ran; by default where
+    ``proc_root`` is ``/proc`` and of this PID namespace.
 
     *Process trees* (:meth:`add_tree_root`, for ``tiptop -- cmd``): in process mode a tree
     root's row stands for its whole process tree (``engine.scan.trees``).
@@ -145,11 +152,13 @@ class TaskScanner:
         self.tree: dict[int, list[int]] = {}
         self.threads = threads
         if cpu_clock is None:
-            cpu_clock = not threads and proc_root == "/proc" and names_this_process(proc_root)
+            cpu_clock = proc_root == "/proc" and names_this_process(proc_root)
+        #: Processes' CPU-time clocks can be read (see the class doc).
+        self._cpu_clock = cpu_clock
         #: A row's time on a CPU (``engine.activity``'s rules read it).
-        self._run_time: RunTime = run_time_reader(proc_root, threads, cpu_clock)
+        self._run_time: RunTime = run_time_reader(proc_root, threads, cpu_clock and not threads)
         #: That time is every thread's (a process's CPU-time clock), not its main thread's.
-        self._run_time_whole = cpu_clock
+        self._run_time_whole = cpu_clock and not threads
         self.uid = uid
         self.only_pid = only_pid
         self.only_name = only_name
@@ -198,6 +207,7 @@ class TaskScanner:
         trees = self.tree_roots if not self.threads else None
         walk = _Walk(self._tasks, interval, trees, activity)
         names = self._names(trees)
+        walk.clocks = self._cpu_clock and self._listing.steady and not self.tree_roots
         if activity.uncounted and (trees or not self._listing.steady):
             # A PID made since the last scan could stand for another task now: read all.
             walk.activity = dataclasses.replace(activity, uncounted=frozenset())
@@ -247,6 +257,9 @@ class TaskScanner:
         foreign = p.foreign if p is not None and not w.trees else None
         if foreign is not None and holds(self.proc_root, name, foreign):
             w.live.add(pid)  # another user's still: no read
+            return 0
+        if w.clocks and p is not None and not p.watched and p.foreign is None and stood(p):
+            w.live.add(pid)  # ours, filtered out, and it did not run: no exec, no rename
             return 0
         looked = self._look(pid, w.activity.exited, w.vanished)
         if looked is None:
