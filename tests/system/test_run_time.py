@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tests.system.scripted_child import Child
 from tests.system.test_skipped_reads import CHILD as NAMED_CHILD
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
-from tiptop.engine.scan.tasks import TaskScanner
+from tiptop.engine.scan.tasks import Task, TaskScanner
 from tiptop.kernel.procfs import Stat, process_cpu_ns, read_stat
 
 #: Above the largest pid_max (2^22, proc(5) /proc/sys/kernel/pid_max): never a live pid.
@@ -169,3 +170,66 @@ def test_a_filtered_out_process_is_read_only_when_it_ran(monkeypatch: pytest.Mon
     finally:
         child.p.kill()
         child.p.wait()
+
+
+def _asleep(pid: int) -> None:
+    """Until ``pid``'s clock stands over 50 ms (every thread of it asleep)."""
+    for _ in range(200):
+        before = process_cpu_ns(pid)
+        time.sleep(0.05)
+        if process_cpu_ns(pid) == before:
+            return
+    raise AssertionError(f"{pid} never slept")
+
+
+def test_with_threads_nothing_is_read_while_the_process_clock_stands(
+    child: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-H, a two-thread process whose threads have no counters: while its clock stands and
+    no PID is made, neither its ``task/`` listing nor a thread's ``schedstat`` nor any
+    ``stat`` is read; once its threads ran, the process and both threads are read, the
+    spinner's row with its %CPU. Without the clock (``cpu_clock=False``) each thread's
+    ``schedstat`` is read at every scan."""
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")  # no PID made
+    reads: list[str] = []
+
+    def reader(path: str) -> Stat:
+        reads.append(path)
+        return read_stat(path)
+
+    def counted(sc: TaskScanner) -> list[int]:
+        """The tids whose run time ``sc`` reads, from now on."""
+        looks: list[int] = []
+        real = sc._run_time
+
+        def run_time(t: Task) -> int:
+            looks.append(t.tid)
+            return real(t)
+
+        sc._run_time = run_time
+        return looks
+
+    sc = TaskScanner(only_pid=child.pid, threads=True, stat_reader=reader)
+    blind_sc = TaskScanner(only_pid=child.pid, threads=True, stat_reader=reader, cpu_clock=False)
+    looks, blind_looks = counted(sc), counted(blind_sc)
+    _asleep(child.pid)
+    for scanner in (sc, blind_sc):
+        scanner.scan()
+    tids = sorted(t.tid for t in sc.tasks)
+    assert len(tids) == 2
+    blind = Activity(uncounted=set(tids))
+    for scanner in (sc, blind_sc):
+        scanner.scan(blind)  # the references: the clock, each thread's run time
+    reads.clear()
+    looks.clear()
+    for _ in range(3):
+        assert sorted(t.tid for t in sc.scan(blind).tasks) == tids
+    assert (reads, looks) == ([], [])
+    blind_sc.scan(blind)  # the process's stat, then each thread's run time
+    assert sorted(blind_looks[-2:]) == tids and reads == [f"/proc/{child.pid}/stat"]
+    _spin(child)
+    scan = sc.scan(blind)
+    spinner = max(tids)  # the thread made after the main one
+    assert reads[0] == f"/proc/{child.pid}/stat"
+    assert f"/proc/{child.pid}/task/{spinner}/stat" in reads
+    assert [t.cpu_total > 0 for t in scan.tasks if t.tid == spinner] == [True]

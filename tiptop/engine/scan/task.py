@@ -120,8 +120,8 @@ class Proc:
     #: Not ours (another user's, or not the ``-u`` user's): its ``/proc/PID`` inode and
     #: owner when examined (:func:`dir_mark`); None for our own processes.
     foreign: tuple[int, int] | None = None
-    #: Ours but not watched (``-p``, a name filter): its CPU-time clock (ns) at its last
-    #: look, 0 before one (:func:`stood`).
+    #: Its CPU-time clock (ns) at its last look where that was asked (ours but not
+    #: watched: ``-p``, a name filter; or watched with ``-H``), 0 before one (:func:`stood`).
     ran: int = 0
 
 

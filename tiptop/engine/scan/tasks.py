@@ -225,7 +225,7 @@ class TaskScanner:
         flat = not w.trees and not self.threads
         threads = self._thread_rows if self.threads else None
         if threads is not None:  # -H: this scan for the thread rows (engine.scan.threadscan)
-            threads.begin(act, self._procs, old, self._read_stat, run_time)
+            threads.begin(act, self._procs, old, self._read_stat, run_time, w.clocks)
         threads_total = 0
         for name in names:
             pid = int(name)

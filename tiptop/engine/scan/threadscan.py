@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
-from tiptop.engine.scan.task import Proc, RunTime, Task, rest
+from tiptop.engine.scan.task import Proc, RunTime, Task, rest, stood
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import Stat, list_threads
 
@@ -25,6 +25,8 @@ class ThreadRows:
         self.listing = listing
         #: pid -> the tids its ``task/`` directory listed at the last scan.
         self.listed: dict[int, list[int]] = {}
+        #: This scan's processes none of whose threads ran, by their clock (:meth:`unchanged`).
+        self._stood: set[int] = set()
         self.begin(Activity(), {}, {}, _no_read, lambda t: 0)
 
     def begin(
@@ -34,24 +36,34 @@ class ThreadRows:
         old: dict[int, Task],
         read_stat: Callable[[str], Stat],
         run_time: RunTime,
+        clocks: bool = False,
     ) -> None:
         """Start a scan: what the counters said of the last scan's tasks, the processes'
         facts, the last scan's tasks (``old``), how a ``stat`` is read and how a thread's
-        run time is."""
+        run time is; ``clocks``: no PID was made since the last scan and a process's
+        CPU-time clock may be read (``task.stood``)."""
         self._activity, self._procs, self._old = activity, procs, old
-        self._read_stat, self._run_time = read_stat, run_time
+        self._read_stat, self._run_time, self._clocks = read_stat, run_time, clocks
+        self._stood.clear()
 
     def unchanged(self, pid: int) -> list[int] | None:
         """The threads of watched process ``pid`` listed last time when none of them ran
-        since (``Activity.none_ran``); None otherwise. Its ``stat`` is then not read
-        again: an exec, a clone(2) or a rename (prctl(2) ``PR_SET_NAME``) is run by one
-        of its threads, and its exit makes their pidfds readable (``engine.count.exits``),
-        which keeps them out of the ones that did not run."""
+        since: their counters say so (``Activity.none_ran``), or, when ``clocks``, the
+        process's CPU-time clock stood (``task.stood``: threads without counters too, and
+        then none of them is looked at, :meth:`scan`); None otherwise. Its ``stat`` is
+        then not read again: an exec, a clone(2) or a rename (prctl(2) ``PR_SET_NAME``)
+        is run by one of its threads, and its exit makes their pidfds readable
+        (``engine.count.exits``), which keeps them out of the ones that did not run."""
         known = self.listed.get(pid)
         p = self._procs.get(pid)
         if not known or p is None or not p.watched:
             return None
-        return known if self._activity.none_ran(known) else None
+        if self._activity.none_ran(known):
+            return known
+        if self._clocks and stood(p) and all(tid in self._old for tid in known):
+            self._stood.add(pid)
+            return known
+        return None
 
     def scan(self, pid: int) -> list[tuple[int, Stat | None]]:
         """The live threads of watched process ``pid``, in their listing's order, each with
@@ -67,6 +79,10 @@ class ThreadRows:
         (``ProcListing.unchanged``)."""
         root, act, run_time = self.proc_root, self._activity, self._run_time
         known = self.listed.get(pid)
+        if known and pid in self._stood:  # none of them ran (unchanged): all at rest
+            for tid in known:
+                rest(self._old[tid])
+            return [(tid, None) for tid in known]
         proven = False
         if not known or not act.did_not_run.issuperset(known):
             try:
