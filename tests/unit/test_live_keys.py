@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
 from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live import palette as P
+from tiptop.options import Options
+from tiptop.screens.model import ScreenSpec
 
 
 def test_sort_keys_move_the_marker_and_order() -> None:
@@ -110,7 +113,7 @@ def test_filters_pid_user_watch() -> None:
     assert app.rows[-1].watched and attrs(app, (60, 12), 7)[0][0] == P.WATCHED
 
 
-def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_config_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``W`` writes the user's file ($XDG_CONFIG_HOME/tiptop/tiptoprc), never
     ``./.tiptoprc`` (which would come first in that directory: issue 39), and says where."""
     monkeypatch.chdir(tmp_path)
@@ -132,7 +135,7 @@ def test_write_config_never_overwrites(tmp_path: Any, monkeypatch: pytest.Monkey
 
 
 def test_write_config_to_the_directory_w_names(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     app, _ = new_app(config_dir=str(tmp_path))
@@ -142,14 +145,14 @@ def test_write_config_to_the_directory_w_names(
 
 
 def test_write_config_says_what_the_exporter_refused(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A configuration the exporter cannot write (``ValueError``) is said on the message
     line; any other exception is a bug and is not swallowed."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     app, _ = new_app()
 
-    def refuse(options: Any, screens: Any) -> str:
+    def refuse(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise ValueError("column 'x' has no header")
 
     app.keys.exporter = refuse
@@ -158,7 +161,7 @@ def test_write_config_says_what_the_exporter_refused(
     assert text(app, (120, 12))[2].strip() == f"{rc} not written: column 'x' has no header"
     assert not rc.exists()
 
-    def broken(options: Any, screens: Any) -> str:
+    def broken(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise RuntimeError("bug")
 
     app.keys.exporter = broken

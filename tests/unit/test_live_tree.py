@@ -14,6 +14,7 @@ from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.options import Options
+from tiptop.screens.model import ScreenSpec
 
 SIZE = (150, 24)
 
@@ -99,7 +100,7 @@ def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
 class Counted(TreeSource):
     """The extra source: ``topdown2`` frames of task 4242, its life recorded."""
 
-    def __init__(self, made: list[Any], pid: int, screen: Any) -> None:
+    def __init__(self, made: list[tuple[int, str, Counted]], pid: int, screen: ScreenSpec) -> None:
         super().__init__()
         made.append((pid, screen.name, self))
         self.closed = False
@@ -127,7 +128,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     """On ``topdown`` the window asks for a ``topdown2`` source on the selected process
     only, shows level 1 until it has counted, then its level 2; closing the window
     releases it; the main source is never reconfigured."""
-    made: list[Any] = []
+    made: list[tuple[int, str, Counted]] = []
     main = Level1(1)
     app = LiveApp(
         Options(show_idle=True),
@@ -157,7 +158,7 @@ def test_the_extra_source_takes_the_settings_changed_live() -> None:
     the live settings (kernel mode on), not the command line's (issue 36)."""
     made: list[tuple[Options, int]] = []
 
-    def factory(settings: Options, pid: int, screen: Any) -> Counted:
+    def factory(settings: Options, pid: int, screen: ScreenSpec) -> Counted:
         made.append((settings, pid))
         return Counted([], pid, screen)
 
@@ -172,7 +173,7 @@ def test_the_extra_source_takes_the_settings_changed_live() -> None:
 
 
 def test_until_the_extra_source_counts_level_1_is_shown() -> None:
-    made: list[Any] = []
+    made: list[tuple[int, str, Counted]] = []
     app = LiveApp(
         Options(show_idle=True),
         Level1(1),
