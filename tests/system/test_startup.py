@@ -1,6 +1,6 @@
 """Start-up imports what the mode needs: batch mode imports no urwid, no C parser and,
-without a YAML file, no YAML parser (read from ``python -X importtime`` of the real
-command)."""
+without a YAML file, no YAML parser; text output no csv/json writer and no top-down tree
+(read from ``python -X importtime`` of the real command)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,15 @@ def test_batch_imports_no_urwid_and_no_yaml(tmp_path: Path) -> None:
     assert tops(mods, "urwid", "yaml", "pycparser") == []
     assert "tiptop.screens.yamlrc" not in mods
     assert "tiptop.kernel._perf_cffi" in mods  # the compiled declarations, not cffi's parser
+    assert {"tiptop.outputs.records", "tiptop.outputs.why", "tiptop.table.why"} & mods == set()
+
+
+def test_csv_output_brings_its_writer(tmp_path: Path) -> None:
+    args = ("-b", "-n", "1", "-d", "0.01", "--format", "csv")
+    r, mods = imported(*args, cwd=tmp_path, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("timestamp,iteration,")  # the csv header: the writer ran
+    assert {"tiptop.outputs.records", "csv"} <= mods
 
 
 def test_a_yaml_file_brings_the_yaml_parser(tmp_path: Path) -> None:

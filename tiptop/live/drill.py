@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from tiptop import table
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.options import Options
+from tiptop.table.why import DrillDown, drill_down
+from tiptop.table.why import deeper as deeper_screen
 
 if TYPE_CHECKING:
     from tiptop.messages import MessageLog
@@ -49,13 +50,13 @@ class Drill:
         screens: Sequence[ScreenSpec],
         pid: int | None,
         log: MessageLog,
-    ) -> table.why.DrillDown:
+    ) -> DrillDown:
         """The :class:`tiptop.table.why.DrillDown` to draw: the current screen's, or
         the deeper level's from the extra source once it has a frame for ``pid``, counted
         with ``settings`` (reopened when they change); ``log`` (the main source's message
         log) says why counts are missing."""
-        drill = table.why.drill_down(frame, screen, screens, pid, _about(log))
-        deeper = table.why.deeper(screen, screens)
+        drill = drill_down(frame, screen, screens, pid, _about(log))
+        deeper = deeper_screen(screen, screens)
         if drill.tree is None or deeper is None or pid is None or self.factory is None:
             self._release()
             return drill
@@ -63,13 +64,13 @@ class Drill:
         extra = None
         if self.frame is not None and len(self.frame) and self.screen is not None:
             about = _about(self.source.messages if self.source is not None else log)
-            extra = table.why.drill_down(self.frame, self.screen, screens, pid, about)
+            extra = drill_down(self.frame, self.screen, screens, pid, about)
         if extra is None or extra.tree is None:
             why = f": {extra.reason}" if extra is not None and extra.reason else ""
             note = f"level 2: counting screen '{deeper}' on PID {pid} alone{why}"
-            return table.why.DrillDown(drill.tree, None, note)
+            return DrillDown(drill.tree, None, note)
         note = f"level 2 from screen '{deeper}', counted on PID {pid} alone"
-        return table.why.DrillDown(extra.tree, None, note)
+        return DrillDown(extra.tree, None, note)
 
     def _open(self, settings: Options, pid: int, screen: ScreenSpec) -> None:
         key = (settings.sampler_config(), pid, screen.name)

@@ -15,6 +15,7 @@ import urwid
 
 from tiptop import table
 from tiptop.live import palette as P
+from tiptop.table.why import in_order, node_label, share_text, tree_head
 
 if TYPE_CHECKING:
     from tiptop.screens.model import Target
@@ -272,11 +273,11 @@ def tree_markup(drill: DrillDown) -> list[Markup]:
         alone: list[Markup] = [drill.reason or "no top-down tree"]
         return alone + ([drill.note] if drill.note else [])
     tree = drill.tree
-    head = table.why.tree_head(tree)
+    head = tree_head(tree)
     lines: list[Markup] = [(P.WINDOW_REVERSE, head[0])]
     lines += [(P.SCALED, ln.strip()) for ln in head[1:]]  # the time each event ran
-    for n in table.why.in_order(tree.nodes):
-        share, label = table.why.share_text(n), table.why.node_label(n)
+    for n in in_order(tree.nodes):
+        share, label = share_text(n), node_label(n)
         attr = P.OVER if n.critical else P.WINDOW
         over = (P.OVER, "over") if n.over else "    "
         mark = (attr, f"{'*' if n.critical else ' '} {label}")

@@ -31,14 +31,14 @@ import psutil
 from tiptop.errors import TiptopError, printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
-from tiptop.outputs.records import RecordWriter
-from tiptop.outputs.why import WhyWriter
 from tiptop.refresh import Item, Made, Refreshing, Stop, consume, paced
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo
 
 if TYPE_CHECKING:
     from tiptop.messages import MessageLog
+    from tiptop.outputs.records import RecordWriter
+    from tiptop.outputs.why import WhyWriter
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
 
@@ -132,11 +132,19 @@ class TextWriter:
 def make_writer(
     out: IO[str], options: Options, screen: ScreenSpec, screen_index: int
 ) -> TextWriter | RecordWriter | WhyWriter:
-    """The writer for ``options.format`` (``--why``: the task's tree in that format)."""
+    """The writer for ``options.format`` (``--why``: the task's tree in that format).
+
+    The csv/json and ``--why`` writers are imported here, when asked for: with ``csv``,
+    ``json`` and the top-down tree they are a few ms of every start that prints text
+    (benchmarks/README.md, "Start-up")."""
     if options.why is not None:
+        from tiptop.outputs.why import WhyWriter
+
         return WhyWriter(out, options, screen, options.why_note)
     if options.format == "text":
         return TextWriter(out, options, screen, screen_index)
+    from tiptop.outputs.records import RecordWriter
+
     return RecordWriter(out, options, screen, screen_index, options.format)
 
 

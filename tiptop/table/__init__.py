@@ -23,10 +23,10 @@ row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, eac
 one space, then the name or command line. Imports only ``frame``, ``screens`` and ``cells``.
 
 The package: :mod:`.select` (which rows, in what order), :mod:`.rows` (rows as objects,
-the header), :mod:`.text` (batch's lines), :mod:`.why` (one task's top-down tree).
+the header), :mod:`.text` (batch's lines), :mod:`.why` (one task's top-down tree: imported
+by those that draw one, ``--why`` and the live ``t`` window, not by every start).
 """
 
-from tiptop.table import why
 from tiptop.table.rows import Row, RowList, format_row, header, path_cell, path_nodes, rows
 from tiptop.table.select import (
     DEFAULT_CPU_THRESHOLD,
@@ -55,5 +55,4 @@ __all__ = [
     "rows",
     "text_lines",
     "visible",
-    "why",
 ]
