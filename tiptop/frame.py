@@ -49,7 +49,7 @@ class SamplerConfig:
 RowField = np.ndarray | list[str] | None
 
 
-@dataclass(kw_only=True)
+@dataclass(eq=False, kw_only=True)
 class Frame:
     """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``.
 

@@ -23,14 +23,15 @@ import os
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from tiptop.readonly import readonly
 
 #: Capability bits (include/uapi/linux/capability.h).
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
 
 
-@dataclass(frozen=True)
+@readonly
 class Clock:
     """Where the engine reads the time: ``monotonic`` (seconds, for scan intervals and
     counter windows) and ``wall`` (Unix time, a frame's timestamp). Tests give the engine
@@ -40,7 +41,7 @@ class Clock:
     wall: Callable[[], float] = time.time
 
 
-@dataclass(frozen=True)
+@readonly
 class Host:
     """What this machine and process allow; see the module doc for the rules."""
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 
+from tiptop.readonly import readonly
 
-@dataclasses.dataclass(frozen=True)
+
+@readonly
 class Message:
     """One problem: its stable key, its line, what it is about, and its whole explanation
     where the line is its short form."""

@@ -21,6 +21,7 @@ PKG = Path(__file__).resolve().parents[2] / "tiptop"
 
 #: layer -> the tiptop layers it may import (besides itself).
 RULES: dict[str, set[str]] = {
+    "readonly": set(),  # the read-only record decorator, which every layer may use
     "errors": set(),
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
@@ -55,6 +56,10 @@ RULES: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": set(),
 }
+
+
+#: Layers every layer may import, as it may the standard library.
+EVERYWHERE = {"readonly"}
 
 
 def layer_of(path: Path) -> str:
@@ -121,7 +126,7 @@ def test_every_module_has_a_layer() -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG)))
 def test_imports_go_one_way(path: Path) -> None:
     layer = layer_of(path)
-    allowed = RULES.get(layer, set())
+    allowed = RULES.get(layer, set()) | EVERYWHERE
     bad = []
     for line, mod in imports(path):
         parts = mod.split(".")
@@ -169,6 +174,8 @@ def test_type_checking_imports_are_exempt() -> None:
 
 #: Bases whose subclasses declare fields by design (the checker below skips them).
 DECLARING_BASES = frozenset({"Protocol", "NamedTuple", "TypedDict"})
+#: Decorators whose classes declare fields by design: dataclasses and read-only records.
+DECLARING_DECORATORS = frozenset({"dataclass", "readonly"})
 
 
 def _base_name(node: ast.expr) -> str | None:
@@ -216,13 +223,14 @@ def _assigned_on_self(cls: ast.ClassDef) -> set[str]:
 def design_cycles(tree: ast.AST) -> list[str]:
     """Classes that declare what another class provides: a bare annotation ``name: T`` for
     an attribute none of the class's own methods assigns, or a stub method (``...``).
-    Protocols, NamedTuples, TypedDicts and dataclasses declare by design and are skipped."""
+    Protocols, NamedTuples, TypedDicts, dataclasses and read-only records declare by design
+    and are skipped."""
     bad = []
     for cls in ast.walk(tree):
         if not isinstance(cls, ast.ClassDef):
             continue
         if any(_base_name(b) in DECLARING_BASES for b in cls.bases) or any(
-            _base_name(d) == "dataclass" for d in cls.decorator_list
+            _base_name(d) in DECLARING_DECORATORS for d in cls.decorator_list
         ):
             continue
         mine = _assigned_on_self(cls)
@@ -264,6 +272,7 @@ def test_the_design_check_catches_a_mixin() -> None:
     fine = (
         "class Source(typing.Protocol):\n    messages: Log\n    def refresh(self): ...\n"
         "@dataclasses.dataclass(frozen=True)\nclass Rec:\n    x: int\n"
+        "@readonly\nclass Made:\n    y: int\n"
         "class Own:\n    x: int\n    def __init__(self):\n        self.x = 1\n"
     )
     assert design_cycles(ast.parse(fine)) == []

@@ -22,7 +22,7 @@ from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
 
-@dataclass
+@dataclass(eq=False)
 class ScreenSet:
     """The screens in the original's order and what the config file said."""
 

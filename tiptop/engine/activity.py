@@ -37,15 +37,16 @@ is its main thread's).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.engine.scan.task import Identity, RunTime, Task, holds, slept
+from tiptop.readonly import readonly
 
 #: A ``/proc/TID`` entry's ``(inode, owner)`` (``task.dir_mark``).
 Mark = tuple[int, int]
 
 
-@dataclass(frozen=True)
+@readonly
 class Activity:
     """What one read of the counters said of the last scan's tasks (see the module doc).
     The default is knowing nothing: every task is read."""

@@ -30,11 +30,11 @@ not metrics, and not in the same unit.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from tiptop.errors import EventError
 from tiptop.events import sysfs
 from tiptop.events.bindings import EventBinding
+from tiptop.readonly import readonly
 
 #: ``INTEL_ARCH_EVENT_MASK`` (arch/x86/include/asm/perf_event.h): event select and unit
 #: mask, the bits the kernel compares (``is_metric_event``, ``is_slots_event``).
@@ -45,7 +45,7 @@ SLOTS = "slots"
 PREFIX = "topdown-"
 
 
-@dataclass(frozen=True)
+@readonly
 class PerfMetrics:
     """One PMU's perf metrics: its ``type``, the ``slots`` encoding and each metric's
     encoding (event select and unit mask) with its alias name."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 import errno
 import os
 import re
-from dataclasses import dataclass
 
 from tiptop.errors import EventError
+from tiptop.readonly import readonly
 
 #: ``subsystem:event``: one colon (libpfm4's ``pmu::EVENT`` has two), names as tracefs
 #: spells its directories.
@@ -32,7 +32,7 @@ PLACES = (("kernel", "tracing"), ("kernel", "debug", "tracing"))
 _MOUNT_HINT = "mount it with: mount -t tracefs nodev /sys/kernel/tracing"
 
 
-@dataclass(frozen=True)
+@readonly
 class Lookup:
     """Where tracefs' ``events`` directory is (``events``), or why it was not found:
     ``why`` names every place looked at; ``unreadable`` when one was refused to us."""

@@ -42,6 +42,7 @@ import numpy as np
 from tiptop import vocab
 from tiptop.cells import Code
 from tiptop.frame import Frame
+from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
 
 PREFIX = "tiptop_"
@@ -50,7 +51,7 @@ OTHER = "other"
 _NANOSECONDS = {"task-clock", "cpu-clock"}
 
 
-@dataclass(frozen=True)
+@readonly
 class Metric:
     """One exported counter: its name (with ``_total``), help text and the factor from the
     event's unit to the base unit."""
@@ -60,7 +61,7 @@ class Metric:
     scale: float = 1.0
 
 
-@dataclass(frozen=True)
+@readonly
 class Family:
     """One metric family of a snapshot: ``kind`` is ``counter`` or ``gauge``; ``samples``
     are ``(label values, value)`` in the order of ``labels``."""
@@ -72,7 +73,7 @@ class Family:
     samples: tuple[tuple[tuple[str, ...], float], ...]
 
 
-@dataclass(frozen=True)
+@readonly
 class Snapshot:
     """What one refresh exports: built whole, then swapped in (never changed)."""
 
@@ -142,7 +143,7 @@ def metrics_for(counters: Sequence[CounterSpec]) -> list[Metric]:
     return out
 
 
-@dataclass
+@dataclass(eq=False)
 class _Group:
     """The running totals of one label set (index 0: CPU seconds, then one per counter)."""
 
@@ -156,7 +157,7 @@ class _Group:
     suspect: int = 0  # tasks whose breakdown cells were SUSPECT, last refresh
 
 
-@dataclass
+@dataclass(eq=False)
 class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
 

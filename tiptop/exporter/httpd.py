@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tiptop.errors import TiptopError
+from tiptop.readonly import readonly
 
 #: Seconds a client has, from its connection, to send the request line and headers.
 REQUEST_TIMEOUT = 5.0
@@ -80,7 +81,7 @@ class Request:
     headers: dict[str, str]
 
 
-@dataclass(frozen=True)
+@readonly
 class Reply:
     """What to send back: status code, headers (without Content-Length and Connection,
     which the server adds), body."""

@@ -70,7 +70,7 @@ class WebConfigError(UsageError):
     """The file is unreadable or wrong (exit code 2)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class BasicAuth:
     """The users and their bcrypt hashes; :meth:`allows` checks an Authorization header."""
 

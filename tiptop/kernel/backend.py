@@ -12,15 +12,15 @@ errno, never a rewritten one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from tiptop.kernel.attr import Attr
+from tiptop.readonly import readonly
 
 
-@dataclass(frozen=True)
+@readonly
 class GroupReading:
     """One read of a group: cumulative values (uint64, members in open order) and times (ns)."""
 

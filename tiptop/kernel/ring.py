@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
+
+from tiptop.readonly import readonly
 
 #: ``enum perf_event_type`` (include/uapi/linux/perf_event.h).
 RECORD_LOST = 2
@@ -33,7 +34,7 @@ _SAMPLE = struct.Struct("<QII")  # PERF_SAMPLE_IP, PERF_SAMPLE_TID (pid, tid)
 _LOST = struct.Struct("<QQ")  # id, lost
 
 
-@dataclass(frozen=True)
+@readonly
 class Drained:
     """What one :meth:`SampleRing.drain` found: each sample's instruction pointer and
     thread id, in order, and how many samples the kernel could not store."""

@@ -18,7 +18,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tiptop.errors import UsageError
@@ -27,6 +26,7 @@ from tiptop.live.config_file import write_target
 from tiptop.live.prompts import Prompt
 from tiptop.live.state import LiveState
 from tiptop.options import Options, parse_delay, parse_target, parse_user
+from tiptop.readonly import readonly
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -130,7 +130,7 @@ def key_help() -> list[str]:
 Exporter = Callable[[Options, Sequence["ScreenSpec"]], str]
 
 
-@dataclass(frozen=True)
+@readonly
 class KeyActions:
     """What the keys ask of the live session beyond changing its :class:`LiveState`."""
 

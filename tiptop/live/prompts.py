@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(eq=False)
 class Prompt:
     """A question on the message line and the text typed so far."""
 

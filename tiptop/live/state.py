@@ -3,7 +3,7 @@ message line and the open prompt.
 
 One record, owned by :class:`tiptop.live.app.LiveApp` and handed to
 :class:`tiptop.live.keys.Keys`: the keys change it, the app draws from it, and neither
-class declares the other's attributes. The settings are one frozen
+class declares the other's attributes. The settings are one read-only
 :class:`~tiptop.options.Options` record, replaced whole when a key changes one of them;
 the table view and what the sampler watches are derived from it, so each setting is held
 in one place.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
 
 
-@dataclass
+@dataclass(eq=False)
 class LiveState:
     """The live session's changeable state (docs/original.md section 5.3, ``handle_key()``)."""
 

@@ -1,5 +1,5 @@
-"""Every run-time option in one frozen, typed record, and the one place where sources are
-merged.
+"""Every run-time option in one read-only, typed record, and the one place where sources
+are merged.
 
 The record is built once from the rc file and the command line (:func:`merge`); whatever
 changes later (``-- CMD``'s PID, a live key) makes a new record with
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tiptop.errors import UsageError, shown
@@ -36,6 +35,7 @@ from tiptop.options.values import (
     parse_target,
     parse_user,
 )
+from tiptop.readonly import readonly
 from tiptop.screens.model import Target
 from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
 from tiptop.table import DEFAULT_CPU_THRESHOLD, View
@@ -62,10 +62,10 @@ __all__ = [
 FORMATS = ("text", "csv", "json")
 
 
-@dataclass(frozen=True)
+@readonly
 class Options:
-    """All options, with the original's defaults; frozen: a change is a new record
-    (:func:`dataclasses.replace`)."""
+    """All options, with the original's defaults; read-only (:mod:`tiptop.readonly`): a
+    change is a new record (:func:`dataclasses.replace`)."""
 
     batch: bool = False
     show_cmdline: bool = False  # -c

@@ -8,12 +8,12 @@ given twice cancel, as in the original; applying them is :mod:`tiptop.options`' 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tiptop.errors import UsageError, shown
+from tiptop.readonly import readonly
 
 
-@dataclass(frozen=True)
+@readonly
 class Action:
     """One command-line item: ``kind`` is ``"toggle"`` (invert ``name``), ``"set"``
     (parse ``value`` for ``name``), ``"flag"`` (set ``name`` to True) or ``"clear"``

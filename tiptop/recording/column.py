@@ -41,7 +41,7 @@ _BUILTIN_KEYS = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class Series:
     """One task's line: its label, its points (times and values; nan: a gap) and the CPU
     seconds it used over the range."""
@@ -52,7 +52,7 @@ class Series:
     cpu_seconds: float = 0.0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Task:
     """What is gathered of one task: its label, CPU seconds, and its points, raw (``raw``:
     chunks of times and values) or per time bin (``low``/``high``, nan where no value;

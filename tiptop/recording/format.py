@@ -24,6 +24,7 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.errors import shown
+from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
 
@@ -173,7 +174,7 @@ def screen_number(d: object) -> int | None:
 # --------------------------------------------------------------------------- header
 
 
-@dataclass(frozen=True)
+@readonly
 class RecordedOptions:
     """What the recording run watched (``tiptop.cli.record`` writes them in the header's
     ``options``), each checked."""
@@ -185,7 +186,7 @@ class RecordedOptions:
     user_name: str | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class Header:
     """A session's header line, each value checked (a wrong one is left at its default and
     said in ``problems``)."""
@@ -304,7 +305,7 @@ def facts_from(d: Mapping[str, object]) -> dict[int, tuple[int, str, str, str]]:
 # --------------------------------------------------------------------------- frames
 
 
-@dataclass
+@dataclass(eq=False)
 class FrameLine:
     """One frame line, checked: every per-task list an array of the task count's length
     (optional ones None), per counter alias its arrays."""

@@ -32,7 +32,7 @@ class Loader(Protocol):
 MAX_NOTES = 20
 
 
-@dataclass
+@dataclass(eq=False)
 class Recording:
     """A loaded recording: its first header, its screens, and per frame where its line is,
     its time and the screen it was shown under."""

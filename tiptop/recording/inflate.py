@@ -58,7 +58,7 @@ def open_recording(path: str, flag: str) -> int:
     return fd
 
 
-@dataclass
+@dataclass(eq=False)
 class Member:
     """One gzip member: where it starts, and inflate states saved along it
     (decompressed offset, compressed offset, state)."""

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code, valued
 from tiptop.errors import SpecError, shown
+from tiptop.readonly import readonly
 from tiptop.screens.topdown import ADVICE, TREES, Tree
 
 __all__ = [
@@ -48,7 +48,7 @@ _CALL = re.compile(r"\s*bottleneck\s*\((?P<body>.*)\)\s*\Z", re.S)
 _PAIR = re.compile(r"\s*(?P<label>[A-Za-z]+(?:/[A-Za-z]+)?)\s*=\s*(?P<header>[^,=()\s]+)\s*\Z")
 
 
-@dataclass(frozen=True)
+@readonly
 class PathSpec:
     """A parsed ``bottleneck(...)`` expression: the tree, and each node's column header."""
 
@@ -197,7 +197,7 @@ def format_path(
     return fmt
 
 
-@dataclass(frozen=True)
+@readonly
 class NodeView:
     """One node of a task's tree, for ``--why`` and the live drill-down."""
 

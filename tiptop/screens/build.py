@@ -39,7 +39,7 @@ from tiptop.vocab import TYPE_NAMES, PerfType
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
 
-@dataclass
+@dataclass(eq=False)
 class RawItem:
     """One ``<counter>`` or ``<column>`` as written: attribute text and where it is."""
 
@@ -51,7 +51,7 @@ class RawItem:
     value_pos: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(eq=False)
 class RawScreen:
     """One ``<screen>`` as written; ``arch``/``model`` gate the whole screen (our addition)."""
 
@@ -211,7 +211,7 @@ def build_config(
     return config
 
 
-@dataclass
+@dataclass(eq=False)
 class _Building:
     """A screen being built, in document order: what is declared so far, and where
     problems go."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from tiptop.errors import SpecError
+from tiptop.readonly import readonly
 from tiptop.screens.bottleneck import BoundPath, PathSpec, is_path, well_formed
 from tiptop.screens.expr import ColumnExpr, compile_column
 from tiptop.screens.model import ColumnSpec, ScreenSpec
@@ -40,7 +40,7 @@ class Kind(enum.Enum):
     BOTTLENECK = "bottleneck"
 
 
-@dataclass(frozen=True)
+@readonly
 class Column:
     """One column of a screen, compiled (see the module doc)."""
 
@@ -95,7 +95,7 @@ def column_record(spec: ColumnSpec) -> Column:
     return Column(spec.header, spec.format, kind, bare, deltas, expr, None, error)
 
 
-@dataclass(frozen=True)
+@readonly
 class ScreenColumns:
     """A screen's column records, in screen order, and its bottleneck columns bound to
     the screen's headers (``(index, BoundPath)``, computed after the others)."""

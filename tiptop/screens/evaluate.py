@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.readonly import readonly
 from tiptop.screens.bottleneck import NO_NODE, NODE_DTYPE
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec, delta_key
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@readonly
 class CounterCells:
     """What the columns read of the counters: ``(n, k)`` arrays, one column per counter in
     the order the :class:`Evaluator` was bound to."""
@@ -82,7 +82,7 @@ class CounterCells:
         return cls(nan, unread, nan, unread, nan)
 
 
-@dataclass(frozen=True)
+@readonly
 class ColumnCells:
     """A screen's evaluated columns: ``(n, columns)`` values, statuses, running
     fractions (the smallest of the counters each column reads; 1.0 where none) and nodes

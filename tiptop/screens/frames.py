@@ -10,16 +10,15 @@ never need a fallback for a field a source left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tiptop.frame import Frame
+from tiptop.readonly import readonly
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.variables import RowFacts
 
 
-@dataclass(frozen=True)
+@readonly
 class RowLabels:
     """What a frame shows of its rows that only an exec or a rename changes: ids, user,
     name and command line."""
@@ -31,7 +30,7 @@ class RowLabels:
     cmdline: list[str]
 
 
-@dataclass(frozen=True)
+@readonly
 class FrameFacts:
     """What one refresh says of itself rather than of a row."""
 

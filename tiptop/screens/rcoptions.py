@@ -7,7 +7,7 @@ line; some are OR-set, the others assigned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tiptop.readonly import readonly
 
 __all__ = ["HOW", "IGNORED_OPTIONS", "RC_OPTIONS", "RcOption"]
 
@@ -23,7 +23,7 @@ HOW: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@readonly
 class RcOption:
     """How one ``<option name=...>`` applies: the ``tiptop.options.Options`` field it sets
     and how its text is read (a key of :data:`HOW`)."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from tiptop.errors import SpecError
+from tiptop.readonly import readonly
 
 #: Deepest nesting of parentheses/unary minus accepted (keeps the parser off the C stack),
 #: and the most levels of a syntax tree (a chain of N operators is N levels): compiling
@@ -47,7 +47,7 @@ BIT_OPS = frozenset({"|", "or", "and", "shl", "shr"})
 FUNCTIONS = frozenset({"delta", "min", "max"})
 
 
-@dataclass(frozen=True)
+@readonly
 class Token:
     """One lexeme: ``kind`` is ``num``, ``hex``, ``ident``, ``op`` or ``end``; ``pos`` 0-based."""
 
@@ -56,7 +56,7 @@ class Token:
     pos: int
 
 
-@dataclass(frozen=True)
+@readonly
 class Num:
     """A constant; ``text`` is how it was written."""
 
@@ -65,7 +65,7 @@ class Num:
     pos: int
 
 
-@dataclass(frozen=True)
+@readonly
 class Name:
     """An identifier: a counter alias, a built-in variable or a predefined config name."""
 
@@ -73,7 +73,7 @@ class Name:
     pos: int
 
 
-@dataclass(frozen=True)
+@readonly
 class Call:
     """``delta(NAME)``, ``min(a, ...)`` or ``max(a, ...)``."""
 
@@ -82,7 +82,7 @@ class Call:
     pos: int
 
 
-@dataclass(frozen=True)
+@readonly
 class Neg:
     """Unary minus."""
 
@@ -90,7 +90,7 @@ class Neg:
     pos: int
 
 
-@dataclass(frozen=True)
+@readonly
 class BinOp:
     """A binary operator; ``op`` is normalised (``|`` becomes ``or``)."""
 
@@ -265,7 +265,7 @@ def _children(node: Node) -> tuple[Node, ...]:
 def _check_height(tree: Node) -> None:
     """ExprSyntaxError at the operator where ``tree`` gets more than :data:`MAX_DEPTH`
     levels deep (``1+1+...`` with 1,000 terms), found without recursing."""
-    heights: dict[int, int] = {}  # by id(): hashing a frozen dataclass would recurse
+    heights: dict[int, int] = {}  # by id(): nodes are told apart by identity
     stack: list[tuple[Node, bool]] = [(tree, False)]
     while stack:
         node, children_done = stack.pop()

@@ -36,7 +36,7 @@ al., ICPE 2017: stall cycles on outstanding loads track memory-bound time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tiptop.readonly import readonly
 
 __all__ = ["ADVICE", "TREES", "Node", "Tree"]
 
@@ -44,7 +44,7 @@ __all__ = ["ADVICE", "TREES", "Node", "Tree"]
 Term = tuple[tuple[str, float], ...]
 
 
-@dataclass(frozen=True)
+@readonly
 class Node:
     """One top-down node: its label path, the vendor metric it is, its threshold."""
 
@@ -72,7 +72,7 @@ class Node:
         return dict(self.threshold[0]).get(self.label, 0.0)
 
 
-@dataclass(frozen=True)
+@readonly
 class Tree:
     """A vendor's tree: its nodes in toplev's order, level 1 first."""
 

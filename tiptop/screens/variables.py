@@ -11,11 +11,11 @@ not gather yet is one more field of :class:`RowFacts`.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE
+from tiptop.readonly import readonly
 
 __all__ = ["BUILTINS", "VARIABLES", "RowFacts", "Variable", "environment"]
 
@@ -23,7 +23,7 @@ __all__ = ["BUILTINS", "VARIABLES", "RowFacts", "Variable", "environment"]
 Column = tuple[np.ndarray, np.ndarray]
 
 
-@dataclass(frozen=True)
+@readonly
 class RowFacts:
     """Per-row facts of one refresh, ``n`` rows each (``tiptop.engine.assemble`` builds it).
 
@@ -56,7 +56,7 @@ class RowFacts:
         return np.zeros(self.n, STATUS_DTYPE)
 
 
-@dataclass(frozen=True)
+@readonly
 class Variable:
     """One built-in: its name in expressions, a one-line description (the docs and the help
     window show it), and how its column is computed from the row facts."""

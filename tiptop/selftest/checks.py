@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from tiptop.readonly import readonly
 from tiptop.vocab import HwId, PerfType, SwId
 
 #: Iteration counts per kernel: four sizes, the largest 8 times the smallest.
@@ -34,7 +35,7 @@ SIZES: dict[str, tuple[int, ...]] = {
 REPEATS = 3
 
 
-@dataclass(frozen=True)
+@readonly
 class Check:
     """How one event is checked: the kernel, the count per iteration (None: the child's CPU
     time per iteration, measured from ``/proc/PID/schedstat``), the tolerance, and what the
@@ -83,7 +84,7 @@ def check_for(type_: int, config: int) -> Check | None:
     return CHECKS.get((type_, config))
 
 
-@dataclass
+@dataclass(eq=False)
 class Fit:
     """A least-squares line through exact points, and its r-squared (1.0 for a perfect line;
     nan when every count is the same)."""
@@ -111,7 +112,7 @@ def fit(xs: list[int], ys: list[float]) -> Fit:
     return Fit(slope, intercept, r2)
 
 
-@dataclass
+@dataclass(eq=False)
 class Row:
     """One event's line of the report."""
 

@@ -33,7 +33,7 @@ in the emulated-PMU guest, where user-mode instruction counts are exact).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tiptop.readonly import readonly
 
 #: Kernel names, in the order the self-test runs them.
 KERNELS = (
@@ -86,14 +86,14 @@ INSTRUCTIONS: dict[str, dict[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
+@readonly
 class Label:
     """A jump target inside a kernel."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@readonly
 class Jump:
     """A jump to ``label``: x86 ``opcode rel8``; aarch64 ``B.cond``/``TBZ`` with the offset
     field filled in (``word`` is the instruction with a zero offset)."""

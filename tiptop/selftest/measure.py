@@ -39,7 +39,7 @@ class ChildError(TiptopError):
     """The kernel child could not start, was refused its code, or died."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Run:
     """One kernel run: per alias, the scaled count and the group's Δtime_running; the child's
     CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here;

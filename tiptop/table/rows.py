@@ -176,7 +176,7 @@ class RowList(Sequence[Row]):
         )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Block:
     """The cell arrays of the visible rows, in display order (shared by their Rows)."""
 

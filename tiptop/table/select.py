@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import Code, valued
 from tiptop.frame import Frame
+from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec
 from tiptop.screens.variables import VARIABLES
 
@@ -18,7 +18,7 @@ from tiptop.screens.variables import VARIABLES
 DEFAULT_CPU_THRESHOLD = 0.00001
 
 
-@dataclass(frozen=True)
+@readonly
 class View:
     """How rows are chosen, ordered and shown (the live keys change these fields)."""
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import VALUED, Status
 from tiptop.frame import Frame
+from tiptop.readonly import readonly
 from tiptop.screens.bottleneck import BoundPath, NodeView, tree_view
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
@@ -77,7 +77,7 @@ def deeper(screen: ScreenSpec, screens: Sequence[ScreenSpec]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@readonly
 class TaskTree:
     """One task's tree in one frame."""
 
@@ -193,7 +193,7 @@ def tree_record(tree: TaskTree) -> dict[str, object]:
     }
 
 
-@dataclass(frozen=True)
+@readonly
 class DrillDown:
     """What the live drill-down window shows: the tree, or the one line why not, and a
     note on a deeper level another screen has."""

@@ -18,17 +18,18 @@ from __future__ import annotations
 import bisect
 import io
 import os
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from tiptop.readonly import readonly
+
 _FUNCTION_TYPES = ("STT_FUNC", "STT_LOOS")  # STT_LOOS is STT_GNU_IFUNC in pyelftools
 
 
-@dataclass(frozen=True)
+@readonly
 class Segment:
     """One ``PT_LOAD`` program header: file bytes ``[offset, offset + size)`` are loaded at
     virtual address ``vaddr``."""

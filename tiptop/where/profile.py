@@ -24,7 +24,6 @@ import mmap
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 from tiptop.errors import TiptopError
 from tiptop.host import Host
@@ -32,6 +31,7 @@ from tiptop.kernel import Attr, explain_open_error, perf_event_open
 from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
 from tiptop.kernel.ring import SampleRing
 from tiptop.messages import MessageLog
+from tiptop.readonly import readonly
 from tiptop.vocab import HwId, PerfType, SwId
 from tiptop.where.elf import SymbolCache
 from tiptop.where.resolve import Resolver
@@ -50,7 +50,7 @@ EVENT = "cpu-clock"
 _FD_CLOEXEC = 8
 
 
-@dataclass(frozen=True)
+@readonly
 class SampledEvent:
     """The event whose overflows are sampled, by perf's name, with why it was chosen."""
 
@@ -83,7 +83,7 @@ def event_for(node: str | None) -> SampledEvent:
     return SampledEvent("cycles", PerfType.HARDWARE, HwId.CPU_CYCLES, why)
 
 
-@dataclass(frozen=True)
+@readonly
 class Hot:
     """One function's samples in a refresh."""
 
@@ -92,7 +92,7 @@ class Hot:
     samples: int
 
 
-@dataclass(frozen=True)
+@readonly
 class Profile:
     """One refresh of ``--where``: where process ``pid`` spent the samples of ``event``
     taken at ``rate_hz`` over ``interval`` seconds (``hot`` by samples, most first)."""

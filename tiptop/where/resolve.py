@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import dataclass
 
+from tiptop.readonly import readonly
 from tiptop.where.elf import SymbolCache
 
 #: perf's names (tools/perf/util/map.c, symbol.c).
@@ -34,7 +34,7 @@ ANON = "//anon"
 DELETED = " (deleted)"
 
 
-@dataclass(frozen=True)
+@readonly
 class Mapping:
     """One executable line of ``/proc/PID/maps``: ``[start, end)`` maps ``path`` (or a
     special name, or "" for anonymous memory) from file offset ``offset``."""

@@ -147,7 +147,7 @@ class RowReading:
         return [s.retired for s in self.states]
 
 
-@dataclass
+@dataclass(eq=False)
 class Counts:
     """What one refresh read for its rows: the readout, each row's retired totals, and
     what it says of each row's task for the next scan (:meth:`activity`)."""

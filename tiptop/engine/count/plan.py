@@ -84,7 +84,7 @@ from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
 
-@dataclass
+@dataclass(eq=False)
 class ScreenPlan:
     """A screen bound to this machine: the counter plan and the compiled columns."""
 

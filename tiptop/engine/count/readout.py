@@ -30,11 +30,12 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.count.units import WORD, FdReads, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
+from tiptop.readonly import readonly
 
 _HALF = np.uint64(1 << 63)
 
 
-@dataclass(frozen=True)
+@readonly
 class GroupDef:
     """One group kind opened on every task: its PMU, attrs, and each member's alias index."""
 
@@ -48,7 +49,7 @@ class GroupDef:
         return 3 + 2 * len(self.attrs)
 
 
-@dataclass
+@dataclass(eq=False)
 class CounterPlan:
     """What to open on each task for a screen, and how members map to aliases."""
 
@@ -81,7 +82,7 @@ class CounterPlan:
         return sum(len(g.attrs) for g in self.groups)
 
 
-@dataclass
+@dataclass(eq=False)
 class Readout:
     """Per (row, alias) sums over the rows' units, as flat ``(n, k)`` float64 matrices."""
 

@@ -35,7 +35,7 @@ from tiptop.kernel.procfs import names_this_process
 RELIST = 16
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class _Kept:
     """A listing kept, and what it stands for: the last PID made when it was taken
     (``made``), whether that PID had shown by then (``settled``: the same one named at the

@@ -60,7 +60,7 @@ class Task:
         self.key = (self.tid, self.starttime)
 
 
-@dataclass
+@dataclass(eq=False)
 class Scan:
     """The result of one :meth:`TaskScanner.scan`."""
 
@@ -105,7 +105,7 @@ def account(t: Task, st: Stat, interval: float) -> None:
     t.num_threads = st.num_threads
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class Proc:
     """What the scanner knows of one process identity (watched or not): its facts, read
     once per identity, and whether it is watched."""

@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class _Walk:
     """One scan's working state, shared by its steps (:meth:`TaskScanner.scan`)."""
 

@@ -1,0 +1,34 @@
+"""Read-only records: dataclasses the type checker keeps from being assigned to, compared
+by identity.
+
+A record made once and then only read (a result, a plan, a parse tree, the options) is
+declared ``@readonly``. For the type checker it is ``@dataclass(frozen=True)``: assigning
+one of its fields is an error (``typing.dataclass_transform`` with ``frozen_default``, PEP
+681). At run time it is ``@dataclass(eq=False)``:
+
+* compared and hashed by identity. None of these records is compared by value, and many
+  hold numpy arrays or compiled functions, whose ``==`` has no single truth value: a
+  generated ``__eq__`` would raise, and a generated ``__hash__`` would fail on the array.
+* not frozen at run time. On Python 3.11 a frozen dataclass gets its ``__setattr__``,
+  ``__delattr__`` and ``__hash__`` compiled from source (``exec``) when its module is
+  imported, like its ``__init__``, ``__repr__`` and ``__eq__``; four of those six are
+  dropped here, the bulk of what records cost each start (benchmarks/README.md,
+  "Start-up"). The guard they gave is the type checker's, which CI runs on tiptop/.
+
+A record that is compared, or used as a key, by value (a screen's specs, a counter's
+``Attr``, the sampler's settings) stays ``@dataclass(frozen=True)``; mutable working state
+(a scan, a frame being filled) is ``@dataclass(eq=False)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TypeVar, dataclass_transform
+
+_Record = TypeVar("_Record")
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def readonly(cls: type[_Record]) -> type[_Record]:
+    """``cls`` made a read-only record (see the module's docstring)."""
+    return dataclasses.dataclass(cls, eq=False)
