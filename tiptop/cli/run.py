@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 import sys
@@ -159,6 +160,7 @@ def run_monitor(
             sampler.attach_spawned(child.pid, why)
             sampler.start()
             child.release()
+        _settled()
         if live:
             return _run_live(opts, sampler, loaded, index, host, child, errf, notices)
         return _run_batch(opts, sampler, screen, index, child, out, errf)
@@ -193,6 +195,15 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
     if opts.only_pid is not None and not os.path.exists(f"{host.proc_root}/{opts.only_pid}"):
         raise TiptopError(f"-p {opts.only_pid}: no such process")
     return opts, index, screen
+
+
+def _settled() -> None:
+    """What start-up made (modules, screens, the plan) lives as long as the run: moved out of
+    the collector's reach (``gc.freeze``, the gc module's documentation), so that no later
+    collection traverses it again, nor the interpreter's at exit. Those exit collections
+    were the larger part of what a short run paid to end (benchmarks/README.md,
+    "Start-up"); each object is still freed by its reference count."""
+    gc.freeze()
 
 
 def _frame_source(
