@@ -157,6 +157,25 @@ class _Group:
     suspect: int = 0  # tasks whose breakdown cells were SUSPECT, last refresh
 
 
+@readonly
+class _Grouping:
+    """One refresh's rows grouped by label set, and the row labels it was made from."""
+
+    pid: np.ndarray
+    name: list[str]
+    user: list[str]
+    #: Each row's label set.
+    keys: list[tuple[str, ...]]
+    #: The label sets, in order of first row.
+    groups: list[tuple[str, ...]]
+    #: Each row's place in :attr:`groups`.
+    group_of_row: np.ndarray
+
+    def made_from(self, frame: Frame) -> bool:
+        """Whether ``frame``'s row labels are the very lists this was made from."""
+        return self.pid is frame.pid and self.name is frame.name and self.user is frame.user
+
+
 @dataclass(eq=False)
 class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
@@ -182,19 +201,8 @@ class Aggregator:
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
     _known: set[int] | None = None
-    #: The last refresh's row labels (pid, name, user lists) and the grouping made of
-    #: them (:meth:`_grouping` says when it is stale).
-    _kept_grouping: (
-        tuple[
-            np.ndarray,
-            list[str],
-            list[str],
-            list[tuple[str, ...]],
-            list[tuple[str, ...]],
-            np.ndarray,
-        ]
-        | None
-    ) = None
+    #: The grouping of the last refresh's rows (:meth:`_grouping` says when it is stale).
+    _kept_grouping: _Grouping | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -225,39 +233,30 @@ class Aggregator:
         self._add_births(frame, deltas)
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
-        keys, groups, group_of_row = self._grouping(frame)
-        self._add(frame, deltas, groups, group_of_row)
+        grouping = self._grouping(frame)
+        self._add(frame, deltas, grouping.groups, grouping.group_of_row)
         if self.cgroup_cpu is not None and self.by == "cgroup":
-            self._add_cgroup_cpu(frame, deltas, keys)
+            self._add_cgroup_cpu(frame, deltas, grouping.keys)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
 
-    def _grouping(
-        self, frame: Frame
-    ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], np.ndarray]:
-        """Each row's label set, the label sets in order, and each row's place among
-        them. Kept while the frame's row labels are the very lists of the last refresh:
-        the sampler hands the same ones while its rows, names and users do not change
-        (``tiptop.engine.sampler``, its row labels), and a process's cgroup is read once
-        (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"`` follows the CPU order, which
-        changes every refresh, and is never kept."""
+    def _grouping(self, frame: Frame) -> _Grouping:
+        """The grouping of ``frame``'s rows. Kept while the frame's row labels are the very
+        lists of the last refresh: the sampler hands the same ones while its rows, names
+        and users do not change (``tiptop.engine.sampler``, its row labels), and a
+        process's cgroup is read once (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"``
+        follows the CPU order, which changes every refresh, and is never kept."""
         kept = self._kept_grouping
-        if (
-            kept is not None
-            and self.by != "pid"
-            and kept[0] is frame.pid
-            and kept[1] is frame.name
-            and kept[2] is frame.user
-        ):
-            return kept[3], kept[4], kept[5]
+        if kept is not None and self.by != "pid" and kept.made_from(frame):
+            return kept
         keys = self._keys(frame)
         index: dict[tuple[str, ...], int] = {}
         group_of_row = np.fromiter(
             (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
         )
-        groups = list(index)
-        self._kept_grouping = (frame.pid, frame.name, frame.user, keys, groups, group_of_row)
-        return keys, groups, group_of_row
+        grouping = _Grouping(frame.pid, frame.name, frame.user, keys, list(index), group_of_row)
+        self._kept_grouping = grouping
+        return grouping
 
     def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
         """Each row's label set; with ``by="pid"`` the top N rows' own and every other
