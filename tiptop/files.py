@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import stat
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 
 
 def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str = "") -> int:

@@ -22,6 +22,7 @@ PKG = Path(__file__).resolve().parents[2] / "tiptop"
 #: layer -> the tiptop layers it may import (besides itself).
 RULES: dict[str, set[str]] = {
     "readonly": set(),  # the read-only record decorator, which every layer may use
+    "outside": set(),  # the one boundary of outside text (decoded, printable): every layer's
     "errors": set(),
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
@@ -59,7 +60,7 @@ RULES: dict[str, set[str]] = {
 
 
 #: Layers every layer may import, as it may the standard library.
-EVERYWHERE = {"readonly"}
+EVERYWHERE = {"readonly", "outside"}
 
 
 def layer_of(path: Path) -> str:

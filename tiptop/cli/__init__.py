@@ -26,10 +26,11 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError, UsageError, printable
+from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
 from tiptop.options.inversion import inverted_by_flags
+from tiptop.outside import printable
 
 __all__ = [
     "USAGE",

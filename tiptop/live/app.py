@@ -20,7 +20,6 @@ import urwid
 
 from tiptop import table
 from tiptop.cells import Code
-from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
@@ -40,6 +39,7 @@ from tiptop.live.widgets import (
 )
 from tiptop.live.windows import Markup, help_lines, target_line, tree_markup, tree_title
 from tiptop.options import Options
+from tiptop.outside import printable
 from tiptop.refresh import drain
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 from tiptop.where import RATE_HZ, Profile, SampledEvent
 from tiptop.where.report import profile_head, profile_lines
 

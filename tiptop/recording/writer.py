@@ -37,9 +37,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
 from tiptop.files import open_regular
 from tiptop.frame import Frame, FrameSource, SourceWrapper
+from tiptop.outside import printable
 from tiptop.recording.format import FORMAT_VERSION, JsonObject, JsonValue, screen_record
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code, valued
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.topdown import ADVICE, TREES, Tree
 

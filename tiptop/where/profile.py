@@ -31,6 +31,7 @@ from tiptop.kernel import Attr, explain_open_error, perf_event_open
 from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
 from tiptop.kernel.ring import SampleRing
 from tiptop.messages import MessageLog
+from tiptop.outside import decoded
 from tiptop.readonly import readonly
 from tiptop.vocab import HwId, PerfType, SwId
 from tiptop.where.elf import SymbolCache
@@ -158,8 +159,8 @@ class TaskProfiler:
         self._host = host
         proc = f"{host.proc_root}/{pid}"
         try:
-            with open(f"{proc}/comm") as f:
-                self.comm = f.read().strip()
+            with open(f"{proc}/comm", "rb") as f:
+                self.comm = decoded(f.read().rstrip(b"\n"))
             uid = os.stat(proc).st_uid
             tids = sorted(int(t) for t in os.listdir(f"{proc}/task"))
         except (OSError, ValueError):

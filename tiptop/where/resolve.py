@@ -18,6 +18,11 @@ for a process that exited since (its final samples are named with them). The JIT
 read again when its size or modification time changes, and only when owned by root, by
 this user or by the process's user (perf's rule for the file, which anyone could write in
 /tmp).
+
+Every name is outside text (a file's name, its symbols and the JIT map are the process's
+user's to choose): ``/proc/PID/maps`` is read as bytes and its paths decoded losslessly
+(``os.fsdecode``, for opening the files), and each ``(symbol, module)`` that
+:meth:`Resolver.name` gives is printable (``tiptop.outside``), in every output format.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import bisect
 import os
 
+from tiptop.outside import printable
 from tiptop.readonly import readonly
 from tiptop.where.elf import SymbolCache
 
@@ -132,8 +138,8 @@ class Resolver:
         """Read the maps again; False when they could not be read (the process exited:
         the last ones read stand)."""
         try:
-            with open(f"{self._proc}/maps") as f:
-                text = f.read()
+            with open(f"{self._proc}/maps", "rb") as f:
+                text = os.fsdecode(f.read())
         except OSError:
             return False
         if not text:  # a zombie's maps are empty
@@ -143,7 +149,11 @@ class Resolver:
         return True
 
     def name(self, ip: int) -> tuple[str, str]:
-        """``(symbol, module)`` for instruction pointer ``ip``."""
+        """``(symbol, module)`` for instruction pointer ``ip``, both printable."""
+        symbol, module = self._name(ip)
+        return printable(symbol), printable(module)
+
+    def _name(self, ip: int) -> tuple[str, str]:
         i = bisect.bisect_right(self._starts, ip) - 1
         if i < 0 or ip >= self._maps[i].end:
             return UNKNOWN, UNKNOWN
