@@ -24,7 +24,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from tiptop.outside import printable
 from tiptop.readonly import readonly
+from tiptop.where.untrusted import Refused, Say, open_untrusted
 
 _FUNCTION_TYPES = ("STT_FUNC", "STT_LOOS")  # STT_LOOS is STT_GNU_IFUNC in pyelftools
 
@@ -119,26 +121,43 @@ class SymbolCache:
     module's docstring for what makes an entry stale). A file that cannot be read as ELF
     is remembered as such (None) under the same identity."""
 
-    def __init__(self) -> None:
+    def __init__(self, say: Say = lambda key, line: None) -> None:
+        self._say = say
         self._vdso: SymbolTable | bool | None = False  # False: not read yet
         self._by_identity: dict[str, tuple[tuple[int, int, int, int], SymbolTable | None]] = {}
         self._by_build_id: dict[tuple[str, str], SymbolTable] = {}
 
-    def table(self, path: str, opened: str | None = None) -> SymbolTable | None:
+    def table(
+        self, path: str, opened: str | None = None, *, follow: bool = False
+    ) -> SymbolTable | None:
         """The table of the file mapped as ``path``, read from ``opened`` (default
         ``path``: a process in another mount namespace is read through
-        ``/proc/PID/root``); None when it cannot be read."""
-        where = opened or path
+        ``/proc/PID/root``) as an untrusted file (``tiptop.where.untrusted``: never
+        through a link unless ``follow``, a regular file only); None when it cannot be
+        read, said once per reason."""
         try:
-            st = os.stat(where)
+            fd, st = open_untrusted(opened or path, follow=follow)
+        except Refused as refused:
+            self._say(
+                f"where:elf:{refused.rule}",
+                f"symbols of {printable(path)} not read: {refused.why}",
+            )
+            return None
         except OSError:
             return None
+        try:
+            return self._read(path, fd, st)
+        finally:
+            os.close(fd)
+
+    def _read(self, path: str, fd: int, st: os.stat_result) -> SymbolTable | None:
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         known = self._by_identity.get(path)
         if known is not None and known[0] == identity:
             return known[1]
         try:
-            table: SymbolTable | None = read_table(where)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                table: SymbolTable | None = read_elf(f)
         except (OSError, ELFError, ValueError):
             table = None
         if table is not None and table.build_id:

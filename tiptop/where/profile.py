@@ -165,7 +165,7 @@ class TaskProfiler:
             tids = sorted(int(t) for t in os.listdir(f"{proc}/task"))
         except (OSError, ValueError):
             raise TiptopError(f"--where {pid}: no such process") from None
-        self._resolver = Resolver(pid, uid, SymbolCache(), host.proc_root)
+        self._resolver = Resolver(pid, uid, SymbolCache(), host.proc_root, self._say)
         #: Per sampled thread id, its event's fd and ring buffer.
         self._rings: dict[int, tuple[int, SampleRing]] = {}
         self._pages = data_pages(len(tids), delay)
@@ -179,6 +179,10 @@ class TaskProfiler:
             raise TiptopError(f"--where {pid}: no such process")
         self._resolver.refresh()
         self._since = time.monotonic()
+
+    def _say(self, key: str, line: str) -> None:
+        """One line about this profile (a file skipped, and why), once per key."""
+        self.messages.say(key, f"--where {self.pid}: {line}")
 
     def _open(self, tids: list[int]) -> None:
         """Open and map an event on each of ``tids`` not sampled yet; a thread that ended
