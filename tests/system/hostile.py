@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +114,19 @@ def run_measured(
             int(maxrss),
             float(cpu),
         )
+
+
+def run_beside(attack: Callable[[threading.Event], None], args: list[str], timeout: float) -> Run:
+    """:func:`run_measured` of ``args`` while ``attack(done)`` runs in a thread, until the
+    run ends and ``done`` is set."""
+    done = threading.Event()
+    thread = threading.Thread(target=attack, args=(done,))
+    thread.start()
+    try:
+        return run_measured(args, timeout=timeout)
+    finally:
+        done.set()
+        thread.join()
 
 
 def _signal(pid: int, sig: int) -> None:

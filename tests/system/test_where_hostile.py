@@ -1,12 +1,16 @@
 """``--where`` on a process of uid 65534 that attacks root's tiptop (issue 52; the
 attacker's reproducers /work/shared/attacks/where_*.sh, kept bounded): whatever the target's
 user plants at ``/tmp/perf-PID.map`` (a FIFO, a link to ``/dev/zero`` or to a root-only
-file, garbage, a 33 MB map touched every half second), the run ends on time with one line
-saying what was skipped, no traceback, a peak RSS under 100 MB."""
+file, garbage, a 33 MB map touched every half second) or maps (crafted ELF files: a sparse
+table of 10,000,000 symbols, a million sections, names without a NUL, escape sequences in
+names, a file rewritten as it is read), the run ends on time with one line saying what
+was skipped, no traceback, a peak RSS under 100 MB, nothing raw on the output."""
 
 from __future__ import annotations
 
 import os
+import random
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -14,20 +18,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.hostile import NOBODY, Target, as_nobody, hotcold, needs_root, run_measured
+from tests.support.crafted_elf import SPIN, craft, with_sections
+from tests.system.hostile import (
+    NOBODY,
+    Target,
+    as_nobody,
+    hotcold,
+    needs_root,
+    run_beside,
+    run_measured,
+    shared_dir,
+)
 
 
 @pytest.fixture(scope="module")
 def program() -> Iterator[Path]:
     needs_root()
-    where = Path(tempfile.mkdtemp(prefix="tiptop-hostile-"))
-    os.chmod(where, 0o755)
-    try:
+    with shared_dir("tiptop-hostile-") as where:
         yield hotcold(where)
-    finally:
-        for f in where.iterdir():
-            f.unlink()
-        where.rmdir()
 
 
 @pytest.fixture
@@ -100,19 +108,12 @@ def test_a_big_map_touched_every_half_second(jit_target: Jit) -> None:
     and parsed again at every refresh: 0.64 s of CPU per refresh, 452 MB."""
     path = Path(f"/tmp/perf-{jit_target.pid}.map")
     big(path, 1_000_000, jit_target.address)
-    done = threading.Event()
 
-    def touch() -> None:
+    def touch(done: threading.Event) -> None:
         while not done.wait(0.5):
             os.utime(path)
 
-    toucher = threading.Thread(target=touch)
-    toucher.start()
-    try:
-        r = run_measured(["-b", "--where", str(jit_target.pid), "-d", "1", "-n", "10"], timeout=60)
-    finally:
-        done.set()
-        toucher.join()
+    r = run_beside(touch, ["-b", "--where", str(jit_target.pid), "-d", "1", "-n", "10"], 60)
     print(f"touched: rc {r.rc}, {r.wall:.1f} s, peak RSS {r.maxrss_kb} kB, CPU {r.cpu:.2f} s")
     assert r.rc == 0, r
     r.check_clean()
@@ -131,3 +132,121 @@ def test_a_link_to_a_root_only_file_is_not_read(jit_target: Jit) -> None:
         r = run_measured(["-b", "--where", str(jit_target.pid), "-d", "1", "-n", "2"])
     assert r.rc == 0, r
     assert "ROOT_ONLY_SECRET" not in r.out and "never followed" in r.err, r
+
+
+@pytest.fixture(scope="module")
+def crafted() -> Iterator[Path]:
+    """A directory uid 65534 reaches, for the crafted files."""
+    needs_root()
+    with shared_dir("tiptop-crafted-") as where:
+        yield where
+
+
+def spinning(path: Path, *more: str) -> Target:
+    """A process of uid 65534 spinning inside the file at ``path`` (made readable to it)."""
+    os.chmod(path, 0o644)
+    return Target([*NOBODY, sys.executable, "-c", SPIN, str(path), *more])
+
+
+CRAFTED: dict[str, tuple[Callable[[Path], object], str]] = {
+    "sparse": (lambda p: craft("sparse", p, 10_000_000), "claims 10,000,000 symbols"),
+    "sections": (
+        lambda p: (
+            with_sections(p.with_suffix(".ok"), p, 1_000_000)
+            if craft("ok", p.with_suffix(".ok"), 10)
+            else None
+        ),
+        "claims 1,000,000 sections",
+    ),
+    "nonul": (lambda p: craft("nonul", p, 1300, 1 << 20), ""),
+    "bigname": (lambda p: craft("bigname", p, 1, 2 << 20), ""),
+}
+
+
+@pytest.mark.parametrize("kind", list(CRAFTED))
+def test_a_crafted_elf(crafted: Path, kind: str) -> None:
+    """where_*.sh with craft_elf.py: the sparse table held root's tiptop > 300 s, deaf to
+    SIGTERM and SIGINT; a million sections 16.7 s; names without a NUL asked 1.39 GB and
+    ended in MemoryError."""
+    make, line = CRAFTED[kind]
+    path = crafted / f"{kind}.so"
+    make(path)
+    target = spinning(path)
+    try:
+        r = run_measured(["-b", "--where", str(target.pid), "-d", "1", "-n", "3"], timeout=60)
+    finally:
+        target.stop()
+    print(f"{kind}: rc {r.rc}, {r.wall:.1f} s, peak RSS {r.maxrss_kb} kB, CPU {r.cpu:.2f} s")
+    assert r.rc == 0, r
+    r.check_clean()
+    assert r.wall < 3 + 6, r
+    said = [ln for ln in r.err.splitlines() if ln.startswith("tiptop: --where")]
+    if line:
+        assert len(said) == 1 and f"{path.name} not read: {line}" in said[0], r.err
+        assert f"[{path.name}+0x1000]" in r.out, r.out  # named by module and offset
+    else:
+        assert (said == [] and ("A" * 1024 + "...") in r.out) or ("B" * 1024) in r.out, r.out
+
+
+def test_sigterm_ends_a_run_on_a_crafted_elf_at_once(crafted: Path) -> None:
+    """The sparse table kept root's tiptop parsing for minutes, SIGTERM and SIGINT
+    unheard; now the run ends within 2 s of the signal."""
+    path = crafted / "sparse-term.so"
+    craft("sparse", path, 10_000_000)
+    target = spinning(path)
+    try:
+        r = run_measured(["-b", "--where", str(target.pid), "-d", "1"], timeout=60, term_after=3)
+    finally:
+        target.stop()
+    assert r.rc in (0, -15, 143), r
+    assert "Traceback" not in r.err and r.wall < 3 + 2, r
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv", "json"])
+def test_escapes_in_symbol_names_are_shown_as_escapes(crafted: Path, fmt: str) -> None:
+    """where_csv_inject.sh: csv wrote the symbol names raw (ESC ]0; title, ESC ]52;
+    clipboard). The tmux test (test_hostile_terminal.py) shows a terminal untouched."""
+    path = crafted / f"esc-{fmt}.so"
+    craft("esc", path, 10)
+    target = spinning(path)
+    try:
+        r = run_measured(["-b", "--where", str(target.pid), "-d", "1", "-n", "2", "--format", fmt])
+    finally:
+        target.stop()
+    assert r.rc == 0, r
+    raw = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))} - {"\n"}
+    assert not raw & set(r.out), r.out
+    assert "hot\\x1b]0;PWNED" in r.out.replace("\\\\", "\\"), r.out
+
+
+def test_a_mapped_file_rewritten_as_it_is_read(crafted: Path) -> None:
+    """where_file_race.sh, bounded: the target's user rewrites its mapped file in place as
+    fast as it can (crafted variants, random mutations past the code page) while root's
+    tiptop reads it every 0.2 s: no traceback, no hang."""
+    variants = [crafted / "race-ok.so", crafted / "race-esc.so"]
+    craft("ok", variants[0], 300)
+    craft("esc", variants[1], 300)
+    path = crafted / "race.so"
+    path.write_bytes(variants[0].read_bytes())
+    target = spinning(path)
+
+    def rewrite(done: threading.Event) -> None:
+        rng = random.Random(5)
+        images = [v.read_bytes() for v in variants]
+        while not done.is_set():
+            b = bytearray(rng.choice(images))
+            for _ in range(rng.choice([0, 1, 10, 100])):
+                b[rng.randrange(0x2000, len(b))] = rng.randrange(256)
+            if rng.random() < 0.3:
+                b[rng.randrange(0x40)] = rng.randrange(256)
+            with open(path, "r+b") as f:
+                f.write(b[: rng.randrange(0x2000, len(b) + 1)])
+                f.truncate(max(0x2000, f.tell()))
+
+    try:
+        r = run_beside(rewrite, ["-b", "--where", str(target.pid), "-d", "0.2", "-n", "30"], 60)
+    finally:
+        target.stop()
+    assert r.rc == 0, r
+    r.check_clean()
+    assert r.out.count(" samples of cpu-clock ") == 30, r.out

@@ -15,6 +15,7 @@ from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, _parse
 from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile
 from tiptop.where.elf import SymbolCache, SymbolTable, read_table
+from tiptop.where.functions import from_entries
 from tiptop.where.jitmap import parse_lines
 from tiptop.where.profile import BUFFER_BUDGET, data_pages
 from tiptop.where.report import OTHER, profile_lines
@@ -102,7 +103,8 @@ def test_buffers_fit_two_intervals_within_the_budget() -> None:
 
 
 def test_symbol_lookup_by_address() -> None:
-    table = SymbolTable([(0x100, 0x10, "a"), (0x100, 0x40, "a_long"), (0x200, 0, "z")], [], "")
+    entries = [(0x100, 0x10, b"a"), (0x100, 0x40, b"a_long"), (0x200, 0, b"z")]
+    table = SymbolTable(from_entries(entries), [])
     assert table.symbol(0x120) == "a_long"  # the longest alias at one address stands
     assert table.symbol(0x150) is None
     assert table.symbol(0x200) == "z" and table.symbol(0x201) is None

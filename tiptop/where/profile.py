@@ -165,7 +165,7 @@ class TaskProfiler:
             tids = sorted(int(t) for t in os.listdir(f"{proc}/task"))
         except (OSError, ValueError):
             raise TiptopError(f"--where {pid}: no such process") from None
-        self._resolver = Resolver(pid, uid, SymbolCache(), host.proc_root, self._say)
+        self._resolver = Resolver(pid, uid, SymbolCache(self._say), host.proc_root, self._say)
         #: Per sampled thread id, its event's fd and ring buffer.
         self._rings: dict[int, tuple[int, SampleRing]] = {}
         self._pages = data_pages(len(tids), delay)

@@ -99,6 +99,7 @@ class Resolver:
         self._starts = [m.start for m in self._maps]
         self._jit_read = False
         self._tables = {}
+        self._symbols.new_refresh()
         return True
 
     def name(self, ip: int) -> tuple[str, str]:
