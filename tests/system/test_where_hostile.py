@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO, TIPTOP
 from tests.support.crafted_elf import SPIN, craft, with_sections
 from tests.system.hostile import (
     NOBODY,
@@ -143,8 +146,8 @@ def crafted() -> Iterator[Path]:
 
 
 def spinning(path: Path, *more: str) -> Target:
-    """A process of uid 65534 spinning inside the file at ``path`` (made readable to it)."""
-    os.chmod(path, 0o644)
+    """A process of uid 65534 spinning inside the file at ``path`` (made its own)."""
+    os.chown(path, 65534, 65534)
     return Target([*NOBODY, sys.executable, "-c", SPIN, str(path), *more])
 
 
@@ -250,3 +253,29 @@ def test_a_mapped_file_rewritten_as_it_is_read(crafted: Path) -> None:
     assert r.rc == 0, r
     r.check_clean()
     assert r.out.count(" samples of cpu-clock ") == 30, r.out
+
+
+def test_a_mapped_file_renamed_every_second_does_not_grow_tiptop(crafted: Path) -> None:
+    """where_rename_growth.sh, 24 s: the cache kept a table per name, and the target's
+    50,000-symbol file got a new name every second: root's tiptop grew 1.45 MB/s without
+    a plateau. Keyed by the file's identity, it stays flat."""
+    path = crafted / "many.so"
+    craft("ok", path, 50_000)
+    target = spinning(path, "1")
+    env = {**os.environ, "PYTHONPATH": REPO}
+    argv = [*TIPTOP, "-b", "--where", str(target.pid), "-d", "1", "-n", "24"]
+    tiptop = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        rss = []
+        for _ in range(22):
+            time.sleep(1)
+            status = Path(f"/proc/{tiptop.pid}/status").read_text()
+            rss.append(int(status.split("VmRSS:")[1].split()[0]))
+        out, err = tiptop.communicate(timeout=30)
+    finally:
+        tiptop.kill()
+        target.stop()
+    print(f"VmRSS (kB) every second: {rss}")
+    assert tiptop.returncode == 0 and b"Traceback" not in err, err
+    assert out.count(b"hot_loop") >= 20, out
+    assert rss[-1] - rss[5] < 2048, rss  # 1.45 MB/s would be ~23 MB by now

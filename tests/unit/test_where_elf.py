@@ -177,3 +177,38 @@ def test_a_refresh_reads_files_for_a_bounded_time(
     cache.new_refresh()
     table = cache.table(str(tmp_path / "ok.so"))
     assert table is not None and table.symbol(0x1000) == "hot_loop"
+
+
+def test_the_cache_is_keyed_by_identity_not_name(tmp_path: Path) -> None:
+    """where_rename_growth.sh: a target renaming its mapped file every second grew root's
+    tiptop by one table per name (1.45 MB/s). The same file under a new name is the same
+    table, read once."""
+    craft("ok", tmp_path / "lib.so", 5000)
+    cache = SymbolCache()
+    first = cache.table(str(tmp_path / "lib.so"))
+    for i in range(20):
+        os.rename(tmp_path / ("lib.so" if i == 0 else f"lib.so.{i - 1}"), tmp_path / f"lib.so.{i}")
+        cache.new_refresh()
+        assert cache.table(str(tmp_path / f"lib.so.{i}")) is first
+    assert len(cache) == 1
+
+
+def test_the_cache_is_bounded_in_count_and_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ever new files (a process that maps one after another): the least recently used
+    go past CACHE_TABLES tables, or past CACHE_BYTES."""
+    cache = SymbolCache()
+    for i in range(elf.CACHE_TABLES + 10):
+        craft("ok", tmp_path / f"{i}.so", 20)
+        assert cache.table(str(tmp_path / f"{i}.so")) is not None
+    assert len(cache) == elf.CACHE_TABLES
+    craft("ok", tmp_path / "big.so", 20_000)
+    one = cache.table(str(tmp_path / "big.so"))
+    assert one is not None
+    monkeypatch.setattr(elf, "CACHE_BYTES", 3 * one.nbytes)
+    for i in range(6):
+        craft("ok", tmp_path / f"big{i}.so", 20_000)
+        cache.table(str(tmp_path / f"big{i}.so"))
+        assert cache.nbytes <= 3 * one.nbytes
+    assert len(cache) == 3

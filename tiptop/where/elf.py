@@ -1,6 +1,6 @@
 """Function symbols of ELF files, read within bounds: the ELF header and the program headers
 through pyelftools (its only importer), the section headers and the symbol table with numpy;
-cached per path while the file's identity stands.
+cached by the file's identity.
 
 A table comes from ``.symtab`` when the file has one, else ``.dynsym`` (what a stripped
 library still exports), as perf does (tools/perf/util/symbol-elf.c); only defined function
@@ -27,8 +27,9 @@ of the file once per symbol (gigabytes). So a read is bounded (:func:`read_elf`)
 
 A file refused says why in one line per rule (``say``); its table is then None.
 
-:class:`SymbolCache` is owned by one profiler (``tiptop.where.profile``). An entry is stale
-when the file's identity (device, inode, size, modification time) changes.
+:class:`SymbolCache` is owned by one profiler (``tiptop.where.profile``): tables by their
+file's identity (device, inode, size, modification time), not its name, within bounds in
+count and bytes, the least recently used dropped first.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import io
 import os
 import struct
 import time
+from collections import OrderedDict
 from typing import IO, BinaryIO, cast
 
 import numpy as np
@@ -62,6 +64,10 @@ MAX_STRINGS = 32 << 20
 #: The most seconds and bytes one file's read may take.
 READ_SECONDS = 0.5
 READ_BYTES = 256 << 20
+#: The most tables the cache keeps, and the most bytes they may hold in all (a table
+#: larger than that is used, then dropped: read again when next needed).
+CACHE_TABLES = 64
+CACHE_BYTES = 64 << 20
 #: The most seconds spent reading files in one refresh: a file not read by then is read
 #: at a later refresh (its samples named by module and offset meanwhile).
 REFRESH_SECONDS = 1.0
@@ -301,16 +307,34 @@ def _functions(
     return Functions(np.concatenate(starts), np.concatenate(sizes), np.concatenate(names), blob)
 
 
+#: A file's identity: device, inode, size, modification time (ns).
+Identity = tuple[int, int, int, int]
+
+
 class SymbolCache:
-    """Symbol tables by path, each kept while its file's identity stands (see the
-    module's docstring). A file that cannot be read as ELF is remembered as such (None)
-    under the same identity."""
+    """Symbol tables by their file's identity, the least recently used dropped past
+    :data:`CACHE_TABLES` tables or :data:`CACHE_BYTES` bytes in all. A file that cannot be
+    read as ELF is remembered as such (None) under its identity.
+
+    Stale when the file changes (another identity: the entry is never looked up again
+    and ages out). Keyed by what the file is, not by its name: a process that renames the
+    file it maps every second (``maps`` shows each new name) finds the same table, and
+    one that maps ever new files cannot grow the cache past its bounds."""
 
     def __init__(self, say: Say = lambda key, line: None) -> None:
         self._say = say
         self._vdso: SymbolTable | bool | None = False  # False: not read yet
-        self._by_identity: dict[str, tuple[tuple[int, int, int, int], SymbolTable | None]] = {}
+        self._tables: OrderedDict[Identity, SymbolTable | None] = OrderedDict()
+        self._bytes = 0
         self._until = time.monotonic() + REFRESH_SECONDS
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the tables kept."""
+        return self._bytes
 
     def new_refresh(self) -> None:
         """A refresh begins: its files may take :data:`REFRESH_SECONDS` to read."""
@@ -343,9 +367,9 @@ class SymbolCache:
 
     def _read(self, path: str, fd: int, st: os.stat_result) -> SymbolTable | None:
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        known = self._by_identity.get(path)
-        if known is not None and known[0] == identity:
-            return known[1]
+        if identity in self._tables:
+            self._tables.move_to_end(identity)
+            return self._tables[identity]
         if time.monotonic() > self._until:
             return None  # this refresh has read enough: the file at a later one
         table: SymbolTable | None = None
@@ -356,8 +380,18 @@ class SymbolCache:
             self._refused(path, refused)
         except (OSError, *ELF_ERRORS):
             pass  # not ELF, or damaged: named by module and offset
-        self._by_identity[path] = (identity, table)
+        self._keep(identity, table)
         return table
+
+    def _keep(self, identity: Identity, table: SymbolTable | None) -> None:
+        """Keep ``table``, dropping the least recently used past the bounds."""
+        self._tables[identity] = table
+        self._bytes += table.nbytes if table is not None else 0
+        while len(self._tables) > CACHE_TABLES or (
+            self._bytes > CACHE_BYTES and len(self._tables) > 1
+        ):
+            _old, dropped = self._tables.popitem(last=False)
+            self._bytes -= dropped.nbytes if dropped is not None else 0
 
     def vdso(self) -> SymbolTable | None:
         """The symbols of the kernel's vDSO, read once from this process's own mapping,
@@ -386,6 +420,8 @@ def _own_vdso() -> SymbolTable | None:
 
 
 __all__ = [
+    "CACHE_BYTES",
+    "CACHE_TABLES",
     "ELF_ERRORS",
     "MAX_ENTRIES",
     "MAX_FUNCTIONS",

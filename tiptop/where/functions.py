@@ -22,8 +22,9 @@ from tiptop.outside import decoded
 #: The most bytes of one name kept (a C++ name rarely passes 1 KiB); a longer name, or one
 #: whose NUL is missing, is cut there and shown ending in ``...``.
 MAX_NAME = 1024
-#: Decoded names kept per table (a profile names the few functions its samples fell in).
-_MEMO = 4096
+#: Decoded names kept per table (a profile names the few functions its samples fell in;
+#: at most ~0.5 MB of names, long ones included).
+_MEMO = 512
 _TOP = np.uint64(2**64 - 1)
 
 
