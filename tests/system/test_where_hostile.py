@@ -32,6 +32,7 @@ from tests.system.hostile import (
     run_measured,
     shared_dir,
 )
+from tiptop.kernel.followed import FollowedProcess
 
 
 @pytest.fixture(scope="module")
@@ -279,3 +280,85 @@ def test_a_mapped_file_renamed_every_second_does_not_grow_tiptop(crafted: Path) 
     assert tiptop.returncode == 0 and b"Traceback" not in err, err
     assert out.count(b"hot_loop") >= 20, out
     assert rss[-1] - rss[5] < 2048, rss  # 1.45 MB/s would be ~23 MB by now
+
+
+#: Another user's program for the reused PID: two threads hashing (OpenSSL's sha256).
+HASHING = """
+import hashlib, threading
+def f():
+    while True:
+        hashlib.sha256(b"x" * 100000).digest()
+threading.Thread(target=f, daemon=True).start()
+f()
+"""
+
+
+def spawn_at(pid: int, argv: list[str]) -> subprocess.Popen[bytes] | None:
+    """``argv`` started as process ``pid`` (the PID just freed), through
+    ``/proc/sys/kernel/ns_last_pid`` (root, this PID namespace); None when another
+    process took it first, 50 times over."""
+    for _ in range(50):
+        try:
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        except OSError as exc:
+            pytest.skip(f"cannot set ns_last_pid: {exc.strerror}")
+        proc = subprocess.Popen(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+@pytest.mark.parametrize("run", [1, 2, 3])
+def test_a_reused_pid_is_not_profiled_under_the_old_name(run: int) -> None:
+    """where_pid_reuse.sh: the target is killed and another user's program starts under
+    its PID; root's tiptop went on profiling the newcomer under the old name and never
+    said the first exited (3 of 3 runs). Now: one line, the run ends, and no refresh
+    names the newcomer's code."""
+    needs_root()
+    first = Target(
+        [
+            *NOBODY,
+            sys.executable,
+            "-c",
+            "import os; print(os.getpid(), flush=True)\nwhile True: pass",
+        ]
+    )
+    env = {**os.environ, "PYTHONPATH": REPO}
+    argv = [*TIPTOP, "-b", "--where", str(first.pid), "-d", "1", "-n", "8"]
+    tiptop = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    second = None
+    try:
+        time.sleep(2.5)
+        first.stop()  # killed and reaped: the PID is free
+        second = spawn_at(
+            first.pid,
+            ["setpriv", "--reuid=1", "--regid=1", "--clear-groups", sys.executable, "-c", HASHING],
+        )
+        if second is None:
+            pytest.skip("the PID was taken by another process before the test's")
+        out, err = tiptop.communicate(timeout=30)
+    finally:
+        tiptop.kill()
+        if second is not None:
+            second.kill()
+            second.wait()
+    assert tiptop.returncode == 0, err
+    assert err == f"tiptop: --where {first.pid}: the process exited\n", err
+    assert "sha256" not in out and "libcrypto" not in out and "hashlib" not in out, out
+    assert out.count(" samples of cpu-clock ") < 8, out  # ended, not run to -n
+
+
+def test_a_real_process_is_followed_by_its_pidfd() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    followed = FollowedProcess(child.pid)
+    try:
+        assert followed._pidfd is not None and not followed.exited()
+        child.kill()
+        child.wait()
+        assert followed.exited()
+    finally:
+        followed.close()

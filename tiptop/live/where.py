@@ -73,8 +73,11 @@ class WhereWindow:
             self.error = str(exc)
 
     def refresh(self) -> None:
-        """Take the samples since the last refresh (with the main source's refresh)."""
-        if self.profiler is not None:
+        """Take the samples since the last refresh (with the main source's refresh). Once
+        the process exited, its last refresh stays shown, saying so: the profiler follows
+        the process, not its PID, and another process that takes the PID is not sampled
+        under its name."""
+        if self.profiler is not None and not (self.profile is not None and self.profile.exited):
             self.profile = self.profiler.refresh()
 
     def lines(self) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from collections.abc import Callable
 
 from tiptop.outside import printable
 from tiptop.readonly import readonly
@@ -85,15 +86,16 @@ class Resolver:
         #: Per mapping (by start) looked at since the maps were read, its file's table.
         self._tables: dict[int, SymbolTable | None] = {}
 
-    def refresh(self) -> bool:
-        """Read the maps again; False when they could not be read (the process exited:
-        the last ones read stand)."""
+    def refresh(self, still: Callable[[], bool] = lambda: True) -> bool:
+        """Read the maps again; False when they could not be read, or when ``still()``
+        says, once they are read, that they may not be the process's (it exited: another
+        may have its PID). Then the last maps read stand, for its last samples."""
         try:
             with open(f"{self._proc}/maps", "rb") as f:
                 text = os.fsdecode(f.read())
         except OSError:
             return False
-        if not text:  # a zombie's maps are empty
+        if not text or not still():  # a zombie's maps are empty
             return False
         self._maps = parse_maps(text)
         self._starts = [m.start for m in self._maps]
