@@ -48,7 +48,7 @@ RULES: dict[str, set[str]] = {
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh", "screens"},
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh", "screens", "files"},
     # sources built on another source: rows summed by cgroup
     "sources": {"frame", "screens", "kernel", "cells"},
     # --selftest: known-count kernels counted through the engine
