@@ -20,12 +20,13 @@ def test_parse_stat_comm_with_spaces_and_parens() -> None:
         42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99, processor=5
     )
     st = parse_stat(line.encode())
-    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0)
+    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0, 0)
     # ppid (4), cutime (16), cstime (17): what process trees are summed from.
     f = line.split(") ")[-1].split()  # f[0] is field 3
-    f[1], f[13], f[14] = "17", "11", "13"
+    f[1], f[13], f[14], f[39] = "17", "11", "13", "23"
     st = parse_stat(f"42 (a) (b c)) {' '.join(f)}".encode())
     assert (st.ppid, st.cutime, st.cstime, st.utime, st.stime) == (17, 11, 13, 7, 3)
+    assert st.blkio == 23  # (42) delayacct_blkio_ticks
 
 
 def test_parse_stat_real_self() -> None:

@@ -52,6 +52,11 @@ class Task:
     #: Its time on a CPU (ns, :data:`RunTime`) at its discovery or when last found asleep
     #: (:func:`slept`); 0 when that could not be read.
     runtime: int = 0
+    #: Ticks it waited for block I/O (``stat`` field 42, :attr:`Stat.blkio`) at its last look.
+    blkio: int = 0
+    #: How many times its ``stat`` was read afresh (:func:`account`): what changed since a
+    #: mark taken earlier says whether it ran since (``engine.scan.times``).
+    looked: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
     #: refresh); ``tid`` and ``starttime`` never change.
     key: tuple[int, int] = field(init=False)
@@ -103,6 +108,8 @@ def account(t: Task, st: Stat, interval: float) -> None:
     t.state = st.state
     t.processor = st.processor
     t.num_threads = st.num_threads
+    t.blkio = st.blkio
+    t.looked += 1
 
 
 @dataclass(eq=False, slots=True)

@@ -409,6 +409,7 @@ class TaskScanner:
                 st.utime,
                 st.stime,
             )
+            t.blkio = st.blkio
             # The sweep's first reference (``slept``): the run time at discovery.
             t.runtime = self._run_time(t)
             if self._uptime is None:
