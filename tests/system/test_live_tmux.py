@@ -245,26 +245,41 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         t.kill()
 
 
-def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
-    """The real program on screen ``topdown``: ``t`` opens the selected task's top-down
-    window and ``t`` closes it. Without a PMU (or a tree for this CPU) the window holds one
-    line saying why; with one, the tree's summary line."""
-    from tests.helpers import hardware_pmu_error
+def window_text(lines: list[str], title: str) -> str:
+    """The text inside the box whose top border holds ``title``: its rows between the
+    side borders, down to its bottom border, joined at the spaces they were wrapped at."""
+    top = next(i for i, ln in enumerate(lines) if title in ln)
+    left, right = lines[top].index("┌"), lines[top].rindex("┐")
+    inner: list[str] = []
+    for ln in lines[top + 1 :]:
+        if ln[left : left + 1] == "└":
+            break
+        inner.append(ln[left + 1 : right].strip())
+    return " ".join(x for x in inner if x)
 
-    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i", "-S", "topdown"], tmp_path)
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The real program on screen ``topdown`` in a terminal of each size: ``t`` opens the
+    selected task's top-down window and ``t`` closes it. Without a PMU (or a tree for this
+    CPU) the window says why, whole (wrapped at the window's width, never cut at the
+    terminal's edge); with one, the tree's summary line."""
+    from tests.helpers import hardware_pmu_error
+    from tiptop.kernel.explain import NO_PMU
+
+    command = [sys.executable, "-m", "tiptop", "-d", "4", "-i", "-S", "topdown"]
+    t = Tmux(command, tmp_path, cols=size[0], rows=size[1])
     try:
         t.wait(shown(int(_topdown_index())), "the topdown screen's rows", timeout=20)
         t.keys("t")
         lines = t.wait(has("Top-down tree of PID"), "the drill-down window")
-        top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
-        first = lines[top + 1].strip(" │")
+        body = window_text(lines, "Top-down tree of PID")
         if hardware_pmu_error() is not None:
-            assert "counts missing" in first or "no top-down tree" in first, first
-            assert "─" in lines[top + 2], "one line, then the bottom of the box"
-            if "counts missing" in first:
-                assert "PMU" in first, first
+            assert "counts missing" in body or "no top-down tree" in body, body
+            if "counts missing" in body:  # the reason whole, to its last word
+                assert NO_PMU in body and "%" not in body, body
         else:
-            assert re.match(r"PID \d+ \(", first), first
+            assert re.match(r"PID \d+ \(", body), body
         t.keys("t")
         t.wait(lambda ls: not has("Top-down tree")(ls), "the window to close")
         t.keys("q")

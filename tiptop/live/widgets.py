@@ -30,6 +30,7 @@ from tiptop.live.windows import (
     help_window,
     tree_window,
     where_window,
+    wrapped_rows,
 )
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
@@ -267,9 +268,9 @@ class LiveScreen(urwid.Widget):
             )
         elif self.window == "tree":
             # Above the footer: the title, tasks, message and header lines stay in sight.
-            h = min(len(self.tree) + 2, rows)
+            h = min(wrapped_rows(self.tree, cols) + 2, rows)
             body = urwid.Overlay(
-                tree_window(self.tree[: h - 2], self.tree_title),
+                tree_window(self.tree, self.tree_title),
                 body,
                 "left",
                 cols,
@@ -278,12 +279,11 @@ class LiveScreen(urwid.Widget):
             )
         elif self.window == "where":
             # Beside the tree, above the footer, as the tree alone (the header in sight).
-            h = min(max(len(self.tree), len(self.where)) + 2, rows)
+            half = cols // 2
+            tall = max(wrapped_rows(self.tree, half), wrapped_rows(self.where, cols - half))
+            h = min(tall + 2, rows)
             pair = urwid.Columns(
-                [
-                    tree_window(self.tree[: h - 2], self.tree_title),
-                    where_window(self.where[: h - 2]),
-                ]
+                [tree_window(self.tree, self.tree_title), where_window(self.where)]
             )
             body = urwid.Overlay(pair, body, "left", cols, ("fixed top", max(rows - h - 1, 0)), h)
         elif self.window == "errors":

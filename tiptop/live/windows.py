@@ -300,16 +300,21 @@ def tree_title(row: table.Row | None) -> str:
 
 def tree_window(lines: Sequence[Markup], title: str) -> urwid.Widget:
     """The ``t`` window: a box titled ``title`` (:func:`tree_title`)."""
-    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
-    return urwid.AttrMap(urwid.LineBox(body, title=title), P.WINDOW)
+    return urwid.AttrMap(urwid.LineBox(HelpBody(lines), title=title), P.WINDOW)
 
 
 def where_window(lines: Sequence[Markup]) -> urwid.Widget:
     """The ``f`` window: a box titled `` Hottest functions (f or Esc to close)``."""
-    body = urwid.Pile([urwid.Text(m, wrap="clip") for m in lines])
     return urwid.AttrMap(
-        urwid.LineBox(body, title="Hottest functions (f or Esc to close)"), P.WINDOW
+        urwid.LineBox(HelpBody(lines), title="Hottest functions (f or Esc to close)"),
+        P.WINDOW,
     )
+
+
+def wrapped_rows(lines: Sequence[Markup], cols: int) -> int:
+    """The rows ``lines`` take wrapped in a box ``cols`` wide (its frame not counted): a
+    reason longer than the terminal is wide is read whole, never cut at its edge."""
+    return HelpBody(lines).pile.rows((max(cols - 2, 1),))
 
 
 def target_line(target: Target | None) -> str:
