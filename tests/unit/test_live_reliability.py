@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.support.live import DEFAULT, ScriptedSampler, keys, text
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.options import Options
 from tiptop.screens import Target, load_text
 
@@ -25,7 +26,7 @@ SCREENS = """<tiptop>
 
 def _app(screens: list, **opts: object) -> tuple[LiveApp, ScriptedSampler]:
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(**opts), sampler, screens, host=Host(), screen_index=0)  # type: ignore[arg-type]
+    app = LiveApp(Options(**opts), sampler, screens, Services(host=Host(), screen_index=0))  # type: ignore[arg-type]
     sampler.start()
     app.refresh()
     return app, sampler
@@ -68,7 +69,7 @@ def _words(lines: list[str]) -> str:
 
 def test_a_long_message_is_wrapped_on_the_message_line() -> None:
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host(), message=FALLBACK)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message=FALLBACK))
     sampler.start()
     app.refresh()
     lines = text(app, (60, 16))
@@ -79,7 +80,7 @@ def test_a_long_message_is_wrapped_on_the_message_line() -> None:
 
 def test_a_long_message_is_wrapped_in_the_error_window() -> None:
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
     sampler.start()
     sampler.messages.say("paranoid", PARANOID)
     sampler.messages.say("other", "second message")
@@ -111,7 +112,7 @@ class Child:
 def test_the_end_of_the_command_is_said_with_its_status() -> None:
     sampler, child = ScriptedSampler(4), Child()
     opts = Options(command=["make", "-j4"])
-    app = LiveApp(opts, sampler, [DEFAULT], host=Host(), child=child)
+    app = LiveApp(opts, sampler, [DEFAULT], Services(host=Host(), child=child))
     sampler.start()
     app.refresh()
     assert app.state.message == ""
@@ -128,7 +129,7 @@ def test_huge_numbers_typed_at_the_prompts_are_refused() -> None:
     """A 4,301-digit number (past Python's int() limit) or a 25-digit one at the k, p, w, u
     and d prompts: one message, and the session goes on (issue 15, item 2)."""
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
     sampler.start()
     app.refresh()
     for number in ("1" * 4301, "9" * 25):

@@ -16,6 +16,7 @@ from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, ne
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.rows import Scroller
+from tiptop.live.services import Services
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
 from tiptop.screens.model import Target
@@ -299,7 +300,7 @@ def test_error_file_gets_each_new_message_once() -> None:
     (the original's error log file), not only in the ``e`` window."""
     log = io.StringIO()
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], error_log=log)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], Services(error_log=log))
     sampler.messages.say("bus-cycles: ENOENT: not here", "bus-cycles: ENOENT: not here")
     app.refresh()
     app.refresh()

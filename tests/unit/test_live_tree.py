@@ -13,6 +13,7 @@ from tiptop.frame import Frame
 from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec
 
@@ -34,7 +35,7 @@ class TreeSource(ScriptedSampler):
 
 def tree_app(**frame: Any) -> LiveApp:
     td1 = next(s for s in ZEN4 if s.name == "topdown")
-    app = LiveApp(Options(show_idle=True), TreeSource(**frame), [TD2, td1], host=Host())
+    app = LiveApp(Options(show_idle=True), TreeSource(**frame), [TD2, td1], Services(host=Host()))
     app.refresh()
     return app
 
@@ -88,7 +89,7 @@ def test_without_a_tree_one_line() -> None:
 
 
 def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
-    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], host=Host())
+    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], Services(host=Host()))
     app.source.start()
     app.refresh()
     keys(app, "t")
@@ -134,8 +135,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
         Options(show_idle=True),
         main,
         [TD1, TD2],
-        host=Host(),
-        drill=lambda _settings, pid, s: Counted(made, pid, s),
+        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
     )
     app.refresh()
     keys(app, "t")  # opens it; the key's refresh already counts once
@@ -163,7 +163,9 @@ def test_the_extra_source_takes_the_settings_changed_live() -> None:
         return Counted([], pid, screen)
 
     root = Host(uid=0, euid=0, paranoid=2)
-    app = LiveApp(Options(show_idle=True), Level1(1), [TD1, TD2], host=root, drill=factory)
+    app = LiveApp(
+        Options(show_idle=True), Level1(1), [TD1, TD2], Services(host=root, drill=factory)
+    )
     app.refresh()
     keys(app, "t")
     keys(app, "K")  # counters reopened: the window's task comes back with the next frame
@@ -178,8 +180,7 @@ def test_until_the_extra_source_counts_level_1_is_shown() -> None:
         Options(show_idle=True),
         Level1(1),
         [TD1, TD2],
-        host=Host(),
-        drill=lambda _settings, pid, s: Counted(made, pid, s),
+        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
     )
     app.refresh()
     app.widget.window = "tree"
@@ -198,7 +199,7 @@ def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
             f.counter_running[0, :] = 0.5
             return f
 
-    app = LiveApp(Options(show_idle=True), Halves(), [TD2], host=Host())
+    app = LiveApp(Options(show_idle=True), Halves(), [TD2], Services(host=Host()))
     app.refresh()
     keys(app, "t")
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]

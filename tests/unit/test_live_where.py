@@ -33,7 +33,7 @@ class FakeProfiler:
 
 def where_app(log: list[str]) -> LiveApp:
     app = tree_app()
-    app.where.factory = lambda pid, _node: FakeProfiler(pid, log)
+    app.where.factory = lambda pid, _node, _delay: FakeProfiler(pid, log)
     app.where.event_line = EVENT_LINE
     return app
 
@@ -67,7 +67,7 @@ def test_f_opens_the_functions_beside_the_tree_and_esc_closes_it() -> None:
 def test_a_task_that_cannot_be_sampled_is_one_line() -> None:
     app = tree_app()
 
-    def refused(pid: int, _node: str | None) -> FakeProfiler:
+    def refused(pid: int, _node: str | None, _delay: float) -> FakeProfiler:
         raise TiptopError(f"--where {pid}: cpu-clock: EACCES: permission denied")
 
     app.where.factory = refused
@@ -80,7 +80,7 @@ def test_with_a_pmu_the_event_follows_the_tasks_bottleneck() -> None:
     task's bottleneck node and the window names the event it chose and why."""
     asked: list[tuple[int, str | None]] = []
 
-    def factory(pid: int, node: str | None) -> FakeProfiler:
+    def factory(pid: int, node: str | None, _delay: float) -> FakeProfiler:
         asked.append((pid, node))
         return FakeProfiler(pid, [], event_for(node))
 
@@ -101,3 +101,23 @@ def test_the_bottleneck_chooses_the_event() -> None:
     assert event_for("BAD/Clear").name == "cycles"
     assert event_for("FE/Lat").name == "cycles"
     assert event_for(None).means == "no bottleneck over its threshold"
+
+
+def test_the_profiler_follows_the_live_delay() -> None:
+    """The profiler's buffers are sized for the delay it is opened with: after ``d`` raises
+    the delay the window opens it again with the new one (issue 50: sized from the start-up
+    delay, a longer one lost samples)."""
+    asked: list[float] = []
+
+    def factory(pid: int, _node: str | None, delay: float) -> FakeProfiler:
+        asked.append(delay)
+        return FakeProfiler(pid, [])
+
+    app = tree_app()
+    app.where.factory = factory
+    keys(app, "f")
+    assert asked == [2.0]
+    keys(app, "d", "3", "0", "enter")
+    assert asked == [2.0, 30.0]
+    app.refresh()
+    assert asked == [2.0, 30.0]  # opened once per delay

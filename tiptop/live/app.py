@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import signal
-from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import urwid
 
@@ -24,12 +24,13 @@ from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
-from tiptop.live.drill import Drill, Factory
-from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
+from tiptop.live.drill import Drill
+from tiptop.live.keys import KeyActions, Keys, key_help
 from tiptop.live.rows import TaskTable, squeezed, user_squeeze
+from tiptop.live.services import Services
 from tiptop.live.state import LiveState
 from tiptop.live.terminal_input import InputFilter
-from tiptop.live.where import ProfilerFactory, WhereWindow
+from tiptop.live.where import WhereWindow
 from tiptop.live.widgets import (
     LiveScreen,
     footer_markup,
@@ -44,7 +45,6 @@ from tiptop.refresh import drain
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
-    from tiptop.spawn import Spawned
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
@@ -66,40 +66,31 @@ class LiveApp:
         options: Options,
         source: FrameSource,
         screens: Sequence[ScreenSpec],
-        *,
-        host: Host | None = None,
-        exporter: Exporter | None = None,
-        screen_index: int | None = None,
-        error_log: IO[str] | None = None,
-        message: str = "",
-        child: Spawned | None = None,
-        drill: Factory | None = None,
-        screen_number: Callable[[ScreenSpec], int] | None = None,
-        where: ProfilerFactory | None = None,
-        where_event: str = "",
+        services: Services | None = None,
     ) -> None:
+        services = services if services is not None else Services()
+        self.services = services
         #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
-        self.drill = Drill(drill)
+        self.drill = Drill(services.drill)
         #: The ``f`` window's data: the selected task's profiler while open (:mod:`.where`).
-        self.where = WhereWindow(where, where_event)
+        self.where = WhereWindow(services.where, services.where_event)
         #: ``-E``: where each new sampler message is also written, one line each.
-        self.error_log = error_log
+        self.error_log = services.error_log
         self._logged = 0
-        #: The ``--`` command (``peek() -> status | None``); its end is said once.
-        self.child = child
+        #: The ``--`` command's exit status once said (said once).
         self.child_status: int | None = None
         self.source = source
-        #: The number the tasks line shows for a screen (a replay's: as recorded).
-        self.screen_number = screen_number
         #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
         #: not given.
-        self.host = host if host is not None else Host.read(raise_fds=False)
+        self.host = services.host if services.host is not None else Host.read(raise_fds=False)
         #: What the keys change; the message line starts with what the command line had to
         #: say (e.g. the no-PMU fallback to ``sched``), which would be lost on a cleared
         #: terminal.
-        self.state = LiveState.initial(options, source, screens, screen_index, message)
+        self.state = LiveState.initial(
+            options, source, screens, services.screen_index, services.message
+        )
         actions = KeyActions(restart=self.restart, quit=self.quit, toggle_window=self._toggle)
-        self.keys = Keys(self.state, actions, host=self.host, exporter=exporter)
+        self.keys = Keys(self.state, actions, host=self.host, exporter=services.exporter)
         self.max_iter = options.max_iter
         self.refreshes = 0
         #: False until a frame has told how many tasks are tracked (start-up, restart).
@@ -171,7 +162,8 @@ class LiveApp:
             dead = int(self.frame.dead.sum()) if self.state.options.sticky else None
             left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
         st = self.state
-        number = st.screen_index if self.screen_number is None else self.screen_number(st.screen)
+        numbered = self.services.screen_number
+        number = st.screen_index if numbered is None else numbered(st.screen)
         return tasks_markup(cols, left, number, st.screen.name)
 
     def _message_line(self, cols: int) -> Markup:
@@ -288,9 +280,10 @@ class LiveApp:
     def _say_child_end(self) -> None:
         """Once the ``--`` command has ended, say so and with what status; the session
         goes on, showing its last counts, until ``q``."""
-        if self.child is None or self.child_status is not None:
+        child = self.services.child
+        if child is None or self.child_status is not None:
             return
-        self.child_status = self.child.peek()
+        self.child_status = child.peek()
         if self.child_status is not None:
             name = (self.state.options.command or ("the command",))[0]
             self.state.message = (
@@ -358,7 +351,7 @@ class LiveApp:
         if self.widget.window != "where":
             self.where.close()
             return
-        self.where.follow(pid, node)
+        self.where.follow(pid, node, self.state.delay)
         self.widget.where = self.where.lines()
 
     def _tick(self, loop: urwid.MainLoop | None = None, data: object = None) -> None:
@@ -430,9 +423,10 @@ class LiveApp:
 
     # ------------------------------------------------------------------ run
 
-    def run(self, screen: urwid.BaseScreen | None = None, *, started: bool = False) -> int:
-        """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit."""
-        if not started:
+    def run(self, screen: urwid.BaseScreen | None = None) -> int:
+        """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit.
+        The source is started first unless the caller did (``Services.started``)."""
+        if not self.services.started:
             self.source.start()
         if screen is None:
             screen = urwid.display.raw.Screen()

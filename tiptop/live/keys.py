@@ -17,19 +17,16 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.live.config_file import write_target
 from tiptop.live.prompts import Prompt
+from tiptop.live.services import Exporter
 from tiptop.live.state import LiveState
 from tiptop.options import Options, parse_delay, parse_target, parse_user
 from tiptop.readonly import readonly
-
-if TYPE_CHECKING:
-    from tiptop.screens.model import ScreenSpec
 
 #: Every key of live mode and what it does, in the help window's groups: urwid's key
 #: names, then the words. The sources' own keys are here too (``G``: rows by cgroup,
@@ -123,11 +120,6 @@ def key_help() -> list[str]:
         lines += ["", f"{title}:"] if lines else [f"{title}:"]
         lines += [f"  {labels[ks].ljust(width)}  {what}" for ks, what in entries]
     return lines
-
-
-#: ``exporter(options, screens) -> text`` writes the configuration file's text (cli
-#: passes ``tiptop.screens``'s XML exporter; live may not import ``spec``).
-Exporter = Callable[[Options, Sequence["ScreenSpec"]], str]
 
 
 @readonly
