@@ -335,7 +335,7 @@ def test_live_help_and_tasks_line_from_the_real_command(tmp_path: Path, tmux_nee
     and the ``Tasks:`` line never shows ``0 total`` (the count is unknown until the first
     refresh, and this test run is itself a tracked task)."""
     from tiptop.cli import host_target
-    from tiptop.live.windows import target_line
+    from tiptop.live.windows.help import target_line
 
     expected = target_line(host_target())
     if host_target().arch == "x86":

@@ -292,7 +292,7 @@ def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> N
 def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
     """In a real terminal of 80 and 200 columns, ``h`` opens a box 5 columns in from each
     side listing the keys one per line, grouped."""
-    from tiptop.live.keys import key_help
+    from tiptop.live.registry import key_help
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER.format(repo=str(REPO)))

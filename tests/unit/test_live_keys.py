@@ -17,6 +17,7 @@ from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
 from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live import palette as P
+from tiptop.live.services import Services
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec
 
@@ -93,7 +94,7 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
     assert app.state.delay == 0.5
     assert text(app)[2].strip() == "Delay set to 0.50"
     keys(app, "d", "7", "esc")
-    assert app.state.delay == 0.5 and app.state.prompt is None
+    assert app.state.delay == 0.5 and not app.windows
 
 
 def test_filters_pid_user_watch() -> None:
@@ -127,7 +128,7 @@ def test_write_config_never_overwrites(tmp_path: Path, monkeypatch: pytest.Monke
     keys(app, "W")
     assert text(app, (120, 12))[2].strip() == f"{rc} not written: it already exists"
     assert rc.read_text() == "mine"
-    app.keys.exporter = None
+    app.session.services = Services(exporter=None)
     os.remove(rc)
     keys(app, "W")
     assert "not written" in text(app, (120, 12))[2]
@@ -155,7 +156,7 @@ def test_write_config_says_what_the_exporter_refused(
     def refuse(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise ValueError("column 'x' has no header")
 
-    app.keys.exporter = refuse
+    app.session.services = Services(exporter=refuse)
     keys(app, "W")
     rc = tmp_path / "tiptop" / "tiptoprc"
     assert text(app, (120, 12))[2].strip() == f"{rc} not written: column 'x' has no header"
@@ -164,7 +165,7 @@ def test_write_config_says_what_the_exporter_refused(
     def broken(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise RuntimeError("bug")
 
-    app.keys.exporter = broken
+    app.session.services = Services(exporter=broken)
     with pytest.raises(RuntimeError, match="bug"):
         keys(app, "W")
     assert not (tmp_path / ".tiptoprc").exists()

@@ -107,7 +107,7 @@ def test_help_window_lists_the_built_in_variables() -> None:
 def test_help_window_takes_the_width_and_wraps_at_spaces(cols: int) -> None:
     """The box spans the terminal less 5 columns each side; a line longer than the box
     (the keys) goes on at the next row at a space, never cut inside a word."""
-    from tiptop.live.keys import key_help
+    from tiptop.live.registry import key_help
 
     app, _ = new_app()
     keys(app, "h")

@@ -13,7 +13,9 @@ from tiptop.frame import Frame
 from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
+from tiptop.live.reaction import Reaction
 from tiptop.live.services import Services
+from tiptop.live.windows.tree import TreeWindow
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec
 
@@ -149,7 +151,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     )
     assert main.reconfigured == []
     keys(app, "t")
-    assert extra.closed and app.drill.source is None
+    assert extra.closed and not app.windows
     assert not any("Top-down tree" in ln for ln in text(app, SIZE))
 
 
@@ -183,8 +185,7 @@ def test_until_the_extra_source_counts_level_1_is_shown() -> None:
         Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
     )
     app.refresh()
-    app.widget.window = "tree"
-    app.rebuild()  # no refresh: the extra source has no frame yet
+    app.apply(Reaction(opens=TreeWindow(("t",))))  # no refresh: the extra source has no frame yet
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
     assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
     assert any(

@@ -9,7 +9,9 @@ from __future__ import annotations
 from tests.support.live import keys, text
 from tests.unit.test_live_tree import SIZE, tree_app
 from tiptop.errors import TiptopError
+from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.where import CPU_CLOCK, Hot, Profile, SampledEvent, event_for
 
 EVENT_LINE = "no hardware PMU here: sampling cpu-clock (time on CPU) at 1000 Hz"
@@ -33,8 +35,8 @@ class FakeProfiler:
 
 def where_app(log: list[str]) -> LiveApp:
     app = tree_app()
-    app.where.factory = lambda pid, _node, _delay: FakeProfiler(pid, log)
-    app.where.event_line = EVENT_LINE
+    factory = lambda pid, _node, _delay: FakeProfiler(pid, log)  # noqa: E731
+    app.session.services = Services(host=Host(), where=factory, where_event=EVENT_LINE)
     return app
 
 
@@ -70,7 +72,7 @@ def test_a_task_that_cannot_be_sampled_is_one_line() -> None:
     def refused(pid: int, _node: str | None, _delay: float) -> FakeProfiler:
         raise TiptopError(f"--where {pid}: cpu-clock: EACCES: permission denied")
 
-    app.where.factory = refused
+    app.session.services = Services(host=Host(), where=refused)
     keys(app, "f")
     assert "--where 4242: cpu-clock: EACCES: permission denied" in window_lines(app)[1]
 
@@ -85,7 +87,7 @@ def test_with_a_pmu_the_event_follows_the_tasks_bottleneck() -> None:
         return FakeProfiler(pid, [], event_for(node))
 
     app = tree_app()
-    app.where.factory, app.where.event_line = factory, ""
+    app.session.services = Services(host=Host(), where=factory)
     keys(app, "f")
     assert asked == [(4242, "BE/Mem")]
     lines = window_lines(app)
@@ -114,7 +116,7 @@ def test_the_profiler_follows_the_live_delay() -> None:
         return FakeProfiler(pid, [])
 
     app = tree_app()
-    app.where.factory = factory
+    app.session.services = Services(host=Host(), where=factory)
     keys(app, "f")
     assert asked == [2.0]
     keys(app, "d", "3", "0", "enter")

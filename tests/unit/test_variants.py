@@ -18,6 +18,7 @@ from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.live.services import Services
+from tiptop.live.windows.help import session_help
 from tiptop.options import Options
 from tiptop.screens import builtin_screens
 from tiptop.screens.build import RawScreen
@@ -143,7 +144,7 @@ def test_help_window_lists_the_variant_picked(target: Target) -> None:
     app.refresh()
     keys(app, "h")
     assert any("Screen variants for this CPU:" in line for line in text(app, (100, 120)))
-    lines = list(app.widget.help)
+    lines = [ln for ln in session_help(app.session, ()) if isinstance(ln, str)]
     v = builtin_variants(target)["topdown"]
     start = lines.index("Screen variants for this CPU:")
     assert lines[start + 1] == f"topdown: {v.desc} ({v.why()})"

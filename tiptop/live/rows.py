@@ -13,7 +13,7 @@ import urwid
 
 from tiptop import table
 from tiptop.live import palette as P
-from tiptop.live.windows import Markup, Segment, Size, box_size, scrolled
+from tiptop.live.text import Markup, Segment, Size, box_size, scrolled
 from tiptop.table import RowList
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.

@@ -1,9 +1,8 @@
-"""What a live session's keys change: the settings, the screen on display, the sort, the
-message line and the open prompt.
+"""What a live session's keys change: the settings, the screen on display, the sort and
+the status line.
 
-One record, owned by :class:`tiptop.live.app.LiveApp` and handed to
-:class:`tiptop.live.keys.Keys`: the keys change it, the app draws from it, and neither
-class declares the other's attributes. The settings are one read-only
+One record, held by the session (``tiptop.live.session.Session``): the keys' handlers and
+the windows change it, the controller draws from it. The settings are one read-only
 :class:`~tiptop.options.Options` record, replaced whole when a key changes one of them;
 the table view and what the sampler watches are derived from it, so each setting is held
 in one place.
@@ -16,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tiptop.frame import FrameSource
-from tiptop.live.prompts import Prompt
 from tiptop.options import Options
 from tiptop.table import View
 
@@ -39,7 +37,6 @@ class LiveState:
     descending: bool = True
     #: The message line, shown when no prompt is open.
     message: str = ""
-    prompt: Prompt | None = None
 
     @classmethod
     def initial(

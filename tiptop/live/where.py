@@ -1,6 +1,7 @@
-"""The ``f`` window: the selected task's hottest functions, beside its top-down tree.
+"""The ``f`` window's data: the selected task's hottest functions, beside its top-down tree
+(the window is ``tiptop.live.windows.functions``).
 
-:class:`WhereWindow` owns the profiler (``tiptop.where.TaskProfiler``, made by the cli's
+:class:`Hottest` owns the profiler (``tiptop.where.TaskProfiler``, made by the cli's
 factory) of the task selected while the window is open: it is opened when the window
 opens, refreshed with each refresh of the main source, and closed, its events and ring
 buffers released, when the window closes, the selected task changes or live mode ends, so
@@ -45,7 +46,7 @@ ProfilerFactory = Callable[[int, str | None, float], Profiler]
 WINDOW_TOP = 15
 
 
-class WhereWindow:
+class Hottest:
     """The window's data (see the module's docstring). ``event_line``, when not empty, is
     its first line (without a PMU: that it samples ``cpu-clock`` for that reason); else
     the first line names the profiler's event and why it was chosen."""
@@ -114,4 +115,4 @@ class WhereWindow:
         self.pid, self.profiler, self.profile, self.error = None, None, None, None
 
 
-__all__ = ["WINDOW_TOP", "Profiler", "ProfilerFactory", "WhereWindow"]
+__all__ = ["WINDOW_TOP", "Hottest", "Profiler", "ProfilerFactory"]

@@ -1,37 +1,28 @@
-"""The urwid widgets of live mode: fixed-position lines, the task table, help and error logs.
+"""The urwid widgets of live mode: fixed-position lines, the task table, and the open
+windows drawn over them.
 
 Pure projection: every widget is handed finished text (table rows, messages) and decides
 only where it goes and with which attribute. Positions follow the original's ncurses
-layout (docs/original.md section 5.1). The task table and the error log are box widgets
-that format only the lines that are visible, so thousands of rows cost nothing to draw.
-The task table is in :mod:`.rows`, the help and error windows in :mod:`.windows`. Imports
-nothing from tiptop but the palette, the rows and the windows (the rows' text comes from
+layout (docs/original.md section 5.1). The task table is a box widget that formats only
+the lines that are visible, so thousands of rows cost nothing to draw (:mod:`.rows`);
+each window draws itself (``tiptop.live.window.Window.draw``). Imports nothing from
+tiptop but the palette, the rows and the window interface (the rows' text comes from
 ``tiptop.table``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import urwid
 
 from tiptop.live import palette as P
 from tiptop.live.rows import TaskTable
-from tiptop.live.windows import (
-    ErrorLog,
-    HelpBody,
-    Markup,
-    Size,
-    box_size,
-    error_window,
-    fit_rows,
-    flow_cols,
-    help_window,
-    tree_window,
-    where_window,
-    wrapped_rows,
-)
+from tiptop.live.text import Markup, Size, box_size, fit_rows, flow_cols
+
+if TYPE_CHECKING:
+    from tiptop.live.window import Window
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
@@ -40,10 +31,6 @@ MIN_ROWS = 7
 
 #: The most lines a wrapped message or notice takes (the rest is in the ``e`` window).
 WRAPPED_ROWS = 3
-
-#: Columns left free each side of the help window: the original's 70-column box sits at
-#: column 5 (docs/original.md 5.4); ours takes the terminal's width less this each side.
-HELP_MARGIN = 5
 
 #: Title-line indicators and their offsets from the right edge (the original's
 #: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
@@ -187,7 +174,7 @@ def too_small(cols: int, rows: int) -> urwid.Canvas:
 class LiveScreen(urwid.Widget):
     """The whole live screen, laid out afresh for the size of every render (so a resize
     simply re-lays it): title, tasks line, message line, header, rows, an optional notice,
-    the footer, and the help or error window on top.
+    the footer, and the open windows on top.
 
     ``lines`` maps ``title``, ``tasks``, ``message``, ``header``, ``notice`` and ``footer``
     to a function of the width giving that line's markup (``notice`` may give ``None``:
@@ -204,31 +191,18 @@ class LiveScreen(urwid.Widget):
         for k in ("message", "notice"):
             self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
-        self.errors = ErrorLog()
-        #: ``None``, ``"help"``, ``"errors"``, ``"tree"`` or ``"where"`` (the tree and the
-        #: hottest functions side by side).
-        self.window: str | None = None
-        self.help: Sequence[Markup] = ()
-        #: The ``t`` window's lines and title (the app updates them while it is open).
-        self.tree: Sequence[Markup] = ()
-        #: The ``f`` window's lines.
-        self.where: Sequence[Markup] = ()
-        self.tree_title = ""
-        #: The help window's body, kept so that it scrolls (Up/Down while it is open).
-        self.help_body = HelpBody(())
+        #: The open windows, bottom first (the controller's list): each drawn over what
+        #: is below it.
+        self.windows: Sequence[Window] = ()
         #: The lines and the table stacked, with and without the notice line (made once:
         #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
-
-    def scrollers(self) -> dict[str, ErrorLog | HelpBody]:
-        """The windows that scroll, by name (the others leave Up/Down to the table)."""
-        return {"errors": self.errors, "help": self.help_body}
 
     def changed(self) -> None:
         """Ask urwid to draw again."""
         # Each line's text is computed at render time, so urwid's canvas cache must not
         # keep an old one.
-        for w in (*self.lines.values(), self.table, self.errors, self.help_body, self):
+        for w in (*self.lines.values(), self.table, self):
             w._invalidate()
 
     def _pile(self, notice: bool) -> urwid.Pile:
@@ -256,40 +230,6 @@ class LiveScreen(urwid.Widget):
                 line.max_rows = most
                 line._invalidate()
         body: urwid.Widget = self._pile(self.lines["notice"].compose(cols) is not None)
-        if self.window == "help":
-            # The terminal's width less a margin each side; a help longer than the
-            # terminal is cut at the bottom.
-            left = HELP_MARGIN if cols >= 4 * HELP_MARGIN else 0
-            self.help_body.set_lines(self.help)
-            window, h = help_window(self.help_body, cols - 2 * left, rows)
-            y = max(rows - h - 2, 0)
-            body = urwid.Overlay(
-                window, body, ("fixed left", left), cols - 2 * left, ("fixed top", y), h
-            )
-        elif self.window == "tree":
-            # Above the footer: the title, tasks, message and header lines stay in sight.
-            h = min(wrapped_rows(self.tree, cols) + 2, rows)
-            body = urwid.Overlay(
-                tree_window(self.tree, self.tree_title),
-                body,
-                "left",
-                cols,
-                ("fixed top", max(rows - h - 1, 0)),
-                h,
-            )
-        elif self.window == "where":
-            # Beside the tree, above the footer, as the tree alone (the header in sight).
-            half = cols // 2
-            tall = max(wrapped_rows(self.tree, half), wrapped_rows(self.where, cols - half))
-            h = min(tall + 2, rows)
-            pair = urwid.Columns(
-                [tree_window(self.tree, self.tree_title), where_window(self.where)]
-            )
-            body = urwid.Overlay(pair, body, "left", cols, ("fixed top", max(rows - h - 1, 0)), h)
-        elif self.window == "errors":
-            # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.
-            h = min(max(rows - len(self.table.rows) - 5, 10), rows)
-            body = urwid.Overlay(
-                error_window(self.errors), body, "left", cols, ("fixed top", rows - h), h
-            )
+        for window in self.windows:
+            body = window.draw(body, cols, rows)
         return body.render(size)
