@@ -67,15 +67,51 @@ def _words(lines: list[str]) -> str:
     return " ".join(" ".join(line.strip("│ ").split()) for line in lines).strip()
 
 
-def test_a_long_message_is_wrapped_on_the_message_line() -> None:
+def test_a_long_message_takes_one_line_and_is_kept_whole() -> None:
+    """The start-up notice longer than the terminal: its first words on the status line,
+    cut at a space, then the key that shows it whole; the header right below; the whole
+    text kept for that key (issue 50: it took 2 rows of 80x24, 3 here)."""
     sampler = ScriptedSampler(4)
     app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message=FALLBACK))
     sampler.start()
     app.refresh()
     lines = text(app, (60, 16))
-    assert _words(lines[2:5]) == FALLBACK
-    assert lines[5].split()[:3] == ["PID", "[", "%CPU]"]  # the header below it
-    assert text(app, (60, 8))[3].split()[:1] == ["PID"]  # a short terminal: one line
+    assert lines[2].rstrip() == "screen 'default' cannot count here (cycles\u2026 (m: more)"
+    assert FALLBACK.startswith(lines[2].split("\u2026")[0].rstrip())
+    assert lines[3].split()[:3] == ["PID", "[", "%CPU]"]  # the header below it
+    assert app.state.status.said == [FALLBACK]
+    wide = text(app, (len(FALLBACK) + 1, 16))[2]
+    assert wide.rstrip() == FALLBACK  # it fits: whole, no key named
+
+
+def test_the_start_up_notice_goes_after_a_few_refreshes_or_a_key() -> None:
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message="no PMU"))
+    sampler.start()
+    for _ in range(2):
+        app.refresh()
+        assert text(app)[2].strip() == "no PMU"
+    app.refresh()
+    assert text(app)[2].strip() == ""
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message="no PMU"))
+    app.refresh()
+    keys(app, "i")
+    assert text(app)[2].strip() == ""
+
+
+def test_errors_mark_only_errors() -> None:
+    """``[errors]`` in the footer for an error, not for a notice (no PMU here is news)."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
+    sampler.start()
+    sampler.messages.say("no-pmu", "no hardware PMU here", notice=True)
+    app.refresh()
+    assert "[errors]" not in text(app)[-1]
+    sampler.messages.say("open:7", "pid 7: EACCES: not yours")
+    app.refresh()
+    assert "[errors]" in text(app)[-1]
+    keys(app, "e")
+    assert any("1 errors detected, 1 notice (e to close)" in ln for ln in text(app, (80, 20)))
 
 
 def test_a_long_message_is_wrapped_in_the_error_window() -> None:

@@ -111,10 +111,11 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
+        # What this machine or run is: news, not errors (the live [errors] stays off).
         if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
-            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+            log.say(NO_PMU_KEY, line, detail=NO_PMU, notice=True)
         else:
-            log.say(f"start:{line}", line)
+            log.say(f"start:{line}", line, notice=True)
     return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 

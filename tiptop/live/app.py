@@ -37,6 +37,7 @@ from tiptop.live.terminal_input import InputFilter
 from tiptop.live.text import Markup
 from tiptop.live.widgets import (
     LiveScreen,
+    first_words,
     footer_markup,
     header_markup,
     tasks_markup,
@@ -55,6 +56,9 @@ FIRST_DELAY = 0.2
 
 #: What a key takes at once unless it says otherwise (see :meth:`LiveApp.on_key`).
 _NOT_AFTER = Effect.RESTART | Effect.QUIT
+
+#: After a text cut to the status line's width: the key that shows it whole.
+MORE = f"\u2026 ({registry.WHOLE_KEY}: more)"
 
 
 class LiveApp:
@@ -175,19 +179,25 @@ class LiveApp:
         return tasks_markup(cols, left, number, st.screen.name)
 
     def _message_line(self, cols: int) -> Markup:
+        """The status line: an open question, its end in sight; else what was said, its
+        first words and the key that shows the whole when it is longer than the line."""
         asked = self.windows[-1].status() if self.windows else None
-        text = asked if asked is not None else self.state.message
-        return [(P.MESSAGE, text)] if text else ""  # wrapped by the widget when long
+        if asked is not None:
+            text = asked if len(asked) < cols else asked[len(asked) - cols + 1 :]
+        else:
+            text = first_words(self.state.status.shown(self.session.clock()), cols, MORE)
+        return [(P.MESSAGE, text)] if text else ""
 
     def _notice_line(self, cols: int) -> Markup | None:
-        return [(P.NOTICE, self.notice)] if self.notice else None
+        """Why whole counters read ``?``: one line, its first words when it is longer."""
+        return [(P.NOTICE, first_words(self.notice, cols, MORE))] if self.notice else None
 
     def _footer_line(self, cols: int) -> Markup:
         scaled = any(any(r.multiplexed) for r in self.table.visible())
         return footer_markup(
             cols,
             self.frame.iteration if self.state.options.show_timestamp else None,
-            bool(self.source.messages),
+            self.source.messages.errors() > 0,  # a notice (no PMU here) is no error
             int(self.frame.timestamp) if self.state.options.show_epoch else None,
             scaled,
         )
@@ -234,6 +244,7 @@ class LiveApp:
             w.refresh(self.session)
         self.refreshes += 1
         self.counted = True
+        self.state.status.refreshed()
         self._log_messages()
         self._say_child_end()
         self._update_notice()
@@ -271,7 +282,8 @@ class LiveApp:
             log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
-            self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
+            why = getattr(exc, "strerror", exc)
+            self.state.status.say(f"-E: cannot write the error log: {why}")
 
     def _say_child_end(self) -> None:
         """Once the ``--`` command has ended, say so and with what status; the session
@@ -282,9 +294,8 @@ class LiveApp:
         self.child_status = child.peek()
         if self.child_status is not None:
             name = (self.state.options.command or ("the command",))[0]
-            self.state.message = (
-                f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
-            )
+            said = f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
+            self.state.status.say(said)
 
     def restart(self) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
@@ -361,7 +372,7 @@ class LiveApp:
         if reaction.opens is not None:
             self._open(reaction.opens)
         if reaction.says is not None:
-            self.state.message = reaction.says
+            self._say(reaction.says, reaction.lasting)
         if Effect.QUIT in e:
             self.quit(reaction.code)
         elif Effect.RESTART in e:
@@ -376,6 +387,16 @@ class LiveApp:
                 w.update(self.session)
         self.widget.changed()
 
+    def _say(self, text: str, lasting: float | None) -> None:
+        """``text`` on the status line, for ``lasting`` seconds (then drawn again without
+        it) or until the next key."""
+        if lasting is None:
+            self.state.status.say(text)
+            return
+        self.state.status.say(text, until=self.session.clock() + lasting)
+        if self.loop is not None:
+            self.loop.set_alarm_in(lasting, lambda _loop, _data: self.widget.changed())
+
     def on_key(self, key: str | tuple[str, int, int, int]) -> bool:
         """Handle one key (urwid's ``unhandled_input``). True when it was used."""
         if not isinstance(key, str):
@@ -388,11 +409,11 @@ class LiveApp:
                 return True
         binding = registry.lookup(key)
         if binding is None:
-            self.state.message = ""
+            self.state.status.clear()
             self.apply(Reaction(Effect.REFRESH))  # any key refreshes, as the original's
             return True
         if binding.refreshes:
-            self.state.message = ""
+            self.state.status.clear()
         reaction = binding.act(self.session, key)
         # Any key takes a frame at once and the next delay starts from there, unless it
         # restarts the sampler, quits, or opens a question (answered first).

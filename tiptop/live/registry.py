@@ -52,6 +52,10 @@ SHOWN = "What is shown and counted"
 ACTIONS = "Actions"
 REPLAY = "Replay (--replay)"
 
+#: The key that shows a text cut to the status line's width whole (the status line says
+#: so after the text's first words).
+WHOLE_KEY = "m"
+
 #: How the help and the man page spell urwid's key names.
 KEY_LABELS = {
     "left": "Left",
@@ -142,4 +146,14 @@ def key_help() -> list[str]:
     return lines
 
 
-__all__ = ["BINDINGS", "BY_KEY", "KEY_LABELS", "Binding", "Handler", "key_help", "label", "lookup"]
+__all__ = [
+    "BINDINGS",
+    "BY_KEY",
+    "KEY_LABELS",
+    "WHOLE_KEY",
+    "Binding",
+    "Handler",
+    "key_help",
+    "label",
+    "lookup",
+]

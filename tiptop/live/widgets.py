@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 MIN_COLS = 20
 MIN_ROWS = 7
 
-#: The most lines a wrapped message or notice takes (the rest is in the ``e`` window).
-WRAPPED_ROWS = 3
-
 #: Title-line indicators and their offsets from the right edge (the original's
 #: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
 INDICATOR_OFFSETS = {
@@ -165,6 +162,20 @@ class Line(urwid.Widget):
         return self._canvas(flow_cols(size))
 
 
+def first_words(text: str, cols: int, more: str) -> str:
+    """``text`` on one line of ``cols``: whole when it fits, else its first words and
+    ``more`` (the key that shows the whole text), cut at a space where one is in the
+    second half, never inside a word that would read as another."""
+    if len(text) < cols:
+        return text
+    room = max(cols - 1 - len(more), 1)
+    cut = text[:room]
+    space = cut.rfind(" ")
+    if space > room // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + more
+
+
 def too_small(cols: int, rows: int) -> urwid.Canvas:
     """What a terminal below ``MIN_COLS`` x ``MIN_ROWS`` shows instead of the screen."""
     text = f"Terminal too small:\n{cols}x{rows} < {MIN_COLS}x{MIN_ROWS}\nq quits"
@@ -187,9 +198,6 @@ class LiveScreen(urwid.Widget):
     def __init__(self, lines: dict[str, Callable[[int], Markup | None]], table: TaskTable) -> None:
         super().__init__()
         self.lines = {k: Line(f) for k, f in lines.items()}
-        #: Long messages and notices wrap (up to :data:`WRAPPED_ROWS` lines each).
-        for k in ("message", "notice"):
-            self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
         #: The open windows, bottom first (the controller's list): each drawn over what
         #: is below it.
@@ -222,13 +230,6 @@ class LiveScreen(urwid.Widget):
         cols, rows = box_size(size)
         if cols < MIN_COLS or rows < MIN_ROWS:
             return too_small(cols, rows)
-        # Wrapped lines may not take the table's last rows on a short terminal.
-        for k in ("message", "notice"):
-            line = self.lines[k]
-            most = max(1, min(WRAPPED_ROWS, rows - MIN_ROWS))
-            if line.max_rows != most:  # urwid's canvas cache must not give the old one
-                line.max_rows = most
-                line._invalidate()
         body: urwid.Widget = self._pile(self.lines["notice"].compose(cols) is not None)
         for window in self.windows:
             body = window.draw(body, cols, rows)
