@@ -96,7 +96,6 @@ class LiveApp:
         #: False until a frame has told how many tasks are tracked (start-up, restart).
         self.counted = False
         self.rows: Sequence[table.Row] = ()
-        self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
         self._alarm: object = None  # urwid's handle of the next refresh's alarm
         self.quit_code: int | None = None
@@ -190,7 +189,8 @@ class LiveApp:
 
     def _notice_line(self, cols: int) -> Markup | None:
         """Why whole counters read ``?``: one line, its first words when it is longer."""
-        return [(P.NOTICE, first_words(self.notice, cols, MORE))] if self.notice else None
+        notice = self.state.notice
+        return [(P.NOTICE, first_words(notice, cols, MORE))] if notice else None
 
     def _footer_line(self, cols: int) -> Markup:
         scaled = any(any(r.multiplexed) for r in self.table.visible())
@@ -208,7 +208,7 @@ class LiveApp:
     def _update_notice(self) -> None:
         """Say why hardware columns show ``?`` when whole counters could not be read."""
         f = self.frame
-        self.notice = None
+        self.state.notice = ""
         if len(f) == 0 or not f.counters:
             return
         dead = (f.counter_status == Code.UNREADABLE).all(axis=0)
@@ -222,7 +222,7 @@ class LiveApp:
         # Events as the user knows them (cycles), not the screen's aliases (CYCLE).
         label = {c.alias: c.event_label for c in self.state.screen.counters}
         events = ", ".join(dict.fromkeys(label.get(a, a) for a in aliases))
-        self.notice = f"{events} not counted" + (f": {why}" if why else "")
+        self.state.notice = f"{events} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
 
@@ -311,7 +311,7 @@ class LiveApp:
         self.refreshes = 0
         self.counted = False
         self.frame = Frame.empty(self._headers(), threads=self.state.options.show_threads)
-        self.notice = None
+        self.state.notice = ""
         self.rebuild()
         self._arm(FIRST_DELAY)
 

@@ -82,6 +82,8 @@ class LiveState:
     descending: bool = True
     #: The status line (line 2), shown when no prompt is open.
     status: Status = field(default_factory=Status)
+    #: The line above the footer: why whole counters read ``?`` ("" when none do).
+    notice: str = ""
 
     @classmethod
     def initial(
