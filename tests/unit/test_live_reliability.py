@@ -182,3 +182,23 @@ def test_huge_numbers_typed_at_the_prompts_are_refused() -> None:
             f"Kill of PID '1' with '{number}' failed: Invalid argument",
         )
     assert app.state.options.only_pid is None and app.state.view.watch is None
+
+
+def test_m_shows_each_text_whole_newest_first() -> None:
+    """``m`` (the key the status line names after a cut text) shows what the status line
+    said, whole and wrapped, the latest first, and the notice line's text."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message=FALLBACK))
+    sampler.start()
+    app.refresh()
+    keys(app, "d", *"0.001", "enter")  # a refusal longer than the line
+    said = app.state.message
+    assert said.startswith("delay must be at least") and len(said) > 60
+    assert text(app, (60, 30))[2].rstrip().endswith("\u2026 (m: more)")
+    keys(app, "m")
+    lines = text(app, (60, 30))
+    top = next(i for i, ln in enumerate(lines) if "Messages, newest first" in ln)
+    end = next(i for i in range(top + 1, len(lines)) if lines[i].startswith("└"))
+    assert " ".join(_words(lines[top + 1 : end]).split()) == f"{said} {FALLBACK}"
+    keys(app, "m")
+    assert not any("Messages, newest" in ln for ln in text(app, (60, 30)))

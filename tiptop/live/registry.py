@@ -20,6 +20,7 @@ from tiptop.live.window import Window
 from tiptop.live.windows.errors import ErrorWindow
 from tiptop.live.windows.functions import FunctionsWindow
 from tiptop.live.windows.help import help_window
+from tiptop.live.windows.messages import messages_window
 from tiptop.live.windows.tree import TreeWindow
 from tiptop.readonly import readonly
 
@@ -92,6 +93,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(("f",), "its hottest functions (sampled)", SELECT, opens(FunctionsWindow, "f")),
     Binding(("h", "?"), "this help", SELECT, opens(_help_window, "h", "?")),
     Binding(("e",), "error log", SELECT, opens(ErrorWindow, "e")),
+    Binding((WHOLE_KEY,), "messages said, whole", SELECT, opens(messages_window, WHOLE_KEY)),
     Binding(("esc",), "close the window", SELECT, K.close, False),
     Binding(("q",), "quit", SELECT, K.quit_),
     Binding(("left", "-"), "previous screen", ORDER, K.previous_screen),
