@@ -137,7 +137,7 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
     assert lines[0].startswith("tiptop -")
     assert lines[1].startswith("Tasks:  11 total,   6 displayed")
     assert lines[1].rstrip().endswith("screen  0: default")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     assert lines[4].startswith("  100   50.0  2.00   0.50 task0")
 
     t.keys("h")
@@ -148,7 +148,7 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
 
     t.keys("Right")
     lines = t.wait(has("screen  1: branch"), "the second screen")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC COMMAND"
     t.wait(has("task0"), "rows of the second screen")
 
     t.keys("<")
@@ -215,7 +215,7 @@ def test_resize_keeps_running(driven: Tmux) -> None:
     t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "15")
     lines = t.wait(lambda ls: len(ls) == 15 and "task0" in "".join(ls), "the 60x15 layout")
     assert all(len(line) <= 60 for line in lines)
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     t.tmux("resize-window", "-t", "t", "-x", "15", "-y", "5")
     t.wait(has("Terminal too"), "the too-small message")
     assert not t.dead()

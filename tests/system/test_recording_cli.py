@@ -43,7 +43,7 @@ def test_format_1_replays_each_frame_under_the_screen_shown(name: str) -> None:
     for i, (screen, rows) in enumerate(_expected_blocks()):
         if i == 3:  # the recorded switch to 'branch': its name and header, then its rows
             assert screen == "branch"
-            expected += ["Screen 1: branch", "  PID [  %CPU]   %MIS/I    %MISP   %BR/I COMMAND "]
+            expected += ["Screen 1: branch", "  PID   [%CPU]   %MIS/I    %MISP   %BR/I COMMAND "]
         expected += rows
     assert body == expected
     # -S picks another recorded screen for every frame: the first frames under 'branch'.

@@ -25,7 +25,7 @@ from tiptop.screens.model import ScreenSpec
 def test_sort_keys_move_the_marker_and_order() -> None:
     app, _ = new_app()
     keys(app, ">")
-    assert text(app)[3].rstrip() == "  PID   %CPU[  IPC] %MISS COMMAND"
+    assert text(app)[3].rstrip() == "  PID   %CPU \u25bc[IPC] %MISS COMMAND"
     assert [r.tid for r in app.rows] == [100, 101, 103, 102]  # '-' sorts last
     keys(app, "<", "<", "<", "<")  # clamped at PID
     assert app.state.view.sort_column == -1
@@ -33,13 +33,13 @@ def test_sort_keys_move_the_marker_and_order() -> None:
     assert [r.tid for r in app.rows] == [100, 101, 102, 103]
     for _ in range(10):
         keys(app, ">")  # clamped at COMMAND
-    assert text(app)[3].rstrip() == "  PID   %CPU   IPC  %MISS[COMMAND]"
+    assert text(app)[3].rstrip() == "  PID   %CPU   IPC  %MISS [COMMAND]\u25b2"
 
 
 def test_sort_marker_on_pid() -> None:
     app, _ = new_app()
     keys(app, "<")
-    assert text(app)[3].rstrip() == " [PID]  %CPU   IPC  %MISS COMMAND"
+    assert text(app)[3].rstrip() == " [PID]\u25bc %CPU   IPC  %MISS COMMAND"
 
 
 def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
@@ -49,7 +49,7 @@ def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
     assert app.state.view.sort_column == 0
     lines = text(app)
     assert lines[1].rstrip().endswith("screen  1: branch")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC COMMAND"
     assert lines[4].strip() == ""  # empty until the next refresh, 0.2 s later
     keys(app, "right")  # wraps around
     assert sampler.reconfigured[-1]["screen"] is DEFAULT
@@ -68,7 +68,7 @@ def test_threads_idle_user_column_and_cmdline() -> None:
     keys(app, "i")
     assert "[idle]" in text(app)[0]
     keys(app, "U")
-    assert text(app, (100, 12))[3].startswith("  PID  user      [ %CPU]")
+    assert text(app, (100, 12))[3].startswith("  PID  user       [%CPU]\u25bc")
     assert text(app)[4].startswith("  100  root        50.0")
     keys(app, "c")
     assert text(app)[4].rstrip().endswith("/bin/task0 --flag")

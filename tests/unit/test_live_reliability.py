@@ -45,7 +45,7 @@ def test_moving_onto_a_screen_with_a_bad_format_goes_on() -> None:
     assert app.state.screen.name == "bad"
     lines = text(app, (60, 8))
     assert lines[1].endswith("screen  2: bad")
-    assert lines[3].split() == ["PID", "[", "%CPU]COMMAND"]  # neither ' huge' nor ' int'
+    assert lines[3].split() == ["PID", "\u25bc[%CPU]", "COMMAND"]  # neither ' huge' nor ' int'
     assert lines[4].split() == ["100", "50.0", "task0"]
 
 
@@ -78,7 +78,7 @@ def test_a_long_message_takes_one_line_and_is_kept_whole() -> None:
     lines = text(app, (60, 16))
     assert lines[2].rstrip() == "screen 'default' cannot count here (cycles\u2026 (m: more)"
     assert FALLBACK.startswith(lines[2].split("\u2026")[0].rstrip())
-    assert lines[3].split()[:3] == ["PID", "[", "%CPU]"]  # the header below it
+    assert lines[3].split()[:3] == ["PID", "[%CPU]\u25bc", "IPC"]  # the header below it
     assert app.state.status.said == [FALLBACK]
     wide = text(app, (len(FALLBACK) + 1, 16))[2]
     assert wide.rstrip() == FALLBACK  # it fits: whole, no key named

@@ -26,7 +26,7 @@ GOLDEN = [
     "tiptop -                                      [root]                  [sticky]",
     "Tasks:   9 total,   4 displayed,   1 dead" + " " * 41 + "screen  0: default",
     "",
-    "  PID [ %CPU]  IPC  %MISS COMMAND",
+    "  PID  [%CPU]\u25bc IPC  %MISS COMMAND",
     "  100   50.0  2.00   0.50 task0",
     "  101   33.7  1.00   0.50 task1",
     "  102   17.3     -   0.50 task2",
@@ -47,11 +47,12 @@ def test_golden_screen() -> None:
     if os.geteuid() != 0:
         golden[0] = "tiptop -" + " " * 62 + "[sticky]"
     assert lines == golden
-    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1.
+    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1; the
+    # sort column and its direction's mark bold (the mark takes 3 bytes, 1 column).
     assert attrs(app, (100, 12), 3) == [
-        (P.HEADER, 6),
-        (P.HEADER_SORT, 7),
-        (P.HEADER, 86),
+        (P.HEADER, 7),
+        (P.HEADER_SORT, 9),
+        (P.HEADER, 85),
         (None, 1),
     ]
 
@@ -221,13 +222,13 @@ def test_user_column_narrows_so_that_command_stays() -> None:
     rows alike; where everything fits nothing changes."""
     app, _ = new_app(show_user=True)
     wide = text(app, (100, 12))
-    assert wide[3].startswith("  PID  user      [ %CPU]") and "  root   " in wide[4]
+    assert wide[3].startswith("  PID  user       [%CPU]\u25bc") and "  root   " in wide[4]
     lines = text(app, (40, 12))  # the header is 45 wide with -U: 5 left out
-    assert lines[3].rstrip() == "  PID  use  [ %CPU]  IPC  %MISS COMMAND", lines[3]
+    assert lines[3].rstrip() == "  PID  use   [%CPU]\u25bc IPC  %MISS COMMAND", lines[3]
     assert lines[4].rstrip().endswith(" task0") and lines[4].startswith("  100  ")
     assert lines[4].index("50.0") == wide[4].index("50.0") - 5  # under its header still
     lines = text(app, (30, 12))  # narrower than that: 3 characters stay, COMMAND is cut
-    assert lines[3].startswith("  PID  use[ %CPU]")
+    assert lines[3].startswith("  PID  use [%CPU]\u25bc")
 
 
 def test_resize_and_too_small() -> None:
@@ -235,7 +236,7 @@ def test_resize_and_too_small() -> None:
     assert len(text(app, (120, 40))) == 40
     small = text(app, (60, 15))
     assert len(small) == 15 and all(len(line) == 60 for line in small)
-    assert small[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert small[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     tiny = text(app, (MIN_COLS - 1, MIN_ROWS))
     assert tiny[0].startswith("Terminal too") and len(tiny) == MIN_ROWS
     assert text(app, (40, MIN_ROWS - 1))[0].startswith("Terminal too small")

@@ -105,7 +105,7 @@ class LiveApp:
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
-                    cols, squeezed(self._header(), self._squeeze(cols))
+                    cols, squeezed(self._header(), self._squeeze(cols)), self.state.descending
                 ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,

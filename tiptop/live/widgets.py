@@ -111,17 +111,26 @@ def footer_markup(
     return place(cols, pieces)
 
 
-def header_markup(cols: int, header: str) -> list[Markup]:
-    """The column header in reverse video, padded to COLS-1, the sort column ``[ ]`` bold."""
+#: The sort direction's marks (htop marks its sort column so): largest first, smallest first.
+DESCENDING, ASCENDING = "\u25bc", "\u25b2"
+
+
+def header_markup(cols: int, header: str, descending: bool = True) -> list[Markup]:
+    """The column header in reverse video, padded to COLS-1, the sort column ``[ ]`` bold
+    and its direction marked (:data:`DESCENDING`, :data:`ASCENDING`) on a blank next to
+    it: after it where two blanks follow, else before it where two come first (the mark
+    then glued to no other header), else on the one blank after or before."""
     text = header[: cols - 1].ljust(cols - 1)
     lo, hi = text.find("["), text.find("]")
-    if 0 <= lo < hi:
-        return [
-            (P.HEADER, text[:lo]),
-            (P.HEADER_SORT, text[lo : hi + 1]),
-            (P.HEADER, text[hi + 1 :]),
-        ]
-    return [(P.HEADER, text)]
+    if not 0 <= lo < hi:
+        return [(P.HEADER, text)]
+    mark = DESCENDING if descending else ASCENDING
+    after, before = text[hi + 1 : hi + 3], text[max(lo - 2, 0) : lo]
+    if after == "  " or (before != "  " and after[:1] == " "):
+        text, hi = f"{text[: hi + 1]}{mark}{text[hi + 2 :]}", hi + 1
+    elif before[-1:] == " ":
+        text, lo = f"{text[: lo - 1]}{mark}{text[lo:]}", lo - 1
+    return [(P.HEADER, text[:lo]), (P.HEADER_SORT, text[lo : hi + 1]), (P.HEADER, text[hi + 1 :])]
 
 
 class Line(urwid.Widget):
