@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -327,3 +328,72 @@ def _topdown_index() -> int:
         if m:
             return int(m.group(1))
     pytest.skip(f"no topdown screen listed: {out.stdout[:200]!r}")
+
+
+#: The name of the process the htop-habits test looks for (a link to sleep: its comm).
+NEEDLE = "tt50needle"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_htop_habits_in_a_real_terminal(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The real program, in a terminal of each size (issue 50): F1 opens the help; a key
+    bound to nothing says so and which key helps; ``/`` finds a process by name (it is
+    highlighted); ``\\`` filters the rows to it; a message longer than the line (the ``d``
+    prompt's refusal, and the no-PMU notice where there is no PMU) is read whole in the
+    ``m`` window; ``k`` on the highlighted row sends SIGTERM after its confirmation;
+    F10 quits."""
+    from tests.helpers import hardware_pmu_error
+    from tiptop.kernel.explain import no_pmu_line
+
+    needle = tmp_path / NEEDLE
+    needle.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    child = subprocess.Popen([str(needle), "600"])
+    cols, rows = size
+    t = Tmux([sys.executable, "-m", "tiptop", "-i", "-d", "2"], tmp_path, cols=cols, rows=rows)
+    try:
+        t.wait(lambda ls: len(ls) > 5 and re.match(r" *\d+", ls[5]) is not None, "rows")
+        t.keys("F1")
+        t.wait(has("Help (h or Esc closes)"), "F1: the help")
+        t.keys("Escape")
+        t.wait(lambda ls: not has("Help (")(ls), "Esc to close the help")
+        t.keys("x")
+        t.wait(has("Unknown key 'x': h or F1 lists the keys"), "the unknown key's hint")
+
+        t.keys("/", *NEEDLE)
+        t.wait(lambda _: any(NEEDLE in r for r in highlighted(t)), "/ to find it")
+        t.keys("Enter")
+        t.keys("\\", *NEEDLE, "Enter")
+        lines = t.wait(has(f"Filter '{NEEDLE}'"), "\\ to filter the rows")
+        shown = [x for x in lines[4:-1] if re.match(r" *\d+", x)]
+        assert len(shown) == 1 and NEEDLE in shown[0], lines
+
+        t.keys("d", *"0.001", "Enter")
+        refusal = (
+            "delay must be at least 0.01 s and at most 604800 s (got '0.001') (delay stays 2.00)"
+        )
+        lines = t.wait(has("delay must be at least"), "the d prompt's refusal")
+        assert (refusal in lines[2]) == (cols > len(refusal)), lines[2]  # else cut, m: more
+        t.keys("m")
+        lines = t.wait(has("Messages, newest first"), "the m window")
+        said = " ".join(window_text(lines, "Messages, newest first").split())
+        assert refusal in said, said
+        if hardware_pmu_error() is not None:  # the start-up notice, whole
+            assert no_pmu_line("showing screen 'sched'") in said, said
+        t.keys("m")
+        t.wait(lambda ls: not has("Messages, newest")(ls), "m to close it")
+
+        t.keys("k")
+        t.wait(has(f"Signal to PID {child.pid} ({NEEDLE})"), "k's signal window")
+        t.keys("Enter")
+        t.wait(has(f"Send SIGTERM (15) to PID {child.pid} ({NEEDLE})? (y/N)"), "the question")
+        assert child.poll() is None  # nothing sent before the answer
+        t.keys("y")
+        assert child.wait(timeout=10) == -signal.SIGTERM
+        t.wait(has(f"Sent SIGTERM (15) to PID {child.pid}"), "what was sent")
+        t.keys("F10")
+        t.wait(lambda ls: t.dead(), "F10 to quit")
+    finally:
+        t.kill()
+        if child.poll() is None:
+            child.kill()
+            child.wait()

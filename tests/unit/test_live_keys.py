@@ -246,20 +246,140 @@ def test_max_iter_counts_shown_frames_after_a_restart() -> None:
 @pytest.mark.parametrize(
     ("typed", "message"),
     [
-        (["9" * 30, "enter", "enter"], "failed: Invalid argument"),  # past pid_t
-        (["1", "enter", "9" * 30, "enter"], "failed: Invalid argument"),  # past int
-        (["²", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
-        (["1", "enter", "³", "enter"], "Not valid"),
+        (["65", "enter"], "Not valid"),  # past SIGRTMAX
+        (["9" * 30, "enter"], "Not valid"),  # past int
+        (["\u00b2", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
+        (["0", "enter"], "Not valid"),
+        (["enter", "n"], "No signal sent"),  # anything but y
+        (["esc"], "No signal sent"),
     ],
 )
-def test_kill_prompt_odd_numbers_give_a_message(typed: list[str], message: str) -> None:
+def test_kill_odd_signals_give_a_message(typed: list[str], message: str) -> None:
+    """``k`` on the highlighted row (PID 100, made up: no signal may reach it, so every
+    case here fails before kill(2) or sends nothing)."""
     app, _ = new_app()
     keys(app, "k", *_chars(typed))
-    assert message in text(app)[2]
+    assert message in app.state.message and not app.windows
+
+
+def test_k_signals_the_tagged_tasks_or_the_highlighted_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Space tags a row and highlights the next; ``k`` offers the tagged tasks, SIGTERM
+    first, and sends nothing until ``y``; without tags, the highlighted one (a fake
+    sender: the rows' PIDs are made up)."""
+    from tiptop.live import keys as handlers
+
+    sent: list[tuple[int, int]] = []
+
+    def fake(pid: int, sig: int) -> str | None:
+        sent.append((pid, sig))
+        return "Kill of PID '103' with '9' failed: No such process" if pid == 103 else None
+
+    monkeypatch.setattr(handlers, "send_signal", fake)
+    app, _ = new_app()
+    keys(app, " ")
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert attrs(app, (60, 12), 4)[0][0] == P.TAGGED
+    keys(app, "end", " ", "k")
+    lines = text(app, (80, 24))
+    assert any("Signal to 2 tagged tasks" in ln for ln in lines)
+    assert text(app, (80, 24))[2].strip() == "Signal: SIGTERM (15)_"
+    keys(app, "enter")
+    assert text(app, (80, 24))[2].strip() == "Send SIGTERM (15) to 2 tagged tasks? (y/N)"
+    assert sent == []
+    keys(app, "y")
+    assert sent == [(100, 15), (103, 15)] and not app.windows
+    assert app.state.message.startswith("Sent SIGTERM (15) to 1 of 2 tasks; Kill of PID '103'")
+    keys(app, "home", " ", "end", " ", "k", "9", "enter", "y")  # both untagged: the highlight
+    assert sent[-1] == (103, 9) and app.state.message.endswith("No such process")
 
 
 def _chars(typed: list[str]) -> list[str]:
     out: list[str] = []
     for t in typed:
-        out += [t] if t == "enter" else list(t)
+        out += [t] if t in ("enter", "esc") else list(t)
     return out
+
+
+def test_htop_function_keys_help_and_quit() -> None:
+    app, _ = new_app()
+    keys(app, "f1")
+    assert any("Help (h or Esc closes)" in ln for ln in text(app, (100, 30)))
+    keys(app, "f1")
+    assert not app.windows
+    keys(app, "f10")
+    assert app.quit_code == 0
+
+
+def test_an_unknown_key_says_so_for_two_seconds() -> None:
+    """A key bound to nothing: the status line says so and that h or F1 helps, for 2 s
+    (a fake clock), and the frame is taken as for any key (the original's)."""
+    from tiptop.host import Clock
+
+    now = [100.0]
+    app, sampler = new_app(host=Host(clock=Clock(monotonic=lambda: now[0])))
+    before = sampler.refreshes
+    keys(app, "x")
+    assert sampler.refreshes == before + 1
+    assert text(app)[2].strip() == "Unknown key 'x': h or F1 lists the keys"
+    now[0] += 1.9
+    assert "Unknown key" in text(app)[2]
+    now[0] += 0.2
+    app.widget.changed()  # what the 2 s alarm the key set does in the main loop
+    assert text(app)[2].strip() == ""
+    keys(app, "ctrl b", "f7")
+    assert text(app)[2].strip() == "Unknown key 'F7': h or F1 lists the keys"
+
+
+def test_search_moves_the_highlight_to_the_next_match() -> None:
+    """``/`` as in htop: each key typed moves to the first command holding the text from
+    the highlighted row down; F3 the next; not found says so; Enter keeps the place."""
+    app, sampler = new_app()
+    before = sampler.refreshes
+    keys(app, "/", "t", "a", "s", "k", "2")
+    assert app.table.selected_row().command == "task2"  # type: ignore[union-attr]
+    assert text(app)[2].strip() == "Search: task2_"
+    keys(app, "backspace", "f3")  # "task": the next one after task2
+    assert app.table.selected_row().command == "task3"  # type: ignore[union-attr]
+    keys(app, "f3")  # round to the top
+    assert app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    keys(app, "x")
+    assert text(app)[2].strip() == "Search: taskx_  (not found)"
+    keys(app, "enter")
+    assert not app.windows and app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    assert sampler.refreshes == before + 1  # the answer's frame, no frame per key typed
+
+
+def test_filter_narrows_the_rows_as_one_types_and_esc_clears_it() -> None:
+    app, _ = new_app()
+    keys(app, "\\", "K", "2")
+    assert [r.command for r in app.rows] == ["task2"]
+    assert text(app)[2].strip() == "Filter: K2_"
+    keys(app, "enter")
+    assert [r.command for r in app.rows] == ["task2"] and app.state.filter == "K2"
+    assert app.state.message.startswith("Filter 'K2'")
+    keys(app, "f4", "esc")  # F4: the same, from the filter in force; Esc clears it
+    assert len(app.rows) == 4 and app.state.filter == ""
+
+
+def test_follow_keeps_the_task_highlighted_and_shown() -> None:
+    app, _ = new_app(show_idle=False)
+    keys(app, "end", "F")  # task3, 1% CPU
+    assert app.state.follow == 103 and app.state.message.startswith("Following PID 103")
+    keys(app, "R")  # reversed: task3 first, still highlighted
+    assert app.table.selected_row().pid == 103 and app.table.selected == 0  # type: ignore[union-attr]
+    keys(app, "down")  # a move: no longer followed
+    assert app.state.follow is None and app.state.message == "Not following any more"
+
+
+def test_htop_sort_keys() -> None:
+    app, _ = new_app()
+    keys(app, "N")
+    assert [r.tid for r in app.rows] == [100, 101, 102, 103]  # PID, smallest first
+    assert text(app)[3].startswith(" [PID]\u25b2")
+    keys(app, "M")  # the first memory column: %MISS
+    assert app.state.sort_column == 2 and app.state.descending
+    keys(app, "P")
+    assert app.state.sort_column == 0 and app.state.message == "Sorted on %CPU (R reverses)"
+    keys(app, "right")  # screen branch: no memory column
+    keys(app, "M")
+    assert app.state.message == "Screen 'branch' has no memory column"

@@ -409,8 +409,7 @@ class LiveApp:
                 return True
         binding = registry.lookup(key)
         if binding is None:
-            self.state.status.clear()
-            self.apply(Reaction(Effect.REFRESH))  # any key refreshes, as the original's
+            self.apply(registry.unknown(key))
             return True
         if binding.refreshes:
             self.state.status.clear()

@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
-import signal
 import sys
 
 from tiptop.errors import UsageError
 from tiptop.live.config_file import write_target
 from tiptop.live.reaction import NOTHING, Effect, Reaction, saying
 from tiptop.live.session import Session
+from tiptop.live.windows.filter import filter_prompt
+from tiptop.live.windows.kill import KillWindow
 from tiptop.live.windows.prompt import Prompt
+from tiptop.live.windows.search import search_prompt
 from tiptop.options import Options, parse_delay, parse_target, parse_user
 
 #: A restart, said.
@@ -30,8 +32,12 @@ RESTART = Effect.RESTART
 
 
 def move(session: Session, key: str) -> Reaction:
-    """Up, Down, PgUp, PgDn, Home, End: move the highlight; the windows about it follow."""
+    """Up, Down, PgUp, PgDn, Home, End: move the highlight; the windows about it follow.
+    A task followed with ``F`` is not any more (htop's rule)."""
     session.table.scroll(key)
+    if session.state.follow is not None:
+        session.state.follow = None
+        return Reaction(Effect.FOLLOW | Effect.REBUILD, says="Not following any more")
     return Reaction(Effect.FOLLOW)
 
 
@@ -51,6 +57,98 @@ def from_source(session: Session, key: str) -> Reaction:
     if session.source.key(key):
         return Reaction(Effect.REFRESH)
     return saying(f"'{key}' does nothing here (a --replay key, or G with live tasks)")
+
+
+# ------------------------------------------------------------ htop's keys
+
+
+def search(session: Session, key: str) -> Reaction:
+    """``/``, F3: htop's incremental search (``tiptop.live.windows.search``)."""
+    return Reaction(opens=search_prompt())
+
+
+def filter_rows(session: Session, key: str) -> Reaction:
+    """``\\``, F4: htop's filter (``tiptop.live.windows.filter``)."""
+    return Reaction(opens=filter_prompt(session))
+
+
+def tag(session: Session, key: str) -> Reaction:
+    """Space: tag the highlighted task or untag it, and highlight the next one (htop's
+    Space); with ``--replay``, pause or resume instead (the source's key)."""
+    if session.source.key(key):
+        return Reaction(Effect.REFRESH)
+    row = session.selected()
+    if row is None:
+        return saying("No task to tag")
+    tagged = session.state.tagged
+    tagged.symmetric_difference_update({int(row.tid)})
+    session.table.scroll("down")
+    return Reaction(Effect.FOLLOW, says=f"{len(tagged)} tagged: k signals them" if tagged else "")
+
+
+def signal_tasks(session: Session, key: str) -> Reaction:
+    """``k``, F9: choose a signal for the tagged tasks (those still shown), else for the
+    highlighted one, then confirm (``tiptop.live.windows.kill``)."""
+    table = session.table
+    shown = [
+        table.rows[p] for p in map(table.position, sorted(session.state.tagged)) if p is not None
+    ]
+    if not shown and session.selected() is not None:
+        shown = [table.rows[table.selected]]
+    if not shown:
+        return saying("No task to signal: highlight one (Up/Down) or tag some (Space)")
+    return Reaction(opens=KillWindow([(int(r.tid), r.command) for r in shown], send_signal))
+
+
+def send_signal(pid: int, sig: int) -> str | None:
+    """Send ``sig`` to ``pid``; None when it was sent, else why not (the original's words,
+    the kernel's reason: kill(2))."""
+    failed = f"Kill of PID '{pid}' with '{sig}' failed"
+    try:
+        os.kill(pid, sig)
+    except OverflowError:  # past pid_t or int: no such process or signal can exist
+        return f"{failed}: {os.strerror(errno.EINVAL)}"
+    except OSError as exc:
+        return f"{failed}: {os.strerror(exc.errno or 0)}"
+    return None
+
+
+def follow(session: Session, key: str) -> Reaction:
+    """``F``: follow the highlighted task (htop's F): it stays highlighted and shown,
+    idle or not, until a move or ``F`` again."""
+    st = session.state
+    row = session.selected()
+    if st.follow is not None or row is None:
+        st.follow = None
+        return Reaction(Effect.REBUILD, says="Not following any more" if row else "No task")
+    st.follow = int(row.tid)
+    return Reaction(
+        Effect.REBUILD, says=f"Following PID {row.tid} ({row.command.strip()}): F or a move stops"
+    )
+
+
+#: The columns of htop's sort keys: a key, what it sorts on, and the header words that
+#: name such a column (the first column whose header holds one of them).
+SORT_KEYS = {
+    "P": ("%CPU", ("%CPU",)),
+    "M": ("memory", ("MEM", "MISS")),
+}
+
+
+def sort_on(session: Session, key: str) -> Reaction:
+    """``P``: sort on %CPU, ``M``: on the first memory column (a header with MEM or
+    MISS), ``N``: on PID (htop's sort keys), largest first (PID: smallest first)."""
+    st = session.state
+    if key == "N":
+        st.sort_column, st.descending = -1, False
+        return saying("Sorted on PID (R reverses)")
+    what, words = SORT_KEYS[key]
+    heads = [c.header.strip() for c in st.screen.columns]
+    found = next((j for j, h in enumerate(heads) if any(w in h for w in words)), None)
+    if found is None:
+        return saying(f"Screen '{st.screen.name}' has no {what} column")
+    st.sort_column, st.descending = found, True
+    return saying(f"Sorted on {heads[found]} (R reverses)")
 
 
 # ------------------------------------------------------------ view only
@@ -167,41 +265,6 @@ def _set_delay(session: Session, text: str) -> Reaction:
         return saying(f"{exc} (delay stays {st.delay:.2f})")
     st.options = dataclasses.replace(st.options, delay=delay)
     return saying(f"Delay set to {st.delay:.2f}")
-
-
-def ask_kill(session: Session, key: str) -> Reaction:
-    """``k``: ask for a PID, then the signal."""
-    return Reaction(opens=Prompt("PID to kill: ", _kill_pid))
-
-
-def _kill_pid(session: Session, text: str) -> Reaction:
-    text = text.strip()
-    if not _digits(text) or int(text) == 0:
-        return saying("Not valid")
-    pid = int(text)
-    label = f"Kill PID {pid} with signal [15]: "
-    return Reaction(opens=Prompt(label, lambda s, t: _kill(pid, t)))
-
-
-def _kill(pid: int, text: str) -> Reaction:
-    text = text.strip()
-    if text and not _digits(text):
-        return saying("Not valid")
-    sig = int(text) if text else 0
-    sig = sig or signal.SIGTERM  # empty or zero means 15, as in the original
-    return saying(send(pid, sig))
-
-
-def send(pid: int, sig: int) -> str:
-    """Send ``sig`` to ``pid``; what happened, in the original's words."""
-    failed = f"Kill of PID '{pid}' with '{sig}' failed"
-    try:
-        os.kill(pid, sig)
-    except OverflowError:  # past pid_t or int: no such process or signal can exist
-        return f"{failed}: {os.strerror(errno.EINVAL)}"
-    except OSError as exc:
-        return f"{failed}: {os.strerror(exc.errno or 0)}"
-    return f"Sent signal {sig} to PID {pid}"
 
 
 def ask_only(session: Session, key: str) -> Reaction:

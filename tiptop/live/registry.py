@@ -5,16 +5,23 @@ A :class:`Binding` holds the keys (urwid's names), the help words, the help grou
 ``act(session, key) -> Reaction`` (``tiptop.live.keys``, or :func:`opens`: a window's
 toggle). The help window, the man page's test and the controller read this table; nothing
 else lists keys. The sources' own keys are here too (``G``: rows by cgroup,
-``tiptop.sources.bycgroup``; ``[ ] { } * /`` and space: ``--replay``,
+``tiptop.sources.bycgroup``; ``[ ] { } ( )`` and space: ``--replay``,
 ``tiptop.recording.replay``), their handler handing them to the source.
+
+htop's keys are bound where they take no key of the original's (docs/tiptop.1, "KEYS"):
+F1 help, F3 and ``/`` search, F4 and ``\\`` filter, F9 and ``k`` signal, F10 quit, Space
+tags, ``F`` follows, ``P`` ``M`` ``N`` sort; ``t`` stays the top-down tree (htop's tree
+view), ``u`` ``p`` ``H`` ``K`` ``S`` ``c`` ``U`` stay the original's. A key bound to
+nothing says so on the status line for :data:`HINT_SECONDS`, and which key helps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tiptop.errors import printable
 from tiptop.live import keys as K
-from tiptop.live.reaction import Reaction
+from tiptop.live.reaction import Effect, Reaction
 from tiptop.live.session import Session
 from tiptop.live.window import Window
 from tiptop.live.windows.errors import ErrorWindow
@@ -70,6 +77,7 @@ KEY_LABELS = {
     "enter": "Enter",
     "esc": "Esc",
     " ": "space",
+    **{f"f{n}": f"F{n}" for n in range(1, 13)},
 }
 
 
@@ -91,16 +99,22 @@ BINDINGS: tuple[Binding, ...] = (
         ("t", "enter"), "top-down tree of the highlighted task", SELECT, opens(TreeWindow, "t")
     ),
     Binding(("f",), "its hottest functions (sampled)", SELECT, opens(FunctionsWindow, "f")),
-    Binding(("h", "?"), "this help", SELECT, opens(_help_window, "h", "?")),
+    Binding(("h", "?", "f1"), "this help", SELECT, opens(_help_window, "h", "?", "f1")),
     Binding(("e",), "error log", SELECT, opens(ErrorWindow, "e")),
     Binding((WHOLE_KEY,), "messages said, whole", SELECT, opens(messages_window, WHOLE_KEY)),
     Binding(("esc",), "close the window", SELECT, K.close, False),
-    Binding(("q",), "quit", SELECT, K.quit_),
+    Binding(("q", "f10"), "quit", SELECT, K.quit_),
+    Binding(("/", "f3"), "search a command (F3 or / again: the next)", SELECT, K.search),
+    Binding(("\\", "f4"), "filter: only commands holding a text", SELECT, K.filter_rows),
+    Binding(("F",), "follow the highlighted task", SELECT, K.follow),
     Binding(("left", "-"), "previous screen", ORDER, K.previous_screen),
     Binding(("right", "+"), "next screen", ORDER, K.next_screen),
     Binding(("<",), "sort on the column to the left", ORDER, K.sort_left),
     Binding((">",), "sort on the column to the right", ORDER, K.sort_right),
     Binding(("R",), "reverse sort", ORDER, K.reverse),
+    Binding(("P",), "sort on %CPU", ORDER, K.sort_on),
+    Binding(("M",), "sort on the first memory column (MEM, MISS)", ORDER, K.sort_on),
+    Binding(("N",), "sort on PID", ORDER, K.sort_on),
     Binding(("d", "s"), "delay", SHOWN, K.ask_delay),
     Binding(("H",), "threads", SHOWN, K.threads),
     Binding(("i",), "idle tasks", SHOWN, K.idle),
@@ -112,16 +126,29 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(("p",), "only a PID or name", SHOWN, K.ask_only),
     Binding(("w",), "watch a PID or name", SHOWN, K.ask_watch),
     Binding(("G",), "rows by cgroup", SHOWN, K.from_source),
-    Binding(("k",), "kill a PID", ACTIONS, K.ask_kill),
+    Binding((" ",), "tag the task (--replay: pause)", ACTIONS, K.tag, False),
+    Binding(("k", "f9"), "signal the tagged or highlighted tasks", ACTIONS, K.signal_tasks),
     Binding(("W",), "write ~/.config/tiptop/tiptoprc (or -W DIR)", ACTIONS, K.write_config),
     Binding(("[", "]"), "a refresh back/forward", REPLAY, K.from_source),
     Binding(("{", "}"), "a minute back/forward", REPLAY, K.from_source),
-    Binding((" ",), "pause", REPLAY, K.from_source),
-    Binding(("*", "/"), "twice/half as fast", REPLAY, K.from_source),
+    Binding(("(", ")"), "half/twice as fast", REPLAY, K.from_source),
 )
 
 #: Each key's binding.
 BY_KEY: dict[str, Binding] = {k: b for b in BINDINGS for k in b.keys}
+
+
+#: How long the status line says a key is bound to nothing.
+HINT_SECONDS = 2.0
+
+
+def unknown(key: str) -> Reaction:
+    """What a key bound to nothing does: says so, and which key lists the keys, for
+    :data:`HINT_SECONDS`; the frame is taken at once as for any key (the original's)."""
+    shown = printable(label([key]))[:20]
+    return Reaction(
+        Effect.REFRESH, says=f"Unknown key '{shown}': h or F1 lists the keys", lasting=HINT_SECONDS
+    )
 
 
 def lookup(key: str) -> Binding | None:

@@ -42,8 +42,9 @@ class Session:
         self.services = services
         #: What this machine allows (the ``K`` key).
         self.host = host
-        #: The task table: its rows and the highlighted one.
+        #: The task table: its rows and the highlighted one; it draws the tagged tasks.
         self.table = rows
+        rows.tagged = state.tagged
         #: The frame on display (the controller sets it at each refresh).
         self.frame = Frame.empty(tuple(c.header for c in state.screen.columns), iteration=0)
 

@@ -10,6 +10,7 @@ in one place.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -84,6 +85,12 @@ class LiveState:
     status: Status = field(default_factory=Status)
     #: The line above the footer: why whole counters read ``?`` ("" when none do).
     notice: str = ""
+    #: The ``\\`` filter: only the rows whose command holds it ("" for all).
+    filter: str = ""
+    #: The tasks tagged with Space (``k`` signals them), by tid.
+    tagged: set[int] = field(default_factory=set)
+    #: The task ``F`` follows (kept highlighted and shown), by tid.
+    follow: int | None = None
 
     @classmethod
     def initial(
@@ -115,8 +122,13 @@ class LiveState:
 
     @property
     def view(self) -> View:
-        """The table view: the settings' presentation, with this session's sort."""
-        return self.options.view(self.sort_column, self.descending)
+        """The table view: the settings' presentation, with this session's sort, filter
+        and followed task (watched: shown although idle)."""
+        view = self.options.view(self.sort_column, self.descending)
+        if self.filter or self.follow is not None:
+            watch = view.watch if self.follow is None else self.follow
+            view = dataclasses.replace(view, name_filter=self.filter, watch=watch)
+        return view
 
     @property
     def delay(self) -> float:

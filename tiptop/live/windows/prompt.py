@@ -1,9 +1,11 @@
 """A question typed on the status line (the original's ``scanw`` prompts): a modal window
 with no box, whose status line is its label, the text typed so far and a cursor mark.
 
-Enter answers (``accept(session, text)`` says what must be redone), Esc cancels, Backspace
-deletes, Ctrl-U clears; other printable keys are typed. ``edited(session, text)``, when
-given, is told each change (the ``\\`` filter narrows the rows as one types).
+Enter answers (``accept(session, text)`` says what must be redone), Esc cancels
+(``cancel(session, text)``, when given, says what that undoes), Backspace deletes, Ctrl-U
+clears; other printable keys are typed. ``edited(session, text)``, when given, is told each
+change (the ``\\`` filter narrows the rows as one types); ``extra`` keys have their own
+answers (F3: the search's next match).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class Prompt:
         self.edited = edited
         self.cancel = cancel
         self.text = text
+        #: Keys with answers of their own, while the question is open.
+        self.extra: dict[str, Answer] = {}
         #: Words after the cursor (e.g. ``not found``), until the next key.
         self.note = ""
 
@@ -63,6 +67,9 @@ class Prompt:
                 done = self.cancel(session, self.text)
                 return Reaction(done.effects | Effect.CLOSE, says=done.says)
             return Reaction(Effect.CLOSE)
+        self.note = ""
+        if key in self.extra:
+            return self.extra[key](session, self.text)
         before = self.text
         if key == "backspace":
             self.text = self.text[:-1]
@@ -70,7 +77,6 @@ class Prompt:
             self.text = ""
         elif len(key) == 1 and key.isprintable():
             self.text += key
-        self.note = ""
         if self.edited is not None and self.text != before:
             return self.edited(session, self.text)
         return NOTHING
