@@ -114,7 +114,7 @@ def shown(screen: int) -> Callable[[list[str]], bool]:
     def ok(lines: list[str]) -> bool:
         if len(lines) < 5 or f"screen  {screen}:" not in lines[1]:
             return False
-        m = re.match(r"Tasks:\s+\d+ total,\s+(\d+) displayed", lines[1])
+        m = re.match(r"Tasks:\s+\d+ \w+,\s+(\d+) displayed", lines[1])
         return bool(m and int(m.group(1)) > 0 and lines[4].strip())
 
     return ok
@@ -136,7 +136,7 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
     lines = t.wait(has("task5"), "the first refresh")
     lines = t.wait(has("6 displayed"), "the tasks line")
     assert lines[0].startswith("tiptop -")
-    assert lines[1].startswith("Tasks:  11 total,   6 displayed")
+    assert lines[1].startswith("Tasks:   6 processes,   6 displayed")
     assert lines[1].rstrip().endswith("screen  0: default")
     assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     assert lines[4].startswith("  100   50.0  2.00   0.50 task0")
@@ -236,7 +236,7 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         assert lines[0].startswith("tiptop -")
         t.keys("Right")
         t0 = time.monotonic()
-        # Before the fix: "N total,   0 displayed" until ~30.2 s after the key.
+        # Before the fix: "N processes,   0 displayed" until ~30.2 s after the key.
         lines = t.wait(shown(1), "rows of the second screen", timeout=15)
         assert time.monotonic() - t0 < 15
         assert lines[3].lstrip().startswith("PID") and re.match(r" *\d+", lines[4]), lines

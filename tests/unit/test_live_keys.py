@@ -213,14 +213,14 @@ def test_kernel_key_refused_when_unprivileged() -> None:
 def test_screen_switch_shows_rows_at_the_first_refresh() -> None:
     """After a restart (Right: the sampler is reconfigured) the refresh 0.2 s later shows
     the tasks: ``restart`` primes the sampler, so that refresh is not the priming scan's
-    empty frame (``4 total, 0 displayed`` for a whole delay)."""
+    empty frame (``0 processes, 0 displayed`` for a whole delay)."""
     app, sampler = new_app()
     keys(app, "right")
     assert sampler.reconfigured[-1]["screen"] is BRANCH
     assert sampler.started and sampler.starts == 2  # run()'s (here new_app's) and the restart's
     app.refresh()  # the 0.2 s alarm
     lines = text(app)
-    assert lines[1].startswith("Tasks:   9 total,   4 displayed")
+    assert lines[1].startswith("Tasks:   4 processes,   4 displayed")
     assert lines[1].rstrip().endswith("screen  1: branch")
     assert [x.rstrip() for x in lines[4:8]] == [
         "  100   50.0  2.00 task0",
@@ -237,7 +237,7 @@ def test_max_iter_counts_shown_frames_after_a_restart() -> None:
     keys(app, "right")
     app.refresh()
     assert app.quit_code is None
-    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
     app.refresh()
     assert app.quit_code == 0
     assert sampler.refreshes == 3  # new_app's, then the two after the switch

@@ -24,7 +24,7 @@ from tiptop.screens.variables import VARIABLES
 
 GOLDEN = [
     "tiptop -                                      [root]                  [sticky]",
-    "Tasks:   9 total,   4 displayed,   1 dead" + " " * 41 + "screen  0: default",
+    "Tasks:   4 processes,   4 displayed,   1 dead" + " " * 37 + "screen  0: default",
     "",
     "  PID  [%CPU]\u25bc IPC  %MISS COMMAND",
     "  100   50.0  2.00   0.50 task0",
@@ -268,18 +268,18 @@ def test_mono_palette_keeps_meanings_apart() -> None:
 
 
 def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
-    """No ``Tasks:   0 total`` before the first refresh (or after a restart)."""
+    """No ``Tasks:   0 processes`` before the first refresh (or after a restart)."""
     sampler = ScriptedSampler(4)
     app = LiveApp(Options(), sampler, [DEFAULT, BRANCH])
     sampler.start()
     line = text(app)[1]
     assert "Tasks" not in line and line.rstrip().endswith("screen  0: default")
     app.refresh()
-    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
     keys(app, "H")  # threads: the sampler restarts, counts are unknown again
     assert "Tasks" not in text(app)[1]
     app.refresh()
-    assert text(app)[1].startswith("Tasks:   9 total")
+    assert text(app)[1].startswith("Tasks:   4 threads")
 
 
 def test_rec_indicator_while_recording() -> None:
@@ -350,3 +350,17 @@ def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     want = [r for m in lines for r in urwid.Text(m, wrap="clip").render((cols,)).content()]
     want += list(urwid.SolidCanvas(" ", cols, rows - len(lines)).content())
     assert got == want
+
+
+def test_the_tasks_line_counts_one_kind_and_names_it() -> None:
+    """Total and displayed count the rows' kind, named (issue 50: ``Tasks: N total``
+    counted threads beside displayed processes): the frame's thread count (9 here) is
+    not the total of 4 process rows."""
+    app, _ = new_app(show_idle=False)
+    assert app.frame.tasks_total == 9 and len(app.frame) == 4
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
+    keys(app, "H")
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   4 threads,   4 displayed")
+    app, _ = new_app(n=1)
+    assert text(app)[1].startswith("Tasks:   1 process,   1 displayed")

@@ -170,8 +170,11 @@ class LiveApp:
         # Before the first frame the count is unknown: nothing rather than a wrong 0.
         left = ""
         if self.counted:
-            dead = int(self.frame.dead.sum()) if self.state.options.sticky else None
-            left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
+            f = self.frame
+            dead = int(f.dead.sum()) if self.state.options.sticky else None
+            threads = self.state.options.show_threads
+            kind = "cgroups" if f.by_cgroup else "threads" if threads else "processes"
+            left = tasks_text(len(f), len(self.rows), dead, kind)
         st = self.state
         numbered = self.session.services.screen_number
         number = st.screen_index if numbered is None else numbered(st.screen)

@@ -74,9 +74,14 @@ def title_markup(cols: int, indicators: Sequence[str], label: str = "") -> list[
     return place(cols, pieces)
 
 
-def tasks_text(total: int, displayed: int, dead: int | None) -> str:
-    """``Tasks: %3d total, %3d displayed`` and, in sticky mode, ``, %3d dead``."""
-    text = f"Tasks: {total:3d} total, {displayed:3d} displayed"
+def tasks_text(total: int, displayed: int, dead: int | None, kind: str = "processes") -> str:
+    """``Tasks: %3d processes, %3d displayed`` and, in sticky mode, ``, %3d dead``: the
+    rows' ``kind`` (``processes``, ``threads``, ``cgroups``), all counted and shown.
+    The original's ``Tasks: %3d total`` counted threads beside displayed processes
+    (issue 50: ``114 total, 2015 displayed`` once); both count one kind here, named."""
+    if total == 1:
+        kind = {"processes": "process", "threads": "thread", "cgroups": "cgroup"}.get(kind, kind)
+    text = f"Tasks: {total:3d} {kind}, {displayed:3d} displayed"
     if dead is not None:
         text += f", {dead:3d} dead"
     return text
