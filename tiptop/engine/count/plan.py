@@ -295,6 +295,10 @@ class Planner:
                         c.event.type, c.event.config, sysfs_root=self.sysfs_root
                     )
             except EventError as e:
+                if str(e).endswith(NO_PMU):  # one short notice a run, as probe() says it
+                    line = no_pmu_line(NO_PMU_COLUMNS)
+                    self.log.say(NO_PMU_KEY, line, subject=c.alias, detail=NO_PMU, notice=True)
+                    continue
                 # The event's name, which the error says, not the screen's alias for it
                 # (a built-in's aliases are no name a user knows).
                 self.log.say(
