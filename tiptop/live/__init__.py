@@ -1,8 +1,11 @@
 """Live mode: the interactive, top-like urwid screen (the original's ncurses mode).
 
-``run(options, source, screens)`` is the whole public surface; ``cli.main`` calls it when
-stdout is a terminal and ``-b`` is not given. Imports ``table``, ``frame``, ``options``,
-``cells`` and ``errors`` only (the frame source is handed in).
+``run(options, source, screens, services)`` is the whole public surface (``services``: a
+``tiptop.live.services.Services`` record); ``cli.main`` calls it when stdout is a terminal
+and ``-b`` is not given. The controller is ``app``, the keys ``registry``, the windows
+``window`` and ``windows/`` (docs/architecture.md). Imports ``table``, ``frame``,
+``options``, ``cells``, ``errors``, ``host``, ``refresh`` and ``where`` only (the frame
+source is handed in).
 
 urwid is imported here, once, without the other event loops' libraries: its
 ``urwid.event_loop`` package imports, at its own import, the loop of every such library
