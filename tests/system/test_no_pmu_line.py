@@ -37,7 +37,7 @@ def test_check_list_and_selftest_say_the_same_line(no_pmu: None) -> None:
 @pytest.mark.parametrize(
     ("args", "doing"),
     [
-        ([], "showing screen 'sched'"),  # the fallback to the software-event screen
+        ([], "showing screen 'state'"),  # the fallback to where the time goes (no PMU)
         (["-S", "default"], NO_PMU_COLUMNS),  # five hardware events, one line
     ],
 )
@@ -57,7 +57,7 @@ def test_live_message_line_says_the_short_line(no_pmu: None, tmp_path: Path) -> 
         pytest.skip("tmux is not installed")
     t = Tmux([*TIPTOP, "-d", "5"], tmp_path, cols=80, rows=24)
     try:
-        line = no_pmu_line("showing screen 'sched'")
+        line = no_pmu_line("showing screen 'state'")
         lines = t.wait(lambda ls: "PID" in ls[3], "the table header on the 4th row")
         first, more = lines[2].rstrip().split("\u2026")
         assert line.startswith(first) and len(first) > 40 and more == " (m: more)", lines[:4]

@@ -21,7 +21,7 @@ from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
 from tiptop.host import Clock
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
-from tiptop.screens.bottleneck import is_path, parse_path
+from tiptop.screens.bottleneck import OFFSET, is_path, parse_path
 
 ARM_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "arm64")
 PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
@@ -222,7 +222,7 @@ def test_neoverse_v1_topdown_through_the_sampler(tmp_path: Path) -> None:
     assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
     np.testing.assert_allclose(frame.values[i, 1:5], [50.0, 16.5, 8.5, 25.0])
     # BAD and BE are over their bounds (15%, 20%); BE has the larger share
-    assert frame.node[i, 5] == 2 and frame.values[i, 5] == pytest.approx(25.0)  # labels[2]: BE
+    assert frame.node[i, 5] == OFFSET + 2 and frame.values[i, 5] == pytest.approx(25.0)  # BE
     groups = [attrs for tid, attrs in b.opens if tid == 100]
     assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
     assert sorted(a.config for a in groups[0]) == sorted(COMMON[a] for a in V1_RATES)

@@ -78,7 +78,7 @@ class Place(enum.Enum):
     """Where a window sits over the screen."""
 
     #: Full width, its bottom on the row above the footer: the title, tasks, status and
-    #: header lines stay in sight above a short window.
+    #: header lines stay in sight above it (a taller text scrolls).
     ABOVE_FOOTER = enum.auto()
     #: :data:`MARGIN` columns in from each side, two rows above the bottom (the
     #: original's help box sits at column 5, docs/original.md 5.4).
@@ -92,6 +92,16 @@ MARGIN = 5
 def boxed(body: urwid.Widget, title: str) -> urwid.Widget:
     """``body`` in a line box titled ``title``, in the windows' attribute."""
     return urwid.AttrMap(urwid.LineBox(body, title=title), P.WINDOW)
+
+
+#: Rows a window :attr:`Place.ABOVE_FOOTER` leaves free: the title, tasks, status and
+#: header lines above it, the footer below.
+KEPT_ROWS = 5
+
+
+def room(rows: int, place: Place) -> int:
+    """The most rows a window at ``place`` takes of a screen of ``rows``."""
+    return max(rows - KEPT_ROWS, 3) if place is Place.ABOVE_FOOTER else rows
 
 
 class TextWindow:
@@ -140,7 +150,7 @@ class TextWindow:
     def draw(self, body: urwid.Widget, cols: int, rows: int) -> urwid.Widget:
         """The box over ``body``, as high as its wrapped lines (at most the screen)."""
         width = cols - 2 * MARGIN if self.place is Place.INSET and cols >= 4 * MARGIN else cols
-        height = min(self.body.rows_at(width - 2) + 2, rows)
+        height = min(self.body.rows_at(width - 2) + 2, room(rows, self.place))
         left = (cols - width) // 2
         top = rows - height - (2 if self.place is Place.INSET else 1)
         return urwid.Overlay(
@@ -166,4 +176,14 @@ class TextWindow:
         self.body.set_lines(self.text(session))
 
 
-__all__ = ["MARGIN", "NAV_KEYS", "PAGE_KEYS", "Place", "TextWindow", "Window", "boxed"]
+__all__ = [
+    "KEPT_ROWS",
+    "MARGIN",
+    "NAV_KEYS",
+    "PAGE_KEYS",
+    "Place",
+    "TextWindow",
+    "Window",
+    "boxed",
+    "room",
+]

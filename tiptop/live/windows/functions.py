@@ -13,7 +13,7 @@ from tiptop.live.reaction import Reaction
 from tiptop.live.session import Session
 from tiptop.live.text import Scrolled
 from tiptop.live.where import Hottest
-from tiptop.live.window import boxed
+from tiptop.live.window import Place, boxed, room
 from tiptop.live.windows.tree import TreeWindow
 
 #: The functions' box title.
@@ -53,7 +53,7 @@ class FunctionsWindow:
         taller of them."""
         half = cols // 2
         tall = max(self.tree.text.body.rows_at(half - 2), self.body.rows_at(cols - half - 2))
-        height = min(tall + 2, rows)
+        height = min(tall + 2, room(rows, Place.ABOVE_FOOTER))
         pair = urwid.Columns(
             [
                 (half, boxed(self.tree.text.body, self.tree.text.title)),

@@ -15,7 +15,7 @@ from tiptop.live import palette as P
 from tiptop.live.reaction import NOTHING, Effect, Reaction
 from tiptop.live.session import Session
 from tiptop.live.text import Markup, Scrolled, scrolled
-from tiptop.live.window import boxed
+from tiptop.live.window import Place, boxed, room
 
 #: The signals offered, SIGTERM first (the original's default: 15).
 OFFERED = (
@@ -145,7 +145,7 @@ class KillWindow:
         """A box above the footer, as high as its lines, below the status line (which
         asks its question): it scrolls when the screen is shorter."""
         width = min(cols, 64)
-        height = min(self.body.rows_at(width - 2) + 2, max(rows - 5, 3))
+        height = min(self.body.rows_at(width - 2) + 2, room(rows, Place.ABOVE_FOOTER))
         title = f"Signal to {targets_words(self.targets)}"
         top = max(rows - height - 1, 0)
         return urwid.Overlay(
