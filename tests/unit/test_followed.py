@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.fakeproc import FakeProc
 from tiptop.kernel.followed import FollowedProcess
-from tiptop.live.where import WhereWindow
+from tiptop.live.where import Hottest
 from tiptop.where import CPU_CLOCK, Hot, Profile, SampledEvent
 
 
@@ -47,8 +47,8 @@ class ExitingProfiler:
 
 def test_the_f_window_stays_on_a_process_that_exited() -> None:
     profiler = ExitingProfiler()
-    window = WhereWindow(lambda _pid, _node: profiler, "")
-    window.follow(9)
+    window = Hottest(lambda _pid, _node, _delay: profiler, "")
+    window.follow(9, None, 1.0)
     for _ in range(5):
         window.refresh()
     assert profiler.refreshes == 2
