@@ -43,7 +43,10 @@ def binaries() -> Iterator[dict[str, Path]]:
 
 def _build(where: Path) -> dict[str, Path]:
     program = where / "hotcold"
-    subprocess.run(["cc", "-O1", "-o", str(program), str(SOURCE)], check=True)
+    # Frame pointers: the kernel walks its stacks (tests/system/test_where_calls.py is about
+    # stacks without them).
+    frames = "-fno-omit-frame-pointer"
+    subprocess.run(["cc", "-O1", frames, "-o", str(program), str(SOURCE)], check=True)
     stripped = where / "hotcold.stripped"
     shutil.copy(program, stripped)
     if shutil.which("strip") is None:
@@ -297,10 +300,12 @@ def test_a_full_ring_counts_what_the_kernel_dropped() -> None:
     import threading
 
     from tiptop.kernel import perf_event_open
+    from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
     from tiptop.kernel.ring import SampleRing
     from tiptop.where.profile import sampling_attr
 
-    fd = perf_event_open(sampling_attr(), threading.get_native_id(), -1, -1, 8)
+    bare = sampling_attr().replace(sample_type=SAMPLE_IP | SAMPLE_TID)  # 24-byte records
+    fd = perf_event_open(bare, threading.get_native_id(), -1, -1, 8)
     ring = SampleRing(fd, 1)
     try:
 

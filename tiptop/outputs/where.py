@@ -73,6 +73,10 @@ class WhereWriter:
                     }
                     for h in profile.hot
                 ],
+                "stacks": [
+                    {"samples": st.weight, "frames": [list(site) for site in st.frames]}
+                    for st in profile.stacks
+                ],
             }
             self.out.write(json.dumps(rec) + "\n")
             return 1
