@@ -99,3 +99,34 @@ def test_a_program_without_frame_pointers_is_said_so_once(built: Path, start: li
     assert len(lines) == 1, err
     assert "(hotcold-fomit-frame-pointer) are 2 frames deep or fewer" in lines[0], lines
     assert found.get("hot_loop", 0) > 0.5 * taken, found
+
+
+def test_the_text_tree_top_down_shows_each_caller_and_its_share(
+    built: Path, start: list[Target]
+) -> None:
+    """``--top-down``'s text: ``main`` then ``a`` and ``b`` one level below it, ``work``
+    below each; each path's share, weighted by each refresh's samples, 75 and 25."""
+    target = launch(start, [str(build(built, "callers.c", "-fno-omit-frame-pointer"))])
+    r = run("-b", "--where", str(target.pid), "-n", "3", "-d", "1", "--top-down")
+    assert r.returncode == 0, r
+    assert "(top-down: callers, then their callees)" in r.stdout.splitlines()[0], r.stdout
+    through: dict[str, float] = {"a": 0.0, "b": 0.0}
+    taken = 0
+    for block in r.stdout.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        head = next((i for i, ln in enumerate(lines) if " samples of cpu-clock " in ln), None)
+        if head is None:
+            continue
+        n = int(lines[head].split(": ")[1].split()[0])
+        taken += n
+        path: list[str] = []
+        for line in lines[head + 1 :]:
+            share, rest = line.split("%", 1)
+            depth = (len(rest) - len(rest.lstrip(" ")) - 2) // 2
+            symbol = rest.strip().split("  ")[0]
+            del path[depth:]
+            path.append(symbol)
+            if path[-3:] in (["main", "a", "work"], ["main", "b", "work"]):
+                through[path[-2]] += float(share) * n
+    via_a, via_b = through["a"] / taken, through["b"] / taken
+    assert 68 <= via_a <= 82 and 18 <= via_b <= 32, (via_a, via_b, r.stdout)

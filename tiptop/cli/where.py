@@ -22,6 +22,8 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
     from tiptop.outputs.where import WhereWriter
     from tiptop.refresh import Stop
     from tiptop.where import TaskProfiler
+    from tiptop.where.calltree import View
+    from tiptop.where.report import TreeCut
 
     pid = opts.where
     assert pid is not None
@@ -33,7 +35,9 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
     profiler = TaskProfiler(pid, host, opts.delay)
     stop = Stop()
     try:
-        writer = WhereWriter(out or sys.stdout, opts.format, pid)
+        view = View.TOP_DOWN if opts.where_top_down else View.BOTTOM_UP
+        cut = TreeCut(view, opts.where_depth, opts.where_min_share)
+        writer = WhereWriter(out or sys.stdout, opts.format, pid, cut)
         with stop.on_signals():
             drive(profiler, writer, opts, out or sys.stdout, sys.stderr, stop=stop, child=profiler)
         if profiler.exited() and not stop.requested:

@@ -1,9 +1,12 @@
-"""``--where PID``: the batch writer of one process's hottest functions per refresh, as
-text (``  share%  symbol  module`` lines under a line saying what was sampled), csv (one
-header line, one row per function) or json (one object per refresh); docs/tiptop.1.
+"""``--where PID``: the batch writer of one process's hottest functions and their call
+tree per refresh, as text (``  share%  symbol  module`` lines, indented two spaces a level,
+under a line saying what was sampled), csv (one header line, one row per function) or json
+(one object per refresh); docs/tiptop.1.
 
-Text and csv show the hottest functions and one ``[other]`` line for the rest
-(``tiptop.where.report``, as the live window does); json carries every function."""
+Text shows the tree (``tiptop.where.report``, as the live window does: bottom-up unless
+``--top-down``, cut at ``--depth`` levels and ``--min-share``), its first level the
+hottest functions and one ``[other]`` line for the rest; csv the hottest functions; json
+every function, every stack and the tree as cut."""
 
 from __future__ import annotations
 
@@ -12,9 +15,16 @@ import json
 import time
 from typing import IO
 
-from tiptop.outside import printable
 from tiptop.where import Profile
-from tiptop.where.report import profile_head, profile_lines
+from tiptop.where.calltree import TreeRow
+from tiptop.where.report import (
+    TreeCut,
+    profile_head,
+    profile_lines,
+    profile_stacks,
+    profile_tree,
+    row_text,
+)
 
 __all__ = ["WhereWriter"]
 
@@ -36,10 +46,11 @@ _CSV_HEADER = (
 class WhereWriter:
     """Per refresh, the hottest functions of the profiled process in ``fmt``."""
 
-    def __init__(self, out: IO[str], fmt: str, pid: int) -> None:
+    def __init__(self, out: IO[str], fmt: str, pid: int, cut: TreeCut | None = None) -> None:
         self.out = out
         self.fmt = fmt
         self.pid = pid
+        self.cut = cut or TreeCut()
         self.csv = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
 
     def begin(self, now: float) -> None:
@@ -47,7 +58,10 @@ class WhereWriter:
         if self.csv is not None:
             self.csv.writerow(_CSV_HEADER)
         elif self.fmt == "text":
-            self.out.write(f"tiptop --where {self.pid}: the hottest functions per refresh\n")
+            self.out.write(
+                f"tiptop --where {self.pid}: the hottest functions per refresh, as a tree "
+                f"({self.cut.view.words})\n"
+            )
 
     def frame(self, profile: Profile, iteration: int) -> int:
         """Write one refresh; returns the lines written."""
@@ -77,11 +91,13 @@ class WhereWriter:
                     {"samples": st.weight, "frames": [list(site) for site in st.frames]}
                     for st in profile.stacks
                 ],
+                "view": self.cut.view.value,
+                "tree": self._tree(profile),
             }
             self.out.write(json.dumps(rec) + "\n")
             return 1
-        rows = profile_lines(profile)
         if self.csv is not None:
+            rows = profile_lines(profile)
             base: list[float | str] = [round(now, 6), iteration, round(profile.interval, 6)]
             base.append(profile.pid)
             base += [profile.comm, profile.event, profile.samples, profile.lost]
@@ -90,7 +106,36 @@ class WhereWriter:
             return len(rows)
         stamp = time.strftime("%H:%M:%S", time.localtime(now))
         lines = [f"{stamp} {profile_head(profile)}"]
-        for share, symbol, module in rows:
-            lines.append(f"  {share:5.1f}%  {printable(symbol)}  {printable(module)}")
+        for row in self._rows(profile):
+            lines.append(f"  {row_text(row)}")
         self.out.write("\n".join(lines) + "\n\n")
         return len(lines)
+
+    def _rows(self, profile: Profile) -> list[TreeRow | tuple[float, str, str]]:
+        cut = self.cut
+        stacks = profile_stacks(profile)
+        return profile_tree(stacks, cut.view, depth=cut.depth, min_share=cut.min_share)
+
+    def _tree(self, profile: Profile) -> list[dict[str, object]]:
+        """The tree as cut, nested: per node its symbol, module, samples, share and
+        ``children``; the ``[other]`` row as a node without children."""
+        top: list[dict[str, object]] = []
+        parents: list[list[dict[str, object]]] = [top]
+        for row in self._rows(profile):
+            if isinstance(row, tuple):
+                share, symbol, module = row
+                top.append({"symbol": symbol, "module": module, "share": round(share, 3)})
+                continue
+            children: list[dict[str, object]] = []
+            symbol, module = row.site
+            node = {
+                "symbol": symbol,
+                "module": module,
+                "samples": row.weight,
+                "share": round(row.share, 3),
+                "children": children,
+            }
+            del parents[row.depth + 1 :]
+            parents[row.depth].append(node)
+            parents.append(children)
+        return top

@@ -1,18 +1,48 @@
 """The lines of one ``--where`` refresh, shared by batch text and csv
 (``tiptop.outputs.where``) and the live window (``tiptop.live.where``): a head saying what
-was sampled, how much and what was lost, then ``(share %, symbol, module)`` rows."""
+was sampled, how much and what was lost, then the call tree's rows
+(``tiptop.where.calltree``) or, for csv, ``(share %, symbol, module)`` rows of the hottest
+functions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tiptop.outside import printable
-from tiptop.where.profile import Profile
+from tiptop.readonly import readonly
+from tiptop.where.calltree import Path, TreeRow, View, build, tree_rows
+from tiptop.where.profile import Profile, Stack
 
-__all__ = ["OTHER", "TOP", "profile_head", "profile_lines"]
+__all__ = [
+    "DEPTH",
+    "MIN_SHARE",
+    "OTHER",
+    "TOP",
+    "TreeCut",
+    "profile_head",
+    "profile_lines",
+    "profile_stacks",
+    "profile_tree",
+    "row_text",
+]
 
-#: Functions shown per refresh in text and csv.
+#: Functions shown per refresh in text and csv (the first level of a tree).
 TOP = 20
 #: The name of the line that adds up the functions past :data:`TOP`.
 OTHER = "[other]"
+#: The batch tree's default cuts: levels shown, and the least share of a node shown (%).
+DEPTH = 8
+MIN_SHARE = 0.5
+
+
+@readonly
+class TreeCut:
+    """How a batch tree is shown: its view, at most ``depth`` levels (0: all), no node
+    under ``min_share`` percent (``--top-down``, ``--depth``, ``--min-share``)."""
+
+    view: View = View.BOTTOM_UP
+    depth: int = DEPTH
+    min_share: float = MIN_SHARE
 
 
 def profile_head(profile: Profile) -> str:
@@ -34,3 +64,58 @@ def profile_lines(profile: Profile, top: int = TOP) -> list[tuple[float, str, st
         more = len(profile.hot) - top
         rows.append((100.0 * rest / profile.samples, OTHER, f"{more} functions"))
     return rows
+
+
+def profile_stacks(profile: Profile) -> tuple[Stack, ...]:
+    """The refresh's call stacks; where it has none (samples taken without chains), each
+    function a stack of its own."""
+    if profile.stacks or not profile.hot:
+        return profile.stacks
+    return tuple(Stack(((h.symbol, h.module),), h.samples) for h in profile.hot)
+
+
+def profile_tree(
+    stacks: tuple[Stack, ...],
+    view: View,
+    *,
+    depth: int = DEPTH,
+    min_share: float = MIN_SHARE,
+    opened: Callable[[Path], bool] = lambda _path: True,
+    top: int = TOP,
+) -> list[TreeRow | tuple[float, str, str]]:
+    """The rows of the tree of ``stacks`` in ``view``, cut (:func:`tree_rows`), the
+    first level at its ``top`` nodes, then one :data:`OTHER` row ``(share, symbol,
+    module)`` for the first-level nodes left out when there are any."""
+    root = build(((st.frames, st.weight) for st in stacks), view)
+    rows: list[TreeRow | tuple[float, str, str]] = []
+    firsts = 0
+    shown = 0
+    for row in tree_rows(root, depth=depth, min_share=min_share, opened=opened):
+        if row.depth == 0:
+            firsts += 1
+            if firsts > top:
+                continue
+            shown += row.weight
+        elif firsts > top:
+            continue
+        rows.append(row)
+    rest = root.weight - shown
+    if rest > 0:
+        more = len(root.children) - min(firsts, top)
+        rows.append((100.0 * rest / root.weight, OTHER, f"{more} functions"))
+    return rows
+
+
+def row_text(row: TreeRow | tuple[float, str, str], marks: bool = False) -> str:
+    """A tree row as text: its share, then its symbol and module indented two spaces a
+    level; with ``marks``, first ``+`` for a closed node that has children, ``-`` for an
+    opened one, a blank for the others."""
+    if isinstance(row, tuple):
+        share, symbol, module = row
+        return f"{'  ' if marks else ''}{share:5.1f}%  {printable(symbol)}  {printable(module)}"
+    symbol, module = row.site
+    mark = ""
+    if marks:
+        mark = "- " if row.opened else "+ " if row.branches else "  "
+    indent = "  " * row.depth
+    return f"{mark}{row.share:5.1f}%  {indent}{printable(symbol)}  {printable(module)}"
