@@ -94,3 +94,30 @@ def test_the_batch_text_is_the_tree_and_json_nests_it() -> None:
     assert [c["symbol"] for c in work["children"]] == ["a", "b"]
     assert work["children"][0]["children"] == []  # cut at depth 2
     assert sum(s["samples"] for s in rec["stacks"]) == rec["samples"] == 100
+
+
+def test_folded_lines_escape_a_semicolon_and_keep_their_bound(tmp_path: object) -> None:
+    """One line per distinct stack over the run, the file written again whole; a ``;`` in
+    a name escaped; stacks past the bound counted on one line, the sum kept."""
+    import os
+    from pathlib import Path
+
+    from tiptop.outputs import folded as F
+
+    path = Path(str(tmp_path)) / "f.folded"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    out = F.FoldedFile(fd, str(path))
+    out.add(profile())
+    out.add(profile())
+    assert path.read_text().splitlines() == ["main;a;work 150", "main;b;work 40", "main;idle 10"]
+    jit = Profile(7, "p", "cpu-clock", 1000, 1.0, 3, 0, (), False, (Stack((("La;b", "j"),), 3),))
+    bound = F.MAX_STACKS
+    F.MAX_STACKS = 3
+    try:
+        out.add(jit)
+    finally:
+        F.MAX_STACKS = bound
+    assert path.read_text().splitlines()[-1] == "[other stacks] 3"
+    assert out.samples == 203
+    assert F.folded_line(("La;b", "c"), 2) == "La\\x3bb;c 2"
+    out.close()

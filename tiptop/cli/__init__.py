@@ -92,6 +92,7 @@ Usage: {prog} [option] [-- command args]
 	--depth N             --where's tree: at most N levels (8; 0: all)
 	--min-share PCT       --where's tree: no function under PCT % of the samples (0.5)
 	--top-down            --where's tree from the callers down (default: each function up)
+	--folded FILE         --where's call stacks, folded (flamegraph.pl, inferno, speedscope)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Toggles invert the configuration file's value (as the original): with idle on in the
@@ -123,6 +124,7 @@ def _check_where(opts: Options) -> None:
             ("--depth", "where_depth"),
             ("--min-share", "where_min_share"),
             ("--top-down", "where_top_down"),
+            ("--folded", "folded"),
         )
         if getattr(opts, field) != getattr(defaults, field)
     ]

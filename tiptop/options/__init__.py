@@ -125,6 +125,7 @@ class Options:
     where_depth: int = 8  # --depth N (--where's tree: levels shown; 0: all)
     where_min_share: float = 0.5  # --min-share PCT (--where's tree: the least share shown)
     where_top_down: bool = False  # --top-down (--where's tree: callers to callees)
+    folded: str | None = None  # --folded FILE (--where's stacks, folded, for flame graphs)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -258,6 +259,7 @@ TEXT_OPTIONS = frozenset(
         "serve",
         "textfile",
         "web_config",
+        "folded",
     }
 )
 

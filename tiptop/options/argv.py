@@ -82,6 +82,7 @@ LONG = {
     "depth": ("set", "where_depth"),
     "min-share": ("set", "where_min_share"),
     "top-down": ("toggle", "where_top_down"),
+    "folded": ("set", "folded"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

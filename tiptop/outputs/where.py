@@ -15,6 +15,7 @@ import json
 import time
 from typing import IO
 
+from tiptop.outputs.folded import FoldedFile
 from tiptop.where import Profile
 from tiptop.where.calltree import TreeRow
 from tiptop.where.report import (
@@ -46,11 +47,20 @@ _CSV_HEADER = (
 class WhereWriter:
     """Per refresh, the hottest functions of the profiled process in ``fmt``."""
 
-    def __init__(self, out: IO[str], fmt: str, pid: int, cut: TreeCut | None = None) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        fmt: str,
+        pid: int,
+        cut: TreeCut | None = None,
+        folded: FoldedFile | None = None,
+    ) -> None:
         self.out = out
         self.fmt = fmt
         self.pid = pid
         self.cut = cut or TreeCut()
+        #: ``--folded``'s file, which each refresh's stacks go to as well.
+        self.folded = folded
         self.csv = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
 
     def begin(self, now: float) -> None:
@@ -66,6 +76,8 @@ class WhereWriter:
     def frame(self, profile: Profile, iteration: int) -> int:
         """Write one refresh; returns the lines written."""
         now = time.time()
+        if self.folded is not None:
+            self.folded.add(profile)
         if self.fmt == "json":
             rec = {
                 "timestamp": round(now, 6),
