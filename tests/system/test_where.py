@@ -84,6 +84,8 @@ def text_shares(out: str) -> dict[str, float]:
         n = int(m.group(1))
         samples_all += n
         for line in lines[heads[0] + 1 :]:
+            if "  waiting  " in line:
+                break  # where it waited off CPU (as root): test_where_offcpu's
             share, symbol, _module = line.split(None, 2)
             totals[symbol] = totals.get(symbol, 0.0) + float(share.rstrip("%")) * n
     assert samples_all > 50, out

@@ -121,6 +121,8 @@ def test_the_text_tree_top_down_shows_each_caller_and_its_share(
         taken += n
         path: list[str] = []
         for line in lines[head + 1 :]:
+            if "  waiting  " in line:
+                break  # where it waited off CPU (as root): test_where_offcpu's
             share, rest = line.split("%", 1)
             depth = (len(rest) - len(rest.lstrip(" ")) - 2) // 2
             symbol = rest.strip().split("  ")[0]

@@ -169,3 +169,44 @@ def test_a_table_demangles_a_name_when_it_is_first_shown() -> None:
     table = from_entries([(0x100, 0x10, b"_ZN2ns5Klass6methodEi"), (0x200, 0x10, b"plain")])
     assert table.symbol(0x105) == "ns::Klass::method(int)"
     assert table.symbol(0x205) == "plain"
+
+
+def test_waits_last_until_the_thread_runs_again(tmp_path: Path) -> None:
+    """A switch sample (the chain of the thread leaving the CPU) opens a wait; the
+    thread's switch-in record closes it: its length goes to the stack, the kernel's part
+    cut to the function it waits in; a wait still open is counted up to now and the rest
+    at the next refresh."""
+    from tiptop.kernel.ring import Drained
+    from tiptop.where.offcpu import Waits
+
+    resolver = Resolver(7, os.geteuid(), SymbolCache(), str(tmp_path))
+    resolver._kernel = from_entries(
+        [
+            (0x1000, 0x100, b"__schedule"),
+            (0x1100, 0x100, b"schedule"),
+            (0x1200, 0x100, b"do_nanosleep"),
+        ]
+    )
+    sleep = (CONTEXT_KERNEL, 0x1010, 0x1110, 0x1210, CONTEXT_USER, 0x10)
+    waits = Waits(resolver)
+    one = Drained(
+        [0, 0],
+        [5, 5],
+        0,
+        [100, 400],
+        [sleep, sleep],
+        [
+            Switch(5, 101, True),
+            Switch(5, 300, False),
+            Switch(5, 401, True),
+        ],
+    )
+    waited = waits.take(one)
+    user = ("[unknown]", "[unknown]")
+    assert waited == {(user, ("do_nanosleep", KERNEL)): 200}
+    assert waits.switches == 2
+    before = time.monotonic_ns()
+    waits.now(waited, set())
+    assert waited[(user, ("do_nanosleep", KERNEL))] > 200 + (before - 400) - 10**9
+    again = waits.take(Drained([], [], 0, [], [], [Switch(5, time.monotonic_ns(), False)]))
+    assert sum(again.values()) < 10**8  # only the part since the last count

@@ -62,7 +62,7 @@ def test_cut_by_depth_and_by_share() -> None:
 
 
 def test_the_first_level_past_its_top_is_one_other_row() -> None:
-    rows = profile_tree(STACKS, View.BOTTOM_UP, depth=1, min_share=0.0, top=1)
+    rows = profile_tree(STACKS, TreeCut(View.BOTTOM_UP, depth=1, min_share=0.0), top=1)
     assert isinstance(rows[0], TreeRow) and rows[0].site == WORK
     assert rows[1] == (5.0, "[other]", "1 functions")
     assert row_text(rows[0]) == " 95.0%  work  p"

@@ -27,7 +27,14 @@ from typing import Protocol
 from tiptop.errors import TiptopError
 from tiptop.where import RATE_HZ, Profile, SampledEvent
 from tiptop.where.calltree import Path, TreeRow, View
-from tiptop.where.report import profile_head, profile_stacks, profile_tree, row_text
+from tiptop.where.report import (
+    TreeCut,
+    profile_head,
+    profile_stacks,
+    profile_tree,
+    row_text,
+    waiting_tree,
+)
 
 
 class Profiler(Protocol):
@@ -152,7 +159,10 @@ class Hottest:
             return []
         stacks = profile_stacks(self.profile)
         c = self.cursor
-        return profile_tree(stacks, c.view, depth=0, min_share=0.0, opened=c.opened, top=WINDOW_TOP)
+        cut = TreeCut(c.view, depth=0, min_share=0.0)
+        running = profile_tree(stacks, cut, c.opened, WINDOW_TOP)
+        waiting = waiting_tree(self.profile, cut, c.opened, WINDOW_TOP)
+        return running + waiting
 
     def nodes(self) -> list[TreeRow]:
         """The rows the cursor moves over (the tree's nodes, not the last ``[other]``)."""

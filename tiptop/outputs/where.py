@@ -11,6 +11,7 @@ every function, every stack and the tree as cut."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import time
 from typing import IO
@@ -25,6 +26,7 @@ from tiptop.where.report import (
     profile_stacks,
     profile_tree,
     row_text,
+    waiting_tree,
 )
 
 __all__ = ["WhereWriter"]
@@ -104,7 +106,8 @@ class WhereWriter:
                     for st in profile.stacks
                 ],
                 "view": self.cut.view.value,
-                "tree": self._tree(profile),
+                "tree": self._tree(self._rows(profile)),
+                "waiting": self._waiting(profile),
             }
             self.out.write(json.dumps(rec) + "\n")
             return 1
@@ -118,7 +121,7 @@ class WhereWriter:
             return len(rows)
         stamp = time.strftime("%H:%M:%S", time.localtime(now))
         lines = [f"{stamp} {profile_head(profile)}"]
-        for row in self._rows(profile):
+        for row in (*self._rows(profile), *self._waiting_rows(profile)):
             lines.append(f"  {row_text(row)}")
         self.out.write("\n".join(lines) + "\n\n")
         return len(lines)
@@ -126,14 +129,40 @@ class WhereWriter:
     def _rows(self, profile: Profile) -> list[TreeRow | tuple[float, str, str]]:
         cut = self.cut
         stacks = profile_stacks(profile)
-        return profile_tree(stacks, cut.view, depth=cut.depth, min_share=cut.min_share)
+        return profile_tree(stacks, cut)
 
-    def _tree(self, profile: Profile) -> list[dict[str, object]]:
-        """The tree as cut, nested: per node its symbol, module, samples, share and
-        ``children``; the ``[other]`` row as a node without children."""
+    def _waiting_rows(self, profile: Profile) -> list[TreeRow | tuple[float, str, str]]:
+        return waiting_tree(profile, self.cut)
+
+    def _waiting(self, profile: Profile) -> dict[str, object] | None:
+        """Off-CPU: the time waited, its stacks (ns) and its tree as cut (the rows beneath
+        the ``waiting`` root); None where it was not sampled."""
+        if not profile.offcpu:
+            return None
+        beneath = [
+            row if isinstance(row, tuple) else dataclasses.replace(row, depth=row.depth - 1)
+            for row in self._waiting_rows(profile)[1:]
+        ]
+        return {
+            "seconds": round(profile.waited / 1e9, 6),
+            "switches": profile.switches,
+            "lost": profile.waits_lost,
+            "stacks": [
+                {"ns": st.weight, "frames": [list(site) for site in st.frames]}
+                for st in profile.waiting
+            ],
+            "tree": self._tree(beneath, "ns"),
+        }
+
+    def _tree(
+        self, rows: list[TreeRow | tuple[float, str, str]], weight: str = "samples"
+    ) -> list[dict[str, object]]:
+        """A tree's rows as cut, nested: per node its symbol, module, its ``weight``
+        (``samples``, or ``ns`` off CPU), share and ``children``; an ``[other]`` row as a
+        node without children."""
         top: list[dict[str, object]] = []
         parents: list[list[dict[str, object]]] = [top]
-        for row in self._rows(profile):
+        for row in rows:
             if isinstance(row, tuple):
                 share, symbol, module = row
                 top.append({"symbol": symbol, "module": module, "share": round(share, 3)})
@@ -143,7 +172,7 @@ class WhereWriter:
             node = {
                 "symbol": symbol,
                 "module": module,
-                "samples": row.weight,
+                weight: row.weight,
                 "share": round(row.share, 3),
                 "children": children,
             }

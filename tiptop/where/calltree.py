@@ -88,6 +88,8 @@ class TreeRow:
     #: Whether it has children, and whether they are shown.
     branches: bool
     opened: bool
+    #: Words shown in place of its module (a root row's: how long, how many).
+    note: str = ""
 
     @property
     def site(self) -> Site:

@@ -34,7 +34,7 @@ import os
 import time
 from collections import Counter
 
-from tiptop.errors import TiptopError
+from tiptop.errors import EventError, TiptopError
 from tiptop.host import Host
 from tiptop.kernel import Attr, explain_open_error, perf_event_open
 from tiptop.kernel.attr import SAMPLE_CALLCHAIN, SAMPLE_IP, SAMPLE_TID
@@ -44,6 +44,7 @@ from tiptop.messages import MessageLog
 from tiptop.outside import decoded
 from tiptop.readonly import readonly
 from tiptop.vocab import HwId, PerfType, SwId
+from tiptop.where import offcpu
 from tiptop.where.elf import SymbolCache
 from tiptop.where.resolve import Resolver, Site
 
@@ -140,6 +141,13 @@ class Profile:
     hot: tuple[Hot, ...]
     exited: bool
     stacks: tuple[Stack, ...] = ()
+    #: Off-CPU: whether it was sampled; per stack the nanoseconds waited (most first),
+    #: their sum, the switches seen and the ones the kernel could not store.
+    offcpu: bool = False
+    waiting: tuple[Stack, ...] = ()
+    waited: int = 0
+    switches: int = 0
+    waits_lost: int = 0
 
     def share(self, hot: Hot) -> float:
         """``hot``'s part of this refresh's samples, in percent."""
@@ -207,6 +215,11 @@ class TaskProfiler:
         #: Per sampled thread id, its event's fd and ring buffer.
         self._rings: dict[int, tuple[int, SampleRing]] = {}
         self._pages = data_pages(len(tids), delay)
+        #: Off-CPU: the tracepoint's id (None: not sampled), its rings, the waits.
+        self._switch = self._switch_tracepoint()
+        self._waits_rings: dict[int, tuple[int, SampleRing]] = {}
+        self._waits_pages = offcpu.switch_pages(len(tids), delay)
+        self._waits = offcpu.Waits(self._resolver)
         self._exited = False
         try:
             self._open(tids)
@@ -218,6 +231,37 @@ class TaskProfiler:
             raise TiptopError(f"--where {pid}: no such process")
         self._resolver.refresh()
         self._since = time.monotonic()
+
+    def _switch_tracepoint(self) -> int | None:
+        """The id of ``sched:sched_switch`` where off-CPU time can be sampled; else None,
+        and one line says why."""
+        why = offcpu.unavailable(self._host)
+        if why is None:
+            try:
+                return offcpu.tracepoint(self._host)
+            except EventError as e:
+                why = f"off-CPU time not sampled: {e}"
+        self._say("where:offcpu", why)
+        return None
+
+    def _open_waits(self, tid: int) -> None:
+        """The off-CPU event of thread ``tid``; a refusal ends off-CPU sampling, in one
+        line."""
+        if self._switch is None:
+            return
+        try:
+            fd = perf_event_open(offcpu.switch_attr(self._switch), tid, -1, -1, _FD_CLOEXEC)
+        except OSError as e:
+            if e.errno != errno.ESRCH:
+                self._switch = None
+                self._say("where:offcpu", f"off-CPU time not sampled: {e.strerror}")
+            return
+        try:
+            self._waits_rings[tid] = (fd, SampleRing(fd, self._waits_pages, offcpu.SAMPLE_TYPE))
+        except OSError as e:
+            os.close(fd)
+            self._switch = None
+            self._say("where:offcpu", f"off-CPU time not sampled: {e.strerror}")
 
     def _say(self, key: str, line: str) -> None:
         """One line about this profile (a file skipped, and why), once per key."""
@@ -245,6 +289,7 @@ class TaskProfiler:
             try:
                 self._rings[tid] = (fd, SampleRing(fd, self._pages, SAMPLE_TYPE))
                 opened.append(tid)
+                self._open_waits(tid)
             except OSError as e:
                 os.close(fd)
                 line = (
@@ -289,8 +334,15 @@ class TaskProfiler:
             counts.update(drained.ips)
             chains.update(drained.chains)
             lost += drained.lost
+        switched = [ring.drain() for _fd, ring in self._waits_rings.values()]
+        listed = set(self._rings)
         if not self._exited:
-            self._follow()
+            self._follow()  # the maps read again: the names below are this refresh's
+        waited: Counter[tuple[Site, ...]] = Counter()
+        for drained in switched:
+            waited.update(self._waits.take(drained))
+        self._waits.now(waited, listed - set(self._rings))
+        switches, self._waits.switches = self._waits.switches, 0
         named: Counter[tuple[str, str]] = Counter()
         for ip, n in counts.items():
             named[self._resolver.name(ip)] += n
@@ -306,6 +358,11 @@ class TaskProfiler:
             hot=hot,
             exited=self._exited,
             stacks=self._stacks(chains),
+            offcpu=self._switch is not None,
+            waiting=tuple(Stack(frames, ns) for frames, ns in waited.most_common()),
+            waited=waited.total(),
+            switches=switches,
+            waits_lost=sum(drained.lost for drained in switched),
         )
 
     def _stacks(self, chains: Counter[tuple[int, ...]]) -> tuple[Stack, ...]:
@@ -344,15 +401,18 @@ class TaskProfiler:
                 self._close_ring(tid)
 
     def _close_ring(self, tid: int) -> None:
-        """Close the event of thread ``tid`` (drained already)."""
-        fd, ring = self._rings.pop(tid)
-        ring.close()
-        os.close(fd)
+        """Close the events of thread ``tid`` (drained already)."""
+        for rings in (self._rings, self._waits_rings):
+            held = rings.pop(tid, None)
+            if held is not None:
+                held[1].close()
+                os.close(held[0])
 
     def start(self) -> None:
         """Drop what was sampled so far: the next refresh covers the time from now."""
-        for _fd, ring in self._rings.values():
+        for _fd, ring in (*self._rings.values(), *self._waits_rings.values()):
             ring.drain()
+        self._waits = offcpu.Waits(self._resolver)
         self._since = time.monotonic()
 
     def exited(self) -> bool:

@@ -12,6 +12,7 @@ from tiptop.outside import printable
 from tiptop.readonly import readonly
 from tiptop.where.calltree import Path, TreeRow, View, build, tree_rows
 from tiptop.where.profile import Profile, Stack
+from tiptop.where.resolve import Site
 
 __all__ = [
     "DEPTH",
@@ -24,6 +25,7 @@ __all__ = [
     "profile_stacks",
     "profile_tree",
     "row_text",
+    "waiting_tree",
 ]
 
 #: Functions shown per refresh in text and csv (the first level of a tree).
@@ -74,23 +76,22 @@ def profile_stacks(profile: Profile) -> tuple[Stack, ...]:
     return tuple(Stack(((h.symbol, h.module),), h.samples) for h in profile.hot)
 
 
+def every(_path: Path) -> bool:
+    """Every node opened (batch)."""
+    return True
+
+
 def profile_tree(
-    stacks: tuple[Stack, ...],
-    view: View,
-    *,
-    depth: int = DEPTH,
-    min_share: float = MIN_SHARE,
-    opened: Callable[[Path], bool] = lambda _path: True,
-    top: int = TOP,
+    stacks: tuple[Stack, ...], cut: TreeCut, opened: Callable[[Path], bool] = every, top: int = TOP
 ) -> list[TreeRow | tuple[float, str, str]]:
-    """The rows of the tree of ``stacks`` in ``view``, cut (:func:`tree_rows`), the
-    first level at its ``top`` nodes, then one :data:`OTHER` row ``(share, symbol,
+    """The rows of the tree of ``stacks`` in ``cut``'s view, cut (:func:`tree_rows`),
+    the first level at its ``top`` nodes, then one :data:`OTHER` row ``(share, symbol,
     module)`` for the first-level nodes left out when there are any."""
-    root = build(((st.frames, st.weight) for st in stacks), view)
+    root = build(((st.frames, st.weight) for st in stacks), cut.view)
     rows: list[TreeRow | tuple[float, str, str]] = []
     firsts = 0
     shown = 0
-    for row in tree_rows(root, depth=depth, min_share=min_share, opened=opened):
+    for row in tree_rows(root, depth=cut.depth, min_share=cut.min_share, opened=opened):
         if row.depth == 0:
             firsts += 1
             if firsts > top:
@@ -106,6 +107,38 @@ def profile_tree(
     return rows
 
 
+#: The site of the off-CPU tree's root row: every path beneath it begins with it.
+WAITING: Site = ("waiting", "")
+
+
+def waiting_tree(
+    profile: Profile, cut: TreeCut, opened: Callable[[Path], bool] = every, top: int = TOP
+) -> list[TreeRow | tuple[float, str, str]]:
+    """Where the process waited (off CPU), as rows under one ``waiting`` root row (its
+    time and switches); shares of the time waited. None where off-CPU time was not
+    sampled."""
+    if not profile.offcpu:
+        return []
+    seconds = profile.waited / 1e9
+    lost = f", {profile.waits_lost} lost" if profile.waits_lost else ""
+    said = f"{seconds:.2f} s off CPU, {profile.switches} switches{lost}"
+    shown = bool(profile.waiting) and opened((WAITING,))
+    root = TreeRow(0, (WAITING,), profile.waited, 100.0, bool(profile.waiting), shown, said)
+    rows: list[TreeRow | tuple[float, str, str]] = [root]
+    if not shown:
+        return rows
+    beneath = profile_tree(profile.waiting, cut, lambda path: opened((WAITING, *path)), top)
+    for row in beneath:
+        if isinstance(row, tuple):
+            rows.append(row)
+        else:
+            path = (WAITING, *row.path)
+            rows.append(
+                TreeRow(row.depth + 1, path, row.weight, row.share, row.branches, row.opened)
+            )
+    return rows
+
+
 def row_text(row: TreeRow | tuple[float, str, str], marks: bool = False) -> str:
     """A tree row as text: its share, then its symbol and module indented two spaces a
     level; with ``marks``, first ``+`` for a closed node that has children, ``-`` for an
@@ -114,6 +147,7 @@ def row_text(row: TreeRow | tuple[float, str, str], marks: bool = False) -> str:
         share, symbol, module = row
         return f"{'  ' if marks else ''}{share:5.1f}%  {printable(symbol)}  {printable(module)}"
     symbol, module = row.site
+    module = row.note or module
     mark = ""
     if marks:
         mark = "- " if row.opened else "+ " if row.branches else "  "
