@@ -28,7 +28,7 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Code, valued
 from tiptop.errors import SpecError, shown
 from tiptop.readonly import readonly
-from tiptop.screens.topdown import ADVICE, TREES, Tree
+from tiptop.screens.topdown import ADVICE, TREES, Tree, exceeds
 
 __all__ = [
     "NodeView",
@@ -129,22 +129,25 @@ class BoundPath:
         return out
 
     def over(self, shares: np.ndarray) -> np.ndarray:
-        """``(n, nodes)``: each node over its threshold (a NaN share never is)."""
+        """``(n, nodes)``: each node over its threshold (a NaN share never is; a share at
+        its bound up to rounding is not: :func:`~tiptop.screens.topdown.exceeds`)."""
         out = np.zeros(shares.shape, bool)
         with np.errstate(invalid="ignore"):
             for i, terms in enumerate(self.terms):
                 for idx, bounds in terms:
-                    out[:, i] |= (shares[:, idx] > bounds).all(axis=1)
+                    out[:, i] |= exceeds(shares[:, idx], bounds).all(axis=1)
         return out
 
     def walk(self, shares: np.ndarray, over: np.ndarray) -> np.ndarray:
         """Per row, the deepest node on the critical path, or -1: at each level the child
-        over its threshold with the largest share (the first in tree order on a tie)."""
+        over its threshold with the largest share, the first in tree order of those tied
+        with it up to rounding (:func:`~tiptop.screens.topdown.exceeds`)."""
         n = len(shares)
         cur = np.full(n, -1, np.intp)
         for lvl in (1, 2):
             cand = over & (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
-            best = np.where(cand, shares, -np.inf).argmax(axis=1)
+            top = np.where(cand, shares, -np.inf).max(axis=1, keepdims=True)
+            best = (cand & ~exceeds(top, shares)).argmax(axis=1)
             cur = np.where(cand.any(axis=1), best, cur)
         return cur
 

@@ -1,11 +1,11 @@
 """The vendors' top-down trees: nodes, thresholds and what each node means.
 
-Data only. A tree is a vendor's level-1 and level-2 top-down metrics (perf's
-``tools/perf/pmu-events/arch`` tables, MetricGroup ``TopdownL1``/``TopdownL2`` on Intel,
-``PipelineL1``/``PipelineL2`` on AMD Zen 4/5, ``TopdownL1`` on Arm Neoverse), each node keyed
-by a short label path (``BE``, ``BE/Mem``) that the bottleneck column prints and the
-screens' ``bottleneck(...)`` expressions name (tiptop/screens/bottleneck.py,
-docs/screens.md "Bottleneck").
+Data, and the one comparison its thresholds and ties use. A tree is a vendor's level-1 and
+level-2 top-down metrics (perf's ``tools/perf/pmu-events/arch`` tables, MetricGroup
+``TopdownL1``/``TopdownL2`` on Intel, ``PipelineL1``/``PipelineL2`` on AMD Zen 4/5,
+``TopdownL1`` on Arm Neoverse), each node keyed by a short label path (``BE``, ``BE/Mem``)
+that the bottleneck column prints and the screens' ``bottleneck(...)`` expressions name
+(tiptop/screens/bottleneck.py, docs/screens.md "Bottleneck").
 
 *Thresholds.* A node is over its threshold when any of its :attr:`Node.threshold` terms
 holds, a term being "each named node's share is above its bound" (fractions of slots).
@@ -26,6 +26,12 @@ child over its threshold with the largest share; ties go to the earlier node in
 :attr:`Tree.nodes` (front end, bad speculation, back end, retiring, then SMT, as toplev lists
 level 1).
 
+*Exact bounds.* Shares are ratios of counts computed in floating point, and two spellings of
+one ratio round apart (``100 * BE / TOT / 100`` is 0.20000000000000004 where ``BE / TOT`` is
+0.2): a share within :data:`TOLERANCE` of a bound is read as equal to it, so not over it
+(perf's thresholds are strict: ``tma_backend_bound > 0.2``), and two shares within it of each
+other are a tie (:func:`exceeds`, used for both by tiptop/screens/bottleneck.py).
+
 *Meaning and advice.* One line each, from Yasin (ISPASS 2014, sections III-IV), Intel's
 "Top-down Microarchitecture Analysis Method" (Intel 64 and IA-32 Architectures Optimization
 Reference Manual, appendix B.1), AMD's "Software Optimization Guide for the AMD Zen4
@@ -36,12 +42,28 @@ al., ICPE 2017: stall cycles on outstanding loads track memory-bound time).
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 from tiptop.readonly import readonly
 
-__all__ = ["ADVICE", "TREES", "Node", "Tree"]
+__all__ = ["ADVICE", "TOLERANCE", "TREES", "Node", "Tree", "exceeds"]
 
 #: One threshold term: ``((label, bound), ...)``, all must hold; bounds are fractions.
 Term = tuple[tuple[str, float], ...]
+
+#: How far apart two shares (fractions of slots) must be to differ: a billionth of the
+#: slots, far above a float's rounding of a ratio (about 1e-16) and far below what a count
+#: can move (one slot in a second of a 4-wide 4 GHz core is 6e-11 of them, and no
+#: threshold or tie turns on so little).
+TOLERANCE = 1e-9
+
+
+def exceeds(share: ArrayLike, than: ArrayLike) -> NDArray[np.bool_]:
+    """``share > than`` by more than :data:`TOLERANCE`, elementwise (a NaN exceeds nothing):
+    a share at a bound, up to rounding, is not over it, and shares equal up to rounding are
+    a tie."""
+    return np.asarray(share) > np.asarray(than) + TOLERANCE
 
 
 @readonly
