@@ -158,13 +158,15 @@ def test_model_specific_variants() -> None:
     assert snb["fp"].counter("A").event == NamedEvent("cpu/event=0xca,umask=0x1e,cmask=1/")
     # topdown: perf metrics on Icelake+ with perf's tma_* corrections (INT_MISC.UOP_DROPPING,
     # 0x0d/0x10 on Ice Lake, 0xad/0x10 from Sapphire Rapids; INT_MISC.CLEARS_COUNT on Ice
-    # Lake..Rocket Lake), raw 4-wide before, generic elsewhere
+    # Lake..Rocket Lake), raw 4-wide before, generic elsewhere; from Sapphire Rapids on,
+    # heavy operations too (a metric field: no counter) for retiring's threshold
     assert named_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
         "slots",
         "topdown-retiring",
         "topdown-bad-spec",
         "topdown-fe-bound",
         "topdown-be-bound",
+        "topdown-heavy-ops",
         "cpu/event=0xad,umask=0x10/",
     ]
     assert named_events(by_name(Target("x86", "06_7E"))["topdown"])[5:] == [
@@ -208,10 +210,18 @@ def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
             assert expr.builtins <= set(BUILTINS)
             used |= expr.aliases
             # every cell prints at its header's width (placeholders use that width too); a
-            # bottleneck cell at most that wide, its longest label at 100%
+            # bottleneck cell at most that wide, its longest label at 100% (a level-2 label
+            # shows only where its siblings all have columns: BoundPath.walk)
             if is_path(col.expr):
-                given = [lab for lab, _ in parse_path(col.expr).columns]
-                shown = given + [lab.rpartition("/")[0] for lab in given if "/" in lab]
+                spec = parse_path(col.expr)
+                given = {lab for lab, _ in spec.columns}
+                parents = {lab.rpartition("/")[0] for lab in given if "/" in lab}
+                full = {
+                    p
+                    for p in parents
+                    if {n.label for n in spec.tree.nodes if n.parent == p} <= given
+                }
+                shown = {lab for lab in given if lab.rpartition("/")[0] in full | {""}} | parents
                 widest = max(len(f"{lab} {col.format % 100}") for lab in shown)
                 assert widest <= len(col.header), (s.name, col.header)
                 assert set(dict(parse_path(col.expr).columns).values()) <= {

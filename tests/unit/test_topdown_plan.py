@@ -181,7 +181,8 @@ def test_hybrid_topdown_counts_on_cpu_core_only(tmp_path: Path) -> None:
     (g,) = sp.plan.groups
     assert g.pmu == "cpu_core"
     uop_dropping = (CORE, 0x10AD)  # cpu_core INT_MISC.UOP_DROPPING (adl-metrics.json tma_*)
-    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + [uop_dropping]
+    heavy = (CORE, METRIC["topdown-heavy-ops"])  # for retiring's threshold: no counter
+    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + [heavy, uop_dropping]
     assert not sp.plan.multi.any()
     assert all(a.type != ATOM for _, attrs in b.opens for a in attrs)
     (line,) = log.lines()
@@ -191,7 +192,7 @@ def test_hybrid_topdown_counts_on_cpu_core_only(tmp_path: Path) -> None:
         "cpu_atom/topdown-bad-spec/, cpu_atom/topdown-fe-bound/, cpu_atom/topdown-be-bound/)"
     )
     assert "shows '?'" in line
-    assert set(log.about("RET").subjects) == {"S", "RET", "BAD", "FE", "BE"}  # type: ignore[union-attr]
+    assert set(log.about("RET").subjects) == {"S", "RET", "BAD", "FE", "BE", "HVY"}  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("name", list(ATOM_TD))

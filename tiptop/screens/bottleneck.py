@@ -141,11 +141,17 @@ class BoundPath:
     def walk(self, shares: np.ndarray, over: np.ndarray) -> np.ndarray:
         """Per row, the deepest node on the critical path, or -1: at each level the child
         over its threshold with the largest share, the first in tree order of those tied
-        with it up to rounding (:func:`~tiptop.screens.topdown.exceeds`)."""
+        with it up to rounding (:func:`~tiptop.screens.topdown.exceeds`). Below level 1
+        only where every child of the node has a share: a level-1 screen that counts one
+        level-2 node for a threshold (heavy operations, for retiring's) stops at level 1."""
         n = len(shares)
         cur = np.full(n, -1, np.intp)
+        known = ~np.isnan(shares)
         for lvl in (1, 2):
-            cand = over & (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
+            kids = (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
+            cand = over & kids
+            if lvl > 1:
+                cand &= (known | ~kids).all(axis=1, keepdims=True)
             top = np.where(cand, shares, -np.inf).max(axis=1, keepdims=True)
             best = (cand & ~exceeds(top, shares)).argmax(axis=1)
             cur = np.where(cand.any(axis=1), best, cur)

@@ -43,14 +43,18 @@ _HYGON = (
     "in neither amd.c's Zen lists nor perf 6.12's mapfile"
 )
 
-_HEAVY = (
-    "level 1 counts no heavy operations: retiring's second threshold term "
-    "(tma_heavy_operations > 0.1) never fires here; topdown2 counts them"
+_HEAVY_ICL = (
+    "level 1 counts no heavy operations (perf's tma_heavy_operations here reads six more "
+    "general-purpose counters: UOPS_ISSUED.ANY, UOPS_RETIRED.SLOTS, IDQ.MS_UOPS, "
+    "IDQ.MITE_UOPS and UOPS_DECODED.DEC0 twice; with the screen's two that is all 8 of a "
+    "thread with SMT off and twice the 4 with it on): retiring's second threshold term "
+    "(tma_heavy_operations > 0.1) never fires here"
 )
 _HEAVY_RAW = (
-    "level 1 counts no heavy operations (perf's formula here needs several more events, "
-    "and there is no topdown2): retiring's second threshold term "
-    "(tma_heavy_operations > 0.1) never fires here"
+    "level 1 counts no heavy operations (perf's tma_heavy_operations here reads one more "
+    "event, IDQ.MS_UOPS, or UOPS_RETIRED.MACRO_FUSED from Skylake on: a fifth "
+    "general-purpose counter where SMT on leaves four, and there is no topdown2): "
+    "retiring's second threshold term (tma_heavy_operations > 0.1) never fires here"
 )
 _UCODE = (
     "level 1 counts no microcode ops (its six counters are taken): retiring's second "
@@ -94,10 +98,7 @@ DEVIATIONS: tuple[Deviation, ...] = tuple(
             "06_C5",
             "Arrow Lake-H: its perf metrics came to core.c after Linux 6.12",
         ),
-        ("topdown", "06_7E", "threshold", "RET", _HEAVY_RAW),
-        ("topdown", "06_8F", "threshold", "RET", _HEAVY),
-        ("topdown", "06_97", "threshold", "RET", _HEAVY),
-        ("topdown", "06_BD", "threshold", "RET", _HEAVY),
+        ("topdown", "06_7E", "threshold", "RET", _HEAVY_ICL),
         ("topdown", "06_2A", "threshold", "RET", _HEAVY_RAW),
         ("topdown", "19_11", "threshold", "RET", _UCODE),
         ("topdown", "1A_02", "threshold", "RET", _UCODE),
