@@ -241,3 +241,24 @@ def test_list_screens_probe_opens_a_metric_under_slots() -> None:
         got = diagnose._slots_head(b, host, attr)
         assert [a.config for a in got] == head, name
         assert all(a.type == attr.type and a.exclude_kernel for a in got)
+
+
+@pytest.mark.parametrize(
+    ("model", "smt", "said"),
+    [("06_55", True, True), ("06_3C", True, True), ("06_55", False, False), ("06_7E", True, False)],
+)
+def test_pre_ice_lake_topdown_says_it_is_whole_core_with_smt_on(
+    tmp_path: Path, model: str, smt: bool, said: bool
+) -> None:
+    """Skylake-X/Cascade Lake and Haswell with SMT on: one line says the task's top-down
+    cells are not its own (the core's slots are shared; pmu-tools#385, AnyThread); not
+    with SMT off, nor on Ice Lake, whose perf metrics count per thread."""
+    log = MessageLog()
+    host = host_at(str(tmp_path), INTEL, smt_active=smt)
+    Planner(fake(), host, log, threads=False, kernel=False).plan(builtin("topdown", model))
+    lines = [m for m in log.lines() if "whole-core" in m]
+    assert bool(lines) is said
+    if said:
+        (line,) = lines
+        assert line.startswith("screen 'topdown': with SMT on, top-down before Ice Lake is")
+        assert "pmu-tools#385" in line and "AnyThread" in line
