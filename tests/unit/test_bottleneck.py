@@ -22,7 +22,7 @@ import pytest
 from tests.support import builders, oracle
 from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
 from tests.support.perfexpr import Expr, canonical, parse
-from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
+from tests.unit.test_oracle_screens import ARM_SLOTS, LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
@@ -69,16 +69,20 @@ PEER = {
     "cpu": "tma_core_bound",
     "fastpath": "tma_light_operations",
     "microcode": "tma_heavy_operations",
+    "retired_fraction": "tma_retiring",  # AmpereOne's names
+    "misspeculation_fraction": "tma_bad_speculation",
 }
 #: Shares drawn around the tables' bounds.
 BOUNDS = [0.05, 0.1, 0.15, 0.2, 0.6, 0.7, 0.8]
-LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1"}, {"TopdownL2", "PipelineL2"}
+LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1", "TopDownL1"}, {"TopdownL2", "PipelineL2"}
 #: toplev's order, for ties: level 1, then each parent's children.
 ORDER = (
     "frontend",
     "bad_spec",
+    "misspeculation",
     "backend",
     "retiring",
+    "retired",
     "smt",
     "latency",
     "bandwidth",
@@ -150,6 +154,9 @@ BORROWING = [
     ("zen5", "amdzen5"),
     ("neoverse", "arm/neoverse-v1"),
     ("neoverse", "arm/neoverse-n2-v2"),
+    ("ampere", "ampere/ampereone"),
+    ("ampere", "ampere/ampereonex"),
+    ("hip08", "hisilicon/hip08"),
 ]
 
 
@@ -166,7 +173,8 @@ def test_amd_and_arm_borrow_their_intel_peers_threshold(tree: str, table: str) -
         m = metrics[node.metric]
         assert "MetricThreshold" not in m, f"{table} has a threshold for {node.metric} now"
         groups = m["MetricGroup"].split(";")
-        assert {f"TopdownL{node.level}", f"PipelineL{node.level}"} & set(groups), node
+        levels = {f"topdownl{node.level}", f"pipelinel{node.level}"}  # hip08: TopDownL1
+        assert levels & {g.lower() for g in groups}, node
         if node.parent:
             assert f"{t.node(node.parent).metric}_group" in groups, node
         if node.label == "SMT":
@@ -298,6 +306,22 @@ def _neoverse(rng: random.Random) -> dict[str, float]:
     }
 
 
+def _ampere(rng: random.Random) -> dict[str, float]:
+    """AmpereOne counts: 4 slots per cycle, retired and speculated ops, back-end stalled
+    slots; the front end is the rest."""
+    cyc = 1e9
+    ret, bad, _fe, be = _parts(rng, 4, 4 * cyc)
+    return {"CYC": cyc, "OPR": ret, "OPS": ret + bad, "SSB": be}
+
+
+def _hip08(rng: random.Random) -> dict[str, float]:
+    """hip08 counts: 4 slots per cycle, retired and speculated instructions, fetch bubbles;
+    the back end is the rest."""
+    cyc = 1e9
+    ret, bad, fe, _be = _parts(rng, 4, 4 * cyc)
+    return {"CYC": cyc, "INS": ret, "SPEC": ret + bad, "FB": fe}
+
+
 def _atom(width: int) -> Gen:
     """Intel E-core counts: four TOPDOWN_* totals of ``width`` slots per cycle (Crestmont's
     need not add up: in half the draws the rest or a little over; Alder Lake-N reads no
@@ -325,6 +349,9 @@ CASES = {
     "adl-l1": (Target("x86", "06_97"), "topdown", "alderlake", _intel),
     "adl-l2": (Target("x86", "06_97"), "topdown2", "alderlake", _intel),
     "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
+    "a1-l1": (Target("arm64", "C0_AC3"), "topdown", "ampere/ampereone", _ampere),
+    "a1x-l1": (Target("arm64", "C0_AC4"), "topdown", "ampere/ampereonex", _ampere),
+    "hip08-l1": (Target("arm64", "48_D01"), "topdown", "hisilicon/hip08", _hip08),
     "srf-l1": (Target("x86", "06_AF"), "topdown", "sierraforest", _atom(6)),
     "grr-l1": (Target("x86", "06_B6"), "topdown", "grandridge", _atom(6)),
     "adln-l1": (Target("x86", "06_BE"), "topdown", "alderlaken", _atom(5)),
@@ -385,20 +412,24 @@ def vendor_path(
     tiptop/screens/topdown.py ``exceeds``, is not used here)."""
     t = TABLES[table]
     counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
-    lits = {**LITERALS, "#slots": 8.0}
+    picked = screen.variant.picked if screen.variant is not None else None
+    model = screen.variant.variants[picked][2] if screen.variant and picked is not None else None
+    lits = {**LITERALS, "#slots": ARM_SLOTS.get((model or "").split(";")[0], math.nan)}
     top = max(counts.values())
 
-    def value(name: str) -> float:
+    def raw(name: str) -> float:  # as a formula reads it: a metric in its own unit
         if name in t["metrics"]:
-            m = t["metrics"][name]
-            v = _parsed(parser, m["MetricExpr"]).value(value, lits)
-            return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
+            return _parsed(parser, t["metrics"][name]["MetricExpr"]).value(raw, lits)
         if canonical(name) in t["metrics"]:  # metric.py keeps a name's escapes
-            return value(canonical(name))
+            return raw(canonical(name))
         key = canonical(name).lower()
         if key not in counts and unseen is not None:  # no screen of this case counts it
             counts[key] = top * unseen.random() ** 2
         return counts.get(key, math.nan)  # not on this screen
+
+    def value(name: str) -> float:  # a fraction of the slots (a "1percent" metric / 100)
+        scale = t["metrics"].get(name, {}).get("ScaleUnit", "")
+        return raw(name) / 100.0 if scale.startswith("1percent") else raw(name)
 
     def judged(name: str) -> float:  # as compared: the exact value, rounding noise removed
         return 0.0 if name in silenced else round(value(name), EXACT_DIGITS)
@@ -449,6 +480,9 @@ UNCOUNTED = {
     "zen4-l1": {"retiring_microcode"},
     "zen5-l1": {"retiring_from_microcode"},
     "v1-l1": set(),
+    "a1-l1": set(),
+    "a1x-l1": set(),
+    "hip08-l1": set(),
     "srf-l1": set(),
     "grr-l1": set(),
     "adln-l1": set(),

@@ -314,3 +314,33 @@ def test_find_config_skips_what_it_cannot_read_and_says_so(
         f"'{xdg}/tiptoprc': no permission to read it: skipped",
         f"'{home}/.tiptoprc': no permission to read it: skipped",
     ]
+
+
+CPUINFO = Path(__file__).resolve().parents[1] / "data" / "cpuinfo"
+#: Each cpuinfo fixture (``NAME-MODEL``) and what its level-1 ``topdown`` says it is for.
+FIXTURES = {
+    "qemu-epyc-17_01": "generic events",
+    "zen4-19_11": "AMD Zen 4",
+    "cascadelake-06_55": "Sandy Bridge..Cascade Lake",
+    "sapphirerapids-06_8F": "Sapphire Rapids+",
+    "alderlake-06_97": "Intel hybrid",
+    "ampereone-C0_AC3": "AmpereOne",
+    "ampereonex-C0_AC4": "AmpereOne",
+    "hip08-48_D01": "hip08",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_cpuinfo_fixtures_name_their_model_and_variant(name: str, tmp_path: Path) -> None:
+    """tests/data/cpuinfo/NAME-MODEL reads as MODEL (on the machine its text is from: Arm
+    fields or x86 ones), and that CPU gets the topdown variant written for it; every
+    fixture is listed here (TIPTOP_TEST_CPUINFO may name any of them)."""
+    from tiptop.cli.screens import host_target
+
+    assert sorted(f.name for f in CPUINFO.iterdir()) == sorted(FIXTURES)
+    path = CPUINFO / name
+    machine = "aarch64" if "CPU implementer" in path.read_text() else "x86_64"
+    target = host_target(str(path), machine=machine, midr=str(tmp_path / "absent"))
+    assert target.model == name.rsplit("-", 1)[1]
+    desc = by_name(target)["topdown"].desc
+    assert FIXTURES[name] in desc, desc

@@ -25,13 +25,21 @@ from tiptop.screens.model import delta_key
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screens.md"
 #: What perf's ``#`` literals are for a per-task count: not system-wide, SMT off (the
-#: per-thread forms); Arm's #slots is PMMIR_EL1.SLOTS (Neoverse N2 TRM: 5; V1, V2: 8).
+#: per-thread forms); Arm's #slots is PMMIR_EL1.SLOTS (Neoverse N2 TRM: 5; V1, V2: 8;
+#: AmpereOne, AmpereOneX: 4, the dispatch width their tables describe, tiptop/screens/
+#: builtin/arm.yaml).
 LITERALS = {"#SMT_on": 0.0, "#core_wide": 1.0}
-ARM_SLOTS = {"41_D40": 8.0, "41_D49": 5.0, "41_D4F": 8.0}
+ARM_SLOTS = {"41_D40": 8.0, "41_D49": 5.0, "41_D4F": 8.0, "C0_AC3": 4.0, "C0_AC4": 4.0}
 #: The CPU id that ``strcmp_cpuid_str`` compares with for a variant of any revision: N2 from
 #: r0p3 (the table's default form); a variant gated to revisions (``41_D49:r0p0-r0p2``) is
 #: evaluated at each of its revisions instead (:func:`arm_cpuids`).
-ARM_CPUID = {"41_D49": 0x410FD493, "41_D4F": 0x410FD4F0, "41_D40": 0x410FD400}
+ARM_CPUID = {
+    "41_D49": 0x410FD493,
+    "41_D4F": 0x410FD4F0,
+    "41_D40": 0x410FD400,
+    "C0_AC3": 0xC00FAC30,
+    "48_D01": 0x480FD010,
+}
 
 
 def variants() -> list[tuple[str, RawScreen]]:

@@ -3,9 +3,10 @@
 Data, and the one comparison its thresholds and ties use. A tree is a vendor's level-1 and
 level-2 top-down metrics (perf's ``tools/perf/pmu-events/arch`` tables, MetricGroup
 ``TopdownL1``/``TopdownL2`` on Intel, ``PipelineL1``/``PipelineL2`` on AMD Zen 4/5,
-``TopdownL1`` on Arm Neoverse), each node keyed by a short label path (``BE``, ``BE/Mem``)
-that the bottleneck column prints and the screens' ``bottleneck(...)`` expressions name
-(tiptop/screens/bottleneck.py, docs/screens.md "Bottleneck").
+``TopdownL1`` on Arm Neoverse and AmpereOne, ``TopDownL1`` on HiSilicon hip08), each node
+keyed by a short label path (``BE``, ``BE/Mem``) that the bottleneck column prints and the
+screens' ``bottleneck(...)`` expressions name (tiptop/screens/bottleneck.py, docs/screens.md
+"Bottleneck").
 
 *Thresholds.* A node is over its threshold when any of its :attr:`Node.threshold` terms
 holds, a term being "each named node's share is above its bound" (fractions of slots).
@@ -13,9 +14,10 @@ For the Intel trees they are perf's ``MetricThreshold`` of the tma_* metrics, th
 every Intel big-core table of kernel 6.12 (e.g. ``tma_memory_bound > 0.2 &
 tma_backend_bound > 0.2``) and, in the ``atom`` tree, the E-core-only tables' own bounds,
 checked against tests/data/oracle/kernel-6.12.json by tests/unit/test_bottleneck.py.
-The AMD and Arm tables of 6.12 carry no ``MetricThreshold``: their nodes take the bound of
-the Intel node they correspond to (the same split of the same slots, Yasin, ISPASS 2014),
-named in :attr:`Node.like`, and the test checks that mapping against the Intel tables too;
+The AMD and Arm tables of 6.12 (Neoverse, AmpereOne, hip08) carry no ``MetricThreshold``:
+their nodes take the bound of the Intel node they correspond to (the same split of the same
+slots, Yasin, ISPASS 2014), named in :attr:`Node.like`, and the test checks that mapping
+against the Intel tables too;
 AMD's SMT contention has no Intel peer and takes the back-end bound (20%). A heuristic:
 AMD's bad speculation leaves out the recovery bubbles that Intel's counts, so the borrowed
 15% under-flags it. toplev's sibling rule (stop at level 1 when the top two level-2
@@ -218,6 +220,35 @@ _NEOVERSE = Tree(
     ),
 )
 
+#: AmpereOne and AmpereOneX: level 1 of ampere/ampereone*/metrics.json (its own names for
+#: retiring and bad speculation), Intel's bounds as on the Neoverse cores.
+_AMPERE = Tree(
+    "ampere",
+    "AmpereOne/AmpereOneX top-down level 1 (ampere/ampereone*/metrics.json), Intel's bounds",
+    _borrowed(
+        {
+            "FE": "frontend_bound",
+            "BAD": "slots_lost_misspeculation_fraction",
+            "BE": "backend_bound",
+            "RET": "retired_fraction",
+        }
+    ),
+)
+
+#: HiSilicon hip08 (Kunpeng 920): level 1 of hisilicon/hip08/metrics.json (TopDownL1).
+_HIP08 = Tree(
+    "hip08",
+    "HiSilicon hip08 top-down level 1 (hisilicon/hip08/metrics.json), Intel's bounds",
+    _borrowed(
+        {
+            "FE": "frontend_bound",
+            "BAD": "bad_speculation",
+            "BE": "backend_bound",
+            "RET": "retiring",
+        }
+    ),
+)
+
 #: Intel's E-core-only parts (Sierra Forest, Grand Ridge, Alder Lake-N): level 1 of their
 #: tma_* metrics, whose MetricThreshold differs from the big cores' (sierraforest/,
 #: grandridge/, alderlaken/ tma_*: front end > 0.2, back end > 0.1, retiring > 0.75 alone).
@@ -234,7 +265,7 @@ _ATOM = Tree(
 
 #: Every tree, by the name a ``bottleneck(...)`` expression gives.
 TREES: dict[str, Tree] = {
-    t.name: t for t in (_TMA_TREE, _ATOM, _zen(4, ""), _zen(5, "_by"), _NEOVERSE)
+    t.name: t for t in (_TMA_TREE, _ATOM, _zen(4, ""), _zen(5, "_by"), _NEOVERSE, _AMPERE, _HIP08)
 }
 
 
