@@ -130,6 +130,7 @@ def ours(config: str, type_: str | None, arch: str | None) -> Encoding:
         return Encoding(
             (v & 0xFF | (v >> 24 & 0xF00), v >> 8 & 0xFF, v >> 24 & 0xFF, v >> 18 & 1, v >> 23 & 1)
         )
+    pmu = "cpu"
     if m := re.fullmatch(r"(\w+)/(.*)/", config):
         pmu, body = m[1], m[2]
         if "=" in body:
@@ -138,8 +139,8 @@ def ours(config: str, type_: str | None, arch: str | None) -> Encoding:
     al = data()["aliases"]
     if arch == "arm64":
         return Encoding((al["arm_pmuv3"][config], 0, 0, 0, 0))
-    if config in ("cycles", "instructions"):
-        return Encoding(None, generic=config)
+    if config in ("cycles", "instructions"):  # on its PMU: cpu_core/cycles/
+        return Encoding(None, pmu, generic=config)
     return Encoding(_terms(al["cpu"][config]))
 
 
