@@ -128,15 +128,15 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
     assert r.stdout.endswith("\n\n") and r.stdout.count("\n\n") == 4  # preamble + 3 blocks
 
 
-def test_no_pmu_starts_on_sched_and_says_so(tmp_path: Path) -> None:
+def test_no_pmu_starts_on_state_and_says_so(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
     r = run("-W", str(tmp_path), "-b", "-n", "1", "-d", "0.1", "-i")
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == [
         "tiptop: screen 'default' cannot count here (C: ENOENT (No such file or directory)); "
-        "starting on screen 'sched' (software events)"
+        "starting on screen 'state' (no hardware events)"
     ]
-    assert re.search(r"^Screen \d+: sched$", r.stdout, re.M)
+    assert re.search(r"^Screen \d+: state$", r.stdout, re.M)
     # -S names the screen: no fallback, the cells say '?'.
     r = run("-W", str(tmp_path), "-S", "default", "-b", "-n", "1", "-d", "0.1", "-i")
     assert "Screen 0: default" in r.stdout and "starting on" not in r.stderr
@@ -149,9 +149,9 @@ def test_live_no_pmu_fallback_is_said_on_the_message_line(tmp_path: Path) -> Non
     (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
     t = Tmux([*TIPTOP, "-W", str(tmp_path), "-d", "0.5", "-i"], tmp_path)
     try:
-        lines = t.wait(has("starting on screen 'sched'"), "the fallback notice")
+        lines = t.wait(has("starting on screen 'state'"), "the fallback notice")
         assert "cannot count here (C: ENOENT" in lines[2], lines[:4]
-        assert re.search(r"screen +\d+: sched", lines[1]), lines[1]
+        assert re.search(r"screen +\d+: state", lines[1]), lines[1]
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
@@ -210,7 +210,7 @@ def test_no_pmu_fallback_notice_goes_to_the_error_file(tmp_path: Path) -> None:
     assert (r.returncode, r.stderr) == (0, ""), r.stderr
     assert log.read_text().splitlines()[0] == (
         "tiptop: screen 'default' cannot count here (C: ENOENT (No such file or directory)); "
-        "starting on screen 'sched' (software events)"
+        "starting on screen 'state' (no hardware events)"
     )
 
 

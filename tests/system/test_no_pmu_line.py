@@ -37,7 +37,7 @@ def test_check_list_and_selftest_say_the_same_line(no_pmu: None) -> None:
 @pytest.mark.parametrize(
     ("args", "doing"),
     [
-        ([], "showing screen 'sched'"),  # the fallback to the software-event screen
+        ([], "showing screen 'state'"),  # the fallback to where the time goes (no PMU)
         (["-S", "default"], NO_PMU_COLUMNS),  # five hardware events, one line
     ],
 )
@@ -56,7 +56,7 @@ def test_live_message_line_says_the_short_line(no_pmu: None, tmp_path: Path) -> 
         pytest.skip("tmux is not installed")
     t = Tmux([*TIPTOP, "-d", "5"], tmp_path, cols=80, rows=24)
     try:
-        line = no_pmu_line("showing screen 'sched'")
+        line = no_pmu_line("showing screen 'state'")
         lines = t.wait(lambda ls: "PID" in " ".join(ls[:5]), "the table header")
         joined = " ".join(x.strip() for x in lines[2:4])
         assert line in joined, lines[:6]

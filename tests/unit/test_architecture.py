@@ -29,6 +29,7 @@ ENGINE_ORDER = (
     "scan.trees",
     "scan.threadscan",
     "scan.tasks",
+    "scan.times",
     "count.exits",
     "count.units",
     "count.readout",

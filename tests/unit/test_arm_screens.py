@@ -21,7 +21,7 @@ from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
 from tiptop.host import Clock
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
-from tiptop.screens.bottleneck import is_path, parse_path
+from tiptop.screens.bottleneck import OFFSET, is_path, parse_path
 
 ARM_SYSFS = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "arm64")
 PMU_TYPE = 10  # tests/data/sysfs/arm64/.../armv8_pmuv3_0/type
@@ -223,20 +223,22 @@ def test_neoverse_v1_topdown_through_the_sampler(tmp_path: Path) -> None:
     1/5 x 5/8 + 4 x 1e7/1e9 = 16.5 %, front end 1/8 - 4 % = 8.5 %, back end 2/8 = 25 %;
     the seven events in one group on the Arm PMU's type."""
     run = _sampler(tmp_path, ARM_SYSFS, V1_RATES)
-    # BAD and BE are over their bounds (15%, 20%); BE (labels[2]) has the larger share
+    # BAD and BE are over their bounds (15%, 20%); BE (the tree's node 2) has the larger share
     _one_group_level1(run, [50.0, 16.5, 8.5, 25.0], (2, 25.0), [COMMON[a] for a in V1_RATES])
 
 
 def _one_group_level1(
     run: tuple, values: list[float], bottleneck: tuple[int, float], configs: list[int]
 ) -> None:
-    """Task 100's level 1 (``values``) and bottleneck cell (node, share) in a ``run`` of
-    :func:`_sampler`, every cell OK, its events (``configs``) in one group on the Arm PMU."""
+    """Task 100's level 1 (``values``) and bottleneck cell (the tree's node, share) in a
+    ``run`` of :func:`_sampler`, every cell OK, its events (``configs``) in one group on the
+    Arm PMU."""
     b, sampler, frame = run
     i = row(frame, 100)
     assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
     np.testing.assert_allclose(frame.values[i, 1:5], values)
-    assert (frame.node[i, 5], frame.values[i, 5]) == (bottleneck[0], pytest.approx(bottleneck[1]))
+    node, share = bottleneck
+    assert (frame.node[i, 5], frame.values[i, 5]) == (OFFSET + node, pytest.approx(share))
     groups = [attrs for tid, attrs in b.opens if tid == 100]
     assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
     assert sorted(a.config for a in groups[0]) == sorted(configs)
@@ -298,7 +300,7 @@ def test_hip08_topdown_through_the_sampler(tmp_path: Path) -> None:
     retiring 40 %, bad speculation 10 %, front end 20 %, back end the rest, 30 %; one group."""
     rates = {"cpu_cycles": 1e9, "inst_retired": 1.6e9, "inst_spec": 2e9, FETCH_BUBBLE: 0.8e9}
     run = _sampler(tmp_path, ARM_SYSFS, rates, HIP08)
-    # FE (20 > 15) and BE (30 > 20) over their bounds: BE (labels[2]), the larger
+    # FE (20 > 15) and BE (30 > 20) over their bounds: BE (the tree's node 2), the larger
     _one_group_level1(run, [40.0, 10.0, 20.0, 30.0], (2, 30.0), [0x08, 0x11, 0x1B, FETCH_BUBBLE])
 
 

@@ -633,7 +633,8 @@ def _shares(screen: ScreenSpec, deltas: dict[str, float]) -> dict[str, float]:
     )
     bp = BoundPath(parse_path(screen.columns[-1].expr), [c.header for c in screen.columns])
     shares = bp.shares(out.values, out.status)[0]
-    return dict(zip(bp.spec.labels, shares.tolist(), strict=True))
+    assert bp.spec.tree is not None
+    return dict(zip(bp.spec.tree.labels, shares.tolist(), strict=True))
 
 
 def test_a_share_at_its_bound_is_not_over_it_up_to_rounding() -> None:

@@ -23,6 +23,7 @@ from tiptop.screens import (
 from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.loader import BUILTIN_FILES
 from tiptop.screens.model import ConfigSpec
+from tiptop.screens.timetree import TIME_LABELS
 
 TARGETS = [
     Target(),
@@ -118,23 +119,35 @@ def test_branch_is_the_original() -> None:
 @pytest.mark.parametrize(
     ("target", "names"),
     [
-        (Target(), ["default", "branch", "cache", "topdown", "sched"]),
-        (Target("x86", "BF_44"), ["default", "branch", "cache", "topdown", "sched"]),
+        (Target(), ["default", "branch", "cache", "topdown", "sched", "state"]),
+        (Target("x86", "BF_44"), ["default", "branch", "cache", "topdown", "sched", "state"]),
         (
             Target("x86", "06_1E"),
-            ["default", "branch", "uOps", "FP", "mem", "imix", "fp", "cache", "topdown", "sched"],
+            [
+                "default",
+                "branch",
+                "uOps",
+                "FP",
+                "mem",
+                "imix",
+                "fp",
+                "cache",
+                "topdown",
+                "sched",
+                "state",
+            ],
         ),
         (
             Target("x86", "06_2A"),
-            ["default", "branch", "uOps", "FP", "mem", "fp", "cache", "topdown", "sched"],
+            ["default", "branch", "uOps", "FP", "mem", "fp", "cache", "topdown", "sched", "state"],
         ),
         (
             Target("x86", "06_3F"),
-            ["default", "branch", "fp", "cache", "topdown", "memory", "sched"],
+            ["default", "branch", "fp", "cache", "topdown", "memory", "sched", "state"],
         ),
         (
             Target("x86", "06_8F"),
-            ["default", "branch", "cache", "topdown", "topdown2", "fp", "sched"],
+            ["default", "branch", "cache", "topdown", "topdown2", "fp", "sched", "state"],
         ),
     ],
 )
@@ -214,14 +227,12 @@ def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
             # shows only where its siblings all have columns: BoundPath.walk)
             if is_path(col.expr):
                 spec = parse_path(col.expr)
+                nodes = spec.tree.nodes if spec.tree is not None else ()
                 given = {lab for lab, _ in spec.columns}
                 parents = {lab.rpartition("/")[0] for lab in given if "/" in lab}
-                full = {
-                    p
-                    for p in parents
-                    if {n.label for n in spec.tree.nodes if n.parent == p} <= given
-                }
+                full = {p for p in parents if {n.label for n in nodes if n.parent == p} <= given}
                 shown = {lab for lab in given if lab.rpartition("/")[0] in full | {""}} | parents
+                shown |= set(TIME_LABELS[:-1])  # the time level's; Sleep shows as "-"
                 widest = max(len(f"{lab} {col.format % 100}") for lab in shown)
                 assert widest <= len(col.header), (s.name, col.header)
                 assert set(dict(parse_path(col.expr).columns).values()) <= {

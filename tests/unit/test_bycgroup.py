@@ -116,3 +116,35 @@ def test_rows_by_cgroup_head_their_name_column_cgroup() -> None:
     assert app._header().rstrip().endswith(" COMMAND")
     app.frame = g  # after the G key
     assert app._header().rstrip().endswith(" CGROUP")
+
+
+def test_where_the_time_went_is_summed_per_group() -> None:
+    """The time parts of a group are its tasks' sums over their threads (a part unknown
+    only where no task knows it), its limit the tightest of its tasks' cgroups', and the
+    ``state`` screen's bottleneck is found again from the sums: two loops waiting for one
+    CPU make a group that waits."""
+    from tiptop.frame import Context
+    from tiptop.screens import Target, builtin_screens
+
+    state = next(s for s in builtin_screens(Target()) if s.name == "state")
+    nan = float("nan")
+    rows = [
+        {"tid": 1, "cells": [50.0] + [nan] * 9, "time": [50.0, 50.0, 0.0, nan]},
+        {"tid": 2, "cells": [50.0] + [nan] * 9, "time": [50.0, 50.0, 0.0, nan]},
+        {"tid": 3, "cells": [1.0] + [nan] * 9, "time": [1.0, 0.0, 0.0, 2.0], "threads": 3},
+    ]
+    f = frame(rows, state)
+    f.cpu_limit[:] = [0.5, 2.0, nan]
+    f.context = Context(2, 1, 0.0)
+    g = group(f, state, ["pair", "pair", "one"])
+    one, pair = 0, 1
+    assert g.time_percent[pair].tolist()[:3] == [100.0, 100.0, 0.0]
+    assert np.isnan(g.time_percent[pair, 3]) and g.time_status[pair, 3] == Status.UNREADABLE
+    assert g.time_percent[one].tolist() == [1.0, 0.0, 0.0, 2.0]
+    assert g.time_threads.tolist() == [3.0, 2.0] and g.cpu_limit[pair] == 0.5
+    assert np.isnan(g.cpu_limit[one]) and g.context is f.context
+    heads = [c.header.strip() for c in state.columns]
+    sleep, bottleneck = heads.index("%SLEEP"), heads.index("BOTTLENECK")
+    assert g.values[pair, sleep] == 0.0 and g.values[one, sleep] == pytest.approx(297.0)
+    labels = ("Run", "Wait", "Throttled", "IO", "Sleep")
+    assert labels[g.node[pair, bottleneck]] == "Wait" and g.node[one, bottleneck] == -1

@@ -13,7 +13,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
 from tiptop.errors import UsageError
-from tiptop.exporter.aggregate import OTHER, Aggregator, Snapshot, metrics_for, stable_comm
+from tiptop.exporter.aggregate import (
+    OTHER,
+    TIME_METRICS,
+    Aggregator,
+    Snapshot,
+    metrics_for,
+    stable_comm,
+)
 from tiptop.exporter.serve import (
     Exporter,
     Exposition,
@@ -278,7 +285,7 @@ def test_the_docs_use_only_names_the_exporter_exports() -> None:
     ]
     agg = Aggregator(metrics_for([c for s in screens for c in s.counters]))
     one = frame(rows((1, "w", 1.0, [1, 1, 1, 1, 1])), SCHED)
-    exported = {m.name for m in agg.metrics} | {
+    exported = {m.name for m in (*agg.metrics, *TIME_METRICS)} | {
         f.name for f in Aggregator(metrics_for(SCHED.counters)).update(one).families
     }
     assert {"tiptop_slots_total", "tiptop_topdown_retiring_total"} <= exported
@@ -367,3 +374,23 @@ def test_the_grouping_is_kept_only_while_the_row_labels_are_the_same() -> None:
     renamed = frame(rows((1, "x", 50.0, [0] * 5), (2, "v", 50.0, [0] * 5)), SCHED)
     snap = agg.update(renamed)
     assert sample(snap, "tiptop_cpu_seconds_total")[("x", "root", "/")] == pytest.approx(0.5)
+
+
+def test_where_the_time_went_is_exported_in_seconds() -> None:
+    """Two refreshes of 2 s: the loop 50% on a CPU and 50% waiting each time (1 s + 1 s per
+    refresh), the sleeper nothing; I/O unknown (no delay accounting): no I/O series, absent
+    rather than zero; the throttled series counts the zeros it knows."""
+    agg = Aggregator(metrics_for(SCHED.counters), by="comm")
+    nan = float("nan")
+    for _ in range(2):
+        loop, sleeper = rows((1, "loop", 50.0, [0.0] * 5), (2, "sleeper", 0.0, [0.0] * 5))
+        loop["time"], sleeper["time"] = [50.0, 50.0, 0.0, nan], [0.0, 0.0, 0.0, nan]
+        f = frame([loop, sleeper], SCHED, interval=2.0)
+        snap = agg.update(f)
+    run = sample(snap, "tiptop_run_seconds_total")
+    assert run == {("loop", "root", "/"): 2.0, ("sleeper", "root", "/"): 0.0}
+    assert sample(snap, "tiptop_wait_seconds_total")[("loop", "root", "/")] == 2.0
+    assert sample(snap, "tiptop_throttled_seconds_total")[("loop", "root", "/")] == 0.0
+    assert sample(snap, "tiptop_io_wait_seconds_total") == {}
+    helps = {fam.name: fam.help for fam in snap.families}
+    assert "schedstat" in helps["tiptop_run_seconds_total"]

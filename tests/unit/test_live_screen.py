@@ -93,13 +93,17 @@ def test_help_window_lists_the_built_in_variables() -> None:
     """After the legend, every built-in variable of the registry with its description."""
     app, _ = new_app()
     keys(app, "h")
-    body = [line[6:75].rstrip(" │") for line in text(app, (100, 90))]
+    body = [line[6:195].rstrip(" │") for line in text(app, (200, 90))]  # wide: no line wraps
     start = body.index("Built-in variables of expressions:")
     shown = body[start + 1 : start + 1 + len(VARIABLES)]
-    assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
-    assert shown[4] == "INTERVAL: seconds the row's counter deltas cover"
+    width = max(len(v.name) for v in VARIABLES)  # the names padded to the longest
+    assert (
+        shown[0]
+        == f"{'CPU_TOT'.ljust(width)}: %CPU over the interval, user plus system (100 = one CPU)"
+    )
+    assert shown[4] == f"{'INTERVAL'.ljust(width)}: seconds the row's counter deltas cover"
     for line, v in zip(shown, VARIABLES, strict=True):
-        assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
+        assert line.split(":", 1) == [v.name.ljust(width), f" {v.description}"]
 
 
 @pytest.mark.parametrize("cols", [80, 200])

@@ -283,6 +283,13 @@ CASES: dict[str, tuple[list[dict[str, float]], dict[str, Want]]] = {
             "FLT/s": lambda c: c["PF"] / c["INTERVAL"],
         },
     ),
+    "sched.yaml:state:any": (
+        [],
+        {
+            "CSW/s": lambda c: c["CS"] / c["INTERVAL"],
+            "FLT/s": lambda c: c["PF"] / c["INTERVAL"],
+        },
+    ),
 }
 
 

@@ -41,6 +41,7 @@ from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.scan.task import same_tasks
 from tiptop.engine.scan.tasks import Scan, Task, TaskScanner
+from tiptop.engine.scan.times import TimeReader
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
@@ -134,6 +135,12 @@ class Sampler(FrameSource):
         )
         for pid, starttime in self._trees.items():  # spawned commands' process trees
             self._scanner.add_tree_root(pid, starttime)
+        #: Where the rows' time went, read when the screen needs it (``engine.scan.times``).
+        self._times = (
+            TimeReader(self.host, cfg.threads, self.host.clock.monotonic)
+            if self._screen_plan.evaluator.reads_time
+            else None
+        )
         self._started = False
         self._iteration = 0
         self._tasks_total = 0
@@ -163,6 +170,9 @@ class Sampler(FrameSource):
         self._iteration = 0
         scan = self._scanner.scan()
         self._tasks_total = scan.threads_total
+        if self._times is not None:
+            self._times.begin(scan.tasks)
+            self._times.context(0.0)
         self._attacher.attach(scan, self._scanner.tree)
 
     def refresh(self) -> Frame:
@@ -180,6 +190,8 @@ class Sampler(FrameSource):
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)
+        if self._times is not None:
+            self._times.forget(scan.gone)
         self._attacher.detach(scan.gone)
         self._attacher.attach(scan, self._scanner.tree)
         self._iteration += 1
@@ -242,6 +254,11 @@ class Sampler(FrameSource):
                     counts.readout.nread[i, :] = 0
         reaped = np.zeros(len(rows), bool)
         reaped[len(shown) :] = [not t.final for t in scan.gone]
+        time, context = None, None
+        if self._times is not None:
+            self._times.begin(scan.new)
+            time = self._times.read(rows, scan.interval, scan.looked, scan.queued, len(shown))
+            context = self._times.context(scan.interval)
         sp = self._screen_plan
         return assemble(
             rows,
@@ -258,6 +275,8 @@ class Sampler(FrameSource):
             reaped=reaped,
             dead=np.arange(len(rows)) >= len(shown),
             labels=self._row_labels(rows),
+            time=time,
+            context=context,
         )
 
     def _row_labels(self, rows: list[Task]) -> RowLabels:

@@ -28,6 +28,11 @@ Absent, not zero: a label set's counter series exists only once one of its tasks
 that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
 ``tiptop_event_read_ok`` still says, per label set, that the counter was not read.
+
+Where the time went (docs/screens.md "Where the time goes", read for a screen that uses
+it): the seconds its tasks spent on a CPU, waiting for one, throttled by their cgroup's CPU
+limit and blocked on block I/O, as counters (:data:`TIME_METRICS`), each absent until one
+of the group's tasks knew it (no delay accounting: no I/O series).
 """
 
 from __future__ import annotations
@@ -143,9 +148,33 @@ def metrics_for(counters: Sequence[CounterSpec]) -> list[Metric]:
     return out
 
 
+#: Where the time went, in seconds (``Frame.time_percent``'s columns, in order).
+TIME_METRICS = (
+    Metric(
+        f"{PREFIX}run_seconds_total",
+        "Time on a CPU (schedstat; a process: its threads' sum), seconds",
+    ),
+    Metric(
+        f"{PREFIX}wait_seconds_total",
+        "Time runnable but waiting for a CPU on a run queue (schedstat run delay; "
+        "throttled time included), seconds",
+    ),
+    Metric(
+        f"{PREFIX}throttled_seconds_total",
+        "Of the wait, time held by the cgroup's CPU limit (cpu.stat; shared among the "
+        "cgroup's waiting tasks), seconds",
+    ),
+    Metric(
+        f"{PREFIX}io_wait_seconds_total",
+        "Time blocked on block I/O (delay accounting, kernel.task_delayacct), seconds",
+    ),
+)
+
+
 @dataclass(eq=False)
 class _Group:
-    """The running totals of one label set (index 0: CPU seconds, then one per counter)."""
+    """The running totals of one label set (index 0: CPU seconds, then one per counter,
+    then one per :data:`TIME_METRICS`)."""
 
     totals: np.ndarray
     #: Per counter: some task of the group read it OK once (its series is exported).
@@ -285,11 +314,12 @@ class Aggregator:
         """Sum the rows into the label sets ``keys`` (row i into ``keys[group_of_row[i]]``):
         the totals, and the latest refresh's gauges."""
         n_groups, k = len(keys), len(self.metrics)
-        totals = np.zeros((n_groups, k + 1))
+        width = k + len(TIME_METRICS)
+        totals = np.zeros((n_groups, width + 1))
         np.add.at(totals, group_of_row, deltas)
         read_ok = frame.counter_status == Code.OK
-        counted = np.zeros((n_groups, k), bool)
-        np.logical_or.at(counted, group_of_row, read_ok)
+        counted = np.zeros((n_groups, width), bool)
+        np.logical_or.at(counted, group_of_row, np.hstack([read_ok, frame.time_status == Code.OK]))
         ok = np.ones((n_groups, k))
         np.minimum.at(ok, group_of_row, read_ok.astype(np.float64))
         running = np.full((n_groups, k), np.inf)  # fmin skips nan: inf left = all unknown
@@ -300,7 +330,7 @@ class Aggregator:
         for j, key in enumerate(keys):
             g = self._groups.get(key)
             if g is None:
-                g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+                g = self._groups[key] = self._new_group()
             g.totals += totals[j]
             g.counted |= counted[j]
             g.seen = frame.timestamp
@@ -323,16 +353,20 @@ class Aggregator:
         tasks = dict.fromkeys({k[0] for k in keys}, 0.0)
         for key, cpu in zip(keys, deltas[:, 0].tolist(), strict=True):
             tasks[key[0]] += cpu
-        k = len(self.metrics)
         for label, seconds in used.items():
             g = self._groups.get((label,))
             if g is None:
                 if seconds <= 0:
                     continue  # an idle cgroup no task of which is shown: no new series
-                g = self._groups[(label,)] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+                g = self._groups[(label,)] = self._new_group()
             if seconds > 0:
                 g.seen = frame.timestamp
             g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
+
+    def _new_group(self) -> _Group:
+        """A label set's totals, none counted yet."""
+        width = len(self.metrics) + len(TIME_METRICS)
+        return _Group(np.zeros(width + 1), np.zeros(width, bool))
 
     def _expire(self, now: float) -> None:
         """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
@@ -370,7 +404,7 @@ class Aggregator:
                 tuple((key, float(g.totals[0])) for key, g in items),
             )
         ]
-        for j, m in enumerate(self.metrics, start=1):
+        for j, m in enumerate((*self.metrics, *TIME_METRICS), start=1):
             fams.append(
                 Family(
                     m.name,
@@ -454,18 +488,30 @@ class Aggregator:
 
 
 def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
-    """Per row: CPU seconds then each counter's scaled delta in base units; a cell that
-    was not read OK adds nothing (its ``event_read_ok`` gauge says so)."""
+    """Per row: CPU seconds, each counter's scaled delta in base units, then where its time
+    went in seconds (:data:`TIME_METRICS`); a cell that was not read OK adds nothing (its
+    ``event_read_ok`` gauge says so)."""
     n, k = len(frame), len(metrics)
-    out = np.zeros((n, k + 1))
+    out = np.zeros((n, k + 1 + len(TIME_METRICS)))
+    known = frame.time_status == Code.OK
+    out[:, k + 1 :] = np.where(known, frame.time_percent, 0.0) * frame.interval / 100.0
     cpu = np.nan_to_num(frame.cpu_total, nan=0.0) * frame.interval / 100.0
     out[:, 0] = np.maximum(cpu, 0.0)
     if k:
         raw = frame.counter_scaled
         good = (frame.counter_status == Code.OK) & np.isfinite(raw) & (raw >= 0)
         scale = np.array([m.scale for m in metrics])
-        out[:, 1:] = np.where(good, raw, 0.0) * scale
+        out[:, 1 : k + 1] = np.where(good, raw, 0.0) * scale
     return out
 
 
-__all__ = ["OTHER", "PREFIX", "Aggregator", "Family", "Metric", "Snapshot", "metrics_for"]
+__all__ = [
+    "OTHER",
+    "PREFIX",
+    "TIME_METRICS",
+    "Aggregator",
+    "Family",
+    "Metric",
+    "Snapshot",
+    "metrics_for",
+]

@@ -60,6 +60,11 @@ class Stat(NamedTuple):
     ppid: int = 0  # (4)
     cutime: int = 0  # (16) user ticks of waited-for children (and theirs, recursively)
     cstime: int = 0  # (17) kernel ticks of waited-for children
+    #: (42) clock ticks this task waited for block I/O (``delayacct_blkio_ticks``): counted
+    #: only while ``kernel.task_delayacct`` is 1 (Documentation/accounting/delay-accounting.rst),
+    #: the task's own even in ``/proc/PID/stat`` (fs/proc/array.c ``do_task_stat`` sums
+    #: only the CPU times over threads).
+    blkio: int = 0
 
 
 def safe_text(text: str) -> str:
@@ -92,6 +97,7 @@ def parse_stat(data: bytes) -> Stat:
         int(f[1]),
         int(f[13]),
         int(f[14]),
+        int(f[39]) if len(f) > 39 else 0,
     )
 
 
@@ -105,6 +111,25 @@ def read_file(path: str) -> bytes:
         return os.read(fd, 4096)
     except ProcessLookupError as e:  # ESRCH: the task died while we read
         raise TaskGone(str(e)) from None
+    finally:
+        os.close(fd)
+
+
+def read_schedstat(path: str) -> tuple[int, int] | None:
+    """A task's ``schedstat`` (Documentation/scheduler/sched-stats.rst, "/proc/<pid>/schedstat"):
+    its time on a CPU and its time waiting on a run queue, both in ns since it started;
+    None when it is gone or the file cannot be read (a kernel without ``CONFIG_SCHED_INFO``).
+    The wait is credited when it ends (``sched_info_arrive``, kernel/sched/stats.h): a task
+    queued now has its current wait added when it next gets a CPU."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        run, wait, _slices = os.read(fd, 128).split()
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return None
     finally:
         os.close(fd)
 

@@ -25,12 +25,12 @@ import numpy.typing as npt
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
-from tiptop.recording.format import FormatError, FrameLine
+from tiptop.recording.format import TIME_KEYS, FormatError, FrameLine
 from tiptop.recording.index import Recording
 from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 
 STEP_KEYS = {"[": -1, "]": +1}
 JUMP_KEYS = {"{": -60.0, "}": +60.0}
@@ -94,6 +94,13 @@ def row_facts(line: FrameLine) -> RowFacts:
     """A frame line's per-task facts as the evaluator's built-ins read them (a list the
     line lacks: its default)."""
     v, n = line.values, len(line.tid)
+    time = None
+    if any(v.get(key) is not None for key in TIME_KEYS):  # recorded where the screen read it
+        percent = np.stack([_or(v.get(key), n, np.nan) for key in TIME_KEYS], axis=1)
+        status = np.where(np.isnan(percent), Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
+        threads = np.ones(n) if line.threads else np.maximum(_or(v["nth"], n, 1.0), 1.0)
+        limit, cpus = _or(v.get("lim"), n, np.nan), _or(v.get("cpus"), n, np.nan)
+        time = TimeFacts(percent, status, threads, limit, cpus)
     return RowFacts(
         cpu_total=_or(v["cpu"], n, 0.0),
         cpu_sys=_or(v["sys"], n, 0.0),
@@ -103,6 +110,7 @@ def row_facts(line: FrameLine) -> RowFacts:
         total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
         split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
         window=v["w"],
+        time=time,
     )
 
 
@@ -129,6 +137,7 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         interval=line.dt,
         threads=line.threads,
         tasks_total=n if line.tasks_total is None else line.tasks_total,
+        context=line.context,
     )
     return evaluated_frame(
         evaluator,

@@ -39,8 +39,14 @@ import numpy as np
 from tiptop.cells import Code
 from tiptop.errors import TiptopError, printable
 from tiptop.files import open_regular
-from tiptop.frame import Frame, FrameSource, SourceWrapper
-from tiptop.recording.format import FORMAT_VERSION, JsonObject, JsonValue, screen_record
+from tiptop.frame import Context, Frame, FrameSource, SourceWrapper
+from tiptop.recording.format import (
+    FORMAT_VERSION,
+    TIME_KEYS,
+    JsonObject,
+    JsonValue,
+    screen_record,
+)
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 
@@ -100,6 +106,10 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObje
     if frame.cpu_status.any():
         d["cs"] = _ints(frame.cpu_status[:, 0])
         d["ss"] = _ints(frame.cpu_status[:, 1])
+    if (frame.time_status == Code.OK).any():  # where the time went, read for this screen
+        d |= time_record(frame)
+    if frame.context is not None:
+        d["ctx"] = context_record(frame.context)
     k: JsonObject = {}
     for j, alias in enumerate(frame.counters):
         raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
@@ -119,6 +129,27 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObje
     d["k"] = k
     assert len(tid) == n
     return d
+
+
+def time_record(frame: Frame) -> JsonObject:
+    """Where each row's time went, as a frame line holds it: each part in % of the interval
+    (null: unknown, ``tiptop.recording.format.TIME_KEYS``), the cgroup's CPU limit and the
+    CPUs allowed (null: none, not read)."""
+    d: JsonObject = {
+        key: numbers(np.where(frame.time_status[:, j] == Code.OK, frame.time_percent[:, j], np.nan))
+        for j, key in enumerate(TIME_KEYS)
+    }
+    if not np.isnan(frame.cpu_limit).all():
+        d["lim"] = numbers(frame.cpu_limit)
+    if not np.isnan(frame.cpus_allowed).all():
+        d["cpus"] = numbers(frame.cpus_allowed)
+    return d
+
+
+def context_record(c: Context) -> JsonObject:
+    """What the machine did over the refresh, as a frame line's ``ctx`` holds it."""
+    psi: JsonObject = {p.resource: [p.some, p.full] for p in c.pressure}
+    return {"cpus": c.cpus, "run": c.runnable, "steal": c.steal, "psi": psi}
 
 
 class Recorder:

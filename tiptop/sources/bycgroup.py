@@ -22,7 +22,7 @@ from tiptop.kernel.cgroup import CgroupCache
 from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 
 #: The live key that switches grouping on and off.
 KEY = "G"
@@ -44,7 +44,13 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     m = len(names)
     counters, raw = _group_counters(frame, g, m)
     refresh = FrameFacts(
-        frame.iteration, frame.timestamp, frame.interval, False, frame.tasks_total, True
+        frame.iteration,
+        frame.timestamp,
+        frame.interval,
+        False,
+        frame.tasks_total,
+        True,
+        context=frame.context,
     )
     evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
     return evaluated_frame(
@@ -92,6 +98,27 @@ def _group_facts(frame: Frame, g: np.ndarray, m: int) -> RowFacts:
         total_status=np.zeros(m, STATUS_DTYPE),
         split_status=np.where(split_known, Code.OK, Code.UNREADABLE).astype(STATUS_DTYPE),
         window=_window(frame, g, m),
+        time=_group_time(frame, g, m),
+    )
+
+
+def _group_time(frame: Frame, g: np.ndarray, m: int) -> TimeFacts:
+    """Where each group's time went: each part the sum of its tasks' that know it (unknown
+    only where none does, as a counter), over the sum of their threads; the group's CPU
+    limit the tightest of its tasks' cgroups', the CPUs allowed the most of theirs."""
+    ok = frame.time_status == Code.OK
+    known = _sum(ok.astype(float), g, m) > 0
+    percent = np.where(known, _sum(np.where(ok, frame.time_percent, 0.0), g, m), np.nan)
+    status = np.where(known, Code.OK, Code.UNREADABLE).astype(STATUS_DTYPE)
+    limit, cpus = np.full(m, np.inf), np.full(m, -np.inf)
+    np.minimum.at(limit, g, np.where(np.isnan(frame.cpu_limit), np.inf, frame.cpu_limit))
+    np.maximum.at(cpus, g, np.where(np.isnan(frame.cpus_allowed), -np.inf, frame.cpus_allowed))
+    return TimeFacts(
+        percent,
+        status,
+        _sum(frame.time_threads, g, m),
+        np.where(np.isinf(limit), np.nan, limit),
+        np.where(np.isinf(cpus), np.nan, cpus),
     )
 
 
