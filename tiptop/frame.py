@@ -23,6 +23,7 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 from tiptop.readonly import readonly
+from tiptop.workload import Workload
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -149,6 +150,9 @@ class Frame:
     cpus_allowed: np.ndarray  # float64: the CPUs it may run on, where read; NaN otherwise
     #: What the whole machine did over the refresh; None where not read.
     context: Context | None = None
+    #: Per row, who runs in its cgroup (``tiptop.workload``): set on the rows by cgroup
+    #: (``tiptop.sources.bycgroup``); None where not known.
+    workload: list[Workload] | None = None
 
     def __len__(self) -> int:
         return len(self.tid)

@@ -41,6 +41,8 @@ class Workload:
     pod: str = ""
     #: The pod's uid (``kube_pod_info{uid}``).
     uid: str = ""
+    #: The container's name: in its pod (Kubernetes), or the docker, podman, nerdctl or LXC
+    #: container's own.
     container: str = ""
     #: The container's id with its runtime's prefix (``containerd://<id>``,
     #: ``cri-o://<id>``, ``docker://<id>``, ``podman://<id>``), as kube-state-metrics
@@ -48,9 +50,6 @@ class Workload:
     container_id: str = ""
     #: The systemd unit (``nginx.service``, ``session-2.scope``).
     unit: str = ""
-    #: The name of the LXC container or of the container without Kubernetes (docker,
-    #: podman), when known.
-    name: str = ""
 
     def shown(self) -> str:
         """The row's name: ``namespace/pod/container`` for Kubernetes (``namespace/pod``
@@ -58,8 +57,8 @@ class Workload:
         a system service, else the cgroup's label (a user's session: ``user-1000/session-2``)."""
         if self.kind == "k8s" and self.namespace and self.pod:
             return "/".join(p for p in (self.namespace, self.pod, self.container) if p)
-        if self.name and self.kind in ("docker", "podman", "lxc", "containerd", "cri-o"):
-            return f"{self.kind}:{self.name}"
+        if self.container and self.kind != "k8s":
+            return f"{self.kind}:{self.container}"
         if self.kind == "systemd" and self.unit:
             return self.unit
         return self.label

@@ -120,6 +120,7 @@ def test_a_label_set_unseen_for_the_expiry_is_dropped() -> None:
         ("/user.slice/user-1000.slice/session-2.scope", "user-1000/session-2"),
         ("/system.slice/docker-0123456789abcdef0123.scope", "docker/0123456789ab"),
         ("/docker/0123456789abcdef0123", "docker/0123456789ab"),
+        ("/libpod_parent/libpod-0123456789abcdef0123", "podman/0123456789ab"),
         (
             "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f.slice"
             "/cri-containerd-fedcba9876543210fedc.scope",

@@ -107,7 +107,7 @@ def test_k8s_cri_dockerd_labels(tmp_path: Path) -> None:
 def test_docker_systemd_driver(tmp_path: Path) -> None:
     rt.docker(tmp_path, ID_A, "web")
     w = resolve(tmp_path, f"/system.slice/docker-{ID_A}.scope")
-    assert (w.kind, w.name, w.shown()) == ("docker", "web", "docker:web")
+    assert (w.kind, w.container, w.shown()) == ("docker", "web", "docker:web")
     assert w.container_id == f"docker://{ID_A}"
 
 
@@ -261,7 +261,7 @@ def test_a_delegated_subtree_names_no_container_from_roots_state(tmp_path: Path)
     rt.docker(tmp_path, ID_A, "payments")
     path = f"/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{ID_A}.scope"
     w = resolve(tmp_path, path)
-    assert w.kind == "docker" and w.name == "" and "payments" not in w.shown()
+    assert w.kind == "docker" and w.container == "" and "payments" not in w.shown()
     assert layout(path).trusted is False
 
 
@@ -280,34 +280,34 @@ def test_cache_by_inode_a_cgroup_made_again_is_resolved_again(tmp_path: Path) ->
     path = f"/system.slice/docker-{ID_A}.scope"
     where = rt.cgroup_dir(mount, path)
     cache = Workloads(str(mount), str(root), recheck=3600)
-    assert cache.of(path).name == "first"
+    assert cache.of(path).container == "first"
     rt.docker(root, ID_A, "second")  # renamed: not looked at before the recheck
-    assert cache.of(path).name == "first" and cache.resolved == 1
+    assert cache.of(path).container == "first" and cache.resolved == 1
     os.rmdir(where)
     (mount / "system.slice" / "filler").mkdir()  # the old inode is not handed out again
     rt.cgroup_dir(mount, path)
-    assert cache.of(path).name == "second" and cache.resolved == 2
+    assert cache.of(path).container == "second" and cache.resolved == 2
 
 
 def test_a_changed_or_new_state_file_is_read_again_after_the_recheck(tmp_path: Path) -> None:
     now = [0.0]
     cache = Workloads(None, str(tmp_path), recheck=5.0, clock=lambda: now[0])
     path = f"/system.slice/docker-{ID_A}.scope"
-    assert cache.of(path).name == ""  # no state yet
+    assert cache.of(path).container == ""  # no state yet
     rt.docker(tmp_path, ID_A, "late")
     now[0] = 4.0
-    assert cache.of(path).name == ""
+    assert cache.of(path).container == ""
     now[0] = 5.5
-    assert cache.of(path).name == "late"
+    assert cache.of(path).container == "late"
     now[0] = 20.0
     cache.of(path)
     assert cache.resolved == 2  # unchanged files: not resolved again
     rt.podman(tmp_path, {ID_B: "x"})
     podman_path = f"/machine.slice/libpod-{ID_B}.scope"
-    assert cache.of(podman_path).name == "x"
+    assert cache.of(podman_path).container == "x"
     rt.podman(tmp_path, {ID_B: "renamed-longer"})
     now[0] = 30.0
-    assert cache.of(podman_path).name == "renamed-longer"
+    assert cache.of(podman_path).container == "renamed-longer"
 
 
 def test_the_cache_is_bounded_least_recent_first(tmp_path: Path) -> None:
@@ -325,5 +325,5 @@ def test_podman_list_is_parsed_bounded(tmp_path: Path) -> None:
     data += [{"id": 5, "names": "x"}, "junk", {"id": ID_B, "names": [{"no": 1}]}]
     listed.write_text(json.dumps(data))
     cache = Workloads(None, str(tmp_path))
-    assert cache.of(f"/machine.slice/libpod-{ID_A}.scope").name == "ok"
-    assert cache.of(f"/machine.slice/libpod-{ID_B}.scope").name == ""
+    assert cache.of(f"/machine.slice/libpod-{ID_A}.scope").container == "ok"
+    assert cache.of(f"/machine.slice/libpod-{ID_B}.scope").container == ""

@@ -226,9 +226,11 @@ def _frame_source(
 
             source = record_source(opts, opts.record, source, index, numbering)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+            from tiptop.runtimes import Workloads, hierarchy_mount
             from tiptop.sources.bycgroup import CgroupSource
 
-            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
+            workloads = Workloads(hierarchy_mount(host.sysfs_root))
+            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root, workloads)
         on_error.pop_all()
     return source
 

@@ -3,6 +3,6 @@ state on disk (never a network API): :class:`~.resolve.Workloads`, the cache tha
 cgroup and the exporter ask; :mod:`.layouts` (the paths' layouts, pure), :mod:`.state` (the
 runtimes' state files, read as untrusted). docs/exporter.md, "Who runs in a cgroup"."""
 
-from tiptop.runtimes.resolve import Workloads
+from tiptop.runtimes.resolve import Workloads, hierarchy_mount
 
-__all__ = ["Workloads"]
+__all__ = ["Workloads", "hierarchy_mount"]

@@ -105,7 +105,7 @@ def layout(path: str) -> Layout:
         return found
     lxc = _lxc(parts)
     if lxc:
-        return Layout(Workload("lxc", label, name=lxc))
+        return Layout(Workload("lxc", label, container=lxc))
     return _systemd(parts, label)
 
 

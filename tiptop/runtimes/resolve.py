@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from tiptop.kernel.cgroup import unified_root
 from tiptop.runtimes import state
 from tiptop.runtimes.layouts import ID_PREFIX, Layout, layout
 from tiptop.workload import Workload
@@ -131,6 +132,17 @@ class Workloads:
         return None, looked
 
 
+def hierarchy_mount(sysfs_root: str = "/sys") -> str | None:
+    """Where the hierarchy whose paths ``tiptop.kernel.cgroup.path_of`` takes is mounted:
+    cgroup v2's (``/sys/fs/cgroup``, or ``/sys/fs/cgroup/unified`` in systemd's hybrid
+    layout), else v1's ``name=systemd`` one; None when neither is there."""
+    v2 = unified_root(sysfs_root)
+    if v2 is not None:
+        return v2
+    v1 = f"{sysfs_root}/fs/cgroup/systemd"
+    return v1 if os.path.isdir(v1) else None
+
+
 def named(found: Layout, names: state.Names | None) -> Workload:
     """The layout's workload with the state's names, where they agree with the path."""
     workload = found.workload
@@ -149,7 +161,7 @@ def named(found: Layout, names: state.Names | None) -> Workload:
             container="" if names.sandbox else names.container,
             container_id=f"{prefix}{found.container_id}",
         )
-    return replace(workload, name=names.name) if names.name else workload
+    return replace(workload, container=names.name) if names.name else workload
 
 
-__all__ = ["CAPACITY", "RECHECK", "Workloads", "named"]
+__all__ = ["CAPACITY", "RECHECK", "Workloads", "hierarchy_mount", "named"]
