@@ -279,14 +279,20 @@ def test_cache_by_inode_a_cgroup_made_again_is_resolved_again(tmp_path: Path) ->
     rt.docker(root, ID_A, "first")
     path = f"/system.slice/docker-{ID_A}.scope"
     where = rt.cgroup_dir(mount, path)
-    cache = Workloads(str(mount), str(root), recheck=3600)
+    now = [0.0]
+    cache = Workloads(str(mount), str(root), recheck=5.0, clock=lambda: now[0])
     assert cache.of(path).container == "first"
-    rt.docker(root, ID_A, "second")  # renamed: not looked at before the recheck
+    docker_json = root / "var/lib/docker/containers" / ID_A / "config.v2.json"
+    stamp = os.stat(docker_json).st_mtime_ns
+    rt.docker(root, ID_A, "secnd")  # renamed, the same size and time: the file looks the same
+    os.utime(docker_json, ns=(stamp, stamp))
+    now[0] = 10.0
     assert cache.of(path).container == "first" and cache.resolved == 1
     os.rmdir(where)
     (mount / "system.slice" / "filler").mkdir()  # the old inode is not handed out again
     rt.cgroup_dir(mount, path)
-    assert cache.of(path).container == "second" and cache.resolved == 2
+    now[0] = 20.0
+    assert cache.of(path).container == "secnd" and cache.resolved == 2
 
 
 def test_a_changed_or_new_state_file_is_read_again_after_the_recheck(tmp_path: Path) -> None:

@@ -229,7 +229,7 @@ def _frame_source(
             from tiptop.runtimes import Workloads, hierarchy_mount
             from tiptop.sources.bycgroup import CgroupSource
 
-            workloads = Workloads(hierarchy_mount(host.sysfs_root))
+            workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
             source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root, workloads)
         on_error.pop_all()
     return source

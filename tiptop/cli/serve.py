@@ -22,6 +22,7 @@ from tiptop.options import Options
 if TYPE_CHECKING:
     from tiptop.exporter.textfile import Textfile
     from tiptop.kernel.cgroup import CgroupCache
+    from tiptop.workload import Workload
 
 
 def _targets(
@@ -99,6 +100,15 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     # A dead task's final interval is counted once, never repeated: not sticky.
     opts = dataclasses.replace(opts, sticky=False, uid=host.euid if host.euid != 0 else opts.uid)
     cgroups = CgroupCache(host.proc_root)
+    workload_of = None
+    if opts.series_by == "cgroup":
+        from tiptop.runtimes import Workloads, hierarchy_mount
+
+        workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
+
+        def workload_of(pid: int) -> Workload:
+            return workloads.of(cgroups.path(pid))
+
     aggregator = Aggregator(
         metrics_for(screen.counters),
         by=opts.series_by,
@@ -109,6 +119,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
         expiry=opts.series_expiry,
         cgroup_cpu=_cgroup_cpu(opts, host, cgroups),
+        workload_of=workload_of,
     )
     sampler = make_sampler(opts, screen, host)
     exporter = Exporter(sampler, aggregator, opts.delay)

@@ -74,6 +74,7 @@ LONG = {
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
     "web-config": ("set", "web_config"),
+    "runtime-root": ("set", "runtime_root"),
     "series-expiry": ("set", "series_expiry"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),

@@ -11,8 +11,8 @@ each cgroup by its path and its directory's inode: a cgroup removed and made aga
 same path (a restarted pod's container, a service started again) is a new directory, with a
 new inode, and is resolved again. An entry is stale when the inode under its path changed,
 or when one of the state files it was resolved from (or looked for and did not find)
-changed: their :data:`~.state.Signature` is looked at again at most every
-:attr:`Workloads.recheck` seconds (a container renamed, a state file written after the
+changed: the inode and the files' :data:`~.state.Signature` are looked at again at most
+every :attr:`Workloads.recheck` seconds (a container renamed, a state file written after the
 cgroup was made). At most :attr:`Workloads.capacity` cgroups are kept, the least recently
 asked for dropped first.
 """
@@ -74,14 +74,17 @@ class Workloads:
         self.resolved = 0
 
     def of(self, path: str) -> Workload:
-        """The workload of the cgroup at ``path`` (as ``/proc/PID/cgroup`` gives it)."""
-        inode = self._inode(path)
+        """The workload of the cgroup at ``path`` (as ``/proc/PID/cgroup`` gives it). Within
+        :attr:`recheck` seconds of its last look an entry is taken as it is: a dict lookup,
+        no system call (what a refresh asks for every process)."""
         entry = self._entries.get(path)
         now = self.clock()
-        if entry is not None and entry.inode == inode:
+        if entry is not None:
             self._entries.move_to_end(path)
             if now - entry.checked < self.recheck:
                 return entry.workload
+        inode = self._inode(path)
+        if entry is not None and entry.inode == inode:
             entry.checked = now
             if all(state.signature(p) == sig for p, sig in entry.sources):
                 return entry.workload
