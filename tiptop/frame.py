@@ -75,6 +75,34 @@ class Context:
     pressure: tuple[Pressure, ...] = ()
 
 
+@dataclass(eq=False)
+class CgroupCounts:
+    """One cgroup's counters over one refresh, counted whole by the kernel's cgroup events
+    (``tiptop.engine.count.cgroups``), per counter alias of the screen (arrays of k): what
+    rows by cgroup and the exporter take in place of its tasks' sums."""
+
+    #: Raw (unscaled) interval delta.
+    raw: np.ndarray
+    #: Scaled interval delta (each CPU's by its own running fraction).
+    scaled: np.ndarray
+    #: Σ Δrunning / Σ Δenabled over the CPUs (1 where never enabled: nothing ran).
+    running: np.ndarray
+    #: Scaled count since the cgroup was first followed.
+    total: np.ndarray
+    #: Read OK over the whole interval (not the baseline's, not a CPU never scheduled in).
+    ok: np.ndarray
+
+    def __add__(self, other: CgroupCounts) -> CgroupCounts:
+        """Two cgroups' counts as one row's (the cgroups of one name)."""
+        return CgroupCounts(
+            self.raw + other.raw,
+            self.scaled + other.scaled,
+            np.minimum(self.running, other.running),
+            self.total + other.total,
+            self.ok & other.ok,
+        )
+
+
 #: What a row field of a :class:`Frame` holds (see :data:`ROW_FIELDS`).
 RowField = np.ndarray | list[str] | None
 

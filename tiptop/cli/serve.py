@@ -20,7 +20,9 @@ from tiptop.host import Host
 from tiptop.options import Options
 
 if TYPE_CHECKING:
+    from tiptop.engine.count.cgroups import CgroupCounters
     from tiptop.exporter.textfile import Textfile
+    from tiptop.frame import CgroupCounts
     from tiptop.kernel.cgroup import CgroupCache
     from tiptop.workload import Workload
 
@@ -74,6 +76,24 @@ def _cgroup_cpu(
     return CgroupCpu(cgroups, root).used
 
 
+def _counts_by_label(
+    counters: CgroupCounters, cgroups: CgroupCache
+) -> Callable[[list[int]], dict[str, CgroupCounts]]:
+    """Each cgroup label's counts from its cgroups' events, given a refresh's processes
+    (whose cgroups are then followed)."""
+    from tiptop.kernel.cgroup import shorten
+
+    def by_label(pids: list[int]) -> dict[str, CgroupCounts]:
+        counters.follow({cgroups.path(pid) for pid in pids})
+        out: dict[str, CgroupCounts] = {}
+        for path, counts in counters.read().items():
+            label = shorten(path)
+            out[label] = out[label] + counts if label in out else counts
+        return out
+
+    return by_label
+
+
 def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
@@ -122,6 +142,11 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         workload_of=workload_of,
     )
     sampler = make_sampler(opts, screen, host)
+    from tiptop.cli.cgroups import cgroup_events
+
+    counters = cgroup_events(opts, host, sampler, cgroups.path)
+    if counters is not None:
+        aggregator.cgroup_counts = _counts_by_label(counters, cgroups)
     exporter = Exporter(sampler, aggregator, opts.delay)
     try:
         with exporter.stop.on_signals():  # SIGTERM, SIGINT: a clean stop
@@ -138,6 +163,8 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     finally:
         exporter.close()
         sampler.close()
+        if counters is not None:
+            counters.close()
         if textfile is not None:
             textfile.close()
     writer = exporter.writer

@@ -32,6 +32,8 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from tiptop.cells import Code
@@ -85,6 +87,8 @@ class Sampler(FrameSource):
         #: Spawned commands whose counters stop at their exec (``attach_spawned``).
         self._uncountable: set[int] = set()
         self._dead = Frame.empty()
+        #: Tasks counted whole with their cgroup (:meth:`count_elsewhere`).
+        self._elsewhere: Callable[[Task], bool] | None = None
         self._plan_screen()
         self._reset()
 
@@ -120,6 +124,7 @@ class Sampler(FrameSource):
             clock=self.host.clock.monotonic,
         )
         self._attacher.trees.update(self._trees)
+        self._attacher.elsewhere = self._elsewhere
 
     def _reset(self) -> None:
         cfg = self.config
@@ -210,6 +215,13 @@ class Sampler(FrameSource):
         if starttime is not None and not self.config.threads:
             self._trees[pid] = starttime
             self._scanner.add_tree_root(pid, starttime)
+
+    def count_elsewhere(self, covers: Callable[[Task], bool] | None) -> None:
+        """Open no counters on the tasks for which ``covers`` holds, from the next new
+        task on: their cgroup is counted whole by the kernel's cgroup events
+        (``engine.count.cgroups``); kept across :meth:`reconfigure`."""
+        self._elsewhere = covers
+        self._attacher.elsewhere = covers
 
     def reconfigure(
         self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None

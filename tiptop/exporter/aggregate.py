@@ -46,7 +46,7 @@ import numpy as np
 
 from tiptop import vocab
 from tiptop.cells import Code
-from tiptop.frame import Frame
+from tiptop.frame import CgroupCounts, Frame
 from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
 from tiptop.workload import Workload
@@ -233,6 +233,10 @@ class Aggregator:
     #: With ``by="cgroup"``: who runs in a process's cgroup (``tiptop.runtimes``), its
     #: names the labels of :data:`CGROUP_LABELS`; None: the ``cgroup`` label alone is set.
     workload_of: Callable[[int], Workload] | None = None
+    #: With ``by="cgroup"``: per cgroup label, its counters over the refresh from the
+    #: kernel's cgroup events (``tiptop.engine.count.cgroups``), given the refresh's
+    #: processes; those cgroups' tasks have no counters of their own.
+    cgroup_counts: Callable[[list[int]], dict[str, CgroupCounts]] | None = None
     #: With ``by="cgroup"``: each cgroup label's label set, as last seen.
     _cgroup_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
@@ -275,6 +279,8 @@ class Aggregator:
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
         if self.cgroup_cpu is not None and self.by == "cgroup":
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
+        if self.cgroup_counts is not None and self.by == "cgroup":
+            self._add_cgroup_counts(frame)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
 
@@ -383,6 +389,26 @@ class Aggregator:
             if seconds > 0:
                 g.seen = frame.timestamp
             g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
+
+    def _add_cgroup_counts(self, frame: Frame) -> None:
+        """Each cgroup's counters from its cgroup events (:attr:`cgroup_counts`): added to
+        its totals, and its gauges (read OK, running fraction) are the events' own."""
+        assert self.cgroup_counts is not None
+        k = len(self.metrics)
+        scale = np.array([m.scale for m in self.metrics])
+        for label, counts in self.cgroup_counts(frame.pid.tolist()).items():
+            key = self._cgroup_keys.get(label, ("",) * (len(CGROUP_LABELS) - 1) + (label,))
+            g = self._groups.get(key)
+            if g is None:
+                if not (counts.ok & (counts.scaled > 0)).any():
+                    continue  # an idle cgroup no task of which is shown: no new series
+                g = self._groups[key] = self._new_group()
+            ok = counts.ok
+            g.totals[1 : k + 1] += np.where(ok, counts.scaled, 0.0) * scale
+            g.counted[:k] |= ok
+            g.seen = frame.timestamp
+            g.ok = ok.astype(np.float64)
+            g.running = np.where(ok, counts.running, np.nan)
 
     def _new_group(self) -> _Group:
         """A label set's totals, none counted yet."""

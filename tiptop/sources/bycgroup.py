@@ -19,10 +19,13 @@ tasks are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol
+
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame, FrameSource, SourceWrapper
+from tiptop.frame import CgroupCounts, Frame, FrameSource, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.runtimes import Workloads
 from tiptop.screens.evaluate import CounterCells, evaluator_for
@@ -33,6 +36,23 @@ from tiptop.workload import Workload
 
 #: The live key that switches grouping on and off.
 KEY = "G"
+
+
+class CgroupCounting(Protocol):
+    """Cgroups counted whole by the kernel's cgroup events
+    (``tiptop.engine.count.cgroups.CgroupCounters``)."""
+
+    def follow(self, paths: Iterable[str]) -> None:
+        """Follow the cgroups of a refresh's rows that it counts."""
+        ...
+
+    def read(self) -> dict[str, CgroupCounts]:
+        """Every followed cgroup's counts since the last read, by path."""
+        ...
+
+    def close(self) -> None:
+        """Close every fd."""
+        ...
 
 
 def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
@@ -46,10 +66,13 @@ def group(
     screen: ScreenSpec,
     labels: list[str],
     workloads: list[Workload] | None = None,
+    counted: dict[str, CgroupCounts] | None = None,
 ) -> Frame:
     """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again; each
     group row carries the workload of its first row (``workloads``, one per row, when
-    given)."""
+    given). ``counted``: per label, its cgroups' counts from the kernel's cgroup events,
+    added to what its tasks counted themselves (those tasks have no counters of their
+    own: ``tiptop.engine.count.cgroups``)."""
     if not len(frame):
         return frame
     names = sorted(set(labels))
@@ -57,6 +80,8 @@ def group(
     g = np.array([index[x] for x in labels], np.int64)
     m = len(names)
     counters, raw = _group_counters(frame, g, m)
+    if counted:
+        counters, raw = _with_cgroup_counts(counters, raw, names, counted)
     refresh = FrameFacts(
         frame.iteration,
         frame.timestamp,
@@ -101,6 +126,30 @@ def _group_counters(frame: Frame, g: np.ndarray, m: int) -> tuple[CounterCells, 
     )
     cells = CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run)
     return cells, _sum(np.where(ok, frame.counter_delta, 0.0), g, m)
+
+
+def _with_cgroup_counts(
+    cells: CounterCells, raw: np.ndarray, names: list[str], counted: dict[str, CgroupCounts]
+) -> tuple[CounterCells, np.ndarray]:
+    """The groups' cells with their cgroups' own counts added where read OK."""
+    scaled, status = cells.scaled.copy(), cells.status.copy()
+    total, total_status = cells.total.copy(), cells.total_status.copy()
+    running, raw = cells.running.copy(), raw.copy()
+    for j, name in enumerate(names):
+        c = counted.get(name)
+        if c is None:
+            continue
+        ok = c.ok
+        scaled[j] = np.where(ok, np.nan_to_num(scaled[j]) + c.scaled, scaled[j])
+        total[j] = np.where(ok, np.nan_to_num(total[j]) + c.total, total[j])
+        was = status[j] == Code.OK
+        running[j] = np.where(
+            ok, np.where(was, np.fmin(running[j], c.running), c.running), running[j]
+        )
+        status[j] = np.where(ok, Code.OK, status[j])
+        total_status[j] = np.where(ok, Code.OK, total_status[j])
+        raw[j] += np.where(ok, c.raw, 0.0)
+    return CounterCells(scaled, status, total, total_status, running), raw
 
 
 def _group_facts(frame: Frame, g: np.ndarray, m: int) -> RowFacts:
@@ -171,8 +220,12 @@ class CgroupSource(SourceWrapper):
         enabled: bool = True,
         proc_root: str = "/proc",
         workloads: Workloads | None = None,
+        counting: CgroupCounting | None = None,
     ) -> None:
         super().__init__(source)
+        #: The cgroups counted whole (their tasks have no counters of their own); None:
+        #: every task counts itself. Owned here: closed with this source.
+        self.counting = counting
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
         #: Who runs in each cgroup (its owner: this source; the cli's, with the host's
@@ -186,12 +239,22 @@ class CgroupSource(SourceWrapper):
         self.cgroups.keep_only(pids)
         if not self.enabled:
             return frame
-        workloads = self.workloads_of(pids)
-        return group(frame, self.source.screen, [w.shown() for w in workloads], workloads)
-
-    def workloads_of(self, pids: list[int]) -> list[Workload]:
-        """Each process's workload, its cgroup's looked up once per refresh."""
         seen: dict[str, Workload] = {}
+        workloads = self.workloads_of(pids, seen)
+        names = [w.shown() for w in workloads]
+        counted: dict[str, CgroupCounts] | None = None
+        if self.counting is not None:
+            counted = {}
+            self.counting.follow(seen)
+            for path, counts in self.counting.read().items():
+                if path in seen:  # a cgroup followed with no row now: not shown
+                    name = seen[path].shown()
+                    counted[name] = counted[name] + counts if name in counted else counts
+        return group(frame, self.source.screen, names, workloads, counted)
+
+    def workloads_of(self, pids: list[int], seen: dict[str, Workload]) -> list[Workload]:
+        """Each process's workload, its cgroup's looked up once per refresh (``seen``:
+        per cgroup path, filled here)."""
         out = []
         for pid in pids:
             path = self.cgroups.path(pid)
@@ -200,6 +263,12 @@ class CgroupSource(SourceWrapper):
                 found = seen[path] = self.workloads.of(path)
             out.append(found)
         return out
+
+    def close(self) -> None:
+        """Close the wrapped source and the cgroups' counters."""
+        self.source.close()
+        if self.counting is not None:
+            self.counting.close()
 
     def key(self, key: str) -> bool:
         """``G`` switches grouping; other keys go to the wrapped source."""
