@@ -344,3 +344,23 @@ def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
     fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own
     assert {k: sorted(v) for k, v in got.items()} == {9: [5], 1: [2, 3, 4, 9], 7: [8]}
+
+
+def test_the_scan_says_which_tasks_it_read_afresh_and_which_stayed_queued(
+    tmp_path: Path,
+) -> None:
+    """``Scan.looked``: the tasks seen before whose stat was read again; ``Scan.queued``:
+    those kept as they were (they did not run) while runnable when last seen (state R),
+    which ``engine.scan.times`` counts as waiting all along."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "busy", state="R")
+    fp.add(20, "queued", state="R")
+    fp.add(30, "asleep", state="S")
+    scanner = TaskScanner(str(tmp_path), euid=0, cpu_clock=False)
+    first = scanner.scan()
+    assert first.looked == [] and first.queued == []  # all new: nothing seen before
+    fp.set_stat(10, "busy", state="R", utime=5)
+    quiet = frozenset({20, 30})
+    scan = scanner.scan(Activity(did_not_run=quiet, not_due=quiet))
+    assert [t.pid for t in scan.looked] == [10]
+    assert [t.pid for t in scan.queued] == [20]

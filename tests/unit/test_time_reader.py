@@ -75,8 +75,9 @@ def test_parts_are_diffs_clamped_and_throttling_is_shared(
     schedstat(proc, 10, 5.2e9, 1.8e9)
     (cpu / "box" / "cpu.stat.local").write_text("throttled_time 2780000000\n")
     clock.now += 1.0
-    rows = sorted((t for t in scanner.scan().tasks if t.pid in (10, 20)), key=lambda t: t.pid)
-    got = reader.read(rows, 1.0)
+    scan = scanner.scan()
+    rows = sorted((t for t in scan.tasks if t.pid in (10, 20)), key=lambda t: t.pid)
+    got = reader.read(rows, 1.0, scan.looked)
     assert got.percent[0, :2].tolist() == pytest.approx([20.0, 80.0])
     assert got.percent[1, :2].tolist() == [0.0, 0.0]
     # its cgroup read for the first time now: nothing to diff yet, said unknown
@@ -90,8 +91,9 @@ def test_parts_are_diffs_clamped_and_throttling_is_shared(
     schedstat(proc, 10, 5.4e9, 2.6e9)
     (cpu / "box" / "cpu.stat.local").write_text("throttled_time 3560000000\n")
     clock.now += 1.0
-    rows = sorted((t for t in scanner.scan().tasks if t.pid in (10, 20)), key=lambda t: t.pid)
-    got = reader.read(rows, 1.0)
+    scan = scanner.scan()
+    rows = sorted((t for t in scan.tasks if t.pid in (10, 20)), key=lambda t: t.pid)
+    got = reader.read(rows, 1.0, scan.looked)
     assert got.percent[0, :3].tolist() == pytest.approx([20.0, 80.0, 78.0])
     assert got.status[0, 2] == OK
 
@@ -99,8 +101,9 @@ def test_parts_are_diffs_clamped_and_throttling_is_shared(
     fp.set_stat(10, "loop", utime=141)
     schedstat(proc, 10, 5.41e9, 5.6e9)
     clock.now += 1.0
-    rows = [t for t in scanner.scan().tasks if t.pid == 10]
-    got = reader.read(rows, 1.0)
+    scan = scanner.scan()
+    rows = [t for t in scan.tasks if t.pid == 10]
+    got = reader.read(rows, 1.0, scan.looked)
     assert got.percent[0, :2].tolist() == pytest.approx([1.0, 99.0])
 
 
@@ -118,14 +121,15 @@ def test_a_process_sums_its_threads_and_a_reaped_row_is_unknown(tmp_path: Path) 
     for tid, (run, wait) in {30: (1.1e9, 0), 31: (2.9e9, 1.1e9), 32: (3.5e9, 0.4e9)}.items():
         (proc / "30" / "task" / str(tid) / "schedstat").write_text(f"{int(run)} {int(wait)} 1\n")
     fp.set_stat(30, "pool", utime=20, threads=3)
-    (pool,) = scanner.scan().tasks
-    got = reader.read([pool], 1.0)
+    scan = scanner.scan()
+    (pool,) = scan.tasks
+    got = reader.read([pool], 1.0, scan.looked)
     # 0.1 + 0.9 + 0.5 s on a CPU, 0.1 + 0.4 s waiting (thread 31's clamped to 0.1 s)
     assert got.percent[0, :2].tolist() == pytest.approx([150.0, 50.0])
     assert got.threads.tolist() == [3.0]
     # the process has ended since, unseen: its last interval is unknown, never zeros
     fp.remove(30)
-    got = reader.read([pool], 1.0, live=0)
+    got = reader.read([pool], 1.0, [], live=0)
     assert got.status[0, :2].tolist() == [UNR, UNR] and np.isnan(got.percent[0, :2]).all()
 
 
@@ -222,13 +226,13 @@ def test_io_is_unknown_for_tasks_forked_before_delay_accounting_was_on(tmp_path:
     scanner = TaskScanner(str(proc), euid=0, cpu_clock=False)
     rows = sorted(scanner.scan().tasks, key=lambda t: t.pid)
     reader.begin(rows)
-    assert reader.read(rows, 1.0).status[:, 3].tolist() == [UNR, UNR]  # off
+    assert reader.read(rows, 1.0, rows).status[:, 3].tolist() == [UNR, UNR]  # off
     knob.write_text("1\n")
-    assert reader.read(rows, 1.0).status[:, 3].tolist() == [UNR, OK]
+    assert reader.read(rows, 1.0, rows).status[:, 3].tolist() == [UNR, OK]
     # on since before a run started: every task taken as counted
     fresh = TimeReader(Host(proc_root=str(proc), cpus=2, delayacct=True), threads=False)
     fresh.begin(rows)
-    assert fresh.read(rows, 1.0).status[:, 3].tolist() == [OK, OK]
+    assert fresh.read(rows, 1.0, rows).status[:, 3].tolist() == [OK, OK]
 
 
 def test_a_task_queued_all_along_waits_before_the_kernel_credits_it(tmp_path: Path) -> None:
@@ -243,15 +247,16 @@ def test_a_task_queued_all_along_waits_before_the_kernel_credits_it(tmp_path: Pa
     scanner = TaskScanner(str(proc), euid=0, cpu_clock=False)
     rows = scanner.scan().tasks
     reader.begin(rows)
-    # two intervals in which it did not run (its stat not read again: the same look)
+    # two intervals in which it did not run (its stat not read again: kept, runnable)
     for _ in range(2):
-        got = reader.read(rows, 1.0)
+        got = reader.read(rows, 1.0, [], queued=rows)
         assert got.percent[0, :2].tolist() == [0.0, 100.0]
     # then it ran 0.1 s; the kernel credits the 2.5 s wait that just ended
     fp.set_stat(10, "starved", state="S", utime=60)
     schedstat(proc, 10, 1.1e9, 4.5e9)
-    rows = scanner.scan().tasks
-    got = reader.read(rows, 1.0)
+    scan = scanner.scan()
+    rows = scan.tasks
+    got = reader.read(rows, 1.0, scan.looked)
     assert got.percent[0, :2].tolist() == pytest.approx([10.0, 50.0])  # 2.5 s less the 2 shown
     # asleep when last seen: nothing is shown for an interval it did not run
-    assert reader.read(rows, 1.0).percent[0, :2].tolist() == [0.0, 0.0]
+    assert reader.read(rows, 1.0, []).percent[0, :2].tolist() == [0.0, 0.0]

@@ -269,7 +269,7 @@ class Sampler(FrameSource):
         time, context = None, None
         if self._times is not None:
             self._times.begin(scan.new)
-            time = self._times.read(rows, scan.interval, len(shown))
+            time = self._times.read(rows, scan.interval, scan.looked, scan.queued, len(shown))
             context = self._times.context(scan.interval)
         sp = self._screen_plan
         return assemble(

@@ -79,6 +79,12 @@ class Scan:
     interval: float
     #: Every thread of the watched processes (for the "Tasks:" line).
     threads_total: int
+    #: Tasks seen before whose ``stat`` this scan read afresh (:func:`account`): those that
+    #: may have run since the last scan (``engine.scan.times`` reads only these).
+    looked: list[Task] = field(default_factory=list)
+    #: Tasks seen before, not read afresh, that were runnable when last looked at (state
+    #: ``R``): queued on a run queue all along since (``engine.scan.times``).
+    queued: list[Task] = field(default_factory=list)
 
 
 def same_tasks(a: Sequence[Task], b: Sequence[Task]) -> bool:

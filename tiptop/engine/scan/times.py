@@ -3,8 +3,9 @@ cgroup's CPU limit, blocked on block I/O; and what the whole machine did meanwhi
 
 Read for a screen that needs it (a ``TIME_*`` variable, ``CPU_LIMIT`` or a
 ``bottleneck(...)`` column: ``tiptop.screens.variables``), after the scan, for the tasks
-the scan looked at afresh: a task that did not run since the last scan (its ``stat`` was
-not read, ``engine.activity``) has nothing new to add, because the kernel credits a task's
+the scan looked at afresh (``Scan.looked``: what this costs grows with the tasks that ran,
+not with all of them): a task that did not run since the last scan (its ``stat`` was not
+read, ``engine.activity``) has nothing new to add, because the kernel credits a task's
 time to these counts when the task runs (below), so its parts are 0 for the interval;
 except one that was runnable when last seen (state R): it cannot have left the run queue
 without running, so it waited all the interval, shown so before the kernel credits that
@@ -76,6 +77,10 @@ class _Seen:
     #: Seconds of wait shown before the kernel credited them (a task queued all along,
     #: see the module doc), taken off its main thread's next credited wait.
     ahead: float = 0.0
+    #: Its process's cgroup in the ``cpu`` hierarchy ("" for none; None: not read yet),
+    #: read when it first ran and again whenever it waited (a process may be moved to
+    #: another cgroup: stale until then, which matters only to a task that waits).
+    cgroup: str | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -121,27 +126,39 @@ class TimeReader:
         for t in new:
             self._seen[t.key] = self._read(t)
 
-    def read(self, rows: Sequence[Task], interval: float, live: int | None = None) -> TimeFacts:
-        """Where each of ``rows``' time went over the last ``interval`` seconds. The rows
-        from ``live`` on have ended (this is their last interval): each is read one last
-        time, its parts unknown when it is gone already (reaped)."""
+    def read(
+        self,
+        rows: Sequence[Task],
+        interval: float,
+        looked: Sequence[Task],
+        queued: Sequence[Task] = (),
+        live: int | None = None,
+    ) -> TimeFacts:
+        """Where each of ``rows``' time went over the last ``interval`` seconds. Only the
+        ``looked`` tasks (the scan read them afresh: ``Scan.looked``) are read; ``queued``
+        (``Scan.queued``: runnable when last seen, not run since) waited all the interval;
+        the others' parts are 0 (see the module doc). The rows from ``live`` on have ended
+        (this is their last interval): each is read one last time, its parts unknown when
+        it is gone already (reaped)."""
         live = len(rows) if live is None else live
         self._refresh += 1
         n = len(rows)
         seconds = np.zeros((n, len(TIME_PARTS)))
         status = np.zeros((n, len(TIME_PARTS)), STATUS_DTYPE)
-        threads = np.ones(n)
-        ran: list[int] = []
-        for i, t in enumerate(rows):
-            threads[i] = 1 if self.threads else max(t.num_threads, 1)
+        threads = np.ones(n) if self.threads else np.maximum(_threads(rows), 1.0)
+        pos = {id(t): i for i, t in enumerate(rows)} if looked or queued or live < n else {}
+        for t in queued:
+            i = pos.get(id(t))
             seen = self._seen.get(t.key)
-            if seen is not None and seen.looked == t.looked and i < live:
-                if t.state == "R":  # runnable when last seen and did not run since: queued
-                    seconds[i, WAIT] = interval
-                    seen.ahead += interval
-                continue  # it did not run: nothing was credited (see the module doc)
-            now = self._read(t)
+            if i is not None and seen is not None and seen.looked == t.looked:
+                seconds[i, WAIT] = interval
+                seen.ahead += interval
+        ran: list[int] = []
+        for i in sorted({pos[id(t)] for t in looked if id(t) in pos} | set(range(live, n))):
+            t = rows[i]
+            seen, now = self._seen.get(t.key), self._read(t)
             self._seen[t.key] = now
+            now.cgroup = None if seen is None else seen.cgroup
             ran.append(i)
             if seen is None or now.unreadable or seen.unreadable:
                 status[i, RUN] = status[i, WAIT] = Code.UNREADABLE
@@ -234,9 +251,11 @@ class TimeReader:
             return out, status, limit
         members: dict[str, list[int]] = {}
         for i in ran:
-            path = _cgroup_path(self.root, rows[i].pid, where.v2)
-            if path is not None:
-                members.setdefault(path, []).append(i)
+            seen = self._seen[rows[i].key]
+            if seen.cgroup is None or wait[i] > 0:
+                seen.cgroup = _cgroup_path(self.root, rows[i].pid, where.v2) or ""
+            if seen.cgroup:
+                members.setdefault(seen.cgroup, []).append(i)
         now = self._clock()
         cpus = max(self.host.cpus, 1)
         for path, group_rows in members.items():
@@ -326,6 +345,11 @@ def _parts(
         db = min(max(b - b0, 0) / CLK_TCK, interval - dr - dw)
         run, wait, io = run + dr, wait + dw, io + db
     return run, wait, io, ahead
+
+
+def _threads(rows: Sequence[Task]) -> np.ndarray:
+    """Each row's thread count, as floats."""
+    return np.fromiter((t.num_threads for t in rows), np.float64, len(rows))
 
 
 def _blkio(where: str) -> int:
