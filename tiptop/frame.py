@@ -91,6 +91,9 @@ class CgroupCounts:
     total: np.ndarray
     #: Read OK over the whole interval (not the baseline's, not a CPU never scheduled in).
     ok: np.ndarray
+    #: No task of the cgroup ran in the interval: its events were enabled for no time on
+    #: any CPU (a cgroup event's clock runs only while one of its tasks is on the CPU).
+    idle: bool = False
 
     def __add__(self, other: CgroupCounts) -> CgroupCounts:
         """Two cgroups' counts as one row's (the cgroups of one name)."""
@@ -100,6 +103,7 @@ class CgroupCounts:
             np.minimum(self.running, other.running),
             self.total + other.total,
             self.ok & other.ok,
+            self.idle and other.idle,
         )
 
 

@@ -16,7 +16,6 @@ from tiptop.engine.count.cgroups import CgroupCounters
 from tiptop.engine.count.readout import CounterPlan, GroupDef
 from tiptop.frame import CgroupCounts
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.backend import GroupReading
 from tiptop.messages import MessageLog
 
 
@@ -29,9 +28,13 @@ class FakeGroup:
         self.fds = [100, 101]
         self.closed = False
 
-    def read(self) -> GroupReading:
+    def read_raw(self) -> bytes:
+        """The words of ``PERF_FORMAT_GROUP | ID``: nr, enabled, running, {value, id}."""
         values, enabled, running = self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
-        return GroupReading(np.array(values, np.uint64), enabled, running)
+        words = [len(values), enabled, running]
+        for i, v in enumerate(values):
+            words += [v, 1000 + i]
+        return np.array(words, "<u8").tobytes()
 
     def close(self) -> None:
         self.closed = True
@@ -102,6 +105,10 @@ def test_intervals_sum_the_cpus_each_scaled_by_its_own_running_fraction(tmp_path
     assert second.scaled.tolist() == pytest.approx([100 + 100, 2 + 10, 0])
     assert second.running.tolist() == pytest.approx([150 / 200, 150 / 200, 1])
     assert second.total.tolist() == pytest.approx([200, 12, 0])
+    assert not second.idle
+    third = c.read()["/a"]  # enabled for no time on any CPU: none of its tasks ran
+    assert third.idle and third.ok.tolist() == [True, True, False]
+    assert third.raw.tolist() == [0, 0, 0]
 
 
 def test_a_removed_cgroup_is_read_once_more_and_closed(tmp_path: Path) -> None:

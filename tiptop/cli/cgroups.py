@@ -19,10 +19,11 @@ def cgroup_events(
     opts: Options, host: Host, sampler: Sampler, path_of: Callable[[int], str]
 ) -> CgroupCounters | None:
     """The cgroup counters of ``--by cgroup`` run as root on cgroup v2 (not with
-    ``--task-counters``), told to the sampler (a task of a covered cgroup gets no counters);
-    None elsewhere: every task counts itself. ``path_of``: a process's cgroup path (its
-    ``0::`` line). They may take half the counters' fd budget (docs/exporter.md,
-    "Counting whole cgroups")."""
+    ``--task-counters``), handed to the sampler, which owns them from then (a task of a
+    covered cgroup gets no counters; the sampler reads them with its tasks': its
+    ``cgroup_counts``); None elsewhere: every task counts itself. ``path_of``: a process's
+    cgroup path (its ``0::`` line). They may take half the counters' fd budget
+    (docs/exporter.md, "Counting whole cgroups")."""
     from tiptop.engine.count.cgroups import CgroupCounters, online_cpus
     from tiptop.kernel.cgroup import unified_root
 
@@ -34,7 +35,7 @@ def cgroup_events(
     counters = CgroupCounters(
         sampler.plan, mount, online_cpus(host.sysfs_root), sampler.messages, sampler.fd_budget // 2
     )
-    sampler.count_elsewhere(lambda task: counters.covers(path_of(task.pid)))
+    sampler.count_cgroups(counters, path_of)
     return counters
 
 

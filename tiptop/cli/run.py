@@ -233,7 +233,8 @@ def _frame_source(
 
             workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
             by_cgroup = CgroupSource(source, opts.series_by == "cgroup", host.proc_root, workloads)
-            by_cgroup.counting = cgroup_events(opts, host, sampler, by_cgroup.cgroups.path)
+            if cgroup_events(opts, host, sampler, by_cgroup.cgroups.path) is not None:
+                by_cgroup.counting = lambda: sampler.cgroup_counts
             source = by_cgroup
         on_error.pop_all()
     return source

@@ -20,7 +20,7 @@ from tiptop.host import Host
 from tiptop.options import Options
 
 if TYPE_CHECKING:
-    from tiptop.engine.count.cgroups import CgroupCounters
+    from tiptop.engine.sampler import Sampler
     from tiptop.exporter.textfile import Textfile
     from tiptop.frame import CgroupCounts
     from tiptop.kernel.cgroup import CgroupCache
@@ -76,18 +76,19 @@ def _cgroup_cpu(
     return CgroupCpu(cgroups, root).used
 
 
-def _counts_by_label(
-    counters: CgroupCounters, cgroups: CgroupCache
-) -> Callable[[list[int]], dict[str, CgroupCounts]]:
-    """Each cgroup label's counts from its cgroups' events, given a refresh's processes
-    (whose cgroups are then followed)."""
+def _counts_by_label(sampler: Sampler) -> Callable[[list[int]], dict[str, CgroupCounts]]:
+    """Each cgroup label's counts over the latest refresh, from its cgroups' events (read
+    by the sampler with its tasks')."""
     from tiptop.kernel.cgroup import shorten
 
-    def by_label(pids: list[int]) -> dict[str, CgroupCounts]:
-        counters.follow({cgroups.path(pid) for pid in pids})
+    labels: dict[str, str] = {}  # per path, never stale: a function of the path
+
+    def by_label(_pids: list[int]) -> dict[str, CgroupCounts]:
         out: dict[str, CgroupCounts] = {}
-        for path, counts in counters.read().items():
-            label = shorten(path)
+        for path, counts in sampler.cgroup_counts.items():
+            label = labels.get(path)
+            if label is None:
+                label = labels[path] = shorten(path)
             out[label] = out[label] + counts if label in out else counts
         return out
 
@@ -144,9 +145,8 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     sampler = make_sampler(opts, screen, host)
     from tiptop.cli.cgroups import cgroup_events
 
-    counters = cgroup_events(opts, host, sampler, cgroups.path)
-    if counters is not None:
-        aggregator.cgroup_counts = _counts_by_label(counters, cgroups)
+    if cgroup_events(opts, host, sampler, cgroups.path) is not None:
+        aggregator.cgroup_counts = _counts_by_label(sampler)
     exporter = Exporter(sampler, aggregator, opts.delay)
     try:
         with exporter.stop.on_signals():  # SIGTERM, SIGINT: a clean stop
@@ -163,8 +163,6 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     finally:
         exporter.close()
         sampler.close()
-        if counters is not None:
-            counters.close()
         if textfile is not None:
             textfile.close()
     writer = exporter.writer

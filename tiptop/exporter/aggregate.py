@@ -316,8 +316,12 @@ class Aggregator:
             return keys
         pids = frame.pid.tolist()
         cgroups = [self.cgroup_of(pid) for pid in pids]
-        if self.by == "cgroup":
-            return [self._cgroup_key(pid, c) for pid, c in zip(pids, cgroups, strict=True)]
+        if self.by == "cgroup":  # the workload looked up once per cgroup label
+            made: dict[str, tuple[str, ...]] = {}
+            return [
+                made[c] if c in made else made.setdefault(c, self._cgroup_key(pid, c))
+                for pid, c in zip(pids, cgroups, strict=True)
+            ]
         return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
 
     def _cgroup_key(self, pid: int, cgroup: str) -> tuple[str, ...]:

@@ -19,8 +19,7 @@ tasks are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,23 +35,6 @@ from tiptop.workload import Workload
 
 #: The live key that switches grouping on and off.
 KEY = "G"
-
-
-class CgroupCounting(Protocol):
-    """Cgroups counted whole by the kernel's cgroup events
-    (``tiptop.engine.count.cgroups.CgroupCounters``)."""
-
-    def follow(self, paths: Iterable[str]) -> None:
-        """Follow the cgroups of a refresh's rows that it counts."""
-        ...
-
-    def read(self) -> dict[str, CgroupCounts]:
-        """Every followed cgroup's counts since the last read, by path."""
-        ...
-
-    def close(self) -> None:
-        """Close every fd."""
-        ...
 
 
 def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
@@ -220,11 +202,12 @@ class CgroupSource(SourceWrapper):
         enabled: bool = True,
         proc_root: str = "/proc",
         workloads: Workloads | None = None,
-        counting: CgroupCounting | None = None,
+        counting: Callable[[], dict[str, CgroupCounts]] | None = None,
     ) -> None:
         super().__init__(source)
-        #: The cgroups counted whole (their tasks have no counters of their own); None:
-        #: every task counts itself. Owned here: closed with this source.
+        #: The counts, by cgroup path, of the cgroups counted whole over the latest
+        #: refresh (the sampler's ``cgroup_counts``: their tasks have no counters of their
+        #: own); None: every task counts itself.
         self.counting = counting
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
@@ -245,8 +228,7 @@ class CgroupSource(SourceWrapper):
         counted: dict[str, CgroupCounts] | None = None
         if self.counting is not None:
             counted = {}
-            self.counting.follow(seen)
-            for path, counts in self.counting.read().items():
+            for path, counts in self.counting().items():
                 if path in seen:  # a cgroup followed with no row now: not shown
                     name = seen[path].shown()
                     counted[name] = counted[name] + counts if name in counted else counts
@@ -263,12 +245,6 @@ class CgroupSource(SourceWrapper):
                 found = seen[path] = self.workloads.of(path)
             out.append(found)
         return out
-
-    def close(self) -> None:
-        """Close the wrapped source and the cgroups' counters."""
-        self.source.close()
-        if self.counting is not None:
-            self.counting.close()
 
     def key(self, key: str) -> bool:
         """``G`` switches grouping; other keys go to the wrapped source."""

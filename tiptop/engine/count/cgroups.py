@@ -22,17 +22,21 @@ children is a row of its own tasks only; those tasks keep their own counters
 :data:`MAX_CGROUPS`. A cgroup past the cap is not covered: its tasks are counted one by one,
 as without cgroup events, and the first one says so once in the message log.
 
-*Lifetime.* A cgroup is followed (:meth:`CgroupCounters.follow`) from the first refresh
-that shows one of its tasks until its directory is gone (its inode checked at every read),
-also while none of its tasks is shown: what its short jobs did between two refreshes is
-counted. Its first read is its baseline (that interval not OK); after it every interval
-is the difference of two reads, each CPU's scaled by its own ``Δenabled/Δrunning``.
+*Lifetime.* A cgroup is followed from the first task of it the sampler would have opened
+counters on (:meth:`CgroupCounters.covers`) until its directory is gone (its inode checked
+at every read), also while none of its tasks is shown: what its short jobs did between two
+refreshes is counted. The sampler reads them with its tasks' counters
+(``engine.sampler``): a cgroup whose events were enabled for no time did not run
+(:attr:`~tiptop.frame.CgroupCounts.idle`), so neither did any of its tasks, which the scan
+then need not look at, as a task's own counters say of it (``engine.activity``). Its first
+read is its baseline (that interval not OK); after it every interval is the difference of
+two reads, each CPU's scaled by its own ``Δenabled/Δrunning``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,7 +65,8 @@ class _Cgroup:
     dir_fd: int
     inode: int
     groups: list[list[Group]]
-    last: list[list[np.ndarray | None]]
+    #: Per plan group, the last read on every CPU (:meth:`CgroupCounters._words`' rows).
+    last: list[np.ndarray | None]
     total: np.ndarray
     fresh: bool = True
     fds: int = 0
@@ -90,6 +95,12 @@ class CgroupCounters:
             tuple(a.replace(inherit=False, inherit_thread=False) for a in g.attrs)
             for g in self.plan.groups
         ]
+        #: The aliases some group opens (an event not on this machine is never OK: absent,
+        #: not zero).
+        self._held = np.zeros(len(self.plan.aliases), bool)
+        for g in self.plan.groups:
+            self._held[g.alias_index] = True
+        self._held &= self.plan.available
 
     @property
     def fds_per_cgroup(self) -> int:
@@ -121,21 +132,76 @@ class CgroupCounters:
             return False
         return self._open(path)
 
-    def follow(self, paths: Iterable[str]) -> None:
-        """Follow the covered ones of ``paths`` (the cgroups of a refresh's rows)."""
-        for path in paths:
-            if path not in self._followed and self._leaf.get(path, False):
-                self.covers(path)
-
     def read(self) -> dict[str, CgroupCounts]:
-        """Every followed cgroup's interval (module docstring); a cgroup whose directory
-        is gone is read one last time and closed."""
+        """Every followed cgroup's interval (module docstring), all cgroups' reads of a plan
+        group parsed and differenced at once; a cgroup whose directory is gone is read one
+        last time and closed."""
+        followed = list(self._followed.values())
+        if not followed:
+            return {}
+        n, k = len(followed), len(self.plan.aliases)
+        raw, scaled = np.zeros((n, k)), np.zeros((n, k))
+        enabled, running = np.zeros((n, k)), np.zeros((n, k))
+        bad = np.zeros((n, k), bool)
+        for gi, gdef in enumerate(self.plan.groups):
+            now, failed = self._words(followed, gi)
+            last = now.copy()  # a new cgroup's baseline: no interval yet
+            for c, cg in enumerate(followed):
+                before = cg.last[gi]
+                if before is not None:
+                    last[c] = before
+                cg.last[gi] = now[c]
+            d = now - last  # (cgroups, CPUs, members + 2): values, then enabled, running
+            de, dr = d[:, :, -2], d[:, :, -1]
+            factor = np.divide(de, dr, out=np.zeros_like(de), where=dr > 0)
+            values = d[:, :, :-2]
+            idx = gdef.alias_index
+            raw[:, idx] += values.sum(axis=1)
+            scaled[:, idx] += (values * factor[:, :, None]).sum(axis=1)
+            enabled[:, idx] += de.sum(axis=1)[:, None]
+            running[:, idx] += dr.sum(axis=1)[:, None]
+            # enabled and never scheduled in on some CPU, or unreadable: not counted
+            bad[:, idx] |= (((de > 0) & (dr <= 0)).any(axis=1) | failed)[:, None]
+        fresh = np.array([cg.fresh for cg in followed])
+        ok = self._held & ~bad & ~fresh[:, None]
+        frac = np.divide(running, enabled, out=np.ones((n, k)), where=enabled > 0)
+        idle = ~fresh & (enabled.sum(axis=1) == 0) & ~bad.any(axis=1)
         out: dict[str, CgroupCounts] = {}
-        for path, cg in list(self._followed.items()):
-            out[path] = self._read(cg)
-            if _inode(self._dir(path)) != cg.inode:
+        for c, cg in enumerate(followed):
+            cg.fresh = False
+            cg.total += np.where(ok[c], scaled[c], 0.0)
+            out[cg.path] = CgroupCounts(
+                raw[c], scaled[c], frac[c], cg.total.copy(), ok[c], bool(idle[c])
+            )
+            if _inode(self._dir(cg.path)) != cg.inode:
                 self._close(cg)
         return out
+
+    def _words(self, followed: list[_Cgroup], gi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Plan group ``gi``'s reads of every followed cgroup on every CPU as float64
+        ``(cgroups, CPUs, members + 2)``: each member's value, then the enabled and running
+        times (perf_event_open(2), "read_format": ``nr, enabled, running, {value, id}``);
+        and which cgroups could not be read (their words zero)."""
+        m = len(self.plan.groups[gi].attrs)
+        width = 3 + 2 * m
+        size = 8 * width
+        bufs, failed = [], np.zeros(len(followed), bool)
+        zero = bytes(size)
+        for c, cg in enumerate(followed):
+            for group in cg.groups[gi]:
+                try:
+                    buf = group.read_raw()
+                except OSError:  # the kinds of tiptop.errors are OSErrors too
+                    buf = b""
+                if len(buf) != size:
+                    failed[c], buf = True, zero
+                bufs.append(buf)
+        words = np.frombuffer(b"".join(bufs), "<u8").reshape(len(followed), -1, width)
+        out = np.empty((*words.shape[:2], m + 2))
+        out[:, :, :m] = words[:, :, 3::2]
+        out[:, :, m] = words[:, :, 1]
+        out[:, :, m + 1] = words[:, :, 2]
+        return out, failed
 
     def close(self) -> None:
         """Close every group and directory fd."""
@@ -173,50 +239,13 @@ class CgroupCounters:
             dir_fd,
             _inode(self._dir(path)),
             groups,
-            [[None] * len(row) for row in groups],
+            [None] * len(groups),
             np.zeros(k),
             fds=fds,
         )
         self._followed[path] = cg
         self.fds_used += fds + 1
         return True
-
-    def _read(self, cg: _Cgroup) -> CgroupCounts:
-        """One cgroup's interval since its last read."""
-        k = len(self.plan.aliases)
-        raw, scaled = np.zeros(k), np.zeros(k)
-        enabled, running = np.zeros(k), np.zeros(k)
-        bad = np.zeros(k, bool)
-        for gi, gdef in enumerate(self.plan.groups):
-            for ci, group in enumerate(cg.groups[gi]):
-                try:
-                    r = group.read()
-                except OSError:
-                    bad[gdef.alias_index] = True
-                    continue
-                now = np.concatenate(
-                    [r.values.astype(np.float64), [r.time_enabled, r.time_running]]
-                )
-                before, cg.last[gi][ci] = cg.last[gi][ci], now
-                if before is None:
-                    continue
-                d = now - before
-                de, dr = d[-2], d[-1]
-                np.add.at(raw, gdef.alias_index, d[:-2])
-                np.add.at(enabled, gdef.alias_index, de)
-                np.add.at(running, gdef.alias_index, dr)
-                if dr > 0:
-                    np.add.at(scaled, gdef.alias_index, d[:-2] * (de / dr))
-                elif de > 0:  # enabled, never scheduled in: not counted
-                    bad[gdef.alias_index] = True
-        held = np.zeros(k, bool)  # an event no group opens (not on this machine): not OK
-        for gdef in self.plan.groups:
-            held[gdef.alias_index] = True
-        ok = held & self.plan.available & ~bad & (not cg.fresh)
-        cg.fresh = False
-        cg.total += np.where(ok, scaled, 0.0)
-        frac = np.divide(running, enabled, out=np.ones(k), where=enabled > 0)
-        return CgroupCounts(raw, scaled, frac, cg.total.copy(), ok)
 
     def _close(self, cg: _Cgroup) -> None:
         for row in cg.groups:
