@@ -78,7 +78,7 @@ Usage: {prog} [option] [-- command args]
 	--selftest            check that the counters count what the screen (-S) says (--format json)
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
-	--replay FILE         show a recording at its pace (live: * / speed, [ ] step, {{ }} a minute)
+	--replay FILE         show a recording at its pace (live: ( ) speed, [ ] step, {{ }} a minute)
 	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)

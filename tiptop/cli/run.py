@@ -111,10 +111,11 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
+        # What this machine or run is: news, not errors (the live [errors] stays off).
         if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
-            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+            log.say(NO_PMU_KEY, line, detail=NO_PMU, notice=True)
         else:
-            log.say(f"start:{line}", line)
+            log.say(f"start:{line}", line, notice=True)
     return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 
@@ -263,22 +264,21 @@ def _run_live(
     """Live mode until ``q``, Ctrl-C or ``-n``; with a spawned command that ended first,
     its exit status, as in batch."""
     from tiptop import live as live_mode
+    from tiptop.live.services import Services
 
-    code = live_mode.run(
-        opts,
-        sampler,
-        loaded.screens,
+    services = Services(
         host=host,
+        exporter=export_current,
         screen_index=index,
         started=child is not None,
-        exporter=export_current,
         error_log=errf,
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
-        where=lambda pid, node: where_profiler(host, pid, opts.delay, node),
+        where=lambda pid, node, delay: where_profiler(host, pid, delay, node),
         where_event=where_event_line(host),
     )
+    code = live_mode.run(opts, sampler, loaded.screens, services)
     if child is not None and code == 0 and child.exited():
         return child.reap()
     return code  # 130 after Ctrl-C; a command still running is ended by the caller
@@ -328,9 +328,10 @@ def _run_batch(
 
 
 def where_profiler(host: Host, pid: int, delay: float, node: str | None) -> TaskProfiler:
-    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``): where a
-    hardware PMU exists it samples the event of the task's bottleneck ``node``
-    (``tiptop.where.event_for``), else ``cpu-clock``."""
+    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``), its
+    buffers sized for the live ``delay`` of the moment (the window opens it again when
+    ``d`` changes it): where a hardware PMU exists it samples the event of the task's
+    bottleneck ``node`` (``tiptop.where.event_for``), else ``cpu-clock``."""
     from tiptop.events.sysfs import core_pmus
     from tiptop.where import CPU_CLOCK, TaskProfiler, event_for
 
