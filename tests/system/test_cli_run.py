@@ -43,7 +43,8 @@ ROW = re.compile(r"^ *\d+[-+ ] ")
 
 def misaligned(header: str, rows: list[str], ncells: int) -> list[str]:
     """Rows whose first ``ncells`` cells do not end where the header's columns end."""
-    ends = [m.end() for m in re.finditer(r"\S+", header.replace("[", " ").replace("]", " "))]
+    marks = str.maketrans("[]\u25bc", "   ")  # the sort column's brackets, the live mark
+    ends = [m.end() for m in re.finditer(r"\S+", header.translate(marks))]
     want = ends[1 : 1 + ncells]
     bad = []
     for row in rows:
@@ -73,7 +74,7 @@ def test_batch_rows_line_up_under_the_header(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     header = next(x for x in lines if "COMMAND" in x)
-    assert header == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND "
+    assert header == "  PID     [%CPU]   Cnt   F/F  FLT COMMAND "
     rows = [x for x in lines if ROW.match(x)]
     assert len(rows) > 10
     mine = [x for x in rows if x.split()[0].rstrip("+-") == str(busy.pid)]
@@ -96,7 +97,7 @@ def test_live_rows_line_up_under_the_header(tmp_path: Path) -> None:
         time.sleep(0.7)  # a couple of refreshes with real intervals
         lines = t.screen()
         header = lines[3]
-        assert header.rstrip() == "  PID [    %CPU]   Cnt   F/F  FLT COMMAND"
+        assert header.rstrip() == "  PID     [%CPU]\u25bc  Cnt   F/F  FLT COMMAND"
         rows = fitting([x for x in lines[4:] if ROW.match(x)])
         assert len(rows) > 5 and misaligned(header, rows, 4) == []
         t.keys("q")
@@ -335,7 +336,7 @@ def test_live_help_and_tasks_line_from_the_real_command(tmp_path: Path, tmux_nee
     and the ``Tasks:`` line never shows ``0 total`` (the count is unknown until the first
     refresh, and this test run is itself a tracked task)."""
     from tiptop.cli import host_target
-    from tiptop.live.windows import target_line
+    from tiptop.live.windows.help import target_line
 
     expected = target_line(host_target())
     if host_target().arch == "x86" and host_target().model is not None:

@@ -34,15 +34,21 @@ from tiptop.screens.variables import RowFacts, TimeFacts
 
 STEP_KEYS = {"[": -1, "]": +1}
 JUMP_KEYS = {"{": -60.0, "}": +60.0}
-#: ``*`` plays twice as fast, ``/`` half as fast (``+``/``-`` switch screens, as in the
-#: original); the speed stays from 1/64 to 64 times the recorded pace (or the ``-d`` delay).
-SPEED_KEYS = {"*": 2.0, "/": 0.5}
+#: ``)`` plays twice as fast, ``(`` half as fast (``+``/``-`` switch screens, as in the
+#: original; ``/`` searches and ``*`` is left alone, as in htop); the speed stays from 1/64
+#: to 64 times the recorded pace (or the ``-d`` delay).
+SPEED_KEYS = {")": 2.0, "(": 0.5}
 SPEEDS = (1 / 64, 64.0)
 #: The shortest time a frame is shown (at most 20 a second: the keys stay answered).
 MIN_SHOW = 0.05
 #: How often a paused replay, or one at its last frame, is refreshed (a file still being
 #: read grows, and its notes come).
 IDLE_REFRESH = 1.0
+
+
+def _clock(t: float) -> str:
+    """A recorded time as the replay says it: ``2026-11-23 10:32:05`` (local time)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 def counter_map(
@@ -259,6 +265,18 @@ class ReplaySource(FrameSource):
                 yield frame
             i += 1
         self.say_notes()  # what reading the end of the file found
+        self.say_end()
+
+    def say_end(self) -> None:
+        """Say, once, that the replay reached the last refresh asked for (a notice: batch
+        prints it on stderr, the live ``e`` window lists it)."""
+        if not len(self.rec) or self.last < self.first:
+            return
+        t0, t1 = (_clock(self.rec.times[i]) for i in (self.first, self.last))
+        n = self.last - self.first + 1
+        what = "the recording" if self._last is None else "--to"
+        said = f"replay: the end of {what}: {n} refreshes, {t0} to {t1}"
+        self.messages.say("replay:end", said, notice=True)
 
     def refresh(self) -> Frame:
         """The recorded refresh at the cursor, moving on first when it is time to (a
@@ -289,7 +307,7 @@ class ReplaySource(FrameSource):
 
     def key(self, key: str) -> bool:
         """Time travel: ``[``/``]`` one refresh back/forward, ``{``/``}`` a minute back/forward,
-        space pauses or resumes, ``*``/``/`` twice/half as fast; True when ``key`` was one
+        space pauses or resumes, ``)``/``(`` twice/half as fast; True when ``key`` was one
         of these."""
         if key in SPEED_KEYS:
             low, high = SPEEDS
@@ -313,15 +331,20 @@ class ReplaySource(FrameSource):
         return True
 
     def title(self) -> str:
-        """``replay DAY HH:MM:SS`` of the refresh shown (``paused`` when it is), its place,
-        and the speed with the keys that change it, for the title line."""
+        """``replay DAY HH:MM:SS`` of the refresh shown (``paused`` when it is), its place
+        (``(end)`` at the last one of a file read whole), and the speed with the keys that
+        change it, for the title line."""
         if not len(self.rec):
             return "replay (empty)"
-        t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.rec.times[self.cursor]))
+        t = _clock(self.rec.times[self.cursor])
+        loading = self.rec.loading and self._last is None  # still being read
+        ended = self.cursor >= self.last and not loading
         state = " paused" if self.paused else ""
-        more = "+" if self.rec.loading and self._last is None else ""  # still being read
+        more = "+" if loading else " (end)" if ended else ""
         place = f"{self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
-        return f"replay {t}{state} {place} {self.pace()} (* faster, / slower)"
+        if ended:
+            self.say_end()
+        return f"replay {t}{state} {place} {self.pace()} () faster, ( slower)"
 
     def pace(self) -> str:
         """The speed in words: ``1x`` (of the recorded pace), or ``every 0.5 s`` (``-d``)."""
