@@ -26,6 +26,7 @@ PATH_VALUES = frozenset(
         "replay",
         "plot",
         "textfile",
+        "runtime_root",
         "folded",
     }
 )

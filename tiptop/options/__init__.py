@@ -116,6 +116,8 @@ class Options:
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
+    runtime_root: str = "/"  # --runtime-root DIR: where the container runtimes' state is
+    task_counters: bool = False  # --task-counters: --by cgroup counts each task, not cgroups
     series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
@@ -259,6 +261,7 @@ TEXT_OPTIONS = frozenset(
         "serve",
         "textfile",
         "web_config",
+        "runtime_root",
         "folded",
     }
 )

@@ -75,6 +75,8 @@ LONG = {
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
     "web-config": ("set", "web_config"),
+    "runtime-root": ("set", "runtime_root"),
+    "task-counters": ("flag", "task_counters"),
     "series-expiry": ("set", "series_expiry"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),
