@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import CgroupCounts, Frame, FrameSource, SourceWrapper
+from tiptop.frame import CgroupCounts, Frame, FrameSource, Members, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.runtimes import Workloads
 from tiptop.screens.evaluate import CounterCells, evaluator_for
@@ -50,7 +50,8 @@ def group(
     workloads: list[Workload] | None = None,
     counted: dict[str, CgroupCounts] | None = None,
 ) -> Frame:
-    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again; each
+    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again, the
+    tasks kept beneath their group rows (``Frame.members``: a live tree shows them); each
     group row carries the workload of its first row (``workloads``, one per row, when
     given). ``counted``: per label, its cgroups' counts from the kernel's cgroup events,
     added to what its tasks counted themselves (those tasks have no counters of their
@@ -88,6 +89,8 @@ def group(
     if workloads is not None:
         first = dict(zip(reversed(labels), reversed(workloads), strict=True))
         grouped.workload = [first[name] for name in names]
+    grouped.marker = [" "] * m  # a group is no multi-threaded process ("+")
+    grouped.members = Members(frame, g)
     return grouped
 
 
