@@ -199,6 +199,10 @@ class Frame:
     #: The task rows this frame's rows sum (rows by cgroup), each with its group row; None
     #: for a frame of tasks. A copy of some rows (:meth:`take`, :meth:`concat`) has none.
     members: Members | None = None
+    #: A replayed refresh's cgroups counted whole (their tasks had no counters of their
+    #: own), by who runs in them; None where none were (a live source's rows by cgroup
+    #: ask the sampler's ``cgroup_counts``).
+    whole: dict[Workload, CgroupCounts] | None = None
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -327,6 +331,7 @@ ROW_FIELDS: tuple[str, ...] = tuple(
         "by_cgroup",
         "context",
         "members",
+        "whole",
     )
 )
 
