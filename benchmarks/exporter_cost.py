@@ -19,7 +19,7 @@ alternated with the rest.
 ``--cgroups G`` (root, cgroup v2; issue 48) puts the N processes into G cgroups made for
 the run (round robin) and compares ``--textfile --by cgroup`` counting each task
 (``--task-counters``) with counting each cgroup whole by the kernel's cgroup events (the
-default as root), batch beside them.
+default as root), batch beside them; with ``--before TREE``, that tree's cgroup events too.
 """
 
 from __future__ import annotations
@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                 "per-task": ([*by_cgroup, "--task-counters"], REPO, textfile),
                 "cgroup-events": (by_cgroup, REPO, textfile),
             }
+            if args.before is not None:
+                tools["cgroup-events-before"] = (by_cgroup, args.before.resolve(), textfile)
         for n in (int(s) for s in args.sizes.split(",")):
             tasks = start_tasks("processes", n, Path(tmp))
             made = into_cgroups(tasks, args.cgroups) if args.cgroups else []

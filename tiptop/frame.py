@@ -107,6 +107,17 @@ class CgroupCounts:
         )
 
 
+@readonly
+class Members:
+    """The rows a frame's rows were summed from (rows by cgroup: the tasks of each group
+    row), so that a view can show each group row with its tasks beneath it."""
+
+    #: The frame of the tasks, as its source gave it.
+    rows: Frame
+    #: int64 per task row: the index of its group row in the summed frame.
+    group: np.ndarray
+
+
 #: What a row field of a :class:`Frame` holds (see :data:`ROW_FIELDS`).
 RowField = np.ndarray | list[str] | None
 
@@ -185,6 +196,13 @@ class Frame:
     #: Per row, who runs in its cgroup (``tiptop.workload``): set on the rows by cgroup
     #: (``tiptop.sources.bycgroup``); None where not known.
     workload: list[Workload] | None = None
+    #: The task rows this frame's rows sum (rows by cgroup), each with its group row; None
+    #: for a frame of tasks. A copy of some rows (:meth:`take`, :meth:`concat`) has none.
+    members: Members | None = None
+    #: A replayed refresh's cgroups counted whole (their tasks had no counters of their
+    #: own), by who runs in them; None where none were (a live source's rows by cgroup
+    #: ask the sampler's ``cgroup_counts``).
+    whole: dict[Workload, CgroupCounts] | None = None
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -283,8 +301,10 @@ class Frame:
 
     def _with_rows(self, rows: dict[str, RowField]) -> Frame:
         """A copy with the row fields ``rows`` (from :data:`ROW_FIELDS`) replaced: set one by
-        one, since a type checker cannot match a dict of mixed fields to the constructor."""
+        one, since a type checker cannot match a dict of mixed fields to the constructor; the
+        copy sums no :attr:`members` (their group indices are this frame's rows')."""
         out = copy.copy(self)
+        out.members = None
         for name, value in rows.items():
             setattr(out, name, value)
         return out
@@ -310,6 +330,8 @@ ROW_FIELDS: tuple[str, ...] = tuple(
         "tasks_total",
         "by_cgroup",
         "context",
+        "members",
+        "whole",
     )
 )
 
@@ -432,6 +454,7 @@ __all__ = [
     "Context",
     "Frame",
     "FrameSource",
+    "Members",
     "Pressure",
     "SamplerConfig",
     "SourceWrapper",

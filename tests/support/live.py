@@ -5,6 +5,7 @@ benchmark."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from tiptop.live.services import Services
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.screens.model import ColumnSpec, ScreenSpec
+from tiptop.sources.bycgroup import group
 
 COLS = (
     ColumnSpec(" %CPU", "%5.1f", "CPU_TOT", "Total CPU usage"),
@@ -109,10 +111,27 @@ class ScriptedSampler(FrameSource):
             self.screen = screen
 
 
-def new_app(n: int = 4, host: Host | None = None, **opts: Any) -> tuple[LiveApp, ScriptedSampler]:
-    """A live app over a :class:`ScriptedSampler` of ``n`` tasks (screens DEFAULT and
-    BRANCH, options ``opts``), started and refreshed once, as ``LiveApp.run()`` leaves it."""
-    sampler = ScriptedSampler(n)
+class GroupedSampler(ScriptedSampler):
+    """A :class:`ScriptedSampler` whose rows are summed by cgroup, as the live ``G`` shows
+    them: task ``i`` (tid ``100 + i``) runs in cgroup ``labels[i]``; the tasks are kept
+    beneath their group rows (``Frame.members``)."""
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        super().__init__(len(labels))
+        self.labels = list(labels)
+
+    def refresh(self) -> Frame:
+        f = super().refresh()
+        return group(f, self.screen, self.labels) if len(f) else f
+
+
+def new_app(
+    n: int = 4, host: Host | None = None, sampler: ScriptedSampler | None = None, **opts: Any
+) -> tuple[LiveApp, ScriptedSampler]:
+    """A live app over a :class:`ScriptedSampler` of ``n`` tasks (or ``sampler``; screens
+    DEFAULT and BRANCH, options ``opts``), started and refreshed once, as ``LiveApp.run()``
+    leaves it."""
+    sampler = sampler if sampler is not None else ScriptedSampler(n)
     app = LiveApp(
         Options(**opts),
         sampler,

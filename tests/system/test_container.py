@@ -3,7 +3,8 @@
 (Debian's ``runc``: crun refuses systemd's hybrid cgroup layout; the ulimits because the
 hard fd limit here is 20000, more than runc grants), and ``tiptop -b --by cgroup`` and
 the exporter show the container's name (from containers/storage's ``containers.json``)
-with its CPU. Skips, saying why, where podman cannot run a container."""
+with its CPU, and so does a replay of the batch run's recording. Skips, saying why, where
+podman cannot run a container."""
 
 from __future__ import annotations
 
@@ -70,20 +71,35 @@ def container(tmp_path: Path) -> Iterator[str]:
         _podman("rmi", "-f", image)
 
 
+def _rows(csv_text: str, name: str) -> list[dict[str, str]]:
+    """The csv rows of the container ``name``."""
+    rows = [line.split(",") for line in csv_text.splitlines()]
+    header = rows[0]
+    return [dict(zip(header, r, strict=True)) for r in rows[1:] if f"podman:{name}" in r]
+
+
 def test_batch_and_the_exporter_show_the_container_by_name(tmp_path: Path) -> None:
+    """... and a recording of the batch run replays those rows with ``--by cgroup``, the
+    same to the last digit (who ran where and the cgroup's own counts are recorded)."""
     with container(tmp_path) as name:
         run = [*TIPTOP, "-S", "sched", "--by", "cgroup", "-d", "0.5", "-n", "3"]
+        recorded = tmp_path / "rec.jsonl"
         batch = subprocess.run(
-            [*run, "-b", "--format", "csv"], capture_output=True, text=True, timeout=120
+            [*run, "-b", "--format", "csv", "--record", str(recorded)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert batch.returncode == 0, batch.stderr
-        rows = [line.split(",") for line in batch.stdout.splitlines()]
-        header = rows[0]
-        mine = [dict(zip(header, r, strict=True)) for r in rows[1:] if f"podman:{name}" in r]
+        mine = _rows(batch.stdout, name)
         assert len(mine) == 3, batch.stdout[-2000:]  # one row a refresh
         assert {r["kind"] for r in mine} == {"podman"} and {r["container"] for r in mine} == {name}
         assert all(r["container_id"].startswith("podman://") for r in mine)
         assert max(float(r["%CPU"]) for r in mine) > 15, mine  # its loop, shared machine
+        replay = [*TIPTOP, "--replay", str(recorded), "-b", "--format", "csv", "--by", "cgroup"]
+        replayed = subprocess.run(replay, capture_output=True, text=True, timeout=120)
+        assert replayed.returncode == 0, replayed.stderr
+        assert _rows(replayed.stdout, name) == mine
         text = tmp_path / "t.prom"
         served = subprocess.run(
             [*run, "--textfile", str(text)], capture_output=True, text=True, timeout=120

@@ -44,6 +44,17 @@ def made_cgroup(prefix: str = "tt37cg") -> Path:
     return path
 
 
+def removed(cgroup: Path) -> None:
+    """Remove a cgroup :func:`made_cgroup` made, once the tasks killed in it are gone
+    (a cgroup with a task cannot be removed: EBUSY), trying for 5 s."""
+    for _ in range(50):
+        try:
+            cgroup.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def exported(text: str, label: str) -> float:
     return sum(
         v
@@ -69,9 +80,4 @@ def test_a_cgroups_short_jobs_are_counted_from_its_cpu_stat() -> None:
             assert 0.9 * used <= got <= 1.1 * used + 0.05, (got, used)
             assert proc.poll() is None
     finally:
-        for _ in range(50):
-            try:
-                cg.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        removed(cg)

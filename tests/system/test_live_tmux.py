@@ -438,3 +438,61 @@ def test_htop_habits_in_a_real_terminal(tmp_path: Path, size: tuple[int, int]) -
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_cgroup_rows_as_a_tree_in_a_real_terminal(tmp_path: Path) -> None:
+    """The real program over a cgroup the test makes, two busy tasks in it (issue 48):
+    ``G`` shows rows by cgroup as a tree, ``*`` hides every cgroup's tasks, ``/`` finds
+    the cgroup's row by its name, ``=`` shows its two tasks beneath it (by their PIDs),
+    and ``=`` on one of them hides them again, the highlight back on the cgroup's row."""
+    from tests.helpers import TIPTOP
+    from tests.system.test_exporter_cgroup import made_cgroup, removed
+    from tests.system.test_hostile_cgroups import SPIN
+
+    cg = made_cgroup("tt48tree")
+    label = cg.name
+    spinners: list[subprocess.Popen[bytes]] = []
+    t = None
+    try:
+        for _ in range(2):
+            spinners.append(subprocess.Popen([sys.executable, "-c", SPIN]))
+            (cg / "cgroup.procs").write_text(str(spinners[-1].pid))
+        pids = sorted(str(s.pid) for s in spinners)
+        t = Tmux([*TIPTOP, "-d", "1"], tmp_path, cols=120, rows=40)
+        t.wait(lambda ls: len(ls) > 5 and re.match(r" *\d+", ls[4]) is not None, "rows")
+        t.keys("G")
+        lines = t.wait(lambda ls: "CGROUP" in ls[3] and "cgroups" in ls[1], "rows by cgroup")
+        t.keys("*")
+        lines = t.wait(has("Every cgroup's tasks hidden"), "* to hide every cgroup's tasks")
+        t.wait(lambda ls: all(not re.search(r"[|`]- ", x) for x in ls[4:]), "no task rows")
+        t.wait(has(f" + {label}"), "the cgroup's row")
+        t.keys("/", *label)
+        t.wait(lambda ls: [r.split()[-1] for r in highlighted(t)] == [label], "/ to its row")
+        t.keys("Enter")
+        t.keys("=")
+
+        def beneath(lines: list[str]) -> list[str]:
+            """The PIDs of the rows beneath the cgroup's row, drawn as its tasks."""
+            at = next((i for i, x in enumerate(lines) if x.rstrip().endswith(f" {label}")), None)
+            if at is None:
+                return []
+            tasks = [x for x in lines[at + 1 :] if re.search(r" [|`]- \S", x)]
+            return [x.split()[0] for x in tasks]
+
+        lines = t.wait(lambda ls: sorted(beneath(ls)) == pids, "= to show its two tasks")
+        row = next(x for x in lines if x.rstrip().endswith(f" {label}"))
+        assert row.rstrip().endswith(f" - {label}"), row
+        at = lines.index(row)
+        assert re.search(r" \|- \S", lines[at + 1]) and re.search(r" `- \S", lines[at + 2])
+        t.keys("Down", "=")
+        lines = t.wait(lambda ls: has(f" + {label}")(ls) and not beneath(ls), "= on a task")
+        assert [r.split()[-1] for r in highlighted(t)] == [label]
+        t.keys("q")
+        t.wait(lambda ls: t.dead(), "the program to quit")
+    finally:
+        if t is not None:
+            t.kill()
+        for s in spinners:
+            s.kill()
+            s.wait()
+        removed(cg)

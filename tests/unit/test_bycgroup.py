@@ -10,7 +10,7 @@ from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.frame import FrameSource
 from tiptop.messages import MessageLog
-from tiptop.sources.bycgroup import CgroupSource, group
+from tiptop.sources.bycgroup import CgroupSource, Membership, group
 
 
 def test_group_sums_counts_and_evaluates_ratios_again() -> None:
@@ -60,7 +60,7 @@ def test_the_g_key_switches_grouping(tmp_path) -> None:
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
     f = frame([task(1, 1.0, 1.0, 1.0), task(2, 1.0, 1.0, 1.0), task(3, 1.0, 1.0, 1.0)])
-    src = CgroupSource(_Source(f), enabled=False, proc_root=str(tmp_path))
+    src = CgroupSource(_Source(f), enabled=False, membership=Membership(str(tmp_path)))
     assert len(src.refresh()) == 3
     assert src.key("G") and src.refresh().name == ["/", "a.service"]
     assert not src.key("x")
@@ -172,7 +172,8 @@ def test_group_rows_are_named_by_who_runs_in_them(tmp_path) -> None:
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
     f = frame([task(pid, 10.0 * pid, 1.0, 1.0) for pid in paths])
-    src = CgroupSource(_Source(f), proc_root=str(tmp_path), workloads=Workloads(None, str(state)))
+    who = Membership(str(tmp_path), Workloads(None, str(state)))
+    src = CgroupSource(_Source(f), membership=who)
     g = src.refresh()
     assert g.name == ["cron.service", f"docker/{rt.ID_C[:12]}", "docker:web", "shop/api-0/api"]
     assert g.values[2, 0] == pytest.approx(30.0)  # pids 1 and 2

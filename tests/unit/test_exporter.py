@@ -393,6 +393,27 @@ def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
     assert reader.used([]) == {"db": 0.0}
 
 
+def test_cgroup_cpu_leaves_idle_cgroups_unread(tmp_path) -> None:
+    """A followed cgroup whose events say none of its tasks ran (``idle``) used none: its
+    ``cpu.stat`` is not read, and what ran after its last read is counted at the next."""
+    from tiptop.kernel.cgroup import CgroupCpu
+
+    cg, proc = tmp_path / "cg", tmp_path / "proc"
+    (cg / "db.service").mkdir(parents=True)
+    stat = cg / "db.service" / "cpu.stat"
+    stat.write_text("usage_usec 5000000\n")
+    (proc / "2").mkdir(parents=True)
+    (proc / "2" / "cgroup").write_text("0::/db.service\n")
+    reader = CgroupCpu(CgroupCache(str(proc)), str(cg), started=float("inf"))
+    idle = {"/db.service"}
+    assert reader.used([2], idle) == {"db": 0.0}  # first seen: read, its baseline
+    stat.write_text("garbage: unreadable if read\n")
+    assert reader.used([2], idle) == {"db": 0.0}  # idle: not read (else left out)
+    stat.write_text("usage_usec 5250000\n")
+    assert reader.used([2], idle) == {"db": 0.0}
+    assert reader.used([2]) == {"db": pytest.approx(0.25)}  # ran: all since its last read
+
+
 def test_the_grouping_is_kept_only_while_the_row_labels_are_the_same() -> None:
     """The sampler hands the same row-label lists while nothing changed: the grouping is
     reused then, and made again for other lists (a renamed process)."""

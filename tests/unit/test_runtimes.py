@@ -271,6 +271,26 @@ def test_names_are_made_printable(tmp_path: Path) -> None:
     assert "\x1b" not in shown and "\x07" not in shown and shown.startswith("docker:evil")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/user.slice/user-1000.slice/user@1000.service/x\x1b]0;PWN\x07.service",
+        "/system.slice/ok\udcff\x9b2J.service",  # a byte not UTF-8 (os.fsdecode), a C1 CSI
+        "/lxc.payload.w\x1b[2Jeb",
+        "/lxc/d\nb",
+    ],
+)
+def test_names_from_the_path_are_made_printable(tmp_path: Path, path: str) -> None:
+    """A cgroup's name is its maker's word (a user names the cgroups of a subtree delegated
+    to it): the unit or container a path names is printable, as its label is."""
+    w = resolve(tmp_path, path)
+    assert w.unit or w.container, w
+    for value in (*w.values(), w.label, w.shown()):
+        assert value.isprintable(), (value, w)
+        value.encode("utf-8")  # no lone surrogate: a byte not UTF-8 is shown as \xNN
+    assert "\\x1b" in w.shown() or "\\x9b" in w.shown() or "\\n" in w.shown(), w.shown()
+
+
 # ------------------------------------------------------------ the cache
 
 

@@ -14,6 +14,7 @@ from tiptop.options import Options
 
 if TYPE_CHECKING:
     from tiptop.recording.format import JsonObject
+    from tiptop.recording.writer import Cgroups
     from tiptop.screens.model import ScreenSpec
 
 
@@ -35,10 +36,12 @@ def record_source(
     source: FrameSource,
     index: int,
     numbering: Sequence[ScreenSpec] = (),
+    cgroups: Cgroups | None = None,
 ) -> FrameSource:
     """``source`` wrapped so that every refresh is appended to ``path`` (``--record``);
     each screen recorded with its number among ``numbering`` (the screens as numbered
-    live)."""
+    live); with ``cgroups`` (live, ``--by cgroup``), who runs in each task's cgroup and
+    the counts of the cgroups counted whole too, for a replay's rows by cgroup."""
     from tiptop.recording.writer import Recorder, RecordingSource
 
     header: JsonObject = {
@@ -58,9 +61,10 @@ def record_source(
             "only_name": opts.only_name,
             "uid": opts.uid,
             "user_name": opts.user_name,
+            "cgroups": cgroups is not None,
         },
     }
-    return RecordingSource(source, Recorder(path, header, numbering))
+    return RecordingSource(source, Recorder(path, header, numbering, cgroups))
 
 
 __all__ = ["cpu_model", "record_source"]

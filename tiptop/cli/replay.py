@@ -16,17 +16,18 @@ from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Options
-from tiptop.outside import shown
+from tiptop.outside import printable, shown
 from tiptop.recording.index import Recording
 from tiptop.screens.model import ScreenSpec
 
 if TYPE_CHECKING:
-    from tiptop.frame import Frame
+    from tiptop.frame import Frame, FrameSource
     from tiptop.outputs.records import RecordWriter
     from tiptop.outputs.why import WhyWriter
     from tiptop.recording.format import Header
     from tiptop.recording.replay import ReplaySource
     from tiptop.screens.model import ScreenSpec
+    from tiptop.sources.bycgroup import CgroupSource
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\w*\s+ago\s*$")
 _CLOCK = re.compile(r"^\s*(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?\s*$")
@@ -139,6 +140,7 @@ def run_replay(
     if not live:
         opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
     delay = None if paced and live else opts.delay
+    by_cgroup = _by_cgroup(opts, rec)
     source = ReplaySource(rec, picked, first=first, last=source_last, delay=delay)
     if live:
         from tiptop import live as live_mode
@@ -148,14 +150,32 @@ def run_replay(
         services = Services(
             host=host, exporter=export_current, screen_index=index, screen_number=rec.number_of
         )
-        return live_mode.run(opts, source, screens, services)
+        shown = source if by_cgroup is None else by_cgroup(source)
+        return live_mode.run(opts, shown, screens, services)
     out = open_output(opts.output, "-o")
     try:
-        return _batch(opts, source, out or sys.stdout, say)
+        grouped = None if by_cgroup is None else by_cgroup(source).grouped
+        return _batch(opts, source, out or sys.stdout, say, grouped)
     finally:
         source.close()
         if out is not None:
             out.close()
+
+
+def _by_cgroup(opts: Options, rec: Recording) -> Callable[[FrameSource], CgroupSource] | None:
+    """What makes rows by cgroup of a replay (``--by cgroup``, the live ``G`` key): who ran
+    in each task's cgroup, as recorded (live, ``--by cgroup``); None for a recording that
+    holds none, which ``--by cgroup`` refuses in one line."""
+    from tiptop.sources.bycgroup import CgroupSource
+
+    if rec.header.options.cgroups:
+        return lambda source: CgroupSource(source, opts.series_by == "cgroup")
+    if opts.series_by == "cgroup":
+        raise TiptopError(
+            f"--by cgroup: '{printable(rec.path)}' holds no cgroups: it was recorded in batch "
+            "mode without --by cgroup (or by an older tiptop)"
+        )
+    return None
 
 
 def recorded_options(opts: Options, head: Header) -> Options:
@@ -180,11 +200,13 @@ def _batch(
     source: ReplaySource,
     out: IO[str],
     say: Callable[[str], None],
+    grouped: Callable[[Frame], Frame] | None = None,
 ) -> int:
     """The recorded refreshes as batch output, as fast as they can be written, under the
-    one consumer loop (``tiptop.refresh.consume``); a refresh shown under another screen
-    than the one before gets that screen's name (by the number it had while recording)
-    and header (text) or a new header line (csv)."""
+    one consumer loop (``tiptop.refresh.consume``), each ``grouped`` (``--by cgroup``)
+    when given; a refresh shown under another screen than the one before gets that
+    screen's name (by the number it had while recording) and header (text) or a new header
+    line (csv)."""
     from tiptop.outputs.batch import TextWriter, make_writer
     from tiptop.refresh import consume
 
@@ -206,7 +228,8 @@ def _batch(
                 writer.begin(frame.timestamp)
         writer.frame(frame, count)
 
-    consume(source.recorded(), take, source.messages, say, opts.max_iter)
+    frames = source.recorded() if grouped is None else map(grouped, source.recorded())
+    consume(frames, take, source.messages, say, opts.max_iter)
     out.flush()
     return 0
 

@@ -219,25 +219,30 @@ def _frame_source(
     numbering: Sequence[ScreenSpec] = (),
 ) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
-    ``--by cgroup``), in that order: a recording holds the task rows."""
+    ``--by cgroup``), in that order: a recording holds the task rows, and then who runs in
+    each one's cgroup, so that its replay shows rows by cgroup too."""
     sampler = make_sampler(opts, screen, host, problems, said)
     source: FrameSource = sampler
+    membership = None
+    if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+        from tiptop.runtimes import Workloads, hierarchy_mount
+        from tiptop.sources.bycgroup import Membership
+
+        workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
+        membership = Membership(host.proc_root, workloads)
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
         on_error.callback(source.close)
         if opts.record:
             from tiptop.cli.record import record_source
 
-            source = record_source(opts, opts.record, source, index, numbering)
-        if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+            source = record_source(opts, opts.record, source, index, numbering, membership)
+        if membership is not None:
             from tiptop.cli.cgroups import cgroup_events
-            from tiptop.runtimes import Workloads, hierarchy_mount
             from tiptop.sources.bycgroup import CgroupSource
 
-            workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
-            by_cgroup = CgroupSource(source, opts.series_by == "cgroup", host.proc_root, workloads)
-            if cgroup_events(opts, host, sampler, by_cgroup.cgroups.path) is not None:
-                by_cgroup.counting = lambda: sampler.cgroup_counts
-            source = by_cgroup
+            if cgroup_events(opts, host, sampler, membership.cgroups.path) is not None:
+                membership.counting = lambda: sampler.cgroup_counts
+            source = CgroupSource(source, opts.series_by == "cgroup", membership)
         on_error.pop_all()
     return source
 

@@ -63,17 +63,24 @@ def cpu_since_birth(host: Host, pid: int) -> float | None:
 
 
 def _cgroup_cpu(
-    opts: Options, host: Host, cgroups: CgroupCache
+    opts: Options, host: Host, cgroups: CgroupCache, sampler: Sampler
 ) -> Callable[[list[int]], dict[str, float]] | None:
     """With ``--by cgroup`` as root on cgroup v2: each leaf cgroup's CPU from its own
-    ``cpu.stat`` (docs/exporter.md, "What each series covers"). Not without root: a
+    ``cpu.stat`` (docs/exporter.md, "What each series covers"), not read for a cgroup
+    whose events say none of its tasks ran (``CgroupCounts.idle``). Not without root: a
     cgroup's usage is every user's, more than an unprivileged exporter may show."""
     from tiptop.kernel.cgroup import CgroupCpu, unified_root
 
     root = unified_root(host.sysfs_root)
     if opts.series_by != "cgroup" or host.euid != 0 or root is None:
         return None
-    return CgroupCpu(cgroups, root).used
+    cpu = CgroupCpu(cgroups, root)
+
+    def used(pids: list[int]) -> dict[str, float]:
+        idle = {path for path, counts in sampler.cgroup_counts.items() if counts.idle}
+        return cpu.used(pids, idle)
+
+    return used
 
 
 def _counts_by_label(sampler: Sampler) -> Callable[[list[int]], dict[str, CgroupCounts]]:
@@ -139,10 +146,10 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
         expiry=opts.series_expiry,
-        cgroup_cpu=_cgroup_cpu(opts, host, cgroups),
         workload_of=workload_of,
     )
     sampler = make_sampler(opts, screen, host)
+    aggregator.cgroup_cpu = _cgroup_cpu(opts, host, cgroups, sampler)
     from tiptop.cli.cgroups import cgroup_events
 
     if cgroup_events(opts, host, sampler, cgroups.path) is not None:

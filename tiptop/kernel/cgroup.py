@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from tiptop.outside import printable
 
@@ -159,16 +159,24 @@ class CgroupCpu:
         #: (its cgroup was removed), so this holds only live cgroups.
         self._last: dict[str, float] = {}
 
-    def used(self, pids: Iterable[int]) -> dict[str, float]:
+    def used(self, pids: Iterable[int], idle: Container[str] = ()) -> dict[str, float]:
         """Per label, the CPU seconds its cgroups used since the last call (those of
         ``pids`` and every cgroup followed before). A label any of whose cgroups could
-        not be read is left out: its tasks' own CPU times stand for it."""
+        not be read is left out: its tasks' own CPU times stand for it. A followed cgroup
+        in ``idle`` (paths none of whose tasks ran since the last call: their cgroup
+        events were enabled for no time, ``tiptop.frame.CgroupCounts.idle``) used none and
+        is not read: ``usage_usec`` grows only while one of its tasks runs, and whatever
+        ran between the two reads is counted at the next one."""
         paths = set(self._last) | {self.cache.path(pid) for pid in pids}
         out: dict[str, float] = {}
         unread: set[str] = set()
         last: dict[str, float] = {}
         for path in paths:
             label = shorten(path)
+            if path in idle and path in self._last:
+                out[label] = out.get(label, 0.0)
+                last[path] = self._last[path]
+                continue
             usage = usage_seconds(self.root, path)
             if usage is None:
                 unread.add(label)

@@ -181,7 +181,9 @@ class LiveApp:
             dead = int(f.dead.sum()) if self.state.options.sticky else None
             threads = self.state.options.show_threads
             kind = "cgroups" if f.by_cgroup else "threads" if threads else "processes"
-            left = tasks_text(len(f), len(self.rows), dead, kind)
+            rows = self.rows
+            shown = rows.top_level() if isinstance(rows, table.RowList) else len(rows)
+            left = tasks_text(len(f), shown, dead, kind)
         st = self.state
         numbered = self.session.services.screen_number
         number = st.screen_index if numbered is None else numbered(st.screen)

@@ -26,6 +26,7 @@ from tiptop.live.windows.kill import KillWindow
 from tiptop.live.windows.prompt import Prompt
 from tiptop.live.windows.search import search_prompt
 from tiptop.options import Options, parse_delay, parse_target, parse_user
+from tiptop.table import Row
 
 #: A restart, said.
 RESTART = Effect.RESTART
@@ -59,6 +60,34 @@ def from_source(session: Session, key: str) -> Reaction:
     return saying(f"'{key}' does nothing here (a --replay key, or G with live tasks)")
 
 
+def fold(session: Session, key: str) -> Reaction:
+    """``=``: rows by cgroup (``G``): the highlighted group row's tasks shown beneath it,
+    or hidden (the group of the highlighted task: the highlight goes to its row)."""
+    row = session.selected()
+    if row is None or row.group is None:
+        return saying("= shows or hides the tasks of a cgroup's row: G shows rows by cgroup")
+    st = session.state
+    st.folding = st.folding.toggle(row.group)
+    return _folded(session, row)
+
+
+def fold_all(session: Session, key: str) -> Reaction:
+    """``*``: every cgroup's tasks hidden beneath its row, or every one's shown."""
+    st = session.state
+    st.folding = st.folding.toggle_all()
+    shown = "shown" if st.folding.unfolded else "hidden"
+    return _folded(session, session.selected(), f"Every cgroup's tasks {shown} (= one's)")
+
+
+def _folded(session: Session, row: Row | None, says: str | None = None) -> Reaction:
+    """The rows again after a fold; a highlighted task now hidden hands the highlight to
+    its group's row."""
+    group = row.group if row is not None and row.depth else None
+    if group is not None and not session.state.folding.shows(group):
+        session.table.select_group()
+    return Reaction(Effect.REBUILD, says=says)
+
+
 # ------------------------------------------------------------ htop's keys
 
 
@@ -80,6 +109,8 @@ def tag(session: Session, key: str) -> Reaction:
     row = session.selected()
     if row is None:
         return saying("No task to tag")
+    if row.summed:
+        return saying(f"{row.command}: a cgroup's row; tag its tasks (= shows them)")
     tagged = session.state.tagged
     tagged.symmetric_difference_update({int(row.tid)})
     session.table.scroll("down")
@@ -95,6 +126,7 @@ def signal_tasks(session: Session, key: str) -> Reaction:
     ]
     if not shown and session.selected() is not None:
         shown = [table.rows[table.selected]]
+    shown = [r for r in shown if not r.summed]  # a cgroup's row: its PID is one of many
     if not shown:
         return saying("No task to signal: highlight one (Up/Down) or tag some (Space)")
     return Reaction(opens=KillWindow([(int(r.tid), r.command) for r in shown], send_signal))

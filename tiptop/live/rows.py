@@ -156,8 +156,9 @@ class TaskTable(Scroller):
     """The task rows: ``table.Row`` objects formatted by ``format_row`` only when shown,
     cut to COLS-1 like the original's rows, with a selection cursor as in htop: Up/Down,
     PgUp/PgDn and Home/End move a highlighted row, the view scrolls to keep it in sight,
-    and the highlight follows its task (its tid) across refreshes and sorts; when that
-    task has no row any more, the row now at its place is selected."""
+    and the highlight follows its task (its tid, and its depth in a tree: a group row and
+    its smallest task share an id) across refreshes and sorts; when that task has no row
+    any more, the row now at its place is selected."""
 
     def __init__(self, format_row: Callable[[table.Row], str]) -> None:
         super().__init__(self._row_line)
@@ -166,9 +167,11 @@ class TaskTable(Scroller):
         #: ``squeeze(cols)``: the span of columns to leave out at that width, so that
         #: COMMAND stays in sight (:func:`user_squeeze`); the header leaves out the same.
         self.squeeze: Callable[[int], tuple[int, int] | None] = lambda _cols: None
-        #: The highlighted row's index, and the task it shows (None before any row).
+        #: The highlighted row's index, and the task it shows (None before any row) and
+        #: its depth (``tiptop.table.Row.depth``).
         self.selected = 0
         self.selected_tid: int | None = None
+        self.selected_depth = 0
         #: The tasks tagged with Space (the session's set), drawn so.
         self.tagged: set[int] = set()
 
@@ -178,7 +181,8 @@ class TaskTable(Scroller):
         self.rows = rows
         self.format_row = format_row
         self.set_count(len(rows))
-        found = None if self.selected_tid is None else row_position(rows, self.selected_tid)
+        tid = self.selected_tid
+        found = None if tid is None else row_position(rows, tid, self.selected_depth)
         self._select(self.selected if found is None else found)
 
     def selected_row(self) -> table.Row | None:
@@ -190,8 +194,9 @@ class TaskTable(Scroller):
         self._select(index)
 
     def position(self, tid: int) -> int | None:
-        """The display position of task ``tid``'s row, or None."""
-        return row_position(self.rows, tid)
+        """The display position of task ``tid``'s row (a task's own, beneath its group
+        row in a tree), or None."""
+        return row_position(self.rows, tid, 1)
 
     def select_task(self, tid: int) -> bool:
         """Highlight the row of task ``tid``; False when it has none."""
@@ -200,11 +205,21 @@ class TaskTable(Scroller):
             self._select(found)
         return found is not None
 
+    def select_group(self) -> None:
+        """Highlight the group row above the highlighted task (a tree's) from the next
+        rows on, in which its tasks may be hidden."""
+        k = self.selected
+        while k > 0 and self.rows[k].depth:
+            k -= 1
+        if self.rows:
+            self.selected_tid, self.selected_depth = int(self.rows[k].tid), 0
+
     def _select(self, index: int) -> None:
         """Highlight row ``index`` (clamped) and follow its task from now on."""
         self.selected = max(0, min(index, len(self.rows) - 1))
         if self.rows:
-            self.selected_tid = int(self.rows[self.selected].tid)
+            row = self.rows[self.selected]
+            self.selected_tid, self.selected_depth = int(row.tid), row.depth
         self._invalidate()
 
     def scroll(self, key: str) -> bool:
@@ -236,12 +251,14 @@ class TaskTable(Scroller):
         return row_markup(row, line, row.tid in self.tagged)
 
 
-def row_position(rows: Sequence[table.Row], tid: int) -> int | None:
-    """The index of the row of task ``tid`` in ``rows``, or None: from the frame's tid
-    array when ``rows`` is a ``tiptop.table.RowList`` (no row is built), else by looking."""
+def row_position(rows: Sequence[table.Row], tid: int, depth: int = 0) -> int | None:
+    """The index of the row of task ``tid`` in ``rows`` (at ``depth`` where it has two:
+    a tree's group row and its task), or None: from the frame's tid array when ``rows`` is
+    a ``tiptop.table.RowList`` (no row is built), else by looking."""
     if isinstance(rows, RowList):
-        return rows.position_of(tid)
-    return next((k for k, r in enumerate(rows) if r.tid == tid), None)
+        return rows.position_of(tid, depth)
+    found = [k for k, r in enumerate(rows) if r.tid == tid]
+    return next((k for k in found if rows[k].depth == depth), found[0] if found else None)
 
 
 #: Characters of the ``-U`` user column always kept when it is narrowed.

@@ -66,5 +66,14 @@ class Session:
         """The highlighted row, or None when no row is shown."""
         return self.table.selected_row()
 
+    def selected_frame(self) -> Frame:
+        """The frame the highlighted row is a row of, in which its id is that row's: a
+        tree's group rows or its tasks (a group row's id is its smallest task's), else the
+        frame on display."""
+        rows = self.table.rows
+        if isinstance(rows, table.RowList) and rows:
+            return rows.level_frame(self.table.selected)
+        return self.frame
+
 
 __all__ = ["Session"]

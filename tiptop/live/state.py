@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tiptop.frame import FrameSource
 from tiptop.options import Options
-from tiptop.table import View
+from tiptop.table import Folding, View
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -91,6 +91,8 @@ class LiveState:
     tagged: set[int] = field(default_factory=set)
     #: The task ``F`` follows (kept highlighted and shown), by tid.
     follow: int | None = None
+    #: Which rows by cgroup show their tasks beneath them (``=``, ``*``).
+    folding: Folding = field(default_factory=Folding)
 
     @classmethod
     def initial(
@@ -122,13 +124,11 @@ class LiveState:
 
     @property
     def view(self) -> View:
-        """The table view: the settings' presentation, with this session's sort, filter
-        and followed task (watched: shown although idle)."""
+        """The table view: the settings' presentation, with this session's sort, filter,
+        followed task (watched: shown although idle) and rows by cgroup as a tree."""
         view = self.options.view(self.sort_column, self.descending)
-        if self.filter or self.follow is not None:
-            watch = view.watch if self.follow is None else self.follow
-            view = dataclasses.replace(view, name_filter=self.filter, watch=watch)
-        return view
+        watch = view.watch if self.follow is None else self.follow
+        return dataclasses.replace(view, name_filter=self.filter, watch=watch, folding=self.folding)
 
     @property
     def delay(self) -> float:

@@ -4,8 +4,9 @@ written (``tiptop.recording.writer``) and checked when read (``tiptop.recording.
 A recording is JSON lines (docs/guide.md, "Recording format"): a header line
 (``tiptop_recording``: the format version, where and how it was recorded, the screen shown),
 a ``screen`` line whenever the screen shown changed, per refresh an optional ``facts`` line
-(pid, user, name and command line of the tasks first seen or changed) and one frame line
-(``{"t": ...``: the refresh's time, interval and per task its numbers). A header line later in
+(pid, user, name and command line of the tasks first seen or changed; who runs in the
+cgroups first seen, numbered) and one frame line (``{"t": ...``: the refresh's time,
+interval and per task its numbers, and the number of who runs in its cgroup). A header line later in
 the file starts another session appended to it.
 
 Reading checks every value's type and every list's length against the frame's task count
@@ -30,6 +31,7 @@ from tiptop.outside import printable, shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
+from tiptop.workload import FIELDS, KINDS, Workload
 
 #: The format version written and read.
 FORMAT_VERSION = 1
@@ -187,6 +189,9 @@ class RecordedOptions:
     only_name: str | None = None
     uid: int | None = None
     user_name: str | None = None
+    #: Who runs in each task's cgroup was recorded (``workloads``, ``wl``): a replay can
+    #: show rows by cgroup.
+    cgroups: bool = False
 
 
 @dataclass(eq=False)
@@ -273,11 +278,14 @@ def _recorded_options(opts: Mapping[str, object], problems: list[str]) -> Record
         wrong(key)
         return None
 
-    idle = opts.get("show_idle")
+    idle, cgroups = opts.get("show_idle"), opts.get("cgroups")
     if not isinstance(idle, bool):
         wrong("show_idle")
+    if not isinstance(cgroups, bool):
+        wrong("cgroups")
     return RecordedOptions(
         show_idle=idle is True,
+        cgroups=cgroups is True,
         only_pid=small_int("only_pid"),
         only_name=text("only_name"),
         uid=small_int("uid"),
@@ -305,6 +313,35 @@ def facts_from(d: Mapping[str, object]) -> dict[int, tuple[int, str, str, str]]:
     return out
 
 
+def workload_record(w: Workload) -> JsonObject:
+    """Who runs in a cgroup as a ``facts`` line's ``workloads`` holds it: its kind and
+    label, and the other fields (``tiptop.workload.FIELDS``) that are known."""
+    fields = dict(zip(FIELDS, w.values(), strict=True))
+    return {"label": w.label, **{k: v for k, v in fields.items() if v or k == "kind"}}
+
+
+def workloads_from(d: Mapping[str, object]) -> dict[int, Workload]:
+    """A ``facts`` line's ``workloads`` (absent from recordings made before it: empty):
+    number -> who runs in a cgroup; :class:`FormatError` when an entry is not that. A kind
+    this tiptop does not know is ``other``."""
+    found = d.get("workloads", {})
+    if not isinstance(found, dict):
+        raise FormatError("'workloads' is not an object")
+    out: dict[int, Workload] = {}
+    for key, w in found.items():
+        if not (key.isascii() and key.isdigit() and len(key) <= 10):
+            raise FormatError(f"workloads: {key[:20]!r} is not a number")
+        if not isinstance(w, dict):
+            raise FormatError(f"workload {key}: not an object")
+        where = f"workload {key}"
+        values = {k: _text(w, k, where, "") for k in (*FIELDS, "label")}
+        if values["kind"] not in KINDS:
+            values["kind"] = "other"
+        label = values.pop("label") or "?"
+        out[int(key)] = Workload(label=label, **values)
+    return out
+
+
 # --------------------------------------------------------------------------- frames
 
 
@@ -323,6 +360,9 @@ class FrameLine:
     counters: dict[str, dict[str, np.ndarray]]
     #: What the machine did over the refresh (``ctx``); None where not recorded.
     context: Context | None = None
+    #: The cgroups counted whole (``cg``), by who runs in them (their number): per counter
+    #: alias ``[raw, scaled, running, total, ok]`` (nan where null).
+    cgroups: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def _floats(x: object, n: int, what: str) -> np.ndarray:
@@ -370,6 +410,7 @@ _TASK_KEYS = {
     **dict.fromkeys(TIME_KEYS, "f"),
     "lim": "f",
     "cpus": "f",
+    "wl": "i",
 }
 #: Per-counter lists: key -> kind; ``d`` is required.
 _COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
@@ -452,7 +493,35 @@ def frame_from(
         values=values,
         counters=counters,
         context=context_from(d.get("ctx")),
+        cgroups=cgroups_from(d.get("cg"), aliases),
     )
+
+
+#: The most cgroups counted whole that one frame line may hold.
+MAX_CGROUPS = 100_000
+
+
+def cgroups_from(
+    x: object, aliases: Collection[str] | None = None
+) -> dict[int, dict[str, np.ndarray]]:
+    """A frame line's ``cg`` (absent: none) checked: per workload number, per counter
+    alias (those of ``aliases`` only, when given) five numbers or nulls."""
+    if x is None:
+        return {}
+    if not isinstance(x, dict) or len(x) > MAX_CGROUPS:
+        raise FormatError(f"'cg' is not an object of at most {MAX_CGROUPS} cgroups")
+    out: dict[int, dict[str, np.ndarray]] = {}
+    for key, counts in x.items():
+        if not (key.isascii() and key.isdigit() and len(key) <= 10):
+            raise FormatError(f"cg: {key[:20]!r} is not a number")
+        if not isinstance(counts, dict) or len(counts) > MAX_ITEMS:
+            raise FormatError(f"cg.{key}: not an object of at most {MAX_ITEMS} counters")
+        out[int(key)] = {
+            alias: _floats(c, 5, f"cg.{key}.{alias[:40]}")
+            for alias, c in counts.items()
+            if aliases is None or alias in aliases
+        }
+    return out
 
 
 #: The resources a ``ctx``'s ``psi`` may name (Documentation/accounting/psi.rst).
@@ -530,6 +599,7 @@ def _float(text: bytes | None) -> float | None:
 __all__ = [
     "FORMAT_VERSION",
     "MAX_BYTES",
+    "MAX_CGROUPS",
     "MAX_DAMAGED",
     "MAX_FACTS",
     "MAX_FRAMES",
@@ -542,6 +612,7 @@ __all__ = [
     "JsonValue",
     "RecordedOptions",
     "bytes_limit",
+    "cgroups_from",
     "context_from",
     "facts_from",
     "frame_from",
@@ -552,4 +623,6 @@ __all__ = [
     "screen_from_record",
     "screen_number",
     "screen_record",
+    "workload_record",
+    "workloads_from",
 ]

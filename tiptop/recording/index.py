@@ -15,6 +15,7 @@ from tiptop.outside import printable
 from tiptop.recording import format as fmt
 from tiptop.recording.inflate import Store
 from tiptop.screens.model import ScreenSpec
+from tiptop.workload import Workload
 
 
 class Loader(Protocol):
@@ -27,6 +28,9 @@ class Loader(Protocol):
         """Wait until the file is read."""
         ...
 
+
+#: Who runs in a cgroup a frame line numbers and no ``facts`` line names.
+UNKNOWN = Workload("other", "?")
 
 #: The notes kept in full; past them, one says how many more there were.
 MAX_NOTES = 20
@@ -54,6 +58,9 @@ class Recording:
     _line: array = field(default_factory=lambda: array("q"))
     #: tid -> [(first frame index, (pid, user, name, cmdline))], in frame order.
     facts: dict[int, list[tuple[int, tuple[int, str, str, str]]]] = field(default_factory=dict)
+    #: number -> [(first frame index, who runs in a cgroup)], in frame order (a session
+    #: appended numbers its own from 0).
+    workloads: dict[int, list[tuple[int, Workload]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     dropped: int = 0  # notes past MAX_NOTES
     #: What reads the file (in a thread when loaded in the background).
@@ -82,6 +89,15 @@ class Recording:
         versions = self.facts.get(tid)
         if not versions:
             return (tid, "?", "?", "?")
+        k = bisect.bisect_right(versions, index, key=lambda v: v[0]) - 1
+        return versions[max(k, 0)][1]
+
+    def workload_of(self, number: int, index: int) -> Workload:
+        """Who ran in the cgroup numbered ``number`` at frame ``index`` (as ``?`` when
+        the recording does not say)."""
+        versions = self.workloads.get(number)
+        if not versions:
+            return UNKNOWN
         k = bisect.bisect_right(versions, index, key=lambda v: v[0]) - 1
         return versions[max(k, 0)][1]
 

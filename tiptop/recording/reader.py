@@ -288,7 +288,7 @@ class _Loader:
         self.ready.set()
 
     def _apply(self, line: int, d: Mapping[str, object]) -> None:
-        """A header, ``screen`` or ``facts`` line."""
+        """A header, ``screen`` or ``facts`` line (with who runs in the cgroups first seen)."""
         if fmt.is_header(d):
             return self._header(line, d)
         rec = self.rec
@@ -297,12 +297,14 @@ class _Loader:
         if "screen" in d:
             self._show(fmt.screen_from_record(d["screen"]), fmt.screen_number(d["screen"]))
         elif "facts" in d:
-            facts = fmt.facts_from(d)
-            self.facts += len(facts)
+            facts, named = fmt.facts_from(d), fmt.workloads_from(d)
+            self.facts += len(facts) + len(named)
             if self.facts > fmt.MAX_FACTS:
                 raise fmt.FormatError(f"more than {fmt.MAX_FACTS} task facts")
             for tid, f in facts.items():
                 rec.facts.setdefault(tid, []).append((len(rec), f))
+            for number, w in named.items():
+                rec.workloads.setdefault(number, []).append((len(rec), w))
         else:
             raise fmt.FormatError("neither a refresh, a screen nor task facts")
 

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame, FrameSource, SamplerConfig
+from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
 from tiptop.recording.format import TIME_KEYS, FormatError, FrameLine
 from tiptop.recording.index import Recording
@@ -31,6 +31,7 @@ from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts, TimeFacts
+from tiptop.workload import Workload
 
 STEP_KEYS = {"[": -1, "]": +1}
 JUMP_KEYS = {"{": -60.0, "}": +60.0}
@@ -122,7 +123,8 @@ def row_facts(line: FrameLine) -> RowFacts:
 
 def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
     """Frame ``index`` of ``rec`` with ``screen``'s columns evaluated (by the evaluator of
-    ``screen`` over the counters recorded then, ``evaluator_for``);
+    ``screen`` over the counters recorded then, ``evaluator_for``), and who ran in each
+    task's cgroup where it was recorded (``Frame.workload``);
     :class:`~tiptop.recording.format.FormatError` when its line is damaged."""
     line = rec.frame(index)
     tid, v = line.tid, line.values
@@ -145,7 +147,7 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         tasks_total=n if line.tasks_total is None else line.tasks_total,
         context=line.context,
     )
-    return evaluated_frame(
+    frame = evaluated_frame(
         evaluator,
         refresh,
         labels,
@@ -156,6 +158,33 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         num_threads=nth,
         dead=_or(v["dead"], n, 0, bool),
     )
+    numbers = v["wl"]
+    if numbers is not None:  # who ran in each task's cgroup: rows by cgroup can be shown
+        frame.workload = [rec.workload_of(w, index) for w in numbers.tolist()]
+    if line.cgroups:
+        frame.whole = whole_counts(rec, index, line.cgroups, aliases)
+    return frame
+
+
+def whole_counts(
+    rec: Recording, index: int, cgroups: dict[int, dict[str, np.ndarray]], aliases: tuple[str, ...]
+) -> dict[Workload, CgroupCounts]:
+    """A frame line's cgroups counted whole, by who runs in them, per counter in the
+    frame's ``aliases`` order (one not recorded: not read OK)."""
+    out: dict[Workload, CgroupCounts] = {}
+    for number, by_alias in cgroups.items():
+        rows = np.stack([by_alias.get(a, _UNREAD) for a in aliases]) if aliases else _NONE
+        raw, scaled, running, total, ok = rows.T
+        counts = CgroupCounts(raw, scaled, running, total, ok == 1)
+        found = rec.workload_of(number, index)
+        out[found] = out[found] + counts if found in out else counts
+    return out
+
+
+#: A counter a cgroup's record lacks (``[raw, scaled, running, total, ok]``), and the
+#: counts of a frame without counters.
+_UNREAD = np.array([np.nan, np.nan, 1.0, np.nan, 0.0])
+_NONE = np.zeros((0, 5))
 
 
 class ReplaySource(FrameSource):

@@ -3,9 +3,11 @@
 JSON lines, gzip when the name ends in ``.gz`` (``tiptop.recording.format``; docs/guide.md,
 "Recording format"): a header line, a ``screen`` line when the screen shown changes, then per
 refresh an optional ``facts`` line (pid, user, name and command line of the
-tasks first seen or changed: they are not repeated every refresh) and one frame line holding
-the refresh's time and interval and, per task (columns of equal length), its tid, %CPU facts
-and per counter the raw delta, scaled delta, running total, running fraction and status.
+tasks first seen or changed: they are not repeated every refresh; who runs in each cgroup
+first seen, numbered) and one frame line holding
+the refresh's time and interval and, per task (columns of equal length), its tid, %CPU facts,
+per counter the raw delta, scaled delta, running total, running fraction and status, and
+(live or ``--by cgroup``) the number of who runs in its cgroup.
 Floats are written with ``repr`` (json's), so a replay evaluates exactly the numbers shown;
 an integral float is written as an integer (shorter, read back as the same float).
 
@@ -34,14 +36,15 @@ import io
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from tiptop.cells import Code
 from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
-from tiptop.frame import Context, Frame, FrameSource, SourceWrapper
+from tiptop.frame import CgroupCounts, Context, Frame, FrameSource, SourceWrapper
 from tiptop.outside import printable
 from tiptop.recording.format import (
     FORMAT_VERSION,
@@ -49,9 +52,11 @@ from tiptop.recording.format import (
     JsonObject,
     JsonValue,
     screen_record,
+    workload_record,
 )
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
+from tiptop.workload import Workload
 
 
 def numbers(a: np.ndarray) -> list[int | float | None]:
@@ -155,6 +160,27 @@ def context_record(c: Context) -> JsonObject:
     return {"cpus": c.cpus, "run": c.runnable, "steal": c.steal, "psi": psi}
 
 
+def counts_record(frame: Frame, c: CgroupCounts) -> JsonObject:
+    """A cgroup's counts over a refresh (counted whole), as a frame line's ``cg`` holds
+    them: per counter alias of the frame, ``[raw, scaled, running, total, ok]``."""
+    columns = (c.raw, c.scaled, c.running, c.total, c.ok.astype(np.float64))
+    rows = np.stack([np.asarray(x, np.float64) for x in columns], axis=1)
+    return {alias: numbers(rows[j]) for j, alias in enumerate(frame.counters)}
+
+
+class Cgroups(Protocol):
+    """What a recording asks of who runs in the tasks' cgroups
+    (``tiptop.sources.bycgroup.Membership``)."""
+
+    def of(self, frame: Frame) -> Sequence[Workload]:
+        """Who runs in each row's cgroup."""
+        ...
+
+    def counted(self) -> Mapping[Workload, CgroupCounts]:
+        """The latest frame's cgroups counted whole, by who runs in them."""
+        ...
+
+
 class Recorder:
     """Appends refreshes to one file; ``header`` (host, kernel, CPU, version...) is merged
     into the header line, written with the first refresh's screen. ``numbering``: the
@@ -162,10 +188,20 @@ class Recorder:
     line): each screen recorded carries its number there, so a replay shows and takes
     (``-S``) the numbers seen while recording."""
 
-    def __init__(self, path: str, header: JsonObject, numbering: Sequence[ScreenSpec] = ()) -> None:
+    def __init__(
+        self,
+        path: str,
+        header: JsonObject,
+        numbering: Sequence[ScreenSpec] = (),
+        cgroups: Cgroups | None = None,
+    ) -> None:
         self.path = path
         self.header = header
         self.numbering = tuple(numbering)
+        #: Who runs in each task's cgroup (None: not recorded), and the number each one
+        #: got (in the order first seen), written once in a ``facts`` line.
+        self.cgroups = cgroups
+        self._numbers: dict[Workload, int] = {}
         self._facts: dict[int, list[JsonValue]] = {}
         self._screen: ScreenSpec | None = None
         self._totals: frozenset[str] = frozenset()
@@ -203,9 +239,19 @@ class Recorder:
             facts: list[JsonValue] = [pid, frame.user[i], frame.name[i], frame.cmdline[i]]
             if self._facts.get(tid) != facts:
                 self._facts[tid] = new[str(tid)] = facts
-        if new:
-            lines.append({"facts": new})
-        lines.append(frame_record(frame, self._totals))
+        record = frame_record(frame, self._totals)
+        named: JsonObject = {}
+        if self.cgroups is not None:
+            record["wl"] = self._numbered(self.cgroups.of(frame), named)
+            whole = self.cgroups.counted()
+            if whole:
+                numbers = self._numbered(list(whole), named)
+                counts = whole.values()
+                cg = {str(n): counts_record(frame, c) for n, c in zip(numbers, counts, strict=True)}
+                record["cg"] = cg
+        if new or named:
+            lines.append({"facts": new, **({"workloads": named} if named else {})})
+        lines.append(record)
         text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
         try:
             self._f.write(text.encode("utf-8", "surrogateescape"))
@@ -214,6 +260,22 @@ class Recorder:
             raise TiptopError(
                 f"--record: cannot write '{printable(self.path)}': {exc.strerror}"
             ) from None
+
+    def _numbered(self, who: Sequence[Workload], named: JsonObject) -> list[int]:
+        """The number of each task's workload; those first seen numbered now, and put in
+        ``named`` for the ``facts`` line (a frame's rows share few: each looked up once)."""
+        of: dict[int, int] = {}  # by identity, within this frame
+        out = []
+        for w in who:
+            number = of.get(id(w))
+            if number is None:
+                number = self._numbers.get(w)
+                if number is None:
+                    number = self._numbers[w] = len(self._numbers)
+                    named[str(number)] = workload_record(w)
+                of[id(w)] = number
+            out.append(number)
+        return out
 
     def _number(self, screen: ScreenSpec) -> dict[str, int]:
         """``{"number": N}``: the screen's number in the session (the header's
@@ -332,4 +394,12 @@ class RecordingSource(SourceWrapper):
             self.recorder.close()
 
 
-__all__ = ["Recorder", "RecordingSource", "frame_record", "numbers", "open_for_append"]
+__all__ = [
+    "Cgroups",
+    "Recorder",
+    "RecordingSource",
+    "counts_record",
+    "frame_record",
+    "numbers",
+    "open_for_append",
+]

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from tiptop.kernel.cgroup import shorten
+from tiptop.outside import printable
 from tiptop.workload import Workload
 
 #: A container id: 64 lowercase hex digits (docker, containerd, CRI-O and podman alike).
@@ -94,8 +95,10 @@ def parts_of(path: str) -> list[str]:
 
 
 def layout(path: str) -> Layout:
-    """The identity a cgroup's ``path`` tells (module docstring)."""
-    parts = parts_of(path)
+    """The identity a cgroup's ``path`` tells (module docstring); every name taken from it
+    (a unit, an LXC container) made printable, as the label is: a cgroup's name is its
+    maker's word (``tiptop.outside``)."""
+    parts = parts_of(printable(path))
     label = shorten(path)
     if not parts:
         return Layout(Workload("other", "/"))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import CgroupCounts, Frame, FrameSource, SourceWrapper
+from tiptop.frame import CgroupCounts, Frame, FrameSource, Members, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
 from tiptop.runtimes import Workloads
 from tiptop.screens.evaluate import CounterCells, evaluator_for
@@ -50,7 +50,8 @@ def group(
     workloads: list[Workload] | None = None,
     counted: dict[str, CgroupCounts] | None = None,
 ) -> Frame:
-    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again; each
+    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again, the
+    tasks kept beneath their group rows (``Frame.members``: a live tree shows them); each
     group row carries the workload of its first row (``workloads``, one per row, when
     given). ``counted``: per label, its cgroups' counts from the kernel's cgroup events,
     added to what its tasks counted themselves (those tasks have no counters of their
@@ -88,6 +89,8 @@ def group(
     if workloads is not None:
         first = dict(zip(reversed(labels), reversed(workloads), strict=True))
         grouped.workload = [first[name] for name in names]
+    grouped.marker = [" "] * m  # a group is no multi-threaded process ("+")
+    grouped.members = Members(frame, g)
     return grouped
 
 
@@ -192,51 +195,39 @@ def _window(frame: Frame, g: np.ndarray, m: int) -> np.ndarray | None:
     return out
 
 
-class CgroupSource(SourceWrapper):
-    """A frame source whose rows are summed by cgroup while :attr:`enabled`; the live
-    ``G`` key (through the source's ``key``, as a replay's time travel keys) switches it."""
+class Membership:
+    """Who runs in each task's cgroup: the cgroup of each process read once while it is
+    seen (``tiptop.kernel.cgroup.CgroupCache``), who runs in it once per cgroup
+    (``tiptop.runtimes.Workloads``); the rows by cgroup and a recording (``--record``)
+    ask it of the same frame, which is looked up once."""
 
     def __init__(
         self,
-        source: FrameSource,
-        enabled: bool = True,
         proc_root: str = "/proc",
         workloads: Workloads | None = None,
         counting: Callable[[], dict[str, CgroupCounts]] | None = None,
     ) -> None:
-        super().__init__(source)
+        self.cgroups = CgroupCache(proc_root)
         #: The counts, by cgroup path, of the cgroups counted whole over the latest
         #: refresh (the sampler's ``cgroup_counts``: their tasks have no counters of their
         #: own); None: every task counts itself.
         self.counting = counting
-        self.enabled = enabled
-        self.cgroups = CgroupCache(proc_root)
-        #: Who runs in each cgroup (its owner: this source; the cli's, with the host's
+        #: Who runs in each cgroup (its owner: this object; the cli's, with the host's
         #: cgroup mount, else one that reads no inode).
         self.workloads = workloads if workloads is not None else Workloads(None)
+        #: The latest frame looked up (stale when another comes), its tasks' workloads,
+        #: and its cgroups by path.
+        self._frame: Frame | None = None
+        self._of: list[Workload] = []
+        self.paths: dict[str, Workload] = {}
 
-    def refresh(self) -> Frame:
-        """The wrapped source's frame, grouped when enabled."""
-        frame = self.source.refresh()
+    def of(self, frame: Frame) -> list[Workload]:
+        """The workload of each row's process, its cgroup's looked up once per frame."""
+        if frame is self._frame:
+            return self._of
         pids = frame.pid.tolist()
         self.cgroups.keep_only(pids)
-        if not self.enabled:
-            return frame
         seen: dict[str, Workload] = {}
-        workloads = self.workloads_of(pids, seen)
-        names = [w.shown() for w in workloads]
-        counted: dict[str, CgroupCounts] | None = None
-        if self.counting is not None:
-            counted = {}
-            for path, counts in self.counting().items():
-                if path in seen:  # a cgroup followed with no row now: not shown
-                    name = seen[path].shown()
-                    counted[name] = counted[name] + counts if name in counted else counts
-        return group(frame, self.source.screen, names, workloads, counted)
-
-    def workloads_of(self, pids: list[int], seen: dict[str, Workload]) -> list[Workload]:
-        """Each process's workload, its cgroup's looked up once per refresh (``seen``:
-        per cgroup path, filled here)."""
         out = []
         for pid in pids:
             path = self.cgroups.path(pid)
@@ -244,7 +235,60 @@ class CgroupSource(SourceWrapper):
             if found is None:
                 found = seen[path] = self.workloads.of(path)
             out.append(found)
+        self._frame, self._of, self.paths = frame, out, seen
         return out
+
+    def counted(self) -> dict[Workload, CgroupCounts]:
+        """The counts of the latest frame's cgroups counted whole, by who runs in them (a
+        cgroup followed with no row now is left out: not shown)."""
+        out: dict[Workload, CgroupCounts] = {}
+        for path, counts in (self.counting() if self.counting is not None else {}).items():
+            found = self.paths.get(path)
+            if found is not None:
+                out[found] = out[found] + counts if found in out else counts
+        return out
+
+    def forget_gone(self, frame: Frame) -> None:
+        """Forget the processes that have no row in ``frame`` (a PID may be reused)."""
+        if frame is not self._frame:
+            self.cgroups.keep_only(frame.pid.tolist())
+
+
+class CgroupSource(SourceWrapper):
+    """A frame source whose rows are summed by cgroup while :attr:`enabled`; the live
+    ``G`` key (through the source's ``key``, as a replay's time travel keys) switches it.
+    Who runs in each task's cgroup comes from ``membership`` (live tasks), else from the
+    frames (``Frame.workload`` of each task row, ``Frame.whole``: a replayed recording's);
+    a frame of tasks without it is passed on as it is."""
+
+    def __init__(
+        self, source: FrameSource, enabled: bool = True, membership: Membership | None = None
+    ) -> None:
+        super().__init__(source)
+        self.enabled = enabled
+        self.membership = membership
+
+    def refresh(self) -> Frame:
+        """The wrapped source's frame, grouped when enabled."""
+        return self.grouped(self.source.refresh())
+
+    def grouped(self, frame: Frame) -> Frame:
+        """``frame`` (of the wrapped source, under its screen) grouped when enabled."""
+        member = self.membership
+        if not self.enabled:
+            if member is not None:
+                member.forget_gone(frame)
+            return frame
+        workloads = member.of(frame) if member is not None else frame.workload
+        if workloads is None or not len(frame):
+            return frame
+        names = [w.shown() for w in workloads]
+        whole = member.counted() if member is not None else frame.whole
+        counted: dict[str, CgroupCounts] = {}
+        for found, counts in (whole or {}).items():
+            name = found.shown()
+            counted[name] = counted[name] + counts if name in counted else counts
+        return group(frame, self.source.screen, names, workloads, counted)
 
     def key(self, key: str) -> bool:
         """``G`` switches grouping; other keys go to the wrapped source."""
@@ -254,4 +298,4 @@ class CgroupSource(SourceWrapper):
         return self.source.key(key)
 
 
-__all__ = ["KEY", "CgroupSource", "group"]
+__all__ = ["KEY", "CgroupSource", "Membership", "group"]

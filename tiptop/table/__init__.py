@@ -5,7 +5,8 @@ CONTRACT (implemented by the command-line work; live mode depends on it):
 ``View``: dataclass of presentation settings: ``sort_column`` (-1 = PID, 0..k-1 = the
 screen's columns, k = COMMAND), ``descending`` (True), ``show_idle`` (-i),
 ``cpu_threshold`` (--cpu-min), ``show_user`` (-U), ``show_cmdline`` (-c), ``watch`` (pid or
-name, -w), ``sticky``, ``pid_width``, ``name_filter`` (the live ``\\`` filter).
+name, -w), ``sticky``, ``pid_width``, ``name_filter`` (the live ``\\`` filter), ``folding``
+(rows by cgroup as a tree: :class:`Folding`, which group rows show their tasks beneath).
 
 ``rows(frame, screen, view) -> RowList``: the visible rows, filtered and sorted (a sequence
 whose ``Row`` objects are made on first access).
@@ -24,14 +25,16 @@ Layout rules follow docs/original.md section 6.2 (the original's ``build_rows()`
 row is ``"%*d%c "`` (id, ``+``/``-``/space marker), ``"%-10s "`` for ``-U``, each cell and
 one space, then the name or command line. Imports only ``frame``, ``screens`` and ``cells``.
 
-The package: :mod:`.select` (which rows, in what order), :mod:`.rows` (rows as objects,
-the header), :mod:`.text` (batch's lines), :mod:`.why` (one task's top-down tree: imported
+The package: :mod:`.select` (which rows, in what order), :mod:`.tree` (rows by cgroup with
+their tasks beneath them), :mod:`.rows` (rows as objects, the header), :mod:`.text` (batch's
+lines), :mod:`.why` (one task's top-down tree: imported
 by those that draw one, ``--why`` and the live ``t`` window, not by every start).
 """
 
 from tiptop.table.rows import Row, RowList, format_row, header, path_cell, path_nodes, rows
 from tiptop.table.select import (
     DEFAULT_CPU_THRESHOLD,
+    Folding,
     View,
     builtin_variables,
     conform,
@@ -44,6 +47,7 @@ from tiptop.table.text import text_lines
 
 __all__ = [
     "DEFAULT_CPU_THRESHOLD",
+    "Folding",
     "Row",
     "RowList",
     "View",

@@ -22,6 +22,7 @@ from tiptop.table.select import (
     over_threshold,
     shown_rows,
 )
+from tiptop.table.tree import Tree, tree
 
 
 class Row:
@@ -33,11 +34,15 @@ class Row:
         "_block",
         "_k",
         "_text",
+        "branch",
         "command",
         "dead",
+        "depth",
+        "group",
         "index",
         "marker",
         "pid",
+        "summed",
         "tid",
         "user",
         "watched",
@@ -56,6 +61,10 @@ class Row:
         index: int,
         dead: bool = False,
         watched: bool = False,
+        summed: bool = False,
+        depth: int = 0,
+        branch: str = "",
+        group: str | None = None,
     ) -> None:
         self._block = block
         self._k = k
@@ -69,6 +78,15 @@ class Row:
         self.index = index
         self.dead = dead
         self.watched = watched
+        #: The row sums a cgroup's tasks (rows by cgroup): its PID is their smallest.
+        self.summed = summed
+        #: 0, or 1 for a task shown beneath its group row (``tiptop.table.tree``).
+        self.depth = depth
+        #: The tree's drawing before the name (``tiptop.table.tree.BRANCH``...); "" when
+        #: the rows are no tree.
+        self.branch = branch
+        #: In a tree, the name of the group row this row is or is beneath; else None.
+        self.group = group
 
     @property
     def values(self) -> list[float]:
@@ -118,9 +136,15 @@ class Row:
 def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
     """The visible rows of ``frame``, filtered and sorted per ``view``; a :class:`Row` is
     made when first asked for, and its cells formatted when first asked for (live mode
-    touches only the rows on screen)."""
+    touches only the rows on screen). Rows by cgroup with their tasks and a view's
+    ``folding`` are a tree (``tiptop.table.tree``): each group row, its tasks beneath it."""
     columns = screen.columns
-    frame, idx = shown_rows(frame, len(columns), view)
+    shape: Tree | None = None
+    if view.folding is not None and frame.members is not None:
+        shape = tree(frame, len(columns), view, view.folding)
+        frame, idx = shape.frame, shape.order
+    else:
+        frame, idx = shown_rows(frame, len(columns), view)
     block = _Block(
         fmt=row_format(tuple(columns)),
         values=frame.values[idx],
@@ -129,18 +153,42 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
         multiplexed=frame.multiplexed()[idx],
         over=over_threshold(frame, columns)[idx],
     )
-    return RowList(frame, view, block, idx)
+    return RowList(frame, view, block, idx, shape)
 
 
 class RowList(Sequence[Row]):
-    """The visible rows in display order, each :class:`Row` built on first access."""
+    """The visible rows in display order, each :class:`Row` built on first access; with a
+    ``tree``, its group rows with their tasks beneath them."""
 
-    def __init__(self, frame: Frame, view: View, block: _Block, idx: np.ndarray) -> None:
+    def __init__(
+        self, frame: Frame, view: View, block: _Block, idx: np.ndarray, tree: Tree | None = None
+    ) -> None:
         self._frame = frame
         self._view = view
         self._block = block
         self._idx = idx.tolist()
         self._made: list[Row | None] = [None] * len(self._idx)
+        self._tree = tree
+        #: Rows of the frame from this index on are tasks beneath a group row (a tree's).
+        self._tasks_from = len(frame) if tree is None else tree.groups
+        self._top = len(idx) if tree is None else int((idx < tree.groups).sum())
+
+    def depth_of(self, k: int) -> int:
+        """Row ``k``'s depth: 1 for a task beneath its group row, else 0."""
+        return int(self._idx[k] >= self._tasks_from)
+
+    def top_level(self) -> int:
+        """How many rows are not beneath another (all of them but a tree's tasks)."""
+        return self._top
+
+    def level_frame(self, k: int) -> Frame:
+        """The frame that row ``k`` is a row of, in which its id is one row's: a tree's
+        group rows, or its tasks (each group row's id is the smallest of its tasks'), else
+        the frame shown."""
+        if self._tree is None:
+            return self._frame
+        m = self._tasks_from
+        return self._frame.take(slice(m, None) if self.depth_of(k) else slice(0, m))
 
     def __len__(self) -> int:
         return len(self._idx)
@@ -169,18 +217,25 @@ class RowList(Sequence[Row]):
                 return pos
         return None
 
-    def position_of(self, tid: int) -> int | None:
-        """The display position of task ``tid``'s row, or None when it has none (from
+    def position_of(self, tid: int, depth: int = 0) -> int | None:
+        """The display position of task ``tid``'s row at ``depth`` (a tree has a group
+        row and its task of one id), else at another depth, or None when it has none (from
         the frame's tid array: no row is built)."""
+        found = None
         for i in np.flatnonzero(self._frame.tid == tid).tolist():  # its frame row(s)
             try:
-                return self._idx.index(i)
+                k = self._idx.index(i)
             except ValueError:  # filtered out of the view
                 continue
-        return None
+            if self.depth_of(k) == depth:
+                return k
+            found = k if found is None else found
+        return found
 
     def _make(self, k: int) -> Row:
         f, view, i = self._frame, self._view, self._idx[k]
+        t = self._tree
+        depth = self.depth_of(k)
         return Row(
             self._block,
             k,
@@ -192,6 +247,10 @@ class RowList(Sequence[Row]):
             index=i,
             dead=bool(f.dead[i]),
             watched=view.watch is not None and is_watched(f, i, view),
+            summed=f.by_cgroup and not depth,
+            depth=depth,
+            branch="" if t is None else t.branch[k],
+            group=None if t is None else t.group[k],
         )
 
 
@@ -260,7 +319,7 @@ def format_row(row: Row, view: View, width: int | None = None) -> str:
     """One row as the original prints it, without prefixes and without ``DEAD``/``<---``
     (batch appends those). ``width`` cuts the line (live mode); batch never cuts, so full
     command lines survive (a defect of the original fixed)."""
-    line = row_line(row.tid, row.marker, row.user, row.cells_text, row.command, view)
+    line = row_line(row.tid, row.marker, row.user, row.cells_text, row.branch + row.command, view)
     return line if width is None else line[:width]
 
 

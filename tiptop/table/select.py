@@ -19,6 +19,28 @@ DEFAULT_CPU_THRESHOLD = 0.00001
 
 
 @readonly
+class Folding:
+    """Which group rows show their tasks beneath them: all but those named in
+    ``toggled`` while ``unfolded``, else only those."""
+
+    unfolded: bool = True
+    #: Names of group rows (``Frame.name``: who runs in the cgroup) folded the other way.
+    toggled: frozenset[str] = frozenset()
+
+    def shows(self, group: str) -> bool:
+        """Whether group row ``group`` shows its tasks."""
+        return self.unfolded != (group in self.toggled)
+
+    def toggle(self, group: str) -> Folding:
+        """Group ``group`` folded if it was unfolded, else unfolded."""
+        return Folding(self.unfolded, self.toggled ^ {group})
+
+    def toggle_all(self) -> Folding:
+        """Every group folded, or every one unfolded when they were folded by default."""
+        return Folding(not self.unfolded)
+
+
+@readonly
 class View:
     """How rows are chosen, ordered and shown (the live keys change these fields)."""
 
@@ -37,6 +59,9 @@ class View:
     name_header: str = "COMMAND"
     #: Only the rows whose command :func:`matches` it (the live ``\\`` filter); "" for all.
     name_filter: str = ""
+    #: Rows by cgroup shown as a tree, each group row with its tasks beneath it unless
+    #: folded (``tiptop.table.tree``; the live view); None: the group rows alone (batch).
+    folding: Folding | None = None
 
 
 def builtin_variables() -> list[tuple[str, str]]:

@@ -112,7 +112,7 @@ class TreeWindow:
         row = session.selected()
         self.pid = None if row is None else int(row.pid)
         view = self.drill.view(
-            st.options, session.frame, st.screen, st.screens, self.pid, session.messages
+            st.options, session.selected_frame(), st.screen, st.screens, self.pid, session.messages
         )
         self.text.body.set_lines(tree_markup(view))
         self.text.title = tree_title(row)
