@@ -87,7 +87,7 @@ def pointed(out: str) -> list[tuple[float, bool]]:
     the waiting tree ends it."""
     found = []
     for block in out.split("\n\n"):
-        run_line = re.search(r"^   Run +([\d.]+)%", block, re.MULTILINE)
+        run_line = re.search(r"^ [ *] Run +([\d.]+)%", block, re.MULTILINE)  # *: critical
         if run_line:
             found.append((float(run_line.group(1)), "mostly off CPU: tiptop -b --where" in block))
     return found
