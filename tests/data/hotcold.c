@@ -9,22 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
+#include "clocks.h"
 #include <unistd.h>
 
 volatile unsigned long sink;
-
-static double cpu_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static double wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Spin for `ms` milliseconds of this thread's CPU time. */
 __attribute__((noinline)) void hot_loop(double ms) {

@@ -174,5 +174,6 @@ def hotcold(where: Path) -> Path:
         pytest.skip("no C compiler (cc)")
     program = where / "hotcold"
     source = Path(REPO) / "tests" / "data" / "hotcold.c"
-    subprocess.run(["cc", "-O1", "-o", str(program), str(source)], check=True)
+    argv = ["cc", "-O1", "-fno-omit-frame-pointer", "-o", str(program), str(source)]
+    subprocess.run(argv, check=True)
     return program

@@ -136,6 +136,7 @@ def importers(library: str) -> set[str]:
     [
         ("cffi", {"kernel/_ffi.py"}),  # "_ffi.py is the only cffi importer"
         ("prometheus_client", {"exporter/serve.py"}),  # "`serve`, its only importer"
+        ("pycxxfilt", {"where/demangle.py"}),  # "`demangle`, its only importer"
         ("urwid", "live/"),  # "live/ (urwid)": the display is the live package's alone
     ],
 )

@@ -47,7 +47,7 @@ RULES: dict[str, set[str]] = {
     "live": {"table", "frame", "options", "cells", "errors", "host", "refresh", "where"},
     "outputs": {"table", "frame", "options", "cells", "errors", "refresh", "where"},
     # --where: one process sampled (kernel/ring), its samples named (ELF symbols, JIT maps)
-    "where": {"kernel", "errors", "host", "messages", "vocab"},
+    "where": {"kernel", "events", "errors", "host", "messages", "vocab"},
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)

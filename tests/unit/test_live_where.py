@@ -123,3 +123,59 @@ def test_the_profiler_follows_the_live_delay() -> None:
     assert asked == [2.0, 30.0]
     app.refresh()
     assert asked == [2.0, 30.0]  # opened once per delay
+
+
+class CallsProfiler(FakeProfiler):
+    """A fake with call stacks: ``work`` called from ``a`` (3 samples in 4) and from ``b``,
+    both called from ``main``."""
+
+    def refresh(self) -> Profile:
+        from tiptop.where import Stack
+
+        self.n += 4
+        a = (("main", "prog"), ("a", "prog"), ("work", "prog"))
+        b = (("main", "prog"), ("b", "prog"), ("work", "prog"))
+        stacks = (Stack(a, 3 * self.n), Stack(b, self.n))
+        hot = (Hot("work", "prog", 4 * self.n),)
+        return Profile(self.pid, "prog", "cpu-clock", 1000, 1.0, 4 * self.n, 0, hot, False, stacks)
+
+
+def test_the_call_tree_opens_under_the_cursor_and_b_shows_the_other_view() -> None:
+    """Bottom-up first: ``work`` closed (``+``); Tab moves the keys into the tree (the
+    status line says which), Right opens the node under the cursor: its callers ``a``
+    75% and ``b`` 25%; ``b`` shows the tree top-down, every node closed; Tab gives Up and
+    Down back to the table."""
+    app = tree_app()
+    factory = lambda pid, _node, _delay: CallsProfiler(pid, [])  # noqa: E731
+    app.session.services = Services(host=Host(), where=factory, where_event=EVENT_LINE)
+    keys(app, "f")
+    assert "bottom-up" in window_lines(app)[0]
+    assert "+ 100.0%  work  prog" in window_lines(app)[3]
+    keys(app, "tab")
+    assert any("call tree: Up/Down, Right/Left open/close" in ln for ln in text(app, SIZE))
+    keys(app, "right")
+    lines = window_lines(app) + text(app, SIZE)[-12:]
+    assert any("- 100.0%  work  prog" in ln for ln in lines), lines
+    assert any("+  75.0%    a  prog" in ln for ln in lines), lines
+    assert any("+  25.0%    b  prog" in ln for ln in lines), lines
+    keys(app, "b")
+    lines = window_lines(app)
+    assert "top-down" in lines[0] and "+ 100.0%  main  prog" in lines[3], lines
+    keys(app, "right", "down", "right")  # main opened, the cursor on a, a opened
+    screen = text(app, SIZE)
+    assert any("-  75.0%    a  prog" in ln for ln in screen), screen
+    assert any("   75.0%      work  prog" in ln for ln in screen), screen
+    keys(app, "tab")
+    assert not any("call tree:" in ln for ln in text(app, SIZE))
+
+
+def test_the_opened_paths_kept_are_bounded() -> None:
+    from tiptop.live.where import OPENED, TreeCursor
+    from tiptop.where.calltree import TreeRow
+
+    cursor = TreeCursor()
+    for i in range(3 * OPENED):
+        path = ((f"f{i}", "m"),)
+        cursor.at = path
+        cursor.open([TreeRow(0, path, 1, 100.0, True, False)], True)
+    assert len(cursor._opened) == OPENED and cursor.opened(((f"f{3 * OPENED - 1}", "m"),))

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, _parse
+from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, parse
 from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile
 from tiptop.where.elf import SymbolCache, SymbolTable, read_table
@@ -33,14 +33,14 @@ def lost(n: int) -> bytes:
 def test_records_samples_and_lost_counts() -> None:
     data = sample(0x1000, 5) + lost(12) + struct.pack("<IHH", 3, 0, 16) + b"x" * 8
     data += sample(0x2000, 6)
-    ips, tids, n_lost = _parse(data)
-    assert ips == [0x1000, 0x2000] and tids == [5, 6] and n_lost == 12
+    drained = parse(data)
+    assert drained.ips == [0x1000, 0x2000] and drained.tids == [5, 6] and drained.lost == 12
 
 
 def test_a_record_that_does_not_fit_is_counted_lost_and_ends_the_read() -> None:
     data = sample(0x1000, 5) + struct.pack("<IHH", RECORD_SAMPLE, 0, 200) + b"\0" * 16
-    ips, _tids, n_lost = _parse(data)
-    assert ips == [0x1000] and n_lost == 1
+    drained = parse(data)
+    assert drained.ips == [0x1000] and drained.lost == 1
 
 
 MAPS = """\
@@ -92,8 +92,8 @@ def test_special_mappings_are_named_as_perf_names_them(fake_proc: str) -> None:
 
 def test_buffers_fit_two_intervals_within_the_budget() -> None:
     page = 4096
-    assert data_pages(1, 1.0) == 16  # 48000 bytes wanted: 12 pages, the power of two above
-    assert data_pages(1, 10.0) == BUFFER_BUDGET // page // 2  # the budget (63) caps it: 32
+    assert data_pages(1, 1.0) == 64  # 256,000 bytes wanted: 63 pages, the power of two above
+    assert data_pages(1, 10.0) == BUFFER_BUDGET // page // 2  # the budget (127) caps it: 64
     assert data_pages(1000, 1.0) == 1
     for threads in (1, 3, 7, 64):
         pages = data_pages(threads, 2.0)

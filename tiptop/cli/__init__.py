@@ -90,7 +90,11 @@ Usage: {prog} [option] [-- command args]
 	--series-expiry S     exporter: drop a series unseen for S seconds (600; 0: never)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh
-	--where PID           batch: the process's hottest functions per refresh (sampled)
+	--where PID           batch: the process's hottest functions and their callers (sampled)
+	--depth N             --where's tree: at most N levels (8; 0: all)
+	--min-share PCT       --where's tree: no function under PCT % of the samples (0.5)
+	--top-down            --where's tree from the callers down (default: each function up)
+	--folded FILE         --where's call stacks, folded (flamegraph.pl, inferno, speedscope)
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Toggles invert the configuration file's value (as the original): with idle on in the
@@ -111,6 +115,23 @@ def _check_outputs(opts: Options) -> None:
     reading = "--plot" if opts.plot else "--replay" if opts.replay else None
     if reading and opts.record:
         raise UsageError(f"--record does not work with {reading}: copy the file instead")
+
+
+def _check_where(opts: Options) -> None:
+    """``--where``'s own options without ``--where``: one line, not silently dropped."""
+    defaults = Options()
+    given = [
+        spelled
+        for spelled, field in (
+            ("--depth", "where_depth"),
+            ("--min-share", "where_min_share"),
+            ("--top-down", "where_top_down"),
+            ("--folded", "folded"),
+        )
+        if getattr(opts, field) != getattr(defaults, field)
+    ]
+    if given and opts.where is None:
+        raise UsageError(f"{given[0]} works with --where PID only")
 
 
 def _flag(actions: list[Action], name: str) -> bool:
@@ -235,6 +256,7 @@ def _main(argv: list[str], prog: str) -> int:
 
         return run_selftest_command(opts, loaded, host, lambda line: _err_line(prog, line))
     _check_outputs(opts)
+    _check_where(opts)
     if opts.plot:
         from tiptop.cli.plot import run_plot
 

@@ -27,6 +27,7 @@ PATH_VALUES = frozenset(
         "plot",
         "textfile",
         "runtime_root",
+        "folded",
     }
 )
 #: Options whose value is one of a few words.

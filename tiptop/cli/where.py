@@ -5,13 +5,17 @@ allow it)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 
 from tiptop.cli.run import open_output
-from tiptop.errors import UsageError
+from tiptop.errors import TiptopError, UsageError
+from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.options import Options
+from tiptop.outside import printable
 
 __all__ = ["run_where"]
 
@@ -19,9 +23,12 @@ __all__ = ["run_where"]
 def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
     """Sample process ``opts.where`` until ``-n``, Ctrl-C or its end; 0 when done."""
     from tiptop.outputs.batch import drive
+    from tiptop.outputs.folded import FoldedFile
     from tiptop.outputs.where import WhereWriter
     from tiptop.refresh import Stop
     from tiptop.where import TaskProfiler
+    from tiptop.where.calltree import View
+    from tiptop.where.report import TreeCut
 
     pid = opts.where
     assert pid is not None
@@ -29,18 +36,32 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
         raise UsageError("--where takes the PID of a running process, not a command after --")
     if opts.why is not None:
         raise UsageError("--where and --why: one at a time")
-    out = open_output(opts.output, "-o")
-    profiler = TaskProfiler(pid, host, opts.delay)
-    stop = Stop()
-    try:
-        writer = WhereWriter(out or sys.stdout, opts.format, pid)
+    view = View.TOP_DOWN if opts.where_top_down else View.BOTTOM_UP
+    cut = TreeCut(view, opts.where_depth, opts.where_min_share)
+    with contextlib.ExitStack() as held:  # closed in the reverse order of opening
+        out = open_output(opts.output, "-o")
+        if out is not None:
+            held.callback(out.close)
+        profiler = TaskProfiler(pid, host, opts.delay)
+        held.callback(profiler.close)
+        folded = None
+        if opts.folded:
+            folded = FoldedFile(_open_folded(opts.folded), opts.folded)
+            held.callback(folded.close)
+        stop = Stop()
+        held.callback(stop.close)
+        writer = WhereWriter(out or sys.stdout, opts.format, pid, cut, folded)
         with stop.on_signals():
             drive(profiler, writer, opts, out or sys.stdout, sys.stderr, stop=stop, child=profiler)
         if profiler.exited() and not stop.requested:
             say(f"--where {pid}: the process exited")
-    finally:
-        stop.close()
-        profiler.close()
-        if out is not None:
-            out.close()
     return 0
+
+
+def _open_folded(path: str) -> int:
+    """``--folded``'s file, opened as tiptop's other output files are (never through a
+    symbolic link, a regular file only: ``tiptop.files``)."""
+    try:
+        return open_regular(path, os.O_WRONLY, 0o666, "--folded")
+    except OSError as exc:
+        raise TiptopError(f"--folded: cannot open '{printable(path)}': {exc.strerror}") from None

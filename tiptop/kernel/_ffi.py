@@ -119,6 +119,13 @@ _ATTR_FIELDS = (
     "sample_period",
     "sample_type",
     "freq",
+    "exclude_callchain_kernel",
+    "exclude_callchain_user",
+    "sample_max_stack",
+    "sample_id_all",
+    "context_switch",
+    "use_clockid",
+    "clockid",
 )
 
 

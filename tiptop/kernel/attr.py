@@ -1,9 +1,10 @@
 """``Attr``: a ``struct perf_event_attr`` as a frozen dataclass; pure Python.
 
 Only the fields tiptop uses: counting, and sampling one task for ``--where``
-(``sample_period``, ``sample_type``, ``freq``). ``tiptop.kernel._ffi`` turns it into
-the C struct; everything else handles this record. Bit positions and field meanings follow
-``include/uapi/linux/perf_event.h`` and perf_event_open(2).
+(``sample_period``, ``sample_type``, ``freq``, its call chains, its context switches).
+``tiptop.kernel._ffi`` turns it into the C struct; everything else handles this record. Bit
+positions and field meanings follow ``include/uapi/linux/perf_event.h`` and
+perf_event_open(2).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ FORMAT_GROUP = 1 << 3
 # sample_type bits (perf_event_open(2), "sample_type"): a record's fields come in this order.
 SAMPLE_IP = 1 << 0
 SAMPLE_TID = 1 << 1
+SAMPLE_TIME = 1 << 2
+SAMPLE_CALLCHAIN = 1 << 5
 #: What every group leader asks for: one read() gives nr, enabled, running, (value, id)*.
 GROUP_READ_FORMAT = FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING | FORMAT_ID | FORMAT_GROUP
 
@@ -47,6 +50,18 @@ class Attr:
     #: ``PERF_SAMPLE_*`` bits: the fields each sample record carries.
     sample_type: int = 0
     freq: bool = False
+    #: Call chains (``PERF_SAMPLE_CALLCHAIN``) without their kernel or user part.
+    exclude_callchain_kernel: bool = False
+    exclude_callchain_user: bool = False
+    #: The most frames of a call chain (0: the kernel's ``perf_event_max_stack``).
+    sample_max_stack: int = 0
+    #: Every record, not only samples, ends with the sample's TID and TIME fields.
+    sample_id_all: bool = False
+    #: ``PERF_RECORD_SWITCH`` records when the task is switched in and out.
+    context_switch: bool = False
+    #: Sample times on ``clockid`` (``CLOCK_MONOTONIC``: comparable with ``time.monotonic``).
+    use_clockid: bool = False
+    clockid: int = 0
 
     def replace(self, **changes: object) -> Attr:
         """A copy with some fields changed."""

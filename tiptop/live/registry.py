@@ -98,7 +98,9 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         ("t", "enter"), "top-down tree of the highlighted task", SELECT, opens(TreeWindow, "t")
     ),
-    Binding(("f",), "its hottest functions (sampled)", SELECT, opens(FunctionsWindow, "f")),
+    Binding(
+        ("f",), "its hottest functions, a call tree (sampled)", SELECT, opens(FunctionsWindow, "f")
+    ),
     Binding(("h", "?", "f1"), "this help", SELECT, opens(_help_window, "h", "?", "f1")),
     Binding(("e",), "error log", SELECT, opens(ErrorWindow, "e")),
     Binding((WHOLE_KEY,), "messages said, whole", SELECT, opens(messages_window, WHOLE_KEY)),

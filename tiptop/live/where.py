@@ -10,17 +10,31 @@ window's one line, as in batch. The window's first line names the event sampled:
 hardware PMU the one that shows where the task meets its top-down bottleneck when it was
 selected (``tiptop.where.event_for``), kept while it stays selected so that its samples add
 up; without a PMU ``cpu-clock``, and the line says why.
+
+The functions are a call tree (``tiptop.where.calltree``): bottom-up (each function, then
+its callers) or top-down, one key toggling (:meth:`Hottest.toggle_view`); its first level
+shown, a node's children when the cursor opened it (:class:`TreeCursor`). What it keeps
+is bounded however long the window stays open: the last refresh's profile, and at most
+:data:`OPENED` opened paths (the oldest forgotten first).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
 from tiptop.errors import TiptopError
-from tiptop.outside import printable
 from tiptop.where import RATE_HZ, Profile, SampledEvent
-from tiptop.where.report import profile_head, profile_lines
+from tiptop.where.calltree import Path, TreeRow, View
+from tiptop.where.report import (
+    TreeCut,
+    profile_head,
+    profile_stacks,
+    profile_tree,
+    row_text,
+    waiting_tree,
+)
 
 
 class Profiler(Protocol):
@@ -43,8 +57,56 @@ class Profiler(Protocol):
 #: raises TiptopError (one line) when it cannot sample.
 ProfilerFactory = Callable[[int, str | None, float], Profiler]
 
-#: Rows of functions the window shows.
+#: Functions of the first level the window shows.
 WINDOW_TOP = 15
+#: The most opened paths kept.
+OPENED = 256
+
+
+class TreeCursor:
+    """Which nodes of the window's tree are opened, and the row the cursor is on (by its
+    path, so that it stays on its function when a refresh moves the rows)."""
+
+    def __init__(self) -> None:
+        self.view = View.BOTTOM_UP
+        self._opened: OrderedDict[Path, None] = OrderedDict()
+        self.at: Path | None = None
+
+    def opened(self, path: Path) -> bool:
+        """Whether ``path``'s children are shown."""
+        return path in self._opened
+
+    def index(self, rows: list[TreeRow]) -> int:
+        """The cursor's row in ``rows`` (the first when its path is gone)."""
+        return next((i for i, r in enumerate(rows) if r.path == self.at), 0)
+
+    def move(self, rows: list[TreeRow], by: int) -> None:
+        """The cursor ``by`` rows down (up when negative), within ``rows``."""
+        if rows:
+            i = min(max(self.index(rows) + by, 0), len(rows) - 1)
+            self.at = rows[i].path
+
+    def open(self, rows: list[TreeRow], shown: bool) -> None:
+        """Open (``shown``) or close the cursor's node; closing a closed one goes to its
+        parent."""
+        if not rows:
+            return
+        row = rows[self.index(rows)]
+        if shown and row.branches:
+            self._opened[row.path] = None
+            self._opened.move_to_end(row.path)
+            while len(self._opened) > OPENED:
+                self._opened.popitem(last=False)
+        elif not shown and row.path in self._opened:
+            del self._opened[row.path]
+        elif not shown and len(row.path) > 1:
+            self.at = row.path[:-1]
+
+    def toggle_view(self) -> None:
+        """The other view, every node closed, the cursor on the first row."""
+        self.view = self.view.other()
+        self._opened.clear()
+        self.at = None
 
 
 class Hottest:
@@ -61,6 +123,9 @@ class Hottest:
         self.profiler: Profiler | None = None
         self.profile: Profile | None = None
         self.error: str | None = None
+        self.cursor = TreeCursor()
+        #: Whether the keys move the tree's cursor (else the table's highlight).
+        self.focused = False
 
     def follow(self, pid: int | None, node: str | None, delay: float) -> None:
         """Sample ``pid`` (the selected task, whose bottleneck is ``node``) from now on,
@@ -87,23 +152,54 @@ class Hottest:
         if self.profiler is not None and not (self.profile is not None and self.profile.exited):
             self.profile = self.profiler.refresh()
 
+    def rows(self) -> list[TreeRow | tuple[float, str, str]]:
+        """The tree's rows as opened: the first level, and the children of each opened
+        node (the last row adds up the functions past :data:`WINDOW_TOP`)."""
+        if self.profile is None:
+            return []
+        stacks = profile_stacks(self.profile)
+        c = self.cursor
+        cut = TreeCut(c.view, depth=0, min_share=0.0)
+        running = profile_tree(stacks, cut, c.opened, WINDOW_TOP)
+        waiting = waiting_tree(self.profile, cut, c.opened, WINDOW_TOP)
+        return running + waiting
+
+    def nodes(self) -> list[TreeRow]:
+        """The rows the cursor moves over (the tree's nodes, not the last ``[other]``)."""
+        return [r for r in self.rows() if isinstance(r, TreeRow)]
+
     def lines(self) -> list[str]:
-        """The window's text: the event line, then the head and the hottest functions of
-        the last refresh, or the one line saying why there are none."""
+        """The window's text: the event line, then the head, the view and the tree of the
+        last refresh, or the one line saying why there are none."""
+        return [text for text, _cursor in self.marked_lines()]
+
+    def marked_lines(self) -> list[tuple[str, bool]]:
+        """:meth:`lines`, each with whether the cursor is on it (only while focused)."""
         if self.factory is None:
-            return ["sampling is not available in this session"]
+            return [("sampling is not available in this session", False)]
         if self.pid is None:
-            return ["no task selected"]
+            return [("no task selected", False)]
         if self.error is not None:
-            return [self.error]
-        out = [self.event_line or self._event_words()]
+            return [(self.error, False)]
+        out = [(self.event_line or self._event_words(), False)]
         p = self.profile
         if p is None:
-            return [*out, f"PID {self.pid}: sampling; the first functions come at the next refresh"]
-        out.append(profile_head(p) + (" (exited)" if p.exited else ""))
-        for share, symbol, module in profile_lines(p, WINDOW_TOP):
-            out.append(f"{share:5.1f}%  {printable(symbol)}  {printable(module)}")
+            first = f"PID {self.pid}: sampling; the first functions come at the next refresh"
+            return [*out, (first, False)]
+        out.append((profile_head(p) + (" (exited)" if p.exited else ""), False))
+        rows = self.rows()
+        at = self.cursor.index([r for r in rows if isinstance(r, TreeRow)])
+        nodes = 0
+        for row in rows:
+            here = self.focused and isinstance(row, TreeRow) and nodes == at
+            nodes += isinstance(row, TreeRow)
+            out.append((row_text(row, marks=True), here))
         return out
+
+    def title(self) -> str:
+        """The window's title: its view, and the keys that change it."""
+        tab = "Tab: back to the tasks" if self.focused else "Tab: into the tree"
+        return f"Hottest functions, {self.cursor.view.words} (b, {tab}; f or Esc to close)"
 
     def _event_words(self) -> str:
         """``sampling cache-misses (its bottleneck BE/Mem) at 1000 Hz``."""
@@ -119,4 +215,4 @@ class Hottest:
         self.pid, self.profiler, self.profile, self.error = None, None, None, None
 
 
-__all__ = ["WINDOW_TOP", "Hottest", "Profiler", "ProfilerFactory"]
+__all__ = ["OPENED", "WINDOW_TOP", "Hottest", "Profiler", "ProfilerFactory", "TreeCursor"]

@@ -124,6 +124,10 @@ class Options:
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
     why_note: str | None = None
     where: int | None = None  # --where PID (batch: the task's hottest functions per refresh)
+    where_depth: int = 8  # --depth N (--where's tree: levels shown; 0: all)
+    where_min_share: float = 0.5  # --min-share PCT (--where's tree: the least share shown)
+    where_top_down: bool = False  # --top-down (--where's tree: callers to callees)
+    folded: str | None = None  # --folded FILE (--where's stacks, folded, for flame graphs)
     # One-shot actions (print and exit).
     help: bool = False
     version: bool = False
@@ -258,6 +262,7 @@ TEXT_OPTIONS = frozenset(
         "textfile",
         "web_config",
         "runtime_root",
+        "folded",
     }
 )
 
@@ -266,9 +271,9 @@ def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
     """One command-line option with a value, parsed into its field(s) of ``draft``."""
     if name == "delay":
         draft["delay"] = parse_delay(value, where)
-    elif name in ("cpu_threshold", "series_expiry"):
+    elif name in ("cpu_threshold", "series_expiry", "where_min_share"):
         draft[name] = parse_float(value, where)
-    elif name in ("max_iter", "plot_top"):
+    elif name in ("max_iter", "plot_top", "where_depth"):
         draft[name] = parse_count(value, where)
     elif name in ("only", "watch"):
         if not value:

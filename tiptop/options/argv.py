@@ -81,6 +81,10 @@ LONG = {
     "by": ("set", "series_by"),
     "why": ("set", "why"),
     "where": ("set", "where"),
+    "depth": ("set", "where_depth"),
+    "min-share": ("set", "where_min_share"),
+    "top-down": ("toggle", "where_top_down"),
+    "folded": ("set", "folded"),
     # Long spellings of the short options (new).
     "batch": ("toggle", "batch"),
     "cmdline": ("toggle", "show_cmdline"),

@@ -9,12 +9,25 @@ from typing import IO, TYPE_CHECKING
 
 from tiptop.frame import Frame
 from tiptop.options import Options
-from tiptop.table.why import task_tree, tree_lines, tree_record
+from tiptop.table.why import TaskTree, task_tree, tree_lines, tree_record
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
 
-__all__ = ["WhyWriter"]
+__all__ = ["OFF_CPU", "WhyWriter", "off_cpu"]
+
+#: The part of the interval a task spends off CPU (waiting for one, blocked, asleep) past
+#: which ``--why`` points to where it waits (``--where``'s waiting tree).
+OFF_CPU = 50.0
+
+
+def off_cpu(tree: TaskTree) -> bool:
+    """Whether the task spent more than :data:`OFF_CPU` % of the interval off CPU, by its
+    time level (its ``Run`` node's share; a process's threads summed, per thread)."""
+    run = next((n.share for n in tree.nodes if n.label == "Run"), None)
+    if not tree.timed or run is None or run != run:  # NaN: not known
+        return False
+    return run / max(tree.threads, 1.0) < 100.0 - OFF_CPU
 
 
 class WhyWriter:
@@ -57,5 +70,10 @@ class WhyWriter:
         else:
             lines = tree_lines(tree)
             lines[0] = f"{stamp} {lines[0]}"
+            if off_cpu(tree):
+                lines.append(
+                    f"   mostly off CPU: tiptop -b --where {self.pid} says where it waits "
+                    "(its waiting tree: off-CPU time, as root)"
+                )
         self.out.write("\n".join(lines) + "\n\n")
         return len(lines)

@@ -78,7 +78,8 @@ TIME_ADVICE: dict[str, tuple[str, str]] = {
     ),
     "Wait": (
         "runnable, waiting on a run queue for a CPU",
-        "more CPUs, fewer runnable tasks beside it, or a higher priority (nice, cpu.weight)",
+        "more CPUs, fewer runnable tasks beside it, or a higher priority (nice, cpu.weight); "
+        "--where's waiting tree says where it was preempted",
     ),
     "Throttled": (
         "held by its cgroup's CPU limit (its quota per period was used up)",
@@ -86,11 +87,12 @@ TIME_ADVICE: dict[str, tuple[str, str]] = {
     ),
     "IO": (
         "blocked on block I/O (disk reads, writes, fsync)",
-        "fewer or larger I/Os, page cache, async I/O; iostat or biolatency for the device",
+        "fewer or larger I/Os, page cache, async I/O; iostat or biolatency for the device; "
+        "--where's waiting tree says in which calls it blocks",
     ),
     "Sleep": (
         "asleep by choice: a timer, a lock, a pipe, the network",
-        "nothing is slowing it down here; --where with off-CPU time says where it sleeps",
+        "nothing is slowing it down here; --where's waiting tree says in which calls it sleeps",
     ),
 }
 

@@ -11,6 +11,7 @@ from tiptop.where.profile import (
     Hot,
     Profile,
     SampledEvent,
+    Stack,
     TaskProfiler,
     event_for,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "Hot",
     "Profile",
     "SampledEvent",
+    "Stack",
     "TaskProfiler",
     "event_for",
 ]

@@ -6,7 +6,8 @@ name begins in one blob of bytes (an ELF string table as read, or a JIT map's na
 by NULs); a name ends at its NUL, or after :data:`MAX_NAME` bytes, and is decoded (made
 printable, ``tiptop.outside``) only when a sample first falls in it. So a table costs about
 24 bytes a function plus its names, whatever the file claims, and :attr:`Functions.nbytes`
-says how much (the symbol cache's bound, ``tiptop.where.elf.SymbolCache``).
+says how much (the symbol cache's bound, ``tiptop.where.elf.SymbolCache``). A C++ or Rust
+name is demangled when it is decoded (``tiptop.where.demangle``).
 
 At one start address the longest function stands, then the first by name (aliases such
 as ``memcpy`` and ``__memcpy_avx``, ``__vdso_clock_gettime`` and ``clock_gettime``), as
@@ -17,13 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiptop.outside import decoded
+from tiptop.outside import decoded, printable
+from tiptop.where.demangle import demangled, is_mangled
 
 #: The most bytes of one name kept (a C++ name rarely passes 1 KiB); a longer name, or one
 #: whose NUL is missing, is cut there and shown ending in ``...``.
 MAX_NAME = 1024
 #: Decoded names kept per table (a profile names the few functions its samples fell in;
-#: at most ~0.5 MB of names, long ones included).
+#: at most ~2 MB of names, long demangled ones included).
 _MEMO = 512
 _TOP = np.uint64(2**64 - 1)
 
@@ -95,8 +97,12 @@ class Functions:
             if len(self._memo) >= _MEMO:
                 self._memo.clear()
             raw = self._raw(int(self._names[i]))
-            cut = len(raw) > MAX_NAME
-            known = self._memo[i] = decoded(raw[:MAX_NAME]) + ("..." if cut else "")
+            if len(raw) > MAX_NAME:
+                known = decoded(raw[:MAX_NAME]) + "..."
+            else:
+                known = decoded(raw)
+                known = printable(demangled(known)) if is_mangled(known) else known
+            self._memo[i] = known
         return known
 
     def _raw(self, offset: int) -> bytes:

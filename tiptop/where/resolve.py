@@ -12,6 +12,13 @@ mapping is ``[unknown]``. Special mappings keep their kernel names (``[vdso]``,
 ``[heap]``, ``[stack]``); the vDSO's functions are named from tiptop's own vDSO, the same
 image (``SymbolCache.vdso``), as perf does.
 
+A call chain (:meth:`Resolver.frames`) is named frame by frame: its first address is
+where the sample was taken, each other one a return address, named by the byte before it
+(the call instruction's last: a call that ends its function, to a function that does not
+return, would otherwise be named after the next function); its kernel part (off-CPU
+samples) by the kernel's symbols (``tiptop.where.kallsyms``). Each address is named once
+per refresh.
+
 The maps are read again at each :meth:`Resolver.refresh`; the last readable ones stand
 for a process that exited since (its final samples are named with them).
 
@@ -27,16 +34,24 @@ import bisect
 import os
 from collections.abc import Callable
 
+from tiptop.kernel.ring import CONTEXT_KERNEL, CONTEXT_MAX
 from tiptop.outside import printable
 from tiptop.readonly import readonly
 from tiptop.where.elf import SymbolCache, SymbolTable
+from tiptop.where.functions import Functions
 from tiptop.where.jitmap import JitMap
+from tiptop.where.kallsyms import KERNEL, read_kallsyms
 from tiptop.where.untrusted import Say
 
 #: perf's names (tools/perf/util/map.c, symbol.c).
 UNKNOWN = "[unknown]"
 ANON = "//anon"
 DELETED = " (deleted)"
+
+#: Kernel addresses whose names are kept (the kernel's code does not move).
+KERNEL_MEMO = 4096
+#: One frame's name: ``(symbol, module)``, both printable.
+Site = tuple[str, str]
 
 
 @readonly
@@ -85,6 +100,11 @@ class Resolver:
         self._starts: list[int] = []
         #: Per mapping (by start) looked at since the maps were read, its file's table.
         self._tables: dict[int, SymbolTable | None] = {}
+        #: Per address named since the maps were read, its name (user, kernel).
+        self._named: dict[int, Site] = {}
+        self._kernel_named: dict[int, Site] = {}
+        #: The kernel's symbols, read when a kernel frame is first named (False: not yet).
+        self._kernel: Functions | bool | None = False
 
     def refresh(self, still: Callable[[], bool] = lambda: True) -> bool:
         """Read the maps again; False when they could not be read, or when ``still()``
@@ -101,8 +121,45 @@ class Resolver:
         self._starts = [m.start for m in self._maps]
         self._jit_read = False
         self._tables = {}
+        self._named = {}
         self._symbols.new_refresh()
         return True
+
+    def frames(self, chain: tuple[int, ...]) -> tuple[tuple[Site, ...], int]:
+        """The frames of a call ``chain`` as the kernel gave it (innermost first, context
+        marks included), named, innermost first; and how many are the user's."""
+        named: list[Site] = []
+        kernel = False
+        user = 0
+        for address in chain:
+            if address >= CONTEXT_MAX:
+                kernel = address == CONTEXT_KERNEL
+                continue
+            at = address if not named else address - 1  # a return address: its call
+            if kernel:
+                named.append(self._kernel_name(at))
+            else:
+                site = self._named.get(at)
+                if site is None:
+                    site = self._named[at] = self.name(at)
+                named.append(site)
+                user += 1
+        return tuple(named), user
+
+    def _kernel_name(self, address: int) -> Site:
+        """A kernel address's function, from ``/proc/kallsyms``."""
+        site = self._kernel_named.get(address)
+        if site is not None:
+            return site
+        if self._kernel is False:
+            self._kernel = read_kallsyms()
+        table = self._kernel if isinstance(self._kernel, Functions) else None
+        symbol = table.symbol(address) if table is not None else None
+        site = (symbol or f"[{KERNEL[1:-1]}+{address:#x}]", KERNEL)
+        if len(self._kernel_named) >= KERNEL_MEMO:
+            self._kernel_named.clear()
+        self._kernel_named[address] = site
+        return site
 
     def name(self, ip: int) -> tuple[str, str]:
         """``(symbol, module)`` for instruction pointer ``ip``, both printable."""
@@ -159,4 +216,4 @@ class Resolver:
         return table if table is not None else self._symbols.table(m.path, path)
 
 
-__all__ = ["ANON", "UNKNOWN", "Mapping", "Resolver", "parse_maps"]
+__all__ = ["ANON", "UNKNOWN", "Mapping", "Resolver", "Site", "parse_maps"]

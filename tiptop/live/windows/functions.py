@@ -1,7 +1,13 @@
-"""The ``f`` window: the highlighted task's hottest functions beside its top-down tree, the
-task sampled while the window is open and for that task only (:class:`tiptop.live.where.
-Hottest` owns the profiler; it is released when the window closes or another task is
-highlighted, and opened again when the live delay changes, which sizes its buffers)."""
+"""The ``f`` window: the highlighted task's hottest functions as a call tree beside its
+top-down tree, the task sampled while the window is open and for that task only
+(:class:`tiptop.live.where.Hottest` owns the profiler; it is released when the window
+closes or another task is highlighted, and opened again when the live delay changes,
+which sizes its buffers).
+
+Its own keys: ``b`` shows the other view of the call tree (bottom-up, each function then
+its callers; top-down, callers then callees); Tab moves the keys into the tree, where Up
+and Down move its cursor, Right (or Enter, ``+``) opens the node under it and Left (or
+``-``) closes it, until Tab again gives Up and Down back to the table's highlight."""
 
 from __future__ import annotations
 
@@ -9,15 +15,25 @@ from collections.abc import Sequence
 
 import urwid
 
-from tiptop.live.reaction import Reaction
+from tiptop.live import palette as P
+from tiptop.live.reaction import NOTHING, Reaction
 from tiptop.live.session import Session
 from tiptop.live.text import Scrolled
 from tiptop.live.where import Hottest
 from tiptop.live.window import Place, boxed, room
 from tiptop.live.windows.tree import TreeWindow
 
-#: The functions' box title.
-TITLE = "Hottest functions (f or Esc to close)"
+#: The functions' box title begins so (``Hottest.title``).
+TITLE = "Hottest functions"
+#: The key that shows the other view of the call tree, and the one that moves the keys
+#: into it and back.
+VIEW_KEY = "b"
+FOCUS_KEY = "tab"
+#: In the tree: what each key does to its cursor (rows down, or a node opened or closed).
+MOVES = {"up": -1, "down": 1}
+OPENS = {"right": True, "enter": True, "+": True, "left": False, "-": False}
+#: The status line while the keys are the tree's.
+IN_TREE = "call tree: Up/Down, Right/Left open/close, b: other view, Tab: back"
 
 
 class FunctionsWindow:
@@ -45,8 +61,21 @@ class FunctionsWindow:
         self.tree.close()
 
     def key(self, key: str, session: Session) -> Reaction | None:
-        """As the tree: Esc and its keys close it; Up/Down are the table's."""
-        return self.tree.key(key, session)
+        """``b`` and Tab (see the module's docstring); in the call tree, its cursor keys;
+        else as the top-down tree: Esc and its keys close it, Up/Down are the table's."""
+        hottest = self.hottest
+        if key == VIEW_KEY:
+            hottest.cursor.toggle_view()
+        elif key == FOCUS_KEY:
+            hottest.focused = not hottest.focused
+        elif hottest.focused and key in MOVES:
+            hottest.cursor.move(hottest.nodes(), MOVES[key])
+        elif hottest.focused and key in OPENS:
+            hottest.cursor.open(hottest.nodes(), OPENS[key])
+        else:
+            return self.tree.key(key, session)
+        self._show()
+        return NOTHING
 
     def draw(self, body: urwid.Widget, cols: int, rows: int) -> urwid.Widget:
         """The tree and the functions side by side, above the footer, as high as the
@@ -57,15 +86,15 @@ class FunctionsWindow:
         pair = urwid.Columns(
             [
                 (half, boxed(self.tree.text.body, self.tree.text.title)),
-                boxed(self.body, TITLE),
+                boxed(self.body, self.hottest.title()),
             ]
         )
         top = max(rows - height - 1, 0)
         return urwid.Overlay(pair, body, "left", cols, ("fixed top", top), height)
 
     def status(self) -> str | None:
-        """It leaves the status line alone."""
-        return None
+        """The call tree's keys while they are its; else it leaves the line alone."""
+        return IN_TREE if self.hottest.focused else None
 
     def refresh(self, session: Session) -> None:
         """The tree's extra frame and the profiler's samples since the last refresh."""
@@ -77,7 +106,16 @@ class FunctionsWindow:
         it changed, or the delay did)."""
         self.tree.update(session)
         self.hottest.follow(self.tree.pid, self.tree.bottleneck, session.state.delay)
-        self.body.set_lines(self.hottest.lines())
+        self._show()
+
+    def _show(self) -> None:
+        """The call tree's lines, the cursor's highlighted and in sight."""
+        marked = self.hottest.marked_lines()
+        self.body.set_lines([(P.WINDOW_REVERSE, t) if here else t for t, here in marked])
+        at = next((i for i, (_t, here) in enumerate(marked) if here), None)
+        if at is not None:  # in sight: the text scrolled so that its row shows
+            room = max(self.body.height - 2, 1)
+            self.body.top = min(self.body.top, at) if at < self.body.top + room else at - room
 
 
 __all__ = ["TITLE", "FunctionsWindow"]
