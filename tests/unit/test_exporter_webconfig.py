@@ -6,8 +6,6 @@ certificates are made here with ``cryptography`` (a test dependency)."""
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import socket
 import ssl
 import urllib.error
@@ -23,59 +21,17 @@ from tiptop.exporter.httpd import MetricsServer
 from tiptop.exporter.serve import SnapshotCollector
 from tiptop.exporter.webconfig import WebConfig, WebConfigError, load
 
-x509 = pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import NameOID  # noqa: E402
+pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
+from tests.support.certs import make_certs
 
 PASSWORD = "s3cret pass"
 #: Cost 4, the least bcrypt takes: the tests check the logic, not the cost.
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
 
 
-def make_cert(folder: Path, name: str, issuer: tuple[Path, Path] | None = None) -> None:
-    """``name.crt`` and ``name.key``: a certificate for 127.0.0.1, self-signed or signed
-    by ``issuer`` (its certificate and key files)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    sign_key, issuer_name = key, subject
-    if issuer is not None:
-        issuer_cert = x509.load_pem_x509_certificate(issuer[0].read_bytes())
-        sign_key = serialization.load_pem_private_key(issuer[1].read_bytes(), None)  # type: ignore[assignment]
-        issuer_name = issuer_cert.subject
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), True)
-        .sign(sign_key, hashes.SHA256())
-    )
-    (folder / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / f"{name}.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("certs")
-    make_cert(folder, "server")
-    make_cert(folder, "ca")
-    make_cert(folder, "client", (folder / "ca.crt", folder / "ca.key"))
-    return folder
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 def serve(web: WebConfig) -> MetricsServer:
