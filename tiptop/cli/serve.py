@@ -87,9 +87,11 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
 
         web = load(opts.web_config)
     clients = client_limit(host.fd_soft) if address is not None else 0
-    # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
-    # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
-    host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + 2 * bool(clients))
+    # The clients' fds (and the listening and epoll ones, and with passwords the socket pair
+    # the checker threads wake the server with) counted as in use: the counters' fd budget
+    # (Host.fd_budget) leaves them free, so clients never starve the sampler.
+    server = (2 + 2 * (web is not None and web.auth is not None)) if clients else 0
+    host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + server)
     index, screen = pick_screen(loaded.screens, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)

@@ -19,29 +19,23 @@ than ignored (``RequestClientCert`` and ``RequireAnyClientCert`` ask for a clien
 certificate without verifying it, which Python's ``ssl`` cannot do; ``cipher_suites``,
 ``http_server_config``...): a setting silently dropped would be a hole.
 
-Passwords are checked with bcrypt (``bcrypt.checkpw``, constant time in the password); an
-unknown user is checked against a fixed hash so that the time does not say which users
-exist. A bcrypt check costs tens of milliseconds on the server's one thread, so the
-digests of the last :data:`REMEMBERED` accepted credentials are remembered (as
-exporter-toolkit caches them).
+Passwords are checked by :mod:`.basicauth`: with bcrypt, off the serving thread, each
+verdict remembered, the checks each client address asks for limited.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import os
 import re
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import bcrypt
 import yaml
 
 from tiptop.errors import UsageError
-from tiptop.exporter.httpd import Reply, Request
+from tiptop.exporter.basicauth import BasicAuth, time_cost_4
+from tiptop.exporter.httpd import Deferred, Reply, Request
 
 #: exporter-toolkit's ``client_auth_type`` values honoured -> ssl verify mode.
 CLIENT_AUTH = {
@@ -60,46 +54,10 @@ _TLS_KEYS = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min
 _TLS_KEYS |= {"max_version"}
 #: A bcrypt hash: ``$2a$``, ``$2b$`` or ``$2y$``, the cost, 53 characters of salt and hash.
 _BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}")
-#: Accepted credentials remembered (their digests), so a scraper pays bcrypt once.
-REMEMBERED = 64
-#: The hash an unknown user's password is checked against (the password "x", cost 10).
-_NOBODY = b"$2b$10$E91jTavdea0w8RqdBnb3xuunlSvDDHcaypqEl4JgIqnqSre7Vi3NK"
 
 
 class WebConfigError(UsageError):
     """The file is unreadable or wrong (exit code 2)."""
-
-
-@dataclass(eq=False)
-class BasicAuth:
-    """The users and their bcrypt hashes; :meth:`allows` checks an Authorization header."""
-
-    users: dict[str, bytes]
-    _accepted: dict[bytes, None] = field(default_factory=dict)
-
-    def allows(self, authorization: str) -> bool:
-        """Whether ``Authorization: Basic ...`` names a user and its password."""
-        scheme, _, encoded = authorization.partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        try:
-            decoded = base64.b64decode(encoded.strip(), validate=True)
-        except (binascii.Error, ValueError):
-            return False
-        user, sep, password = decoded.partition(b":")
-        if not sep:
-            return False
-        name = user.decode("utf-8", "replace")
-        hashed = self.users.get(name, _NOBODY)
-        digest = hashlib.sha256(b"\0".join((user, password, hashed))).digest()
-        if digest in self._accepted:
-            return True
-        if not bcrypt.checkpw(password, hashed) or name not in self.users:
-            return False
-        if len(self._accepted) >= REMEMBERED:
-            self._accepted.pop(next(iter(self._accepted)))
-        self._accepted[digest] = None
-        return True
 
 
 @dataclass(frozen=True)
@@ -109,19 +67,12 @@ class WebConfig:
     tls: ssl.SSLContext | None = None
     auth: BasicAuth | None = None
 
-    def guard(self, handler: Callable[[Request], Reply]) -> Callable[[Request], Reply]:
-        """``handler`` behind basic authentication: 401 without the right credentials."""
+    def guard(self, handler: Callable[[Request], Reply]) -> Callable[[Request], Reply | Deferred]:
+        """``handler`` behind basic authentication (:meth:`BasicAuth.gate`)."""
         auth = self.auth
         if auth is None:
             return handler
-
-        def guarded(request: Request) -> Reply:
-            if auth.allows(request.headers.get("authorization", "")):
-                return handler(request)
-            challenge = (("WWW-Authenticate", 'Basic realm="tiptop", charset="UTF-8"'),)
-            return Reply(401, challenge, b"401 Unauthorized\n")
-
-        return guarded
+        return lambda request: auth.gate(request, handler)
 
 
 def load(path: str) -> WebConfig:
@@ -212,7 +163,7 @@ def _users(conf: object, fail: Callable[[str], WebConfigError]) -> BasicAuth:
         if not isinstance(hashed, str) or not _BCRYPT.fullmatch(hashed):
             raise fail(f"basic_auth_users: {user}: not a bcrypt hash ($2a$, $2b$ or $2y$)")
         users[user] = hashed.encode()
-    return BasicAuth(users)
+    return BasicAuth(users, time_cost_4())
 
 
-__all__ = ["CLIENT_AUTH", "VERSIONS", "BasicAuth", "WebConfig", "WebConfigError", "load"]
+__all__ = ["CLIENT_AUTH", "VERSIONS", "WebConfig", "WebConfigError", "load"]
