@@ -1,16 +1,19 @@
-"""``tiptop --serve`` against the anonymous clients of the 2026-11-29 attack (issue 52
-item 6; /work/shared/attacks/webconfig_attacks.sh, tools/exp_tls_attack.py), loopback only:
+"""``tiptop --serve`` against the anonymous clients and the files of the 2026-11-29 attack
+(issue 52 item 6; /work/shared/attacks/webconfig_*.sh, tools/exp_tls_attack.py), loopback
+only:
 
 * 100 clients sending wrong passwords (the same one from the scraper's own address, a new
   one each time from 100 other addresses, unknown users): scrapes with the right password
   keep p90 < 1 s (it was 7.0 s, bcrypt ran on the server's thread);
 * 1,000 idle TCP connections against the TLS port: >= 95% of TLS scrapes succeed (53 of
-  74 failed with 300: scrapers were replaced mid-handshake).
+  74 failed with 300: scrapers were replaced mid-handshake);
+* each wrong ``--web-config`` is one line and exit code 2, a FIFO without a hang.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +21,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
+from tests.helpers import TIPTOP
 from tests.support.floods import (
     AuthFlood,
     IdleFlood,
@@ -121,3 +125,52 @@ def test_tls_scrapes_get_through_1000_idle_connections(folder: Path) -> None:
         assert proc.poll() is None, died(proc)
         assert seen.ok >= 0.95, seen.summary()
         assert seen.p90() < 1.0, seen.summary()
+
+
+def _start(folder: Path, name: str) -> subprocess.CompletedProcess[str]:
+    argv = ["--serve", "127.0.0.1:0", "--web-config", name, "-S", "sched", "-d", "0.2", "-n", "1"]
+    return subprocess.run([*TIPTOP, *argv], cwd=folder, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        (
+            "bad-type.yml",
+            "  client_ca_file: 5\n",
+            "tls_server_config: client_ca_file: not a file name",
+        ),
+        ("bad-minver.yml", "  min_version: [TLS12]\n", "tls_server_config: min_version (a list)"),
+        ("bad-authtype.yml", "  client_auth_type: {a: 1}\n", "tls_server_config: client_auth_type"),
+        (
+            "min-gt-max.yml",
+            "  min_version: TLS13\n  max_version: TLS12\n",
+            "tls_server_config: min_version TLS13 is above max_version TLS12",
+        ),
+        ("fifo-cert.yml", None, "tls_server_config: cert_file fifo.pem: not a regular file"),
+        ("fifo.yml", None, "not a regular file (a FIFO): not read"),
+        ("nulls.yml", None, "tls_server_config: empty"),
+    ],
+)
+def test_a_wrong_web_config_is_one_line_and_rc_2_at_once(
+    folder: Path, name: str, text: str | None, line: str
+) -> None:
+    """webconfig_startup.sh's files that ended in a traceback, hung, or started."""
+    tls = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+    path = folder / name
+    if name == "fifo.yml" and not path.exists():
+        os.mkfifo(path)
+    elif name == "fifo-cert.yml":
+        if not (folder / "fifo.pem").exists():
+            os.mkfifo(folder / "fifo.pem")
+        path.write_text("tls_server_config:\n  cert_file: fifo.pem\n  key_file: server.key\n")
+    elif name == "nulls.yml":
+        path.write_text("tls_server_config: null\nbasic_auth_users: null\n")
+    else:
+        path.write_text(tls + (text or ""))
+    t0 = time.monotonic()
+    r = _start(folder, name)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"tiptop: --web-config {name}: {line}"), r.stderr
+    assert time.monotonic() - t0 < 30  # not a hang (start-up is a few seconds)

@@ -86,6 +86,8 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         from tiptop.exporter.webconfig import load
 
         web = load(opts.web_config)
+        for warning in web.warnings:
+            say(warning)
     clients = client_limit(host.fd_soft) if address is not None else 0
     # The clients' fds (and the listening and epoll ones, and with passwords the socket pair
     # the checker threads wake the server with) counted as in use: the counters' fd budget
