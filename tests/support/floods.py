@@ -62,16 +62,19 @@ def scrape_once(
     port: int, auth: bytes = b"", tls: ssl.SSLContext | None = None, timeout: float = 10.0
 ) -> tuple[float, str]:
     """One ``GET /metrics`` as Prometheus sends it (a new connection, its answer read to
-    the end): its seconds and status."""
+    the end): its seconds and status (an exception's name says at which step)."""
     t0 = time.monotonic()
+    step = "connect"
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            step = "handshake"
             sock = tls.wrap_socket(raw) if tls is not None else raw
+            step = "answer"
             sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
             answer = b"".join(iter(lambda: sock.recv(65536), b""))
         status = answer[9:12].decode() if answer.startswith(b"HTTP/1.1 ") else "no answer"
     except (OSError, ssl.SSLError) as err:
-        status = type(err).__name__
+        status = f"{type(err).__name__} ({step})"
     return time.monotonic() - t0, status
 
 

@@ -1,21 +1,26 @@
 """``tiptop --serve`` against the anonymous clients and the files of the 2026-11-29 attack
-(issue 52 item 6; /work/shared/attacks/webconfig_*.sh, tools/exp_tls_attack.py), loopback
-only:
+(issue 52 item 6; /work/shared/attacks/webconfig_*.sh, tools/exp_tls_attack.py), and its
+start (issue 50 item 5), loopback only:
 
 * 100 clients sending wrong passwords (the same one from the scraper's own address, a new
   one each time from 100 other addresses, unknown users): scrapes with the right password
   keep p90 < 1 s (it was 7.0 s, bcrypt ran on the server's thread);
 * 1,000 idle TCP connections against the TLS port: >= 95% of TLS scrapes succeed (53 of
   74 failed with 300: scrapers were replaced mid-handshake);
-* each wrong ``--web-config`` is one line and exit code 2, a FIFO without a hang.
+* each wrong ``--web-config`` is one line and exit code 2, a FIFO without a hang;
+* a scrape in the first 100 ms gets metrics or 503, never an empty 200; the start line
+  says https and auth; SIGTERM ends it with 143.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import bcrypt
@@ -96,8 +101,15 @@ def test_scrapes_keep_their_latency_under_100_clients_sending_wrong_passwords(
         print(f"{flood}: {attack.opened} attacker requests {dict(attack.statuses)}")
         print(f"  scrapes with the right password: {seen.summary()}")
         assert proc.poll() is None, died(proc)
-        assert seen.ok >= 0.95, seen.summary()
         assert seen.p90() < 1.0, seen.summary()
+        # Its first check may find the queue full of 100 new addresses' first checks (no
+        # address can be told from another before it asks): 503 for a moment. Once
+        # remembered, the scraper is answered whatever the flood does.
+        statuses = [status for _t, status in seen.seen]
+        assert "200" in statuses[:8], seen.summary()
+        first = statuses.index("200")
+        assert set(statuses[first:]) == {"200"}, seen.summary()
+        assert set(statuses[:first]) <= {"503"}, seen.summary()
         assert attack.opened > 200  # the flood flooded
 
 
@@ -174,3 +186,56 @@ def test_a_wrong_web_config_is_one_line_and_rc_2_at_once(
     assert len(r.stderr.splitlines()) == 1, r.stderr
     assert r.stderr.startswith(f"tiptop: --web-config {name}: {line}"), r.stderr
     assert time.monotonic() - t0 < 30  # not a hang (start-up is a few seconds)
+
+
+def test_the_start_line_says_https_and_auth_and_warnings_come_first(folder: Path) -> None:
+    key = folder / "world.key"
+    key.write_bytes((folder / "server.key").read_bytes())
+    key.chmod(0o644)
+    (folder / "world.yml").write_text(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: world.key\n"
+        + (folder / "tls-auth-4.yml").read_text().split("\n", 3)[3]
+    )
+    proc = subprocess.Popen(
+        [*TIPTOP, "--serve", "127.0.0.1:0", "--web-config", "world.yml", "-S", "sched"],
+        cwd=folder,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        warning, start = proc.stderr.readline(), proc.stderr.readline()
+        assert warning == (
+            "tiptop: --web-config world.yml: tls_server_config: key_file world.key is readable "
+            "by every user (mode 0644): chmod o-r it\n"
+        )
+        assert start.startswith("tiptop: serving https://127.0.0.1:"), start
+        assert start.endswith("/metrics with basic auth (1 user)\n"), start
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143
+
+
+def test_a_scrape_in_the_first_100_ms_gets_metrics_or_503_never_an_empty_200() -> None:
+    """Before its first refresh the exporter answered 200 with an empty body, which
+    Prometheus stores as every series gone; now 503 with Retry-After until then."""
+    with serving("-S", "sched", "-d", "1") as (proc, address):
+        start = time.monotonic()
+        answers = []
+        while time.monotonic() - start < 20:
+            t0 = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as r:
+                    status, body, retry = r.status, r.read(), None
+            except urllib.error.HTTPError as err:
+                status, body, retry = err.code, err.read(), err.headers["Retry-After"]
+            answers.append((t0 - start, status, body[:60], retry))
+            if status == 200:
+                assert b"tiptop_tasks_tracked" in body  # never an empty 200
+                break
+            assert (status, retry) == (503, "1"), answers[-1]
+            time.sleep(0.05)
+        print(f"{len(answers)} scrapes: the first {answers[0]}, the last {answers[-1]}")
+        assert answers[0][0] < 0.1  # the first one within 100 ms of the start line
+        assert answers[-1][1] == 200
+        assert proc.poll() is None

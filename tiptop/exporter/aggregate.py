@@ -359,15 +359,16 @@ class Aggregator:
 
     def snapshot(self, frame: Frame) -> Snapshot:
         """The families of the current totals (and the last refresh's gauges); a family
-        without samples is left out."""
+        without samples is left out. Every value is :func:`shortest`."""
         items = sorted(self._groups.items())
+        totals = shortest_all(np.array([g.totals for _key, g in items]).reshape(len(items), -1))
         fams = [
             Family(
                 f"{PREFIX}cpu_seconds_total",
                 "CPU time (user + system, from /proc/PID/stat), seconds",
                 "counter",
                 self.labels,
-                tuple((key, float(g.totals[0])) for key, g in items),
+                tuple((key, t[0]) for (key, _g), t in zip(items, totals, strict=True)),
             )
         ]
         for j, m in enumerate(self.metrics, start=1):
@@ -377,7 +378,11 @@ class Aggregator:
                     m.help,
                     "counter",
                     self.labels,
-                    tuple((key, float(g.totals[j])) for key, g in items if g.counted[j - 1]),
+                    tuple(
+                        (key, t[j])
+                        for (key, g), t in zip(items, totals, strict=True)
+                        if g.counted[j - 1]
+                    ),
                 )
             )
         fams += self._gauges(items)
@@ -387,7 +392,7 @@ class Aggregator:
                 "Seconds covered by the latest refresh",
                 "gauge",
                 (),
-                (((), float(frame.interval)),),
+                (((), shortest(float(frame.interval))),),
             )
         )
         fams.append(
@@ -412,7 +417,7 @@ class Aggregator:
                 name = (m.name.removeprefix(PREFIX).removesuffix("_total"), *key)
                 assert g.running is not None and g.ok is not None
                 if not np.isnan(g.running[j]):
-                    running.append((name, float(g.running[j])))
+                    running.append((name, shortest(float(g.running[j]))))
                 ok.append((name, float(g.ok[j])))
         fams = [
             Family(
@@ -453,6 +458,34 @@ class Aggregator:
         return fams
 
 
+def shortest(value: float) -> float:
+    """``value`` rounded to 15 significant digits, as many as any double holds exactly in
+    decimal (DBL_DIG, C11 5.2.4.2.2), so that its shortest round-trip text (``repr``, which
+    prometheus_client writes) is the decimal a sum of them means, without the noise of the
+    float arithmetic that made it: ``0.1 + 0.32`` is written ``0.42``, not
+    ``0.42000000000000004``. Rounding is monotone: a counter that never decreased still
+    never does."""
+    return float(f"{value:.15g}")
+
+
+def shortest_all(values: np.ndarray) -> list[list[float]]:
+    """:func:`shortest` of each row of a 2-d array, at once: scaled to 15 digits left of
+    the point, rounded to an integer (below 10**15, exact), scaled back by a power of ten
+    (exact up to 10**22, so the division rounds once: the nearest double to that decimal).
+    The few values of 10**15 and more, or below 10**-8, go through :func:`shortest`."""
+    out = np.array(values, np.float64)
+    flat = out.reshape(-1)
+    finite = np.flatnonzero(np.isfinite(flat) & (flat != 0))
+    digits = 14 - np.floor(np.log10(np.abs(flat[finite])))
+    fits = (digits >= 0) & (digits <= 22)
+    where, scale = finite[fits], 10.0 ** digits[fits]
+    flat[where] = np.round(flat[where] * scale) / scale
+    for i in finite[~fits].tolist():
+        flat[i] = shortest(float(flat[i]))
+    rows: list[list[float]] = out.tolist()
+    return rows
+
+
 def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
     """Per row: CPU seconds then each counter's scaled delta in base units; a cell that
     was not read OK adds nothing (its ``event_read_ok`` gauge says so)."""
@@ -468,4 +501,14 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
     return out
 
 
-__all__ = ["OTHER", "PREFIX", "Aggregator", "Family", "Metric", "Snapshot", "metrics_for"]
+__all__ = [
+    "OTHER",
+    "PREFIX",
+    "Aggregator",
+    "Family",
+    "Metric",
+    "Snapshot",
+    "metrics_for",
+    "shortest",
+    "shortest_all",
+]
