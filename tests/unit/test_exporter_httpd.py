@@ -191,8 +191,8 @@ def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
         faulty = connect(srv)
         faulty.sendall(b"GET /fault HTTP/1.1\r\n\r\n")  # the work raises: that request 500
         assert faulty.recv(4096).startswith(b"HTTP/1.1 500 ")
-        # Two checkers busy, two queued (priority 5): the queue is full.
-        busy = [connect(srv) for _ in range(4)]
+        # Every checker busy, two queued (priority 5): the queue is full.
+        busy = [connect(srv) for _ in range(httpd.CHECKERS + 2)]
         for s in busy:
             s.sendall(b"GET /slow5 HTTP/1.1\r\n\r\n")
             time.sleep(0.05)
@@ -204,7 +204,7 @@ def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
         assert refused.recv(4096).startswith(b"HTTP/1.1 503 ")  # no place for it
         first = connect(srv)
         first.sendall(b"GET /slow0 HTTP/1.1\r\n\r\n")  # takes a priority-5 one's place
-        lost = [s for s in busy[2:] if closed_or_answered(s, b"HTTP/1.1 503 ")]
+        lost = [s for s in busy[httpd.CHECKERS :] if closed_or_answered(s, b"HTTP/1.1 503 ")]
         assert len(lost) == 1
         release.set()
         for s in [first, *[s for s in busy if s not in lost]]:

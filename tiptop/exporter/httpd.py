@@ -97,7 +97,9 @@ MAX_CLIENTS = 256
 #: socket stays readable, and the counters may give fds back meanwhile.
 FD_PAUSE = 0.5
 #: Threads running deferred work (password checks), and the most work waiting for one.
-CHECKERS = 2
+#: One, as exporter-toolkit checks one password at a time: hostile clients can make the
+#: exporter spend at most one CPU on bcrypt, and the sampler keeps the rest.
+CHECKERS = 1
 QUEUED = 16
 
 
