@@ -414,3 +414,25 @@ def test_before_the_first_refresh_a_scrape_is_503_with_retry_after() -> None:
     collector.publish(agg.update(frame(rows((1, "w", 10.0, [0] * 5)), SCHED)))
     after = collector.handle(get)
     assert after.status == 200 and b"tiptop_cpu_seconds_total" in after.body
+
+
+def test_series_are_bounded_in_count_the_least_recently_seen_going_first() -> None:
+    """A user spawning processes of new names (churn_comm.py: 5 a second, each a new label
+    set) adds no more than ``max_series`` label sets, whatever the expiry; the ones seen
+    last stay, and of those the busiest."""
+    agg = Aggregator(metrics_for(SCHED.counters), max_series=3, expiry=0)
+    t0 = 1_800_000_000.0
+    agg.update(frame(rows((1, "busy", 90.0, [0] * 5)), SCHED, timestamp=t0))
+    for i in range(2, 6):  # one new name a refresh, "busy" seen each time
+        snap = agg.update(
+            frame(
+                rows((1, "busy", 90.0, [0] * 5), (i, f"n{i}", 1.0, [0] * 5)),
+                SCHED,
+                timestamp=t0 + i,
+            )
+        )
+    assert [k[0] for k in sample(snap, "tiptop_cpu_seconds_total")] == ["busy", "n4", "n5"]
+    # More names in one refresh than the bound: those that used the least CPU go.
+    many = rows(*[(i, f"m{i}", float(i), [0] * 5) for i in range(10, 16)])
+    snap = agg.update(frame(many, SCHED, timestamp=t0 + 10))
+    assert [k[0] for k in sample(snap, "tiptop_cpu_seconds_total")] == ["m13", "m14", "m15"]

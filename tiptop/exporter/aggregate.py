@@ -20,7 +20,8 @@ its ``/proc/PID/stat`` utime + stime (since its birth, read by ``cpu_since_birth
 the interval's. Processes of the first refresh are counted from the exporter's start.
 
 Bounded: a label set none of whose tasks was seen for ``expiry`` seconds (``--series-expiry``,
-10 minutes by default) is dropped, and a kernel thread's comm, which names its current work
+10 minutes by default) is dropped, at most :data:`MAX_SERIES` are kept (the least recently
+seen dropped first), and a kernel thread's comm, which names its current work
 (``kworker/u8:2-events_unbound``), is exported as its stable base name (``kworker``,
 :func:`stable_comm`).
 
@@ -47,6 +48,11 @@ from tiptop.screens.model import CounterSpec, NamedEvent
 
 PREFIX = "tiptop_"
 OTHER = "other"
+#: The most label sets exported at once: a user spawning processes of names never seen
+#: before (the 2026-11-29 attack: 5 a second) can add no more series than this, whatever
+#: ``--series-expiry`` says. 2,000 processes of distinct names fit, and their exposition
+#: stays a few megabytes.
+MAX_SERIES = 5000
 #: Events counted in nanoseconds: exported in seconds (base unit).
 _NANOSECONDS = {"task-clock", "cpu-clock"}
 
@@ -193,6 +199,8 @@ class Aggregator:
     cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
     #: Seconds after which a label set none of whose tasks was seen is dropped (0: never).
     expiry: float = 600.0
+    #: The most label sets kept (:data:`MAX_SERIES`): past it, the least recently seen go.
+    max_series: int = MAX_SERIES
     #: With ``by="cgroup"``: per label, the CPU seconds its cgroups used since the last
     #: call, from their own ``cpu.stat`` (``tiptop.kernel.cgroup.CgroupCpu.used``), given
     #: the refresh's processes; a label left out keeps its tasks' sum.
@@ -335,11 +343,17 @@ class Aggregator:
             g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
 
     def _expire(self, now: float) -> None:
-        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
-        if self.expiry <= 0:
-            return
-        for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
-            del self._groups[key]
+        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds, then
+        past :attr:`max_series` the least recently seen (of those seen last, the ones that
+        used the least CPU)."""
+        if self.expiry > 0:
+            for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
+                del self._groups[key]
+        over = len(self._groups) - self.max_series
+        if over > 0:
+            order = sorted(self._groups.items(), key=lambda kg: (kg[1].seen, kg[1].totals[0]))
+            for key, _g in order[:over]:
+                del self._groups[key]
 
     def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
         """Add to each process first shown now (not the first refresh's) the CPU time it
@@ -502,6 +516,7 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
 
 
 __all__ = [
+    "MAX_SERIES",
     "OTHER",
     "PREFIX",
     "Aggregator",
