@@ -14,12 +14,14 @@ wide instead of being averaged away, and the memory held does not grow with the 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.errors import printable
 from tiptop.messages import MessageLog
 from tiptop.recording import format as fmt
 from tiptop.recording.index import Recording
@@ -30,6 +32,11 @@ from tiptop.screens.model import ScreenSpec
 
 #: Refreshes evaluated together (their rows stacked).
 BATCH = 512
+#: The most task rows read for one plot (about a day of refreshes a second of 90 tasks);
+#: past it every n-th refresh is read (:meth:`ColumnReader.stride`). SAMPLES refreshes
+#: spread over the range tell how many rows it holds.
+ROWS = 8_000_000
+SAMPLES = 64
 #: The per-task lists each built-in variable reads (``format._TASK_KEYS``); ``cpu`` is
 #: always read (the tasks drawn are those that used the most CPU time).
 _BUILTIN_KEYS = {
@@ -98,14 +105,37 @@ class ColumnReader:
         self._seen = np.zeros((0, width), np.int64)
 
     def read(self, first: int, last: int) -> dict[int, Series]:
-        """The tasks' series over frames ``first`` to ``last`` (inclusive)."""
+        """The tasks' series over frames ``first`` to ``last`` (inclusive): every one, or
+        every ``step``-th when they hold more than :data:`ROWS` task rows (:meth:`stride`)."""
         if last < first:
             return {}
+        step = self.stride(first, last)
         t0, t1 = self.rec.times[first], self.rec.times[last]
-        binned = last - first + 1 > 2 * self.width and t1 > t0
-        for lines in self._batches(first, last):
+        binned = (last - first) // step + 1 > 2 * self.width and t1 > t0
+        for lines in self._batches(first, last, step):
             self._add(lines, t0, t1, binned)
         return {key: self._series(slot, t0, t1, binned) for key, slot in self._slots.items()}
+
+    def stride(self, first: int, last: int) -> int:
+        """1, or the step that keeps the task rows read within :data:`ROWS`, from the rows
+        of up to :data:`SAMPLES` refreshes spread over the range (said in one message).
+        Reading and checking a refresh's line costs about a microsecond a task row
+        (benchmarks/README.md, "--plot"): the largest recording the reader takes, 4 GiB of
+        refreshes, took minutes to draw whole (issue 52)."""
+        count = last - first + 1
+        picks = range(first, last + 1, max(count // SAMPLES, 1))
+        sizes = [len(line.tid) for line in (self._line(i) for i in picks) if line is not None]
+        rows = sum(sizes) / max(len(sizes), 1) * count
+        if rows <= ROWS:
+            return 1
+        step = math.ceil(rows / ROWS)
+        self.messages.say(
+            "plot:stride",
+            f"{printable(self.rec.path)}: {count:,} refreshes of about {rows / count:,.0f} "
+            f"tasks, more than --plot reads in a minute: every {step}th drawn (each time "
+            "bin's extremes among those); --from/--to draw every refresh of a shorter span",
+        )
+        return step
 
     def why_none(self) -> str:
         """Why the column had no value: its counters not recorded, not counted, or each
@@ -121,12 +151,15 @@ class ColumnReader:
 
     # ------------------------------------------------------------------ reading
 
-    def _batches(self, first: int, last: int) -> Iterator[list[tuple[int, fmt.FrameLine]]]:
-        """Runs of checked refreshes that one evaluator call can take: the same recorded
-        screen and counters (and interval, for a breakdown), at most :data:`BATCH`."""
+    def _batches(
+        self, first: int, last: int, step: int
+    ) -> Iterator[list[tuple[int, fmt.FrameLine]]]:
+        """Runs of checked refreshes (every ``step``-th) that one evaluator call can take:
+        the same recorded screen and counters (and interval, for a breakdown), at most
+        :data:`BATCH`."""
         batch: list[tuple[int, fmt.FrameLine]] = []
         key = None
-        for i in range(first, last + 1):
+        for i in range(first, last + 1, step):
             line = self._line(i)
             if line is None:
                 continue
@@ -348,4 +381,4 @@ def _one_column(screen: ScreenSpec, column: int) -> tuple[ScreenSpec, int]:
     return dataclasses.replace(reduced, counters=counters), keep.index(column)
 
 
-__all__ = ["BATCH", "ColumnReader", "Series"]
+__all__ = ["BATCH", "ROWS", "SAMPLES", "ColumnReader", "Series"]
