@@ -168,6 +168,28 @@ class IdleFlood(_Flood):
     """``n`` connections that never send a byte, made again as the server closes them."""
 
 
+class HelloFlood(_Flood):
+    """``n`` connections that send 60% of a TLS ClientHello and stall (the attack's
+    ``hello`` mode), made again as the server closes them."""
+
+    def __init__(self, port: int, n: int, sources: list[str] | None = None) -> None:
+        super().__init__(port, n, sources)
+        hello = client_hello()
+        self.part = hello[: len(hello) * 6 // 10]
+
+    def request(self) -> bytes:
+        return self.part
+
+
+def client_hello() -> bytes:
+    """The first flight of a TLS client: its ClientHello record."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = client_tls().wrap_bio(incoming, outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
 class AuthFlood(_Flood):
     """``n`` clients sending ``GET /metrics`` with credentials from ``credential()`` (an
     ``Authorization`` line), again and again, from ``sources`` in turn (127.0.0.2...: other
@@ -194,9 +216,11 @@ def loopback_sources(n: int) -> list[str]:
 
 __all__ = [
     "AuthFlood",
+    "HelloFlood",
     "IdleFlood",
     "Scrapes",
     "basic",
+    "client_hello",
     "client_tls",
     "loopback_sources",
     "scrape_for",

@@ -242,3 +242,90 @@ def test_a_scrape_in_the_first_100_ms_gets_metrics_or_503_never_an_empty_200() -
         assert answers[0][0] < 0.1  # the first one within 100 ms of the start line
         assert answers[-1][1] == 200
         assert proc.poll() is None
+
+
+#: expo_check.py's comms, after "zq" (to find them among the machine's; 15 bytes at most,
+#: as the kernel keeps them): a newline, quotes, backslashes, braces, '=', ',', '#', ESC,
+#: DEL, a tab, CR, bytes that are not UTF-8, accents, a right-to-left mark, a sample line's
+#: injection, escapes written out, a space.
+COMMS = [
+    b"zqnl\nx",
+    b'zqq"uo"te',
+    b"zqback\\slash",
+    b"zqbr}ace{x=y,z",
+    b"zq#HELP x",
+    b"zqesc\x1b[31m",
+    b"zqdel\x7fx",
+    b"zqtab\tx",
+    b"zqcr\rx",
+    b"zqbad\xff\xfeutf",
+    b"zq\xc3\xa9t\xc3\xa9",
+    b"zq\xe2\x80\xaertl",
+    b'zqx"} 1\nevil 9',
+    b'zq\\n\\"',
+    b"zq ",
+]
+#: A child that names itself (prctl(2) PR_SET_NAME, raw bytes) and uses a little CPU.
+NAMED = (
+    "import ctypes, os, sys, time\n"
+    "ctypes.CDLL(None).prctl(15, ctypes.c_char_p(os.fsencode(sys.argv[1])), 0, 0, 0)\n"
+    "while True:\n"
+    "    t = time.monotonic()\n"
+    "    while time.monotonic() - t < 0.005: pass\n"
+    "    time.sleep(0.1)\n"
+)
+
+
+@pytest.mark.parametrize("by", ["comm", "pid"])
+def test_every_exposition_of_hostile_names_parses(by: str) -> None:
+    """expo_check.py: processes whose comm holds what a label value must escape; each
+    format a scraper may ask for (text, OpenMetrics, gzipped) parses with prometheus_client's
+    parsers and promtool, each process has its series, and no sample line was injected."""
+    import gzip
+
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as openmetrics_families,
+    )
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.system.exporter_support import prometheus_missing, wait_for
+
+    kids = [
+        subprocess.Popen(["python3", "-c", NAMED, os.fsdecode(c)], stdout=subprocess.DEVNULL)
+        for c in COMMS
+    ]
+    try:
+        args = ["-S", "sched", "-d", "0.5", "--by", by, "--top", "200"]
+        with serving(*args) as (proc, address):
+            wait_for(address, lambda t: t.count("esc") >= 1 and "evil" in t)
+            for accept, encoding, parse in (
+                ("", "", text_string_to_metric_families),
+                ("application/openmetrics-text; version=1.0.0", "", openmetrics_families),
+                ("", "gzip", text_string_to_metric_families),
+            ):
+                headers = {"Accept": accept, "Accept-Encoding": encoding}
+                request = urllib.request.Request(f"http://{address}/metrics", headers=headers)
+                with urllib.request.urlopen(request, timeout=10) as r:
+                    body = r.read()
+                text = (gzip.decompress(body) if encoding else body).decode("utf-8")
+                families = list(parse(text))
+                names = {f.name for f in families}
+                assert not [n for n in names if "evil" in n], names  # no injected sample
+                comms = {
+                    s.labels["comm"]
+                    for f in families
+                    if f.name == "tiptop_cpu_seconds"
+                    for s in f.samples
+                }
+                ours = {c for c in comms if c.startswith("zq")}
+                assert len(ours) == len(COMMS), sorted(ours)
+                if not accept and prometheus_missing() is None:
+                    check = subprocess.run(
+                        ["promtool", "check", "metrics"], input=text.encode(), capture_output=True
+                    )
+                    assert check.returncode == 0, check.stdout + check.stderr
+            assert proc.poll() is None, died(proc)
+    finally:
+        for kid in kids:
+            kid.kill()
+            kid.wait()

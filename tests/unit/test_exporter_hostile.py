@@ -1,9 +1,11 @@
 """The exporter's server with TLS and basic authentication against the 2026-11-29 attack's
 clients, in process over real loopback TLS, at a small scale (the system tests run them at
 the issue's: tests/system/test_exporter_hostile.py): a stalled ClientHello is closed after
-HANDSHAKE_TIMEOUT; TLS scrapes get through idle connections holding every slot; the
-attack's Authorization fuzz (tools/auth_fuzz.py: twelve kinds of header) gets 200 for the
-right credentials and 401 or 429 for the rest, never 500."""
+HANDSHAKE_TIMEOUT; TLS scrapes get through idle connections, or stalled ClientHellos,
+holding every slot; garbage instead of a ClientHello is closed at once; the request fuzz
+over TLS with credentials (tools/exp_fuzz.py --tls) and the Authorization fuzz
+(tools/auth_fuzz.py: twelve kinds of header) get 200 for the right credentials and 400,
+401 or 429 for the rest, never 500."""
 
 from __future__ import annotations
 
@@ -14,12 +16,21 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import bcrypt
 import pytest
 
-from tests.support.floods import IdleFlood, basic, client_tls, scrape_for, scrape_once
+from tests.support.floods import (
+    HelloFlood,
+    IdleFlood,
+    basic,
+    client_hello,
+    client_tls,
+    scrape_for,
+    scrape_once,
+)
 from tests.support.sockets import closed_by_peer
 from tiptop.exporter import httpd
 from tiptop.exporter.aggregate import Family, Snapshot
@@ -31,6 +42,8 @@ pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)
 from tests.support.certs import make_certs
 
 HASH = bcrypt.hashpw(b"secret", bcrypt.gensalt(4)).decode()
+#: Cases of the request fuzz over TLS.
+TLS_FUZZ = 300
 RIGHT = basic("prom", "secret")
 
 
@@ -58,15 +71,6 @@ def server(conf: Path) -> Iterator[MetricsServer]:
     srv.close()
 
 
-def client_hello() -> bytes:
-    """The first flight of a TLS client: its ClientHello record."""
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = client_tls().wrap_bio(incoming, outgoing)
-    with pytest.raises(ssl.SSLWantReadError):
-        tls.do_handshake()
-    return outgoing.read()
-
-
 def test_a_stalled_client_hello_is_closed_after_the_handshake_timeout(
     server: MetricsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -81,21 +85,95 @@ def test_a_stalled_client_hello_is_closed_after_the_handshake_timeout(
     assert scrape_once(server.port, RIGHT, client_tls())[1] == "200"
 
 
-def test_tls_scrapes_get_through_idle_connections_holding_every_slot(
-    server: MetricsServer,
+#: Floods against 8 slots: connections made again as they are closed, how many, the
+#: seconds of scrapes, and the p90 a scrape keeps. Idle ones (before: most TLS scrapes
+#: failed, the scraper's handshake was closed to make room); the attack's ``hello`` mode,
+#: 60% of a ClientHello then nothing: a stalled one makes way after STALLED seconds, so a
+#: scrape waits its turn (8 ahead, 8 a second).
+SLOT_FLOODS = {"idle": (IdleFlood, 50, 3.0, 1.0), "stalled ClientHello": (HelloFlood, 16, 5.0, 3.0)}
+
+
+@pytest.mark.parametrize("kind", list(SLOT_FLOODS))
+def test_tls_scrapes_get_through_floods_holding_every_slot(
+    server: MetricsServer, kind: str
 ) -> None:
-    """50 idle connections, made again as they are closed, against 8 slots: the scraper's
-    handshake is never the one closed to make room (before: most TLS scrapes failed)."""
-    idle = IdleFlood(server.port, 50)
-    idle.start()
+    flood_of, n, seconds, p90 = SLOT_FLOODS[kind]
+    flood = flood_of(server.port, n)
+    flood.start()
     try:
         time.sleep(0.3)
-        seen = scrape_for(server.port, 3, RIGHT, client_tls(), every=0.1)
+        seen = scrape_for(server.port, seconds, RIGHT, client_tls(), every=0.1)
     finally:
-        idle.stop()
-    print(f"50 idle connections ({idle.opened} made), 8 slots: {seen.summary()}")
-    assert idle.opened > 100  # they were replaced, and came back
+        flood.stop()
+    print(f"{n} {kind} connections ({flood.opened} made), 8 slots: {seen.summary()}")
+    assert flood.opened > n  # they were closed to make room, and came back
     assert seen.ok >= 0.95, seen.summary()
+    assert seen.p90() < p90, seen.summary()
+    assert server.serving
+
+
+def test_garbage_instead_of_a_client_hello_is_closed_in_the_handshake_time(
+    server: MetricsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random bytes: refused at once, or (when they read as the start of a longer record)
+    closed when the handshake's time is up; never answered."""
+    monkeypatch.setattr(httpd, "HANDSHAKE_TIMEOUT", 0.5)
+    rng = random.Random(52)
+    for size in (1, 5, 300, 3000):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(bytes(rng.randrange(256) for _ in range(size)))
+            t0 = time.monotonic()
+            try:
+                answer = b"".join(iter(lambda s=s: s.recv(4096), b""))
+            except ConnectionResetError:
+                answer = b""
+            assert time.monotonic() - t0 < 2.0
+            assert b"HTTP" not in answer and b"tiptop" not in answer
+    assert scrape_once(server.port, RIGHT, client_tls())[1] == "200"
+
+
+def test_a_fuzz_of_requests_over_tls_with_auth_kills_no_server(
+    server: MetricsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """exporter_fuzz.sh's TLS run (tools/exp_fuzz.py --tls --user): mangled requests (the
+    plain fuzz's, test_exporter_attacks.py) with right, wrong or mangled credentials, over
+    TLS; each gets one HTTP/1.1 answer or a close (an unfinished one after its second),
+    never a 500, and the server goes on."""
+    from tests.unit.test_exporter_attacks import SENT_HEADERS, fuzz_case, head_of
+
+    monkeypatch.setattr(httpd, "REQUEST_TIMEOUT", 1.0)  # an unfinished request: closed then
+    monkeypatch.setattr(httpd, "HANDSHAKE_TIMEOUT", 0.8)
+    rng = random.Random(53)
+    credentials = [RIGHT, basic("prom", "wrong"), b"Authorization: Basic !!\r\n", b""]
+    requests = []
+    for _ in range(TLS_FUZZ):
+        head, sep, rest = b"".join(fuzz_case(rng)).partition(b"\n")
+        requests.append(head + sep + rng.choice(credentials) + rest if sep else head)
+
+    def send(request: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as plain:
+            try:
+                tls = client_tls().wrap_socket(plain)
+                tls.sendall(request)
+                return b"".join(iter(lambda: tls.recv(65536), b""))
+            except (ssl.SSLError, ConnectionError):
+                return b""
+
+    statuses: collections.Counter[bytes] = collections.Counter()
+    # Four at a time, fewer than the slots: a client thread of this process may wait for
+    # the interpreter's lock longer than STALLED, and a full server closes such a one.
+    with ThreadPoolExecutor(4) as pool:
+        for start in range(0, TLS_FUZZ, 50):
+            batch = requests[start : start + 50]
+            for request, answer in zip(batch, pool.map(send, batch), strict=True):
+                if answer:
+                    line, names = head_of(answer)
+                    assert line.startswith(b"HTTP/1.1 ") and b" 500 " not in line, (request, line)
+                    assert set(names) <= SENT_HEADERS | {b"www-authenticate", b"retry-after"}
+                    statuses[line[9:12]] += 1
+            assert scrape_once(server.port, RIGHT, client_tls())[1] == "200"
+    print(f"TLS fuzz: {TLS_FUZZ} cases, answers by status {sorted(statuses.items())}")
+    assert {b"200", b"400", b"401"} <= set(statuses), statuses
     assert server.serving
 
 

@@ -14,7 +14,7 @@ of 5 and never times a client out: idle connections alone spent the exporter's f
   :data:`SILENT` seconds, else the one silent for longest among those still sending their
   request (TLS handshake or head), if silent for :data:`STALLED` seconds. So clients that
   connect and say nothing, or stall, cannot keep a scraper out, and a scraper that is
-  talking is never closed to make room (the 2026-11-29 attack: 300 idle connections
+  talking is not closed to make room (the 2026-11-29 attack: 300 idle connections
   replaced TLS scrapers mid-handshake, 53 of 74 failed). Connections wait in the kernel's
   queue (:data:`BACKLOG`, listen(2)) while no slot can be freed;
 * every connection is answered once and closed (``Connection: close``, RFC 9112 9.6), as
@@ -84,8 +84,10 @@ RESPONSE_TIMEOUT = 10.0
 #: and may reach the socket just after accept(2) returns it.
 SILENT = 0.05
 #: Seconds without a byte after which a connection still sending its request may be
-#: closed to make room for a new one (when no connection that sent nothing is left).
-STALLED = 0.5
+#: closed to make room for a new one (when no connection that sent nothing is left): long
+#: enough for a client busy elsewhere to go on with its handshake, short enough that a
+#: flood of stalled ClientHellos lets a scraper in within seconds.
+STALLED = 1.0
 #: Bytes of request line and headers accepted; more is answered 431 (RFC 6585 5).
 MAX_REQUEST = 16384
 #: listen(2)'s backlog: connections the kernel completes and queues while every client
