@@ -106,20 +106,29 @@ def ensure_c_tiptop(path: str = C_TIPTOP) -> tuple[str | None, str]:
 
 
 def make_tools(
-    shim: Path | None, c_path: str | None, rcdir: Path, before: Path | None = None
+    shim: Path | None,
+    c_path: str | None,
+    rcdir: Path,
+    before: Path | None = None,
+    screen: str = "default",
+    before_screen: str | None = None,
 ) -> list[Tool]:
-    """Ours, the C original (when ``c_path``) and ours from the tree ``before`` (when
-    given: an older checkout, e.g. a ``git worktree``), all with ``shim`` preloaded and
-    reading the empty rc directory ``rcdir`` (so that no ~/.tiptoprc changes their screens)."""
+    """Ours (on ``screen``), the C original (when ``c_path``; its default screen) and ours
+    from the tree ``before`` (when given: an older checkout, e.g. a ``git worktree``) or on
+    ``before_screen`` (this tree on another screen, to compare two screens side by side),
+    all with ``shim`` preloaded and reading the empty rc directory ``rcdir`` (so that no
+    ~/.tiptoprc changes their screens)."""
     pre = {"LD_PRELOAD": str(shim)} if shim else {}
     # -P: no working directory first on sys.path (Python 3.11), so PYTHONPATH names the
     # tree whatever directory this runs from (``-m`` would put it first: python(1)).
-    argv = (sys.executable, "-P", "-m", "tiptop", "-W", str(rcdir), "-S", "default")
-    tools = [Tool("ours", argv, {**pre, "PYTHONPATH": str(REPO)})]
+    argv = (sys.executable, "-P", "-m", "tiptop", "-W", str(rcdir), "-S")
+    tools = [Tool("ours", (*argv, screen), {**pre, "PYTHONPATH": str(REPO)})]
     if c_path:
         tools.append(Tool("C", (c_path, "-W", str(rcdir)), dict(pre)))
-    if before is not None:
-        tools.append(Tool("before", argv, {**pre, "PYTHONPATH": str(before)}))
+    if before is not None or before_screen is not None:
+        tree = REPO if before is None else before
+        other = screen if before_screen is None else before_screen
+        tools.append(Tool("before", (*argv, other), {**pre, "PYTHONPATH": str(tree)}))
     return tools
 
 

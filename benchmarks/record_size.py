@@ -68,6 +68,11 @@ def make_frame(rng: np.random.Generator, it: int, n: int, busy: float, totals: n
         counter_scaled=delta.copy(),
         counter_total=totals.copy(),
         counter_total_status=z,
+        time_percent=np.full((n, 4), np.nan),
+        time_status=np.full((n, 4), 3, STATUS_DTYPE),
+        time_threads=np.ones(n),
+        cpu_limit=np.full(n, np.nan),
+        cpus_allowed=np.full(n, np.nan),
     )
 
 

@@ -346,6 +346,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--filter", action="store_true", help="both tools: -p <the bench's tasks>")
     ap.add_argument("--c-path", default="/usr/bin/tiptop")
     ap.add_argument("--before", type=Path, help="ours from this older tree too (a worktree)")
+    ap.add_argument("--screen", default="default", help="the screen ours shows (-S)")
+    ap.add_argument("--before-screen", help="as 'before': this tree (or --before's) on this screen")
     return ap.parse_args(argv)
 
 
@@ -363,12 +365,13 @@ def run(argv: list[str] | None = None) -> list[Row]:
         (tmp / "rc").mkdir()
         shim, why = (None, "--no-shim") if a.no_shim else build_shim(tmp)
         c_path, c_why = (None, "--no-c") if a.no_c else ensure_c_tiptop(a.c_path)
-        tools = make_tools(shim, c_path, tmp / "rc", a.before)
+        tools = make_tools(shim, c_path, tmp / "rc", a.before, a.screen, a.before_screen)
         compiled = compile_ours()
         print(f"machine: {machine()}")
         print(f"ours: {compiled}")
         if a.before is not None:
             print(f"before: {a.before}, {compile_ours(a.before)}")
+        print(f"screens: ours {a.screen}, before {a.before_screen or a.screen}, C its default")
         print(f"RLIMIT_NOFILE: {raise_fd_limit()}; shim: {shim or why}; C: {c_path or c_why}")
         print(
             f"batch: -d {s.delay}, -n {s.short}+{s.extra[0]}..{s.extra[1]}, CPU from refresh "

@@ -310,6 +310,8 @@ def check(host: Host, loaded: Loaded | None = None) -> str:
     sw = probe("task-clock", host)
     lines.append(f"hardware counters (cycles): {'yes' if hw is None else 'no: ' + hw}")
     lines.append(f"software counters (task-clock): {'yes' if sw is None else 'no: ' + sw}")
+    time_line, time_advice = time_accounting(host)
+    lines.append(time_line)
     if loaded is not None:
         lines += screen_lines(loaded, host)
     advice = []
@@ -323,11 +325,41 @@ def check(host: Host, loaded: Loaded | None = None) -> str:
         )
     if hw is not None:
         advice += no_pmu_note([hw]) or [f"hardware counters: {hw}"]
+    advice += time_advice
     budget, more = _fd_budget(host)
     lines.append(budget)
     advice += more
     lines.append("to get more: " + ("; ".join(advice) if advice else "nothing to change"))
     return "\n".join(lines) + "\n"
+
+
+def time_accounting(host: Host) -> tuple[str, list[str]]:
+    """Where the tasks' time goes (the ``state`` screen, docs/screens.md "Where the time
+    goes"): which of its sources this kernel has, in one line, and the advice to turn on
+    what is off."""
+    schedstat = os.path.exists(os.path.join(host.proc_root, "self", "schedstat"))
+    psi = os.path.exists(os.path.join(host.proc_root, "pressure", "cpu"))
+    io = {True: "on", False: "off", None: "not in this kernel"}[host.delayacct]
+    where = host.cpu_cgroups
+    limits = (
+        "no cpu controller mounted"
+        if where is None
+        else (f"cgroup {'v2' if where.v2 else 'v1'} cpu controller at {where.mount}")
+    )
+    line = (
+        "where the time goes (screen state): on a CPU and waiting (schedstat) "
+        f"{'yes' if schedstat else 'no'}; blocked on I/O (delay accounting) {io}; CPU limits "
+        f"and throttling: {limits}; pressure (PSI) {'yes' if psi else 'no'}"
+    )
+    advice = []
+    if host.delayacct is False:
+        advice.append(
+            "sysctl kernel.task_delayacct=1 lets %IO count the time tasks wait for block "
+            "I/O, for the tasks started after it (the boot option delayacct counts all); it "
+            "times each delay with two clock reads and keeps a record per task, the cost "
+            "for which the kernel leaves it off (Documentation/accounting/delay-accounting.rst)"
+        )
+    return line, advice
 
 
 def _fd_budget(host: Host) -> tuple[str, list[str]]:

@@ -22,6 +22,8 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
+from tiptop.readonly import readonly
+from tiptop.workload import Workload
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -43,6 +45,66 @@ class SamplerConfig:
     collect: bool = True
     cpu_threshold: float = 0.00001
     sticky: bool = False
+
+
+@readonly
+class Pressure:
+    """One resource's pressure stall information over a refresh (PSI,
+    Documentation/accounting/psi.rst): the fraction of the interval in which some tasks,
+    and all non-idle tasks at once, stalled on it; None where the kernel does not say."""
+
+    resource: str
+    some: float | None
+    full: float | None
+
+
+@readonly
+class Context:
+    """What the whole machine did over one refresh, for the header beside the rows' own
+    time: CPUs, tasks runnable, the time the hypervisor stole, the pressure of CPU, I/O and
+    memory (``tiptop.engine.scan.times`` reads it)."""
+
+    #: CPUs online.
+    cpus: int
+    #: Tasks runnable at the refresh, tiptop itself left out (``/proc/loadavg``); None unread.
+    runnable: int | None
+    #: Fraction of the CPUs' time stolen by the hypervisor (``/proc/stat``, proc(5)
+    #: ``steal``); None unread.
+    steal: float | None
+    #: PSI of cpu, io and memory, those the kernel has.
+    pressure: tuple[Pressure, ...] = ()
+
+
+@dataclass(eq=False)
+class CgroupCounts:
+    """One cgroup's counters over one refresh, counted whole by the kernel's cgroup events
+    (``tiptop.engine.count.cgroups``), per counter alias of the screen (arrays of k): what
+    rows by cgroup and the exporter take in place of its tasks' sums."""
+
+    #: Raw (unscaled) interval delta.
+    raw: np.ndarray
+    #: Scaled interval delta (each CPU's by its own running fraction).
+    scaled: np.ndarray
+    #: Σ Δrunning / Σ Δenabled over the CPUs (1 where never enabled: nothing ran).
+    running: np.ndarray
+    #: Scaled count since the cgroup was first followed.
+    total: np.ndarray
+    #: Read OK over the whole interval (not the baseline's, not a CPU never scheduled in).
+    ok: np.ndarray
+    #: No task of the cgroup ran in the interval: its events were enabled for no time on
+    #: any CPU (a cgroup event's clock runs only while one of its tasks is on the CPU).
+    idle: bool = False
+
+    def __add__(self, other: CgroupCounts) -> CgroupCounts:
+        """Two cgroups' counts as one row's (the cgroups of one name)."""
+        return CgroupCounts(
+            self.raw + other.raw,
+            self.scaled + other.scaled,
+            np.minimum(self.running, other.running),
+            self.total + other.total,
+            self.ok & other.ok,
+            self.idle and other.idle,
+        )
 
 
 #: What a row field of a :class:`Frame` holds (see :data:`ROW_FIELDS`).
@@ -112,6 +174,17 @@ class Frame:
     #: float64: seconds each row's counter deltas cover (``INTERVAL``); None: ``interval``
     #: for every row.
     window: np.ndarray | None = None
+    # --- where each row's time went (``tiptop.screens.variables.TimeFacts``, same names)
+    time_percent: np.ndarray  # float64 (n, 4): run, wait, throttled, I/O, % of the interval
+    time_status: np.ndarray  # uint8 (n, 4)
+    time_threads: np.ndarray  # float64: the threads each row's sums cover
+    cpu_limit: np.ndarray  # float64: its cgroup's CPU limit in CPUs; NaN for none
+    cpus_allowed: np.ndarray  # float64: the CPUs it may run on, where read; NaN otherwise
+    #: What the whole machine did over the refresh; None where not read.
+    context: Context | None = None
+    #: Per row, who runs in its cgroup (``tiptop.workload``): set on the rows by cgroup
+    #: (``tiptop.sources.bycgroup``); None where not known.
+    workload: list[Workload] | None = None
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -160,6 +233,11 @@ class Frame:
             counter_scaled=np.zeros((0, nk)),
             counter_total=np.zeros((0, nk)),
             counter_total_status=np.zeros((0, nk), STATUS_DTYPE),
+            time_percent=np.zeros((0, 4)),
+            time_status=np.zeros((0, 4), STATUS_DTYPE),
+            time_threads=np.zeros(0),
+            cpu_limit=np.zeros(0),
+            cpus_allowed=np.zeros(0),
         )
 
     def multiplexed(self) -> np.ndarray:
@@ -231,6 +309,7 @@ ROW_FIELDS: tuple[str, ...] = tuple(
         "counters",
         "tasks_total",
         "by_cgroup",
+        "context",
     )
 )
 
@@ -348,4 +427,12 @@ class SourceWrapper(FrameSource):
         self.source.attach_spawned(pid, stops_at_exec)
 
 
-__all__ = ["ROW_FIELDS", "Frame", "FrameSource", "SamplerConfig", "SourceWrapper"]
+__all__ = [
+    "ROW_FIELDS",
+    "Context",
+    "Frame",
+    "FrameSource",
+    "Pressure",
+    "SamplerConfig",
+    "SourceWrapper",
+]

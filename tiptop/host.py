@@ -42,6 +42,22 @@ class Clock:
 
 
 @readonly
+class CpuCgroups:
+    """Where the cgroup hierarchy of the ``cpu`` controller (CPU bandwidth limits and their
+    throttling, Documentation/scheduler/sched-bwc.rst) is mounted, from
+    ``/proc/self/mountinfo`` (proc(5)): a v1 hierarchy whose options name ``cpu``, else the
+    v2 one where ``cgroup.controllers`` lists ``cpu``."""
+
+    #: The mount point (``/sys/fs/cgroup/cpu``, ``/sys/fs/cgroup``).
+    mount: str
+    #: The hierarchy is cgroup v2 (``0::`` lines of ``/proc/PID/cgroup``).
+    v2: bool
+    #: The cgroup mounted there (mountinfo's root field): ``/`` unless a subtree was
+    #: bind-mounted; ``/proc/PID/cgroup`` paths are relative to the hierarchy's root.
+    root: str = "/"
+
+
+@readonly
 class Host:
     """What this machine and process allow; see the module doc for the rules."""
 
@@ -66,8 +82,21 @@ class Host:
     #: ``tiptop.cli.screens.host_target`` for the screens' ``arch``/``model`` gating; a
     #: test names another file to be the CPU it describes (tests/support/as_cpu.py).
     cpuinfo: str = "/proc/cpuinfo"
+    #: SMT is active: a core runs more than one online hardware thread (sysfs
+    #: ``devices/system/cpu/smt/active``, Documentation/ABI/testing/sysfs-devices-system-cpu;
+    #: False where the file is absent). Before Ice Lake a task's top-down counts are then not
+    #: its own (tiptop/screens/deviations.py, kind ``smt``).
+    smt_active: bool = False
     #: The clock the engine reads.
     clock: Clock = Clock()
+    #: CPUs online (``sysconf(_SC_NPROCESSORS_ONLN)``).
+    cpus: int = 1
+    #: ``kernel.task_delayacct`` (``/proc/sys/kernel/task_delayacct``): whether the kernel
+    #: counts the time tasks wait for block I/O (Documentation/accounting/delay-accounting.rst);
+    #: None when the kernel has no such setting.
+    delayacct: bool | None = None
+    #: The ``cpu`` controller's hierarchy, or None when none is mounted.
+    cpu_cgroups: CpuCgroups | None = None
 
     @classmethod
     def read(
@@ -94,6 +123,10 @@ class Host:
             clk_tck=os.sysconf("SC_CLK_TCK"),
             in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
             cpuinfo=os.path.join(proc_root, "cpuinfo"),
+            smt_active=_read_smt_active(sysfs_root),
+            cpus=os.sysconf("SC_NPROCESSORS_ONLN"),
+            delayacct=_read_delayacct(proc_root),
+            cpu_cgroups=cpu_cgroups(proc_root),
         )
 
     @property
@@ -141,12 +174,68 @@ def fd_reserve(limit: int) -> int:
     return min(64, max(8, limit // 8))
 
 
+def _read_delayacct(proc_root: str) -> bool | None:
+    try:
+        with open(os.path.join(proc_root, "sys/kernel/task_delayacct")) as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return None
+
+
+def cpu_cgroups(proc_root: str = "/proc") -> CpuCgroups | None:
+    """Where the ``cpu`` controller's hierarchy is mounted (:class:`CpuCgroups`), from this
+    process's ``mountinfo``: each line is ``ID PARENT DEV ROOT POINT OPTIONS ... - TYPE
+    SOURCE SUPER-OPTIONS`` (proc(5)); a v1 hierarchy is preferred (in the hybrid layout the
+    v2 one has no controllers)."""
+    try:
+        with open(os.path.join(proc_root, "self/mountinfo")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    v2: CpuCgroups | None = None
+    for line in lines:
+        head, sep, tail = line.partition(" - ")
+        fields, kind = head.split(), tail.split()
+        if not sep or len(fields) < 5 or len(kind) < 3:
+            continue
+        root, point = _unescape(fields[3]), _unescape(fields[4])
+        if kind[0] == "cgroup" and "cpu" in kind[2].split(","):
+            return CpuCgroups(point, False, root)
+        if kind[0] == "cgroup2" and v2 is None and _lists_cpu(point):
+            v2 = CpuCgroups(point, True, root)
+    return v2
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path: space, tab, newline and backslash are written as octal escapes."""
+    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(code, char)
+    return field
+
+
+def _lists_cpu(point: str) -> bool:
+    try:
+        with open(os.path.join(point, "cgroup.controllers")) as f:
+            return "cpu" in f.read().split()
+    except OSError:
+        return False
+
+
 def _read_paranoid(proc_root: str) -> int | None:
     try:
         with open(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) as f:
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
+
+
+def _read_smt_active(sysfs_root: str) -> bool:
+    """``devices/system/cpu/smt/active`` is 1; False when it is 0, absent or unreadable."""
+    try:
+        with open(os.path.join(sysfs_root, "devices/system/cpu/smt/active")) as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
 
 
 def _cap_eff(proc_root: str) -> int:

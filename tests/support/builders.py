@@ -105,8 +105,10 @@ def frame(
     Each row is a dict with ``tid`` and ``cells`` (one value per column); optional keys:
     ``status`` and ``running`` per column (OK, 1.0), ``deltas`` per counter (0), ``cpu``
     (%CPU; the first cell by default), ``pid`` (the tid), ``marker`` (" "), ``user``
-    ("root"), ``name`` ("proc"), ``cmdline`` (""), ``dead`` (False). A cell whose status is
-    not OK holds NaN, as the sampler leaves it."""
+    ("root"), ``name`` ("proc"), ``cmdline`` (""), ``dead`` (False), ``time`` (% of the
+    interval on a CPU, waiting, throttled, blocked on I/O: unknown by default) with
+    ``time_status`` (OK where ``time`` holds a number) and ``threads`` (1). A cell whose
+    status is not OK holds NaN, as the sampler leaves it."""
     n, nc, nk = len(rows), len(scr.columns), len(scr.counters)
 
     def matrix(key: str, default: float, dtype: Any, k: int) -> np.ndarray:
@@ -117,6 +119,13 @@ def frame(
     values[status != Status.OK] = np.nan
     deltas = matrix("deltas", 0.0, float, nk)
     cpu = np.array([r.get("cpu", r["cells"][0]) for r in rows], float)
+    time = matrix("time", np.nan, float, 4)
+    unknown = [Status.UNREADABLE] * 4
+    time_status = np.array([r.get("time_status", unknown) for r in rows], STATUS_DTYPE).reshape(
+        n, 4
+    )
+    given = np.array(["time_status" in r for r in rows], bool)
+    time_status[~np.isnan(time) & ~given[:, None]] = 0
     return Frame(
         iteration=iteration,
         timestamp=timestamp,
@@ -150,4 +159,9 @@ def frame(
         counter_scaled=deltas.copy(),
         counter_total=np.full((n, nk), np.nan),
         counter_total_status=np.full((n, nk), Status.UNREADABLE, STATUS_DTYPE),
+        time_percent=np.where(time_status == Status.OK, time, np.nan),
+        time_status=time_status,
+        time_threads=np.array([r.get("threads", 1) for r in rows], float),
+        cpu_limit=np.full(n, np.nan),
+        cpus_allowed=np.full(n, np.nan),
     )

@@ -14,6 +14,7 @@ from tiptop.cells import Status
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.screens.model import ColumnSpec, ScreenSpec
@@ -116,8 +117,7 @@ def new_app(n: int = 4, host: Host | None = None, **opts: Any) -> tuple[LiveApp,
         Options(**opts),
         sampler,
         [DEFAULT, BRANCH],
-        host=host or Host(),
-        exporter=lambda o, s: "<tiptop/>",
+        Services(host=host or Host(), exporter=lambda o, s: "<tiptop/>"),
     )
     sampler.start()  # as LiveApp.run() does
     app.refresh()

@@ -18,7 +18,7 @@ def test_three_iterations_structure() -> None:
     assert lines[0].startswith("tiptop - up ")
     assert lines[2].startswith("delay: 0.20  idle: 1  threads: 0")
     head = lines.index("") + 1
-    assert lines[head].startswith("timest   PID [")
+    assert lines[head].startswith("timest   PID  [%CPU] ")
     body = lines[head + 1 :]
     iters = [int(x.split()[0]) for x in body if x]
     assert sorted(set(iters)) == [0, 1, 2]

@@ -1,8 +1,10 @@
 """What docs/prometheus ships works together (issue 31): the screen ``exporter.yaml`` run
 for real on this machine exports every metric and label the recording rules and the
 Grafana dashboard read (but those marked hardware-only where there is no PMU), and every
-counter of the screen; hardware series are absent without a PMU; the series summed for
-``--by pid`` carry the same labels as the others."""
+counter of the screen (the labels of ``--by comm`` and ``--by cgroup`` together: the
+dashboard's ``namespace`` and ``pod`` variables are ``--by cgroup``'s); hardware series are
+absent without a PMU; the series summed for ``--by pid`` carry the same labels as the
+others."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ SCREEN = DOCS / "exporter.yaml"
 TARGET_LABELS = {"instance", "job"}
 #: How the dashboard marks a panel that needs a hardware PMU, and the rules a group.
 HARDWARE_ONLY, HARDWARE_GROUP = "Hardware-only:", "-hardware"
+#: Likewise for a panel or group that needs delay accounting (kernel.task_delayacct=1).
+DELAYACCT_ONLY, DELAYACCT_GROUP = "Delay-accounting-only:", "-delayacct"
 
 
 def run_exporter(tmp_path: Path, *args: str) -> tuple[str, str]:
@@ -63,20 +67,25 @@ def uses(expr: str) -> tuple[set[str], set[str]]:
     return metrics, labels
 
 
-def shipped_queries() -> list[tuple[str, bool, str]]:
-    """``(where, hardware-only, expr)`` for every query the dashboard and rules hold."""
+def shipped_queries() -> list[tuple[str, str, str]]:
+    """``(where, needs, expr)`` for every query the dashboard and rules hold; ``needs`` is
+    ``hardware``, ``delayacct`` or empty."""
     dash = json.loads((DOCS / "grafana-dashboard.json").read_text())
     out = []
     for panel in dash["panels"]:
-        hardware = panel.get("description", "").startswith(HARDWARE_ONLY)
-        out += [(f"panel {panel['title']!r}", hardware, t["expr"]) for t in panel["targets"]]
+        text = panel.get("description", "")
+        needs = "hardware" if text.startswith(HARDWARE_ONLY) else ""
+        needs = "delayacct" if text.startswith(DELAYACCT_ONLY) else needs
+        out += [(f"panel {panel['title']!r}", needs, t["expr"]) for t in panel["targets"]]
     for var in dash["templating"]["list"]:
         if var.get("type") == "query":
-            out.append((f"variable {var['name']}", False, var["definition"]))
+            out.append((f"variable {var['name']}", "", var["definition"]))
     rules = yaml.safe_load((DOCS / "tiptop-rules.yml").read_text())
     for group in rules["groups"]:
-        hardware = group["name"].endswith(HARDWARE_GROUP)
-        out += [(f"rule {r['record']}", hardware, r["expr"]) for r in group["rules"]]
+        name = group["name"]
+        needs = "hardware" if name.endswith(HARDWARE_GROUP) else ""
+        needs = "delayacct" if name.endswith(DELAYACCT_GROUP) else needs
+        out += [(f"rule {r['record']}", needs, r["expr"]) for r in group["rules"]]
     return out
 
 
@@ -89,9 +98,9 @@ def topdown_metrics() -> set[str]:
 def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) -> None:
     text, err = run_exporter(tmp_path)
     assert "Unused counter" not in err, err  # every counter declared is counted
-    got = samples(text)
     exported: dict[str, set[str]] = {}
-    for name, labels in got:
+    # The labels of both groupings: the dashboard's namespace and pod are --by cgroup's.
+    for name, labels in [*samples(text), *samples(run_exporter(tmp_path, "--by", "cgroup")[0])]:
         exported.setdefault(name, set()).update(k for k, _v in labels)
     no_pmu = hardware_pmu_error() is not None
     # Every counter of the screen is exported; a hardware one without a PMU is absent.
@@ -108,9 +117,14 @@ def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) ->
     assert "tiptop_page_faults_total" in exported
     # Every metric and label the dashboard and the rules read is exported.
     checked = 0
-    for where, hardware, expr in shipped_queries():
+    no_delayacct = Path("/proc/sys/kernel/task_delayacct").read_text().strip() != "1"
+    for where, needs, expr in shipped_queries():
         metrics, labels = uses(expr)
         assert metrics, (where, expr)
+        if needs == "delayacct" and no_delayacct:  # absent, not zero, without it
+            assert not metrics & exported.keys(), (where, metrics & exported.keys())
+            continue
+        hardware = needs == "hardware"
         if hardware and no_pmu:
             assert not metrics & exported.keys(), (where, metrics & exported.keys())
             continue

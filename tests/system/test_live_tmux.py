@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -113,7 +114,7 @@ def shown(screen: int) -> Callable[[list[str]], bool]:
     def ok(lines: list[str]) -> bool:
         if len(lines) < 5 or f"screen  {screen}:" not in lines[1]:
             return False
-        m = re.match(r"Tasks:\s+\d+ total,\s+(\d+) displayed", lines[1])
+        m = re.match(r"Tasks:\s+\d+ \w+,\s+(\d+) displayed", lines[1])
         return bool(m and int(m.group(1)) > 0 and lines[4].strip())
 
     return ok
@@ -135,9 +136,9 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
     lines = t.wait(has("task5"), "the first refresh")
     lines = t.wait(has("6 displayed"), "the tasks line")
     assert lines[0].startswith("tiptop -")
-    assert lines[1].startswith("Tasks:  11 total,   6 displayed")
+    assert lines[1].startswith("Tasks:   6 processes,   6 displayed")
     assert lines[1].rstrip().endswith("screen  0: default")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     assert lines[4].startswith("  100   50.0  2.00   0.50 task0")
 
     t.keys("h")
@@ -148,7 +149,7 @@ def test_keys_in_a_real_terminal(driven: Tmux) -> None:
 
     t.keys("Right")
     lines = t.wait(has("screen  1: branch"), "the second screen")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC COMMAND"
     t.wait(has("task0"), "rows of the second screen")
 
     t.keys("<")
@@ -215,7 +216,7 @@ def test_resize_keeps_running(driven: Tmux) -> None:
     t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "15")
     lines = t.wait(lambda ls: len(ls) == 15 and "task0" in "".join(ls), "the 60x15 layout")
     assert all(len(line) <= 60 for line in lines)
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     t.tmux("resize-window", "-t", "t", "-x", "15", "-y", "5")
     t.wait(has("Terminal too"), "the too-small message")
     assert not t.dead()
@@ -235,7 +236,7 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         assert lines[0].startswith("tiptop -")
         t.keys("Right")
         t0 = time.monotonic()
-        # Before the fix: "N total,   0 displayed" until ~30.2 s after the key.
+        # Before the fix: "N processes,   0 displayed" until ~30.2 s after the key.
         lines = t.wait(shown(1), "rows of the second screen", timeout=15)
         assert time.monotonic() - t0 < 15
         assert lines[3].lstrip().startswith("PID") and re.match(r" *\d+", lines[4]), lines
@@ -245,26 +246,71 @@ def test_real_tiptop_in_tmux(tmp_path: Path) -> None:
         t.kill()
 
 
-def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
-    """The real program on screen ``topdown``: ``t`` opens the selected task's top-down
-    window and ``t`` closes it. Without a PMU (or a tree for this CPU) the window holds one
-    line saying why; with one, the tree's summary line."""
-    from tests.helpers import hardware_pmu_error
+def window_rows(lines: list[str], title: str) -> list[str]:
+    """The rows inside the box whose top border holds ``title``, between its side
+    borders, down to its bottom border, stripped."""
+    top = next(i for i, ln in enumerate(lines) if title in ln)
+    left, right = lines[top].index("┌"), lines[top].rindex("┐")
+    inner: list[str] = []
+    for ln in lines[top + 1 :]:
+        if ln[left : left + 1] == "└":
+            break
+        inner.append(ln[left + 1 : right].strip())
+    return inner
 
-    t = Tmux([sys.executable, "-m", "tiptop", "-d", "4", "-i", "-S", "topdown"], tmp_path)
+
+def window_text(lines: list[str], title: str) -> str:
+    """The text inside the box whose top border holds ``title``, its rows joined at the
+    spaces they were wrapped at."""
+    return " ".join(x for x in window_rows(lines, title) if x)
+
+
+#: The last row of a window that scrolls: how far, and the keys; ``END`` at the end.
+SCROLL_TAIL = re.compile(r"^(\d+ % \(.* scroll\)|END)$")
+
+
+def read_window(t: Tmux, title: str) -> str:
+    """The whole text of a window, paged through with PgDn when it is taller than the
+    terminal (pages overlap: each is joined at its longest overlap with the rows read)."""
+    got: list[str] = []
+    lines = t.screen()
+    for _ in range(100):
+        rows = window_rows(lines, title)
+        tail = rows[-1] if rows and SCROLL_TAIL.match(rows[-1]) else None
+        page = rows[:-1] if tail else rows
+        same = [n for n in range(min(len(got), len(page)) + 1) if got[len(got) - n :] == page[:n]]
+        got += page[max(same) :]
+        if tail is None or tail == "END":
+            return " ".join(x for x in got if x)
+        before = lines
+        t.keys("PageDown")
+        lines = t.wait(lambda ls, b=before: ls != b, "the next page")  # type: ignore[misc]
+    pytest.fail(f"{title}: no end after 100 pages")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The real program on screen ``topdown`` in a terminal of each size: ``t`` opens the
+    selected task's top-down window and ``t`` closes it. Without a PMU (or a tree for this
+    CPU) the window says why, whole (wrapped at the window's width, never cut at the
+    terminal's edge); with a PMU or without, the summary line and the machine's (where
+    the task's time went needs none)."""
+    from tests.helpers import hardware_pmu_error
+    from tiptop.kernel.explain import NO_PMU_COLUMNS, no_pmu_line
+
+    command = [sys.executable, "-m", "tiptop", "-d", "30", "-i", "-S", "topdown"]
+    t = Tmux(command, tmp_path, cols=size[0], rows=size[1])
     try:
         t.wait(shown(int(_topdown_index())), "the topdown screen's rows", timeout=20)
         t.keys("t")
-        lines = t.wait(has("Top-down tree of PID"), "the drill-down window")
-        top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
-        first = lines[top + 1].strip(" │")
-        if hardware_pmu_error() is not None:
-            assert "counts missing" in first or "no top-down tree" in first, first
-            assert "─" in lines[top + 2], "one line, then the bottom of the box"
-            if "counts missing" in first:
-                assert "PMU" in first, first
-        else:
-            assert re.match(r"PID \d+ \(", first), first
+        t.wait(has("Top-down tree of PID"), "the drill-down window")
+        body = read_window(t, "Top-down tree of PID")
+        # Where its time went is known without a PMU: the summary line, then the machine's
+        assert re.match(r"PID \d+ \(.*\): ", body) and " machine: " in body, body
+        if hardware_pmu_error() is not None:  # and it says, whole, what the tree lacks
+            assert "top-down counts missing: " in body, body
+            reason = body[body.index("top-down counts missing: ") :]
+            assert reason.endswith(no_pmu_line(NO_PMU_COLUMNS)), reason  # whole
         t.keys("t")
         t.wait(lambda ls: not has("Top-down tree")(ls), "the window to close")
         t.keys("q")
@@ -277,7 +323,7 @@ def test_drill_down_opens_and_closes(tmp_path: Path) -> None:
 def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
     """In a real terminal of 80 and 200 columns, ``h`` opens a box 5 columns in from each
     side listing the keys one per line, grouped."""
-    from tiptop.live.keys import key_help
+    from tiptop.live.registry import key_help
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER.format(repo=str(REPO)))
@@ -285,13 +331,21 @@ def test_help_window_uses_the_terminal_width(tmp_path: Path, cols: int) -> None:
     try:
         t.wait(has("6 displayed"), "the first refresh")
         t.keys("h")
-        lines = t.wait(has("Help (h or Esc closes)"), "the help window")
+        keys = [k.rstrip() for k in key_help()]  # one key per line, grouped: nothing cut
+
+        def inner(lines: list[str]) -> list[str]:
+            top = next((i for i, x in enumerate(lines) if "Help (h or Esc closes)" in x), None)
+            if top is None:
+                return []
+            return [x[6 : cols - 6].rstrip() for x in lines[top + 1 :] if x[5:6] == "│"]
+
+        # Drawn whole (a capture may catch the terminal half drawn on a loaded machine).
+        lines = t.wait(lambda ls: keys[-1] in inner(ls), "the help window's keys")
         top = next(i for i, line in enumerate(lines) if "Help (h or Esc closes)" in line)
         assert lines[top].index("┌") == 5 and lines[top].rindex("┐") == cols - 6, lines[top]
-        inner = [x[6 : cols - 6].rstrip() for x in lines[top + 1 :] if x[5:6] == "│"]
-        start = inner.index("Selection and windows:")
-        keys = key_help()  # one key per line, grouped: nothing cut or lost
-        assert inner[start : start + len(keys)] == [k.rstrip() for k in keys], inner
+        shown = inner(lines)
+        start = shown.index("Selection and windows:")
+        assert shown[start : start + len(keys)] == keys, shown
         t.keys("q")
         t.wait(lambda ls: t.dead(), "the program to quit")
     finally:
@@ -312,3 +366,75 @@ def _topdown_index() -> int:
         if m:
             return int(m.group(1))
     pytest.skip(f"no topdown screen listed: {out.stdout[:200]!r}")
+
+
+#: The name of the process the htop-habits test looks for (a link to sleep: its comm).
+NEEDLE = "tt50needle"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_htop_habits_in_a_real_terminal(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The real program, in a terminal of each size (issue 50): F1 opens the help; a key
+    bound to nothing says so and which key helps; ``/`` finds a process by name (it is
+    highlighted); ``\\`` filters the rows to it; a message longer than the line (the ``d``
+    prompt's refusal, and the no-PMU notice where there is no PMU) is read whole in the
+    ``m`` window; ``k`` on the highlighted row sends SIGTERM after its confirmation;
+    F10 quits."""
+    from tests.helpers import TIPTOP, hardware_pmu_error
+    from tiptop.kernel.explain import no_pmu_line
+
+    needle = tmp_path / NEEDLE
+    needle.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    child = subprocess.Popen([str(needle), "600"])
+    cols, rows = size
+    t = Tmux([*TIPTOP, "-i", "-d", "2"], tmp_path, cols=cols, rows=rows)
+    try:
+        lines = t.wait(lambda ls: len(ls) > 5 and re.match(r" *\d+", ls[5]) is not None, "rows")
+        first_screen = lines[1].rsplit(": ", 1)[-1].strip()  # the fallback's, without PMU
+        t.keys("F1")
+        t.wait(has("Help (h or Esc closes)"), "F1: the help")
+        t.keys("Escape")
+        t.wait(lambda ls: not has("Help (")(ls), "Esc to close the help")
+        t.keys("x")
+        t.wait(has("Unknown key 'x': h or F1 lists the keys"), "the unknown key's hint")
+
+        t.keys("/", *NEEDLE)
+        mine = str(child.pid)  # its row (at 80 columns a wide screen cuts COMMAND off)
+        t.wait(lambda _: [r.split()[0].rstrip("+-") for r in highlighted(t)] == [mine], "/")
+        t.keys("Enter")
+        t.keys("\\", *NEEDLE, "Enter")
+        lines = t.wait(has(f"Filter '{NEEDLE}'"), "\\ to filter the rows")
+        shown = [x for x in lines[4:-1] if re.match(r" *\d+", x)]
+        assert [x.split()[0].rstrip("+-") for x in shown] == [mine], lines
+        assert re.match(r"Tasks: +\d+ processes, +1 displayed", lines[1]), lines[1]
+
+        t.keys("d", *"0.001", "Enter")
+        refusal = (
+            "delay must be at least 0.01 s and at most 604800 s (got '0.001') (delay stays 2.00)"
+        )
+        lines = t.wait(has("delay must be at least"), "the d prompt's refusal")
+        assert (refusal in lines[2]) == (cols > len(refusal)), lines[2]  # else cut, m: more
+        t.keys("m")
+        lines = t.wait(has("Messages, newest first"), "the m window")
+        said = " ".join(read_window(t, "Messages, newest first").split())
+        assert refusal in said, said
+        if hardware_pmu_error() is not None:  # the start-up notice, whole
+            assert no_pmu_line(f"showing screen '{first_screen}'") in said, said
+        t.keys("m")
+        t.wait(lambda ls: not has("Messages, newest")(ls), "m to close it")
+
+        t.keys("k")
+        t.wait(has(f"Signal to PID {child.pid} ({NEEDLE})"), "k's signal window")
+        t.keys("Enter")
+        t.wait(has(f"Send SIGTERM (15) to PID {child.pid} ({NEEDLE})? (y/N)"), "the question")
+        assert child.poll() is None  # nothing sent before the answer
+        t.keys("y")
+        assert child.wait(timeout=10) == -signal.SIGTERM
+        t.wait(has(f"Sent SIGTERM (15) to PID {child.pid}"), "what was sent")
+        t.keys("F10")
+        t.wait(lambda ls: t.dead(), "F10 to quit")
+    finally:
+        t.kill()
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run
-from tiptop.live.keys import KEY_HELP, KEY_LABELS
+from tiptop.live.registry import BINDINGS, label
 from tiptop.options.argv import LONG, SHORT
 
 MAN = Path(__file__).resolve().parents[2] / "docs" / "tiptop.1"
@@ -59,5 +59,5 @@ def test_every_option_of_help_has_an_entry() -> None:
 
 def test_every_key_of_the_live_help_has_an_entry() -> None:
     tagged = {t for tag in entries("KEYS") for t in tag}
-    missing = [KEY_LABELS.get(k, k) for ks, _ in KEY_HELP for k in ks]
+    missing = [label([k]) for b in BINDINGS for k in b.keys]
     assert [k for k in missing if k not in tagged] == []

@@ -28,6 +28,10 @@ def _expected_blocks() -> list[tuple[str, list[str]]]:
     return blocks
 
 
+#: How a batch replay says it reached the end (on stderr, last; issue 50).
+END = "tiptop: replay: the end of the recording: 5 refreshes, "
+
+
 def _golden_lines() -> list[bytes]:
     return GOLDEN.read_bytes().splitlines(keepends=True)
 
@@ -35,7 +39,8 @@ def _golden_lines() -> list[bytes]:
 @pytest.mark.parametrize("name", ["recording-v1.jsonl", "recording-v1.jsonl.gz"])
 def test_format_1_replays_each_frame_under_the_screen_shown(name: str) -> None:
     r = run("-b", "--replay", str(DATA / name))
-    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.returncode == 0 and r.stderr.startswith(END), r.stderr
+    assert r.stderr.count("\n") == 1
     lines = r.stdout.splitlines()
     assert lines[3] == "Screen 0: default"
     body = [x for x in lines[6:] if x]
@@ -43,12 +48,13 @@ def test_format_1_replays_each_frame_under_the_screen_shown(name: str) -> None:
     for i, (screen, rows) in enumerate(_expected_blocks()):
         if i == 3:  # the recorded switch to 'branch': its name and header, then its rows
             assert screen == "branch"
-            expected += ["Screen 1: branch", "  PID [  %CPU]   %MIS/I    %MISP   %BR/I COMMAND "]
+            expected += ["Screen 1: branch", "  PID   [%CPU]   %MIS/I    %MISP   %BR/I COMMAND "]
         expected += rows
     assert body == expected
     # -S picks another recorded screen for every frame: the first frames under 'branch'.
     r = run("-b", "-n", "1", "-S", "branch", "--replay", str(DATA / name))
     assert r.returncode == 0 and "%MIS/I" in r.stdout and "Mcycle" not in r.stdout
+    assert r.stderr == ""  # -n 1: not the end
 
 
 def test_each_damaged_line_is_one_note_and_the_rest_replays(tmp_path: Path) -> None:
@@ -64,6 +70,7 @@ def test_each_damaged_line_is_one_note_and_the_rest_replays(tmp_path: Path) -> N
     r = run("-b", "--replay", str(p))
     assert r.returncode == 0, r.stderr
     err = r.stderr.splitlines()
+    assert err.pop().startswith(END), r.stderr
     # The non-JSON line at load; each frame line with a wrong value when it is shown.
     assert err == [
         f"tiptop: {p}: line {frames[3] + 1}: not JSON (damaged): skipped",
@@ -114,4 +121,6 @@ def test_a_note_found_at_the_end_is_said_by_a_batch_replay(tmp_path: Path) -> No
     p.write_bytes(c.compress(GOLDEN.read_bytes()) + c.flush(zlib.Z_SYNC_FLUSH))  # no trailer
     r = run("-b", "--replay", str(p))
     assert r.returncode == 0 and r.stdout.count(" compute") == 5
-    assert r.stderr == f"tiptop: {p}: compressed data ends early (recorder stopped?)\n"
+    note, end = r.stderr.splitlines()
+    assert note == f"tiptop: {p}: compressed data ends early (recorder stopped?)"
+    assert end.startswith(END)

@@ -156,7 +156,7 @@ def test_tracefs_not_mounted_is_one_clear_line() -> None:
     assert r.returncode == 0, r.stderr
     said = [line for line in r.stderr.splitlines() if "sched:sched_switch" in line]
     assert said == [
-        "tiptop: counter 'SW' of screen 'tp': tracepoint sched:sched_switch: tracefs not "
+        "tiptop: screen 'tp': tracepoint sched:sched_switch: tracefs not "
         "mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing; mount it with: "
         "mount -t tracefs nodev /sys/kernel/tracing"
     ], r.stderr
@@ -172,7 +172,7 @@ def test_unprivileged_user_is_told_tracefs_is_root_only() -> None:
     assert r.returncode == 0, r.stderr
     said = [line for line in r.stderr.splitlines() if "sched:sched_switch" in line]
     assert len(said) == 1, r.stderr
-    assert said[0].startswith("tiptop: counter 'SW' of screen 'tp': tracepoint sched:sched_switch")
+    assert said[0].startswith("tiptop: screen 'tp': tracepoint sched:sched_switch")
     assert "not readable by uid 65534 (root only); run as root" in said[0]
     lines = r.stdout.splitlines()
     (row,) = [line for line in lines if line.rstrip().endswith(("DEAD", "true"))]

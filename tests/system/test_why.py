@@ -1,11 +1,13 @@
-"""``tiptop -b --why PID`` as a user runs it: one line and exit status 1 where the tree
-cannot be shown (no PMU, no top-down screen for the chosen screen, no such process), exit 2
-for a value that is not a PID; with a hardware PMU, the tree of a running process."""
+"""``tiptop -b --why PID`` as a user runs it: without a PMU, where the task's time goes and
+one line on what the hardware would add (exit status 0); one line and exit status 1 where
+no tree can be shown (no tree on the chosen screen, no such process), exit 2 for a value
+that is not a PID; with a hardware PMU, the tree of a running process."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -17,22 +19,26 @@ from tests.helpers import GENERIC_EPYC, ZEN4, hardware_pmu_error, run, run_as_cp
     ("cpuinfo", "fragment"),
     [
         # A CPU with a top-down tree (Zen 4): the tree's screen cannot count without a PMU.
-        (ZEN4, "screen 'topdown"),
+        (ZEN4, "no hardware PMU here"),
         # QEMU's generic EPYC model (17h/01h): no top-down screen at all (issue 39).
-        (GENERIC_EPYC, "no top-down screen with a tree for x86 17_01"),
+        (GENERIC_EPYC, "tiptop has no top-down screen for x86 17_01"),
     ],
 )
-def test_without_a_pmu_one_line_and_status_1(cpuinfo: str, fragment: str) -> None:
-    """Whatever the CPU model, one line and status 1; which line is the CPU's (picked
-    through the injected Host's cpuinfo, never this machine's)."""
-    r = run_as_cpu(cpuinfo, "-b", "--why", str(os.getpid()), "-n", "1", "-d", "0.1")
-    assert r.returncode == 1, r
-    assert r.stdout == ""
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"tiptop: --why {os.getpid()}: "), lines
-    assert fragment in lines[0], lines
-    if cpuinfo == ZEN4:
-        assert "cannot count here" in lines[0], lines
+def test_without_a_pmu_where_the_time_goes_and_status_0(cpuinfo: str, fragment: str) -> None:
+    """Whatever the CPU model, the time level of the ``state`` screen, exit status 0, and
+    one line saying what the hardware would add and why it cannot here (issue 47); the
+    CPU is picked through the injected Host's cpuinfo, never this machine's."""
+    pid = os.getpid()
+    r = run_as_cpu(cpuinfo, "-b", "--why", str(pid), "-n", "1", "-d", "0.2")
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"tiptop --why {pid}: screen 'state' "), lines
+    assert "a hardware PMU would split that time" in lines[1] and fragment in lines[1], lines
+    assert f"--where {pid}" in lines[1], lines
+    assert re.match(rf"\d\d:\d\d:\d\d PID {pid} \(.*\): ", lines[2]), lines
+    labels = [ln.split()[0].lstrip("*") or ln.split()[1] for ln in lines[4:9]]
+    assert labels == ["Run", "Wait", "Throttled", "IO", "Sleep"], lines
+    assert "PMU" not in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -40,7 +46,7 @@ def test_without_a_pmu_one_line_and_status_1(cpuinfo: str, fragment: str) -> Non
     [
         (["--why", "999999999"], 1, "--why 999999999: no such process"),
         (["--why", "abc"], 2, "--why: 'abc' is not a process id"),
-        (["--why", "1", "-S", "default"], 1, "screen 'default' has no top-down tree"),
+        (["--why", "1", "-S", "default"], 1, "screen 'default' has no bottleneck tree"),
         (["--why", "1", "--", "true"], 2, "--why takes the PID of a running process"),
         (["--why", "1", "--format", "csv"], 2, "--why prints a tree: --format text or json"),
     ],

@@ -185,7 +185,7 @@ def test_each_zen_generation_picks_its_variants(gen: int) -> None:
 @pytest.mark.parametrize("model", OTHERS)
 def test_other_amd_models_get_the_generic_screens(model: str) -> None:
     got = screens(model)
-    assert list(got) == ["default", "branch", "cache", "topdown", "sched"]
+    assert list(got) == ["default", "branch", "cache", "topdown", "sched", "state"]
     assert "AMD" not in got["topdown"].desc
     assert [c.event for c in got["topdown"].counters] == [
         NamedEvent(n)

@@ -62,7 +62,7 @@ def test_the_g_key_switches_grouping(tmp_path) -> None:
     f = frame([task(1, 1.0, 1.0, 1.0), task(2, 1.0, 1.0, 1.0), task(3, 1.0, 1.0, 1.0)])
     src = CgroupSource(_Source(f), enabled=False, proc_root=str(tmp_path))
     assert len(src.refresh()) == 3
-    assert src.key("G") and src.refresh().name == ["/", "a"]
+    assert src.key("G") and src.refresh().name == ["/", "a.service"]
     assert not src.key("x")
     assert src.messages is _Source.messages
     assert np.array_equal(src.refresh().num_threads, [1, 2])
@@ -116,3 +116,105 @@ def test_rows_by_cgroup_head_their_name_column_cgroup() -> None:
     assert app._header().rstrip().endswith(" COMMAND")
     app.frame = g  # after the G key
     assert app._header().rstrip().endswith(" CGROUP")
+
+
+def test_where_the_time_went_is_summed_per_group() -> None:
+    """The time parts of a group are its tasks' sums over their threads (a part unknown
+    only where no task knows it), its limit the tightest of its tasks' cgroups', and the
+    ``state`` screen's bottleneck is found again from the sums: two loops waiting for one
+    CPU make a group that waits."""
+    from tiptop.frame import Context
+    from tiptop.screens import Target, builtin_screens
+
+    state = next(s for s in builtin_screens(Target()) if s.name == "state")
+    nan = float("nan")
+    rows = [
+        {"tid": 1, "cells": [50.0] + [nan] * 9, "time": [50.0, 50.0, 0.0, nan]},
+        {"tid": 2, "cells": [50.0] + [nan] * 9, "time": [50.0, 50.0, 0.0, nan]},
+        {"tid": 3, "cells": [1.0] + [nan] * 9, "time": [1.0, 0.0, 0.0, 2.0], "threads": 3},
+    ]
+    f = frame(rows, state)
+    f.cpu_limit[:] = [0.5, 2.0, nan]
+    f.context = Context(2, 1, 0.0)
+    g = group(f, state, ["pair", "pair", "one"])
+    one, pair = 0, 1
+    assert g.time_percent[pair].tolist()[:3] == [100.0, 100.0, 0.0]
+    assert np.isnan(g.time_percent[pair, 3]) and g.time_status[pair, 3] == Status.UNREADABLE
+    assert g.time_percent[one].tolist() == [1.0, 0.0, 0.0, 2.0]
+    assert g.time_threads.tolist() == [3.0, 2.0] and g.cpu_limit[pair] == 0.5
+    assert np.isnan(g.cpu_limit[one]) and g.context is f.context
+    heads = [c.header.strip() for c in state.columns]
+    sleep, bottleneck = heads.index("%SLEEP"), heads.index("BOTTLENECK")
+    assert g.values[pair, sleep] == 0.0 and g.values[one, sleep] == pytest.approx(297.0)
+    labels = ("Run", "Wait", "Throttled", "IO", "Sleep")
+    assert labels[g.node[pair, bottleneck]] == "Wait" and g.node[one, bottleneck] == -1
+
+
+def test_group_rows_are_named_by_who_runs_in_them(tmp_path) -> None:
+    """A row per name: a docker container's two cgroups (its own and one made inside it)
+    are one row ``docker:web``, a pod's container ``namespace/pod/container``; each row
+    carries its workload, the unresolved one its cgroup's label."""
+    from tests.support import runtimes as rt
+    from tiptop.runtimes import Workloads
+
+    state = tmp_path / "root"
+    rt.docker(state, rt.ID_A, "web")
+    rt.containerd_k8s(state, rt.ID_B, "api-0", "shop", "api")
+    uid = rt.UID.replace("-", "_")
+    paths = {
+        1: f"/system.slice/docker-{rt.ID_A}.scope",
+        2: f"/system.slice/docker-{rt.ID_A}.scope/inner",
+        3: f"/kubepods.slice/kubepods-pod{uid}.slice/cri-containerd-{rt.ID_B}.scope",
+        4: "/system.slice/cron.service",
+        5: f"/docker/{rt.ID_C}",
+    }
+    for pid, path in paths.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
+    f = frame([task(pid, 10.0 * pid, 1.0, 1.0) for pid in paths])
+    src = CgroupSource(_Source(f), proc_root=str(tmp_path), workloads=Workloads(None, str(state)))
+    g = src.refresh()
+    assert g.name == ["cron.service", f"docker/{rt.ID_C[:12]}", "docker:web", "shop/api-0/api"]
+    assert g.values[2, 0] == pytest.approx(30.0)  # pids 1 and 2
+    assert g.workload is not None
+    web, pod = g.workload[2], g.workload[3]
+    assert (web.kind, web.container, web.container_id) == ("docker", "web", f"docker://{rt.ID_A}")
+    assert (pod.namespace, pod.pod, pod.container, pod.uid) == ("shop", "api-0", "api", rt.UID)
+    assert g.workload[1].label == f"docker/{rt.ID_C[:12]}"
+
+
+def test_csv_and_json_rows_by_cgroup_carry_the_workload() -> None:
+    """``--by cgroup --format csv/json``: the workload's fields and the cgroup label, after
+    ``dead`` (csv) or under ``workload`` (json); empty where not known."""
+    import csv
+    import io
+    import json
+
+    from tiptop.options import Options
+    from tiptop.outputs.records import RecordWriter
+    from tiptop.workload import Workload
+
+    pod = Workload("k8s", "k8s/podu/abc", "shop", "api-0", "u", "api", "containerd://abc")
+    other = Workload("other", "batch")
+    f = frame([task(1, 10.0, 1.0, 1.0), task(2, 5.0, 1.0, 1.0)])
+    g = group(f, SCREEN, [pod.shown(), other.shown()], [pod, other])
+    opts = Options(batch=True, series_by="cgroup", show_idle=True)
+    out = io.StringIO()
+    writer = RecordWriter(out, opts, SCREEN, 0, "csv")
+    writer.begin(0.0)
+    writer.frame(g, 0)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    by_name = {r["command"]: r for r in rows}
+    row = by_name["shop/api-0/api"]
+    assert (row["kind"], row["namespace"], row["pod"], row["container"]) == (
+        "k8s",
+        "shop",
+        "api-0",
+        "api",
+    )
+    assert row["container_id"] == "containerd://abc" and row["cgroup"] == "k8s/podu/abc"
+    assert by_name["batch"]["namespace"] == "" and by_name["batch"]["kind"] == "other"
+    out = io.StringIO()
+    RecordWriter(out, opts, SCREEN, 0, "json").frame(g, 0)
+    recs = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {r["workload"]["pod"] for r in recs} == {"api-0", ""}

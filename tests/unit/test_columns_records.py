@@ -11,8 +11,10 @@ from tests.unit.test_layers import PKG
 from tiptop.engine.count.plan import Planner
 from tiptop.recording.writer import bare_aliases
 from tiptop.screens import Target, builtin_screens
+from tiptop.screens.bottleneck import OFFSET
 from tiptop.screens.columns import Kind, compiled, screen_columns
 from tiptop.screens.evaluate import Evaluator
+from tiptop.screens.timetree import TIME_LABELS
 
 SCREEN = builders.screen(
     "kinds",
@@ -76,7 +78,8 @@ def test_each_record_says_its_kind_and_what_it_reads() -> None:
     ]
     bottleneck = cols[5]
     assert bottleneck.compiled is None and bottleneck.path is not None
-    assert bottleneck.labels[:2] == ("FE", "BAD") and "BE/Mem" in bottleneck.labels
+    assert bottleneck.labels[:OFFSET] == TIME_LABELS  # the time level first
+    assert bottleneck.labels[OFFSET : OFFSET + 2] == ("FE", "BAD") and "BE/Mem" in bottleneck.labels
     assert [j for j, _bp in cols.paths] == [5]
     assert [c.format for c in cols] == [c.format for c in SCREEN.columns]
 

@@ -15,6 +15,7 @@ from tiptop.cells import Status
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import (
     OTHER,
+    TIME_METRICS,
     Aggregator,
     Snapshot,
     metrics_for,
@@ -120,6 +121,7 @@ def test_a_label_set_unseen_for_the_expiry_is_dropped() -> None:
         ("/user.slice/user-1000.slice/session-2.scope", "user-1000/session-2"),
         ("/system.slice/docker-0123456789abcdef0123.scope", "docker/0123456789ab"),
         ("/docker/0123456789abcdef0123", "docker/0123456789ab"),
+        ("/libpod_parent/libpod-0123456789abcdef0123", "podman/0123456789ab"),
         (
             "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f.slice"
             "/cri-containerd-fedcba9876543210fedc.scope",
@@ -285,7 +287,7 @@ def test_the_docs_use_only_names_the_exporter_exports() -> None:
     ]
     agg = Aggregator(metrics_for([c for s in screens for c in s.counters]))
     one = frame(rows((1, "w", 1.0, [1, 1, 1, 1, 1])), SCHED)
-    exported = {m.name for m in agg.metrics} | {
+    exported = {m.name for m in (*agg.metrics, *TIME_METRICS)} | {
         f.name for f in Aggregator(metrics_for(SCHED.counters)).update(one).families
     }
     assert {"tiptop_slots_total", "tiptop_topdown_retiring_total"} <= exported
@@ -315,14 +317,44 @@ def test_by_cgroup_takes_the_cgroups_own_cpu_where_it_is_more() -> None:
         cgroup_cpu=cgroup_cpu,
     )
     one = frame(rows((7, "pg", 50.0, [0] * 5)), SCHED)  # 0.5 s shown over 1 s
+    db, cron = ("",) * 6 + ("db",), ("",) * 6 + ("cron",)
     snap = agg.update(one)
-    assert sample(snap, "tiptop_cpu_seconds_total") == {("db",): pytest.approx(2.0)}
+    assert sample(snap, "tiptop_cpu_seconds_total") == {db: pytest.approx(2.0)}
     snap = agg.update(one)  # the cgroup says 0.1 s: the shown task's 0.5 s stands
     cpu = sample(snap, "tiptop_cpu_seconds_total")
-    assert cpu == {("db",): pytest.approx(2.5), ("cron",): pytest.approx(0.7)}
+    assert cpu == {db: pytest.approx(2.5), cron: pytest.approx(0.7)}
     snap = agg.update(one)  # no reading: the tasks' sum
-    assert sample(snap, "tiptop_cpu_seconds_total")[("db",)] == pytest.approx(3.0)
+    assert sample(snap, "tiptop_cpu_seconds_total")[db] == pytest.approx(3.0)
     assert calls == [[7], [7], [7]]
+
+
+def test_by_cgroup_labels_say_who_runs_in_the_cgroup() -> None:
+    """``--by cgroup``: the labels of kube-state-metrics and cAdvisor (namespace, pod,
+    container, container_id with its runtime's prefix, uid), ``unit`` for systemd, and the
+    cgroup's label always; a cgroup's own CPU is added to its resolved series."""
+    from tiptop.exporter.aggregate import CGROUP_LABELS
+    from tiptop.workload import Workload
+
+    pod = Workload("k8s", "k8s/podu1/abc", "shop", "api-0", "u1", "api", "containerd://abc")
+    unit = Workload("systemd", "nginx", unit="nginx.service")
+    workloads = {7: pod, 8: unit, 9: Workload("other", "/")}
+    agg = Aggregator(
+        metrics_for(SCHED.counters),
+        by="cgroup",
+        cgroup_of=lambda pid: workloads[pid].label,
+        workload_of=workloads.__getitem__,
+        cgroup_cpu=lambda pids: {"k8s/podu1/abc": 3.0},
+    )
+    assert agg.labels == CGROUP_LABELS
+    f = frame(
+        rows((7, "api", 50.0, [0] * 5), (8, "nginx", 10.0, [0] * 5), (9, "x", 1.0, [0] * 5)), SCHED
+    )
+    cpu = sample(agg.update(f), "tiptop_cpu_seconds_total")
+    assert cpu == {
+        ("shop", "api-0", "api", "containerd://abc", "u1", "", "k8s/podu1/abc"): pytest.approx(3.0),
+        ("", "", "", "", "", "nginx.service", "nginx"): pytest.approx(0.1),
+        ("", "", "", "", "", "", "/"): pytest.approx(0.01),
+    }
 
 
 def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
@@ -436,3 +468,23 @@ def test_series_are_bounded_in_count_the_least_recently_seen_going_first() -> No
     many = rows(*[(i, f"m{i}", float(i), [0] * 5) for i in range(10, 16)])
     snap = agg.update(frame(many, SCHED, timestamp=t0 + 10))
     assert [k[0] for k in sample(snap, "tiptop_cpu_seconds_total")] == ["m13", "m14", "m15"]
+
+
+def test_where_the_time_went_is_exported_in_seconds() -> None:
+    """Two refreshes of 2 s: the loop 50% on a CPU and 50% waiting each time (1 s + 1 s per
+    refresh), the sleeper nothing; I/O unknown (no delay accounting): no I/O series, absent
+    rather than zero; the throttled series counts the zeros it knows."""
+    agg = Aggregator(metrics_for(SCHED.counters), by="comm")
+    nan = float("nan")
+    for _ in range(2):
+        loop, sleeper = rows((1, "loop", 50.0, [0.0] * 5), (2, "sleeper", 0.0, [0.0] * 5))
+        loop["time"], sleeper["time"] = [50.0, 50.0, 0.0, nan], [0.0, 0.0, 0.0, nan]
+        f = frame([loop, sleeper], SCHED, interval=2.0)
+        snap = agg.update(f)
+    run = sample(snap, "tiptop_run_seconds_total")
+    assert run == {("loop", "root", "/"): 2.0, ("sleeper", "root", "/"): 0.0}
+    assert sample(snap, "tiptop_wait_seconds_total")[("loop", "root", "/")] == 2.0
+    assert sample(snap, "tiptop_throttled_seconds_total")[("loop", "root", "/")] == 0.0
+    assert sample(snap, "tiptop_io_wait_seconds_total") == {}
+    helps = {fam.name: fam.help for fam in snap.families}
+    assert "schedstat" in helps["tiptop_run_seconds_total"]

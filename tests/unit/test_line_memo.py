@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.builders import BOTTLENECK_SCREEN, SCREEN, frame, screen, task
 from tiptop.cells import Status
+from tiptop.screens.bottleneck import OFFSET
 from tiptop.screens.printf import RowFormat
 from tiptop.table import View, text_lines
 from tiptop.table.text import LineMemo
@@ -155,9 +156,11 @@ def test_a_bottleneck_cell_whose_node_changed_is_new_text() -> None:
     td = BOTTLENECK_SCREEN
     view = View(show_idle=True)
     memo = LineMemo()
-    rows = [{"tid": 1, "cells": [9.0, 41.0, 41.0, 41.0], "node": [-1, -1, -1, 2], "name": "a"}]
+    rows = [
+        {"tid": 1, "cells": [9.0, 41.0, 41.0, 41.0], "node": [-1, -1, -1, OFFSET + 2], "name": "a"}
+    ]
     before = text_lines(frame(rows, td), td, view, memo)
-    rows[0]["node"] = [-1, -1, -1, 0]
+    rows[0]["node"] = [-1, -1, -1, OFFSET]
     got = text_lines(frame(rows, td), td, view, memo)
     assert got == text_lines(frame(rows, td), td, view) != before
     assert "BE 41%" in before[0] and "FE 41%" in got[0]

@@ -17,6 +17,7 @@ from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
 from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live import palette as P
+from tiptop.live.services import Services
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec
 
@@ -24,7 +25,7 @@ from tiptop.screens.model import ScreenSpec
 def test_sort_keys_move_the_marker_and_order() -> None:
     app, _ = new_app()
     keys(app, ">")
-    assert text(app)[3].rstrip() == "  PID   %CPU[  IPC] %MISS COMMAND"
+    assert text(app)[3].rstrip() == "  PID   %CPU \u25bc[IPC] %MISS COMMAND"
     assert [r.tid for r in app.rows] == [100, 101, 103, 102]  # '-' sorts last
     keys(app, "<", "<", "<", "<")  # clamped at PID
     assert app.state.view.sort_column == -1
@@ -32,13 +33,13 @@ def test_sort_keys_move_the_marker_and_order() -> None:
     assert [r.tid for r in app.rows] == [100, 101, 102, 103]
     for _ in range(10):
         keys(app, ">")  # clamped at COMMAND
-    assert text(app)[3].rstrip() == "  PID   %CPU   IPC  %MISS[COMMAND]"
+    assert text(app)[3].rstrip() == "  PID   %CPU   IPC  %MISS [COMMAND]\u25b2"
 
 
 def test_sort_marker_on_pid() -> None:
     app, _ = new_app()
     keys(app, "<")
-    assert text(app)[3].rstrip() == " [PID]  %CPU   IPC  %MISS COMMAND"
+    assert text(app)[3].rstrip() == " [PID]\u25bc %CPU   IPC  %MISS COMMAND"
 
 
 def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
@@ -48,7 +49,7 @@ def test_screen_switch_wraps_reopens_and_resets_sort() -> None:
     assert app.state.view.sort_column == 0
     lines = text(app)
     assert lines[1].rstrip().endswith("screen  1: branch")
-    assert lines[3].rstrip() == "  PID [ %CPU]  IPC COMMAND"
+    assert lines[3].rstrip() == "  PID  [%CPU]\u25bc IPC COMMAND"
     assert lines[4].strip() == ""  # empty until the next refresh, 0.2 s later
     keys(app, "right")  # wraps around
     assert sampler.reconfigured[-1]["screen"] is DEFAULT
@@ -67,7 +68,7 @@ def test_threads_idle_user_column_and_cmdline() -> None:
     keys(app, "i")
     assert "[idle]" in text(app)[0]
     keys(app, "U")
-    assert text(app, (100, 12))[3].startswith("  PID  user      [ %CPU]")
+    assert text(app, (100, 12))[3].startswith("  PID  user       [%CPU]\u25bc")
     assert text(app)[4].startswith("  100  root        50.0")
     keys(app, "c")
     assert text(app)[4].rstrip().endswith("/bin/task0 --flag")
@@ -93,7 +94,7 @@ def test_delay_prompt_accepts_refuses_and_cancels() -> None:
     assert app.state.delay == 0.5
     assert text(app)[2].strip() == "Delay set to 0.50"
     keys(app, "d", "7", "esc")
-    assert app.state.delay == 0.5 and app.state.prompt is None
+    assert app.state.delay == 0.5 and not app.windows
 
 
 def test_filters_pid_user_watch() -> None:
@@ -127,7 +128,7 @@ def test_write_config_never_overwrites(tmp_path: Path, monkeypatch: pytest.Monke
     keys(app, "W")
     assert text(app, (120, 12))[2].strip() == f"{rc} not written: it already exists"
     assert rc.read_text() == "mine"
-    app.keys.exporter = None
+    app.session.services = Services(exporter=None)
     os.remove(rc)
     keys(app, "W")
     assert "not written" in text(app, (120, 12))[2]
@@ -155,7 +156,7 @@ def test_write_config_says_what_the_exporter_refused(
     def refuse(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise ValueError("column 'x' has no header")
 
-    app.keys.exporter = refuse
+    app.session.services = Services(exporter=refuse)
     keys(app, "W")
     rc = tmp_path / "tiptop" / "tiptoprc"
     assert text(app, (120, 12))[2].strip() == f"{rc} not written: column 'x' has no header"
@@ -164,7 +165,7 @@ def test_write_config_says_what_the_exporter_refused(
     def broken(options: Options, screens: Sequence[ScreenSpec]) -> str:
         raise RuntimeError("bug")
 
-    app.keys.exporter = broken
+    app.session.services = Services(exporter=broken)
     with pytest.raises(RuntimeError, match="bug"):
         keys(app, "W")
     assert not (tmp_path / ".tiptoprc").exists()
@@ -212,14 +213,14 @@ def test_kernel_key_refused_when_unprivileged() -> None:
 def test_screen_switch_shows_rows_at_the_first_refresh() -> None:
     """After a restart (Right: the sampler is reconfigured) the refresh 0.2 s later shows
     the tasks: ``restart`` primes the sampler, so that refresh is not the priming scan's
-    empty frame (``4 total, 0 displayed`` for a whole delay)."""
+    empty frame (``0 processes, 0 displayed`` for a whole delay)."""
     app, sampler = new_app()
     keys(app, "right")
     assert sampler.reconfigured[-1]["screen"] is BRANCH
     assert sampler.started and sampler.starts == 2  # run()'s (here new_app's) and the restart's
     app.refresh()  # the 0.2 s alarm
     lines = text(app)
-    assert lines[1].startswith("Tasks:   9 total,   4 displayed")
+    assert lines[1].startswith("Tasks:   4 processes,   4 displayed")
     assert lines[1].rstrip().endswith("screen  1: branch")
     assert [x.rstrip() for x in lines[4:8]] == [
         "  100   50.0  2.00 task0",
@@ -236,7 +237,7 @@ def test_max_iter_counts_shown_frames_after_a_restart() -> None:
     keys(app, "right")
     app.refresh()
     assert app.quit_code is None
-    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
     app.refresh()
     assert app.quit_code == 0
     assert sampler.refreshes == 3  # new_app's, then the two after the switch
@@ -245,20 +246,140 @@ def test_max_iter_counts_shown_frames_after_a_restart() -> None:
 @pytest.mark.parametrize(
     ("typed", "message"),
     [
-        (["9" * 30, "enter", "enter"], "failed: Invalid argument"),  # past pid_t
-        (["1", "enter", "9" * 30, "enter"], "failed: Invalid argument"),  # past int
-        (["²", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
-        (["1", "enter", "³", "enter"], "Not valid"),
+        (["65", "enter"], "Not valid"),  # past SIGRTMAX
+        (["9" * 30, "enter"], "Not valid"),  # past int
+        (["\u00b2", "enter"], "Not valid"),  # a digit to str.isdigit, not to int()
+        (["0", "enter"], "Not valid"),
+        (["enter", "n"], "No signal sent"),  # anything but y
+        (["esc"], "No signal sent"),
     ],
 )
-def test_kill_prompt_odd_numbers_give_a_message(typed: list[str], message: str) -> None:
+def test_kill_odd_signals_give_a_message(typed: list[str], message: str) -> None:
+    """``k`` on the highlighted row (PID 100, made up: no signal may reach it, so every
+    case here fails before kill(2) or sends nothing)."""
     app, _ = new_app()
     keys(app, "k", *_chars(typed))
-    assert message in text(app)[2]
+    assert message in app.state.message and not app.windows
+
+
+def test_k_signals_the_tagged_tasks_or_the_highlighted_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Space tags a row and highlights the next; ``k`` offers the tagged tasks, SIGTERM
+    first, and sends nothing until ``y``; without tags, the highlighted one (a fake
+    sender: the rows' PIDs are made up)."""
+    from tiptop.live import keys as handlers
+
+    sent: list[tuple[int, int]] = []
+
+    def fake(pid: int, sig: int) -> str | None:
+        sent.append((pid, sig))
+        return "Kill of PID '103' with '9' failed: No such process" if pid == 103 else None
+
+    monkeypatch.setattr(handlers, "send_signal", fake)
+    app, _ = new_app()
+    keys(app, " ")
+    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert attrs(app, (60, 12), 4)[0][0] == P.TAGGED
+    keys(app, "end", " ", "k")
+    lines = text(app, (80, 24))
+    assert any("Signal to 2 tagged tasks" in ln for ln in lines)
+    assert text(app, (80, 24))[2].strip() == "Signal: SIGTERM (15)_"
+    keys(app, "enter")
+    assert text(app, (80, 24))[2].strip() == "Send SIGTERM (15) to 2 tagged tasks? (y/N)"
+    assert sent == []
+    keys(app, "y")
+    assert sent == [(100, 15), (103, 15)] and not app.windows
+    assert app.state.message.startswith("Sent SIGTERM (15) to 1 of 2 tasks; Kill of PID '103'")
+    keys(app, "home", " ", "end", " ", "k", "9", "enter", "y")  # both untagged: the highlight
+    assert sent[-1] == (103, 9) and app.state.message.endswith("No such process")
 
 
 def _chars(typed: list[str]) -> list[str]:
     out: list[str] = []
     for t in typed:
-        out += [t] if t == "enter" else list(t)
+        out += [t] if t in ("enter", "esc") else list(t)
     return out
+
+
+def test_htop_function_keys_help_and_quit() -> None:
+    app, _ = new_app()
+    keys(app, "f1")
+    assert any("Help (h or Esc closes)" in ln for ln in text(app, (100, 30)))
+    keys(app, "f1")
+    assert not app.windows
+    keys(app, "f10")
+    assert app.quit_code == 0
+
+
+def test_an_unknown_key_says_so_for_two_seconds() -> None:
+    """A key bound to nothing: the status line says so and that h or F1 helps, for 2 s
+    (a fake clock), and the frame is taken as for any key (the original's)."""
+    from tiptop.host import Clock
+
+    now = [100.0]
+    app, sampler = new_app(host=Host(clock=Clock(monotonic=lambda: now[0])))
+    before = sampler.refreshes
+    keys(app, "x")
+    assert sampler.refreshes == before + 1
+    assert text(app)[2].strip() == "Unknown key 'x': h or F1 lists the keys"
+    now[0] += 1.9
+    assert "Unknown key" in text(app)[2]
+    now[0] += 0.2
+    app.widget.changed()  # what the 2 s alarm the key set does in the main loop
+    assert text(app)[2].strip() == ""
+    keys(app, "ctrl b", "f7")
+    assert text(app)[2].strip() == "Unknown key 'F7': h or F1 lists the keys"
+
+
+def test_search_moves_the_highlight_to_the_next_match() -> None:
+    """``/`` as in htop: each key typed moves to the first command holding the text from
+    the highlighted row down; F3 the next; not found says so; Enter keeps the place."""
+    app, sampler = new_app()
+    before = sampler.refreshes
+    keys(app, "/", "t", "a", "s", "k", "2")
+    assert app.table.selected_row().command == "task2"  # type: ignore[union-attr]
+    assert text(app)[2].strip() == "Search: task2_"
+    keys(app, "backspace", "f3")  # "task": the next one after task2
+    assert app.table.selected_row().command == "task3"  # type: ignore[union-attr]
+    keys(app, "f3")  # round to the top
+    assert app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    keys(app, "x")
+    assert text(app)[2].strip() == "Search: taskx_  (not found)"
+    keys(app, "enter")
+    assert not app.windows and app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    assert sampler.refreshes == before + 1  # the answer's frame, no frame per key typed
+
+
+def test_filter_narrows_the_rows_as_one_types_and_esc_clears_it() -> None:
+    app, _ = new_app()
+    keys(app, "\\", "K", "2")
+    assert [r.command for r in app.rows] == ["task2"]
+    assert text(app)[2].strip() == "Filter: K2_"
+    keys(app, "enter")
+    assert [r.command for r in app.rows] == ["task2"] and app.state.filter == "K2"
+    assert app.state.message.startswith("Filter 'K2'")
+    keys(app, "f4", "esc")  # F4: the same, from the filter in force; Esc clears it
+    assert len(app.rows) == 4 and app.state.filter == ""
+
+
+def test_follow_keeps_the_task_highlighted_and_shown() -> None:
+    app, _ = new_app(show_idle=False)
+    keys(app, "end", "F")  # task3, 1% CPU
+    assert app.state.follow == 103 and app.state.message.startswith("Following PID 103")
+    keys(app, "R")  # reversed: task3 first, still highlighted
+    assert app.table.selected_row().pid == 103 and app.table.selected == 0  # type: ignore[union-attr]
+    keys(app, "down")  # a move: no longer followed
+    assert app.state.follow is None and app.state.message == "Not following any more"
+
+
+def test_htop_sort_keys() -> None:
+    app, _ = new_app()
+    keys(app, "N")
+    assert [r.tid for r in app.rows] == [100, 101, 102, 103]  # PID, smallest first
+    assert text(app)[3].startswith(" [PID]\u25b2")
+    keys(app, "M")  # the first memory column: %MISS
+    assert app.state.sort_column == 2 and app.state.descending
+    keys(app, "P")
+    assert app.state.sort_column == 0 and app.state.message == "Sorted on %CPU (R reverses)"
+    keys(app, "right")  # screen branch: no memory column
+    keys(app, "M")
+    assert app.state.message == "Screen 'branch' has no memory column"

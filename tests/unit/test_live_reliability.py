@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.support.live import DEFAULT, ScriptedSampler, keys, text
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.options import Options
 from tiptop.screens import Target, load_text
 
@@ -25,7 +26,7 @@ SCREENS = """<tiptop>
 
 def _app(screens: list, **opts: object) -> tuple[LiveApp, ScriptedSampler]:
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(**opts), sampler, screens, host=Host(), screen_index=0)  # type: ignore[arg-type]
+    app = LiveApp(Options(**opts), sampler, screens, Services(host=Host(), screen_index=0))  # type: ignore[arg-type]
     sampler.start()
     app.refresh()
     return app, sampler
@@ -44,7 +45,7 @@ def test_moving_onto_a_screen_with_a_bad_format_goes_on() -> None:
     assert app.state.screen.name == "bad"
     lines = text(app, (60, 8))
     assert lines[1].endswith("screen  2: bad")
-    assert lines[3].split() == ["PID", "[", "%CPU]COMMAND"]  # neither ' huge' nor ' int'
+    assert lines[3].split() == ["PID", "\u25bc[%CPU]", "COMMAND"]  # neither ' huge' nor ' int'
     assert lines[4].split() == ["100", "50.0", "task0"]
 
 
@@ -66,20 +67,56 @@ def _words(lines: list[str]) -> str:
     return " ".join(" ".join(line.strip("│ ").split()) for line in lines).strip()
 
 
-def test_a_long_message_is_wrapped_on_the_message_line() -> None:
+def test_a_long_message_takes_one_line_and_is_kept_whole() -> None:
+    """The start-up notice longer than the terminal: its first words on the status line,
+    cut at a space, then the key that shows it whole; the header right below; the whole
+    text kept for that key (issue 50: it took 2 rows of 80x24, 3 here)."""
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host(), message=FALLBACK)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message=FALLBACK))
     sampler.start()
     app.refresh()
     lines = text(app, (60, 16))
-    assert _words(lines[2:5]) == FALLBACK
-    assert lines[5].split()[:3] == ["PID", "[", "%CPU]"]  # the header below it
-    assert text(app, (60, 8))[3].split()[:1] == ["PID"]  # a short terminal: one line
+    assert lines[2].rstrip() == "screen 'default' cannot count here (cycles\u2026 (m: more)"
+    assert FALLBACK.startswith(lines[2].split("\u2026")[0].rstrip())
+    assert lines[3].split()[:3] == ["PID", "[%CPU]\u25bc", "IPC"]  # the header below it
+    assert app.state.status.said == [FALLBACK]
+    wide = text(app, (len(FALLBACK) + 1, 16))[2]
+    assert wide.rstrip() == FALLBACK  # it fits: whole, no key named
+
+
+def test_the_start_up_notice_goes_after_a_few_refreshes_or_a_key() -> None:
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message="no PMU"))
+    sampler.start()
+    for _ in range(2):
+        app.refresh()
+        assert text(app)[2].strip() == "no PMU"
+    app.refresh()
+    assert text(app)[2].strip() == ""
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message="no PMU"))
+    app.refresh()
+    keys(app, "i")
+    assert text(app)[2].strip() == ""
+
+
+def test_errors_mark_only_errors() -> None:
+    """``[errors]`` in the footer for an error, not for a notice (no PMU here is news)."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
+    sampler.start()
+    sampler.messages.say("no-pmu", "no hardware PMU here", notice=True)
+    app.refresh()
+    assert "[errors]" not in text(app)[-1]
+    sampler.messages.say("open:7", "pid 7: EACCES: not yours")
+    app.refresh()
+    assert "[errors]" in text(app)[-1]
+    keys(app, "e")
+    assert any("1 errors detected, 1 notice (e to close)" in ln for ln in text(app, (80, 20)))
 
 
 def test_a_long_message_is_wrapped_in_the_error_window() -> None:
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
     sampler.start()
     sampler.messages.say("paranoid", PARANOID)
     sampler.messages.say("other", "second message")
@@ -111,7 +148,7 @@ class Child:
 def test_the_end_of_the_command_is_said_with_its_status() -> None:
     sampler, child = ScriptedSampler(4), Child()
     opts = Options(command=["make", "-j4"])
-    app = LiveApp(opts, sampler, [DEFAULT], host=Host(), child=child)
+    app = LiveApp(opts, sampler, [DEFAULT], Services(host=Host(), child=child))
     sampler.start()
     app.refresh()
     assert app.state.message == ""
@@ -125,23 +162,39 @@ def test_the_end_of_the_command_is_said_with_its_status() -> None:
 
 
 def test_huge_numbers_typed_at_the_prompts_are_refused() -> None:
-    """A 4,301-digit number (past Python's int() limit) or a 25-digit one at the k, p, w, u
-    and d prompts: one message, and the session goes on (issue 15, item 2)."""
+    """A 4,301-digit number (past Python's int() limit) or a 25-digit one at the p, w, u
+    and d prompts and as k's signal: one message, and the session goes on (issue 15,
+    item 2)."""
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT], host=Host())
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host()))
     sampler.start()
     app.refresh()
     for number in ("1" * 4301, "9" * 25):
         for key in ("k", "p", "w", "u", "d"):
             keys(app, key, *number, "enter")
-            if key == "k" and app.state.prompt is not None:  # a PID int() reads: the signal
-                keys(app, "enter")
-            assert app.quit_code is None and app.state.prompt is None
+            assert app.quit_code is None and not app.windows
             assert app.state.message, key
             assert len(app.state.message) < 120
-        keys(app, "k", "1", "enter", *number, "enter")  # the signal number
-        assert app.state.message in (
-            "Not valid",
-            f"Kill of PID '1' with '{number}' failed: Invalid argument",
-        )
+    keys(app, "k", "9", "enter", "n")  # asked, not sent
+    assert app.state.message == "No signal sent"
     assert app.state.options.only_pid is None and app.state.view.watch is None
+
+
+def test_m_shows_each_text_whole_newest_first() -> None:
+    """``m`` (the key the status line names after a cut text) shows what the status line
+    said, whole and wrapped, the latest first, and the notice line's text."""
+    sampler = ScriptedSampler(4)
+    app = LiveApp(Options(), sampler, [DEFAULT], Services(host=Host(), message=FALLBACK))
+    sampler.start()
+    app.refresh()
+    keys(app, "d", *"0.001", "enter")  # a refusal longer than the line
+    said = app.state.message
+    assert said.startswith("delay must be at least") and len(said) > 60
+    assert text(app, (60, 30))[2].rstrip().endswith("\u2026 (m: more)")
+    keys(app, "m")
+    lines = text(app, (60, 30))
+    top = next(i for i, ln in enumerate(lines) if "Messages, newest first" in ln)
+    end = next(i for i in range(top + 1, len(lines)) if lines[i].startswith("└"))
+    assert " ".join(_words(lines[top + 1 : end]).split()) == f"{said} {FALLBACK}"
+    keys(app, "m")
+    assert not any("Messages, newest" in ln for ln in text(app, (60, 30)))

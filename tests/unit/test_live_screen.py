@@ -16,6 +16,7 @@ from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, ne
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.rows import Scroller
+from tiptop.live.services import Services
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
 from tiptop.screens.model import Target
@@ -23,9 +24,9 @@ from tiptop.screens.variables import VARIABLES
 
 GOLDEN = [
     "tiptop -                                      [root]                  [sticky]",
-    "Tasks:   9 total,   4 displayed,   1 dead" + " " * 41 + "screen  0: default",
+    "Tasks:   4 processes,   4 displayed,   1 dead" + " " * 37 + "screen  0: default",
     "",
-    "  PID [ %CPU]  IPC  %MISS COMMAND",
+    "  PID  [%CPU]\u25bc IPC  %MISS COMMAND",
     "  100   50.0  2.00   0.50 task0",
     "  101   33.7  1.00   0.50 task1",
     "  102   17.3     -   0.50 task2",
@@ -46,11 +47,12 @@ def test_golden_screen() -> None:
     if os.geteuid() != 0:
         golden[0] = "tiptop -" + " " * 62 + "[sticky]"
     assert lines == golden
-    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1.
+    # The header is padded to COLS-1 (docs/original.md 5.1), rows are cut to COLS-1; the
+    # sort column and its direction's mark bold (the mark takes 3 bytes, 1 column).
     assert attrs(app, (100, 12), 3) == [
-        (P.HEADER, 6),
-        (P.HEADER_SORT, 7),
-        (P.HEADER, 86),
+        (P.HEADER, 7),
+        (P.HEADER_SORT, 9),
+        (P.HEADER, 85),
         (None, 1),
     ]
 
@@ -93,20 +95,24 @@ def test_help_window_lists_the_built_in_variables() -> None:
     """After the legend, every built-in variable of the registry with its description."""
     app, _ = new_app()
     keys(app, "h")
-    body = [line[6:75].rstrip(" │") for line in text(app, (100, 90))]
+    body = [line[6:195].rstrip(" │") for line in text(app, (200, 90))]  # wide: no line wraps
     start = body.index("Built-in variables of expressions:")
     shown = body[start + 1 : start + 1 + len(VARIABLES)]
-    assert shown[0] == "CPU_TOT : %CPU over the interval, user plus system (100 = one CPU)"
-    assert shown[4] == "INTERVAL: seconds the row's counter deltas cover"
+    width = max(len(v.name) for v in VARIABLES)  # the names padded to the longest
+    assert (
+        shown[0]
+        == f"{'CPU_TOT'.ljust(width)}: %CPU over the interval, user plus system (100 = one CPU)"
+    )
+    assert shown[4] == f"{'INTERVAL'.ljust(width)}: seconds the row's counter deltas cover"
     for line, v in zip(shown, VARIABLES, strict=True):
-        assert line.split(":", 1) == [v.name.ljust(8), f" {v.description}"]
+        assert line.split(":", 1) == [v.name.ljust(width), f" {v.description}"]
 
 
 @pytest.mark.parametrize("cols", [80, 200])
 def test_help_window_takes_the_width_and_wraps_at_spaces(cols: int) -> None:
     """The box spans the terminal less 5 columns each side; a line longer than the box
     (the keys) goes on at the next row at a space, never cut inside a word."""
-    from tiptop.live.keys import key_help
+    from tiptop.live.registry import key_help
 
     app, _ = new_app()
     keys(app, "h")
@@ -220,13 +226,13 @@ def test_user_column_narrows_so_that_command_stays() -> None:
     rows alike; where everything fits nothing changes."""
     app, _ = new_app(show_user=True)
     wide = text(app, (100, 12))
-    assert wide[3].startswith("  PID  user      [ %CPU]") and "  root   " in wide[4]
+    assert wide[3].startswith("  PID  user       [%CPU]\u25bc") and "  root   " in wide[4]
     lines = text(app, (40, 12))  # the header is 45 wide with -U: 5 left out
-    assert lines[3].rstrip() == "  PID  use  [ %CPU]  IPC  %MISS COMMAND", lines[3]
+    assert lines[3].rstrip() == "  PID  use   [%CPU]\u25bc IPC  %MISS COMMAND", lines[3]
     assert lines[4].rstrip().endswith(" task0") and lines[4].startswith("  100  ")
     assert lines[4].index("50.0") == wide[4].index("50.0") - 5  # under its header still
     lines = text(app, (30, 12))  # narrower than that: 3 characters stay, COMMAND is cut
-    assert lines[3].startswith("  PID  use[ %CPU]")
+    assert lines[3].startswith("  PID  use [%CPU]\u25bc")
 
 
 def test_resize_and_too_small() -> None:
@@ -234,7 +240,7 @@ def test_resize_and_too_small() -> None:
     assert len(text(app, (120, 40))) == 40
     small = text(app, (60, 15))
     assert len(small) == 15 and all(len(line) == 60 for line in small)
-    assert small[3].rstrip() == "  PID [ %CPU]  IPC  %MISS COMMAND"
+    assert small[3].rstrip() == "  PID  [%CPU]\u25bc IPC  %MISS COMMAND"
     tiny = text(app, (MIN_COLS - 1, MIN_ROWS))
     assert tiny[0].startswith("Terminal too") and len(tiny) == MIN_ROWS
     assert text(app, (40, MIN_ROWS - 1))[0].startswith("Terminal too small")
@@ -266,18 +272,18 @@ def test_mono_palette_keeps_meanings_apart() -> None:
 
 
 def test_tasks_line_is_blank_until_a_frame_counts_them() -> None:
-    """No ``Tasks:   0 total`` before the first refresh (or after a restart)."""
+    """No ``Tasks:   0 processes`` before the first refresh (or after a restart)."""
     sampler = ScriptedSampler(4)
     app = LiveApp(Options(), sampler, [DEFAULT, BRANCH])
     sampler.start()
     line = text(app)[1]
     assert "Tasks" not in line and line.rstrip().endswith("screen  0: default")
     app.refresh()
-    assert text(app)[1].startswith("Tasks:   9 total,   4 displayed")
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
     keys(app, "H")  # threads: the sampler restarts, counts are unknown again
     assert "Tasks" not in text(app)[1]
     app.refresh()
-    assert text(app)[1].startswith("Tasks:   9 total")
+    assert text(app)[1].startswith("Tasks:   4 threads")
 
 
 def test_rec_indicator_while_recording() -> None:
@@ -299,7 +305,7 @@ def test_error_file_gets_each_new_message_once() -> None:
     (the original's error log file), not only in the ``e`` window."""
     log = io.StringIO()
     sampler = ScriptedSampler(4)
-    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], error_log=log)
+    app = LiveApp(Options(), sampler, [DEFAULT, BRANCH], Services(error_log=log))
     sampler.messages.say("bus-cycles: ENOENT: not here", "bus-cycles: ENOENT: not here")
     app.refresh()
     app.refresh()
@@ -348,3 +354,41 @@ def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     want = [r for m in lines for r in urwid.Text(m, wrap="clip").render((cols,)).content()]
     want += list(urwid.SolidCanvas(" ", cols, rows - len(lines)).content())
     assert got == want
+
+
+def test_the_tasks_line_counts_one_kind_and_names_it() -> None:
+    """Total and displayed count the rows' kind, named (issue 50: ``Tasks: N total``
+    counted threads beside displayed processes): the frame's thread count (9 here) is
+    not the total of 4 process rows."""
+    app, _ = new_app(show_idle=False)
+    assert app.frame.tasks_total == 9 and len(app.frame) == 4
+    assert text(app)[1].startswith("Tasks:   4 processes,   4 displayed")
+    keys(app, "H")
+    app.refresh()
+    assert text(app)[1].startswith("Tasks:   4 threads,   4 displayed")
+    app, _ = new_app(n=1)
+    assert text(app)[1].startswith("Tasks:   1 process,   1 displayed")
+
+
+def test_the_title_line_says_what_the_machine_did() -> None:
+    """Where the screen reads where the time goes, the frame carries the machine's context:
+    the title line gives its steal and pressure (PSI some/full, % of the interval) after
+    ``tiptop -``, the indicators still at their places."""
+    from tiptop.frame import Context, Pressure
+
+    app, sampler = new_app(sticky=True)
+    made = sampler.refresh
+
+    def with_context() -> Any:
+        frame = made()
+        frame.context = Context(
+            2, 3, 0.004, (Pressure("cpu", 0.518, 0.0), Pressure("io", 0.027, None))
+        )
+        return frame
+
+    sampler.refresh = with_context  # type: ignore[method-assign]
+    app.refresh()
+    app.refresh()
+    title = text(app)[0]
+    assert title.startswith("tiptop - steal 0%  PSI cpu 52/0 io 3/?  "), title
+    assert "[sticky]" in title

@@ -13,6 +13,9 @@ from tiptop.frame import Frame
 from tiptop.host import Host
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
+from tiptop.live.reaction import Reaction
+from tiptop.live.services import Services
+from tiptop.live.windows.tree import TreeWindow
 from tiptop.options import Options
 from tiptop.screens.model import ScreenSpec
 
@@ -34,7 +37,7 @@ class TreeSource(ScriptedSampler):
 
 def tree_app(**frame: Any) -> LiveApp:
     td1 = next(s for s in ZEN4 if s.name == "topdown")
-    app = LiveApp(Options(show_idle=True), TreeSource(**frame), [TD2, td1], host=Host())
+    app = LiveApp(Options(show_idle=True), TreeSource(**frame), [TD2, td1], Services(host=Host()))
     app.refresh()
     return app
 
@@ -88,7 +91,7 @@ def test_without_a_tree_one_line() -> None:
 
 
 def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
-    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], host=Host())
+    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], Services(host=Host()))
     app.source.start()
     app.refresh()
     keys(app, "t")
@@ -134,8 +137,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
         Options(show_idle=True),
         main,
         [TD1, TD2],
-        host=Host(),
-        drill=lambda _settings, pid, s: Counted(made, pid, s),
+        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
     )
     app.refresh()
     keys(app, "t")  # opens it; the key's refresh already counts once
@@ -149,7 +151,7 @@ def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     )
     assert main.reconfigured == []
     keys(app, "t")
-    assert extra.closed and app.drill.source is None
+    assert extra.closed and not app.windows
     assert not any("Top-down tree" in ln for ln in text(app, SIZE))
 
 
@@ -163,7 +165,9 @@ def test_the_extra_source_takes_the_settings_changed_live() -> None:
         return Counted([], pid, screen)
 
     root = Host(uid=0, euid=0, paranoid=2)
-    app = LiveApp(Options(show_idle=True), Level1(1), [TD1, TD2], host=root, drill=factory)
+    app = LiveApp(
+        Options(show_idle=True), Level1(1), [TD1, TD2], Services(host=root, drill=factory)
+    )
     app.refresh()
     keys(app, "t")
     keys(app, "K")  # counters reopened: the window's task comes back with the next frame
@@ -178,12 +182,10 @@ def test_until_the_extra_source_counts_level_1_is_shown() -> None:
         Options(show_idle=True),
         Level1(1),
         [TD1, TD2],
-        host=Host(),
-        drill=lambda _settings, pid, s: Counted(made, pid, s),
+        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
     )
     app.refresh()
-    app.widget.window = "tree"
-    app.rebuild()  # no refresh: the extra source has no frame yet
+    app.apply(Reaction(opens=TreeWindow(("t",))))  # no refresh: the extra source has no frame yet
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
     assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
     assert any(
@@ -198,7 +200,7 @@ def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
             f.counter_running[0, :] = 0.5
             return f
 
-    app = LiveApp(Options(show_idle=True), Halves(), [TD2], host=Host())
+    app = LiveApp(Options(show_idle=True), Halves(), [TD2], Services(host=Host()))
     app.refresh()
     keys(app, "t")
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]

@@ -9,7 +9,9 @@ from __future__ import annotations
 from tests.support.live import keys, text
 from tests.unit.test_live_tree import SIZE, tree_app
 from tiptop.errors import TiptopError
+from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.where import CPU_CLOCK, Hot, Profile, SampledEvent, event_for
 
 EVENT_LINE = "no hardware PMU here: sampling cpu-clock (time on CPU) at 1000 Hz"
@@ -33,8 +35,8 @@ class FakeProfiler:
 
 def where_app(log: list[str]) -> LiveApp:
     app = tree_app()
-    app.where.factory = lambda pid, _node: FakeProfiler(pid, log)
-    app.where.event_line = EVENT_LINE
+    factory = lambda pid, _node, _delay: FakeProfiler(pid, log)  # noqa: E731
+    app.session.services = Services(host=Host(), where=factory, where_event=EVENT_LINE)
     return app
 
 
@@ -67,10 +69,10 @@ def test_f_opens_the_functions_beside_the_tree_and_esc_closes_it() -> None:
 def test_a_task_that_cannot_be_sampled_is_one_line() -> None:
     app = tree_app()
 
-    def refused(pid: int, _node: str | None) -> FakeProfiler:
+    def refused(pid: int, _node: str | None, _delay: float) -> FakeProfiler:
         raise TiptopError(f"--where {pid}: cpu-clock: EACCES: permission denied")
 
-    app.where.factory = refused
+    app.session.services = Services(host=Host(), where=refused)
     keys(app, "f")
     assert "--where 4242: cpu-clock: EACCES: permission denied" in window_lines(app)[1]
 
@@ -80,12 +82,12 @@ def test_with_a_pmu_the_event_follows_the_tasks_bottleneck() -> None:
     task's bottleneck node and the window names the event it chose and why."""
     asked: list[tuple[int, str | None]] = []
 
-    def factory(pid: int, node: str | None) -> FakeProfiler:
+    def factory(pid: int, node: str | None, _delay: float) -> FakeProfiler:
         asked.append((pid, node))
         return FakeProfiler(pid, [], event_for(node))
 
     app = tree_app()
-    app.where.factory, app.where.event_line = factory, ""
+    app.session.services = Services(host=Host(), where=factory)
     keys(app, "f")
     assert asked == [(4242, "BE/Mem")]
     lines = window_lines(app)
@@ -101,3 +103,23 @@ def test_the_bottleneck_chooses_the_event() -> None:
     assert event_for("BAD/Clear").name == "cycles"
     assert event_for("FE/Lat").name == "cycles"
     assert event_for(None).means == "no bottleneck over its threshold"
+
+
+def test_the_profiler_follows_the_live_delay() -> None:
+    """The profiler's buffers are sized for the delay it is opened with: after ``d`` raises
+    the delay the window opens it again with the new one (issue 50: sized from the start-up
+    delay, a longer one lost samples)."""
+    asked: list[float] = []
+
+    def factory(pid: int, _node: str | None, delay: float) -> FakeProfiler:
+        asked.append(delay)
+        return FakeProfiler(pid, [])
+
+    app = tree_app()
+    app.session.services = Services(host=Host(), where=factory)
+    keys(app, "f")
+    assert asked == [2.0]
+    keys(app, "d", "3", "0", "enter")
+    assert asked == [2.0, 30.0]
+    app.refresh()
+    assert asked == [2.0, 30.0]  # opened once per delay

@@ -23,7 +23,7 @@ GOLDEN = """\
 delay: 2.00  idle: 1  threads: 0
 Screen 0: default
 
-  PID [ %CPU] %SYS    P   Mcycle   Minstr   IPC  %MISS  %BMIS  %BUS COMMAND{trailing}
+  PID  [%CPU] %SYS    P   Mcycle   Minstr   IPC  %MISS  %BMIS  %BUS COMMAND{trailing}
   100  100.0  10.0    1  2000.00  4000.00  2.00   0.05   0.20     ? compute
   300+  40.0   0.0    0   400.00   400.00  1.00   0.00   0.00     ? server
   400    0.0   0.0    0     0.00     0.00     -      -      -     ? idle

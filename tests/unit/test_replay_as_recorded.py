@@ -32,15 +32,16 @@ def test_each_refresh_is_shown_for_its_recorded_interval(tmp_path: Path) -> None
     src = recording.ReplaySource(rec)
     assert [src.shown_for(i) for i in range(len(rec))] == [0.5, 0.25, 3.0, 0.75, 2.0]
     assert src.pace() == "1x"
-    assert src.key("*") and src.shown_for(0) == 0.25 and src.pace() == "2x"
-    assert src.key("/") and src.key("/") and src.shown_for(0) == 1.0
+    assert src.key(")") and src.shown_for(0) == 0.25 and src.pace() == "2x"
+    assert src.key("(") and src.key("(") and src.shown_for(0) == 1.0
     assert src.pace() == "1/2x"
     for _ in range(20):  # bounded: 1/64 of the recorded pace at most
-        src.key("/")
+        src.key("(")
     assert src.shown_for(1) == 0.25 * 64
     fixed = recording.ReplaySource(rec, delay=0.5)
     assert fixed.shown_for(3) == 0.5 and fixed.pace() == "every 0.5 s"
-    assert fixed.key("*") and fixed.pace() == "every 0.25 s"
+    assert fixed.key(")") and fixed.pace() == "every 0.25 s"
+    assert not src.key("/") and not src.key("*")  # the search's key, and htop's none
 
 
 def test_refreshes_advance_at_the_recorded_pace(tmp_path: Path) -> None:
@@ -58,7 +59,23 @@ def test_refreshes_advance_at_the_recorded_pace(tmp_path: Path) -> None:
         time.sleep(0.01)
     assert 1 <= src.cursor <= 3, src.cursor
     assert 0 <= src.due_in(2.0) <= 0.1
-    assert "(* faster, / slower)" in src.title()
+    assert "() faster, ( slower)" in src.title() and "(end)" not in src.title()
+
+
+def test_the_replay_says_it_reached_the_end() -> None:
+    """Live: the title says ``end`` at the last refresh; batch: one notice once the last
+    refresh was given (issue 50: a replay never said it ended)."""
+    rec = recording.load(str(GOLDEN))
+    src = recording.ReplaySource(rec)
+    assert len(list(src.recorded())) == len(rec)
+    (said,) = [m for m in src.messages if m.key == "replay:end"]
+    assert said.notice and said.line.startswith(f"replay: the end of the recording: {len(rec)} ")
+    live = recording.ReplaySource(rec)
+    live.refresh()
+    assert "(end)" not in live.title()
+    live.key("}")  # a minute on: the last refresh
+    live.refresh()
+    assert f" {len(rec)}/{len(rec)} (end) " in live.title(), live.title()
 
 
 def test_the_d_key_sets_a_fixed_delay() -> None:

@@ -17,6 +17,7 @@ from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.table import View, text_lines
@@ -88,8 +89,7 @@ def test_live_batch_replay_and_exporter_show_the_same_numbers(env: FakeEnv, tmp_
         Options(show_idle=True),
         Shown(frames, screen),
         [screen],
-        host=Host(),
-        exporter=lambda o, s: "",
+        Services(host=Host(), exporter=lambda o, s: ""),
     )
     for lines in batch:
         app.refresh()

@@ -3,6 +3,8 @@ filter."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support.builders import SCREEN, frame, task
@@ -67,13 +69,29 @@ def test_printf_refuses(fmt: str) -> None:
 
 
 def test_header_default_and_sorted() -> None:
-    assert header(SCREEN, View()) == "  PID [ %CPU]  Mcycle   IPC COMMAND "
-    assert header(SCREEN, View(sort_column=2)) == "  PID   %CPU   Mcycle[  IPC]COMMAND "
+    assert header(SCREEN, View()) == "  PID  [%CPU]  Mcycle   IPC COMMAND "
+    assert header(SCREEN, View(sort_column=2)) == "  PID   %CPU   Mcycle  [IPC] COMMAND "
     assert header(SCREEN, View(sort_column=-1, show_user=True)) == (
         " [PID] user        %CPU   Mcycle   IPC COMMAND "
     )
-    assert header(SCREEN, View(sort_column=3)) == "  PID   %CPU   Mcycle   IPC[COMMAND]"
-    assert header(SCREEN, View(pid_width=7)).startswith("    PID [")
+    assert header(SCREEN, View(sort_column=3)) == "  PID   %CPU   Mcycle   IPC [COMMAND]"
+    assert header(SCREEN, View(pid_width=7)).startswith("    PID  [")
+
+
+@pytest.mark.parametrize("sort", [-1, 0, 1, 2, 3])
+@pytest.mark.parametrize("user", [False, True])
+def test_header_has_one_awk_field_per_row_field(sort: int, user: bool) -> None:
+    """Whatever column is sorted, the header splits at blanks into as many fields as a
+    row, each header over its own: the original's ``[ %CPU]`` was two (issue 50), and
+    ``IPC[COMMAND]`` one for two. As wide as the original's (``[COMMAND]``: one more)."""
+    view = View(sort_column=sort, show_user=user)
+    line = format_row(rows(frame([task(14185, 99.3, 201.89, 1.0)]), SCREEN, view)[0], view)
+    head = header(SCREEN, view)
+    assert len(head.split()) == len(line.split()), (head, line)
+    wide = len(header(SCREEN, View(sort_column=-2, show_user=user)))
+    assert len(head) == wide + (sort >= 2)  # "] COMMAND", " [COMMAND]": one blank more
+    ends = [m.end() for m in re.finditer(r"[^\s\[\]]+", head)]
+    assert ends[-4:-1] == [m.end() for m in re.finditer(r"\S+", line)][-4:-1]  # over cells
 
 
 def test_row_layout_and_placeholders() -> None:
@@ -207,3 +225,25 @@ def test_options_carry_the_pid_width() -> None:
         header(SCREEN, v).index("PID")
         == format_row(rows(frame([task(1234567, 1, 0, 0)]), SCREEN, v)[0], v).index("1234567") + 4
     )
+
+
+def test_name_filter_and_find_match_the_command_case_ignored() -> None:
+    """The live ``\\`` filter keeps the rows whose command holds the text, idle or not
+    (``View.name_filter``); ``/``'s ``RowList.find`` gives the next such row from a place,
+    going round (both htop's rule: anywhere, case ignored)."""
+    f = frame(
+        [
+            task(1, 50.0, 1, 1, name="Firefox"),
+            task(2, 40.0, 1, 1, name="bash"),
+            task(3, 0.0, 1, 1, name="firefox-bin"),
+            task(4, 30.0, 1, 1, name="vim"),
+        ]
+    )
+    view = View(name_filter="FIRE", show_idle=True)
+    assert [r.tid for r in rows(f, SCREEN, view)] == [1, 3]
+    assert [r.tid for r in rows(f, SCREEN, View(name_filter="fire"))] == [1]  # 3 is idle
+    shown = rows(f, SCREEN, View(show_idle=True))
+    assert [r.command for r in shown] == ["Firefox", "bash", "vim", "firefox-bin"]
+    assert shown.find("fire") == 0 and shown.find("fire", 1) == 3
+    assert shown.find("FIRE", 3) == 3 and shown.find("fox", 4) == 0  # round to the top
+    assert shown.find("emacs") is None

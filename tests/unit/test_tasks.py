@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakeproc import FakeProc, stat_line
 from tiptop.engine.activity import Activity
-from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
+from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat
 from tiptop.errors import TaskGone
 
 
@@ -20,12 +20,13 @@ def test_parse_stat_comm_with_spaces_and_parens() -> None:
         42, "a) (b c)", state="R", utime=7, stime=3, threads=4, starttime=99, processor=5
     )
     st = parse_stat(line.encode())
-    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0)
+    assert st == ("a) (b c)", "R", 7, 3, 4, 99, 5, 0, 0, 0, 0)
     # ppid (4), cutime (16), cstime (17): what process trees are summed from.
     f = line.split(") ")[-1].split()  # f[0] is field 3
-    f[1], f[13], f[14] = "17", "11", "13"
+    f[1], f[13], f[14], f[39] = "17", "11", "13", "23"
     st = parse_stat(f"42 (a) (b c)) {' '.join(f)}".encode())
     assert (st.ppid, st.cutime, st.cstime, st.utime, st.stime) == (17, 11, 13, 7, 3)
+    assert st.blkio == 23  # (42) delayacct_blkio_ticks
 
 
 def test_parse_stat_real_self() -> None:
@@ -33,10 +34,6 @@ def test_parse_stat_real_self() -> None:
     assert st.state == "R"
     assert st.comm == Path("/proc/self/comm").read_text().strip()
     assert 0 <= st.processor < os.cpu_count()  # type: ignore[operator]
-
-
-def test_safe_text_keeps_one_line() -> None:
-    assert safe_text("a\nb\tc\x1b") == "a\\nb\\tc\\x1b"
 
 
 def test_read_stat_of_vanished_task_is_taskgone() -> None:
@@ -343,3 +340,23 @@ def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
     fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own
     assert {k: sorted(v) for k, v in got.items()} == {9: [5], 1: [2, 3, 4, 9], 7: [8]}
+
+
+def test_the_scan_says_which_tasks_it_read_afresh_and_which_stayed_queued(
+    tmp_path: Path,
+) -> None:
+    """``Scan.looked``: the tasks seen before whose stat was read again; ``Scan.queued``:
+    those kept as they were (they did not run) while runnable when last seen (state R),
+    which ``engine.scan.times`` counts as waiting all along."""
+    fp = FakeProc(tmp_path)
+    fp.add(10, "busy", state="R")
+    fp.add(20, "queued", state="R")
+    fp.add(30, "asleep", state="S")
+    scanner = TaskScanner(str(tmp_path), euid=0, cpu_clock=False)
+    first = scanner.scan()
+    assert first.looked == [] and first.queued == []  # all new: nothing seen before
+    fp.set_stat(10, "busy", state="R", utime=5)
+    quiet = frozenset({20, 30})
+    scan = scanner.scan(Activity(did_not_run=quiet, not_due=quiet))
+    assert [t.pid for t in scan.looked] == [10]
+    assert [t.pid for t in scan.queued] == [20]

@@ -17,6 +17,8 @@ from tiptop.cli.screens import ScreenSet
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
+from tiptop.live.services import Services
+from tiptop.live.windows.help import session_help
 from tiptop.options import Options
 from tiptop.screens import builtin_screens
 from tiptop.screens.build import RawScreen
@@ -135,12 +137,14 @@ def test_check_lists_the_variant_and_the_screens_not_offered(monkeypatch) -> Non
 def test_help_window_lists_the_variant_picked(target: Target) -> None:
     screens = [s for s in builtin_screens(target) if s.name in ("default", "topdown")]
     sampler = ScriptedSampler(2)
-    app = LiveApp(Options(target=target), sampler, screens, host=Host(), exporter=lambda o, s: "")
+    app = LiveApp(
+        Options(target=target), sampler, screens, Services(host=Host(), exporter=lambda o, s: "")
+    )
     sampler.start()
     app.refresh()
     keys(app, "h")
     assert any("Screen variants for this CPU:" in line for line in text(app, (100, 120)))
-    lines = list(app.widget.help)
+    lines = [ln for ln in session_help(app.session, ()) if isinstance(ln, str)]
     v = builtin_variants(target)["topdown"]
     start = lines.index("Screen variants for this CPU:")
     assert lines[start + 1] == f"topdown: {v.desc} ({v.why()})"

@@ -26,10 +26,11 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError, UsageError, printable
+from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
 from tiptop.options.inversion import inverted_by_flags
+from tiptop.outside import printable
 
 __all__ = [
     "USAGE",
@@ -78,12 +79,14 @@ Usage: {prog} [option] [-- command args]
 	--selftest            check that the counters count what the screen (-S) says (--format json)
 	--export FILE         write the screens to FILE (.yaml/.yml or .xml)
 	--record FILE         append every refresh to FILE (JSON lines; gzip if FILE ends in .gz)
-	--replay FILE         show a recording at its pace (live: * / speed, [ ] step, {{ }} a minute)
+	--replay FILE         show a recording at its pace (live: ( ) speed, [ ] step, {{ }} a minute)
 	--from t --to t       replay or plot from/to t (10:32, "2026-11-23 10:32", "5m ago")
 	--plot FILE           draw a column over time (-o image.png/.svg/.pdf, --column IPC, --top N)
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
 	--web-config FILE     --serve's TLS and basic auth (exporter-toolkit's web config)
+	--runtime-root DIR    --by cgroup: the container runtimes' /run and /var/lib under DIR (/)
+	--task-counters       --by cgroup as root: count each task, not each cgroup whole
 	--series-expiry S     exporter: drop a series unseen for S seconds (600; 0: never)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet, export_current
-from tiptop.errors import TiptopError, UsageError, shown
+from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Options
+from tiptop.outside import shown
 from tiptop.recording.index import Recording
 from tiptop.screens.model import ScreenSpec
 
@@ -141,17 +142,13 @@ def run_replay(
     source = ReplaySource(rec, picked, first=first, last=source_last, delay=delay)
     if live:
         from tiptop import live as live_mode
+        from tiptop.live.services import Services
 
         index = screens.index(source.screen) if source.screen in screens else 0
-        return live_mode.run(
-            opts,
-            source,
-            screens,
-            host=host,
-            screen_index=index,
-            exporter=export_current,
-            screen_number=rec.number_of,
+        services = Services(
+            host=host, exporter=export_current, screen_index=index, screen_number=rec.number_of
         )
+        return live_mode.run(opts, source, screens, services)
     out = open_output(opts.output, "-o")
     try:
         return _batch(opts, source, out or sys.stdout, say)

@@ -20,6 +20,7 @@ from tiptop.options import Options
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
     from tiptop.frame import FrameSource
+    from tiptop.messages import MessageLog
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
     from tiptop.where import TaskProfiler
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
     """``-o``/``-E``: the file opened for writing, or None; one line when it cannot be.
-    Bytes of a non-UTF-8 process name are written back as they were (surrogateescape)."""
+    Bytes of a non-UTF-8 value are written back as they were (surrogateescape)."""
     if path is None:
         return None
     try:
@@ -111,10 +112,11 @@ def make_sampler(
     for line in problems:
         log.say(f"config:{line}", line)
     for line in notices:
+        # What this machine or run is: news, not errors (the live [errors] stays off).
         if line.startswith(NO_PMU_SHORT):  # the fallback's no-PMU line: said once a run
-            log.say(NO_PMU_KEY, line, detail=NO_PMU)
+            log.say(NO_PMU_KEY, line, detail=NO_PMU, notice=True)
         else:
-            log.say(f"start:{line}", line)
+            log.say(f"start:{line}", line, notice=True)
     return Sampler(screen, opts.sampler_config(), host=host, messages=log)
 
 
@@ -218,7 +220,8 @@ def _frame_source(
 ) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    source: FrameSource = make_sampler(opts, screen, host, problems, said)
+    sampler = make_sampler(opts, screen, host, problems, said)
+    source: FrameSource = sampler
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
         on_error.callback(source.close)
         if opts.record:
@@ -226,9 +229,15 @@ def _frame_source(
 
             source = record_source(opts, opts.record, source, index, numbering)
         if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+            from tiptop.cli.cgroups import cgroup_events
+            from tiptop.runtimes import Workloads, hierarchy_mount
             from tiptop.sources.bycgroup import CgroupSource
 
-            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
+            workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
+            by_cgroup = CgroupSource(source, opts.series_by == "cgroup", host.proc_root, workloads)
+            if cgroup_events(opts, host, sampler, by_cgroup.cgroups.path) is not None:
+                by_cgroup.counting = lambda: sampler.cgroup_counts
+            source = by_cgroup
         on_error.pop_all()
     return source
 
@@ -256,22 +265,21 @@ def _run_live(
     """Live mode until ``q``, Ctrl-C or ``-n``; with a spawned command that ended first,
     its exit status, as in batch."""
     from tiptop import live as live_mode
+    from tiptop.live.services import Services
 
-    code = live_mode.run(
-        opts,
-        sampler,
-        loaded.screens,
+    services = Services(
         host=host,
+        exporter=export_current,
         screen_index=index,
         started=child is not None,
-        exporter=export_current,
         error_log=errf,
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
-        where=lambda pid, node: where_profiler(host, pid, opts.delay, node),
+        where=lambda pid, node, delay: where_profiler(host, pid, delay, node, sampler.messages),
         where_event=where_event_line(host),
     )
+    code = live_mode.run(opts, sampler, loaded.screens, services)
     if child is not None and code == 0 and child.exited():
         return child.reap()
     return code  # 130 after Ctrl-C; a command still running is ended by the caller
@@ -320,15 +328,19 @@ def _run_batch(
     return child.reap() if child is not None else ending.status()
 
 
-def where_profiler(host: Host, pid: int, delay: float, node: str | None) -> TaskProfiler:
-    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``): where a
-    hardware PMU exists it samples the event of the task's bottleneck ``node``
-    (``tiptop.where.event_for``), else ``cpu-clock``."""
+def where_profiler(
+    host: Host, pid: int, delay: float, node: str | None, messages: MessageLog | None = None
+) -> TaskProfiler:
+    """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``), its
+    buffers sized for the live ``delay`` of the moment (the window opens it again when
+    ``d`` changes it): where a hardware PMU exists it samples the event of the task's
+    bottleneck ``node`` (``tiptop.where.event_for``), else ``cpu-clock``. What it skips (a
+    file the process planted, and why) is said in ``messages``, the live session's log."""
     from tiptop.events.sysfs import core_pmus
     from tiptop.where import CPU_CLOCK, TaskProfiler, event_for
 
     event = event_for(node) if core_pmus(host.sysfs_root) else CPU_CLOCK
-    return TaskProfiler(pid, host, delay, event=event)
+    return TaskProfiler(pid, host, delay, messages, event=event)
 
 
 def where_event_line(host: Host) -> str:

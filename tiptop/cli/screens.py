@@ -14,11 +14,12 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tiptop.errors import TiptopError, UsageError, printable, shown
+from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.kernel.explain import no_pmu_line
 from tiptop.options import Options
+from tiptop.outside import printable, shown
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
 
@@ -297,21 +298,27 @@ def export_current(options: Options, screens: Sequence[ScreenSpec]) -> str:
 def fallback_screen(
     loaded: ScreenSet, index: int, screen: ScreenSpec, say: Callable[[str], None], host: Host
 ) -> tuple[int, ScreenSpec]:
-    """Without any usable hardware event, start on ``sched`` (software events) and
+    """Without any usable hardware event, start on the first of :data:`FALLBACK_SCREENS`
+    that exists (``state``: where each task's time goes, from the kernel's accounting) and
     ``say`` so (one line)."""
     from tiptop import diagnose
 
     ok, total, reason = diagnose.screen_counters(screen, host)
     if total == 0 or ok > 0:
         return index, screen
-    for i, s in enumerate(loaded.screens):
-        if s.name == "sched":
-            if diagnose.no_pmu_note([reason]):  # the short line; --check says the whole
-                say(no_pmu_line("showing screen 'sched'"))
-            else:
-                say(
-                    f"screen '{screen.name}' cannot count here ({reason}); "
-                    "starting on screen 'sched' (software events)"
-                )
-            return i, s
+    by_name = {s.name: i for i, s in enumerate(loaded.screens)}
+    for name in (n for n in FALLBACK_SCREENS if n in by_name):
+        if diagnose.no_pmu_note([reason]):  # the short line; --check says the whole
+            say(no_pmu_line(f"showing screen '{name}'"))
+        else:
+            say(
+                f"screen '{screen.name}' cannot count here ({reason}); "
+                f"starting on screen '{name}' (no hardware events)"
+            )
+        return by_name[name], loaded.screens[by_name[name]]
     return index, screen
+
+
+#: Where a run starts when its screen's hardware events cannot count, in order of choice:
+#: where the tasks' time goes (no PMU needed), then the software-event screen.
+FALLBACK_SCREENS = ("state", "sched")

@@ -10,6 +10,7 @@ totals add the counts of groups closed while the task lived (reclaim), and the r
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Sequence
 from itertools import repeat
@@ -20,10 +21,10 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.count.readout import CounterPlan, Readout, on_cpu_seconds
 from tiptop.engine.scan.tasks import Task
-from tiptop.frame import Frame
+from tiptop.frame import Context, Frame
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 
 
 def labels_of(rows: Sequence[Task]) -> RowLabels:
@@ -53,6 +54,8 @@ def assemble(
     reaped: np.ndarray | None = None,
     dead: np.ndarray | None = None,
     labels: RowLabels | None = None,
+    time: TimeFacts | None = None,
+    context: Context | None = None,
 ) -> Frame:
     """The frame of ``rows``: their facts, the evaluated ``columns`` and counter cells.
 
@@ -66,11 +69,15 @@ def assemble(
     ``Host.clock``). ``interval`` is the scan's (``stat`` times),
     ``window`` the counters' (seconds between their last two reads). ``labels``: the rows'
     :class:`~tiptop.screens.frames.RowLabels` when the caller kept them (else read from
-    ``rows``); the frame is built by ``tiptop.screens.frames``, as every source's."""
+    ``rows``); ``time``: where the rows' time went, ``context``: what the machine did
+    (``engine.scan.times``; None: not read); the frame is built by
+    ``tiptop.screens.frames``, as every source's."""
     cc = counter_cells(readout, plan, retired)
     num_threads = np.array([t.num_threads for t in rows], np.int64)
     facts = row_facts(rows, readout, plan, interval, reaped, threads, num_threads, window)
-    refresh = FrameFacts(iteration, timestamp, interval, threads, tasks_total)
+    if time is not None:
+        facts = dataclasses.replace(facts, time=time)
+    refresh = FrameFacts(iteration, timestamp, interval, threads, tasks_total, context=context)
     return evaluated_frame(
         evaluator,
         refresh,

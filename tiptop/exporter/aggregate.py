@@ -29,6 +29,11 @@ Absent, not zero: a label set's counter series exists only once one of its tasks
 that counter (cell status OK, ``tiptop.cells``); an event this machine cannot count (a
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
 ``tiptop_event_read_ok`` still says, per label set, that the counter was not read.
+
+Where the time went (docs/screens.md "Where the time goes", read for a screen that uses
+it): the seconds its tasks spent on a CPU, waiting for one, throttled by their cgroup's CPU
+limit and blocked on block I/O, as counters (:data:`TIME_METRICS`), each absent until one
+of the group's tasks knew it (no delay accounting: no I/O series).
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ import numpy as np
 
 from tiptop import vocab
 from tiptop.cells import Code
-from tiptop.frame import Frame
+from tiptop.frame import CgroupCounts, Frame
 from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
+from tiptop.workload import Workload
 
 PREFIX = "tiptop_"
 OTHER = "other"
@@ -53,6 +59,9 @@ OTHER = "other"
 #: ``--series-expiry`` says. 2,000 processes of distinct names fit, and their exposition
 #: stays a few megabytes.
 MAX_SERIES = 5000
+#: The labels of ``--by cgroup``: who runs in the cgroup, named as kube-state-metrics and
+#: cAdvisor name them (``tiptop.workload``; empty where not known), then the cgroup's label.
+CGROUP_LABELS = ("namespace", "pod", "container", "container_id", "uid", "unit", "cgroup")
 #: Events counted in nanoseconds: exported in seconds (base unit).
 _NANOSECONDS = {"task-clock", "cpu-clock"}
 
@@ -149,9 +158,33 @@ def metrics_for(counters: Sequence[CounterSpec]) -> list[Metric]:
     return out
 
 
+#: Where the time went, in seconds (``Frame.time_percent``'s columns, in order).
+TIME_METRICS = (
+    Metric(
+        f"{PREFIX}run_seconds_total",
+        "Time on a CPU (schedstat; a process: its threads' sum), seconds",
+    ),
+    Metric(
+        f"{PREFIX}wait_seconds_total",
+        "Time runnable but waiting for a CPU on a run queue (schedstat run delay; "
+        "throttled time included), seconds",
+    ),
+    Metric(
+        f"{PREFIX}throttled_seconds_total",
+        "Of the wait, time held by the cgroup's CPU limit (cpu.stat; shared among the "
+        "cgroup's waiting tasks), seconds",
+    ),
+    Metric(
+        f"{PREFIX}io_wait_seconds_total",
+        "Time blocked on block I/O (delay accounting, kernel.task_delayacct), seconds",
+    ),
+)
+
+
 @dataclass(eq=False)
 class _Group:
-    """The running totals of one label set (index 0: CPU seconds, then one per counter)."""
+    """The running totals of one label set (index 0: CPU seconds, then one per counter,
+    then one per :data:`TIME_METRICS`)."""
 
     totals: np.ndarray
     #: Per counter: some task of the group read it OK once (its series is exported).
@@ -205,6 +238,15 @@ class Aggregator:
     #: call, from their own ``cpu.stat`` (``tiptop.kernel.cgroup.CgroupCpu.used``), given
     #: the refresh's processes; a label left out keeps its tasks' sum.
     cgroup_cpu: Callable[[list[int]], dict[str, float]] | None = None
+    #: With ``by="cgroup"``: who runs in a process's cgroup (``tiptop.runtimes``), its
+    #: names the labels of :data:`CGROUP_LABELS`; None: the ``cgroup`` label alone is set.
+    workload_of: Callable[[int], Workload] | None = None
+    #: With ``by="cgroup"``: per cgroup label, its counters over the refresh from the
+    #: kernel's cgroup events (``tiptop.engine.count.cgroups``), given the refresh's
+    #: processes; those cgroups' tasks have no counters of their own.
+    cgroup_counts: Callable[[list[int]], dict[str, CgroupCounts]] | None = None
+    #: With ``by="cgroup"``: each cgroup label's label set, as last seen.
+    _cgroup_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
@@ -217,7 +259,7 @@ class Aggregator:
         """The label names of every per-group series."""
         base = ("comm", "user", "cgroup")
         if self.by == "cgroup":
-            return ("cgroup",)
+            return CGROUP_LABELS
         if self.by != "pid":
             return base
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
@@ -225,7 +267,7 @@ class Aggregator:
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
         key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
         if self.by == "cgroup":
-            return key[2:]
+            return self._cgroup_key(int(frame.pid[i]), key[2])
         if self.by != "pid":
             return key
         pid = (str(int(frame.pid[i])),)
@@ -245,6 +287,8 @@ class Aggregator:
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
         if self.cgroup_cpu is not None and self.by == "cgroup":
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
+        if self.cgroup_counts is not None and self.by == "cgroup":
+            self._add_cgroup_counts(frame)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
 
@@ -278,10 +322,25 @@ class Aggregator:
             for key in [key for key in self._groups if key != other and key not in kept]:
                 del self._groups[key]  # out of the top N, or ended: the series stops
             return keys
-        cgroups = [self.cgroup_of(pid) for pid in frame.pid.tolist()]
-        if self.by == "cgroup":
-            return [(cgroup,) for cgroup in cgroups]
+        pids = frame.pid.tolist()
+        cgroups = [self.cgroup_of(pid) for pid in pids]
+        if self.by == "cgroup":  # the workload looked up once per cgroup label
+            made: dict[str, tuple[str, ...]] = {}
+            return [
+                made[c] if c in made else made.setdefault(c, self._cgroup_key(pid, c))
+                for pid, c in zip(pids, cgroups, strict=True)
+            ]
         return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
+
+    def _cgroup_key(self, pid: int, cgroup: str) -> tuple[str, ...]:
+        """The label set of process ``pid`` in cgroup ``cgroup`` (:data:`CGROUP_LABELS`)."""
+        w = self.workload_of(pid) if self.workload_of is not None else None
+        if w is None:
+            key: tuple[str, ...] = ("", "", "", "", "", "", cgroup)
+        else:
+            key = (w.namespace, w.pod, w.container, w.container_id, w.uid, w.unit, cgroup)
+        self._cgroup_keys[cgroup] = key
+        return key
 
     def _add(
         self,
@@ -293,11 +352,12 @@ class Aggregator:
         """Sum the rows into the label sets ``keys`` (row i into ``keys[group_of_row[i]]``):
         the totals, and the latest refresh's gauges."""
         n_groups, k = len(keys), len(self.metrics)
-        totals = np.zeros((n_groups, k + 1))
+        width = k + len(TIME_METRICS)
+        totals = np.zeros((n_groups, width + 1))
         np.add.at(totals, group_of_row, deltas)
         read_ok = frame.counter_status == Code.OK
-        counted = np.zeros((n_groups, k), bool)
-        np.logical_or.at(counted, group_of_row, read_ok)
+        counted = np.zeros((n_groups, width), bool)
+        np.logical_or.at(counted, group_of_row, np.hstack([read_ok, frame.time_status == Code.OK]))
         ok = np.ones((n_groups, k))
         np.minimum.at(ok, group_of_row, read_ok.astype(np.float64))
         running = np.full((n_groups, k), np.inf)  # fmin skips nan: inf left = all unknown
@@ -308,7 +368,7 @@ class Aggregator:
         for j, key in enumerate(keys):
             g = self._groups.get(key)
             if g is None:
-                g = self._groups[key] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+                g = self._groups[key] = self._new_group()
             g.totals += totals[j]
             g.counted |= counted[j]
             g.seen = frame.timestamp
@@ -328,19 +388,44 @@ class Aggregator:
         the total never decreases whatever the clocks' granularity."""
         assert self.cgroup_cpu is not None
         used = self.cgroup_cpu(frame.pid.tolist())
-        tasks = dict.fromkeys({k[0] for k in keys}, 0.0)
+        tasks = dict.fromkeys({k[-1] for k in keys}, 0.0)
         for key, cpu in zip(keys, deltas[:, 0].tolist(), strict=True):
-            tasks[key[0]] += cpu
-        k = len(self.metrics)
+            tasks[key[-1]] += cpu
         for label, seconds in used.items():
-            g = self._groups.get((label,))
+            key = self._cgroup_keys.get(label, ("",) * (len(CGROUP_LABELS) - 1) + (label,))
+            g = self._groups.get(key)
             if g is None:
                 if seconds <= 0:
                     continue  # an idle cgroup no task of which is shown: no new series
-                g = self._groups[(label,)] = _Group(np.zeros(k + 1), np.zeros(k, bool))
+                g = self._groups[key] = self._new_group()
             if seconds > 0:
                 g.seen = frame.timestamp
             g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
+
+    def _add_cgroup_counts(self, frame: Frame) -> None:
+        """Each cgroup's counters from its cgroup events (:attr:`cgroup_counts`): added to
+        its totals, and its gauges (read OK, running fraction) are the events' own."""
+        assert self.cgroup_counts is not None
+        k = len(self.metrics)
+        scale = np.array([m.scale for m in self.metrics])
+        for label, counts in self.cgroup_counts(frame.pid.tolist()).items():
+            key = self._cgroup_keys.get(label, ("",) * (len(CGROUP_LABELS) - 1) + (label,))
+            g = self._groups.get(key)
+            if g is None:
+                if not (counts.ok & (counts.scaled > 0)).any():
+                    continue  # an idle cgroup no task of which is shown: no new series
+                g = self._groups[key] = self._new_group()
+            ok = counts.ok
+            g.totals[1 : k + 1] += np.where(ok, counts.scaled, 0.0) * scale
+            g.counted[:k] |= ok
+            g.seen = frame.timestamp
+            g.ok = ok.astype(np.float64)
+            g.running = np.where(ok, counts.running, np.nan)
+
+    def _new_group(self) -> _Group:
+        """A label set's totals, none counted yet."""
+        width = len(self.metrics) + len(TIME_METRICS)
+        return _Group(np.zeros(width + 1), np.zeros(width, bool))
 
     def _expire(self, now: float) -> None:
         """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds, then
@@ -385,7 +470,7 @@ class Aggregator:
                 tuple((key, t[0]) for (key, _g), t in zip(items, totals, strict=True)),
             )
         ]
-        for j, m in enumerate(self.metrics, start=1):
+        for j, m in enumerate((*self.metrics, *TIME_METRICS), start=1):
             fams.append(
                 Family(
                     m.name,
@@ -501,24 +586,29 @@ def shortest_all(values: np.ndarray) -> list[list[float]]:
 
 
 def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
-    """Per row: CPU seconds then each counter's scaled delta in base units; a cell that
-    was not read OK adds nothing (its ``event_read_ok`` gauge says so)."""
+    """Per row: CPU seconds, each counter's scaled delta in base units, then where its time
+    went in seconds (:data:`TIME_METRICS`); a cell that was not read OK adds nothing (its
+    ``event_read_ok`` gauge says so)."""
     n, k = len(frame), len(metrics)
-    out = np.zeros((n, k + 1))
+    out = np.zeros((n, k + 1 + len(TIME_METRICS)))
+    known = frame.time_status == Code.OK
+    out[:, k + 1 :] = np.where(known, frame.time_percent, 0.0) * frame.interval / 100.0
     cpu = np.nan_to_num(frame.cpu_total, nan=0.0) * frame.interval / 100.0
     out[:, 0] = np.maximum(cpu, 0.0)
     if k:
         raw = frame.counter_scaled
         good = (frame.counter_status == Code.OK) & np.isfinite(raw) & (raw >= 0)
         scale = np.array([m.scale for m in metrics])
-        out[:, 1:] = np.where(good, raw, 0.0) * scale
+        out[:, 1 : k + 1] = np.where(good, raw, 0.0) * scale
     return out
 
 
 __all__ = [
+    "CGROUP_LABELS",
     "MAX_SERIES",
     "OTHER",
     "PREFIX",
+    "TIME_METRICS",
     "Aggregator",
     "Family",
     "Metric",

@@ -13,6 +13,12 @@ the line is ``0::/path``, on v1 the ``name=systemd`` line is taken, else the fir
   without its ``.service``/``.scope``/``.slice`` suffix: ``/system.slice/nginx.service``
   -> ``nginx``, ``/user.slice/user-1000.slice/session-2.scope`` -> ``user-1000/session-2``;
   the root, or an unreadable file, -> ``/``.
+
+A cgroup's name is outside text: a user makes any name it likes in a subtree delegated to
+it (as systemd delegates ``user@UID.service``), bytes that are not UTF-8 and escape
+sequences included. The path is kept as the file system's bytes decoded losslessly
+(``os.fsdecode``), for reading the cgroup's own files; a label is made printable
+(``tiptop.outside``): such bytes and every character a terminal may obey as escapes.
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ import re
 import time
 from collections.abc import Iterable
 
+from tiptop.outside import printable
+
 _SUFFIXES = (".service", ".scope", ".slice")
 _DROP = {"system.slice", "user.slice", "kubepods.slice", "kubepods"}
 _POD = re.compile(r"pod([0-9a-fA-F_-]{8,})(?:\.slice)?$")
 _CONTAINER = re.compile(r"^(?:cri-containerd-|crio-|docker-|libpod-)?([0-9a-f]{12,})(?:\.scope)?$")
-_RUNTIME = re.compile(r"^(docker|libpod)-([0-9a-f]{12,})\.scope$")
+_RUNTIME = re.compile(r"^(docker|libpod)-([0-9a-f]{12,})(?:\.scope)?$")
 
 
 def path_of(text: str) -> str:
@@ -42,8 +50,8 @@ def path_of(text: str) -> str:
 
 
 def shorten(path: str) -> str:
-    """The label for a cgroup path, by the rule of the module's docstring."""
-    parts = [p for p in path.strip("/").split("/") if p]
+    """The label for a cgroup path, by the rule of the module's docstring; printable."""
+    parts = [p for p in printable(path).strip("/").split("/") if p]
     if not parts:
         return "/"
     pod = next((m.group(1) for p in parts if (m := _POD.search(p))), None)
@@ -81,8 +89,8 @@ class CgroupCache:
         known = self._known.get(pid)
         if known is None:
             try:
-                with open(f"{self.proc_root}/{pid}/cgroup") as f:
-                    path = path_of(f.read())
+                with open(f"{self.proc_root}/{pid}/cgroup", "rb") as f:
+                    path = path_of(os.fsdecode(f.read()))
             except OSError:
                 path = "/"
             known = self._known[pid] = (path, shorten(path))
@@ -180,4 +188,114 @@ class CgroupCpu:
             return False
 
 
-__all__ = ["CgroupCache", "CgroupCpu", "path_of", "shorten", "unified_root", "usage_seconds"]
+# ----------------------------------------------------------- the cpu controller's limits
+#
+# A cgroup's CPU limit (CFS bandwidth: a quota of CPU time per period,
+# Documentation/scheduler/sched-bwc.rst) stops its tasks when the quota is used up until the
+# period ends: they are *throttled*. The kernel counts, per cgroup, the time its run queues
+# spent throttled: ``throttled_usec`` of cgroup v2's ``cpu.stat`` (``throttled_time``, in
+# ns, in v1), and in ``cpu.stat.local`` the time its tasks were throttled by its own limit or
+# an ancestor's (Documentation/admin-guide/cgroup-v2.rst, "cpu.stat.local"; Linux 6.8).
+
+
+def cpu_path_of(text: bytes, v2: bool) -> str | None:
+    """A task's cgroup in the ``cpu`` controller's hierarchy, from its ``/proc/PID/cgroup``
+    (cgroups(7): ``ID:CONTROLLERS:PATH`` lines; v2's is ``0::PATH``); None when the file
+    names none. The path is decoded as the file system's names are (``os.fsdecode``): it
+    names a directory to open, never text to show."""
+    for line in text.splitlines():
+        hid, _, rest = line.partition(b":")
+        controllers, sep, path = rest.partition(b":")
+        if not sep:
+            continue
+        if (v2 and hid == b"0" and not controllers) or (
+            not v2 and b"cpu" in controllers.split(b",")
+        ):
+            return os.fsdecode(path) or "/"
+    return None
+
+
+def cpu_dir(mount: str, root: str, path: str) -> str:
+    """The directory of cgroup ``path`` (relative to the hierarchy's root, as
+    ``/proc/PID/cgroup`` gives it) under a hierarchy mounted at ``mount`` from its cgroup
+    ``root``."""
+    if root != "/" and path.startswith(root):
+        path = path[len(root) :]
+    return mount + path.rstrip("/")
+
+
+def _stat_value(where: str, names: tuple[str, ...]) -> int | None:
+    """The first of ``names`` found in the flat-keyed file ``where``."""
+    try:
+        with open(where, "rb") as f:
+            for line in f.read(4096).splitlines():
+                key, _, value = line.partition(b" ")
+                if key.decode("ascii", "replace") in names:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def throttled_ns(mount: str, root: str, path: str, v2: bool) -> int | None:
+    """The time cgroup ``path``'s tasks were throttled so far, in ns: its
+    ``cpu.stat.local`` (its own limit's and its ancestors'), else, on kernels without it,
+    the largest of its own and its ancestors' ``cpu.stat`` (an ancestor's throttled run
+    queues hold every descendant's tasks). None for the root (it has no limit) and when
+    nothing can be read."""
+    if path.strip("/") == "":
+        return None
+    names = ("throttled_usec",) if v2 else ("throttled_time",)
+    scale = 1000 if v2 else 1
+    here = cpu_dir(mount, root, path)
+    local = _stat_value(f"{here}/cpu.stat.local", names)
+    if local is not None:
+        return local * scale
+    found = None
+    for d in _ancestors(mount, root, path):
+        own = _stat_value(f"{d}/cpu.stat", names)
+        if own is not None:
+            found = own * scale if found is None else max(found, own * scale)
+    return found
+
+
+def cpu_limit(mount: str, root: str, path: str, v2: bool) -> float | None:
+    """The CPUs cgroup ``path``'s tasks may use at most: the smallest quota / period of it
+    and its ancestors (v2 ``cpu.max``: ``QUOTA PERIOD`` or ``max PERIOD``; v1
+    ``cpu.cfs_quota_us``, -1 for none, over ``cpu.cfs_period_us``); None when none limits it."""
+    limits = []
+    for d in _ancestors(mount, root, path):
+        try:
+            if v2:
+                with open(f"{d}/cpu.max", "rb") as f:
+                    quota, period = f.read(64).split()
+            else:
+                with open(f"{d}/cpu.cfs_quota_us", "rb") as f:
+                    quota = f.read(32).strip()
+                with open(f"{d}/cpu.cfs_period_us", "rb") as f:
+                    period = f.read(32).strip()
+            if quota not in (b"max", b"-1") and int(period) > 0:
+                limits.append(int(quota) / int(period))
+        except (OSError, ValueError):
+            continue
+    return min(limits) if limits else None
+
+
+def _ancestors(mount: str, root: str, path: str) -> list[str]:
+    """The directories of cgroup ``path`` and of each ancestor below the hierarchy's root."""
+    parts = [p for p in path.split("/") if p]
+    return [cpu_dir(mount, root, "/" + "/".join(parts[:i])) for i in range(len(parts), 0, -1)]
+
+
+__all__ = [
+    "CgroupCache",
+    "CgroupCpu",
+    "cpu_dir",
+    "cpu_limit",
+    "cpu_path_of",
+    "path_of",
+    "shorten",
+    "throttled_ns",
+    "unified_root",
+    "usage_seconds",
+]

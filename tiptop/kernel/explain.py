@@ -24,7 +24,7 @@ NO_PMU_SHORT = "no hardware PMU here"
 NO_PMU = (
     f"{NO_PMU_SHORT}: the kernel shows no CPU performance counters (a VM or container "
     "without PMU passthrough?), so cycles, instructions and cache events cannot be "
-    "counted, software events can (the sched screen); enable the VM's virtual PMU "
+    "counted, software events can (the state and sched screens); enable the VM's virtual PMU "
     "(QEMU/KVM: -cpu host) or run on bare metal"
 )
 

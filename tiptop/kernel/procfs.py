@@ -35,16 +35,9 @@ from typing import NamedTuple
 import psutil
 
 from tiptop.errors import TaskGone
+from tiptop.outside import decoded, printable
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-#: Control characters shown as escapes so one task is always one line.
-_SAFE = {c: f"\\x{c:02x}" for c in range(32)} | {
-    ord("\n"): "\\n",
-    ord("\t"): "\\t",
-    ord("\r"): "\\r",
-    0x7F: "\\x7f",
-}
 
 
 class Stat(NamedTuple):
@@ -60,16 +53,15 @@ class Stat(NamedTuple):
     ppid: int = 0  # (4)
     cutime: int = 0  # (16) user ticks of waited-for children (and theirs, recursively)
     cstime: int = 0  # (17) kernel ticks of waited-for children
+    #: (42) clock ticks this task waited for block I/O (``delayacct_blkio_ticks``): counted
+    #: only while ``kernel.task_delayacct`` is 1 (Documentation/accounting/delay-accounting.rst),
+    #: the task's own even in ``/proc/PID/stat`` (fs/proc/array.c ``do_task_stat`` sums
+    #: only the CPU times over threads).
+    blkio: int = 0
 
 
-def safe_text(text: str) -> str:
-    """``text`` with control characters (newlines included) escaped: always one line."""
-    return text.translate(_SAFE)
-
-
-@lru_cache(maxsize=4096)
-def _comm(raw: bytes) -> str:
-    return safe_text(raw.decode("utf-8", "replace"))
+#: A comm as shown, by its bytes: the same few names come back at every refresh.
+_comm = lru_cache(maxsize=4096)(decoded)
 
 
 def parse_stat(data: bytes) -> Stat:
@@ -92,6 +84,7 @@ def parse_stat(data: bytes) -> Stat:
         int(f[1]),
         int(f[13]),
         int(f[14]),
+        int(f[39]) if len(f) > 39 else 0,
     )
 
 
@@ -105,6 +98,25 @@ def read_file(path: str) -> bytes:
         return os.read(fd, 4096)
     except ProcessLookupError as e:  # ESRCH: the task died while we read
         raise TaskGone(str(e)) from None
+    finally:
+        os.close(fd)
+
+
+def read_schedstat(path: str) -> tuple[int, int] | None:
+    """A task's ``schedstat`` (Documentation/scheduler/sched-stats.rst, "/proc/<pid>/schedstat"):
+    its time on a CPU and its time waiting on a run queue, both in ns since it started;
+    None when it is gone or the file cannot be read (a kernel without ``CONFIG_SCHED_INFO``).
+    The wait is credited when it ends (``sched_info_arrive``, kernel/sched/stats.h): a task
+    queued now has its current wait added when it next gets a CPU."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        run, wait, _slices = os.read(fd, 128).split()
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return None
     finally:
         os.close(fd)
 
@@ -123,7 +135,7 @@ class Facts(NamedTuple):
 
     uid: int  # real uid (the first number of ``Uid:`` in /proc/PID/status, proc(5))
     user: str  # its login name, or the number when the passwd database has none
-    cmdline: str  # one safe line (:func:`safe_text`); ``[comm]`` when empty
+    cmdline: str  # one printable line (``tiptop.outside``); ``[comm]`` when empty
 
 
 #: uid -> login name: a passwd lookup may go through NSS (LDAP, sssd), so it is cached.
@@ -160,7 +172,8 @@ def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
                 if user is None:
                     if len(_NAMES) >= 4096:
                         _NAMES.clear()
-                    user = _NAMES[uid] = p.username()  # str(uid) when unknown
+                    # str(uid) when unknown; a name from NSS (LDAP, sssd) is outside text
+                    user = _NAMES[uid] = printable(p.username())
                 try:
                     args = p.cmdline()
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -173,14 +186,15 @@ def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
 
 
 def join_cmdline(args: list[str], comm: str) -> str:
-    """psutil's ``cmdline()`` list as one safe line: arguments joined by spaces, trailing
-    empty ones (padding NULs) dropped, bytes that are not UTF-8 shown as U+FFFD, control
-    characters escaped; ``[comm]`` when empty (kernel threads, zombies), as ps(1) does."""
+    """psutil's ``cmdline()`` list as one printable line (``tiptop.outside``): arguments
+    joined by spaces, trailing empty ones (padding NULs) dropped, bytes that are not UTF-8
+    and what a terminal may obey shown as escapes; ``[comm]`` when empty (kernel threads,
+    zombies), as ps(1) does."""
     while args and not args[-1]:
         args = args[:-1]
     # psutil decodes with the file system encoding and surrogateescape: back to the bytes.
-    text = os.fsencode(" ".join(args)).decode("utf-8", "replace")
-    return safe_text(text) if text else f"[{comm}]"
+    text = decoded(os.fsencode(" ".join(args)))
+    return text if text else f"[{comm}]"
 
 
 def list_threads(proc_root: str, pid: int) -> list[int]:

@@ -1,133 +1,142 @@
-"""The live-mode controller: owns the urwid ``MainLoop``, the refresh alarm and the keys.
+"""The live-mode controller: owns the urwid ``MainLoop``, the refresh alarm, the open
+windows, and applies what each key asks for.
 
 Data flow is one way: the controller asks the frame source for a :class:`~tiptop.frame.Frame`,
 asks :mod:`tiptop.table` for the rows, and hands finished text to :mod:`.widgets`. It holds
-no data logic of its own; key handlers only change the settings record (from which the
-table view and the sampler's configuration are made) or the sort, as the original's
-``handle_key()`` does (docs/original.md section 5.3). Imports ``table``, ``frame``,
-``options``, ``cells``, ``errors``, ``host`` and ``refresh`` only; the frame source is
-handed in.
+no data logic of its own. A key goes to the window on top first (``tiptop.live.window``),
+else to its binding in the one key registry (``tiptop.live.registry``); either returns a
+:class:`~tiptop.live.reaction.Reaction`, which :meth:`LiveApp.apply` carries out in one
+place: close or open a window, say something, reconfigure the sampler, take a frame, lay
+the rows out again, quit (the original's ``handle_key()``, docs/original.md section 5.3).
+Imports ``table``, ``frame``, ``options``, ``cells``, ``errors``, ``host`` and ``refresh``
+only; the frame source is handed in.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import signal
-from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import urwid
 
 from tiptop import table
 from tiptop.cells import Code
-from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
-from tiptop.live.drill import Drill, Factory
-from tiptop.live.keys import Exporter, KeyActions, Keys, key_help
+from tiptop.live import registry
+from tiptop.live.reaction import Effect, Reaction
 from tiptop.live.rows import TaskTable, squeezed, user_squeeze
+from tiptop.live.services import Services
+from tiptop.live.session import Session
 from tiptop.live.state import LiveState
 from tiptop.live.terminal_input import InputFilter
-from tiptop.live.where import ProfilerFactory, WhereWindow
+from tiptop.live.text import Markup
 from tiptop.live.widgets import (
     LiveScreen,
+    context_brief,
+    first_words,
     footer_markup,
     header_markup,
     tasks_markup,
     tasks_text,
     title_markup,
 )
-from tiptop.live.windows import Markup, help_lines, target_line, tree_markup, tree_title
+from tiptop.live.window import Window
 from tiptop.options import Options
+from tiptop.outside import printable
 from tiptop.refresh import drain
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
-    from tiptop.spawn import Spawned
 
 #: The original's first refresh comes 200 ms after start-up (docs/original.md 5.2).
 FIRST_DELAY = 0.2
 
-#: Keys that only move the view; every other key refreshes at once, like the original's
-#: ``select()`` on stdin returning early.
-NAV_KEYS = frozenset({"up", "down", "page up", "page down", "home", "end"})
+#: What a key takes at once unless it says otherwise (see :meth:`LiveApp.on_key`).
+_NOT_AFTER = Effect.RESTART | Effect.QUIT
 
-#: Keys that close the open window (``h``, ``e``, ``t`` also close their own).
-CLOSE_KEYS = frozenset({"esc"})
+#: After a text cut to the status line's width: the key that shows it whole.
+MORE = f"\u2026 ({registry.WHOLE_KEY}: more)"
 
 
 class LiveApp:
-    """One live session: refresh cycle and drawing. What the keys change is ``state`` (a
-    :class:`LiveState`); the keys themselves are ``keys`` (a :class:`Keys`)."""
+    """One live session: the refresh cycle, the windows and the drawing. What the keys
+    act on is ``session`` (a :class:`Session`: its ``state`` is what they change)."""
 
     def __init__(
         self,
         options: Options,
         source: FrameSource,
         screens: Sequence[ScreenSpec],
-        *,
-        host: Host | None = None,
-        exporter: Exporter | None = None,
-        screen_index: int | None = None,
-        error_log: IO[str] | None = None,
-        message: str = "",
-        child: Spawned | None = None,
-        drill: Factory | None = None,
-        screen_number: Callable[[ScreenSpec], int] | None = None,
-        where: ProfilerFactory | None = None,
-        where_event: str = "",
+        services: Services | None = None,
     ) -> None:
-        #: The ``t`` window's data, and the extra source for its task (:mod:`.drill`).
-        self.drill = Drill(drill)
-        #: The ``f`` window's data: the selected task's profiler while open (:mod:`.where`).
-        self.where = WhereWindow(where, where_event)
+        services = services if services is not None else Services()
         #: ``-E``: where each new sampler message is also written, one line each.
-        self.error_log = error_log
+        self.error_log = services.error_log
         self._logged = 0
-        #: The ``--`` command (``peek() -> status | None``); its end is said once.
-        self.child = child
+        #: The ``--`` command's exit status once said (said once).
         self.child_status: int | None = None
         self.source = source
-        #: The number the tasks line shows for a screen (a replay's: as recorded).
-        self.screen_number = screen_number
-        #: What this machine allows (the title's ``[root]``, the ``K`` key); read here when
-        #: not given.
-        self.host = host if host is not None else Host.read(raise_fds=False)
+        host = services.host if services.host is not None else Host.read(raise_fds=False)
+        #: What this machine allows (the title's ``[root]``).
+        self.host = host
         #: What the keys change; the message line starts with what the command line had to
         #: say (e.g. the no-PMU fallback to ``sched``), which would be lost on a cleared
         #: terminal.
-        self.state = LiveState.initial(options, source, screens, screen_index, message)
-        actions = KeyActions(restart=self.restart, quit=self.quit, toggle_window=self._toggle)
-        self.keys = Keys(self.state, actions, host=self.host, exporter=exporter)
+        state = LiveState.initial(options, source, screens, services.screen_index, services.message)
+        self.table = TaskTable(self._format_row)
+        #: What the keys and windows act on.
+        self.session = Session(state, source, services, host, self.table)
+        #: The open windows, bottom first; the top one gets the keys first.
+        self.windows: list[Window] = []
         self.max_iter = options.max_iter
         self.refreshes = 0
         #: False until a frame has told how many tasks are tracked (start-up, restart).
         self.counted = False
-        self.frame = Frame.empty(self._headers(), iteration=0)
         self.rows: Sequence[table.Row] = ()
-        self.notice: str | None = None
         self.loop: urwid.MainLoop | None = None
         self._alarm: object = None  # urwid's handle of the next refresh's alarm
         self.quit_code: int | None = None
-        self.table = TaskTable(self._format_row)
         self.widget = LiveScreen(
             {
-                "title": lambda cols: title_markup(cols, self.indicators(), self.source.title()),
+                "title": lambda cols: title_markup(cols, self.indicators(), self._title()),
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
-                    cols, squeezed(self._header(), self._squeeze(cols))
+                    cols, squeezed(self._header(), self._squeeze(cols)), self.state.descending
                 ),
                 "notice": self._notice_line,
                 "footer": self._footer_line,
             },
             self.table,
         )
+        self.widget.windows = self.windows
         self.table.squeeze = self._squeeze
-        self._update_help()
+
+    @property
+    def state(self) -> LiveState:
+        """What the keys change (the session's)."""
+        return self.session.state
+
+    @property
+    def frame(self) -> Frame:
+        """The frame on display."""
+        return self.session.frame
+
+    @frame.setter
+    def frame(self, frame: Frame) -> None:
+        self.session.frame = frame
 
     # ------------------------------------------------------------------ state
+
+    def _title(self) -> str:
+        """The title line's words after ``tiptop -``: where frames come from (a replay's
+        time), then what the machine did over the refresh, where the screen read it."""
+        context = context_brief(self.frame.context) if self.counted else ""
+        return "  ".join(x for x in (self.source.title(), context) if x)
 
     def _header(self) -> str:
         """The table's header; its name column says CGROUP while the rows are cgroups
@@ -168,25 +177,37 @@ class LiveApp:
         # Before the first frame the count is unknown: nothing rather than a wrong 0.
         left = ""
         if self.counted:
-            dead = int(self.frame.dead.sum()) if self.state.options.sticky else None
-            left = tasks_text(self.frame.tasks_total, len(self.rows), dead)
+            f = self.frame
+            dead = int(f.dead.sum()) if self.state.options.sticky else None
+            threads = self.state.options.show_threads
+            kind = "cgroups" if f.by_cgroup else "threads" if threads else "processes"
+            left = tasks_text(len(f), len(self.rows), dead, kind)
         st = self.state
-        number = st.screen_index if self.screen_number is None else self.screen_number(st.screen)
+        numbered = self.session.services.screen_number
+        number = st.screen_index if numbered is None else numbered(st.screen)
         return tasks_markup(cols, left, number, st.screen.name)
 
     def _message_line(self, cols: int) -> Markup:
-        text = self.state.prompt.display() if self.state.prompt else self.state.message
-        return [(P.MESSAGE, text)] if text else ""  # wrapped by the widget when long
+        """The status line: an open question, its end in sight; else what was said, its
+        first words and the key that shows the whole when it is longer than the line."""
+        asked = self.windows[-1].status() if self.windows else None
+        if asked is not None:
+            text = asked if len(asked) < cols else asked[len(asked) - cols + 1 :]
+        else:
+            text = first_words(self.state.status.shown(self.session.clock()), cols, MORE)
+        return [(P.MESSAGE, text)] if text else ""
 
     def _notice_line(self, cols: int) -> Markup | None:
-        return [(P.NOTICE, self.notice)] if self.notice else None
+        """Why whole counters read ``?``: one line, its first words when it is longer."""
+        notice = self.state.notice
+        return [(P.NOTICE, first_words(notice, cols, MORE))] if notice else None
 
     def _footer_line(self, cols: int) -> Markup:
         scaled = any(any(r.multiplexed) for r in self.table.visible())
         return footer_markup(
             cols,
             self.frame.iteration if self.state.options.show_timestamp else None,
-            bool(self.source.messages),
+            self.source.messages.errors() > 0,  # a notice (no PMU here) is no error
             int(self.frame.timestamp) if self.state.options.show_epoch else None,
             scaled,
         )
@@ -194,22 +215,10 @@ class LiveApp:
     def _format_row(self, row: table.Row) -> str:
         return table.format_row(row, self.state.view)
 
-    def _update_help(self) -> None:
-        cols = [(c.header, c.desc) for c in self.state.screen.columns]
-        target = self.state.options.target
-        variants = []
-        for s in self.state.screens:
-            v = getattr(s, "variant", None)
-            if v is not None and len(v.variants) > 1:
-                variants.append((s.name, v.desc, v.why()))
-        self.widget.help = help_lines(
-            target_line(target), self.state.screen.desc, cols, variants=variants, keys=key_help()
-        )
-
     def _update_notice(self) -> None:
         """Say why hardware columns show ``?`` when whole counters could not be read."""
         f = self.frame
-        self.notice = None
+        self.state.notice = ""
         if len(f) == 0 or not f.counters:
             return
         dead = (f.counter_status == Code.UNREADABLE).all(axis=0)
@@ -223,28 +232,29 @@ class LiveApp:
         # Events as the user knows them (cycles), not the screen's aliases (CYCLE).
         label = {c.alias: c.event_label for c in self.state.screen.counters}
         events = ", ".join(dict.fromkeys(label.get(a, a) for a in aliases))
-        self.notice = f"{events} not counted" + (f": {why}" if why else "")
+        self.state.notice = f"{events} not counted" + (f": {why}" if why else "")
 
     # ------------------------------------------------------------------ refresh
 
     def rebuild(self) -> None:
-        """Recompute the rows from the current frame and view (no sampling)."""
+        """Recompute the rows from the current frame and view (no sampling), and the open
+        windows' text."""
         self.rows = table.rows(self.frame, self.state.screen, self.state.view)
         self.table.set_rows(self.rows, self._format_row)
-        self.widget.errors.set_messages(self.source.messages.explained())
-        self._update_tree()
+        for w in self.windows:
+            w.update(self.session)
         self.widget.changed()
 
     def refresh(self) -> None:
-        """Take one frame from the sampler and show it."""
+        """Take one frame from the sampler and show it; the open windows take what they
+        need from the refresh (their own source's frame, their samples) first."""
         self.frame = self.source.refresh()
         self._follow_source_screen()
-        if self.widget.window in ("tree", "where"):
-            self.drill.refresh()
-        if self.widget.window == "where":
-            self.where.refresh()
+        for w in self.windows:
+            w.refresh(self.session)
         self.refreshes += 1
         self.counted = True
+        self.state.status.refreshed()
         self._log_messages()
         self._say_child_end()
         self._update_notice()
@@ -266,7 +276,6 @@ class LiveApp:
         if not known:
             screens.append(current)
         self.state.screen_index = known[0] if known else len(screens) - 1
-        self._update_help()
 
     def _log_messages(self) -> None:
         """Append the sampler's new messages to ``-E``'s file; a write error there is
@@ -283,19 +292,20 @@ class LiveApp:
             log.flush()
         except (OSError, ValueError) as exc:
             self.error_log = None
-            self.state.message = f"-E: cannot write the error log: {getattr(exc, 'strerror', exc)}"
+            why = getattr(exc, "strerror", exc)
+            self.state.status.say(f"-E: cannot write the error log: {why}")
 
     def _say_child_end(self) -> None:
         """Once the ``--`` command has ended, say so and with what status; the session
         goes on, showing its last counts, until ``q``."""
-        if self.child is None or self.child_status is not None:
+        child = self.session.services.child
+        if child is None or self.child_status is not None:
             return
-        self.child_status = self.child.peek()
+        self.child_status = child.peek()
         if self.child_status is not None:
             name = (self.state.options.command or ("the command",))[0]
-            self.state.message = (
-                f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
-            )
+            said = f"'{printable(name)}' ended, exit status {self.child_status} (q quits)"
+            self.state.status.say(said)
 
     def restart(self) -> None:
         """Reconfigure the sampler (counters reopened, iteration 0 again) and show an empty
@@ -306,14 +316,12 @@ class LiveApp:
         (an empty frame, sampler contract), which would show ``0 displayed`` for a whole
         delay and count as one of ``-n``'s refreshes. Primed now, the refresh 0.2 s later
         shows real rows covering those 0.2 s."""
-        self.drill.close()
         self.source.reconfigure(self.state.screen, self.state.options.sampler_config())
         self.source.start()
         self.refreshes = 0
         self.counted = False
         self.frame = Frame.empty(self._headers(), threads=self.state.options.show_threads)
-        self.notice = None
-        self._update_help()
+        self.state.notice = ""
         self.rebuild()
         self._arm(FIRST_DELAY)
 
@@ -326,40 +334,6 @@ class LiveApp:
         self.quit_code = code
         if self.loop is not None:
             raise urwid.ExitMainLoop()
-
-    def _toggle(self, window: str) -> None:
-        """Open the ``help``, ``errors`` or ``tree`` window, or close it when it is the one
-        open."""
-        self.widget.window = None if self.widget.window == window else window
-        self._update_tree()
-
-    def _update_tree(self) -> None:
-        """The ``t`` and ``f`` windows' lines from the current frame while one is open,
-        for the highlighted task, which the tree's title names (the extra source of
-        :mod:`.drill` and the profiler of :mod:`.where` released when neither is open)."""
-        if self.widget.window not in ("tree", "where"):
-            self.drill.close()
-            self.where.close()
-            return
-        s = self.state
-        row = self.table.selected_row()
-        pid = None if row is None else int(row.pid)
-        view = self.drill.view(
-            s.options, self.frame, s.screen, s.screens, pid, self.source.messages
-        )
-        self.widget.tree = tree_markup(view)
-        self.widget.tree_title = tree_title(row)
-        bottleneck = None if view.tree is None else view.tree.bottleneck
-        self._update_where(pid, None if bottleneck is None else bottleneck.label)
-
-    def _update_where(self, pid: int | None, node: str | None) -> None:
-        """The ``f`` window's lines, sampling the highlighted task (its bottleneck
-        ``node`` chooses the event where a PMU exists) while it is open."""
-        if self.widget.window != "where":
-            self.where.close()
-            return
-        self.where.follow(pid, node)
-        self.widget.where = self.where.lines()
 
     def _tick(self, loop: urwid.MainLoop | None = None, data: object = None) -> None:
         self._alarm = None
@@ -377,62 +351,93 @@ class LiveApp:
             self.loop.remove_alarm(self._alarm)
         self._alarm = self.loop.set_alarm_in(seconds, self._tick)
 
+    # ------------------------------------------------------------------ windows
+
+    def _close_top(self) -> None:
+        if self.windows:
+            self.windows.pop().close()
+
+    def _open(self, window: Window) -> None:
+        """Open ``window`` on top: a window of the same kind on top closes instead (its
+        key toggles it); a window that is not modal takes the place of the one open."""
+        top = self.windows[-1] if self.windows else None
+        if top is not None and top.name == window.name:
+            self._close_top()
+            return
+        if not window.modal:
+            while self.windows:
+                self._close_top()
+        self.windows.append(window)
+        window.open(self.session)
+
     # ------------------------------------------------------------------ input
+
+    def apply(self, reaction: Reaction) -> None:
+        """Carry out what a key asked for, in this order: close the window on top, open
+        one, say the words, then quit, or reconfigure the sampler, or take a frame, or lay
+        the rows out again; the windows follow a moved highlight."""
+        e = reaction.effects
+        if Effect.CLOSE in e:
+            self._close_top()
+        if reaction.opens is not None:
+            self._open(reaction.opens)
+        if reaction.says is not None:
+            self._say(reaction.says, reaction.lasting)
+        if Effect.QUIT in e:
+            self.quit(reaction.code)
+        elif Effect.RESTART in e:
+            self.restart()
+        elif Effect.REFRESH in e:
+            self.refresh()
+            self._arm_next()
+        elif Effect.REBUILD in e:
+            self.rebuild()
+        elif Effect.FOLLOW in e:
+            for w in self.windows:
+                w.update(self.session)
+        self.widget.changed()
+
+    def _say(self, text: str, lasting: float | None) -> None:
+        """``text`` on the status line, for ``lasting`` seconds (then drawn again without
+        it) or until the next key."""
+        if lasting is None:
+            self.state.status.say(text)
+            return
+        self.state.status.say(text, until=self.session.clock() + lasting)
+        if self.loop is not None:
+            self.loop.set_alarm_in(lasting, lambda _loop, _data: self.widget.changed())
 
     def on_key(self, key: str | tuple[str, int, int, int]) -> bool:
         """Handle one key (urwid's ``unhandled_input``). True when it was used."""
         if not isinstance(key, str):
             return False
-        if self.state.prompt is not None:
-            self.prompt_key(key)
-            self.widget.changed()
+        top = self.windows[-1] if self.windows else None
+        if top is not None:
+            used = top.key(key, self.session)
+            if used is not None:
+                self.apply(used)
+                return True
+        binding = registry.lookup(key)
+        if binding is None:
+            self.apply(registry.unknown(key))
             return True
-        if key in NAV_KEYS:
-            window = self.widget.window
-            target = self.widget.scrollers().get(window or "", self.table)
-            target.scroll(key)
-            if window in ("tree", "where"):  # the tree and functions follow the highlight
-                self._update_tree()
-            self.widget.changed()
-            return True
-        if key in CLOSE_KEYS and self.widget.window is not None:
-            self._toggle(self.widget.window)  # Esc closes any window
-            self.widget.changed()
-            return True
-        if key == "enter":
-            key = "t"  # Enter opens the highlighted task's tree, as t does
-        self.state.message = ""
-        if self.source.key(key):  # a replay's time travel keys, the cgroup G key
-            self.refresh()
-            self._arm_next()
-            self.widget.changed()
-            return True
-        restarted = self.keys.dispatch(key)
-        if not restarted and self.quit_code is None and self.state.prompt is None:
-            # Any key refreshes at once and the next full delay starts from here.
-            self.refresh()
-            self._arm_next()
-        self.widget.changed()
+        if binding.refreshes:
+            self.state.status.clear()
+        reaction = binding.act(self.session, key)
+        # Any key takes a frame at once and the next delay starts from there, unless it
+        # restarts the sampler, quits, or opens a question (answered first).
+        opens_modal = reaction.opens is not None and reaction.opens.modal
+        if binding.refreshes and not reaction.effects & _NOT_AFTER and not opens_modal:
+            reaction = dataclasses.replace(reaction, effects=reaction.effects | Effect.REFRESH)
+        self.apply(reaction)
         return True
-
-    def prompt_key(self, key: str) -> None:
-        """Feed a key to the open prompt; Enter runs its action, Esc cancels it."""
-        assert self.state.prompt is not None
-        done = self.state.prompt.feed(key)
-        if done is None:
-            return
-        prompt, self.state.prompt = self.state.prompt, None
-        if done:
-            restarted = prompt.accept(prompt.text)
-            if not restarted and self.state.prompt is None:
-                self.refresh()
-                self._arm_next()
 
     # ------------------------------------------------------------------ run
 
-    def run(self, screen: urwid.BaseScreen | None = None, *, started: bool = False) -> int:
-        """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit."""
-        if not started:
+    def run(self, screen: urwid.BaseScreen | None = None) -> int:
+        """Run until ``q``, Ctrl-C or ``-n`` refreshes; the terminal is restored on exit.
+        The source is started first unless the caller did (``Services.started``)."""
+        if not self.session.services.started:
             self.source.start()
         if screen is None:
             screen = urwid.display.raw.Screen()
@@ -456,8 +461,8 @@ class LiveApp:
             return 128 + signal.SIGINT
         finally:
             signal.signal(signal.SIGTERM, old_term)
-            self.drill.close()
-            self.where.close()
+            while self.windows:
+                self._close_top()
             if getattr(self.loop.screen, "_started", False):
                 self.loop.screen.stop()
         return self.quit_code or 0

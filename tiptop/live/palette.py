@@ -31,6 +31,8 @@ WINDOW_TITLE = "window title"
 WINDOW_REVERSE = "window reverse"
 #: The selection cursor's row (``tiptop.live.rows.TaskTable``).
 SELECTED = "selected"
+#: A task tagged with Space (``k`` signals the tagged tasks), as htop draws them.
+TAGGED = "tagged"
 
 PALETTE: list[tuple[str, str, str, str]] = [
     (TITLE, "default,bold", "default", "bold"),
@@ -47,6 +49,7 @@ PALETTE: list[tuple[str, str, str, str]] = [
     (WINDOW_TITLE, "default,bold", "default", "bold"),
     (WINDOW_REVERSE, "standout", "default", "standout"),
     (SELECTED, "black", "dark cyan", "standout"),
+    (TAGGED, "yellow,bold", "default", "bold,italics"),
 ]
 
 

@@ -13,7 +13,7 @@ import urwid
 
 from tiptop import table
 from tiptop.live import palette as P
-from tiptop.live.windows import Markup, Segment, Size, box_size, scrolled
+from tiptop.live.text import Markup, Segment, Size, box_size, scrolled
 from tiptop.table import RowList
 
 #: urwid text markup: a string, an ``(attr, text)`` pair, or a list of those.
@@ -21,15 +21,15 @@ from tiptop.table import RowList
 Plain = tuple[bytes, list[tuple[str | None, int]]]
 
 
-def row_markup(row: table.Row, line: str) -> list[Markup]:
-    """One task row: the whole line green (watched) or red (dead), and each cell over its
-    threshold or scaled by multiplexing in its own attribute.
+def row_markup(row: table.Row, line: str, tagged: bool = False) -> list[Markup]:
+    """One task row: the whole line yellow (tagged), green (watched) or red (dead), and
+    each cell over its threshold or scaled by multiplexing in its own attribute.
 
     ``line`` is ``table.format_row(row, view)`` already cut to the screen; cells are found
     in it in order, so the layout stays the table's alone. Every row carries its own
     attribute, so a dead row's red cannot leak onto the next (docs/original.md 8, defect 17).
     """
-    base = P.DEAD if row.dead else P.WATCHED if row.watched else None
+    base = P.TAGGED if tagged else P.DEAD if row.dead else P.WATCHED if row.watched else None
     spans: list[tuple[int, int, str]] = []
     over, scaled = row.over_threshold, row.multiplexed
     if any(over) or any(scaled):
@@ -169,6 +169,8 @@ class TaskTable(Scroller):
         #: The highlighted row's index, and the task it shows (None before any row).
         self.selected = 0
         self.selected_tid: int | None = None
+        #: The tasks tagged with Space (the session's set), drawn so.
+        self.tagged: set[int] = set()
 
     def set_rows(self, rows: Sequence[table.Row], format_row: Callable[[table.Row], str]) -> None:
         """Show new rows (formatted lazily with ``format_row``); the highlight stays on
@@ -182,6 +184,21 @@ class TaskTable(Scroller):
     def selected_row(self) -> table.Row | None:
         """The highlighted row, or None when there is no row."""
         return self.rows[self.selected] if self.rows else None
+
+    def select(self, index: int) -> None:
+        """Highlight row ``index`` (clamped) and follow its task from now on."""
+        self._select(index)
+
+    def position(self, tid: int) -> int | None:
+        """The display position of task ``tid``'s row, or None."""
+        return row_position(self.rows, tid)
+
+    def select_task(self, tid: int) -> bool:
+        """Highlight the row of task ``tid``; False when it has none."""
+        found = row_position(self.rows, tid)
+        if found is not None:
+            self._select(found)
+        return found is not None
 
     def _select(self, index: int) -> None:
         """Highlight row ``index`` (clamped) and follow its task from now on."""
@@ -216,7 +233,7 @@ class TaskTable(Scroller):
         line = squeezed(self.format_row(row), self.squeeze(cols))[: max(cols - 1, 0)]
         if i == self.selected:  # the whole row in the cursor's attribute, as htop draws it
             return [(P.SELECTED, line.ljust(max(cols - 1, 0)))]
-        return row_markup(row, line)
+        return row_markup(row, line, row.tid in self.tagged)
 
 
 def row_position(rows: Sequence[table.Row], tid: int) -> int | None:

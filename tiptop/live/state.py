@@ -1,9 +1,8 @@
-"""What a live session's keys change: the settings, the screen on display, the sort, the
-message line and the open prompt.
+"""What a live session's keys change: the settings, the screen on display, the sort and
+the status line (:class:`Status`: what was said, how long it stays, what was said before).
 
-One record, owned by :class:`tiptop.live.app.LiveApp` and handed to
-:class:`tiptop.live.keys.Keys`: the keys change it, the app draws from it, and neither
-class declares the other's attributes. The settings are one read-only
+One record, held by the session (``tiptop.live.session.Session``): the keys' handlers and
+the windows change it, the controller draws from it. The settings are one read-only
 :class:`~tiptop.options.Options` record, replaced whole when a key changes one of them;
 the table view and what the sampler watches are derived from it, so each setting is held
 in one place.
@@ -11,17 +10,62 @@ in one place.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiptop.frame import FrameSource
-from tiptop.live.prompts import Prompt
 from tiptop.options import Options
 from tiptop.table import View
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
+
+
+#: How many of the words said the status line keeps for the ``m`` window.
+SAID_KEPT = 100
+
+
+#: Refreshes the start-up notice stays (the no-PMU fallback), unless a key comes first.
+START_REFRESHES = 3
+
+
+@dataclass(eq=False)
+class Status:
+    """The status line's words: shown until the next key, or for a time (a hint), or for
+    some refreshes (the start-up notice); each one said is kept (the last
+    :data:`SAID_KEPT`), newest last, so that the whole of a text cut to the line's width
+    can be read again (the ``m`` window)."""
+
+    text: str = ""
+    #: When it goes (monotonic seconds); None: at the next key.
+    until: float | None = None
+    #: Refreshes it stays at most; None: any number.
+    refreshes: int | None = None
+    #: What was said, newest last.
+    said: list[str] = field(default_factory=list)
+
+    def say(self, text: str, until: float | None = None, refreshes: int | None = None) -> None:
+        """Say ``text`` from now on (kept in :attr:`said` unless it lasts a time: a hint)."""
+        self.text, self.until, self.refreshes = text, until, refreshes
+        if text and until is None:
+            self.said = [*self.said[-(SAID_KEPT - 1) :], text]
+
+    def clear(self) -> None:
+        """Nothing on the line (a key was pressed)."""
+        self.text, self.until, self.refreshes = "", None, None
+
+    def shown(self, now: float) -> str:
+        """What the line shows at monotonic time ``now``."""
+        return "" if self.until is not None and now >= self.until else self.text
+
+    def refreshed(self) -> None:
+        """One refresh more: a text said for some refreshes goes after the last one."""
+        if self.refreshes is not None:
+            self.refreshes -= 1
+            if self.refreshes <= 0:
+                self.clear()
 
 
 @dataclass(eq=False)
@@ -37,9 +81,16 @@ class LiveState:
     #: The sort: -1 = PID, 0..k-1 = the screen's columns, k = COMMAND (``<``, ``>``, ``R``).
     sort_column: int = 0
     descending: bool = True
-    #: The message line, shown when no prompt is open.
-    message: str = ""
-    prompt: Prompt | None = None
+    #: The status line (line 2), shown when no prompt is open.
+    status: Status = field(default_factory=Status)
+    #: The line above the footer: why whole counters read ``?`` ("" when none do).
+    notice: str = ""
+    #: The ``\\`` filter: only the rows whose command holds it ("" for all).
+    filter: str = ""
+    #: The tasks tagged with Space (``k`` signals them), by tid.
+    tagged: set[int] = field(default_factory=set)
+    #: The task ``F`` follows (kept highlighted and shown), by tid.
+    follow: int | None = None
 
     @classmethod
     def initial(
@@ -55,7 +106,14 @@ class LiveState:
         screens = list(screens)
         if screen_index is None or not 0 <= screen_index < len(screens):
             screen_index = _source_screen(source, screens)
-        return cls(options=options, screens=screens, screen_index=screen_index, message=message)
+        state = cls(options=options, screens=screens, screen_index=screen_index)
+        state.status.say(message, refreshes=START_REFRESHES if message else None)
+        return state
+
+    @property
+    def message(self) -> str:
+        """What the status line says (its text, however long it stays)."""
+        return self.status.text
 
     @property
     def screen(self) -> ScreenSpec:
@@ -64,8 +122,13 @@ class LiveState:
 
     @property
     def view(self) -> View:
-        """The table view: the settings' presentation, with this session's sort."""
-        return self.options.view(self.sort_column, self.descending)
+        """The table view: the settings' presentation, with this session's sort, filter
+        and followed task (watched: shown although idle)."""
+        view = self.options.view(self.sort_column, self.descending)
+        if self.filter or self.follow is not None:
+            watch = view.watch if self.follow is None else self.follow
+            view = dataclasses.replace(view, name_filter=self.filter, watch=watch)
+        return view
 
     @property
     def delay(self) -> float:

@@ -1,6 +1,7 @@
-"""The ``f`` window: the selected task's hottest functions, beside its top-down tree.
+"""The ``f`` window's data: the selected task's hottest functions, beside its top-down tree
+(the window is ``tiptop.live.windows.functions``).
 
-:class:`WhereWindow` owns the profiler (``tiptop.where.TaskProfiler``, made by the cli's
+:class:`Hottest` owns the profiler (``tiptop.where.TaskProfiler``, made by the cli's
 factory) of the task selected while the window is open: it is opened when the window
 opens, refreshed with each refresh of the main source, and closed, its events and ring
 buffers released, when the window closes, the selected task changes or live mode ends, so
@@ -16,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 from tiptop.where import RATE_HZ, Profile, SampledEvent
 from tiptop.where.report import profile_head, profile_lines
 
@@ -36,15 +38,16 @@ class Profiler(Protocol):
         ...
 
 
-#: ``factory(pid, node) -> Profiler`` (``node``: the task's bottleneck, None without one);
+#: ``factory(pid, node, delay) -> Profiler`` (``node``: the task's bottleneck, None without
+#: one; ``delay``: the live delay, which sizes its buffers for the samples of a refresh);
 #: raises TiptopError (one line) when it cannot sample.
-ProfilerFactory = Callable[[int, str | None], Profiler]
+ProfilerFactory = Callable[[int, str | None, float], Profiler]
 
 #: Rows of functions the window shows.
 WINDOW_TOP = 15
 
 
-class WhereWindow:
+class Hottest:
     """The window's data (see the module's docstring). ``event_line``, when not empty, is
     its first line (without a PMU: that it samples ``cpu-clock`` for that reason); else
     the first line names the profiler's event and why it was chosen."""
@@ -53,27 +56,35 @@ class WhereWindow:
         self.factory = factory
         self.event_line = event_line
         self.pid: int | None = None
+        #: The delay the profiler's buffers were sized for.
+        self.delay = 0.0
         self.profiler: Profiler | None = None
         self.profile: Profile | None = None
         self.error: str | None = None
 
-    def follow(self, pid: int | None, node: str | None = None) -> None:
+    def follow(self, pid: int | None, node: str | None, delay: float) -> None:
         """Sample ``pid`` (the selected task, whose bottleneck is ``node``) from now on,
-        closing the previous one's."""
-        if pid == self.pid and (self.profiler is not None or self.error is not None):
+        closing the previous one's; opened again when the live ``delay`` changed, so that
+        its buffers hold a refresh's samples (``tiptop.where.profile.data_pages``: sized
+        for two intervals, a longer delay would lose samples)."""
+        same = pid == self.pid and delay == self.delay
+        if same and (self.profiler is not None or self.error is not None):
             return
         self.close()
-        self.pid = pid
+        self.pid, self.delay = pid, delay
         if pid is None or self.factory is None:
             return
         try:
-            self.profiler = self.factory(pid, node)
+            self.profiler = self.factory(pid, node, delay)
         except TiptopError as exc:
             self.error = str(exc)
 
     def refresh(self) -> None:
-        """Take the samples since the last refresh (with the main source's refresh)."""
-        if self.profiler is not None:
+        """Take the samples since the last refresh (with the main source's refresh). Once
+        the process exited, its last refresh stays shown, saying so: the profiler follows
+        the process, not its PID, and another process that takes the PID is not sampled
+        under its name."""
+        if self.profiler is not None and not (self.profile is not None and self.profile.exited):
             self.profile = self.profiler.refresh()
 
     def lines(self) -> list[str]:
@@ -108,4 +119,4 @@ class WhereWindow:
         self.pid, self.profiler, self.profile, self.error = None, None, None, None
 
 
-__all__ = ["WINDOW_TOP", "Profiler", "ProfilerFactory", "WhereWindow"]
+__all__ = ["WINDOW_TOP", "Hottest", "Profiler", "ProfilerFactory"]

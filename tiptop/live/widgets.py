@@ -1,48 +1,34 @@
-"""The urwid widgets of live mode: fixed-position lines, the task table, help and error logs.
+"""The urwid widgets of live mode: fixed-position lines, the task table, and the open
+windows drawn over them.
 
 Pure projection: every widget is handed finished text (table rows, messages) and decides
 only where it goes and with which attribute. Positions follow the original's ncurses
-layout (docs/original.md section 5.1). The task table and the error log are box widgets
-that format only the lines that are visible, so thousands of rows cost nothing to draw.
-The task table is in :mod:`.rows`, the help and error windows in :mod:`.windows`. Imports
-nothing from tiptop but the palette, the rows and the windows (the rows' text comes from
+layout (docs/original.md section 5.1). The task table is a box widget that formats only
+the lines that are visible, so thousands of rows cost nothing to draw (:mod:`.rows`);
+each window draws itself (``tiptop.live.window.Window.draw``). Imports nothing from
+tiptop but the palette, the rows and the window interface (the rows' text comes from
 ``tiptop.table``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import urwid
 
+from tiptop.frame import Context
 from tiptop.live import palette as P
 from tiptop.live.rows import TaskTable
-from tiptop.live.windows import (
-    ErrorLog,
-    HelpBody,
-    Markup,
-    Size,
-    box_size,
-    error_window,
-    fit_rows,
-    flow_cols,
-    help_window,
-    tree_window,
-    where_window,
-)
+from tiptop.live.text import Markup, Size, box_size, fit_rows, flow_cols
+
+if TYPE_CHECKING:
+    from tiptop.live.window import Window
 
 #: Below this size the screen says it is too small instead of drawing (4 fixed lines, the
 #: footer and at least two task rows; 20 columns hold ``tiptop -`` and a short message).
 MIN_COLS = 20
 MIN_ROWS = 7
-
-#: The most lines a wrapped message or notice takes (the rest is in the ``e`` window).
-WRAPPED_ROWS = 3
-
-#: Columns left free each side of the help window: the original's 70-column box sits at
-#: column 5 (docs/original.md 5.4); ours takes the terminal's width less this each side.
-HELP_MARGIN = 5
 
 #: Title-line indicators and their offsets from the right edge (the original's
 #: ``mvprintw(0, COLS - n, ...)`` positions; docs/original.md section 5.1).
@@ -89,9 +75,38 @@ def title_markup(cols: int, indicators: Sequence[str], label: str = "") -> list[
     return place(cols, pieces)
 
 
-def tasks_text(total: int, displayed: int, dead: int | None) -> str:
-    """``Tasks: %3d total, %3d displayed`` and, in sticky mode, ``, %3d dead``."""
-    text = f"Tasks: {total:3d} total, {displayed:3d} displayed"
+def context_brief(c: Context | None) -> str:
+    """What the whole machine did over the refresh, short, for the title line (the frame's
+    :class:`~tiptop.frame.Context`, read where the screen reads where the time goes):
+    steal and the pressure of each resource, PSI some/full in % of the interval, e.g.
+    ``steal 0%  PSI cpu 52/0 io 3/0 mem 0/0``; empty without one."""
+    if c is None:
+        return ""
+    out = [] if c.steal is None else [f"steal {100 * c.steal:.0f}%"]
+    pairs = [
+        f"{_SHORT.get(p.resource, p.resource)} {_pct(p.some)}/{_pct(p.full)}" for p in c.pressure
+    ]
+    if pairs:
+        out.append("PSI " + " ".join(pairs))
+    return "  ".join(out)
+
+
+#: Shorter names of the resources for the title line.
+_SHORT = {"memory": "mem"}
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{100 * x:.0f}"
+
+
+def tasks_text(total: int, displayed: int, dead: int | None, kind: str = "processes") -> str:
+    """``Tasks: %3d processes, %3d displayed`` and, in sticky mode, ``, %3d dead``: the
+    rows' ``kind`` (``processes``, ``threads``, ``cgroups``), all counted and shown.
+    The original's ``Tasks: %3d total`` counted threads beside displayed processes
+    (issue 50: ``114 total, 2015 displayed`` once); both count one kind here, named."""
+    if total == 1:
+        kind = {"processes": "process", "threads": "thread", "cgroups": "cgroup"}.get(kind, kind)
+    text = f"Tasks: {total:3d} {kind}, {displayed:3d} displayed"
     if dead is not None:
         text += f", {dead:3d} dead"
     return text
@@ -126,17 +141,26 @@ def footer_markup(
     return place(cols, pieces)
 
 
-def header_markup(cols: int, header: str) -> list[Markup]:
-    """The column header in reverse video, padded to COLS-1, the sort column ``[ ]`` bold."""
+#: The sort direction's marks (htop marks its sort column so): largest first, smallest first.
+DESCENDING, ASCENDING = "\u25bc", "\u25b2"
+
+
+def header_markup(cols: int, header: str, descending: bool = True) -> list[Markup]:
+    """The column header in reverse video, padded to COLS-1, the sort column ``[ ]`` bold
+    and its direction marked (:data:`DESCENDING`, :data:`ASCENDING`) on a blank next to
+    it: after it where two blanks follow, else before it where two come first (the mark
+    then glued to no other header), else on the one blank after or before."""
     text = header[: cols - 1].ljust(cols - 1)
     lo, hi = text.find("["), text.find("]")
-    if 0 <= lo < hi:
-        return [
-            (P.HEADER, text[:lo]),
-            (P.HEADER_SORT, text[lo : hi + 1]),
-            (P.HEADER, text[hi + 1 :]),
-        ]
-    return [(P.HEADER, text)]
+    if not 0 <= lo < hi:
+        return [(P.HEADER, text)]
+    mark = DESCENDING if descending else ASCENDING
+    after, before = text[hi + 1 : hi + 3], text[max(lo - 2, 0) : lo]
+    if after == "  " or (before != "  " and after[:1] == " "):
+        text, hi = f"{text[: hi + 1]}{mark}{text[hi + 2 :]}", hi + 1
+    elif before[-1:] == " ":
+        text, lo = f"{text[: lo - 1]}{mark}{text[lo:]}", lo - 1
+    return [(P.HEADER, text[:lo]), (P.HEADER_SORT, text[lo : hi + 1]), (P.HEADER, text[hi + 1 :])]
 
 
 class Line(urwid.Widget):
@@ -177,6 +201,20 @@ class Line(urwid.Widget):
         return self._canvas(flow_cols(size))
 
 
+def first_words(text: str, cols: int, more: str) -> str:
+    """``text`` on one line of ``cols``: whole when it fits, else its first words and
+    ``more`` (the key that shows the whole text), cut at a space where one is in the
+    second half, never inside a word that would read as another."""
+    if len(text) < cols:
+        return text
+    room = max(cols - 1 - len(more), 1)
+    cut = text[:room]
+    space = cut.rfind(" ")
+    if space > room // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + more
+
+
 def too_small(cols: int, rows: int) -> urwid.Canvas:
     """What a terminal below ``MIN_COLS`` x ``MIN_ROWS`` shows instead of the screen."""
     text = f"Terminal too small:\n{cols}x{rows} < {MIN_COLS}x{MIN_ROWS}\nq quits"
@@ -186,7 +224,7 @@ def too_small(cols: int, rows: int) -> urwid.Canvas:
 class LiveScreen(urwid.Widget):
     """The whole live screen, laid out afresh for the size of every render (so a resize
     simply re-lays it): title, tasks line, message line, header, rows, an optional notice,
-    the footer, and the help or error window on top.
+    the footer, and the open windows on top.
 
     ``lines`` maps ``title``, ``tasks``, ``message``, ``header``, ``notice`` and ``footer``
     to a function of the width giving that line's markup (``notice`` may give ``None``:
@@ -199,35 +237,19 @@ class LiveScreen(urwid.Widget):
     def __init__(self, lines: dict[str, Callable[[int], Markup | None]], table: TaskTable) -> None:
         super().__init__()
         self.lines = {k: Line(f) for k, f in lines.items()}
-        #: Long messages and notices wrap (up to :data:`WRAPPED_ROWS` lines each).
-        for k in ("message", "notice"):
-            self.lines[k].max_rows = WRAPPED_ROWS
         self.table = table
-        self.errors = ErrorLog()
-        #: ``None``, ``"help"``, ``"errors"``, ``"tree"`` or ``"where"`` (the tree and the
-        #: hottest functions side by side).
-        self.window: str | None = None
-        self.help: Sequence[Markup] = ()
-        #: The ``t`` window's lines and title (the app updates them while it is open).
-        self.tree: Sequence[Markup] = ()
-        #: The ``f`` window's lines.
-        self.where: Sequence[Markup] = ()
-        self.tree_title = ""
-        #: The help window's body, kept so that it scrolls (Up/Down while it is open).
-        self.help_body = HelpBody(())
+        #: The open windows, bottom first (the controller's list): each drawn over what
+        #: is below it.
+        self.windows: Sequence[Window] = ()
         #: The lines and the table stacked, with and without the notice line (made once:
         #: making a Pile costs more than the rest of a quiet refresh's layout).
         self._piles: dict[bool, urwid.Pile] = {}
-
-    def scrollers(self) -> dict[str, ErrorLog | HelpBody]:
-        """The windows that scroll, by name (the others leave Up/Down to the table)."""
-        return {"errors": self.errors, "help": self.help_body}
 
     def changed(self) -> None:
         """Ask urwid to draw again."""
         # Each line's text is computed at render time, so urwid's canvas cache must not
         # keep an old one.
-        for w in (*self.lines.values(), self.table, self.errors, self.help_body, self):
+        for w in (*self.lines.values(), self.table, self):
             w._invalidate()
 
     def _pile(self, notice: bool) -> urwid.Pile:
@@ -247,49 +269,7 @@ class LiveScreen(urwid.Widget):
         cols, rows = box_size(size)
         if cols < MIN_COLS or rows < MIN_ROWS:
             return too_small(cols, rows)
-        # Wrapped lines may not take the table's last rows on a short terminal.
-        for k in ("message", "notice"):
-            line = self.lines[k]
-            most = max(1, min(WRAPPED_ROWS, rows - MIN_ROWS))
-            if line.max_rows != most:  # urwid's canvas cache must not give the old one
-                line.max_rows = most
-                line._invalidate()
         body: urwid.Widget = self._pile(self.lines["notice"].compose(cols) is not None)
-        if self.window == "help":
-            # The terminal's width less a margin each side; a help longer than the
-            # terminal is cut at the bottom.
-            left = HELP_MARGIN if cols >= 4 * HELP_MARGIN else 0
-            self.help_body.set_lines(self.help)
-            window, h = help_window(self.help_body, cols - 2 * left, rows)
-            y = max(rows - h - 2, 0)
-            body = urwid.Overlay(
-                window, body, ("fixed left", left), cols - 2 * left, ("fixed top", y), h
-            )
-        elif self.window == "tree":
-            # Above the footer: the title, tasks, message and header lines stay in sight.
-            h = min(len(self.tree) + 2, rows)
-            body = urwid.Overlay(
-                tree_window(self.tree[: h - 2], self.tree_title),
-                body,
-                "left",
-                cols,
-                ("fixed top", max(rows - h - 1, 0)),
-                h,
-            )
-        elif self.window == "where":
-            # Beside the tree, above the footer, as the tree alone (the header in sight).
-            h = min(max(len(self.tree), len(self.where)) + 2, rows)
-            pair = urwid.Columns(
-                [
-                    tree_window(self.tree[: h - 2], self.tree_title),
-                    where_window(self.where[: h - 2]),
-                ]
-            )
-            body = urwid.Overlay(pair, body, "left", cols, ("fixed top", max(rows - h - 1, 0)), h)
-        elif self.window == "errors":
-            # docs/original.md 5.5: LINES - displayed_rows - 5 high, at least 10, at most LINES.
-            h = min(max(rows - len(self.table.rows) - 5, 10), rows)
-            body = urwid.Overlay(
-                error_window(self.errors), body, "left", cols, ("fixed top", rows - h), h
-            )
+        for window in self.windows:
+            body = window.draw(body, cols, rows)
         return body.render(size)

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
 from tiptop.frame import SamplerConfig
 from tiptop.options.argv import Action, parse_argv
 from tiptop.options.values import (
@@ -34,7 +34,9 @@ from tiptop.options.values import (
     parse_float,
     parse_target,
     parse_user,
+    task_name,
 )
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import Target
 from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
@@ -114,6 +116,8 @@ class Options:
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
+    runtime_root: str = "/"  # --runtime-root DIR: where the container runtimes' state is
+    task_counters: bool = False  # --task-counters: --by cgroup counts each task, not cgroups
     series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
     series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
@@ -210,7 +214,7 @@ def _apply_rc_value(draft: Draft, opt: RcOption, value: str, where: str) -> None
         draft[opt.field] = max(atoi(value), 0)
     elif opt.how == "name":
         if value:  # an empty name is in every name: it would mark every task
-            draft["watch_name"], draft["watch_pid"] = value, None
+            draft["watch_name"], draft["watch_pid"] = task_name(value), None
     elif opt.how == "user":
         # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
         # -u does (and, like -u here, it filters).
@@ -253,6 +257,7 @@ TEXT_OPTIONS = frozenset(
         "serve",
         "textfile",
         "web_config",
+        "runtime_root",
     }
 )
 

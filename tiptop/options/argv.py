@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 
 
@@ -74,6 +75,8 @@ LONG = {
     "serve": ("set", "serve"),
     "textfile": ("set", "textfile"),
     "web-config": ("set", "web_config"),
+    "runtime-root": ("set", "runtime_root"),
+    "task-counters": ("flag", "task_counters"),
     "series-expiry": ("set", "series_expiry"),
     "by": ("set", "series_by"),
     "why": ("set", "why"),

@@ -26,9 +26,10 @@ from tiptop.messages import MessageLog
 from tiptop.recording import format as fmt
 from tiptop.recording.index import Recording
 from tiptop.recording.replay import counter_cells, counter_map, row_facts
-from tiptop.screens.columns import screen_columns
+from tiptop.screens.columns import Kind, screen_columns
 from tiptop.screens.evaluate import evaluator_for
 from tiptop.screens.model import ScreenSpec
+from tiptop.screens.variables import TIME_NAMES
 
 #: Refreshes evaluated together (their rows stacked).
 BATCH = 512
@@ -45,7 +46,15 @@ _BUILTIN_KEYS = {
     "CPU_USER": ("usr", "ss"),
     "PROC_ID": ("proc",),
     "INTERVAL": ("w",),
+    "TIME_RUN": ("run", "nth"),
+    "TIME_WAIT": ("wait", "nth"),
+    "TIME_THROTTLED": ("thr", "nth"),
+    "TIME_IO": ("io", "nth"),
+    "TIME_SLEEP": ("run", "wait", "io", "nth"),
+    "CPU_LIMIT": ("lim",),
 }
+#: The lists read as unknown (NaN) where a line lacks them: where the time went.
+_UNKNOWN_UNLESS_READ = frozenset(("run", "wait", "thr", "io", "lim", "cpus"))
 
 
 @dataclass(eq=False)
@@ -80,8 +89,10 @@ class ColumnReader:
         self.messages = messages if messages is not None else MessageLog()
         self.width = width
         self.screen, self.column = _one_column(screen, column)
-        compiled = screen_columns(self.screen)[self.column].compiled
-        builtins = compiled.builtins if compiled is not None else frozenset()
+        record = screen_columns(self.screen)[self.column]
+        builtins = record.compiled.builtins if record.compiled is not None else frozenset()
+        if record.kind is Kind.BOTTLENECK:  # its path starts where the time went
+            builtins |= TIME_NAMES
         self.task_keys = {"cpu", *(k for b in builtins for k in _BUILTIN_KEYS.get(b, ()))}
         self.events = {x for c in self.screen.counters for x in (c.alias, c.config)}
         # A breakdown is judged with its refresh's interval: a batch holds one interval.
@@ -325,10 +336,12 @@ def _stacked(lines: list[fmt.FrameLine]) -> fmt.FrameLine:
     def task(key: str) -> np.ndarray | None:
         if all(x.values[key] is None for x in lines):
             return None
-        # A list a line lacks reads 0 (row_facts' default), its interval for ``w``.
+        # A list a line lacks reads 0 (row_facts' default), its interval for ``w``, and a
+        # part of where the time went unknown.
+        default = np.nan if key in _UNKNOWN_UNLESS_READ else 0.0
         return np.concatenate(
             [
-                _filled(x.values[key], m, x.dt if key == "w" else 0.0)
+                _filled(x.values[key], m, x.dt if key == "w" else default)
                 for x, m in zip(lines, sizes, strict=True)
             ]
         )

@@ -10,7 +10,9 @@ the file starts another session appended to it.
 
 Reading checks every value's type and every list's length against the frame's task count
 here, so a damaged line is one :class:`FormatError` saying what is wrong, never a crash
-later when it is shown.
+later when it is shown. Every text read back is outside text (a recording may be crafted):
+it is made printable here (``tiptop.outside``), so that no escape sequence in a name, a
+command line or a screen's text reaches a terminal from a replay.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.errors import shown
+from tiptop.frame import Context, Pressure
+from tiptop.outside import printable, shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
@@ -92,7 +95,7 @@ def _text(d: Mapping[str, object], key: str, where: str, default: str | None = N
     x = d.get(key, default)
     if not isinstance(x, str) or len(x) > MAX_TEXT:
         raise FormatError(f"{where}: '{key}' is not a text of at most {MAX_TEXT} characters")
-    return x
+    return printable(x)
 
 
 def _items(d: Mapping[str, object], key: str, where: str) -> list[dict[str, object]]:
@@ -149,7 +152,7 @@ def screen_from_record(d: object) -> ScreenSpec:
         counters,
         columns,
         source="recording",
-        breakdown=tuple(breakdown),
+        breakdown=tuple(map(printable, breakdown)),
     )
     try:
         check_formats(screen)
@@ -239,7 +242,7 @@ def header_from(d: Mapping[str, object]) -> Header:
     width = number("pid_width", 1, 20)
     h.pid_width = int(width) if width is not None else None
     host = d.get("host")
-    h.host = host[:MAX_TEXT] if isinstance(host, str) else "?"
+    h.host = printable(host[:MAX_TEXT]) if isinstance(host, str) else "?"
     opts = d.get("options", {})
     if not isinstance(opts, dict):
         h.problems.append("header 'options' is not an object: ignored")
@@ -266,7 +269,7 @@ def _recorded_options(opts: Mapping[str, object], problems: list[str]) -> Record
     def text(key: str) -> str | None:
         x = opts.get(key)
         if isinstance(x, str):
-            return x
+            return printable(x[:MAX_TEXT])
         wrong(key)
         return None
 
@@ -298,7 +301,7 @@ def facts_from(d: Mapping[str, object]) -> dict[int, tuple[int, str, str, str]]:
         ok = isinstance(f, list) and len(f) == 4 and type(f[0]) is int and 0 <= f[0] < 2**31
         if not ok or not all(isinstance(s, str) for s in f[1:]):
             raise FormatError(f"facts of task {key}: not [pid, user, name, command line]")
-        out[int(key)] = (f[0], f[1], f[2], f[3])
+        out[int(key)] = (f[0], printable(f[1]), printable(f[2]), printable(f[3]))
     return out
 
 
@@ -318,6 +321,8 @@ class FrameLine:
     tid: np.ndarray
     values: dict[str, np.ndarray | None]
     counters: dict[str, dict[str, np.ndarray]]
+    #: What the machine did over the refresh (``ctx``); None where not recorded.
+    context: Context | None = None
 
 
 def _floats(x: object, n: int, what: str) -> np.ndarray:
@@ -347,6 +352,10 @@ def _ints(x: object, n: int, what: str, low: int, high: int) -> np.ndarray:
     return a.astype(np.int64)
 
 
+#: The per-task lists of where the time went (``Frame.time_percent``'s columns, in order):
+#: % of the interval on a CPU, waiting, throttled, blocked on I/O; null where unknown.
+TIME_KEYS = ("run", "wait", "thr", "io")
+
 #: Per-task lists of a frame line: key -> kind (f: numbers, i: integers, s: statuses).
 _TASK_KEYS = {
     "nth": "i",
@@ -358,6 +367,9 @@ _TASK_KEYS = {
     "cs": "s",
     "ss": "s",
     "w": "f",
+    **dict.fromkeys(TIME_KEYS, "f"),
+    "lim": "f",
+    "cpus": "f",
 }
 #: Per-counter lists: key -> kind; ``d`` is required.
 _COUNTER_KEYS = {"d": "f", "st": "s", "s": "f", "T": "f", "r": "f", "Ts": "s"}
@@ -439,7 +451,48 @@ def frame_from(
         tid=tids,
         values=values,
         counters=counters,
+        context=context_from(d.get("ctx")),
     )
+
+
+#: The resources a ``ctx``'s ``psi`` may name (Documentation/accounting/psi.rst).
+_PRESSURE = ("cpu", "io", "memory")
+
+
+def context_from(x: object) -> Context | None:
+    """A frame line's ``ctx`` (what the machine did) checked; None when absent.
+    :class:`FormatError` when it is not one."""
+    if x is None:
+        return None
+    if not isinstance(x, dict):
+        raise FormatError("'ctx' is not an object")
+    cpus, runnable = x.get("cpus"), x.get("run")
+    if type(cpus) is not int or not 0 < cpus < 2**20:
+        raise FormatError("'ctx.cpus' is not a number of CPUs")
+    if runnable is not None and (type(runnable) is not int or not 0 <= runnable < 2**31):
+        raise FormatError("'ctx.run' is not a number of tasks")
+    psi = x.get("psi", {})
+    if not isinstance(psi, dict) or len(psi) > len(_PRESSURE):
+        raise FormatError("'ctx.psi' is not an object of pressures")
+    pressure = []
+    for resource in _PRESSURE:
+        pair = psi.get(resource)
+        if pair is None:
+            continue
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise FormatError(f"'ctx.psi.{resource}' is not [some, full]")
+        pressure.append(Pressure(resource, _fraction(pair[0]), _fraction(pair[1])))
+    return Context(cpus, runnable, _fraction(x.get("steal")), tuple(pressure))
+
+
+def _fraction(x: object) -> float | None:
+    """A fraction from 0 to 1, or null; :class:`FormatError` when it is something else."""
+    if x is None:
+        return None
+    f = finite(x)
+    if f is None or not 0.0 <= f <= 1.0:
+        raise FormatError("a pressure or steal is not a fraction from 0 to 1")
+    return f
 
 
 def _count(x: float | None) -> int | None:
@@ -481,6 +534,7 @@ __all__ = [
     "MAX_FACTS",
     "MAX_FRAMES",
     "MAX_LINE",
+    "TIME_KEYS",
     "FormatError",
     "FrameLine",
     "Header",
@@ -488,6 +542,7 @@ __all__ = [
     "JsonValue",
     "RecordedOptions",
     "bytes_limit",
+    "context_from",
     "facts_from",
     "frame_from",
     "frame_times",

@@ -25,24 +25,30 @@ import numpy.typing as npt
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
-from tiptop.recording.format import FormatError, FrameLine
+from tiptop.recording.format import TIME_KEYS, FormatError, FrameLine
 from tiptop.recording.index import Recording
 from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 
 STEP_KEYS = {"[": -1, "]": +1}
 JUMP_KEYS = {"{": -60.0, "}": +60.0}
-#: ``*`` plays twice as fast, ``/`` half as fast (``+``/``-`` switch screens, as in the
-#: original); the speed stays from 1/64 to 64 times the recorded pace (or the ``-d`` delay).
-SPEED_KEYS = {"*": 2.0, "/": 0.5}
+#: ``)`` plays twice as fast, ``(`` half as fast (``+``/``-`` switch screens, as in the
+#: original; ``/`` searches and ``*`` is left alone, as in htop); the speed stays from 1/64
+#: to 64 times the recorded pace (or the ``-d`` delay).
+SPEED_KEYS = {")": 2.0, "(": 0.5}
 SPEEDS = (1 / 64, 64.0)
 #: The shortest time a frame is shown (at most 20 a second: the keys stay answered).
 MIN_SHOW = 0.05
 #: How often a paused replay, or one at its last frame, is refreshed (a file still being
 #: read grows, and its notes come).
 IDLE_REFRESH = 1.0
+
+
+def _clock(t: float) -> str:
+    """A recorded time as the replay says it: ``2026-11-23 10:32:05`` (local time)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 def counter_map(
@@ -94,6 +100,13 @@ def row_facts(line: FrameLine) -> RowFacts:
     """A frame line's per-task facts as the evaluator's built-ins read them (a list the
     line lacks: its default)."""
     v, n = line.values, len(line.tid)
+    time = None
+    if any(v.get(key) is not None for key in TIME_KEYS):  # recorded where the screen read it
+        percent = np.stack([_or(v.get(key), n, np.nan) for key in TIME_KEYS], axis=1)
+        status = np.where(np.isnan(percent), Code.UNREADABLE, Code.OK).astype(STATUS_DTYPE)
+        threads = np.ones(n) if line.threads else np.maximum(_or(v["nth"], n, 1.0), 1.0)
+        limit, cpus = _or(v.get("lim"), n, np.nan), _or(v.get("cpus"), n, np.nan)
+        time = TimeFacts(percent, status, threads, limit, cpus)
     return RowFacts(
         cpu_total=_or(v["cpu"], n, 0.0),
         cpu_sys=_or(v["sys"], n, 0.0),
@@ -103,6 +116,7 @@ def row_facts(line: FrameLine) -> RowFacts:
         total_status=_or(v["cs"], n, 0, STATUS_DTYPE),
         split_status=_or(v["ss"], n, 0, STATUS_DTYPE),
         window=v["w"],
+        time=time,
     )
 
 
@@ -129,6 +143,7 @@ def decode(rec: Recording, index: int, screen: ScreenSpec) -> Frame:
         interval=line.dt,
         threads=line.threads,
         tasks_total=n if line.tasks_total is None else line.tasks_total,
+        context=line.context,
     )
     return evaluated_frame(
         evaluator,
@@ -250,6 +265,18 @@ class ReplaySource(FrameSource):
                 yield frame
             i += 1
         self.say_notes()  # what reading the end of the file found
+        self.say_end()
+
+    def say_end(self) -> None:
+        """Say, once, that the replay reached the last refresh asked for (a notice: batch
+        prints it on stderr, the live ``e`` window lists it)."""
+        if not len(self.rec) or self.last < self.first:
+            return
+        t0, t1 = (_clock(self.rec.times[i]) for i in (self.first, self.last))
+        n = self.last - self.first + 1
+        what = "the recording" if self._last is None else "--to"
+        said = f"replay: the end of {what}: {n} refreshes, {t0} to {t1}"
+        self.messages.say("replay:end", said, notice=True)
 
     def refresh(self) -> Frame:
         """The recorded refresh at the cursor, moving on first when it is time to (a
@@ -280,7 +307,7 @@ class ReplaySource(FrameSource):
 
     def key(self, key: str) -> bool:
         """Time travel: ``[``/``]`` one refresh back/forward, ``{``/``}`` a minute back/forward,
-        space pauses or resumes, ``*``/``/`` twice/half as fast; True when ``key`` was one
+        space pauses or resumes, ``)``/``(`` twice/half as fast; True when ``key`` was one
         of these."""
         if key in SPEED_KEYS:
             low, high = SPEEDS
@@ -304,15 +331,20 @@ class ReplaySource(FrameSource):
         return True
 
     def title(self) -> str:
-        """``replay DAY HH:MM:SS`` of the refresh shown (``paused`` when it is), its place,
-        and the speed with the keys that change it, for the title line."""
+        """``replay DAY HH:MM:SS`` of the refresh shown (``paused`` when it is), its place
+        (``(end)`` at the last one of a file read whole), and the speed with the keys that
+        change it, for the title line."""
         if not len(self.rec):
             return "replay (empty)"
-        t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.rec.times[self.cursor]))
+        t = _clock(self.rec.times[self.cursor])
+        loading = self.rec.loading and self._last is None  # still being read
+        ended = self.cursor >= self.last and not loading
         state = " paused" if self.paused else ""
-        more = "+" if self.rec.loading and self._last is None else ""  # still being read
+        more = "+" if loading else " (end)" if ended else ""
         place = f"{self.cursor - self.first + 1}/{self.last - self.first + 1}{more}"
-        return f"replay {t}{state} {place} {self.pace()} (* faster, / slower)"
+        if ended:
+            self.say_end()
+        return f"replay {t}{state} {place} {self.pace()} () faster, ( slower)"
 
     def pace(self) -> str:
         """The speed in words: ``1x`` (of the recorded pace), or ``every 0.5 s`` (``-d``)."""

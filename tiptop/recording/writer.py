@@ -18,7 +18,8 @@ reader finds after the cut one, ``tiptop.recording.inflate``).
 The file holds every user's command lines: it is created mode 0600, and a symbolic link or
 anything but a regular file is refused (another user's link in ``/tmp`` is not followed).
 It is ``flock``-ed while written: a second recorder on it is refused with one line naming
-the first one's PID, before writing anything.
+the first one's PID, before writing anything; a file system where ``flock`` fails (NFS
+without lockd) is refused, and so is a file another user owns.
 
 :class:`RecordingSource` wraps any ``FrameSource``: its ``refresh()`` writes the frame then
 returns it, so neither the batch loop nor the live view knows recording is on.
@@ -26,6 +27,7 @@ returns it, so neither the batch loop nor the live view knows recording is on.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gzip
 import io
@@ -37,10 +39,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
-from tiptop.frame import Frame, FrameSource, SourceWrapper
-from tiptop.recording.format import FORMAT_VERSION, JsonObject, JsonValue, screen_record
+from tiptop.frame import Context, Frame, FrameSource, SourceWrapper
+from tiptop.outside import printable
+from tiptop.recording.format import (
+    FORMAT_VERSION,
+    TIME_KEYS,
+    JsonObject,
+    JsonValue,
+    screen_record,
+)
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 
@@ -100,6 +109,10 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObje
     if frame.cpu_status.any():
         d["cs"] = _ints(frame.cpu_status[:, 0])
         d["ss"] = _ints(frame.cpu_status[:, 1])
+    if (frame.time_status == Code.OK).any():  # where the time went, read for this screen
+        d |= time_record(frame)
+    if frame.context is not None:
+        d["ctx"] = context_record(frame.context)
     k: JsonObject = {}
     for j, alias in enumerate(frame.counters):
         raw, st = frame.counter_delta[:, j], frame.counter_status[:, j]
@@ -119,6 +132,27 @@ def frame_record(frame: Frame, totals: frozenset[str] | None = None) -> JsonObje
     d["k"] = k
     assert len(tid) == n
     return d
+
+
+def time_record(frame: Frame) -> JsonObject:
+    """Where each row's time went, as a frame line holds it: each part in % of the interval
+    (null: unknown, ``tiptop.recording.format.TIME_KEYS``), the cgroup's CPU limit and the
+    CPUs allowed (null: none, not read)."""
+    d: JsonObject = {
+        key: numbers(np.where(frame.time_status[:, j] == Code.OK, frame.time_percent[:, j], np.nan))
+        for j, key in enumerate(TIME_KEYS)
+    }
+    if not np.isnan(frame.cpu_limit).all():
+        d["lim"] = numbers(frame.cpu_limit)
+    if not np.isnan(frame.cpus_allowed).all():
+        d["cpus"] = numbers(frame.cpus_allowed)
+    return d
+
+
+def context_record(c: Context) -> JsonObject:
+    """What the machine did over the refresh, as a frame line's ``ctx`` holds it."""
+    psi: JsonObject = {p.resource: [p.some, p.full] for p in c.pressure}
+    return {"cpus": c.cpus, "run": c.runnable, "steal": c.steal, "psi": psi}
 
 
 class Recorder:
@@ -206,18 +240,30 @@ class Recorder:
 
 def open_for_append(path: str) -> int:
     """A descriptor appending to the regular file ``path``, created mode 0600 (a symbolic
-    link or anything else is refused with one line: ``tiptop.files``)."""
+    link or anything else is refused with one line: ``tiptop.files``). A file another user
+    owns is refused too: a name planted in a shared directory (another user's empty 0644
+    file in /tmp) would receive every task's command line, readable by that user."""
     try:
-        return open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
     except OSError as exc:
         raise TiptopError(f"--record: cannot open '{printable(path)}': {exc.strerror}") from None
+    owner = os.fstat(fd).st_uid
+    if owner != os.geteuid():
+        os.close(fd)
+        raise TiptopError(
+            f"--record: '{printable(path)}' belongs to uid {owner}, not to this user: not "
+            "written (it would hold every task's command line; name a file of your own)"
+        )
+    return fd
 
 
 def lock(fd: int, path: str) -> None:
     """Hold an exclusive ``flock`` on the recording until it is closed: two recorders
     appending to one gzip file would interleave their members' bytes and lose most of
     both. A file another process holds is refused with one line naming it, before
-    anything is written (a file system without locks records unlocked, as before)."""
+    anything is written. So is a file where ``flock`` fails (ENOLCK: NFS without lockd;
+    EOPNOTSUPP), exit status 2: there two recorders would run unseen and keep 2-8 of 300
+    refreshes between them."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -227,8 +273,13 @@ def lock(fd: int, path: str) -> None:
             f"--record: '{printable(path)}' is being recorded by {who}: not written "
             "(one recorder per file; name another file)"
         ) from None
-    except OSError:  # ENOLCK, EOPNOTSUPP: no locks here
-        pass
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        raise UsageError(
+            f"--record: '{printable(path)}' cannot be locked here (flock: {name}): not "
+            "written (a second recorder could not be kept out; record to a local file "
+            "system)"
+        ) from None
 
 
 def lock_holder(fd: int, locks: str = "/proc/locks") -> int | None:

@@ -20,15 +20,30 @@ computed by the one evaluator (tiptop/screens/evaluate.py), after the other colu
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code, valued
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError
+from tiptop.outside import shown
 from tiptop.readonly import readonly
-from tiptop.screens.topdown import ADVICE, TREES, Tree
+from tiptop.screens.timetree import (
+    IO_BOUND,
+    RUN_NODE,
+    SLEEP_BOUND,
+    SLEEP_NODE,
+    THROTTLED_BOUND,
+    TIME_ADVICE,
+    TIME_LABELS,
+    TIME_PARENTS,
+    UNKNOWN,
+    WAIT_BOUND,
+    TimeLevel,
+)
+from tiptop.screens.topdown import ADVICE, TREES, Tree, exceeds
 
 __all__ = [
     "NodeView",
@@ -48,17 +63,25 @@ _CALL = re.compile(r"\s*bottleneck\s*\((?P<body>.*)\)\s*\Z", re.S)
 _PAIR = re.compile(r"\s*(?P<label>[A-Za-z]+(?:/[A-Za-z]+)?)\s*=\s*(?P<header>[^,=()\s]+)\s*\Z")
 
 
+#: The tree name of a ``bottleneck(time)`` column: the time level alone, no top-down tree.
+TIME_ONLY = "time"
+#: A top-down node's index in a column's label table: after the time level's nodes.
+OFFSET = len(TIME_LABELS)
+
+
 @readonly
 class PathSpec:
-    """A parsed ``bottleneck(...)`` expression: the tree, and each node's column header."""
+    """A parsed ``bottleneck(...)`` expression: the top-down tree (None for the time level
+    alone) and each node's column header."""
 
-    tree: Tree
+    tree: Tree | None
     columns: tuple[tuple[str, str], ...]
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """The label table: the tree's nodes, in tree order (a cell's node indexes it)."""
-        return self.tree.labels
+        """The label table a cell's node indexes: the time level's nodes
+        (tiptop/screens/timetree.py), then the tree's, in tree order."""
+        return TIME_LABELS + (self.tree.labels if self.tree is not None else ())
 
 
 def is_path(text: str) -> bool:
@@ -73,8 +96,12 @@ def parse_path(text: str) -> PathSpec:
         raise SpecError(f"not a bottleneck expression: '{shown(text)}'")
     name, colon, rest = m["body"].partition(":")
     name = name.strip()
+    if name == TIME_ONLY:
+        if colon:
+            raise SpecError("bottleneck(time) names no columns: the time level reads TIME_*")
+        return PathSpec(None, ())
     if name not in TREES:
-        known = ", ".join(sorted(TREES))
+        known = ", ".join([TIME_ONLY, *sorted(TREES)])
         raise SpecError(f"bottleneck: unknown tree '{shown(name)}' (known: {known})")
     tree = TREES[name]
     pairs: list[tuple[str, str]] = []
@@ -96,7 +123,7 @@ class BoundPath:
     def __init__(self, spec: PathSpec, headers: Sequence[str]) -> None:
         self.spec = spec
         where = {h.strip(): j for j, h in enumerate(headers)}
-        nodes = spec.tree.nodes
+        nodes = spec.tree.nodes if spec.tree is not None else ()
         index = {n.label: i for i, n in enumerate(nodes)}
         given = dict(spec.columns)
         #: Per tree node: its column, or -1 (derived from its children, or absent).
@@ -112,7 +139,7 @@ class BoundPath:
             ]
             for n in nodes
         ]
-        self.used = np.unique(self.col[self.col >= 0])
+        self.used = np.unique(self.col[self.col >= 0]).astype(np.intp)
 
     def shares(self, values: np.ndarray, status: np.ndarray) -> np.ndarray:
         """``(n, nodes)`` fractions of slots; NaN where the node has no valued column
@@ -129,47 +156,95 @@ class BoundPath:
         return out
 
     def over(self, shares: np.ndarray) -> np.ndarray:
-        """``(n, nodes)``: each node over its threshold (a NaN share never is)."""
+        """``(n, nodes)``: each node over its threshold (a NaN share never is; a share at
+        its bound up to rounding is not: :func:`~tiptop.screens.topdown.exceeds`)."""
         out = np.zeros(shares.shape, bool)
         with np.errstate(invalid="ignore"):
             for i, terms in enumerate(self.terms):
                 for idx, bounds in terms:
-                    out[:, i] |= (shares[:, idx] > bounds).all(axis=1)
+                    out[:, i] |= exceeds(shares[:, idx], bounds).all(axis=1)
         return out
 
     def walk(self, shares: np.ndarray, over: np.ndarray) -> np.ndarray:
         """Per row, the deepest node on the critical path, or -1: at each level the child
-        over its threshold with the largest share (the first in tree order on a tie)."""
+        over its threshold with the largest share, the first in tree order of those tied
+        with it up to rounding (:func:`~tiptop.screens.topdown.exceeds`). Below level 1
+        only where every child of the node has a share: a level-1 screen that counts one
+        level-2 node for a threshold (heavy operations, for retiring's) stops at level 1."""
         n = len(shares)
         cur = np.full(n, -1, np.intp)
+        known = ~np.isnan(shares)
         for lvl in (1, 2):
-            cand = over & (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
-            best = np.where(cand, shares, -np.inf).argmax(axis=1)
+            kids = (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
+            cand = over & kids
+            if lvl > 1:
+                cand &= (known | ~kids).all(axis=1, keepdims=True)
+            top = np.where(cand, shares, -np.inf).max(axis=1, keepdims=True)
+            best = (cand & ~exceeds(top, shares)).argmax(axis=1)
             cur = np.where(cand.any(axis=1), best, cur)
         return cur
 
     def evaluate(
-        self, values: np.ndarray, status: np.ndarray, running: np.ndarray
+        self,
+        values: np.ndarray,
+        status: np.ndarray,
+        running: np.ndarray,
+        time: TimeLevel | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The column's ``(values, status, running, node)`` over the other columns' cells:
-        per row the node's share in % (0 for none), and the node (:data:`NO_NODE` for none)."""
-        n = len(values)
-        shares = self.shares(values, status)
-        node = self.walk(shares, self.over(shares))
-        picked = shares[np.arange(n), np.maximum(node, 0)] * 100.0
-        v = np.where(node >= 0, picked, 0.0)
-        s = np.full(n, Code.OK, STATUS_DTYPE)
-        r = np.ones(n)
+        """The column's ``(values, status, running, node)`` over the other columns' cells
+        and the rows' ``time`` level (None: unknown for every row): per row the critical
+        node's share in % (0 for none), and the node, an index in :attr:`PathSpec.labels`
+        (:data:`NO_NODE` for none). Where the time level says Wait, Throttled or IO, that
+        node; where Run (or where it is unknown), the top-down tree's node, or Run itself
+        when the tree has none over its threshold or cannot say (time known); where Sleep,
+        no node."""
+        v, s, r, node = self._topdown(values, status, running)
+        if time is None:
+            return v, s, r, node
+        tn = time.node
+        share = time.shares[np.arange(len(tn)), np.maximum(tn, 0)]
+        own = (tn != RUN_NODE) & (tn != UNKNOWN)  # Wait, Throttled, IO, Sleep
+        ran = (tn == RUN_NODE) & ((node == NO_NODE) | ~valued(s))  # Run, no deeper node
+        here = own | ran
+        v = np.where(here, np.where(tn == SLEEP_NODE, 0.0, share), v)
+        node = np.where(here, np.where(tn == SLEEP_NODE, NO_NODE, tn), node)
+        s = np.where(here, Code.OK, s).astype(STATUS_DTYPE)
+        r = np.where(here, 1.0, r)
+        return v, s, r, node.astype(NODE_DTYPE)
+
+    def node_status(self, status: np.ndarray) -> np.ndarray:
+        """Per row, the status of the top-down tree's node columns: the worst that is not
+        valued, else ``SUSPECT`` when a breakdown is, else OK (OK without a tree)."""
+        s = np.full(len(status), Code.OK, STATUS_DTYPE)
         if self.used.size:
             st = status[:, self.used]
             bad = np.where(valued(st), 0, st).max(axis=1)
             s = np.where(bad > 0, bad, np.where((st == Code.SUSPECT).any(axis=1), Code.SUSPECT, 0))
             s = s.astype(STATUS_DTYPE)
+        return s
+
+    def _topdown(
+        self, values: np.ndarray, status: np.ndarray, running: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The top-down tree's part: per row its critical node's share in % of slots and
+        the node (offset past the time level; :data:`NO_NODE` for none), the status of
+        the node columns (not OK when any is not, ``SUSPECT`` when a breakdown is) and
+        their smallest running fraction."""
+        n = len(values)
+        if self.spec.tree is None:
+            return np.zeros(n), np.zeros(n, STATUS_DTYPE), np.ones(n), np.full(n, NO_NODE)
+        shares = self.shares(values, status)
+        node = self.walk(shares, self.over(shares))
+        picked = shares[np.arange(n), np.maximum(node, 0)] * 100.0
+        v = np.where(node >= 0, picked, 0.0)
+        s = self.node_status(status)
+        r = np.ones(n)
+        if self.used.size:
             r = np.fmin(running[:, self.used], 1.0).min(axis=1)
             r = np.where(np.isnan(r), 1.0, r)
         ok = valued(s)
         v = np.where(ok, v, np.nan)
-        return v, s, r, np.where(ok, node, NO_NODE).astype(NODE_DTYPE)
+        return v, s, r, np.where(ok & (node >= 0), node + OFFSET, NO_NODE)
 
 
 def well_formed(text: str) -> PathSpec | None:
@@ -204,7 +279,7 @@ class NodeView:
     label: str
     metric: str
     level: int
-    #: % of slots, or None where the screen has no value for it.
+    #: % of slots (a time node: % of the interval), or None where there is no value for it.
     share: float | None
     #: The node's own bound, in %.
     bound: float
@@ -212,10 +287,55 @@ class NodeView:
     critical: bool
     meaning: str
     helps: str
+    #: What the bound is a part of: ``slots`` (top-down), ``busy time``, ``wait`` or
+    #: ``interval`` (the time level, tiptop/screens/timetree.py); empty where it has none.
+    of: str = "slots"
 
 
-def tree_view(bp: BoundPath, values: np.ndarray, status: np.ndarray) -> list[NodeView]:
-    """The tree of one row (``values``/``status`` of its columns), in tree order."""
+#: Per time node: the variable that holds its share, its bound in % and what of.
+_TIME_BOUNDS = (
+    ("TIME_RUN", 0.0, ""),
+    ("TIME_WAIT", 100.0 * WAIT_BOUND, "busy time"),
+    ("TIME_THROTTLED", 100.0 * THROTTLED_BOUND, "wait"),
+    ("TIME_IO", 100.0 * IO_BOUND, "busy time"),
+    ("TIME_SLEEP", 100.0 * SLEEP_BOUND, "interval"),
+)
+
+
+def tree_view(
+    bp: BoundPath, values: np.ndarray, status: np.ndarray, time: TimeLevel | None = None
+) -> list[NodeView]:
+    """The tree of one row (``values``/``status`` of its columns; ``time``: its time level,
+    one row, or None where unknown), in the order it is shown: the time level's nodes, with
+    the top-down nodes one level beneath Run, each level-1 node followed by its children;
+    without a time level, the top-down nodes alone."""
+    topdown = _topdown_view(bp, values, status)
+    if time is None or int(time.node[0]) == UNKNOWN:
+        return topdown
+    tn = int(time.node[0])
+    path = {tn, TIME_PARENTS[tn]} - {-1, SLEEP_NODE}
+    if tn != RUN_NODE:
+        topdown = [dataclasses.replace(n, critical=False) for n in topdown]
+    out = []
+    for i, label in enumerate(TIME_LABELS):
+        metric, bound, of = _TIME_BOUNDS[i]
+        s = float(time.shares[0, i])
+        meaning, helps = TIME_ADVICE[label]
+        level = 2 if TIME_PARENTS[i] >= 0 else 1
+        over = bool(time.over[0, i])
+        share = None if np.isnan(s) else s
+        out.append(
+            NodeView(label, metric, level, share, bound, over, i in path, meaning, helps, of)
+        )
+        if i == RUN_NODE:
+            out += [dataclasses.replace(n, level=n.level + 1) for n in topdown]
+    return out
+
+
+def _topdown_view(bp: BoundPath, values: np.ndarray, status: np.ndarray) -> list[NodeView]:
+    """The top-down nodes of one row, each level-1 node followed by its children."""
+    if bp.spec.tree is None:
+        return []
     shares = bp.shares(values[None, :], status[None, :])
     over = bp.over(shares)
     deepest = int(bp.walk(shares, over)[0])
@@ -223,14 +343,18 @@ def tree_view(bp: BoundPath, values: np.ndarray, status: np.ndarray) -> list[Nod
     while deepest >= 0:
         path.add(deepest)
         deepest = int(bp.parent[deepest])
-    out = []
-    for i, node in enumerate(bp.spec.tree.nodes):
+    nodes = bp.spec.tree.nodes
+    views = {}
+    for i, node in enumerate(nodes):
         s = float(shares[0, i])
         meaning, helps = ADVICE.get(node.label.rpartition("/")[2], ("", ""))
         share = None if np.isnan(s) else 100.0 * s
         over_i, bound = bool(over[0, i]), 100.0 * node.bound
-        view = NodeView(
+        views[node.label] = NodeView(
             node.label, node.metric, node.level, share, bound, over_i, i in path, meaning, helps
         )
-        out.append(view)
+    out = []
+    for top in (n for n in nodes if n.level == 1):
+        out.append(views[top.label])
+        out += [views[n.label] for n in nodes if n.parent == top.label]
     return out

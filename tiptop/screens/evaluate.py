@@ -16,8 +16,9 @@ multiplexing; both are NaN where their status is not OK, and the status travels 
 counters its column reads: with split groups each counter carries its own group's.
 
 *Bottlenecks.* A ``bottleneck(...)`` column (tiptop/screens/bottleneck.py) reads the
-other columns' values, statuses and running fractions, so it is computed last, here, for
-every source alike; its cells' nodes are their own array (``ColumnCells.node``).
+other columns' values, statuses and running fractions, and the rows' time level
+(tiptop/screens/timetree.py, from the row facts' ``time``), so it is computed last, here,
+for every source alike; its cells' nodes are their own array (``ColumnCells.node``).
 
 *Breakdowns.* A screen's ``breakdown`` columns (a top-down level 1: retiring, bad
 speculation, front end, back end... in % of slots) split one whole, so for each task their
@@ -49,7 +50,8 @@ from tiptop.readonly import readonly
 from tiptop.screens.bottleneck import NO_NODE, NODE_DTYPE
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec, delta_key
-from tiptop.screens.variables import RowFacts, environment
+from tiptop.screens.timetree import time_level
+from tiptop.screens.variables import TIME_NAMES, RowFacts, environment
 
 __all__ = [
     "BREAKDOWN_MIN_CPU",
@@ -125,6 +127,12 @@ class Evaluator:
         self.paths = records.paths
 
     @property
+    def reads_time(self) -> bool:
+        """Whether a column reads where the rows' time went (a ``TIME_*`` variable or
+        ``CPU_LIMIT``), or is a bottleneck, whose path starts from it."""
+        return bool(self.builtins & TIME_NAMES) or bool(self.paths)
+
+    @property
     def headers(self) -> tuple[str, ...]:
         """The screen's column headers."""
         return tuple(c.header for c in self.screen.columns)
@@ -155,9 +163,13 @@ class Evaluator:
         judge_breakdown(values, status, self.breakdown, facts.cpu_total, facts.interval)
         running = self._running(counters.running, n)
         node = np.full((n, nc), NO_NODE, NODE_DTYPE)
+        level = None
+        if self.paths and facts.time is not None:  # the time level, above every tree
+            t = facts.time
+            level = time_level(t.percent, t.status, t.threads)
         for j, bp in self.paths:
             values[:, j], status[:, j], running[:, j], node[:, j] = bp.evaluate(
-                values, status, running
+                values, status, running, level
             )
         return ColumnCells(values, status, running, node)
 

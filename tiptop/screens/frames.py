@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiptop.frame import Frame
+from tiptop.frame import Context, Frame
 from tiptop.readonly import readonly
 from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 
 
 @readonly
@@ -46,6 +46,8 @@ class FrameFacts:
     tasks_total: int
     #: True when each row is a cgroup (``--by cgroup``, the live ``G`` key).
     by_cgroup: bool = False
+    #: What the whole machine did over the refresh; None where not read.
+    context: Context | None = None
 
 
 def markers(tid: np.ndarray, pid: np.ndarray, num_threads: np.ndarray) -> list[str]:
@@ -71,6 +73,7 @@ def evaluated_frame(
     and ``raw`` (each counter's unscaled delta, NaN where unreadable); ``num_threads`` and
     ``dead`` are per row."""
     cells = evaluator.evaluate(facts, counters)
+    time = facts.time if facts.time is not None else TimeFacts.unknown(facts.n)
     return Frame(
         iteration=refresh.iteration,
         timestamp=refresh.timestamp,
@@ -104,4 +107,10 @@ def evaluated_frame(
         counter_total=counters.total,
         counter_total_status=counters.total_status,
         window=facts.window,
+        time_percent=time.percent,
+        time_status=time.status,
+        time_threads=time.threads,
+        cpu_limit=time.limit,
+        cpus_allowed=time.cpus,
+        context=refresh.context,
     )

@@ -5,7 +5,7 @@ CONTRACT (implemented by the command-line work; live mode depends on it):
 ``View``: dataclass of presentation settings: ``sort_column`` (-1 = PID, 0..k-1 = the
 screen's columns, k = COMMAND), ``descending`` (True), ``show_idle`` (-i),
 ``cpu_threshold`` (--cpu-min), ``show_user`` (-U), ``show_cmdline`` (-c), ``watch`` (pid or
-name, -w), ``sticky``, ``pid_width``.
+name, -w), ``sticky``, ``pid_width``, ``name_filter`` (the live ``\\`` filter).
 
 ``rows(frame, screen, view) -> RowList``: the visible rows, filtered and sorted (a sequence
 whose ``Row`` objects are made on first access).
@@ -16,6 +16,8 @@ header's width when a placeholder), ``status`` (per cell, ``Status`` codes as in
 from the screen's compiled ``tiptop.screens.printf.RowFormat``: live mode formats only the
 rows on screen.
 ``header(screen, view) -> str``: the column header with the sort column in ``[ ]``.
+``matches(command, text)``: the rule of the live search and filter (case ignored);
+``RowList.find(text, start)``: the next row whose command matches.
 ``format_row(row, view) -> str``: one row as the original prints it (without prefixes).
 
 Layout rules follow docs/original.md section 6.2 (the original's ``build_rows()``): the
@@ -33,6 +35,7 @@ from tiptop.table.select import (
     View,
     builtin_variables,
     conform,
+    matches,
     order,
     pid_width_for,
     visible,
@@ -48,6 +51,7 @@ __all__ = [
     "conform",
     "format_row",
     "header",
+    "matches",
     "order",
     "path_cell",
     "path_nodes",

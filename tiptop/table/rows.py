@@ -14,7 +14,14 @@ from tiptop.frame import Frame
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
-from tiptop.table.select import View, command_of, is_watched, over_threshold, shown_rows
+from tiptop.table.select import (
+    View,
+    command_of,
+    is_watched,
+    matches,
+    over_threshold,
+    shown_rows,
+)
 
 
 class Row:
@@ -150,6 +157,18 @@ class RowList(Sequence[Row]):
             row = self._made[k] = self._make(k if k >= 0 else k + len(self._idx))
         return row
 
+    def find(self, text: str, start: int = 0) -> int | None:
+        """The display position of the first row at or after ``start`` (going round to
+        the top) whose command :func:`matches` ``text``, or None (from the frame's names:
+        no row is built)."""
+        n = len(self._idx)
+        f, cmdline = self._frame, self._view.show_cmdline
+        for k in range(n):
+            pos = (start + k) % n
+            if matches(command_of(f, self._idx[pos], cmdline), text):
+                return pos
+        return None
+
     def position_of(self, tid: int) -> int | None:
         """The display position of task ``tid``'s row, or None when it has none (from
         the frame's tid array: no row is built)."""
@@ -208,20 +227,32 @@ def cell_code_array(values: np.ndarray, status: np.ndarray) -> np.ndarray:
 
 def header(screen: ScreenSpec, view: View) -> str:
     """The header line (docs/original.md 6.3): id, optional user, columns, COMMAND (or
-    CGROUP when the rows are cgroups, ``View.name_header``); the sort
-    column wrapped in ``[ ]`` in place of its separators. Ends with a separator."""
-    k = len(screen.columns)
+    CGROUP when the rows are cgroups, ``View.name_header``), each after a separator; the
+    sort column wrapped in ``[ ]``. Ends with a separator.
+
+    The original put ``[`` and ``]`` in place of the separators around the sort column,
+    so ``[ %CPU]`` was two fields to awk over one field of the rows (issue 50). Here
+    ``[`` takes the header's last leading blank, so that its text stays over its cells,
+    and ``]`` the separator after it: `` [%CPU]``, one field, the line as wide as the
+    original's. Where the next name has no leading blank (COMMAND) a blank is added
+    after ``]``, and a name with none gets `` [`` before it: the line is then one wider,
+    its fields still apart."""
     s = view.sort_column
     parts = [" " * max(view.pid_width - 4, 0)]
     parts.append("[PID]" if s == -1 else " PID ")
     if view.show_user:
         parts.append(" user      ")
-    for j, col in enumerate(screen.columns):
-        parts.append("[" if s == j else ("]" if s == j - 1 and s >= 0 else " "))
-        parts.append(col.header)
-    parts.append("[" if s == k else ("]" if s == k - 1 and s >= 0 else " "))
-    parts.append(view.name_header)
-    parts.append("]" if s == k else " ")
+    names = [c.header for c in screen.columns] + [view.name_header]
+    for j, name in enumerate(names):
+        text = name.lstrip(" ")
+        blank = len(name) - len(text)
+        if s == j:
+            parts.append(" " * blank + f"[{text}" if blank else f" [{text}")
+        elif s == j - 1 and s >= 0:
+            parts.append(("]" if blank else "] ") + name)
+        else:
+            parts.append(" " + name)
+    parts.append("]" if s == len(names) - 1 else " ")
     return "".join(parts)
 
 

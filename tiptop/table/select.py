@@ -35,6 +35,8 @@ class View:
     pid_width: int = 5
     #: The name column's header: ``COMMAND``, or ``CGROUP`` when rows are cgroups.
     name_header: str = "COMMAND"
+    #: Only the rows whose command :func:`matches` it (the live ``\\`` filter); "" for all.
+    name_filter: str = ""
 
 
 def builtin_variables() -> list[tuple[str, str]]:
@@ -54,6 +56,12 @@ def command_of(frame: Frame, i: int, show_cmdline: bool) -> str:
     return frame.name[i]
 
 
+def matches(command: str, text: str) -> bool:
+    """htop's rule for its search and filter (``/``, ``\\``): ``text`` anywhere in the
+    command, case ignored."""
+    return text.casefold() in command.casefold()
+
+
 def is_watched(frame: Frame, i: int, view: View) -> bool:
     w = view.watch
     if w is None:
@@ -66,14 +74,21 @@ def is_watched(frame: Frame, i: int, view: View) -> bool:
 def visible(frame: Frame, view: View) -> np.ndarray:
     """Boolean mask of the rows shown: idle rows (``cpu_total < cpu_threshold``) are hidden
     unless ``show_idle``; dead rows are shown (the sampler keeps them after their last
-    interval only in sticky mode); watched rows are always shown."""
+    interval only in sticky mode); watched rows are shown although idle; with a
+    ``name_filter``, only the rows whose command matches it."""
     n = len(frame)
     if view.show_idle or n == 0:
-        return np.ones(n, bool)
-    cpu = np.nan_to_num(frame.cpu_total, nan=0.0)
-    mask = cpu >= view.cpu_threshold
-    if view.watch is not None:
-        mask |= np.fromiter((is_watched(frame, i, view) for i in range(n)), bool, n)
+        mask = np.ones(n, bool)
+    else:
+        cpu = np.nan_to_num(frame.cpu_total, nan=0.0)
+        mask = cpu >= view.cpu_threshold
+        if view.watch is not None:
+            mask |= np.fromiter((is_watched(frame, i, view) for i in range(n)), bool, n)
+    if view.name_filter:
+        text, cmdline = view.name_filter, view.show_cmdline
+        mask &= np.fromiter(
+            (matches(command_of(frame, i, cmdline), text) for i in range(n)), bool, n
+        )
     return mask
 
 

@@ -80,6 +80,7 @@ from tiptop.kernel.explain import (
 )
 from tiptop.messages import MessageLog
 from tiptop.screens.columns import screen_columns
+from tiptop.screens.deviations import smt_caveat
 from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
@@ -222,12 +223,13 @@ class Planner:
                     "no-inherit-thread",
                     "this kernel has no inherit_thread (Linux < 5.13): a process row "
                     "also counts the children it forks",
+                    notice=True,
                 )
                 return True
             why = self.explain(e, b.name, b.pmu, kernel=not self.attr(b).exclude_kernel)
             if why.endswith(NO_PMU):  # one short line per run, not one per event
                 line = no_pmu_line(NO_PMU_COLUMNS)
-                self.log.say(NO_PMU_KEY, line, subject=alias, detail=NO_PMU)
+                self.log.say(NO_PMU_KEY, line, subject=alias, detail=NO_PMU, notice=True)
             else:
                 self.log.say(f"probe:{b.pmu}:{b.name}:{e.errno}", why, subject=alias)
             return False
@@ -235,10 +237,14 @@ class Planner:
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
         """Resolve and probe ``screen``'s counters here; build the plan and columns. A
-        built-in whose generic variant stands in for this CPU says so once."""
+        built-in whose generic variant stands in for this CPU says so once, and so does one
+        whose counts are not a task's own while SMT is on (deviations.py, kind ``smt``)."""
         note = screen.variant.note() if screen.variant is not None else None
         if note:
-            self.log.say(f"variant:{screen.name}", note)
+            self.log.say(f"variant:{screen.name}", note, notice=True)
+        caveat = smt_caveat(screen.variant) if self.host.smt_active else None
+        if caveat:  # what this machine is: a notice, not an error
+            self.log.say(f"smt:{screen.name}", f"screen {screen.name!r}: {caveat}", notice=True)
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
         columns = screen_columns(screen)
@@ -294,9 +300,15 @@ class Planner:
                         c.event.type, c.event.config, sysfs_root=self.sysfs_root
                     )
             except EventError as e:
+                if str(e).endswith(NO_PMU):  # one short notice a run, as probe() says it
+                    line = no_pmu_line(NO_PMU_COLUMNS)
+                    self.log.say(NO_PMU_KEY, line, subject=c.alias, detail=NO_PMU, notice=True)
+                    continue
+                # The event's name, which the error says, not the screen's alias for it
+                # (a built-in's aliases are no name a user knows).
                 self.log.say(
                     f"counter:{screen.name}:{c.alias}",
-                    f"counter {c.alias!r} of screen {screen.name!r}: {e}",
+                    f"screen {screen.name!r}: {e}",
                     subject=c.alias,
                 )
                 continue
@@ -326,7 +338,7 @@ class Planner:
                 aliases = [screen.counters[j].alias for j, b in members if self.td.role(b)]
                 note = self.td.only_here(pmu, dropped.get(pmu, []))
                 if note:
-                    self.log.say(f"topdown-pmu:{pmu}", note, subject=tuple(aliases))
+                    self.log.say(f"topdown-pmu:{pmu}", note, subject=tuple(aliases), notice=True)
         return by_pmu, n_bind
 
     def _groups(

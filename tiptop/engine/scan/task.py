@@ -52,6 +52,11 @@ class Task:
     #: Its time on a CPU (ns, :data:`RunTime`) at its discovery or when last found asleep
     #: (:func:`slept`); 0 when that could not be read.
     runtime: int = 0
+    #: Ticks it waited for block I/O (``stat`` field 42, :attr:`Stat.blkio`) at its last look.
+    blkio: int = 0
+    #: How many times its ``stat`` was read afresh (:func:`account`): what changed since a
+    #: mark taken earlier says whether it ran since (``engine.scan.times``).
+    looked: int = 0
     #: The identity ``(tid, starttime)``, made once (looked up for every task at every
     #: refresh); ``tid`` and ``starttime`` never change.
     key: tuple[int, int] = field(init=False)
@@ -74,6 +79,12 @@ class Scan:
     interval: float
     #: Every thread of the watched processes (for the "Tasks:" line).
     threads_total: int
+    #: Tasks seen before whose ``stat`` this scan read afresh (:func:`account`): those that
+    #: may have run since the last scan (``engine.scan.times`` reads only these).
+    looked: list[Task] = field(default_factory=list)
+    #: Tasks seen before, not read afresh, that were runnable when last looked at (state
+    #: ``R``): queued on a run queue all along since (``engine.scan.times``).
+    queued: list[Task] = field(default_factory=list)
 
 
 def same_tasks(a: Sequence[Task], b: Sequence[Task]) -> bool:
@@ -103,6 +114,8 @@ def account(t: Task, st: Stat, interval: float) -> None:
     t.state = st.state
     t.processor = st.processor
     t.num_threads = st.num_threads
+    t.blkio = st.blkio
+    t.looked += 1
 
 
 @dataclass(eq=False, slots=True)

@@ -64,7 +64,6 @@ from tiptop.kernel.procfs import (
     read_facts,
     read_file,
     read_stat,
-    safe_text,
     uptime_ticks,
 )
 
@@ -80,7 +79,6 @@ __all__ = [
     "read_facts",
     "read_file",
     "read_stat",
-    "safe_text",
 ]
 
 
@@ -105,6 +103,10 @@ class _Walk:
     #: No PID was made since the last scan and clocks can be read, outside tree mode: one of
     #: our processes that is not watched is not read while its clock stands (``stood``).
     clocks: bool = False
+    #: Tasks seen before and read afresh, and those kept as they were while runnable
+    #: (``Scan.looked``, ``Scan.queued``).
+    looked: list[Task] = field(default_factory=list)
+    queued: list[Task] = field(default_factory=list)
 
 
 class TaskScanner:
@@ -175,6 +177,8 @@ class TaskScanner:
         self._thread_rows = ThreadRows(proc_root, self._listing)
         #: Bumped whenever a known task's name, command line or user changes (an exec).
         self.renames = 0
+        #: This scan's tasks seen before and read afresh (``Scan.looked``).
+        self._looked: list[Task] = []
 
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> Proc:
@@ -200,6 +204,7 @@ class TaskScanner:
         of the last scan's tasks (``engine.activity``); None: nothing, read every task."""
         activity = Activity() if activity is None else activity
         self._exited = activity.exited
+        self._looked = []
         now = self._clock()
         interval = 0.0 if self._last is None else now - self._last
         self._last = now
@@ -241,6 +246,8 @@ class TaskScanner:
                 t.new = False
                 live.add(pid)
                 threads_total += t.num_threads
+                if t.state == "R":
+                    w.queued.append(t)
                 continue
             if threads is not None and (known := threads.unchanged(pid)) is not None:
                 live.add(pid)
@@ -308,7 +315,8 @@ class TaskScanner:
             new = [t for t in new if t.pid not in hidden] if hidden else new
         gone = [t for tid, t in w.old.items() if seen.get(tid) is not t]
         self._tasks = seen
-        return Scan(list(seen.values()), new, gone, w.interval, w.threads_total)
+        looked, self._looked = self._looked, []
+        return Scan(list(seen.values()), new, gone, w.interval, w.threads_total, looked, w.queued)
 
     def _names(self, trees: dict[int, int] | None) -> list[str]:
         """The ``/proc`` PID entries to look at (``engine.scan.listing``); -p PID: that one only."""
@@ -342,7 +350,9 @@ class TaskScanner:
         taken when they ended."""
         for tid, st in self._thread_rows.scan(pid):
             if st is None:
-                w.seen[tid] = w.old[tid]
+                t = w.seen[tid] = w.old[tid]
+                if t.state == "R":
+                    w.queued.append(t)
             elif st.state in "ZX":
                 self._last_look(w.old, tid, st, w.interval)
             else:
@@ -360,6 +370,7 @@ class TaskScanner:
         reused = t is not None and t.key in self._exited and st.state not in "ZX"
         if t is not None and t.starttime == st.starttime and not reused:
             account(t, st, interval)
+            self._looked.append(t)
             t.final = True
             p = self._procs.get(t.pid)  # examined again by ``_look`` after an unseen exec
             if t.name != st.comm and p is not None and p.comm == st.comm:
@@ -390,6 +401,7 @@ class TaskScanner:
         reused = t is not None and t.key in self._exited and st.state not in "ZX"
         if t is not None and t.starttime == st.starttime and not reused:
             account(t, st, interval)
+            self._looked.append(t)
             if t.name != p.comm or t.cmdline != p.cmdline:
                 t.name, t.cmdline, t.uid, t.user = p.comm, p.cmdline, p.uid, p.user
                 self.renames += 1
@@ -409,6 +421,7 @@ class TaskScanner:
                 st.utime,
                 st.stime,
             )
+            t.blkio = st.blkio
             # The sweep's first reference (``slept``): the run time at discovery.
             t.runtime = self._run_time(t)
             if self._uptime is None:
