@@ -89,31 +89,48 @@ def test_odd_bytes_in_a_credential_are_checked_and_refused() -> None:
         assert answer(auth, request(user, password)) == (DENIED, True)
 
 
-def test_checks_are_limited_per_address_and_forgiven_with_time() -> None:
+def test_failures_are_limited_per_address_and_forgiven_with_time() -> None:
     clock = Clock()
     auth = BasicAuth({"prom": HASH}, clock=clock)
     asked = [auth.gate(request("prom", f"guess{i}"), lambda r: OK) for i in range(FAILURES_ALLOWED)]
-    # Checks asked for at once are served in turn with other addresses' (the more an
-    # address asked for, the later), and count before they run.
+    # Checks asked for at once from one address are served in turn with other addresses'
+    # (the more it has pending, the later), and nothing is held against it yet.
     assert [d.priority for d in asked if isinstance(d, Deferred)] == list(range(FAILURES_ALLOWED))
+    other = auth.gate(request("prom", "another", "192.0.2.2"), lambda r: OK)
+    assert isinstance(other, Deferred) and other.priority == 0
+    assert all(d.work() is DENIED for d in asked if isinstance(d, Deferred))
     refused = auth.gate(request("prom", "guess-more"), lambda r: OK)
     assert isinstance(refused, Reply) and refused.status == 429
     assert ("Retry-After", str(int(FORGIVE))) in refused.headers
-    assert all(d.work() is DENIED for d in asked if isinstance(d, Deferred))
     # Even the right password waits: it is not known to be right without a check.
     held = auth.gate(request("prom", "secret"), lambda r: OK)
     assert isinstance(held, Reply) and held.status == 429
-    # Another address is not held back, and goes first.
-    other = auth.gate(request("prom", "secret", "192.0.2.2"), lambda r: OK)
-    assert isinstance(other, Deferred) and other.priority == 0
     clock.now += FORGIVE
-    assert answer(auth, request("prom", "secret")) == (OK, True)
-    # A check that succeeded is not held against its address.
-    assert auth._asked_by(client_key("192.0.2.1")).count == pytest.approx(FAILURES_ALLOWED - 1)
+    again = auth.gate(request("prom", "secret"), lambda r: OK)
+    assert isinstance(again, Deferred) and again.priority == FAILURES_ALLOWED - 1
+    assert again.work() == OK
     # A remembered credential passes whatever its address did.
     for i in range(3 * FAILURES_ALLOWED):
         auth.gate(request("prom", f"again{i}"), lambda r: OK)
     assert answer(auth, request("prom", "secret")) == (OK, False)
+
+
+def test_a_check_turned_away_counts_as_asked_but_is_no_failure() -> None:
+    """A check that finds no room in the queue (or whose client left) is dropped: it is no
+    longer pending (asking again is not a repeat) and no failure, but it was asked for, so
+    a client that asks again and again falls behind one that asked once."""
+    auth = BasicAuth({"prom": HASH})
+    first = auth.gate(request("prom", "secret"), lambda r: OK)
+    assert isinstance(first, Deferred) and first.priority == 0 and first.dropped is not None
+    second = auth.gate(request("prom", "other"), lambda r: OK)
+    assert isinstance(second, Deferred) and second.priority == 1
+    first.dropped()
+    second.dropped()
+    retry = auth.gate(request("prom", "secret"), lambda r: OK)
+    assert isinstance(retry, Deferred) and retry.priority == 2  # not a repeat: behind others
+    scraper = auth.gate(request("prom", "secret2", "192.0.2.9"), lambda r: OK)
+    assert isinstance(scraper, Deferred) and scraper.priority == 0
+    assert auth._address(client_key("192.0.2.1")).failures == 0
 
 
 def test_a_credential_asked_again_while_its_check_is_on_its_way_counts_once(
@@ -125,9 +142,9 @@ def test_a_credential_asked_again_while_its_check_is_on_its_way_counts_once(
     first = auth.gate(request("prom", "wrong"), lambda r: OK)
     repeats = [auth.gate(request("prom", "wrong"), lambda r: OK) for _ in range(50)]
     assert isinstance(first, Deferred) and first.priority == 0
-    assert {r.priority for r in repeats if isinstance(r, Deferred)} == {FAILURES_ALLOWED}
-    assert auth._asked_by(client_key("192.0.2.1")).count == pytest.approx(1, abs=0.01)
+    assert {r.priority for r in repeats if isinstance(r, Deferred)} == {basicauth.REPEAT}
     assert first.work() is DENIED
+    assert auth._address(client_key("192.0.2.1")).failures == pytest.approx(1, abs=0.01)
     checked = []
     real = basicauth.bcrypt.checkpw
 

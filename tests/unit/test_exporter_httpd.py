@@ -173,6 +173,7 @@ def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
     no place (issue 52: bcrypt ran on the serving thread, a scrape's p90 went to 7 s)."""
     monkeypatch.setattr(httpd, "QUEUED", 2)
     release = threading.Event()
+    dropped: list[int] = []  # the priorities of the work told it will not run
 
     def slow() -> Reply:
         release.wait(10)
@@ -182,7 +183,8 @@ def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
         if request.target == "/fault":
             return Deferred(lambda: Reply(200, (), bytes([1 // len(request.target[7:])])))
         if request.target.startswith("/slow"):
-            return Deferred(slow, int(request.target.removeprefix("/slow") or 0))
+            priority = int(request.target.removeprefix("/slow") or 0)
+            return Deferred(slow, priority, lambda: dropped.append(priority))
         return echo(request)
 
     srv = MetricsServer("127.0.0.1", 0, handler, max_clients=16)
@@ -206,6 +208,7 @@ def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
         first.sendall(b"GET /slow0 HTTP/1.1\r\n\r\n")  # takes a priority-5 one's place
         lost = [s for s in busy[httpd.CHECKERS :] if closed_or_answered(s, b"HTTP/1.1 503 ")]
         assert len(lost) == 1
+        assert dropped == [9, 5]  # the one refused, then the one that lost its place
         release.set()
         for s in [first, *[s for s in busy if s not in lost]]:
             s.settimeout(5)

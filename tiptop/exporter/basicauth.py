@@ -12,13 +12,14 @@ for days. Here:
 * each credential's verdict is remembered by a digest of it and the hash, refusals as
   acceptances (as exporter-toolkit's cache does): a scraper pays bcrypt once, and a client
   that repeats a wrong password costs nothing more;
-* the checks a client address asks for are counted (an IPv6 client by its /64, which one
-  host may hold whole), less those that succeeded, one forgiven every :data:`FORGIVE`
-  seconds: a check waits behind those of addresses that asked for fewer (a scraper, which
-  asks once, goes first; an address sending many connections at once is served in turn
-  with the others), and past :data:`FAILURES_ALLOWED` an address gets 429 with
-  ``Retry-After`` for any credential not remembered. The same credential asked for again
-  while its check is on its way is not counted again, and waits behind every other;
+* the checks each client address asks for are counted (an IPv6 client by its /64, which
+  one host may hold whole), those turned away for want of room included, one forgiven
+  every :data:`FORGIVE` seconds: a check waits behind those of addresses that asked for
+  fewer (a scraper, which asks once, goes first; a client that asks again and again, in
+  parallel or not, falls behind); failed checks are counted the same way, and past
+  :data:`FAILURES_ALLOWED` an address gets 429 with ``Retry-After`` for any credential not
+  remembered. The same credential again while its check is pending waits behind every
+  other;
 * an unknown user is checked against a decoy hash of the users' cost (the highest, when
   they differ), so the time does not say which users exist (exporter-toolkit checks them
   against a fixed cost-10 hash: 63 ms against 247 ms for a cost-12 user);
@@ -45,7 +46,6 @@ from dataclasses import dataclass, field
 import bcrypt
 
 from tiptop.exporter.httpd import RESPONSE_TIMEOUT, Deferred, Reply, Request
-from tiptop.readonly import readonly
 
 #: bcrypt reads at most this many bytes of a password (its key schedule, Provos and
 #: Mazieres 1999); a longer one is refused.
@@ -55,10 +55,12 @@ REMEMBERED = 64
 REMEMBERED_REFUSED = 4096
 #: Client addresses whose failures are counted (the least recently seen forgotten first).
 ADDRESSES = 4096
-#: Checks an address may ask for (less those that succeeded) before it is answered 429;
-#: one is forgiven every FORGIVE seconds.
+#: Failed checks an address may have before it is answered 429; one is forgiven every
+#: FORGIVE seconds, as is one check asked for.
 FAILURES_ALLOWED = 10
 FORGIVE = 5.0
+#: The priority of a check of a credential whose check is pending already: after all others.
+REPEAT = 1 << 30
 
 CHALLENGE = (("WWW-Authenticate", 'Basic realm="tiptop", charset="UTF-8"'),)
 DENIED = Reply(401, CHALLENGE, b"401 Unauthorized\n")
@@ -107,11 +109,12 @@ def client_key(address: str) -> str:
 
 
 @dataclass(eq=False)
-class _Asked:
-    """The checks an address asked for, less those that succeeded and those forgiven, as
-    of ``at``."""
+class _Address:
+    """One client address, as of ``at``: the checks it asked for and those that failed,
+    each less those forgiven."""
 
-    count: float = 0.0
+    asked: float = 0.0
+    failures: float = 0.0
     at: float = 0.0
 
 
@@ -127,9 +130,9 @@ class BasicAuth:
     _decoy: bytes = b""
     _accepted: OrderedDict[bytes, None] = field(default_factory=OrderedDict)
     _refused: OrderedDict[bytes, None] = field(default_factory=OrderedDict)
-    _addresses: OrderedDict[str, _Asked] = field(default_factory=OrderedDict)
-    #: When each credential's check was last asked for (a repeat is not counted).
-    _asked: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
+    _addresses: OrderedDict[str, _Address] = field(default_factory=OrderedDict)
+    #: The checks waiting or running, by credential (the same one again is a repeat).
+    _pending: dict[bytes, _Attempt] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -137,9 +140,9 @@ class BasicAuth:
 
     def gate(self, request: Request, handler: Callable[[Request], Reply]) -> Reply | Deferred:
         """``handler``'s reply when the request's ``Authorization`` header names a user and
-        its password, 401 when not, 429 when its address asked for too many checks, 503
-        when the check would outlast a scrape; a check not known yet is deferred to a
-        checker thread (:meth:`_check`)."""
+        its password, 401 when not, 429 when its address failed too often, 503 when the
+        check would outlast a scrape; a check not known yet is deferred to a checker
+        thread (:meth:`_check`)."""
         credential = _credential(request.headers.get("authorization", ""))
         if credential is None:
             return DENIED
@@ -151,32 +154,32 @@ class BasicAuth:
             return handler(request) if known else DENIED
         if check_seconds(cost_of(hashed), self.at_cost_4) > RESPONSE_TIMEOUT:
             return _too_slow()
-        address = client_key(request.client)
-        admitted = self._admit(digest, address)
-        if isinstance(admitted, Reply):
-            return admitted
-        counted = admitted < FAILURES_ALLOWED
-        attempt = _Attempt(name, decoded, hashed, digest, address, counted)
-        return Deferred(lambda: self._check(attempt, request, handler), admitted)
+        attempt = _Attempt(name, decoded, hashed, digest, client_key(request.client))
+        priority = self._admit(attempt)
+        if isinstance(priority, Reply):
+            return priority
+        return Deferred(
+            lambda: self._check(attempt, request, handler),
+            priority,
+            lambda: self._settle(attempt, None),
+        )
 
-    def _admit(self, digest: bytes, address: str) -> int | Reply:
-        """A check of ``digest`` asked for by ``address``: counted against it, and its
-        priority (the address's count); 429 when it asked for too many. The same
-        credential again while its check is on its way is not counted, and waits behind
-        every other (:data:`FAILURES_ALLOWED`): its verdict will be remembered."""
+    def _admit(self, attempt: _Attempt) -> int | Reply:
+        """The priority of ``attempt``'s check: how many its address asked for lately,
+        those turned away for want of room included (a scraper asks once; a client that
+        asks again and again, in parallel or not, falls behind), or 429 when the address
+        failed too often. The same credential again while its check is pending waits
+        behind every other (:data:`REPEAT`): its verdict will be remembered."""
         with self._lock:
-            asked = self._asked_by(address)
-            since = self._asked.get(digest)
-            if since is not None and asked.at - since <= RESPONSE_TIMEOUT:
-                return FAILURES_ALLOWED
-            if asked.count >= FAILURES_ALLOWED:
-                return _too_many(asked.count)
-            self._asked[digest] = asked.at
-            self._asked.move_to_end(digest)
-            if len(self._asked) > REMEMBERED_REFUSED:
-                self._asked.popitem(last=False)
-            asked.count += 1
-            return int(asked.count) - 1
+            address = self._address(attempt.address)
+            if address.failures >= FAILURES_ALLOWED:
+                return _too_many(address.failures)
+            if attempt.digest in self._pending:
+                return REPEAT
+            self._pending[attempt.digest] = attempt
+            attempt.counted = True
+            address.asked += 1
+            return math.ceil(address.asked) - 1
 
     def _known(self, digest: bytes) -> bool | None:
         """The remembered verdict of a credential (its digest), or None."""
@@ -193,30 +196,42 @@ class BasicAuth:
         """On a checker thread: bcrypt's verdict (unless an identical check gave it
         meanwhile), remembered; ``handler``'s reply or 401."""
         ok = self._known(attempt.digest)
+        checked = ok is None
         if ok is None:
             password = attempt.decoded.partition(b":")[2]
             ok = bcrypt.checkpw(password, attempt.hashed) and attempt.name in self.users
             self._remember(attempt.digest, ok)
-        if ok and attempt.counted:
-            with self._lock:  # a check that succeeded is not held against its address
-                asked = self._asked_by(attempt.address)
-                asked.count = max(asked.count - 1, 0.0)
+        self._settle(attempt, ok if checked else None)
         return handler(request) if ok else DENIED
 
-    def _asked_by(self, address: str) -> _Asked:
-        """What ``address`` asked for, as of now: the forgiven checks taken off (under the
-        lock); the least recently seen address is forgotten past :data:`ADDRESSES`."""
+    def _settle(self, attempt: _Attempt, ok: bool | None) -> None:
+        """``attempt``'s check done (``ok``: bcrypt's verdict; None when bcrypt did not run:
+        a verdict found remembered, or a check dropped before it ran): no longer pending;
+        a refusal is a failure of its address."""
+        with self._lock:
+            if attempt.counted:
+                attempt.counted = False
+                if self._pending.get(attempt.digest) is attempt:
+                    del self._pending[attempt.digest]
+            if ok is False:
+                self._address(attempt.address).failures += 1
+
+    def _address(self, key: str) -> _Address:
+        """The record of the address ``key`` as of now: what was forgiven taken off (under
+        the lock); the least recently seen address is forgotten past :data:`ADDRESSES`."""
         now = self.clock()
-        asked = self._addresses.get(address)
-        if asked is None:
-            asked = self._addresses[address] = _Asked(0.0, now)
+        address = self._addresses.get(key)
+        if address is None:
+            address = self._addresses[key] = _Address(at=now)
             if len(self._addresses) > ADDRESSES:
                 self._addresses.popitem(last=False)
         else:
-            self._addresses.move_to_end(address)
-            asked.count = max(asked.count - (now - asked.at) / FORGIVE, 0.0)
-        asked.at = now
-        return asked
+            self._addresses.move_to_end(key)
+            forgiven = (now - address.at) / FORGIVE
+            address.asked = max(address.asked - forgiven, 0.0)
+            address.failures = max(address.failures - forgiven, 0.0)
+        address.at = now
+        return address
 
     def _remember(self, digest: bytes, ok: bool) -> None:
         """A check's verdict kept."""
@@ -229,18 +244,18 @@ class BasicAuth:
                 kept.popitem(last=False)
 
 
-@readonly
+@dataclass(eq=False)
 class _Attempt:
     """A credential to check: the user's name, ``user:password`` as sent, the hash it is
     checked against (the decoy for an unknown user), their digest, the client's address,
-    and whether it was counted against that address (not a repeat of one on its way)."""
+    and whether it is counted as pending for that address (not a repeat of one pending)."""
 
     name: str
     decoded: bytes
     hashed: bytes
     digest: bytes
     address: str
-    counted: bool
+    counted: bool = False
 
 
 def _credential(authorization: str) -> tuple[str, bytes] | None:
@@ -259,10 +274,10 @@ def _credential(authorization: str) -> tuple[str, bytes] | None:
     return user.decode("utf-8", "replace"), decoded
 
 
-def _too_many(asked: float) -> Reply:
+def _too_many(failures: float) -> Reply:
     """429 (RFC 6585 4), with the seconds until the address may try again."""
-    wait = math.ceil((asked - FAILURES_ALLOWED + 1) * FORGIVE)
-    body = b"429 Too Many Requests: too many password checks asked for from this address\n"
+    wait = math.ceil((failures - FAILURES_ALLOWED + 1) * FORGIVE)
+    body = b"429 Too Many Requests: too many failed passwords from this address\n"
     return Reply(429, (("Retry-After", str(max(wait, 1))),), body)
 
 
@@ -279,6 +294,7 @@ __all__ = [
     "FORGIVE",
     "MAX_PASSWORD",
     "REMEMBERED",
+    "REPEAT",
     "BasicAuth",
     "check_seconds",
     "client_key",

@@ -136,10 +136,12 @@ class Reply:
 class Deferred:
     """Work a handler hands back instead of a reply because it is too slow for the serving
     loop (a password check): ``work()`` runs on a checker thread and its reply is sent;
-    queued work of the lowest ``priority`` runs first."""
+    queued work of the lowest ``priority`` runs first; ``dropped()`` is called instead
+    when the work will not run (no room for it in the queue, its connection closed)."""
 
     work: Callable[[], Reply]
     priority: int = 0
+    dropped: Callable[[], None] | None = None
 
 
 Handler = Callable[[Request], Reply | Deferred]
@@ -159,9 +161,15 @@ class _Job:
     work: Callable[[], Reply]
     priority: int
     headless: bool
+    dropped: Callable[[], None] | None = None
     reply: Reply | None = None
     #: Its connection was closed (timed out, replaced): not to be started.
     cancelled: bool = False
+
+    def drop(self) -> None:
+        """The work will not run: tell its handler (:attr:`Deferred.dropped`)."""
+        if self.dropped is not None:
+            self.dropped()
 
 
 class _Checkers:
@@ -208,6 +216,7 @@ class _Checkers:
                 return  # its work lost its place in the queue
             job = heapq.heappop(self._queue)[2]
         if job.cancelled:
+            job.drop()
             return
         try:
             job.reply = job.work()
@@ -495,7 +504,7 @@ class MetricsServer:
             request = Request("GET", request.target, request.headers, request.client)
         reply = self.handler(request)  # what it raises answers 500 (_fail)
         if isinstance(reply, Deferred):
-            self._defer(client, _Job(reply.work, reply.priority, headless))
+            self._defer(client, _Job(reply.work, reply.priority, headless, reply.dropped))
         else:
             self._answer(client, reply, headless)
         return True
@@ -506,6 +515,8 @@ class MetricsServer:
             self._checkers = _Checkers()
             self._sel.register(self._checkers.wake, selectors.EVENT_READ)
         loser = self._checkers.submit(job)
+        if loser is not None:
+            loser.drop()
         if loser is job:
             self._answer(client, BUSY)
             return
