@@ -262,8 +262,12 @@ def test_what_is_unwise_is_said(certs: Path) -> None:
         "tls_server_config: {cert_file: server.crt, key_file: world.key}\n"
         f"basic_auth_users: {{a: '{HASH}', b: '{cost_13}', c: '{cost_31}'}}\n"
     )
+    conf.chmod(0o666)
     web = load(str(conf))
     said = [w.removeprefix(f"--web-config {conf}: ") for w in web.warnings]
+    assert said.pop(0) == (
+        "writable by every user (mode 0666): anyone may change who logs in; chmod o-w it"
+    )
     assert said[0] == (
         "tls_server_config: key_file world.key is readable by every user (mode 0644): chmod o-r it"
     )
@@ -275,4 +279,5 @@ def test_what_is_unwise_is_said(certs: Path) -> None:
     assert len(said) == 4
     assert web.describe() == "basic auth (3 users)"
     key.chmod(0o600)
-    assert not load(str(conf)).warnings[0].startswith(f"--web-config {conf}: tls_server_config")
+    conf.chmod(0o644)
+    assert load(str(conf)).warnings[0].startswith(f"--web-config {conf}: basic_auth_users: b:")

@@ -30,7 +30,7 @@ without a word, and a world-readable private key taken without one. Now:
   asks for nothing would serve plain HTTP to someone who asked for TLS or passwords;
 * a bcrypt cost outside bcrypt's 4..31 is refused, and one above 12 said, with the time a
   check takes here (:mod:`.basicauth` runs checks off the serving thread);
-* a private key that every user may read is said.
+* a private key that every user may read, and a file that every user may write, are said.
 
 Keys this implementation does not honour are refused rather than ignored
 (``RequestClientCert`` and ``RequireAnyClientCert`` ask for a client certificate without
@@ -126,7 +126,7 @@ def load(path: str) -> WebConfig:
     def fail(why: str) -> WebConfigError:
         return WebConfigError(f"--web-config {path}: {why}")
 
-    fd, _ = _open_regular(path, "", fail)
+    fd, st = _open_regular(path, "", fail)
     try:
         raw = _read(fd)
     finally:
@@ -158,6 +158,11 @@ def load(path: str) -> WebConfig:
         if section in doc and not doc[section]:
             raise fail(f"{section}: empty (give {what}, or leave the section out)")
     warnings: list[str] = []
+    if st.st_mode & stat.S_IWOTH:
+        warnings.append(
+            f"writable by every user (mode {stat.S_IMODE(st.st_mode):04o}): anyone may change "
+            "who logs in; chmod o-w it"
+        )
     folder = os.path.dirname(os.path.abspath(path))
     tls, certificates = None, ""
     if "tls_server_config" in doc:
