@@ -8,6 +8,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import resource
 import selectors
 import shutil
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import textwrap
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -73,9 +75,12 @@ def serving(
     )
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert "serving /metrics on" in line, line + proc.stderr.read()
-        yield proc, line.rsplit(" ", 1)[1].strip()
+        said = []  # lines before the start line (warnings), until it or the end
+        while (line := proc.stderr.readline()) and not line.startswith("tiptop: serving "):
+            said.append(line)
+        served = re.match(r"tiptop: serving https?://(\S+)/metrics", line)
+        assert served, "".join(said) + line
+        yield proc, served.group(1)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -101,11 +106,17 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def wait_for(address: str, predicate, timeout: float = 30) -> str:  # type: ignore[no-untyped-def]
-    """Scrape until ``predicate(text)`` holds; the text."""
+    """Scrape until ``predicate(text)`` holds; the text. A 503 (no refresh yet) is
+    scraped again."""
     end = time.monotonic() + timeout
     while True:
-        text = scrape(address)
-        if predicate(text) or time.monotonic() > end:
+        try:
+            text = scrape(address)
+        except urllib.error.HTTPError as err:
+            if err.code != 503 or time.monotonic() > end:
+                raise
+            text = ""
+        if (text and predicate(text)) or time.monotonic() > end:
             return text
         time.sleep(0.3)
 

@@ -19,6 +19,7 @@ from tiptop.exporter.aggregate import (
     Aggregator,
     Snapshot,
     metrics_for,
+    shortest_all,
     stable_comm,
 )
 from tiptop.exporter.serve import (
@@ -426,6 +427,68 @@ def test_the_grouping_is_kept_only_while_the_row_labels_are_the_same() -> None:
     renamed = frame(rows((1, "x", 50.0, [0] * 5), (2, "v", 50.0, [0] * 5)), SCHED)
     snap = agg.update(renamed)
     assert sample(snap, "tiptop_cpu_seconds_total")[("x", "root", "/")] == pytest.approx(0.5)
+
+
+def test_values_are_written_as_the_decimals_they_mean() -> None:
+    """A sum of interval deltas is written without its float noise (issue 50 item 5:
+    ``0.42000000000000004``): shortest round-trip text of the value rounded to 15 digits,
+    which a counter's rate() cannot tell from the exact sum, and never makes it decrease."""
+    agg = Aggregator(metrics_for(SCHED.counters))
+    agg.update(frame(rows((1, "w", 10.0, [0.1, 0, 0, 0, 0])), SCHED))
+    snap = agg.update(frame(rows((1, "w", 32.0, [0.32, 0, 0, 0, 0])), SCHED))
+    assert 0.1 + 0.32 == 0.42000000000000004
+    text = text_format(snap).decode()
+    assert 'tiptop_cpu_seconds_total{cgroup="/",comm="w",user="root"} 0.42\n' in text
+    assert "00000000" not in text, text
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert fams["tiptop_cpu_seconds"].samples[0].value == 0.42
+    big = np.array([[1e21, 123456789.123456789, 2.0**60, 1e-9 / 3, -0.0, np.nan]])
+    assert [repr(v) for v in shortest_all(big)[0]] == [
+        "1e+21",
+        "123456789.123457",
+        "1.15292150460685e+18",
+        "3.33333333333333e-10",
+        "-0.0",
+        "nan",
+    ]
+
+
+def test_before_the_first_refresh_a_scrape_is_503_with_retry_after() -> None:
+    """Issue 50 item 5: an exporter answered 200 with an empty body before its first
+    refresh, which Prometheus stores as every series gone."""
+    from tiptop.exporter.httpd import Request
+
+    collector = SnapshotCollector(retry_after=2.5)
+    get = Request("GET", "/metrics", {})
+    before = collector.handle(get)
+    assert (before.status, before.headers) == (503, (("Retry-After", "3"),))
+    assert collector.handle(Request("OPTIONS", "*", {})).status == 200
+    agg = Aggregator(metrics_for(SCHED.counters))
+    collector.publish(agg.update(frame(rows((1, "w", 10.0, [0] * 5)), SCHED)))
+    after = collector.handle(get)
+    assert after.status == 200 and b"tiptop_cpu_seconds_total" in after.body
+
+
+def test_series_are_bounded_in_count_the_least_recently_seen_going_first() -> None:
+    """A user spawning processes of new names (churn_comm.py: 5 a second, each a new label
+    set) adds no more than ``max_series`` label sets, whatever the expiry; the ones seen
+    last stay, and of those the busiest."""
+    agg = Aggregator(metrics_for(SCHED.counters), max_series=3, expiry=0)
+    t0 = 1_800_000_000.0
+    agg.update(frame(rows((1, "busy", 90.0, [0] * 5)), SCHED, timestamp=t0))
+    for i in range(2, 6):  # one new name a refresh, "busy" seen each time
+        snap = agg.update(
+            frame(
+                rows((1, "busy", 90.0, [0] * 5), (i, f"n{i}", 1.0, [0] * 5)),
+                SCHED,
+                timestamp=t0 + i,
+            )
+        )
+    assert [k[0] for k in sample(snap, "tiptop_cpu_seconds_total")] == ["busy", "n4", "n5"]
+    # More names in one refresh than the bound: those that used the least CPU go.
+    many = rows(*[(i, f"m{i}", float(i), [0] * 5) for i in range(10, 16)])
+    snap = agg.update(frame(many, SCHED, timestamp=t0 + 10))
+    assert [k[0] for k in sample(snap, "tiptop_cpu_seconds_total")] == ["m13", "m14", "m15"]
 
 
 def test_where_the_time_went_is_exported_in_seconds() -> None:

@@ -5,6 +5,7 @@ requests are parsed and answered as HTTP/1.1 says."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from tests.support.sockets import closed_by_peer
 from tiptop.errors import TiptopError
 from tiptop.exporter import httpd
 from tiptop.exporter.httpd import (
+    Deferred,
     MetricsServer,
     Reply,
     Request,
@@ -160,3 +162,97 @@ def test_an_address_in_use_is_named() -> None:
             MetricsServer("::1", first.port, echo, 4)
     finally:
         first.close()
+
+
+def test_deferred_work_runs_off_the_loop_and_a_full_queue_is_503(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Slow work (a password check) runs on a checker thread: while it runs, other
+    requests are answered at once. Past the queue's bound, work of the lowest priority
+    takes the place of the highest queued one, which is answered 503 like work that finds
+    no place (issue 52: bcrypt ran on the serving thread, a scrape's p90 went to 7 s)."""
+    monkeypatch.setattr(httpd, "QUEUED", 2)
+    release = threading.Event()
+    dropped: list[int] = []  # the priorities of the work told it will not run
+
+    def slow() -> Reply:
+        release.wait(10)
+        return Reply(200, (), b"checked")
+
+    def handler(request: Request) -> Reply | Deferred:
+        if request.target == "/fault":
+            return Deferred(lambda: Reply(200, (), bytes([1 // len(request.target[7:])])))
+        if request.target.startswith("/slow"):
+            priority = int(request.target.removeprefix("/slow") or 0)
+            return Deferred(slow, priority, lambda: dropped.append(priority))
+        return echo(request)
+
+    srv = MetricsServer("127.0.0.1", 0, handler, max_clients=16)
+    srv.start()
+    try:
+        faulty = connect(srv)
+        faulty.sendall(b"GET /fault HTTP/1.1\r\n\r\n")  # the work raises: that request 500
+        assert faulty.recv(4096).startswith(b"HTTP/1.1 500 ")
+        # Every checker busy, two queued (priority 5): the queue is full.
+        busy = [connect(srv) for _ in range(httpd.CHECKERS + 2)]
+        for s in busy:
+            s.sendall(b"GET /slow5 HTTP/1.1\r\n\r\n")
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        assert get(srv) == "GET /metrics"
+        assert time.monotonic() - t0 < 0.5  # the loop is not waiting on the work
+        refused = connect(srv)
+        refused.sendall(b"GET /slow9 HTTP/1.1\r\n\r\n")
+        assert refused.recv(4096).startswith(b"HTTP/1.1 503 ")  # no place for it
+        first = connect(srv)
+        first.sendall(b"GET /slow0 HTTP/1.1\r\n\r\n")  # takes a priority-5 one's place
+        lost = [s for s in busy[httpd.CHECKERS :] if closed_or_answered(s, b"HTTP/1.1 503 ")]
+        assert len(lost) == 1
+        assert dropped == [9, 5]  # the one refused, then the one that lost its place
+        release.set()
+        for s in [first, *[s for s in busy if s not in lost]]:
+            s.settimeout(5)
+            assert s.recv(4096).startswith(b"HTTP/1.1 200 OK"), s
+        assert srv.serving
+    finally:
+        release.set()
+        srv.close()
+
+
+def closed_or_answered(sock: socket.socket, start: bytes) -> bool:
+    """Whether ``sock`` got an answer beginning with ``start`` within a second."""
+    sock.settimeout(1)
+    try:
+        return sock.recv(4096).startswith(start)
+    except TimeoutError:
+        return False
+
+
+def test_a_silent_connection_makes_way_before_one_that_is_talking(
+    server: MetricsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every slot taken, a new connection replaces one that has sent nothing, never
+    one whose request is arriving (the 2026-11-29 attack: idle connections replaced TLS
+    scrapers mid-handshake); with none silent, one stalled for STALLED seconds goes, and
+    while none may go new connections wait in the kernel's queue."""
+    monkeypatch.setattr(httpd, "REQUEST_TIMEOUT", 5.0)
+    talking = connect(server)
+    talking.sendall(b"GET /metr")  # the oldest connection, half a request sent
+    assert wait_clients(server, 1) == 1
+    silent = [connect(server) for _ in range(20)]  # replacing each other
+    time.sleep(0.5)
+    assert sum(closed_by_peer(s) for s in silent) >= 16  # 3 slots left to them
+    talking.sendall(b"ics HTTP/1.1\r\n\r\n")
+    talking.settimeout(5)
+    assert talking.recv(4096).endswith(b"GET /metrics")
+    # Four stalled half-requests: after STALLED seconds the new one takes a slot.
+    stalled = [connect(server) for _ in range(4)]
+    for s in stalled:
+        s.sendall(b"GET /")
+    assert wait_clients(server, 4) == 4
+    t0 = time.monotonic()
+    assert get(server) == "GET /metrics"
+    assert httpd.STALLED - 0.1 < time.monotonic() - t0 < 2.0
+    assert sum(closed_by_peer(s, 0.1) for s in stalled) == 1
+    for s in [talking, *silent, *stalled]:
+        s.close()

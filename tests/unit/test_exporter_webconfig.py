@@ -6,10 +6,10 @@ certificates are made here with ``cryptography`` (a test dependency)."""
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
+import os
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,59 +23,17 @@ from tiptop.exporter.httpd import MetricsServer
 from tiptop.exporter.serve import SnapshotCollector
 from tiptop.exporter.webconfig import WebConfig, WebConfigError, load
 
-x509 = pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import NameOID  # noqa: E402
+pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
+from tests.support.certs import make_certs
 
 PASSWORD = "s3cret pass"
 #: Cost 4, the least bcrypt takes: the tests check the logic, not the cost.
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
 
 
-def make_cert(folder: Path, name: str, issuer: tuple[Path, Path] | None = None) -> None:
-    """``name.crt`` and ``name.key``: a certificate for 127.0.0.1, self-signed or signed
-    by ``issuer`` (its certificate and key files)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    sign_key, issuer_name = key, subject
-    if issuer is not None:
-        issuer_cert = x509.load_pem_x509_certificate(issuer[0].read_bytes())
-        sign_key = serialization.load_pem_private_key(issuer[1].read_bytes(), None)  # type: ignore[assignment]
-        issuer_name = issuer_cert.subject
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), True)
-        .sign(sign_key, hashes.SHA256())
-    )
-    (folder / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / f"{name}.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("certs")
-    make_cert(folder, "server")
-    make_cert(folder, "ca")
-    make_cert(folder, "client", (folder / "ca.crt", folder / "ca.key"))
-    return folder
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 def serve(web: WebConfig) -> MetricsServer:
@@ -151,55 +109,175 @@ def test_a_client_certificate_required_is_required(certs: Path) -> None:
         srv.close()
 
 
-@pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ("[1, 2]", "not a mapping of settings"),
-        ("tls_server_config: {cert_file: a}\n", "tls_server_config: key_file missing"),
-        (
-            "tls_server_config: {cert_file: nope.crt, key_file: nope.key}\n",
-            "tls_server_config: certificate or key: No such file or directory",
-        ),
-        (
-            "tls_server_config: {cert_file: server.key, key_file: server.key}\n",
-            "tls_server_config: certificate or key: ",
-        ),
-        (
-            "tls_server_config: {cert_file: server.crt, key_file: server.key, "
-            "client_auth_type: RequireAnyClientCert}\n",
-            "client_auth_type RequireAnyClientCert: not supported",
-        ),
-        (
-            "tls_server_config: {cert_file: server.crt, key_file: server.key, "
-            "client_auth_type: RequireAndVerifyClientCert}\n",
-            "client_auth_type RequireAndVerifyClientCert: client_ca_file missing",
-        ),
-        (
-            "tls_server_config: {cert_file: server.crt, key_file: server.key, "
-            "min_version: TLS14}\n",
-            "min_version TLS14: not one of TLS10, TLS11, TLS12, TLS13",
-        ),
-        (
-            "tls_server_config: {cert_file: server.crt, key_file: server.key, "
-            "cipher_suites: [x]}\n",
-            "tls_server_config: cipher_suites: not supported",
-        ),
-        ("basic_auth_users: {alice: plain}\n", "basic_auth_users: alice: not a bcrypt hash"),
-        ("http_server_config: {http2: false}\n", "http_server_config: not supported"),
-        ("tls_server_config: [\n", "not YAML"),
-    ],
-)
-def test_a_wrong_file_is_one_line(certs: Path, text: str, why: str) -> None:
+TLS = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+USERS = f"basic_auth_users:\n  prom: '{HASH}'\n"
+
+#: Wrong files and the start of their one line (after ``--web-config PATH: ``). Those the
+#: 2026-11-29 attack found ending in a traceback (webconfig_files.sh: bad-type, null,
+#: bad-minver, bad-authtype), starting with no word (empty, nulls, min-gt-max), plus the
+#: ones refused before.
+WRONG = {
+    "not a mapping": ("[1, 2]", "not a mapping of settings (a list)"),
+    "key_file missing": (
+        "tls_server_config: {cert_file: a}\n",
+        "tls_server_config: key_file missing",
+    ),
+    "no such file": (
+        "tls_server_config: {cert_file: nope.crt, key_file: nope.key}\n",
+        "tls_server_config: cert_file nope.crt: No such file or directory",
+    ),
+    "swapped": (
+        "tls_server_config: {cert_file: server.key, key_file: server.key}\n",
+        "tls_server_config: certificate or key: ",
+    ),
+    "RequireAnyClientCert": (
+        TLS + "  client_auth_type: RequireAnyClientCert\n",
+        "tls_server_config: client_auth_type RequireAnyClientCert: not supported",
+    ),
+    "client_ca_file missing": (
+        TLS + "  client_auth_type: RequireAndVerifyClientCert\n",
+        "tls_server_config: client_auth_type RequireAndVerifyClientCert: client_ca_file missing",
+    ),
+    "client_ca_file alone": (
+        TLS + "  client_ca_file: ca.crt\n",
+        "tls_server_config: client_ca_file without a client_auth_type that verifies",
+    ),
+    "TLS14": (
+        TLS + "  min_version: TLS14\n",
+        "tls_server_config: min_version TLS14: not one of TLS10, TLS11, TLS12, TLS13",
+    ),
+    "cipher_suites": (
+        TLS + "  cipher_suites: [x]\n",
+        "tls_server_config: cipher_suites: not supported",
+    ),
+    "not bcrypt": (
+        "basic_auth_users: {alice: plain}\n",
+        "basic_auth_users: alice: not a bcrypt hash",
+    ),
+    "http_server_config": (
+        "http_server_config: {http2: false}\n",
+        "http_server_config: not supported",
+    ),
+    "not YAML": ("tls_server_config: [\n", "not YAML (line 2, column 1: "),
+    "nested too deep": ("[" * 5000, "not YAML (nested too deep)"),
+    "not UTF-8": ("\udcff\udcfe", "not YAML ('utf-8' codec can't decode"),
+    "a number for a file": (
+        TLS + "  client_ca_file: 5\n",
+        "tls_server_config: client_ca_file: not a file name (a number)",
+    ),
+    "null for a file": (
+        TLS + "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: null\n",
+        "tls_server_config: client_ca_file: not a file name (null)",
+    ),
+    "a list for a version": (
+        TLS + "  min_version: [TLS12]\n",
+        "tls_server_config: min_version (a list): not one of TLS10",
+    ),
+    "a mapping for a name": (
+        TLS + "  client_auth_type: {a: 1}\n",
+        "tls_server_config: client_auth_type (a mapping): not one of NoClientCert",
+    ),
+    "min above max": (
+        TLS + "  min_version: TLS13\n  max_version: TLS12\n",
+        "tls_server_config: min_version TLS13 is above max_version TLS12: no TLS version left",
+    ),
+    "empty file": ("", "empty: neither tls_server_config nor basic_auth_users"),
+    "only a comment": ("# nothing\n", "empty: neither"),
+    "null sections": (
+        "tls_server_config: null\nbasic_auth_users: null\n",
+        "tls_server_config: empty",
+    ),
+    "empty users": ("basic_auth_users: {}\n", "basic_auth_users: empty"),
+    "cost 99": (
+        USERS.replace("$04$", "$99$"),
+        "basic_auth_users: prom: bcrypt cost 99: not in bcrypt's 4..31",
+    ),
+    "cost 3": (USERS.replace("$04$", "$03$"), "basic_auth_users: prom: bcrypt cost 3: not in"),
+    "a device for a certificate": (
+        "tls_server_config: {cert_file: /dev/zero, key_file: server.key}\n",
+        "tls_server_config: cert_file /dev/zero: not a regular file (a character device)",
+    ),
+    "a directory for a key": (
+        "tls_server_config: {cert_file: server.crt, key_file: /}\n",
+        "tls_server_config: key_file /: not a regular file (a directory)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG))
+def test_a_wrong_file_is_one_line(certs: Path, case: str) -> None:
+    text, why = WRONG[case]
     conf = certs / "bad.yml"
-    conf.write_text(text)
+    conf.write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(WebConfigError) as err:
         load(str(conf))
     assert str(err.value).startswith(f"--web-config {conf}: {why}"), str(err.value)
     assert "\n" not in str(err.value) and err.value.exit_code == 2
 
 
-def test_a_missing_file_and_an_empty_one(tmp_path: Path) -> None:
+def test_a_fifo_is_refused_without_waiting_for_a_writer(certs: Path) -> None:
+    """A FIFO as the file, or as the certificate it names, hung start-up (opening a FIFO
+    waits for its writer); now each is one line at once."""
+    folder = certs / "fifos"
+    folder.mkdir(exist_ok=True)
+    os.mkfifo(folder / "web.yml")
+    os.mkfifo(folder / "cert.pem")
+    (folder / "cert.yml").write_text(
+        f"tls_server_config: {{cert_file: cert.pem, key_file: {certs / 'server.key'}}}\n"
+    )
+    lines: list[str] = []
+
+    def both() -> None:
+        for name in ("web.yml", "cert.yml"):
+            with pytest.raises(WebConfigError) as err:
+                load(str(folder / name))
+            lines.append(str(err.value))
+
+    worker = threading.Thread(target=both, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert not worker.is_alive(), "load() waits on a FIFO"
+    assert lines == [
+        f"--web-config {folder / 'web.yml'}: not a regular file (a FIFO): not read",
+        f"--web-config {folder / 'cert.yml'}: tls_server_config: cert_file cert.pem: "
+        "not a regular file (a FIFO): not read",
+    ]
+
+
+def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(WebConfigError, match=r"No such file or directory$"):
         load(str(tmp_path / "none.yml"))
-    (tmp_path / "empty.yml").write_text("")
-    assert load(str(tmp_path / "empty.yml")) == WebConfig()
+
+
+def test_what_is_unwise_is_said(certs: Path) -> None:
+    """A private key every user may read, a cost above 12 (with the time a check takes
+    here), a cost no scrape can wait for, and users of different costs: said, not refused."""
+    key = certs / "world.key"
+    key.write_bytes((certs / "server.key").read_bytes())
+    key.chmod(0o644)
+    cost_13 = HASH.replace("$04$", "$13$")
+    cost_31 = HASH.replace("$04$", "$31$")
+    conf = certs / "unwise.yml"
+    conf.write_text(
+        "tls_server_config: {cert_file: server.crt, key_file: world.key}\n"
+        f"basic_auth_users: {{a: '{HASH}', b: '{cost_13}', c: '{cost_31}'}}\n"
+    )
+    conf.chmod(0o666)
+    web = load(str(conf))
+    said = [w.removeprefix(f"--web-config {conf}: ") for w in web.warnings]
+    assert said.pop(0) == (
+        "writable by every user (mode 0666): anyone may change who logs in; chmod o-w it"
+    )
+    assert said[0] == (
+        "tls_server_config: key_file world.key is readable by every user (mode 0644): chmod o-r it"
+    )
+    assert said[1].startswith("basic_auth_users: b: bcrypt cost 13: a check takes about ")
+    assert said[1].endswith(" here (10 to 12 is usual)")
+    assert said[2].startswith("basic_auth_users: c: bcrypt cost 31: a check takes about ")
+    assert "longer than a scrape waits (10 s): this user cannot log in" in said[2]
+    assert said[3].startswith("basic_auth_users: bcrypt costs differ (4, 13, 31): unknown")
+    assert len(said) == 4
+    assert web.describe() == "basic auth (3 users)"
+    key.chmod(0o600)
+    conf.chmod(0o644)
+    assert load(str(conf)).warnings[0].startswith(f"--web-config {conf}: basic_auth_users: b:")

@@ -98,3 +98,44 @@ def test_time_labels_never_repeat() -> None:
     for step in (0.001, 0.1, 0.25, 1, 5, 60, 3600):
         labels = time_labels(ticks(step))
         assert len(set(labels)) == len(labels), (step, labels)
+
+
+def test_past_the_row_budget_every_nth_refresh_is_read_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The largest recording the reader takes (gen_plot_worst.py: 4 GiB of refreshes)
+    took 162 to 223 s to draw whole; past ROWS task rows every n-th refresh is read, so
+    the work stays bounded, and one message says so. Without the bound every refresh is
+    read (the lines read count them)."""
+    from tiptop.recording import column
+
+    rec = recording.load(str(_long(tmp_path, 600, spike=300)))
+    screen = rec.screens[0]
+    ipc = [c.header.strip() for c in screen.columns].index("IPC")
+    rows = len(rec.frame(0).tid)
+    read: list[int] = []
+    real = ColumnReader._line
+
+    def counted(self: ColumnReader, index: int) -> object:
+        read.append(index)
+        return real(self, index)
+
+    monkeypatch.setattr(ColumnReader, "_line", counted)
+    whole = ColumnReader(rec, screen, ipc, width=50)
+    whole.read(0, len(rec) - 1)
+    assert set(read) == set(range(600)) and not whole.messages.since(0)[0]
+    read.clear()
+    monkeypatch.setattr(column, "ROWS", 100 * rows)  # 100 refreshes' worth
+    bounded = ColumnReader(rec, screen, ipc, width=50)
+    found = bounded.read(0, len(rec) - 1)
+    assert len(read) <= column.SAMPLES + 3 + 100  # the samples, then every 6th refresh
+    assert set(range(0, 600, 6)) <= set(read)
+    said = [m.line for m in bounded.messages.since(0)[0]]
+    assert said == [
+        f"{rec.path}: 600 refreshes of about {rows} tasks, more than --plot reads in a minute: "
+        "every 6th drawn (each time bin's extremes among those); --from/--to draw every "
+        "refresh of a shorter span"
+    ]
+    s = found[100]
+    assert np.nanmax(s.values) == pytest.approx(4600 / 2200 * 1000, rel=1e-3)  # 300 = 6 * 50
+    assert s.cpu_seconds == pytest.approx(100 * 0.97 * 2.0)  # of the refreshes read

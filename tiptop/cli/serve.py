@@ -1,5 +1,7 @@
 """``tiptop --serve [HOST:]PORT`` and ``--textfile PATH`` wiring: the sampler built as for
-batch mode, exported by ``tiptop.exporter`` until SIGTERM, SIGINT or ``-n`` refreshes.
+batch mode, exported by ``tiptop.exporter`` until SIGTERM, SIGINT or ``-n`` refreshes. Its
+start line is the URL served, with what guards it (``tiptop: serving
+https://127.0.0.1:9464/metrics with basic auth (1 user)``).
 
 What is exported is what this user may see: without root, only the user's own tasks (as
 ``-u`` would choose them); command lines only with ``-c`` and ``--by pid``. docs/exporter.md
@@ -13,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tiptop.cli.ending import Ending
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
 from tiptop.errors import UsageError
@@ -103,7 +106,8 @@ def _counts_by_label(sampler: Sampler) -> Callable[[list[int]], dict[str, Cgroup
 
 
 def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
-    """Export until stopped; 0 when stopped cleanly."""
+    """Export until stopped: 0 after ``-n`` refreshes, 143 after SIGTERM and 130 after
+    SIGINT (docs/tiptop.1), 1 when ``--textfile`` was never written."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
     from tiptop.exporter.httpd import client_limit
     from tiptop.exporter.serve import Exporter
@@ -115,10 +119,14 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         from tiptop.exporter.webconfig import load
 
         web = load(opts.web_config)
+        for warning in web.warnings:
+            say(warning)
     clients = client_limit(host.fd_soft) if address is not None else 0
-    # The clients' fds (and the listening and epoll ones) counted as in use: the counters'
-    # fd budget (Host.fd_budget) leaves them free, so clients never starve the sampler.
-    host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + 2 * bool(clients))
+    # The clients' fds (and the listening and epoll ones, and with passwords the socket pair
+    # the checker threads wake the server with) counted as in use: the counters' fd budget
+    # (Host.fd_budget) leaves them free, so clients never starve the sampler.
+    server = (2 + 2 * (web is not None and web.auth is not None)) if clients else 0
+    host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + server)
     index, screen = pick_screen(loaded.screens, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)
@@ -155,11 +163,13 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     if cgroup_events(opts, host, sampler, cgroups.path) is not None:
         aggregator.cgroup_counts = _counts_by_label(sampler)
     exporter = Exporter(sampler, aggregator, opts.delay)
+    # SIGTERM, SIGINT: a clean stop, and the exit status the man page gives (143, 130).
+    ending = Ending(exporter.stop)
     try:
-        with exporter.stop.on_signals():  # SIGTERM, SIGINT: a clean stop
+        with exporter.stop.on_signals(ending):
             if address is not None:
-                port = exporter.serve(*address, max_clients=clients, web=web)
-                sys.stderr.write(f"tiptop: serving /metrics on {address[0]}:{port}\n")
+                url = exporter.serve(*address, max_clients=clients, web=web)
+                sys.stderr.write(f"tiptop: serving {url}\n")
                 sys.stderr.flush()
             exporter.run(
                 textfile,
@@ -176,7 +186,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     if writer is not None and writer.tried and not writer.written:
         say(f"--textfile {writer.path}: never written ({writer.tried} tries)")
         return 1
-    return 0
+    return ending.status()
 
 
 __all__ = ["run_serve"]

@@ -20,7 +20,8 @@ its ``/proc/PID/stat`` utime + stime (since its birth, read by ``cpu_since_birth
 the interval's. Processes of the first refresh are counted from the exporter's start.
 
 Bounded: a label set none of whose tasks was seen for ``expiry`` seconds (``--series-expiry``,
-10 minutes by default) is dropped, and a kernel thread's comm, which names its current work
+10 minutes by default) is dropped, at most :data:`MAX_SERIES` are kept (the least recently
+seen dropped first), and a kernel thread's comm, which names its current work
 (``kworker/u8:2-events_unbound``), is exported as its stable base name (``kworker``,
 :func:`stable_comm`).
 
@@ -53,6 +54,11 @@ from tiptop.workload import Workload
 
 PREFIX = "tiptop_"
 OTHER = "other"
+#: The most label sets exported at once: a user spawning processes of names never seen
+#: before (the 2026-11-29 attack: 5 a second) can add no more series than this, whatever
+#: ``--series-expiry`` says. 2,000 processes of distinct names fit, and their exposition
+#: stays a few megabytes.
+MAX_SERIES = 5000
 #: The labels of ``--by cgroup``: who runs in the cgroup, named as kube-state-metrics and
 #: cAdvisor name them (``tiptop.workload``; empty where not known), then the cgroup's label.
 CGROUP_LABELS = ("namespace", "pod", "container", "container_id", "uid", "unit", "cgroup")
@@ -226,6 +232,8 @@ class Aggregator:
     cpu_since_birth: Callable[[int], float | None] = field(default=lambda pid: None)
     #: Seconds after which a label set none of whose tasks was seen is dropped (0: never).
     expiry: float = 600.0
+    #: The most label sets kept (:data:`MAX_SERIES`): past it, the least recently seen go.
+    max_series: int = MAX_SERIES
     #: With ``by="cgroup"``: per label, the CPU seconds its cgroups used since the last
     #: call, from their own ``cpu.stat`` (``tiptop.kernel.cgroup.CgroupCpu.used``), given
     #: the refresh's processes; a label left out keeps its tasks' sum.
@@ -420,11 +428,17 @@ class Aggregator:
         return _Group(np.zeros(width + 1), np.zeros(width, bool))
 
     def _expire(self, now: float) -> None:
-        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds."""
-        if self.expiry <= 0:
-            return
-        for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
-            del self._groups[key]
+        """Drop the label sets none of whose tasks was seen for :attr:`expiry` seconds, then
+        past :attr:`max_series` the least recently seen (of those seen last, the ones that
+        used the least CPU)."""
+        if self.expiry > 0:
+            for key in [k for k, g in self._groups.items() if now - g.seen > self.expiry]:
+                del self._groups[key]
+        over = len(self._groups) - self.max_series
+        if over > 0:
+            order = sorted(self._groups.items(), key=lambda kg: (kg[1].seen, kg[1].totals[0]))
+            for key, _g in order[:over]:
+                del self._groups[key]
 
     def _add_births(self, frame: Frame, deltas: np.ndarray) -> None:
         """Add to each process first shown now (not the first refresh's) the CPU time it
@@ -444,15 +458,16 @@ class Aggregator:
 
     def snapshot(self, frame: Frame) -> Snapshot:
         """The families of the current totals (and the last refresh's gauges); a family
-        without samples is left out."""
+        without samples is left out. Every value is :func:`shortest`."""
         items = sorted(self._groups.items())
+        totals = shortest_all(np.array([g.totals for _key, g in items]).reshape(len(items), -1))
         fams = [
             Family(
                 f"{PREFIX}cpu_seconds_total",
                 "CPU time (user + system, from /proc/PID/stat), seconds",
                 "counter",
                 self.labels,
-                tuple((key, float(g.totals[0])) for key, g in items),
+                tuple((key, t[0]) for (key, _g), t in zip(items, totals, strict=True)),
             )
         ]
         for j, m in enumerate((*self.metrics, *TIME_METRICS), start=1):
@@ -462,7 +477,11 @@ class Aggregator:
                     m.help,
                     "counter",
                     self.labels,
-                    tuple((key, float(g.totals[j])) for key, g in items if g.counted[j - 1]),
+                    tuple(
+                        (key, t[j])
+                        for (key, g), t in zip(items, totals, strict=True)
+                        if g.counted[j - 1]
+                    ),
                 )
             )
         fams += self._gauges(items)
@@ -472,7 +491,7 @@ class Aggregator:
                 "Seconds covered by the latest refresh",
                 "gauge",
                 (),
-                (((), float(frame.interval)),),
+                (((), shortest(float(frame.interval))),),
             )
         )
         fams.append(
@@ -497,7 +516,7 @@ class Aggregator:
                 name = (m.name.removeprefix(PREFIX).removesuffix("_total"), *key)
                 assert g.running is not None and g.ok is not None
                 if not np.isnan(g.running[j]):
-                    running.append((name, float(g.running[j])))
+                    running.append((name, shortest(float(g.running[j]))))
                 ok.append((name, float(g.ok[j])))
         fams = [
             Family(
@@ -538,6 +557,34 @@ class Aggregator:
         return fams
 
 
+def shortest(value: float) -> float:
+    """``value`` rounded to 15 significant digits, as many as any double holds exactly in
+    decimal (DBL_DIG, C11 5.2.4.2.2), so that its shortest round-trip text (``repr``, which
+    prometheus_client writes) is the decimal a sum of them means, without the noise of the
+    float arithmetic that made it: ``0.1 + 0.32`` is written ``0.42``, not
+    ``0.42000000000000004``. Rounding is monotone: a counter that never decreased still
+    never does."""
+    return float(f"{value:.15g}")
+
+
+def shortest_all(values: np.ndarray) -> list[list[float]]:
+    """:func:`shortest` of each row of a 2-d array, at once: scaled to 15 digits left of
+    the point, rounded to an integer (below 10**15, exact), scaled back by a power of ten
+    (exact up to 10**22, so the division rounds once: the nearest double to that decimal).
+    The few values of 10**15 and more, or below 10**-8, go through :func:`shortest`."""
+    out = np.array(values, np.float64)
+    flat = out.reshape(-1)
+    finite = np.flatnonzero(np.isfinite(flat) & (flat != 0))
+    digits = 14 - np.floor(np.log10(np.abs(flat[finite])))
+    fits = (digits >= 0) & (digits <= 22)
+    where, scale = finite[fits], 10.0 ** digits[fits]
+    flat[where] = np.round(flat[where] * scale) / scale
+    for i in finite[~fits].tolist():
+        flat[i] = shortest(float(flat[i]))
+    rows: list[list[float]] = out.tolist()
+    return rows
+
+
 def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
     """Per row: CPU seconds, each counter's scaled delta in base units, then where its time
     went in seconds (:data:`TIME_METRICS`); a cell that was not read OK adds nothing (its
@@ -558,6 +605,7 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
 
 __all__ = [
     "CGROUP_LABELS",
+    "MAX_SERIES",
     "OTHER",
     "PREFIX",
     "TIME_METRICS",
@@ -566,4 +614,6 @@ __all__ = [
     "Metric",
     "Snapshot",
     "metrics_for",
+    "shortest",
+    "shortest_all",
 ]

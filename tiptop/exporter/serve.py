@@ -15,6 +15,7 @@ exporter itself).
 from __future__ import annotations
 
 import gzip
+import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from prometheus_client.utils import floatToGoString
 
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import Aggregator, Snapshot
-from tiptop.exporter.httpd import MetricsServer, Reply, Request
+from tiptop.exporter.httpd import Handler, MetricsServer, Reply, Request
 from tiptop.exporter.textfile import Textfile, TextfileWriter
 from tiptop.frame import Frame, FrameSource
 from tiptop.refresh import Stop, consume, paced
@@ -157,17 +158,25 @@ class Exposition(Collector):
 
 #: The methods answered.
 ALLOW = "OPTIONS, GET, HEAD"
+#: The body of a scrape answered before the first refresh.
+NOT_YET = b"503 Service Unavailable: no refresh yet, tiptop has just started\n"
 
 
 class SnapshotCollector:
-    """The latest refresh's :class:`Exposition` (a prometheus_client "custom collector")."""
+    """The latest refresh's :class:`Exposition` (a prometheus_client "custom collector").
+    Until the first refresh is published a scrape gets 503 with ``Retry-After``
+    (``retry_after`` seconds, the exporter's delay), never an empty 200 that Prometheus
+    would store as a scrape where every series had vanished."""
 
-    def __init__(self) -> None:
+    def __init__(self, retry_after: float = 1.0) -> None:
         self.latest = Exposition(Snapshot())
+        self.published = False
+        self.retry_after = retry_after
 
     def publish(self, snapshot: Snapshot) -> None:
         """Build the families of ``snapshot`` and swap them in (one reference assignment)."""
         self.latest = Exposition(snapshot)
+        self.published = True
 
     def collect(self) -> Iterator[Metric]:
         """The families of the latest refresh."""
@@ -181,6 +190,9 @@ class SnapshotCollector:
             return Reply(200, (("Allow", ALLOW),))
         if request.method != "GET":
             return Reply(405, (("Allow", ALLOW),), b"405 Method Not Allowed\n")
+        if not self.published:
+            wait = str(max(math.ceil(self.retry_after), 1))
+            return Reply(503, (("Retry-After", wait),), NOT_YET)
         content_type, gzipped, body = self.latest.render(
             request.headers.get("accept", ""), request.headers.get("accept-encoding", "")
         )
@@ -197,22 +209,28 @@ class Exporter:
         self.source = source
         self.aggregator = aggregator
         self.delay = delay
-        self.collector = SnapshotCollector()
+        self.collector = SnapshotCollector(retry_after=delay)
         self.server: MetricsServer | None = None
         #: The ``--textfile`` writer of the latest :meth:`run` (its counts say whether the
         #: file was ever written).
         self.writer: TextfileWriter | None = None
         self.stop = Stop()
 
-    def serve(self, host: str, port: int, max_clients: int, web: WebConfig | None = None) -> int:
+    def serve(self, host: str, port: int, max_clients: int, web: WebConfig | None = None) -> str:
         """Serve on ``host:port`` with at most ``max_clients`` connections, with ``web``'s
-        TLS and basic authentication (``--web-config``); the port bound (``port`` 0 picks
+        TLS and basic authentication (``--web-config``); the URL served, and what guards
+        it (``https://127.0.0.1:9464/metrics with basic auth (1 user)``; ``port`` 0 picks
         one). Raises TiptopError naming the address it could not bind."""
-        handler = self.collector.handle if web is None else web.guard(self.collector.handle)
+        handler: Handler = self.collector.handle
+        if web is not None:
+            handler = web.guard(self.collector.handle)
         tls = None if web is None else web.tls
         self.server = MetricsServer(host, port, handler, max_clients, tls)
         self.server.start()
-        return self.server.port
+        where = f"[{host}]" if ":" in host else host
+        url = f"{'https' if tls else 'http'}://{where}:{self.server.port}/metrics"
+        guards = "" if web is None else web.describe()
+        return f"{url} with {guards}" if guards else url
 
     def run(
         self,

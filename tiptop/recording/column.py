@@ -14,12 +14,14 @@ wide instead of being averaged away, and the memory held does not grow with the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
+from tiptop.errors import printable
 from tiptop.messages import MessageLog
 from tiptop.recording import format as fmt
 from tiptop.recording.index import Recording
@@ -31,6 +33,11 @@ from tiptop.screens.variables import TIME_NAMES
 
 #: Refreshes evaluated together (their rows stacked).
 BATCH = 512
+#: The most task rows read for one plot (about a day of refreshes a second of 90 tasks);
+#: past it every n-th refresh is read (:meth:`ColumnReader.stride`). SAMPLES refreshes
+#: spread over the range tell how many rows it holds.
+ROWS = 8_000_000
+SAMPLES = 64
 #: The per-task lists each built-in variable reads (``format._TASK_KEYS``); ``cpu`` is
 #: always read (the tasks drawn are those that used the most CPU time).
 _BUILTIN_KEYS = {
@@ -59,20 +66,6 @@ class Series:
     times: np.ndarray
     values: np.ndarray
     cpu_seconds: float = 0.0
-
-
-@dataclass(eq=False)
-class _Task:
-    """What is gathered of one task: its label, CPU seconds, and its points, raw (``raw``:
-    chunks of times and values) or per time bin (``low``/``high``, nan where no value;
-    ``seen``: its rows in each bin)."""
-
-    label: str
-    cpu_seconds: float = 0.0
-    raw: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    low: np.ndarray | None = None
-    high: np.ndarray | None = None
-    seen: np.ndarray | None = None
 
 
 class ColumnReader:
@@ -111,17 +104,49 @@ class ColumnReader:
         #: (to say why a column has no value).
         self.recorded: set[str] = set()
         self.counted: set[str] = set()
-        self._tasks: dict[int, _Task] = {}
+        #: The tasks met, by key (pid, or tid with threads): each one's slot in the arrays
+        #: below, its label, its CPU seconds; its points raw (chunks of times and values)
+        #: or per time bin (smallest, largest, rows seen).
+        self._slots: dict[int, int] = {}
+        self._labels: list[str] = []
+        self._cpu = np.zeros(0)
+        self._raw: list[list[tuple[np.ndarray, np.ndarray]]] = []
+        self._low = np.zeros((0, width))
+        self._high = np.zeros((0, width))
+        self._seen = np.zeros((0, width), np.int64)
 
     def read(self, first: int, last: int) -> dict[int, Series]:
-        """The tasks' series over frames ``first`` to ``last`` (inclusive)."""
+        """The tasks' series over frames ``first`` to ``last`` (inclusive): every one, or
+        every ``step``-th when they hold more than :data:`ROWS` task rows (:meth:`stride`)."""
         if last < first:
             return {}
+        step = self.stride(first, last)
         t0, t1 = self.rec.times[first], self.rec.times[last]
-        binned = last - first + 1 > 2 * self.width and t1 > t0
-        for lines in self._batches(first, last):
+        binned = (last - first) // step + 1 > 2 * self.width and t1 > t0
+        for lines in self._batches(first, last, step):
             self._add(lines, t0, t1, binned)
-        return {key: self._series(task, t0, t1) for key, task in self._tasks.items()}
+        return {key: self._series(slot, t0, t1, binned) for key, slot in self._slots.items()}
+
+    def stride(self, first: int, last: int) -> int:
+        """1, or the step that keeps the task rows read within :data:`ROWS`, from the rows
+        of up to :data:`SAMPLES` refreshes spread over the range (said in one message).
+        Reading and checking a refresh's line costs about a microsecond a task row
+        (benchmarks/README.md, "--plot"): the largest recording the reader takes, 4 GiB of
+        refreshes, took minutes to draw whole (issue 52)."""
+        count = last - first + 1
+        picks = range(first, last + 1, max(count // SAMPLES, 1))
+        sizes = [len(line.tid) for line in (self._line(i) for i in picks) if line is not None]
+        rows = sum(sizes) / max(len(sizes), 1) * count
+        if rows <= ROWS:
+            return 1
+        step = math.ceil(rows / ROWS)
+        self.messages.say(
+            "plot:stride",
+            f"{printable(self.rec.path)}: {count:,} refreshes of about {rows / count:,.0f} "
+            f"tasks, more than --plot reads in a minute: every {step}th drawn (each time "
+            "bin's extremes among those); --from/--to draw every refresh of a shorter span",
+        )
+        return step
 
     def why_none(self) -> str:
         """Why the column had no value: its counters not recorded, not counted, or each
@@ -137,12 +162,15 @@ class ColumnReader:
 
     # ------------------------------------------------------------------ reading
 
-    def _batches(self, first: int, last: int) -> Iterator[list[tuple[int, fmt.FrameLine]]]:
-        """Runs of checked refreshes that one evaluator call can take: the same recorded
-        screen and counters (and interval, for a breakdown), at most :data:`BATCH`."""
+    def _batches(
+        self, first: int, last: int, step: int
+    ) -> Iterator[list[tuple[int, fmt.FrameLine]]]:
+        """Runs of checked refreshes (every ``step``-th) that one evaluator call can take:
+        the same recorded screen and counters (and interval, for a breakdown), at most
+        :data:`BATCH`."""
         batch: list[tuple[int, fmt.FrameLine]] = []
         key = None
-        for i in range(first, last + 1):
+        for i in range(first, last + 1, step):
             line = self._line(i)
             if line is None:
                 continue
@@ -194,72 +222,106 @@ class ColumnReader:
     def _add(
         self, batch: list[tuple[int, fmt.FrameLine]], t0: float, t1: float, binned: bool
     ) -> None:
-        """A batch's rows added to their tasks' points."""
+        """A batch's rows added to their tasks' points, all tasks at once."""
         values, cpu = self._evaluate(batch)
-        times = np.concatenate([np.full(len(x.tid), x.t) for _, x in batch])
-        dts = np.concatenate([np.full(len(x.tid), x.dt) for _, x in batch])
-        keys, names = self._keys(batch)
+        sizes = [len(x.tid) for _, x in batch]
+        times = np.repeat(np.array([x.t for _, x in batch]), sizes)
+        dts = np.repeat(np.array([x.dt for _, x in batch]), sizes)
+        keys, name_at = self._keys(batch, sizes)
+        rows = np.arange(len(keys))
         if self.pid is not None:
             mine = keys == self.pid
-            keys, values, times, dts, cpu = (
-                keys[mine],
-                values[mine],
-                times[mine],
-                dts[mine],
-                cpu[mine],
+            keys, values, times, dts, cpu, rows = (
+                a[mine] for a in (keys, values, times, dts, cpu, rows)
             )
-            names = [n for n, m in zip(names, mine.tolist(), strict=True) if m]
         self.cells += len(values)
         self.valued += int(np.isfinite(values).sum())
         used = np.where(np.isfinite(cpu), cpu, 0.0) * dts / 100.0
-        bins = None
+        uniq, first_row, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        slots = np.array(
+            [
+                self._slot(key, name_at, int(rows[row]))
+                for key, row in zip(uniq.tolist(), first_row.tolist(), strict=True)
+            ],
+            np.intp,
+        )
+        task = slots[inverse]
+        self._cpu += np.bincount(task, used, minlength=len(self._cpu))
         if binned:
             bins = ((times - t0) / (t1 - t0) * self.width).astype(np.int64).clip(0, self.width - 1)
-        uniq, first_row, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        for u, (key, row) in enumerate(zip(uniq.tolist(), first_row.tolist(), strict=True)):
-            task = self._tasks.get(key)
-            if task is None:
-                task = self._tasks[key] = _Task(f"{key} {names[row]}")
-            mine = inverse == u
-            task.cpu_seconds += float(used[mine].sum())
-            if bins is None:
-                task.raw.append((times[mine], values[mine]))
-            else:
-                self._bin(task, bins[mine], values[mine])
+            np.fmin.at(self._low, (task, bins), values)  # fmin/fmax: a nan (no value) loses
+            np.fmax.at(self._high, (task, bins), values)
+            np.add.at(self._seen, (task, bins), 1)
+            return
+        order = np.argsort(task, kind="stable")  # each task's rows together, in time order
+        ordered = task[order]
+        for slot in slots.tolist():
+            low, high = np.searchsorted(ordered, [slot, slot + 1])
+            mine = order[low:high]
+            self._raw[slot].append((times[mine], values[mine]))
 
-    def _keys(self, batch: list[tuple[int, fmt.FrameLine]]) -> tuple[np.ndarray, list[str]]:
-        """Per stacked row its task's key (pid, or tid with threads) and name."""
-        keys: list[int] = []
-        names: list[str] = []
-        for i, x in batch:
-            tids = x.tid.tolist()
-            facts = [self.rec.facts_of(t, i) for t in tids]
-            keys += tids if x.threads else [f[0] for f in facts]
-            names += [f[2] for f in facts]
-        return np.array(keys, np.int64), names
+    def _slot(self, key: int, name_at: Callable[[int], str], row: int) -> int:
+        """The slot of the task ``key``, made (labelled with its name at stacked row
+        ``row``) when it is new."""
+        slot = self._slots.get(key)
+        if slot is not None:
+            return slot
+        slot = self._slots[key] = len(self._labels)
+        self._labels.append(f"{key} {name_at(row)}")
+        self._raw.append([])
+        if slot >= len(self._cpu):  # room for twice as many tasks
+            more = max(len(self._cpu), 16)
+            self._cpu = np.concatenate([self._cpu, np.zeros(more)])
+            self._low = np.concatenate([self._low, np.full((more, self.width), np.nan)])
+            self._high = np.concatenate([self._high, np.full((more, self.width), np.nan)])
+            self._seen = np.concatenate([self._seen, np.zeros((more, self.width), np.int64)])
+        return slot
 
-    def _bin(self, task: _Task, bins: np.ndarray, values: np.ndarray) -> None:
-        """Values folded into their time bins' smallest and largest."""
-        if task.low is None or task.high is None or task.seen is None:
-            task.low = np.full(self.width, np.nan)
-            task.high = np.full(self.width, np.nan)
-            task.seen = np.zeros(self.width, np.int64)
-        np.fmin.at(task.low, bins, values)  # fmin/fmax: a nan (no value) loses
-        np.fmax.at(task.high, bins, values)
-        np.add.at(task.seen, bins, 1)
+    def _keys(
+        self, batch: list[tuple[int, fmt.FrameLine]], sizes: list[int]
+    ) -> tuple[np.ndarray, Callable[[int], str]]:
+        """Per stacked row its task's key (pid, or tid with threads), and a task's name
+        at a stacked row. A tid's pid is looked up once per batch where its recorded facts
+        do not change within the batch (the facts of a tid change when it is reused)."""
+        tids = np.concatenate([x.tid for _, x in batch])
+        frame_of = np.repeat(np.array([i for i, _ in batch], np.int64), sizes)
+        first, last = batch[0][0], batch[-1][0]
+        uniq, inverse = np.unique(tids, return_inverse=True)
+        pids = uniq.copy()  # a tid without recorded facts is its own pid
+        changing = []
+        for u, tid in enumerate(uniq.tolist()):
+            if tid in self.rec.facts:
+                facts = self.rec.facts_of(tid, first)
+                if facts is self.rec.facts_of(tid, last):
+                    pids[u] = facts[0]
+                else:
+                    changing.append(u)
+        keys = pids[inverse]
+        for u in changing:
+            at = np.flatnonzero(inverse == u)
+            keys[at] = [self.rec.facts_of(int(tids[r]), int(frame_of[r]))[0] for r in at.tolist()]
+        threads = np.repeat(np.array([x.threads for _, x in batch]), sizes)
+        keys = np.where(threads, tids, keys)
 
-    def _series(self, task: _Task, t0: float, t1: float) -> Series:
+        def name_at(row: int) -> str:
+            return self.rec.facts_of(int(tids[row]), int(frame_of[row]))[2]
+
+        return keys, name_at
+
+    def _series(self, slot: int, t0: float, t1: float, binned: bool) -> Series:
         """A task's points: raw, or two per time bin it was seen in (its smallest and
         largest value at the bin's middle; one nan where it had none: a gap)."""
-        if task.low is None or task.high is None or task.seen is None:
-            times = np.concatenate([t for t, _ in task.raw]) if task.raw else np.zeros(0)
-            values = np.concatenate([v for _, v in task.raw]) if task.raw else np.zeros(0)
-            return Series(task.label, times, values, task.cpu_seconds)
-        seen = np.flatnonzero(task.seen)
+        label, cpu = self._labels[slot], float(self._cpu[slot])
+        if not binned:
+            raw = self._raw[slot]
+            times = np.concatenate([t for t, _ in raw]) if raw else np.zeros(0)
+            values = np.concatenate([v for _, v in raw]) if raw else np.zeros(0)
+            return Series(label, times, values, cpu)
+        seen = np.flatnonzero(self._seen[slot])
         middle = t0 + (seen + 0.5) * (t1 - t0) / self.width
         times = np.repeat(middle, 2)
-        values = np.stack([task.low[seen], task.high[seen]], axis=1).ravel()
-        return Series(task.label, times, values, task.cpu_seconds)
+        values = np.stack([self._low[slot, seen], self._high[slot, seen]], axis=1).ravel()
+        return Series(label, times, values, cpu)
 
 
 def _stacked(lines: list[fmt.FrameLine]) -> fmt.FrameLine:
@@ -332,4 +394,4 @@ def _one_column(screen: ScreenSpec, column: int) -> tuple[ScreenSpec, int]:
     return dataclasses.replace(reduced, counters=counters), keep.index(column)
 
 
-__all__ = ["BATCH", "ColumnReader", "Series"]
+__all__ = ["BATCH", "ROWS", "SAMPLES", "ColumnReader", "Series"]
