@@ -1,4 +1,4 @@
-"""The typing budget of tiptop/ (issue 36): at most :data:`ANY_BUDGET` uses of ``Any`` and
+"""The typing budget of tiptop/ (issues 36 and 50): at most :data:`ANY_BUDGET` uses of ``Any`` and
 :data:`IGNORE_BUDGET` ``# type: ignore`` comments, each ignore naming its error code and
 saying why, on its line or in the comment lines just above it. mypy itself runs in .ci/run
 (configured in pyproject.toml); this test keeps the escapes from it few and explained.
@@ -18,8 +18,10 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "tiptop"
 FILES = sorted(PKG.rglob("*.py"))
 
-ANY_BUDGET = 40
-IGNORE_BUDGET = 15
+#: Issue 50's ceiling: the two ``Any`` are the options' draft (fields by name) and cffi's
+#: dynamic objects; the ignores each name a stub's gap.
+ANY_BUDGET = 2
+IGNORE_BUDGET = 5
 
 _IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<code>\[[a-z-, ]+\])?(?P<rest>.*)$")
 
