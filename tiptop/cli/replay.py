@@ -116,7 +116,7 @@ def run_replay(
     screens offered are the recording's; each refresh is shown under the one shown when it
     was recorded, unless ``-S`` picks one of them. Live, each refresh is shown as long as
     it was while recording (``paced``), else every ``opts.delay`` seconds (``-d``)."""
-    from tiptop.cli.run import is_live, open_output
+    from tiptop.cli.run import open_output
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -134,7 +134,7 @@ def run_replay(
     screens = list(rec.screens)
     picked = None if opts.screen is None else pick_recorded(rec, opts.screen)
     opts = recorded_options(opts, rec.header)
-    live = is_live(opts)
+    live = opts.live
     if not live:
         opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
     delay = None if paced and live else opts.delay

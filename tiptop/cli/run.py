@@ -77,17 +77,6 @@ def other_users_pid(opts: Options, host: Host) -> str | None:
 HEAP_KEPT = 16 << 20
 
 
-def is_live(opts: Options) -> bool:
-    """Whether this run takes the terminal over (live mode) rather than printing batches."""
-    return (
-        not opts.batch
-        and opts.why is None
-        and opts.where is None
-        and opts.output is None
-        and sys.stdout.isatty()
-    )
-
-
 def make_sampler(
     opts: Options,
     screen: ScreenSpec,
@@ -134,7 +123,7 @@ def run_monitor(
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
-    live = is_live(opts)
+    live = opts.live
     # In live mode the terminal is about to be taken over: notices go on its message line;
     # in both modes they start the message log (stderr or -E, the e window).
     notices: list[str] = []

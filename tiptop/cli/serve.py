@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
-from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
@@ -33,10 +32,6 @@ def _targets(
     from tiptop.exporter.serve import parse_address
     from tiptop.exporter.textfile import Textfile, suffix_warning
 
-    if opts.command:
-        raise UsageError("--serve/--textfile: no command after -- (export what runs)")
-    if opts.web_config is not None and not opts.serve:
-        raise UsageError("--web-config: only with --serve")
     address = parse_address(opts.serve) if opts.serve else None
     if opts.textfile is None:
         return address, None

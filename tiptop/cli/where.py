@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 
 from tiptop.cli.run import open_output
-from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
@@ -25,10 +24,6 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
 
     pid = opts.where
     assert pid is not None
-    if opts.command:
-        raise UsageError("--where takes the PID of a running process, not a command after --")
-    if opts.why is not None:
-        raise UsageError("--where and --why: one at a time")
     out = open_output(opts.output, "-o")
     profiler = TaskProfiler(pid, host, opts.delay)
     stop = Stop()

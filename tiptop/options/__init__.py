@@ -24,6 +24,7 @@ from typing import Any
 from tiptop.errors import UsageError, shown
 from tiptop.frame import SamplerConfig
 from tiptop.options.argv import Action, parse_argv
+from tiptop.options.modes import Mode
 from tiptop.options.values import (
     MAX_DELAY,
     MIN_DELAY,
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_DELAY",
     "MIN_DELAY",
     "Action",
+    "Mode",
     "Options",
     "apply_actions",
     "apply_rc",
@@ -128,6 +130,10 @@ class Options:
     list_events: bool = False
     check: bool = False
     selftest: bool = False  # --selftest
+    #: What the run does, derived once from the command line (``tiptop.options.modes``).
+    mode: Mode = Mode.LIVE
+    #: Whether it takes the terminal over (live mode, a live replay); derived with ``mode``.
+    live: bool = False
 
     @property
     def watch(self) -> int | str | None:
