@@ -1,4 +1,4 @@
-"""The exception vocabulary of tiptop; imports nothing from tiptop.
+"""The exception vocabulary of tiptop; imports only the text boundary (``tiptop.outside``).
 
 One base, :class:`TiptopError`, and a few subclasses that also inherit the builtin they
 resemble (the PyNaCl habit), so callers may catch either. Everything a user can cause ends
@@ -7,36 +7,12 @@ as one of these and is turned into one line and an exit code by ``cli.main``.
 
 from __future__ import annotations
 
-#: Control characters as escapes: C0 and DEL (ascii(7)) and the C1 range U+0080..U+009F
-#: (some terminals obey U+009B as CSI). Text a terminal prints as written, never a sequence
-#: it obeys, and never more than one line.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
-    ord("\n"): "\\n",
-    ord("\t"): "\\t",
-    ord("\r"): "\\r",
-}
-
-#: The most characters of a user's value quoted in a message (:func:`shown`).
-SHOWN_MAX = 60
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character written as an escape (``\\n``, ``\\x1b``)."""
-    return text.translate(_CONTROLS)
-
-
-def shown(text: str, limit: int = SHOWN_MAX) -> str:
-    """A user's value as a message quotes it: escaped (:func:`printable`) and, past
-    ``limit`` characters, cut with ``...`` and its length (a 4,301-digit number is not
-    echoed whole)."""
-    if len(text) > limit:
-        return f"{printable(text[:limit])}... ({len(text)} characters)"
-    return printable(text)
+from tiptop.outside import printable
 
 
 class TiptopError(Exception):
     """Base of every error tiptop raises on purpose; ``str()`` is always one printable line
-    (control characters escaped, :func:`printable`)."""
+    (what a terminal may obey escaped, ``tiptop.outside.printable``)."""
 
     exit_code = 1
 

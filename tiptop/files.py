@@ -1,5 +1,6 @@
-"""Files a user names to be written (``--record``, ``--export``): opened only when they are
-regular files, never through a symbolic link.
+"""Files a user names to be written (``--record``, ``--export``, ``--textfile``): opened only
+when they are regular files, never through a symbolic link; and directories reached without
+following a link in any component (:func:`open_directory`).
 
 A symbolic link is refused rather than followed, so a name planted in a shared directory
 cannot make tiptop overwrite its target (O_NOFOLLOW: the open fails with ELOOP, open(2));
@@ -11,10 +12,12 @@ program, and ``fstat`` refuses it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 
 
 def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str = "") -> int:
@@ -49,4 +52,46 @@ def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str =
     return fd
 
 
-__all__ = ["open_regular"]
+class LinkInPath(TiptopError):
+    """A component of a path is a symbolic link (never followed); ``component`` is the
+    path up to it."""
+
+    def __init__(self, component: str) -> None:
+        super().__init__(f"{component} is a symbolic link (never followed)")
+        self.component = component
+
+
+def open_directory(path: str) -> int:
+    """A descriptor of the directory ``path``, reached one component at a time from ``/``
+    (or the working directory), each opened with ``O_DIRECTORY|O_NOFOLLOW`` relative to the
+    one before (openat(2)): a symbolic link in ANY component is refused
+    (:class:`LinkInPath`), not only in the last, as ``openat2(RESOLVE_NO_SYMLINKS)`` would
+    (Python has no openat2). A link planted as an earlier component of a path in a shared
+    directory (``/tmp/d -> /root/private``, with ``fs.protected_symlinks`` off) cannot
+    lead a write elsewhere. ``OSError`` for anything else (ENOENT, ENOTDIR, EACCES)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/" if path.startswith("/") else ".", flags)
+    walked = "/" if path.startswith("/") else ""
+    for part in [p for p in path.split("/") if p not in ("", ".")]:
+        walked = os.path.join(walked, part)
+        try:
+            step = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as err:
+            link = err.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd)
+            os.close(fd)
+            if link:
+                raise LinkInPath(walked) from None
+            raise
+        os.close(fd)
+        fd = step
+    return fd
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+__all__ = ["LinkInPath", "open_directory", "open_regular"]

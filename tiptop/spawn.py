@@ -23,7 +23,8 @@ import stat
 import sys
 from collections.abc import Sequence
 
-from tiptop.errors import TiptopError, shown
+from tiptop.errors import TiptopError
+from tiptop.outside import shown
 
 
 class ExecFailed(TiptopError):

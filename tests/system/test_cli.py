@@ -219,18 +219,19 @@ def test_closed_stdout_is_quiet(argv: list[str]) -> None:
     assert (r.returncode, r.stderr) == (0, "")
 
 
-def test_non_utf8_arguments_are_written_back_as_bytes(tmp_path: Path) -> None:
+def test_non_utf8_arguments_are_shown_as_escapes(tmp_path: Path) -> None:
     """A ``-p`` name from non-UTF-8 bytes, in a strict UTF-8 locale (not the C locale,
-    where Python would escape by itself): the preamble shows the same bytes, no error."""
+    where Python would escape by itself): the preamble shows the byte as an escape, as a
+    task's name is shown (``tiptop.outside``), no error."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
     argv = [*TIPTOP, "-b", "-n", "1", "-d", "0.01", "-S", "sched", "-p", os.fsdecode(b"\xff")]
     r = subprocess.run(argv, capture_output=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert b"only pid '\xff'\n" in r.stdout
+    assert b"only pid '\\xff'\n" in r.stdout
     out = tmp_path / "x.txt"
     r = subprocess.run([*argv, "-o", str(out)], capture_output=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert b"only pid '\xff'\n" in out.read_bytes()
+    assert b"only pid '\\xff'\n" in out.read_bytes()
 
 
 @pytest.mark.parametrize(

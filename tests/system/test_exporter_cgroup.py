@@ -30,11 +30,13 @@ sleep 2
 """
 
 
-def _cgroup() -> Path:
+def made_cgroup(prefix: str = "tt37cg") -> Path:
+    """A new cgroup in the v2 hierarchy, named ``prefix`` and this PID; skips without root
+    or a hierarchy to make it in."""
     root = unified_root()
     if os.geteuid() != 0 or root is None:
         pytest.skip("needs root and a cgroup v2 hierarchy to make a cgroup in")
-    path = Path(root) / f"tt37cg{os.getpid()}"
+    path = Path(root) / f"{prefix}{os.getpid()}"
     try:
         path.mkdir()
     except OSError as exc:
@@ -51,7 +53,7 @@ def exported(text: str, label: str) -> float:
 
 
 def test_a_cgroups_short_jobs_are_counted_from_its_cpu_stat() -> None:
-    cg = _cgroup()
+    cg = made_cgroup()
     label = cg.name
     try:
         with serving("-S", "sched", "--by", "cgroup", "-d", "0.5") as (proc, address):

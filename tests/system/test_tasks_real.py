@@ -31,13 +31,13 @@ def _wait_cmdline(pid: int, part: bytes) -> None:
 
 def test_real_child_cmdline_is_one_safe_line() -> None:
     """Arguments with a space, a newline and a byte that is not UTF-8: one line, the
-    newline escaped, the byte shown as U+FFFD."""
+    newline escaped, the byte shown as its escape (``tiptop.outside``)."""
     code = "import time; time.sleep(30)"
     child = subprocess.Popen([sys.executable, "-c", code, "a b\nc", b"\xffz"])
     try:
         _wait_cmdline(child.pid, b"a b\nc")
         f = read_facts("/proc", child.pid, "python3")
-        assert f.cmdline == f"{sys.executable} -c {code} a b\\nc \ufffdz"
+        assert f.cmdline == f"{sys.executable} -c {code} a b\\nc \\xffz"
         assert (f.uid, f.user) == (os.getuid(), pwd.getpwuid(os.getuid()).pw_name)
     finally:
         child.kill()

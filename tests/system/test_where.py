@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO, TIPTOP, nobody_command, run
+from tests.system.hostile import Target
 
 SOURCE = Path(REPO) / "tests" / "data" / "hotcold.c"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -49,20 +50,6 @@ def _build(where: Path) -> dict[str, Path]:
         pytest.skip("no strip(1)")
     subprocess.run(["strip", "--strip-all", str(stripped)], check=True)
     return {"program": program, "stripped": stripped}
-
-
-class Target:
-    """A running copy of the program: its PID and the lines it printed after it."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        self.pid = int(self.proc.stdout.readline())
-        self.stdout = self.proc.stdout
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
 
 
 @pytest.fixture

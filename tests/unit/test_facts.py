@@ -17,7 +17,8 @@ import pytest
 from tests.fakeproc import FakeProc
 from tiptop.engine.scan.tasks import Facts, TaskScanner
 from tiptop.errors import TaskGone
-from tiptop.kernel.procfs import join_cmdline, read_facts, safe_text
+from tiptop.kernel.procfs import join_cmdline, read_facts
+from tiptop.outside import decoded
 
 
 def test_own_process() -> None:
@@ -26,7 +27,7 @@ def test_own_process() -> None:
     assert f.user == pwd.getpwuid(os.getuid()).pw_name
     # An oracle independent of psutil: the raw bytes, NULs as spaces.
     raw = Path("/proc/self/cmdline").read_bytes().rstrip(b"\0").replace(b"\0", b" ")
-    assert f.cmdline == safe_text(raw.decode("utf-8", "replace"))
+    assert f.cmdline == decoded(raw)
 
 
 def test_fake_tree_unknown_uid_long_cmdline_and_procfs_path_restored(tmp_path: Path) -> None:
@@ -59,8 +60,10 @@ def test_join_cmdline() -> None:
     assert join_cmdline(["", ""], "k") == "[k]"
     assert join_cmdline(["a", "b c", "", ""], "k") == "a b c"
     assert join_cmdline(["tab\there"], "k") == "tab\\there"
-    # psutil decodes with surrogateescape: the byte 0xff comes back as U+FFFD.
-    assert join_cmdline([os.fsdecode(b"\xff")], "k") == "\ufffd"
+    # psutil decodes with surrogateescape: the byte 0xff comes back as its escape, and
+    # so do the C1 controls a terminal obeys (U+009B CSI, U+009D OSC).
+    assert join_cmdline([os.fsdecode(b"\xff")], "k") == "\\xff"
+    assert join_cmdline(["\x9b2J", "\x9d0;t\x9c"], "k") == "\\x9b2J \\x9d0;t\\x9c"
 
 
 def test_access_denied_is_permission_error_and_the_scan_goes_on(

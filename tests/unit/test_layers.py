@@ -22,6 +22,7 @@ PKG = Path(__file__).resolve().parents[2] / "tiptop"
 #: layer -> the tiptop layers it may import (besides itself).
 RULES: dict[str, set[str]] = {
     "readonly": set(),  # the read-only record decorator, which every layer may use
+    "outside": set(),  # the one boundary of outside text (decoded, printable): every layer's
     "errors": set(),
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
@@ -47,7 +48,7 @@ RULES: dict[str, set[str]] = {
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh", "screens"},
+    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh", "screens", "files"},
     # sources built on another source: rows summed by cgroup
     "sources": {"frame", "screens", "kernel", "cells"},
     # --selftest: known-count kernels counted through the engine
@@ -59,7 +60,7 @@ RULES: dict[str, set[str]] = {
 
 
 #: Layers every layer may import, as it may the standard library.
-EVERYWHERE = {"readonly"}
+EVERYWHERE = {"readonly", "outside"}
 
 
 def layer_of(path: Path) -> str:

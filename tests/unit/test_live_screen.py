@@ -368,3 +368,27 @@ def test_the_tasks_line_counts_one_kind_and_names_it() -> None:
     assert text(app)[1].startswith("Tasks:   4 threads,   4 displayed")
     app, _ = new_app(n=1)
     assert text(app)[1].startswith("Tasks:   1 process,   1 displayed")
+
+
+def test_the_title_line_says_what_the_machine_did() -> None:
+    """Where the screen reads where the time goes, the frame carries the machine's context:
+    the title line gives its steal and pressure (PSI some/full, % of the interval) after
+    ``tiptop -``, the indicators still at their places."""
+    from tiptop.frame import Context, Pressure
+
+    app, sampler = new_app(sticky=True)
+    made = sampler.refresh
+
+    def with_context() -> Any:
+        frame = made()
+        frame.context = Context(
+            2, 3, 0.004, (Pressure("cpu", 0.518, 0.0), Pressure("io", 0.027, None))
+        )
+        return frame
+
+    sampler.refresh = with_context  # type: ignore[method-assign]
+    app.refresh()
+    app.refresh()
+    title = text(app)[0]
+    assert title.startswith("tiptop - steal 0%  PSI cpu 52/0 io 3/?  "), title
+    assert "[sticky]" in title

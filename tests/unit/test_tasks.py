@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakeproc import FakeProc, stat_line
 from tiptop.engine.activity import Activity
-from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat, safe_text
+from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat
 from tiptop.errors import TaskGone
 
 
@@ -34,10 +34,6 @@ def test_parse_stat_real_self() -> None:
     assert st.state == "R"
     assert st.comm == Path("/proc/self/comm").read_text().strip()
     assert 0 <= st.processor < os.cpu_count()  # type: ignore[operator]
-
-
-def test_safe_text_keeps_one_line() -> None:
-    assert safe_text("a\nb\tc\x1b") == "a\\nb\\tc\\x1b"
 
 
 def test_read_stat_of_vanished_task_is_taskgone() -> None:

@@ -15,9 +15,11 @@ from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, _parse
 from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile
 from tiptop.where.elf import SymbolCache, SymbolTable, read_table
+from tiptop.where.functions import from_entries
+from tiptop.where.jitmap import parse_lines
 from tiptop.where.profile import BUFFER_BUDGET, data_pages
 from tiptop.where.report import OTHER, profile_lines
-from tiptop.where.resolve import ANON, UNKNOWN, Resolver, parse_jit_map, parse_maps
+from tiptop.where.resolve import ANON, UNKNOWN, Resolver, parse_maps
 
 
 def sample(ip: int, tid: int) -> bytes:
@@ -57,11 +59,12 @@ def test_maps_keep_executable_lines_only() -> None:
 
 
 def test_jit_map_lines() -> None:
-    text = "7f0000000010 20 js:hot\nbad line\n7f0000000100 0x10 Lfoo;bar baz\n"
-    assert parse_jit_map(text) == [
-        (0x7F0000000010, 0x7F0000000030, "js:hot"),
-        (0x7F0000000100, 0x7F0000000110, "Lfoo;bar baz"),
-    ]
+    text = b"7f0000000010 20 js:hot\nbad line\n7f0000000100 0x10 Lfoo;bar baz\n-1 2 neg\n"
+    assert parse_lines(text) == (
+        [0x7F0000000010, 0x7F0000000100],
+        [0x20, 0x10],
+        [b"js:hot", b"Lfoo;bar baz"],
+    )
 
 
 @pytest.fixture
@@ -100,7 +103,8 @@ def test_buffers_fit_two_intervals_within_the_budget() -> None:
 
 
 def test_symbol_lookup_by_address() -> None:
-    table = SymbolTable([(0x100, 0x10, "a"), (0x100, 0x40, "a_long"), (0x200, 0, "z")], [], "")
+    entries = [(0x100, 0x10, b"a"), (0x100, 0x40, b"a_long"), (0x200, 0, b"z")]
+    table = SymbolTable(from_entries(entries), [])
     assert table.symbol(0x120) == "a_long"  # the longest alias at one address stands
     assert table.symbol(0x150) is None
     assert table.symbol(0x200) == "z" and table.symbol(0x201) is None

@@ -26,11 +26,12 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
 from tiptop.options.inversion import inverted_by_flags
 from tiptop.options.modes import Mode, asked, settle
+from tiptop.outside import printable
 
 __all__ = [
     "USAGE",

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet, export_current
-from tiptop.errors import TiptopError, UsageError, shown
+from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
 from tiptop.options import Options
+from tiptop.outside import shown
 from tiptop.recording.index import Recording
 from tiptop.screens.model import ScreenSpec
 

@@ -20,6 +20,7 @@ from tiptop.options import Options
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
     from tiptop.frame import FrameSource
+    from tiptop.messages import MessageLog
     from tiptop.screens.model import ScreenSpec
     from tiptop.spawn import Spawned
     from tiptop.where import TaskProfiler
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 def open_output(path: str | None, what: str) -> IO[str] | None:
     """``-o``/``-E``: the file opened for writing, or None; one line when it cannot be.
-    Bytes of a non-UTF-8 process name are written back as they were (surrogateescape)."""
+    Bytes of a non-UTF-8 value are written back as they were (surrogateescape)."""
     if path is None:
         return None
     try:
@@ -257,7 +258,7 @@ def _run_live(
         message="; ".join(notices),
         child=child,
         drill=lambda settings, pid, screen: drill_source(settings, host, pid, screen),
-        where=lambda pid, node, delay: where_profiler(host, pid, delay, node),
+        where=lambda pid, node, delay: where_profiler(host, pid, delay, node, sampler.messages),
         where_event=where_event_line(host),
     )
     code = live_mode.run(opts, sampler, loaded.screens, services)
@@ -309,16 +310,19 @@ def _run_batch(
     return child.reap() if child is not None else ending.status()
 
 
-def where_profiler(host: Host, pid: int, delay: float, node: str | None) -> TaskProfiler:
+def where_profiler(
+    host: Host, pid: int, delay: float, node: str | None, messages: MessageLog | None = None
+) -> TaskProfiler:
     """The live ``f`` window's profiler of process ``pid`` (``tiptop.live.where``), its
     buffers sized for the live ``delay`` of the moment (the window opens it again when
     ``d`` changes it): where a hardware PMU exists it samples the event of the task's
-    bottleneck ``node`` (``tiptop.where.event_for``), else ``cpu-clock``."""
+    bottleneck ``node`` (``tiptop.where.event_for``), else ``cpu-clock``. What it skips (a
+    file the process planted, and why) is said in ``messages``, the live session's log."""
     from tiptop.events.sysfs import core_pmus
     from tiptop.where import CPU_CLOCK, TaskProfiler, event_for
 
     event = event_for(node) if core_pmus(host.sysfs_root) else CPU_CLOCK
-    return TaskProfiler(pid, host, delay, event=event)
+    return TaskProfiler(pid, host, delay, messages, event=event)
 
 
 def where_event_line(host: Host) -> str:

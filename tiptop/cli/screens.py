@@ -14,11 +14,12 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tiptop.errors import TiptopError, UsageError, printable, shown
+from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.kernel.explain import no_pmu_line
 from tiptop.options import Options
+from tiptop.outside import printable, shown
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
 

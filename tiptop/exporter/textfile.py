@@ -1,9 +1,10 @@
 """``--textfile PATH``: the exposition written to a regular file after each refresh, for
 node_exporter's textfile collector, so that no write can be redirected elsewhere.
 
-PATH's directory is opened once, at start-up, with ``O_DIRECTORY|O_NOFOLLOW`` (a symlink
-as its last component is refused: a planted directory link cannot lead the writes into
-another directory) and every later call works from that fd (``openat``, ``renameat``):
+PATH's directory is opened once, at start-up, one component at a time with
+``O_DIRECTORY|O_NOFOLLOW`` (``tiptop.files.open_directory``: a symlink as ANY component is
+refused, not only the last: a directory link planted in a shared directory cannot lead the
+writes into another directory) and every later call works from that fd (``openat``, ``renameat``):
 renaming or replacing the directory path afterwards changes nothing. A write goes to a new
 temporary file in that directory (a fresh random name, ``O_CREAT|O_EXCL|O_NOFOLLOW``, mode
 0644, ``fsync``), then takes PATH's name atomically, so a reader sees the old file or the
@@ -36,6 +37,7 @@ import stat
 from collections.abc import Callable
 
 from tiptop.errors import UsageError
+from tiptop.files import LinkInPath, open_directory
 from tiptop.kernel._ffi import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 
 #: node_exporter's textfile collector reads only files whose names end so
@@ -83,16 +85,14 @@ class Textfile:
         folder, self.name = os.path.split(path)
         if not self.name or self.name in (".", ".."):
             raise TextfileRefused(path, "names a directory, not a file: refused")
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            self.dir_fd = os.open(folder or ".", flags)
+            self.dir_fd = open_directory(folder or ".")
+        except LinkInPath as link:
+            why = f"its directory {link.component} is a symlink (never followed): refused"
+            raise TextfileRefused(path, why) from None
         except OSError as err:
-            why = err.strerror
-            if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
-                why = f"its directory {folder} is a symlink (never followed): refused"
-            elif err.errno == errno.ENOENT:
-                why = f"no directory {folder}"
-            raise TextfileRefused(path, str(why)) from None
+            why = f"no directory {folder}" if err.errno == errno.ENOENT else str(err.strerror)
+            raise TextfileRefused(path, why) from None
         try:
             self.check()
         except TextfileRefused:

@@ -13,6 +13,12 @@ the line is ``0::/path``, on v1 the ``name=systemd`` line is taken, else the fir
   without its ``.service``/``.scope``/``.slice`` suffix: ``/system.slice/nginx.service``
   -> ``nginx``, ``/user.slice/user-1000.slice/session-2.scope`` -> ``user-1000/session-2``;
   the root, or an unreadable file, -> ``/``.
+
+A cgroup's name is outside text: a user makes any name it likes in a subtree delegated to
+it (as systemd delegates ``user@UID.service``), bytes that are not UTF-8 and escape
+sequences included. The path is kept as the file system's bytes decoded losslessly
+(``os.fsdecode``), for reading the cgroup's own files; a label is made printable
+(``tiptop.outside``): such bytes and every character a terminal may obey as escapes.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import os
 import re
 import time
 from collections.abc import Iterable
+
+from tiptop.outside import printable
 
 _SUFFIXES = (".service", ".scope", ".slice")
 _DROP = {"system.slice", "user.slice", "kubepods.slice", "kubepods"}
@@ -42,8 +50,8 @@ def path_of(text: str) -> str:
 
 
 def shorten(path: str) -> str:
-    """The label for a cgroup path, by the rule of the module's docstring."""
-    parts = [p for p in path.strip("/").split("/") if p]
+    """The label for a cgroup path, by the rule of the module's docstring; printable."""
+    parts = [p for p in printable(path).strip("/").split("/") if p]
     if not parts:
         return "/"
     pod = next((m.group(1) for p in parts if (m := _POD.search(p))), None)
@@ -81,8 +89,8 @@ class CgroupCache:
         known = self._known.get(pid)
         if known is None:
             try:
-                with open(f"{self.proc_root}/{pid}/cgroup") as f:
-                    path = path_of(f.read())
+                with open(f"{self.proc_root}/{pid}/cgroup", "rb") as f:
+                    path = path_of(os.fsdecode(f.read()))
             except OSError:
                 path = "/"
             known = self._known[pid] = (path, shorten(path))

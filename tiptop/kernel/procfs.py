@@ -35,16 +35,9 @@ from typing import NamedTuple
 import psutil
 
 from tiptop.errors import TaskGone
+from tiptop.outside import decoded, printable
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-#: Control characters shown as escapes so one task is always one line.
-_SAFE = {c: f"\\x{c:02x}" for c in range(32)} | {
-    ord("\n"): "\\n",
-    ord("\t"): "\\t",
-    ord("\r"): "\\r",
-    0x7F: "\\x7f",
-}
 
 
 class Stat(NamedTuple):
@@ -67,14 +60,8 @@ class Stat(NamedTuple):
     blkio: int = 0
 
 
-def safe_text(text: str) -> str:
-    """``text`` with control characters (newlines included) escaped: always one line."""
-    return text.translate(_SAFE)
-
-
-@lru_cache(maxsize=4096)
-def _comm(raw: bytes) -> str:
-    return safe_text(raw.decode("utf-8", "replace"))
+#: A comm as shown, by its bytes: the same few names come back at every refresh.
+_comm = lru_cache(maxsize=4096)(decoded)
 
 
 def parse_stat(data: bytes) -> Stat:
@@ -148,7 +135,7 @@ class Facts(NamedTuple):
 
     uid: int  # real uid (the first number of ``Uid:`` in /proc/PID/status, proc(5))
     user: str  # its login name, or the number when the passwd database has none
-    cmdline: str  # one safe line (:func:`safe_text`); ``[comm]`` when empty
+    cmdline: str  # one printable line (``tiptop.outside``); ``[comm]`` when empty
 
 
 #: uid -> login name: a passwd lookup may go through NSS (LDAP, sssd), so it is cached.
@@ -185,7 +172,8 @@ def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
                 if user is None:
                     if len(_NAMES) >= 4096:
                         _NAMES.clear()
-                    user = _NAMES[uid] = p.username()  # str(uid) when unknown
+                    # str(uid) when unknown; a name from NSS (LDAP, sssd) is outside text
+                    user = _NAMES[uid] = printable(p.username())
                 try:
                     args = p.cmdline()
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -198,14 +186,15 @@ def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
 
 
 def join_cmdline(args: list[str], comm: str) -> str:
-    """psutil's ``cmdline()`` list as one safe line: arguments joined by spaces, trailing
-    empty ones (padding NULs) dropped, bytes that are not UTF-8 shown as U+FFFD, control
-    characters escaped; ``[comm]`` when empty (kernel threads, zombies), as ps(1) does."""
+    """psutil's ``cmdline()`` list as one printable line (``tiptop.outside``): arguments
+    joined by spaces, trailing empty ones (padding NULs) dropped, bytes that are not UTF-8
+    and what a terminal may obey shown as escapes; ``[comm]`` when empty (kernel threads,
+    zombies), as ps(1) does."""
     while args and not args[-1]:
         args = args[:-1]
     # psutil decodes with the file system encoding and surrogateescape: back to the bytes.
-    text = os.fsencode(" ".join(args)).decode("utf-8", "replace")
-    return safe_text(text) if text else f"[{comm}]"
+    text = decoded(os.fsencode(" ".join(args)))
+    return text if text else f"[{comm}]"
 
 
 def list_threads(proc_root: str, pid: int) -> list[int]:

@@ -23,7 +23,6 @@ import urwid
 
 from tiptop import table
 from tiptop.cells import Code
-from tiptop.errors import printable
 from tiptop.frame import Frame, FrameSource
 from tiptop.host import Host
 from tiptop.live import palette as P
@@ -37,6 +36,7 @@ from tiptop.live.terminal_input import InputFilter
 from tiptop.live.text import Markup
 from tiptop.live.widgets import (
     LiveScreen,
+    context_brief,
     first_words,
     footer_markup,
     header_markup,
@@ -46,6 +46,7 @@ from tiptop.live.widgets import (
 )
 from tiptop.live.window import Window
 from tiptop.options import Options
+from tiptop.outside import printable
 from tiptop.refresh import drain
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class LiveApp:
         self.quit_code: int | None = None
         self.widget = LiveScreen(
             {
-                "title": lambda cols: title_markup(cols, self.indicators(), self.source.title()),
+                "title": lambda cols: title_markup(cols, self.indicators(), self._title()),
                 "tasks": self._tasks_line,
                 "message": self._message_line,
                 "header": lambda cols: header_markup(
@@ -130,6 +131,12 @@ class LiveApp:
         self.session.frame = frame
 
     # ------------------------------------------------------------------ state
+
+    def _title(self) -> str:
+        """The title line's words after ``tiptop -``: where frames come from (a replay's
+        time), then what the machine did over the refresh, where the screen read it."""
+        context = context_brief(self.frame.context) if self.counted else ""
+        return "  ".join(x for x in (self.source.title(), context) if x)
 
     def _header(self) -> str:
         """The table's header; its name column says CGROUP while the rows are cgroups

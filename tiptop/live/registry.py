@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tiptop.errors import printable
 from tiptop.live import keys as K
 from tiptop.live.reaction import Effect, Reaction
 from tiptop.live.session import Session
@@ -29,6 +28,7 @@ from tiptop.live.windows.functions import FunctionsWindow
 from tiptop.live.windows.help import help_window
 from tiptop.live.windows.messages import messages_window
 from tiptop.live.windows.tree import TreeWindow
+from tiptop.outside import printable
 from tiptop.readonly import readonly
 
 #: ``act(session, key) -> Reaction``: what a key does.

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 from tiptop.where import RATE_HZ, Profile, SampledEvent
 from tiptop.where.report import profile_head, profile_lines
 
@@ -79,8 +80,11 @@ class Hottest:
             self.error = str(exc)
 
     def refresh(self) -> None:
-        """Take the samples since the last refresh (with the main source's refresh)."""
-        if self.profiler is not None:
+        """Take the samples since the last refresh (with the main source's refresh). Once
+        the process exited, its last refresh stays shown, saying so: the profiler follows
+        the process, not its PID, and another process that takes the PID is not sampled
+        under its name."""
+        if self.profiler is not None and not (self.profile is not None and self.profile.exited):
             self.profile = self.profiler.refresh()
 
     def lines(self) -> list[str]:

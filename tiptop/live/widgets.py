@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import urwid
 
+from tiptop.frame import Context
 from tiptop.live import palette as P
 from tiptop.live.rows import TaskTable
 from tiptop.live.text import Markup, Size, box_size, fit_rows, flow_cols
@@ -72,6 +73,30 @@ def title_markup(cols: int, indicators: Sequence[str], label: str = "") -> list[
         if col >= len(title) + 1 and col + len(ind) <= cols:
             pieces.append((col, ind, None))
     return place(cols, pieces)
+
+
+def context_brief(c: Context | None) -> str:
+    """What the whole machine did over the refresh, short, for the title line (the frame's
+    :class:`~tiptop.frame.Context`, read where the screen reads where the time goes):
+    steal and the pressure of each resource, PSI some/full in % of the interval, e.g.
+    ``steal 0%  PSI cpu 52/0 io 3/0 mem 0/0``; empty without one."""
+    if c is None:
+        return ""
+    out = [] if c.steal is None else [f"steal {100 * c.steal:.0f}%"]
+    pairs = [
+        f"{_SHORT.get(p.resource, p.resource)} {_pct(p.some)}/{_pct(p.full)}" for p in c.pressure
+    ]
+    if pairs:
+        out.append("PSI " + " ".join(pairs))
+    return "  ".join(out)
+
+
+#: Shorter names of the resources for the title line.
+_SHORT = {"memory": "mem"}
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{100 * x:.0f}"
 
 
 def tasks_text(total: int, displayed: int, dead: int | None, kind: str = "processes") -> str:

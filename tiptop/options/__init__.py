@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
 from tiptop.frame import SamplerConfig
 from tiptop.options.argv import Action, parse_argv
 from tiptop.options.modes import Mode
@@ -35,7 +35,9 @@ from tiptop.options.values import (
     parse_float,
     parse_target,
     parse_user,
+    task_name,
 )
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import Target
 from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
@@ -216,7 +218,7 @@ def _apply_rc_value(draft: Draft, opt: RcOption, value: str, where: str) -> None
         draft[opt.field] = max(atoi(value), 0)
     elif opt.how == "name":
         if value:  # an empty name is in every name: it would mark every task
-            draft["watch_name"], draft["watch_pid"] = value, None
+            draft["watch_name"], draft["watch_pid"] = task_name(value), None
     elif opt.how == "user":
         # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
         # -u does (and, like -u here, it filters).

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 
 

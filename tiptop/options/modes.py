@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
 from tiptop.options.argv import Action
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 
 if TYPE_CHECKING:

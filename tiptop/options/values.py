@@ -9,10 +9,12 @@ Python's ``int``/``float`` would quietly accept some of them). Every error is a
 from __future__ import annotations
 
 import math
+import os
 import pwd
 import re
 
-from tiptop.errors import UsageError, shown
+from tiptop.errors import UsageError
+from tiptop.outside import decoded, shown
 
 #: Smallest accepted refresh delay in seconds (the original silently replaced smaller
 #: values by 1; we refuse them with a message).
@@ -113,9 +115,16 @@ def parse_user(text: str, where: str = "-u") -> tuple[int, str]:
 
 def parse_target(text: str, where: str = "-p") -> tuple[int | None, str | None]:
     """A ``-p``/``-w`` argument: a PID when it reads as a positive integer (the original's
-    ``atoi(arg) != 0`` rule, without atoi's prefix parsing), else a name."""
+    ``atoi(arg) != 0`` rule, without atoi's prefix parsing), else a name (:func:`task_name`)."""
     pid = _int(text, where)
-    return (pid, None) if pid is not None and pid > 0 else (None, text)
+    return (pid, None) if pid is not None and pid > 0 else (None, task_name(text))
+
+
+def task_name(text: str) -> str:
+    """A task name given by ``-p``, ``-w`` or the rc file, as the names it is matched with
+    are shown (``tiptop.outside.decoded``): its bytes that are not UTF-8 and what a
+    terminal obeys as escapes (``-p $'ok\\xff'`` finds the task shown as ``ok\\xff``)."""
+    return decoded(os.fsencode(text))
 
 
 def atoi(text: str) -> int:

@@ -28,9 +28,10 @@ from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
 import psutil
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
+from tiptop.outside import printable
 from tiptop.refresh import Item, Made, Refreshing, Stop, consume, paced
 from tiptop.table import View, header, text_lines
 from tiptop.table.text import LineMemo

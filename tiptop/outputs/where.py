@@ -12,7 +12,7 @@ import json
 import time
 from typing import IO
 
-from tiptop.errors import printable
+from tiptop.outside import printable
 from tiptop.where import Profile
 from tiptop.where.report import profile_head, profile_lines
 

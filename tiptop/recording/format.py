@@ -10,7 +10,9 @@ the file starts another session appended to it.
 
 Reading checks every value's type and every list's length against the frame's task count
 here, so a damaged line is one :class:`FormatError` saying what is wrong, never a crash
-later when it is shown.
+later when it is shown. Every text read back is outside text (a recording may be crafted):
+it is made printable here (``tiptop.outside``), so that no escape sequence in a name, a
+command line or a screen's text reaches a terminal from a replay.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.errors import shown
 from tiptop.frame import Context, Pressure
+from tiptop.outside import printable, shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
@@ -93,7 +95,7 @@ def _text(d: Mapping[str, object], key: str, where: str, default: str | None = N
     x = d.get(key, default)
     if not isinstance(x, str) or len(x) > MAX_TEXT:
         raise FormatError(f"{where}: '{key}' is not a text of at most {MAX_TEXT} characters")
-    return x
+    return printable(x)
 
 
 def _items(d: Mapping[str, object], key: str, where: str) -> list[dict[str, object]]:
@@ -150,7 +152,7 @@ def screen_from_record(d: object) -> ScreenSpec:
         counters,
         columns,
         source="recording",
-        breakdown=tuple(breakdown),
+        breakdown=tuple(map(printable, breakdown)),
     )
     try:
         check_formats(screen)
@@ -240,7 +242,7 @@ def header_from(d: Mapping[str, object]) -> Header:
     width = number("pid_width", 1, 20)
     h.pid_width = int(width) if width is not None else None
     host = d.get("host")
-    h.host = host[:MAX_TEXT] if isinstance(host, str) else "?"
+    h.host = printable(host[:MAX_TEXT]) if isinstance(host, str) else "?"
     opts = d.get("options", {})
     if not isinstance(opts, dict):
         h.problems.append("header 'options' is not an object: ignored")
@@ -267,7 +269,7 @@ def _recorded_options(opts: Mapping[str, object], problems: list[str]) -> Record
     def text(key: str) -> str | None:
         x = opts.get(key)
         if isinstance(x, str):
-            return x
+            return printable(x[:MAX_TEXT])
         wrong(key)
         return None
 
@@ -299,7 +301,7 @@ def facts_from(d: Mapping[str, object]) -> dict[int, tuple[int, str, str, str]]:
         ok = isinstance(f, list) and len(f) == 4 and type(f[0]) is int and 0 <= f[0] < 2**31
         if not ok or not all(isinstance(s, str) for s in f[1:]):
             raise FormatError(f"facts of task {key}: not [pid, user, name, command line]")
-        out[int(key)] = (f[0], f[1], f[2], f[3])
+        out[int(key)] = (f[0], printable(f[1]), printable(f[2]), printable(f[3]))
     return out
 
 

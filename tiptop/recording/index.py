@@ -11,7 +11,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tiptop.errors import printable
+from tiptop.outside import printable
 from tiptop.recording import format as fmt
 from tiptop.recording.inflate import Store
 from tiptop.screens.model import ScreenSpec

@@ -18,7 +18,8 @@ import stat
 import zlib
 from dataclasses import dataclass, field
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 
 #: A gzip member's first bytes: magic and method deflate (RFC 1952, 2.3.1).
 MAGIC = b"\x1f\x8b\x08"

@@ -20,7 +20,8 @@ import re
 import threading
 from collections.abc import Mapping
 
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError
+from tiptop.outside import printable
 from tiptop.recording import format as fmt
 from tiptop.recording.index import MAX_NOTES, Recording
 from tiptop.recording.inflate import (

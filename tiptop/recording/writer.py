@@ -18,7 +18,8 @@ reader finds after the cut one, ``tiptop.recording.inflate``).
 The file holds every user's command lines: it is created mode 0600, and a symbolic link or
 anything but a regular file is refused (another user's link in ``/tmp`` is not followed).
 It is ``flock``-ed while written: a second recorder on it is refused with one line naming
-the first one's PID, before writing anything.
+the first one's PID, before writing anything; a file system where ``flock`` fails (NFS
+without lockd) is refused, and so is a file another user owns.
 
 :class:`RecordingSource` wraps any ``FrameSource``: its ``refresh()`` writes the frame then
 returns it, so neither the batch loop nor the live view knows recording is on.
@@ -26,6 +27,7 @@ returns it, so neither the batch loop nor the live view knows recording is on.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gzip
 import io
@@ -37,9 +39,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiptop.cells import Code
-from tiptop.errors import TiptopError, printable
+from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
 from tiptop.frame import Context, Frame, FrameSource, SourceWrapper
+from tiptop.outside import printable
 from tiptop.recording.format import (
     FORMAT_VERSION,
     TIME_KEYS,
@@ -237,18 +240,30 @@ class Recorder:
 
 def open_for_append(path: str) -> int:
     """A descriptor appending to the regular file ``path``, created mode 0600 (a symbolic
-    link or anything else is refused with one line: ``tiptop.files``)."""
+    link or anything else is refused with one line: ``tiptop.files``). A file another user
+    owns is refused too: a name planted in a shared directory (another user's empty 0644
+    file in /tmp) would receive every task's command line, readable by that user."""
     try:
-        return open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND, 0o600, "--record")
     except OSError as exc:
         raise TiptopError(f"--record: cannot open '{printable(path)}': {exc.strerror}") from None
+    owner = os.fstat(fd).st_uid
+    if owner != os.geteuid():
+        os.close(fd)
+        raise TiptopError(
+            f"--record: '{printable(path)}' belongs to uid {owner}, not to this user: not "
+            "written (it would hold every task's command line; name a file of your own)"
+        )
+    return fd
 
 
 def lock(fd: int, path: str) -> None:
     """Hold an exclusive ``flock`` on the recording until it is closed: two recorders
     appending to one gzip file would interleave their members' bytes and lose most of
     both. A file another process holds is refused with one line naming it, before
-    anything is written (a file system without locks records unlocked, as before)."""
+    anything is written. So is a file where ``flock`` fails (ENOLCK: NFS without lockd;
+    EOPNOTSUPP), exit status 2: there two recorders would run unseen and keep 2-8 of 300
+    refreshes between them."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -258,8 +273,13 @@ def lock(fd: int, path: str) -> None:
             f"--record: '{printable(path)}' is being recorded by {who}: not written "
             "(one recorder per file; name another file)"
         ) from None
-    except OSError:  # ENOLCK, EOPNOTSUPP: no locks here
-        pass
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        raise UsageError(
+            f"--record: '{printable(path)}' cannot be locked here (flock: {name}): not "
+            "written (a second recorder could not be kept out; record to a local file "
+            "system)"
+        ) from None
 
 
 def lock_holder(fd: int, locks: str = "/proc/locks") -> int | None:

@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code, valued
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError
+from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.timetree import (
     IO_BOUND,

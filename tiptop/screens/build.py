@@ -18,7 +18,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tiptop.errors import SpecError, printable, shown
+from tiptop.errors import SpecError
+from tiptop.outside import printable, shown
 from tiptop.screens.columns import compiled
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.gating import gate

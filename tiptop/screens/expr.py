@@ -38,7 +38,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.errors import SpecError, shown
+from tiptop.errors import SpecError
+from tiptop.outside import shown
 from tiptop.screens import syntax
 from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.model import delta_key

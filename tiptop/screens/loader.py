@@ -17,7 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tiptop.errors import SpecError, printable
+from tiptop.errors import SpecError
+from tiptop.outside import printable
 from tiptop.screens.build import RawScreen, build_config
 from tiptop.screens.gating import gate
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target, VariantChoice

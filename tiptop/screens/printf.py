@@ -22,7 +22,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from tiptop.cells import PLACEHOLDER, SUSPECT_MARK, Status
-from tiptop.errors import SpecError, printable, shown
+from tiptop.errors import SpecError
+from tiptop.outside import printable, shown
 from tiptop.screens.bottleneck import format_path
 from tiptop.screens.columns import Kind, column_record
 from tiptop.screens.model import ColumnSpec, ScreenSpec

@@ -29,8 +29,10 @@ from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.kernel import Attr, explain_open_error, perf_event_open
 from tiptop.kernel.attr import SAMPLE_IP, SAMPLE_TID
+from tiptop.kernel.followed import FollowedProcess
 from tiptop.kernel.ring import SampleRing
 from tiptop.messages import MessageLog
+from tiptop.outside import decoded
 from tiptop.readonly import readonly
 from tiptop.vocab import HwId, PerfType, SwId
 from tiptop.where.elf import SymbolCache
@@ -157,14 +159,17 @@ class TaskProfiler:
         self.messages = messages if messages is not None else MessageLog()
         self._host = host
         proc = f"{host.proc_root}/{pid}"
+        # The process that has the PID now, followed from here on (not its number).
+        self._process = FollowedProcess(pid, host.proc_root)
         try:
-            with open(f"{proc}/comm") as f:
-                self.comm = f.read().strip()
+            with open(f"{proc}/comm", "rb") as f:
+                self.comm = decoded(f.read().rstrip(b"\n"))
             uid = os.stat(proc).st_uid
             tids = sorted(int(t) for t in os.listdir(f"{proc}/task"))
         except (OSError, ValueError):
+            self._process.close()
             raise TiptopError(f"--where {pid}: no such process") from None
-        self._resolver = Resolver(pid, uid, SymbolCache(), host.proc_root)
+        self._resolver = Resolver(pid, uid, SymbolCache(self._say), host.proc_root, self._say)
         #: Per sampled thread id, its event's fd and ring buffer.
         self._rings: dict[int, tuple[int, SampleRing]] = {}
         self._pages = data_pages(len(tids), delay)
@@ -174,16 +179,22 @@ class TaskProfiler:
         except (TiptopError, OSError):
             self.close()
             raise
-        if not self._rings:
+        if not self._rings or self._process.exited():  # what was read may be another's
+            self.close()
             raise TiptopError(f"--where {pid}: no such process")
         self._resolver.refresh()
         self._since = time.monotonic()
 
-    def _open(self, tids: list[int]) -> None:
-        """Open and map an event on each of ``tids`` not sampled yet; a thread that ended
-        meanwhile is skipped. The first refusal of the process's first open is an error
-        (one line); a later one is a message."""
+    def _say(self, key: str, line: str) -> None:
+        """One line about this profile (a file skipped, and why), once per key."""
+        self.messages.say(key, f"--where {self.pid}: {line}")
+
+    def _open(self, tids: list[int]) -> list[int]:
+        """Open and map an event on each of ``tids`` not sampled yet; the ones opened. A
+        thread that ended meanwhile is skipped. The first refusal of the process's first
+        open is an error (one line); a later one is a message."""
         attr = sampling_attr(event=self.event)
+        opened = []
         for tid in tids:
             if tid in self._rings:
                 continue
@@ -199,6 +210,7 @@ class TaskProfiler:
                 continue
             try:
                 self._rings[tid] = (fd, SampleRing(fd, self._pages))
+                opened.append(tid)
             except OSError as e:
                 os.close(fd)
                 line = (
@@ -208,6 +220,7 @@ class TaskProfiler:
                 if not self._rings:
                     raise TiptopError(line) from None
                 self.messages.say("where:mmap", line)
+        return opened
 
     def _threads(self) -> list[int]:
         """The process's threads now (none once it exited)."""
@@ -229,7 +242,9 @@ class TaskProfiler:
         )
 
     def refresh(self) -> Profile:
-        """The samples taken since the last refresh (or the start), named."""
+        """The samples taken since the last refresh (or the start), named. Once the
+        process exited, nothing of what its PID names now is looked at: the last maps
+        read name its last samples, and its events are closed."""
         now = time.monotonic()
         interval, self._since = now - self._since, now
         counts: Counter[int] = Counter()
@@ -238,9 +253,8 @@ class TaskProfiler:
             drained = ring.drain()
             counts.update(drained.ips)
             lost += drained.lost
-        self._follow_threads()
-        if not self._resolver.refresh():
-            self._exited = True
+        if not self._exited:
+            self._follow()
         named: Counter[tuple[str, str]] = Counter()
         for ip, n in counts.items():
             named[self._resolver.name(ip)] += n
@@ -257,15 +271,25 @@ class TaskProfiler:
             exited=self._exited,
         )
 
-    def _follow_threads(self) -> None:
-        """Close the events of threads that ended (drained already) and open events on
-        threads started since the last look."""
-        now = self._threads()
-        for tid in set(self._rings) - set(now):
-            fd, ring = self._rings.pop(tid)
-            ring.close()
-            os.close(fd)
-        self._open(now)
+    def _follow(self) -> None:
+        """Threads and maps as they are now, while the process lives: what is read under
+        its PID is kept only when the process is still the one followed afterwards (an
+        event opened on a thread of another process that took the PID would sample it)."""
+        listed = self._threads()
+        for tid in set(self._rings) - set(listed):
+            self._close_ring(tid)
+        opened = self._open(listed)
+        read = self._resolver.refresh(still=lambda: not self._process.exited())
+        if not read or self._process.exited():
+            self._exited = True
+            for tid in opened:
+                self._close_ring(tid)
+
+    def _close_ring(self, tid: int) -> None:
+        """Close the event of thread ``tid`` (drained already)."""
+        fd, ring = self._rings.pop(tid)
+        ring.close()
+        os.close(fd)
 
     def start(self) -> None:
         """Drop what was sampled so far: the next refresh covers the time from now."""
@@ -274,23 +298,15 @@ class TaskProfiler:
         self._since = time.monotonic()
 
     def exited(self) -> bool:
-        """Whether the process exited (the next refresh is its last)."""
-        if self._exited:
-            return True
-        try:
-            with open(f"{self._host.proc_root}/{self.pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            return True
-        # The state follows the comm's closing parenthesis (proc(5)): Z zombie, X dead.
-        return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
+        """Whether the process exited (the next refresh is its last): the process
+        followed, whatever has its PID now."""
+        return self._exited or self._process.exited()
 
     def close(self) -> None:
-        """Unmap every buffer and close every event."""
-        for fd, ring in self._rings.values():
-            ring.close()
-            os.close(fd)
-        self._rings = {}
+        """Unmap every buffer, close every event and the process's pidfd."""
+        for tid in list(self._rings):
+            self._close_ring(tid)
+        self._process.close()
 
 
 __all__ = [

@@ -4,7 +4,7 @@ was sampled, how much and what was lost, then ``(share %, symbol, module)`` rows
 
 from __future__ import annotations
 
-from tiptop.errors import printable
+from tiptop.outside import printable
 from tiptop.where.profile import Profile
 
 __all__ = ["OTHER", "TOP", "profile_head", "profile_lines"]

@@ -64,7 +64,6 @@ from tiptop.kernel.procfs import (
     read_facts,
     read_file,
     read_stat,
-    safe_text,
     uptime_ticks,
 )
 
@@ -80,7 +79,6 @@ __all__ = [
     "read_facts",
     "read_file",
     "read_stat",
-    "safe_text",
 ]
 
 

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 
 import urwid
 
-from tiptop.errors import printable
 from tiptop.live import palette as P
 from tiptop.live.reaction import NOTHING, Effect, Reaction
 from tiptop.live.session import Session
 from tiptop.live.text import Markup, Scrolled, scrolled
 from tiptop.live.window import Place, boxed, room
+from tiptop.outside import printable
 
 #: The signals offered, SIGTERM first (the original's default: 15).
 OFFERED = (
