@@ -24,6 +24,7 @@ from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
 from tests.support.perfexpr import Expr, canonical, parse
 from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.choices import Format
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
@@ -567,7 +568,7 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
     assert "              - calm" in lines["calm"]
     assert "              ? lost" in lines["lost"]
     out = io.StringIO()
-    w = RecordWriter(out, Options(format="csv"), screen, 0, "csv")
+    w = RecordWriter(out, Options(format=Format.CSV), screen, 0, Format.CSV)
     w.begin(0.0)
     w.frame(frame, 0)
     rows = list(csv.reader(io.StringIO(out.getvalue())))
@@ -581,7 +582,7 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
         "lost": ["", "unreadable", ""],
     }
     out = io.StringIO()
-    RecordWriter(out, Options(format="json"), screen, 0, "json").frame(frame, 0)
+    RecordWriter(out, Options(format=Format.JSON), screen, 0, Format.JSON).frame(frame, 0)
     recs = {r["command"]: r for r in map(json.loads, out.getvalue().splitlines())}
     assert recs["chase"]["columns"]["BOTTLENECK"] == 41.0
     assert recs["chase"]["nodes"] == {"BOTTLENECK": "BE/Mem"}

@@ -18,6 +18,7 @@ from tests.support.builders import screen
 from tests.support.sampling import row
 from tiptop import recording
 from tiptop.cells import STATUS_NAME, Status
+from tiptop.choices import Format
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.exporter.aggregate import Aggregator, metrics_for
 from tiptop.host import Clock
@@ -170,7 +171,7 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None
     assert fmt.text(f.values[i].tolist(), codes) == "100.0   40.0!   10.0!   20.0!   50.0! "
     assert STATUS_NAME[Status.SUSPECT] == "suspect"
     out = io.StringIO()
-    w = make_writer(out, Options(format="json"), s.screen, 0)
+    w = make_writer(out, Options(format=Format.JSON), s.screen, 0)
     w.frame(f, 0)
     rec = json.loads(out.getvalue())
     assert rec["columns"]["%BE"] == pytest.approx(50.0)
@@ -182,7 +183,7 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None
         "%BE": "suspect",
     }
     out = io.StringIO()
-    w = make_writer(out, Options(format="csv"), s.screen, 0)
+    w = make_writer(out, Options(format=Format.CSV), s.screen, 0)
     w.begin(0.0)
     w.frame(f, 0)
     head, line = [x.split(",") for x in out.getvalue().splitlines()]

@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
+from tiptop.choices import SeriesBy
 from tiptop.frame import FrameSource
 from tiptop.messages import MessageLog
 from tiptop.sources.bycgroup import CgroupSource, group
@@ -110,7 +111,7 @@ def test_rows_by_cgroup_head_their_name_column_cgroup() -> None:
     f = frame([task(1, 50.0, 10.0, 2.0), task(2, 25.0, 30.0, 0.5)])
     g = group(f, SCREEN, ["web", "db"])
     assert g.by_cgroup and not f.by_cgroup
-    assert header(SCREEN, Options(series_by="cgroup").view()).rstrip().endswith(" CGROUP")
+    assert header(SCREEN, Options(series_by=SeriesBy.CGROUP).view()).rstrip().endswith(" CGROUP")
     assert header(SCREEN, Options().view()).rstrip().endswith(" COMMAND")
     app = LiveApp(Options(), _Source(f), [SCREEN])
     assert app._header().rstrip().endswith(" COMMAND")

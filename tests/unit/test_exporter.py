@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import frame, screen
 from tiptop.cells import Status
+from tiptop.choices import SeriesBy
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import (
     OTHER,
@@ -203,7 +204,7 @@ def test_missing_and_scaled_counts_are_flagged() -> None:
 
 def test_by_pid_is_capped_at_top_n_plus_other() -> None:
     others = (OTHER,) * 4  # every label of the summed series says so
-    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=10)
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.PID, top=10)
     cpu = np.arange(2000, dtype=float) / 20.0
     specs = [(t + 1, f"p{t % 7}", float(cpu[t]), [0, 0, 1, 0, 0]) for t in range(2000)]
     snap = agg.update(frame(rows(*specs), SCHED))
@@ -235,7 +236,7 @@ def test_exposition_parses_back() -> None:
 
 
 def test_our_text_format_is_prometheus_clients_byte_for_byte() -> None:
-    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=3, cmdline=True)
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.PID, top=3, cmdline=True)
     odd = ['we"ird\n', "back\\slash", "ünï \t tab", "plain", "a,b=c}"]
     specs = [(t, name, 10.0 * t, [1e9 / 3, t, 2.5, 1e21, 0.1]) for t, name in enumerate(odd, 1)]
     frames = [
@@ -310,7 +311,7 @@ def test_by_cgroup_takes_the_cgroups_own_cpu_where_it_is_more() -> None:
 
     agg = Aggregator(
         metrics_for(SCHED.counters),
-        by="cgroup",
+        by=SeriesBy.CGROUP,
         cgroup_of=lambda pid: "db",
         cgroup_cpu=cgroup_cpu,
     )
@@ -380,7 +381,7 @@ def test_where_the_time_went_is_exported_in_seconds() -> None:
     """Two refreshes of 2 s: the loop 50% on a CPU and 50% waiting each time (1 s + 1 s per
     refresh), the sleeper nothing; I/O unknown (no delay accounting): no I/O series, absent
     rather than zero; the throttled series counts the zeros it knows."""
-    agg = Aggregator(metrics_for(SCHED.counters), by="comm")
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.COMM)
     nan = float("nan")
     for _ in range(2):
         loop, sleeper = rows((1, "loop", 50.0, [0.0] * 5), (2, "sleeper", 0.0, [0.0] * 5))

@@ -13,6 +13,7 @@ import pytest
 
 from tests.support import builders
 from tiptop.cells import Status
+from tiptop.choices import Format
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
@@ -112,7 +113,7 @@ def test_scaled_and_missing_counts_say_so() -> None:
 
 def test_writer_text_and_json() -> None:
     out = io.StringIO()
-    w = make_writer(out, Options(why=4242, format="json"), TD2, 0)
+    w = make_writer(out, Options(why=4242, format=Format.JSON), TD2, 0)
     assert isinstance(w, WhyWriter)
     w.begin(0.0)
     w.frame(_frame(), 3)

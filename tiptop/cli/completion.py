@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 
+from tiptop.choices import Format, SeriesBy
 from tiptop.cli import USAGE
 from tiptop.options.argv import LONG, SHORT
 
@@ -20,7 +21,7 @@ PATH_VALUES = frozenset(
     {"error_file", "output", "config_dir", "export", "record", "replay", "plot", "textfile"}
 )
 #: Options whose value is one of a few words.
-WORDS = {"format": ("text", "csv", "json"), "series_by": ("comm", "pid", "cgroup")}
+WORDS = {"format": tuple(Format), "series_by": tuple(SeriesBy)}
 
 
 def spellings() -> list[tuple[str, str, str]]:

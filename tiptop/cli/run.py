@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
 from tiptop.errors import TiptopError
 from tiptop.host import Host
@@ -216,10 +217,11 @@ def _frame_source(
             from tiptop.cli.record import record_source
 
             source = record_source(opts, opts.record, source, index, numbering)
-        if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+        by_cgroup = opts.series_by is SeriesBy.CGROUP
+        if live or by_cgroup:  # rows by cgroup: --by cgroup, the live G key
             from tiptop.sources.bycgroup import CgroupSource
 
-            source = CgroupSource(source, opts.series_by == "cgroup", host.proc_root)
+            source = CgroupSource(source, by_cgroup, host.proc_root)
         on_error.pop_all()
     return source
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
 from tiptop.host import Host
@@ -63,7 +64,7 @@ def _cgroup_cpu(
     from tiptop.kernel.cgroup import CgroupCpu, unified_root
 
     root = unified_root(host.sysfs_root)
-    if opts.series_by != "cgroup" or host.euid != 0 or root is None:
+    if opts.series_by is not SeriesBy.CGROUP or host.euid != 0 or root is None:
         return None
     return CgroupCpu(cgroups, root).used
 
@@ -98,7 +99,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         metrics_for(screen.counters),
         by=opts.series_by,
         top=opts.plot_top,
-        cmdline=opts.show_cmdline and opts.series_by == "pid",
+        cmdline=opts.show_cmdline and opts.series_by is SeriesBy.PID,
         cgroup_of=cgroups.label,
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),

@@ -46,6 +46,7 @@ import numpy as np
 
 from tiptop import vocab
 from tiptop.cells import Code
+from tiptop.choices import SeriesBy
 from tiptop.frame import Frame
 from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
@@ -210,7 +211,7 @@ class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
 
     metrics: list[Metric]
-    by: str = "comm"  # "comm" (comm, user, cgroup), "cgroup", or "pid" (top N + other)
+    by: SeriesBy = SeriesBy.COMM  # comm (comm, user, cgroup), cgroup, or pid (top N + other)
     top: int = 20
     cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
     cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
@@ -237,17 +238,17 @@ class Aggregator:
     def labels(self) -> tuple[str, ...]:
         """The label names of every per-group series."""
         base = ("comm", "user", "cgroup")
-        if self.by == "cgroup":
+        if self.by is SeriesBy.CGROUP:
             return ("cgroup",)
-        if self.by != "pid":
+        if self.by is not SeriesBy.PID:
             return base
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
 
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
         key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
-        if self.by == "cgroup":
+        if self.by is SeriesBy.CGROUP:
             return key[2:]
-        if self.by != "pid":
+        if self.by is not SeriesBy.PID:
             return key
         pid = (str(int(frame.pid[i])),)
         return (*pid, *key, frame.cmdline[i]) if self.cmdline else (*pid, *key)
@@ -264,7 +265,7 @@ class Aggregator:
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
         grouping = self._grouping(frame)
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
-        if self.cgroup_cpu is not None and self.by == "cgroup":
+        if self.cgroup_cpu is not None and self.by is SeriesBy.CGROUP:
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
@@ -276,7 +277,7 @@ class Aggregator:
         process's cgroup is read once (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"``
         follows the CPU order, which changes every refresh, and is never kept."""
         kept = self._kept_grouping
-        if kept is not None and self.by != "pid" and kept.made_from(frame):
+        if kept is not None and self.by is not SeriesBy.PID and kept.made_from(frame):
             return kept
         keys = self._keys(frame)
         index: dict[tuple[str, ...], int] = {}
@@ -290,7 +291,7 @@ class Aggregator:
     def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
         """Each row's label set; with ``by="pid"`` the top N rows' own and every other
         row's :data:`OTHER`, and the series of processes out of the top N end."""
-        if self.by == "pid":
+        if self.by is SeriesBy.PID:
             other = self._other()
             shown = np.zeros(len(frame), bool)
             shown[np.argsort(-frame.cpu_total, kind="stable")[: self.top]] = True
@@ -300,7 +301,7 @@ class Aggregator:
                 del self._groups[key]  # out of the top N, or ended: the series stops
             return keys
         cgroups = [self.cgroup_of(pid) for pid in frame.pid.tolist()]
-        if self.by == "cgroup":
+        if self.by is SeriesBy.CGROUP:
             return [(cgroup,) for cgroup in cgroups]
         return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
 

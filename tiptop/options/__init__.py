@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from tiptop.choices import Format, SeriesBy
 from tiptop.errors import UsageError
 from tiptop.frame import SamplerConfig
 from tiptop.options.argv import Action, parse_argv
@@ -30,6 +31,7 @@ from tiptop.options.values import (
     MIN_DELAY,
     atoi,
     decimal,
+    parse_choice,
     parse_count,
     parse_delay,
     parse_float,
@@ -63,7 +65,8 @@ __all__ = [
     "to_rc",
 ]
 
-FORMATS = ("text", "csv", "json")
+#: The ``--format`` words (``tiptop.choices.Format``).
+FORMATS = tuple(Format)
 
 
 @readonly
@@ -106,7 +109,7 @@ class Options:
     #: The configuration file read, if any (the live title's ``[conf]`` indicator).
     config_path: str | None = None
     # New in this implementation.
-    format: str = "text"  # --format
+    format: Format = Format.TEXT  # --format
     export: str | None = None  # --export FILE
     record: str | None = None  # --record FILE
     replay: str | None = None  # --replay FILE
@@ -119,7 +122,7 @@ class Options:
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
     series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
-    series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
+    series_by: SeriesBy = SeriesBy.COMM  # --by (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
     why_note: str | None = None
@@ -154,7 +157,7 @@ class Options:
             watch=self.watch,
             sticky=self.sticky,
             pid_width=self.pid_width,
-            name_header="CGROUP" if self.series_by == "cgroup" else "COMMAND",
+            name_header="CGROUP" if self.series_by is SeriesBy.CGROUP else "COMMAND",
         )
 
     def sampler_config(self) -> SamplerConfig:
@@ -281,13 +284,9 @@ def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
     elif name == "user":
         draft["uid"], draft["user_name"] = parse_user(value, where)
     elif name == "format":
-        if value not in FORMATS:
-            raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
-        draft["format"] = value
+        draft["format"] = parse_choice(Format, value, where)
     elif name == "series_by":
-        if value not in ("comm", "pid", "cgroup"):
-            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
-        draft["series_by"] = value
+        draft["series_by"] = parse_choice(SeriesBy, value, where)
     elif name in ("why", "where"):
         pid, _text = parse_target(value, where)
         if pid is None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from tiptop.choices import Format, SeriesBy
 from tiptop.errors import UsageError
 from tiptop.options.argv import Action
 from tiptop.outside import shown
@@ -103,7 +104,7 @@ class ModeSpec:
     selectors: frozenset[str]
     spelled: str
     takes: frozenset[str]
-    formats: tuple[str, ...] = ("text", "csv", "json")
+    formats: tuple[Format, ...] = tuple(Format)
     prints: str = ""
     #: Whether it reads no counter (it answers at once: -h, -v, --list-screens...).
     one_shot: bool = False
@@ -115,7 +116,7 @@ def _spec(
     takes: frozenset[str],
     *,
     spelled: str = "",
-    formats: tuple[str, ...] = ("text", "csv", "json"),
+    formats: tuple[Format, ...] = tuple(Format),
     prints: str = "",
     one_shot: bool = False,
 ) -> ModeSpec:
@@ -145,7 +146,7 @@ MODES: tuple[ModeSpec, ...] = (
         Mode.SELFTEST,
         {"selftest"},
         CONFIG | {"screen", "format"},
-        formats=("text", "json"),
+        formats=(Format.TEXT, Format.JSON),
         prints="a report",
     ),
     _spec(
@@ -161,7 +162,7 @@ MODES: tuple[ModeSpec, ...] = (
         Mode.WHY,
         {"why"},
         CONFIG | BATCH_OUT | {"screen", "show_kernel", "error_file", "record"},
-        formats=("text", "json"),
+        formats=(Format.TEXT, Format.JSON),
         prints="a tree",
     ),
     _spec(Mode.BATCH, set(), ORIGINAL | {"format", "record", "series_by"}, spelled="batch mode"),
@@ -263,13 +264,13 @@ def _check_values(spec: ModeSpec, given: set[str], opts: Options) -> None:
     line names): ``--by`` (live and batch: cgroup rows only), ``--top`` (the exporter:
     with ``--by pid``), ``-p`` (``--plot``: a PID)."""
     viewing = spec.mode in (Mode.LIVE, Mode.BATCH)
-    if "series_by" in given and viewing and opts.series_by != "cgroup":
+    if "series_by" in given and viewing and opts.series_by is not SeriesBy.CGROUP:
         raise UsageError(
             f"--by {opts.series_by}: only with --serve or --textfile "
             "(live and batch mode take --by cgroup)"
         )
     exporting = spec.mode in (Mode.SERVE, Mode.TEXTFILE)
-    if "plot_top" in given and exporting and opts.series_by != "pid":
+    if "plot_top" in given and exporting and opts.series_by is not SeriesBy.PID:
         raise UsageError(f"--top: with {spec.spelled}, only with --by pid")
     if spec.mode is Mode.PLOT and opts.only_name is not None:
         raise UsageError(

@@ -11,6 +11,7 @@ import math
 from typing import IO, TYPE_CHECKING
 
 from tiptop.cells import STATUS_NAME, VALUED, Status
+from tiptop.choices import Format
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table import View, path_cell, path_nodes, rows
@@ -41,12 +42,12 @@ class RecordWriter:
     BASE = ("timestamp", "iteration", "interval", "pid", "tid", "user", "command", "dead")
 
     def __init__(
-        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: str
+        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: Format
     ) -> None:
         self.out = out
         self.screen = screen
         self.view: View = options.view()
-        self.json = fmt == "json"
+        self.json = fmt is Format.JSON
         self.columns, self.counters = field_names(screen)
         #: Per column, a bottleneck column's label table (docs/screens.md "Bottleneck").
         self.paths = path_nodes(screen)

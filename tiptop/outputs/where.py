@@ -12,6 +12,7 @@ import json
 import time
 from typing import IO
 
+from tiptop.choices import Format
 from tiptop.outside import printable
 from tiptop.where import Profile
 from tiptop.where.report import profile_head, profile_lines
@@ -36,23 +37,23 @@ _CSV_HEADER = (
 class WhereWriter:
     """Per refresh, the hottest functions of the profiled process in ``fmt``."""
 
-    def __init__(self, out: IO[str], fmt: str, pid: int) -> None:
+    def __init__(self, out: IO[str], fmt: Format, pid: int) -> None:
         self.out = out
         self.fmt = fmt
         self.pid = pid
-        self.csv = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
+        self.csv = csv.writer(out, lineterminator="\n") if fmt is Format.CSV else None
 
     def begin(self, now: float) -> None:
         """The csv header line; for text, one line naming the view."""
         if self.csv is not None:
             self.csv.writerow(_CSV_HEADER)
-        elif self.fmt == "text":
+        elif self.fmt is Format.TEXT:
             self.out.write(f"tiptop --where {self.pid}: the hottest functions per refresh\n")
 
     def frame(self, profile: Profile, iteration: int) -> int:
         """Write one refresh; returns the lines written."""
         now = time.time()
-        if self.fmt == "json":
+        if self.fmt is Format.JSON:
             rec = {
                 "timestamp": round(now, 6),
                 "iteration": iteration,

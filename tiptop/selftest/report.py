@@ -11,6 +11,7 @@ import json
 import math
 import os
 
+from tiptop.choices import Format
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.errors import EventError
 from tiptop.events import resolve, resolve_numeric
@@ -195,9 +196,9 @@ def format_json(screen: str, rows: list[Row], code: int) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def selftest_main(screen: ScreenSpec, host: Host, fmt: str = "text") -> tuple[str, int]:
+def selftest_main(screen: ScreenSpec, host: Host, fmt: Format = Format.TEXT) -> tuple[str, int]:
     """Run the self-test; the report in ``fmt`` (text or json) and the exit status."""
     rows = run_selftest(screen, host)
     code = exit_code(rows)
-    out = format_json if fmt == "json" else format_text
+    out = format_json if fmt is Format.JSON else format_text
     return out(screen.name, rows, code), code
