@@ -29,6 +29,7 @@ from tiptop.cli.screens import (
 from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
+from tiptop.options.argv import Act
 from tiptop.options.inversion import inverted_by_flags
 from tiptop.options.modes import Mode, asked, settle
 from tiptop.outside import printable
@@ -100,11 +101,11 @@ Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 
 
 def _flag(actions: list[Action], name: str) -> bool:
-    return any(a.name == name and a.kind == "flag" for a in actions)
+    return any(a.name == name and a.kind is Act.FLAG for a in actions)
 
 
 def _last_value(actions: list[Action], name: str) -> str | None:
-    values = [a.value for a in actions if a.name == name and a.kind == "set"]
+    values = [a.value for a in actions if a.name == name and a.kind is Act.SET]
     return values[-1] if values else None
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from tiptop.choices import Format, SeriesBy
 from tiptop.errors import UsageError
 from tiptop.frame import SamplerConfig
-from tiptop.options.argv import Action, parse_argv
+from tiptop.options.argv import Act, Action, parse_argv
 from tiptop.options.modes import Mode
 from tiptop.options.values import (
     MAX_DELAY,
@@ -42,7 +42,7 @@ from tiptop.options.values import (
 from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import Target
-from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
+from tiptop.screens.rcoptions import RC_OPTIONS, How, RcOption
 from tiptop.table import DEFAULT_CPU_THRESHOLD, View
 
 __all__ = [
@@ -209,25 +209,25 @@ def apply_rc(opts: Options, rc: dict[str, str]) -> tuple[Options, list[str]]:
 
 def _apply_rc_value(draft: Draft, opt: RcOption, value: str, where: str) -> None:
     """One ``<option>``'s text applied to its field (``tiptop.screens.rcoptions.HOW``)."""
-    if opt.how == "or":
+    if opt.how is How.OR:
         draft[opt.field] = draft[opt.field] or atoi(value) != 0
-    elif opt.how == "bool":
+    elif opt.how is How.BOOL:
         draft[opt.field] = atoi(value) != 0
-    elif opt.how == "delay":
+    elif opt.how is How.DELAY:
         draft[opt.field] = parse_delay(value, where)
-    elif opt.how == "float":
+    elif opt.how is How.FLOAT:
         draft[opt.field] = parse_float(value, where)
-    elif opt.how == "count":
+    elif opt.how is How.COUNT:
         draft[opt.field] = max(atoi(value), 0)
-    elif opt.how == "name":
+    elif opt.how is How.NAME:
         if value:  # an empty name is in every name: it would mark every task
             draft["watch_name"], draft["watch_pid"] = task_name(value), None
-    elif opt.how == "user":
+    elif opt.how is How.USER:
         # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
         # -u does (and, like -u here, it filters).
         draft["uid"], draft["user_name"] = parse_user(value, where)
-    else:  # pragma: no cover - RC_OPTIONS uses only the ways above (tests check it)
-        raise ValueError(f"unknown way {opt.how!r} for {where}")
+    else:  # every How is handled above: the type checker proves this unreachable
+        assert_never(opt.how)
 
 
 def apply_actions(opts: Options, actions: list[Action]) -> Options:
@@ -236,11 +236,11 @@ def apply_actions(opts: Options, actions: list[Action]) -> Options:
     draft = _draft(opts)
     for act in actions:
         where = act.spelled or act.name
-        if act.kind == "toggle":
+        if act.kind is Act.TOGGLE:
             draft[act.name] = not draft[act.name]
-        elif act.kind == "flag":
+        elif act.kind is Act.FLAG:
             draft[act.name] = True
-        elif act.kind == "clear":
+        elif act.kind is Act.CLEAR:
             draft[act.name] = False
         else:
             _apply_value(draft, act.name, act.value or "", where)
@@ -309,9 +309,9 @@ def to_rc(opts: Options) -> dict[str, str]:
     rc: dict[str, str] = {}
     for name, opt in RC_OPTIONS.items():
         value = draft[opt.field]
-        if opt.how in ("delay", "float"):
+        if opt.how in (How.DELAY, How.FLOAT):
             rc[name] = repr(value)
-        elif opt.how in ("name", "user"):
+        elif opt.how in (How.NAME, How.USER):
             if value is not None:
                 rc[name] = str(value)
         else:
