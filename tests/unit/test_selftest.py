@@ -21,6 +21,7 @@ from tiptop.selftest.checks import (
     SIZES,
     Check,
     Row,
+    Verdict,
     exit_code,
     fit,
     judge,
@@ -118,16 +119,20 @@ def test_cpu_time_reference() -> None:
 
 def test_exit_codes_and_summary() -> None:
     """0 all good; 1 any off or not counting; 2 nothing checked at all."""
-    good, off, na = Row("a", "x", kind="exact"), Row("b", "y", kind="off"), Row("c", "z")
+    good, off, na = (
+        Row("a", "x", kind=Verdict.EXACT),
+        Row("b", "y", kind=Verdict.OFF),
+        Row("c", "z"),
+    )
     assert exit_code([good, na]) == 0
     assert exit_code([good, off]) == 1
-    assert exit_code([na, Row("d", "w", kind="unsupported")]) == 2
+    assert exit_code([na, Row("d", "w", kind=Verdict.UNSUPPORTED)]) == 2
     # the software events added beside a screen (st-*) do not make the screen checked
-    extra = Row("st-page-faults", "page-faults", kind="exact")
-    assert exit_code([Row("d", "w", kind="unsupported"), extra]) == 2
+    extra = Row("st-page-faults", "page-faults", kind=Verdict.EXACT)
+    assert exit_code([Row("d", "w", kind=Verdict.UNSUPPORTED), extra]) == 2
     assert exit_code([good, extra]) == 0 and exit_code([extra]) == 0
     assert "nothing of the screen checked (1 of its events" in summary(
-        [Row("d", "w", kind="unsupported"), extra], 2
+        [Row("d", "w", kind=Verdict.UNSUPPORTED), extra], 2
     )
     assert summary([good, off, na], 1).startswith("selftest: 1 good, 1 off, 0 unsupported")
 
@@ -211,7 +216,7 @@ def test_cpu_time_off_under_steal_is_unchecked_not_off() -> None:
     judge(r, clock, sizes, ts, ref, steal_ns=20e6)
     assert r.kind == "unchecked" and r.steal_ms == 20.0, r
     assert r.verdict.startswith("not checked: off by +10.00% while the host stole 20 ms"), r
-    assert exit_code([r, Row("PF", "page-faults", kind="exact")]) == 0
+    assert exit_code([r, Row("PF", "page-faults", kind=Verdict.EXACT)]) == 0
     for counts, steal in ((ts, 449.0), (ts, 0.0), ([2.7 * n for n in sizes], 20e6)):
         judge(r, clock, sizes, counts, ref, steal_ns=steal)
         assert r.kind == "off" and r.verdict.startswith("off by "), (steal, r)
