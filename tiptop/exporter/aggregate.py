@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
@@ -67,14 +68,21 @@ class Metric:
     scale: float = 1.0
 
 
+class MetricType(StrEnum):
+    """A family's OpenMetrics type, the word of its ``# TYPE`` line."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"
+
+
 @readonly
 class Family:
-    """One metric family of a snapshot: ``kind`` is ``counter`` or ``gauge``; ``samples``
-    are ``(label values, value)`` in the order of ``labels``."""
+    """One metric family of a snapshot, of type ``kind``; ``samples`` are ``(label
+    values, value)`` in the order of ``labels``."""
 
     name: str
     help: str
-    kind: str
+    kind: MetricType
     labels: tuple[str, ...]
     samples: tuple[tuple[tuple[str, ...], float], ...]
 
@@ -400,7 +408,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}cpu_seconds_total",
                 "CPU time (user + system, from /proc/PID/stat), seconds",
-                "counter",
+                MetricType.COUNTER,
                 self.labels,
                 tuple((key, float(g.totals[0])) for key, g in items),
             )
@@ -410,7 +418,7 @@ class Aggregator:
                 Family(
                     m.name,
                     m.help,
-                    "counter",
+                    MetricType.COUNTER,
                     self.labels,
                     tuple((key, float(g.totals[j])) for key, g in items if g.counted[j - 1]),
                 )
@@ -420,7 +428,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}refresh_interval_seconds",
                 "Seconds covered by the latest refresh",
-                "gauge",
+                MetricType.GAUGE,
                 (),
                 (((), float(frame.interval)),),
             )
@@ -429,7 +437,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}tasks_tracked",
                 "Tasks (threads) tracked by tiptop",
-                "gauge",
+                MetricType.GAUGE,
                 (),
                 (((), float(frame.tasks_total)),),
             )
@@ -453,7 +461,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}tasks",
                 "Tasks of the group alive at the latest refresh",
-                "gauge",
+                MetricType.GAUGE,
                 self.labels,
                 tuple((key, float(g.tasks)) for key, g in live),
             ),
@@ -461,7 +469,7 @@ class Aggregator:
                 f"{PREFIX}event_running_ratio",
                 "Least time_running/time_enabled of the group's tasks in the latest "
                 "refresh (below 1: multiplexed, the count is scaled)",
-                "gauge",
+                MetricType.GAUGE,
                 ev_labels,
                 tuple(running),
             ),
@@ -469,7 +477,7 @@ class Aggregator:
                 f"{PREFIX}event_read_ok",
                 "1 when every task of the group read the counter in the latest refresh, "
                 "0 when some count is missing (not counted or unreadable)",
-                "gauge",
+                MetricType.GAUGE,
                 ev_labels,
                 tuple(ok),
             ),
@@ -480,7 +488,7 @@ class Aggregator:
                     f"{PREFIX}breakdown_suspect_tasks",
                     "Tasks of the group whose breakdown columns (a top-down level 1) did not add "
                     "up to 100% +- 5 in the latest refresh: their cells are suspect",
-                    "gauge",
+                    MetricType.GAUGE,
                     self.labels,
                     tuple((key, float(g.suspect)) for key, g in live),
                 )
