@@ -69,6 +69,10 @@ HIGH_OPS = frozenset({"*", "/"})
 #: The operators only a counter config takes.
 BIT_OPS = frozenset({Op.OR, Op.AND, Op.SHL, Op.SHR})
 FUNCTIONS = frozenset(Func)
+#: Each operator by its token (``|`` is ``or``), each function by its name: a dict look-up
+#: is cheaper than ``Op(text)``, and every built-in screen is parsed at start.
+_OPS = {op.value: op for op in Op} | {"|": Op.OR}
+_FUNCS = {func.value: func for func in Func}
 
 
 @readonly
@@ -196,7 +200,7 @@ class _Parser:
         left = self.high()
         while self.peek().kind == "op" and self.peek().text in LOW_OPS:
             tok = self.take()
-            op = Op.OR if tok.text == "|" else Op(tok.text)
+            op = _OPS[tok.text]
             left = BinOp(op, left, self.high(), tok.pos)
         return left
 
@@ -204,7 +208,7 @@ class _Parser:
         left = self.unary()
         while self.peek().kind == "op" and self.peek().text in HIGH_OPS:
             tok = self.take()
-            left = BinOp(Op(tok.text), left, self.unary(), tok.pos)
+            left = BinOp(_OPS[tok.text], left, self.unary(), tok.pos)
         return left
 
     def unary(self) -> Node:
@@ -262,7 +266,7 @@ class _Parser:
             args.append(self.low())
         self.expect(")")
         self.depth -= 1
-        return Call(Func(name.text), tuple(args), name.pos)
+        return Call(_FUNCS[name.text], tuple(args), name.pos)
 
 
 def _show(tok: Token) -> str:
