@@ -2,6 +2,7 @@
 the same tasks (issue 37: "no dearer than batch").
 
     python3 benchmarks/exporter_cost.py [--sizes 2000,5000] [--repeats 5] [--before TREE]
+        [--cgroups G]
 
 For each size N it starts N sleeping processes (``procbench.start_tasks``) and runs,
 alternated, ``tiptop -b -S sched -d 0.3 -n 14`` (output to a file) and ``tiptop --textfile F
@@ -14,6 +15,11 @@ refresh as ``--textfile`` less the rendering and the write, so the textfile is t
 of the two. Medians over the repeats, with the load average. ``--before TREE`` (a checkout
 of an older commit: ``git archive C | tar -x -C TREE``) adds that tree's ``--textfile``,
 alternated with the rest.
+
+``--cgroups G`` (root, cgroup v2; issue 48) puts the N processes into G cgroups made for
+the run (round robin) and compares ``--textfile --by cgroup`` counting each task
+(``--task-counters``) with counting each cgroup whole by the kernel's cgroup events (the
+default as root), batch beside them.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from procbench import REPO, Window, raise_fd_limit, run_time_ns, start_tasks
+from procbench import REPO, Tasks, Window, raise_fd_limit, run_time_ns, start_tasks
 
 #: The refreshes that open and close the window, the run's refreshes, and the delay.
 FIRST, LAST, RUN, DELAY = 3, 13, "14", "0.3"
@@ -83,12 +89,41 @@ def measure(argv: list[str], tree: Path, out: Path, textfile: Path | None) -> fl
     return window.per_refresh_s()
 
 
+def into_cgroups(tasks: Tasks, groups: int) -> list[Path]:
+    """The tasks' processes moved into ``groups`` new cgroups of the v2 hierarchy, round
+    robin; the cgroups (removed by :func:`remove_cgroups` once the tasks are gone)."""
+    sys.path.insert(0, str(REPO))
+    from tiptop.kernel.cgroup import unified_root
+
+    root = unified_root()
+    if root is None or os.geteuid() != 0:
+        raise SystemExit("--cgroups needs root and a cgroup v2 hierarchy")
+    made = [Path(root) / f"tbwcg{os.getpid()}x{i}" for i in range(groups)]
+    for d in made:
+        d.mkdir()
+    for i, proc in enumerate(tasks.procs):
+        (made[i % groups] / "cgroup.procs").write_text(str(proc.pid))
+    return made
+
+
+def remove_cgroups(made: list[Path]) -> None:
+    """Remove the cgroups :func:`into_cgroups` made (their tasks ended)."""
+    for d in made:
+        for _ in range(100):
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison; print one line per size."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="2000,5000")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--before", type=Path, help="an older tree: its --textfile too")
+    ap.add_argument("--cgroups", type=int, default=0, help="the tasks in G cgroups (root)")
     args = ap.parse_args(argv)
     raise_fd_limit()
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,8 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.before is not None:
             before = (["--textfile", str(textfile)], args.before.resolve(), textfile)
             tools["textfile-before"] = before
+        if args.cgroups:
+            by_cgroup = ["--textfile", str(textfile), "--by", "cgroup"]
+            tools = {
+                "batch": tools["batch"],
+                "per-task": ([*by_cgroup, "--task-counters"], REPO, textfile),
+                "cgroup-events": (by_cgroup, REPO, textfile),
+            }
         for n in (int(s) for s in args.sizes.split(",")):
             tasks = start_tasks("processes", n, Path(tmp))
+            made = into_cgroups(tasks, args.cgroups) if args.cgroups else []
             try:
                 costs: dict[str, list[float]] = {name: [] for name in tools}
                 for _ in range(args.repeats):
@@ -111,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                             costs[name].append(cost)
             finally:
                 tasks.close()
+                remove_cgroups(made)
             med = {name: statistics.median(c) if c else float("nan") for name, c in costs.items()}
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
             ratios = ", ".join(
@@ -122,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                 + f"; {ratios}; load {load}",
                 flush=True,
             )
+            if args.cgroups:
+                ratio = med["cgroup-events"] / med["per-task"]
+                print(f"  {args.cgroups} cgroups: cgroup-events/per-task {ratio:.2f}x")
             for name, c in costs.items():
                 print(f"  {name}: " + " ".join(f"{1e3 * v:.1f}" for v in c))
     return 0

@@ -23,6 +23,7 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 from tiptop.readonly import readonly
+from tiptop.workload import Workload
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -72,6 +73,38 @@ class Context:
     steal: float | None
     #: PSI of cpu, io and memory, those the kernel has.
     pressure: tuple[Pressure, ...] = ()
+
+
+@dataclass(eq=False)
+class CgroupCounts:
+    """One cgroup's counters over one refresh, counted whole by the kernel's cgroup events
+    (``tiptop.engine.count.cgroups``), per counter alias of the screen (arrays of k): what
+    rows by cgroup and the exporter take in place of its tasks' sums."""
+
+    #: Raw (unscaled) interval delta.
+    raw: np.ndarray
+    #: Scaled interval delta (each CPU's by its own running fraction).
+    scaled: np.ndarray
+    #: Σ Δrunning / Σ Δenabled over the CPUs (1 where never enabled: nothing ran).
+    running: np.ndarray
+    #: Scaled count since the cgroup was first followed.
+    total: np.ndarray
+    #: Read OK over the whole interval (not the baseline's, not a CPU never scheduled in).
+    ok: np.ndarray
+    #: No task of the cgroup ran in the interval: its events were enabled for no time on
+    #: any CPU (a cgroup event's clock runs only while one of its tasks is on the CPU).
+    idle: bool = False
+
+    def __add__(self, other: CgroupCounts) -> CgroupCounts:
+        """Two cgroups' counts as one row's (the cgroups of one name)."""
+        return CgroupCounts(
+            self.raw + other.raw,
+            self.scaled + other.scaled,
+            np.minimum(self.running, other.running),
+            self.total + other.total,
+            self.ok & other.ok,
+            self.idle and other.idle,
+        )
 
 
 #: What a row field of a :class:`Frame` holds (see :data:`ROW_FIELDS`).
@@ -149,6 +182,9 @@ class Frame:
     cpus_allowed: np.ndarray  # float64: the CPUs it may run on, where read; NaN otherwise
     #: What the whole machine did over the refresh; None where not read.
     context: Context | None = None
+    #: Per row, who runs in its cgroup (``tiptop.workload``): set on the rows by cgroup
+    #: (``tiptop.sources.bycgroup``); None where not known.
+    workload: list[Workload] | None = None
 
     def __len__(self) -> int:
         return len(self.tid)

@@ -119,15 +119,20 @@ def prometheus_missing() -> str | None:
 
 
 class Prometheus:
-    """A Prometheus server on 127.0.0.1 scraping ``target`` every second."""
+    """A Prometheus server on 127.0.0.1 scraping ``target`` every second (and each of
+    ``more``'s targets, job name -> ``host:port``)."""
 
-    def __init__(self, target: str, workdir: Path) -> None:
+    def __init__(self, target: str, workdir: Path, more: dict[str, str] | None = None) -> None:
         self.port = free_port()
         config = workdir / "prometheus.yml"
+        jobs = {"tiptop": target, **(more or {})}
         config.write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
             "scrape_configs:\n"
-            f"  - job_name: tiptop\n    static_configs: [{{targets: ['{target}']}}]\n"
+            + "".join(
+                f"  - job_name: {job}\n    static_configs: [{{targets: ['{where}']}}]\n"
+                for job, where in jobs.items()
+            )
         )
         self.log = open(workdir / "prometheus.log", "w")  # noqa: SIM115 (closed by close())
         self.proc = subprocess.Popen(

@@ -1,8 +1,10 @@
 """What docs/prometheus ships works together (issue 31): the screen ``exporter.yaml`` run
 for real on this machine exports every metric and label the recording rules and the
 Grafana dashboard read (but those marked hardware-only where there is no PMU), and every
-counter of the screen; hardware series are absent without a PMU; the series summed for
-``--by pid`` carry the same labels as the others."""
+counter of the screen (the labels of ``--by comm`` and ``--by cgroup`` together: the
+dashboard's ``namespace`` and ``pod`` variables are ``--by cgroup``'s); hardware series are
+absent without a PMU; the series summed for ``--by pid`` carry the same labels as the
+others."""
 
 from __future__ import annotations
 
@@ -96,9 +98,9 @@ def topdown_metrics() -> set[str]:
 def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) -> None:
     text, err = run_exporter(tmp_path)
     assert "Unused counter" not in err, err  # every counter declared is counted
-    got = samples(text)
     exported: dict[str, set[str]] = {}
-    for name, labels in got:
+    # The labels of both groupings: the dashboard's namespace and pod are --by cgroup's.
+    for name, labels in [*samples(text), *samples(run_exporter(tmp_path, "--by", "cgroup")[0])]:
         exported.setdefault(name, set()).update(k for k, _v in labels)
     no_pmu = hardware_pmu_error() is not None
     # Every counter of the screen is exported; a hardware one without a PMU is absent.

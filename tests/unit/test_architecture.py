@@ -36,6 +36,7 @@ ENGINE_ORDER = (
     "count.counters",
     "count.packing",
     "count.plan",
+    "count.cgroups",
     "count.spawned",
     "count.attach",
     "assemble",

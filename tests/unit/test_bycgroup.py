@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
-from tiptop.choices import SeriesBy
+from tiptop.choices import Format, SeriesBy
 from tiptop.frame import FrameSource
 from tiptop.messages import MessageLog
 from tiptop.sources.bycgroup import CgroupSource, group
@@ -63,7 +63,7 @@ def test_the_g_key_switches_grouping(tmp_path) -> None:
     f = frame([task(1, 1.0, 1.0, 1.0), task(2, 1.0, 1.0, 1.0), task(3, 1.0, 1.0, 1.0)])
     src = CgroupSource(_Source(f), enabled=False, proc_root=str(tmp_path))
     assert len(src.refresh()) == 3
-    assert src.key("G") and src.refresh().name == ["/", "a"]
+    assert src.key("G") and src.refresh().name == ["/", "a.service"]
     assert not src.key("x")
     assert src.messages is _Source.messages
     assert np.array_equal(src.refresh().num_threads, [1, 2])
@@ -149,3 +149,75 @@ def test_where_the_time_went_is_summed_per_group() -> None:
     assert g.values[pair, sleep] == 0.0 and g.values[one, sleep] == pytest.approx(297.0)
     labels = ("Run", "Wait", "Throttled", "IO", "Sleep")
     assert labels[g.node[pair, bottleneck]] == "Wait" and g.node[one, bottleneck] == -1
+
+
+def test_group_rows_are_named_by_who_runs_in_them(tmp_path) -> None:
+    """A row per name: a docker container's two cgroups (its own and one made inside it)
+    are one row ``docker:web``, a pod's container ``namespace/pod/container``; each row
+    carries its workload, the unresolved one its cgroup's label."""
+    from tests.support import runtimes as rt
+    from tiptop.runtimes import Workloads
+
+    state = tmp_path / "root"
+    rt.docker(state, rt.ID_A, "web")
+    rt.containerd_k8s(state, rt.ID_B, "api-0", "shop", "api")
+    uid = rt.UID.replace("-", "_")
+    paths = {
+        1: f"/system.slice/docker-{rt.ID_A}.scope",
+        2: f"/system.slice/docker-{rt.ID_A}.scope/inner",
+        3: f"/kubepods.slice/kubepods-pod{uid}.slice/cri-containerd-{rt.ID_B}.scope",
+        4: "/system.slice/cron.service",
+        5: f"/docker/{rt.ID_C}",
+    }
+    for pid, path in paths.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
+    f = frame([task(pid, 10.0 * pid, 1.0, 1.0) for pid in paths])
+    src = CgroupSource(_Source(f), proc_root=str(tmp_path), workloads=Workloads(None, str(state)))
+    g = src.refresh()
+    assert g.name == ["cron.service", f"docker/{rt.ID_C[:12]}", "docker:web", "shop/api-0/api"]
+    assert g.values[2, 0] == pytest.approx(30.0)  # pids 1 and 2
+    assert g.workload is not None
+    web, pod = g.workload[2], g.workload[3]
+    assert (web.kind, web.container, web.container_id) == ("docker", "web", f"docker://{rt.ID_A}")
+    assert (pod.namespace, pod.pod, pod.container, pod.uid) == ("shop", "api-0", "api", rt.UID)
+    assert g.workload[1].label == f"docker/{rt.ID_C[:12]}"
+
+
+def test_csv_and_json_rows_by_cgroup_carry_the_workload() -> None:
+    """``--by cgroup --format csv/json``: the workload's fields and the cgroup label, after
+    ``dead`` (csv) or under ``workload`` (json); empty where not known."""
+    import csv
+    import io
+    import json
+
+    from tiptop.options import Options
+    from tiptop.outputs.records import RecordWriter
+    from tiptop.workload import Workload, WorkloadKind
+
+    pod = Workload(
+        WorkloadKind.K8S, "k8s/podu/abc", "shop", "api-0", "u", "api", "containerd://abc"
+    )
+    other = Workload(WorkloadKind.OTHER, "batch")
+    f = frame([task(1, 10.0, 1.0, 1.0), task(2, 5.0, 1.0, 1.0)])
+    g = group(f, SCREEN, [pod.shown(), other.shown()], [pod, other])
+    opts = Options(batch=True, series_by=SeriesBy.CGROUP, show_idle=True)
+    out = io.StringIO()
+    writer = RecordWriter(out, opts, SCREEN, 0, Format.CSV)
+    writer.begin(0.0)
+    writer.frame(g, 0)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    by_name = {r["command"]: r for r in rows}
+    row = by_name["shop/api-0/api"]
+    assert (row["kind"], row["namespace"], row["pod"], row["container"]) == (
+        "k8s",
+        "shop",
+        "api-0",
+        "api",
+    )
+    assert row["container_id"] == "containerd://abc" and row["cgroup"] == "k8s/podu/abc"
+    assert by_name["batch"]["namespace"] == "" and by_name["batch"]["kind"] == "other"
+    out = io.StringIO()
+    RecordWriter(out, opts, SCREEN, 0, Format.JSON).frame(g, 0)
+    recs = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {r["workload"]["pod"] for r in recs} == {"api-0", ""}

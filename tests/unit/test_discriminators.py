@@ -23,6 +23,8 @@ PARSERS = {
     "screens/build.py": "RawItem.kind is the element as the file names it (<counter>, "
     "<column>; xmlrc, yamlrc), read once here into a screen",
     "recording/format.py": "a recording's schema letters (f, i, b), read once per line here",
+    "runtimes/state.py": "a container runtime's state files (an OCI spec's annotations): "
+    "what kind of container a runtime says it made, read once here",
 }
 
 #: Generated modules (ruff excludes them too).

@@ -121,6 +121,7 @@ def test_a_label_set_unseen_for_the_expiry_is_dropped() -> None:
         ("/user.slice/user-1000.slice/session-2.scope", "user-1000/session-2"),
         ("/system.slice/docker-0123456789abcdef0123.scope", "docker/0123456789ab"),
         ("/docker/0123456789abcdef0123", "docker/0123456789ab"),
+        ("/libpod_parent/libpod-0123456789abcdef0123", "podman/0123456789ab"),
         (
             "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f.slice"
             "/cri-containerd-fedcba9876543210fedc.scope",
@@ -316,14 +317,46 @@ def test_by_cgroup_takes_the_cgroups_own_cpu_where_it_is_more() -> None:
         cgroup_cpu=cgroup_cpu,
     )
     one = frame(rows((7, "pg", 50.0, [0] * 5)), SCHED)  # 0.5 s shown over 1 s
+    db, cron = ("",) * 6 + ("db",), ("",) * 6 + ("cron",)
     snap = agg.update(one)
-    assert sample(snap, "tiptop_cpu_seconds_total") == {("db",): pytest.approx(2.0)}
+    assert sample(snap, "tiptop_cpu_seconds_total") == {db: pytest.approx(2.0)}
     snap = agg.update(one)  # the cgroup says 0.1 s: the shown task's 0.5 s stands
     cpu = sample(snap, "tiptop_cpu_seconds_total")
-    assert cpu == {("db",): pytest.approx(2.5), ("cron",): pytest.approx(0.7)}
+    assert cpu == {db: pytest.approx(2.5), cron: pytest.approx(0.7)}
     snap = agg.update(one)  # no reading: the tasks' sum
-    assert sample(snap, "tiptop_cpu_seconds_total")[("db",)] == pytest.approx(3.0)
+    assert sample(snap, "tiptop_cpu_seconds_total")[db] == pytest.approx(3.0)
     assert calls == [[7], [7], [7]]
+
+
+def test_by_cgroup_labels_say_who_runs_in_the_cgroup() -> None:
+    """``--by cgroup``: the labels of kube-state-metrics and cAdvisor (namespace, pod,
+    container, container_id with its runtime's prefix, uid), ``unit`` for systemd, and the
+    cgroup's label always; a cgroup's own CPU is added to its resolved series."""
+    from tiptop.exporter.aggregate import CGROUP_LABELS
+    from tiptop.workload import Workload, WorkloadKind
+
+    pod = Workload(
+        WorkloadKind.K8S, "k8s/podu1/abc", "shop", "api-0", "u1", "api", "containerd://abc"
+    )
+    unit = Workload(WorkloadKind.SYSTEMD, "nginx", unit="nginx.service")
+    workloads = {7: pod, 8: unit, 9: Workload(WorkloadKind.OTHER, "/")}
+    agg = Aggregator(
+        metrics_for(SCHED.counters),
+        by=SeriesBy.CGROUP,
+        cgroup_of=lambda pid: workloads[pid].label,
+        workload_of=workloads.__getitem__,
+        cgroup_cpu=lambda pids: {"k8s/podu1/abc": 3.0},
+    )
+    assert agg.labels == CGROUP_LABELS
+    f = frame(
+        rows((7, "api", 50.0, [0] * 5), (8, "nginx", 10.0, [0] * 5), (9, "x", 1.0, [0] * 5)), SCHED
+    )
+    cpu = sample(agg.update(f), "tiptop_cpu_seconds_total")
+    assert cpu == {
+        ("shop", "api-0", "api", "containerd://abc", "u1", "", "k8s/podu1/abc"): pytest.approx(3.0),
+        ("", "", "", "", "", "nginx.service", "nginx"): pytest.approx(0.1),
+        ("", "", "", "", "", "", "/"): pytest.approx(0.01),
+    }
 
 
 def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:

@@ -30,6 +30,9 @@ RULES: dict[str, set[str]] = {
     "messages": set(),  # the one message log
     "refresh": {"messages"},  # the one loop that hands frames to a consumer
     "files": {"errors"},  # files a user names to be written: regular files only
+    "workload": set(),  # who runs in a cgroup, by name: the record (every layer may import it)
+    # a cgroup's workload from its path and the container runtimes' state on disk
+    "runtimes": {"kernel"},
     "vocab": set(),  # perf_event's vocabulary: event types, ids, perf's and the original's names
     # the kernel boundary: perf_event_open (cffi), group reads, /proc readers, errno meanings
     "kernel": {"errors", "cells", "host", "vocab"},
@@ -49,9 +52,19 @@ RULES: dict[str, set[str]] = {
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)
-    "exporter": {"frame", "cells", "errors", "vocab", "kernel", "refresh", "screens", "files"},
+    "exporter": {
+        "frame",
+        "cells",
+        "errors",
+        "vocab",
+        "kernel",
+        "refresh",
+        "screens",
+        "files",
+        "runtimes",
+    },
     # sources built on another source: rows summed by cgroup
-    "sources": {"frame", "screens", "kernel", "cells"},
+    "sources": {"frame", "screens", "kernel", "cells", "runtimes"},
     # --selftest: known-count kernels counted through the engine
     "selftest": {"engine", "events", "kernel", "screens", "host", "messages", "errors", "vocab"},
     "cli": {"*"},
@@ -61,7 +74,7 @@ RULES: dict[str, set[str]] = {
 
 
 #: Layers every layer may import, as it may the standard library.
-EVERYWHERE = {"readonly", "outside", "choices"}
+EVERYWHERE = {"readonly", "outside", "workload", "choices"}
 
 
 def layer_of(path: Path) -> str:

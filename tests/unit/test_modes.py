@@ -58,6 +58,9 @@ def refusal(*argv: str, tty: bool = False) -> str:
         (["--textfile", "m", "--record", "r"], "--record does not work with --textfile"),
         (["--serve", "9100", "-o", "x"], "-o does not work with --serve"),
         (["--replay", "r.jsonl", "--record", "r"], "--record does not work with --replay"),
+        (["-b", "--task-counters"], "--task-counters: only with --by cgroup"),
+        (["-b", "--runtime-root", "/x"], "--runtime-root: only with --by cgroup"),
+        (["--where", "1", "--runtime-root", "/x"], "--runtime-root: not with --where"),
     ],
 )
 def test_an_option_of_another_mode_is_one_line(argv: list[str], line: str) -> None:
@@ -93,6 +96,9 @@ def test_format_is_batch_output() -> None:
         (["--list-screens", "-b", "-H", "-d", "3"], True, Mode.LIST_SCREENS, False),
         (["--check", "-b", "-W", "/tmp"], True, Mode.CHECK, False),
         (["-b", "--by", "cgroup"], True, Mode.BATCH, False),
+        (["-b", "--by", "cgroup", "--task-counters"], True, Mode.BATCH, False),
+        (["--runtime-root", "/x"], True, Mode.LIVE, True),  # the G key's rows
+        (["--serve", "9100", "--by", "cgroup", "--runtime-root", "/x"], True, Mode.SERVE, False),
     ],
 )
 def test_the_mode_is_derived_once(argv: list[str], tty: bool, mode: Mode, live: bool) -> None:

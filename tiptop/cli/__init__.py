@@ -87,6 +87,8 @@ Usage: {prog} [option] [-- command args]
 	--serve [HOST:]PORT   serve Prometheus /metrics (127.0.0.1 unless HOST given)
 	--textfile PATH       write the metrics to PATH each refresh (node_exporter textfile)
 	--web-config FILE     --serve's TLS and basic auth (exporter-toolkit's web config)
+	--runtime-root DIR    --by cgroup: the container runtimes' /run and /var/lib under DIR (/)
+	--task-counters       --by cgroup as root: count each task, not each cgroup whole
 	--series-expiry S     exporter: drop a series unseen for S seconds (600; 0: never)
 	--by comm|pid|cgroup  exporter series (--top N with pid); cgroup: rows too (live: G)
 	--why PID             batch: the process's top-down tree and bottleneck per refresh

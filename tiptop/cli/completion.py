@@ -18,7 +18,17 @@ from tiptop.options.argv import LONG, SHORT, Act
 
 #: Options whose value is a path (the shells complete file names).
 PATH_VALUES = frozenset(
-    {"error_file", "output", "config_dir", "export", "record", "replay", "plot", "textfile"}
+    {
+        "error_file",
+        "output",
+        "config_dir",
+        "export",
+        "record",
+        "replay",
+        "plot",
+        "textfile",
+        "runtime_root",
+    }
 )
 #: Options whose value is one of a few words.
 WORDS = {"format": tuple(Format), "series_by": tuple(SeriesBy)}

@@ -210,7 +210,8 @@ def _frame_source(
 ) -> FrameSource:
     """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
     ``--by cgroup``), in that order: a recording holds the task rows."""
-    source: FrameSource = make_sampler(opts, screen, host, problems, said)
+    sampler = make_sampler(opts, screen, host, problems, said)
+    source: FrameSource = sampler
     with contextlib.ExitStack() as on_error:  # a --record file that cannot be opened
         on_error.callback(source.close)
         if opts.record:
@@ -219,9 +220,15 @@ def _frame_source(
             source = record_source(opts, opts.record, source, index, numbering)
         by_cgroup = opts.series_by is SeriesBy.CGROUP
         if live or by_cgroup:  # rows by cgroup: --by cgroup, the live G key
+            from tiptop.cli.cgroups import cgroup_events
+            from tiptop.runtimes import Workloads, hierarchy_mount
             from tiptop.sources.bycgroup import CgroupSource
 
-            source = CgroupSource(source, by_cgroup, host.proc_root)
+            workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
+            rows = CgroupSource(source, by_cgroup, host.proc_root, workloads)
+            if cgroup_events(opts, host, sampler, rows.cgroups.path) is not None:
+                rows.counting = lambda: sampler.cgroup_counts
+            source = rows
         on_error.pop_all()
     return source
 

@@ -20,8 +20,11 @@ from tiptop.host import Host
 from tiptop.options import Options
 
 if TYPE_CHECKING:
+    from tiptop.engine.sampler import Sampler
     from tiptop.exporter.textfile import Textfile
+    from tiptop.frame import CgroupCounts
     from tiptop.kernel.cgroup import CgroupCache
+    from tiptop.workload import Workload
 
 
 def _targets(
@@ -69,6 +72,25 @@ def _cgroup_cpu(
     return CgroupCpu(cgroups, root).used
 
 
+def _counts_by_label(sampler: Sampler) -> Callable[[list[int]], dict[str, CgroupCounts]]:
+    """Each cgroup label's counts over the latest refresh, from its cgroups' events (read
+    by the sampler with its tasks')."""
+    from tiptop.kernel.cgroup import shorten
+
+    labels: dict[str, str] = {}  # per path, never stale: a function of the path
+
+    def by_label(_pids: list[int]) -> dict[str, CgroupCounts]:
+        out: dict[str, CgroupCounts] = {}
+        for path, counts in sampler.cgroup_counts.items():
+            label = labels.get(path)
+            if label is None:
+                label = labels[path] = shorten(path)
+            out[label] = out[label] + counts if label in out else counts
+        return out
+
+    return by_label
+
+
 def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str], None]) -> int:
     """Export until stopped; 0 when stopped cleanly."""
     from tiptop.exporter.aggregate import Aggregator, metrics_for
@@ -95,6 +117,15 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     # A dead task's final interval is counted once, never repeated: not sticky.
     opts = dataclasses.replace(opts, sticky=False, uid=host.euid if host.euid != 0 else opts.uid)
     cgroups = CgroupCache(host.proc_root)
+    workload_of = None
+    if opts.series_by is SeriesBy.CGROUP:
+        from tiptop.runtimes import Workloads, hierarchy_mount
+
+        workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
+
+        def workload_of(pid: int) -> Workload:
+            return workloads.of(cgroups.path(pid))
+
     aggregator = Aggregator(
         metrics_for(screen.counters),
         by=opts.series_by,
@@ -105,8 +136,13 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
         expiry=opts.series_expiry,
         cgroup_cpu=_cgroup_cpu(opts, host, cgroups),
+        workload_of=workload_of,
     )
     sampler = make_sampler(opts, screen, host)
+    from tiptop.cli.cgroups import cgroup_events
+
+    if cgroup_events(opts, host, sampler, cgroups.path) is not None:
+        aggregator.cgroup_counts = _counts_by_label(sampler)
     exporter = Exporter(sampler, aggregator, opts.delay)
     try:
         with exporter.stop.on_signals():  # SIGTERM, SIGINT: a clean stop

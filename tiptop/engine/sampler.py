@@ -32,17 +32,21 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from tiptop.cells import Code
+from tiptop.engine.activity import Activity
 from tiptop.engine.assemble import assemble, labels_of
 from tiptop.engine.count.attach import Attacher, Counts
+from tiptop.engine.count.cgroups import CgroupCounters
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.scan.task import same_tasks
 from tiptop.engine.scan.tasks import Scan, Task, TaskScanner
 from tiptop.engine.scan.times import TimeReader
-from tiptop.frame import Frame, FrameSource, SamplerConfig
+from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
@@ -85,6 +89,11 @@ class Sampler(FrameSource):
         #: Spawned commands whose counters stop at their exec (``attach_spawned``).
         self._uncountable: set[int] = set()
         self._dead = Frame.empty()
+        #: Tasks counted whole with their cgroup (:meth:`count_cgroups`).
+        self._elsewhere: Callable[[Task], bool] | None = None
+        self._cgroups: tuple[CgroupCounters, Callable[[int], str]] | None = None
+        #: The counts of the cgroups counted whole, read with the latest refresh's.
+        self.cgroup_counts: dict[str, CgroupCounts] = {}
         self._plan_screen()
         self._reset()
 
@@ -120,6 +129,7 @@ class Sampler(FrameSource):
             clock=self.host.clock.monotonic,
         )
         self._attacher.trees.update(self._trees)
+        self._attacher.elsewhere = self._elsewhere
 
     def _reset(self) -> None:
         cfg = self.config
@@ -186,7 +196,11 @@ class Sampler(FrameSource):
         counts = self._attacher.read(known)
         # A rotating 1/SWEEP of the tasks that did not run is looked at anyway, so nothing
         # the counters cannot see (counters ended by a setuid exec) stays hidden for long.
-        scan = self._scanner.scan(counts.activity(SWEEP, self._iteration % SWEEP))
+        turn = self._iteration % SWEEP
+        activity = counts.activity(SWEEP, turn)
+        if self._cgroups is not None:
+            activity = self._read_cgroups(activity, known, turn)
+        scan = self._scanner.scan(activity)
         frame = self._evaluate(scan, known, counts)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)
@@ -211,6 +225,16 @@ class Sampler(FrameSource):
             self._trees[pid] = starttime
             self._scanner.add_tree_root(pid, starttime)
 
+    def count_cgroups(self, counters: CgroupCounters, path_of: Callable[[int], str]) -> None:
+        """Count the leaf cgroups ``counters`` covers whole (``engine.count.cgroups``): their
+        tasks (``path_of``: a process's cgroup path) get no counters of their own from the
+        next new task on, and each refresh reads the cgroups' counts with the tasks'
+        (:attr:`cgroup_counts`). Owned here from now: closed with the sampler, and
+        dropped at :meth:`reconfigure` (they count the old screen's events)."""
+        self._cgroups = (counters, path_of)
+        self._elsewhere = lambda task: counters.covers(path_of(task.pid))
+        self._attacher.elsewhere = self._elsewhere
+
     def reconfigure(
         self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
     ) -> None:
@@ -222,12 +246,20 @@ class Sampler(FrameSource):
         if config is not None:
             self.config = config
         self._dead = Frame.empty()
+        self._drop_cgroups()
         self._plan_screen()
         self._reset()
 
     def close(self) -> None:
         """Close every fd."""
         self._attacher.close()
+        if self._cgroups is not None:
+            self._cgroups[0].close()
+
+    def _drop_cgroups(self) -> None:
+        """Count every task itself again (a new screen: the cgroups' events were the old
+        one's; ``close`` closed them)."""
+        self._cgroups, self._elsewhere, self.cgroup_counts = None, None, {}
 
     # ------------------------------------------------------------------ steps
     def _headers(self) -> tuple[str, ...]:
@@ -277,6 +309,28 @@ class Sampler(FrameSource):
             labels=self._row_labels(rows),
             time=time,
             context=context,
+        )
+
+    def _read_cgroups(self, activity: Activity, known: list[Task], turn: int) -> Activity:
+        """Read the cgroups counted whole (:attr:`cgroup_counts`); the tasks of those that
+        did not run did not either (``engine.count.cgroups``): to the activity's tasks
+        that did not run, with the same sweep (``engine.activity``)."""
+        assert self._cgroups is not None
+        counters, path_of = self._cgroups
+        self.cgroup_counts = read = counters.read()
+        idle = {path for path, c in read.items() if c.idle}
+        if not idle:
+            return activity
+        uncounted = activity.uncounted
+        still = {t.tid for t in known if t.tid in uncounted and path_of(t.pid) in idle}
+        if not still:
+            return activity
+        return Activity(
+            did_not_run=activity.did_not_run | still,
+            not_due=activity.not_due | {tid for tid in still if tid % SWEEP != turn},
+            uncounted=uncounted - still,
+            exited=activity.exited,
+            marks=activity.marks,
         )
 
     def _row_labels(self, rows: list[Task]) -> RowLabels:

@@ -48,12 +48,16 @@ import numpy as np
 from tiptop import vocab
 from tiptop.cells import Code
 from tiptop.choices import SeriesBy
-from tiptop.frame import Frame
+from tiptop.frame import CgroupCounts, Frame
 from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
+from tiptop.workload import Workload
 
 PREFIX = "tiptop_"
 OTHER = "other"
+#: The labels of ``--by cgroup``: who runs in the cgroup, named as kube-state-metrics and
+#: cAdvisor name them (``tiptop.workload``; empty where not known), then the cgroup's label.
+CGROUP_LABELS = ("namespace", "pod", "container", "container_id", "uid", "unit", "cgroup")
 #: Events counted in nanoseconds: exported in seconds (base unit).
 _NANOSECONDS = {"task-clock", "cpu-clock"}
 
@@ -235,6 +239,15 @@ class Aggregator:
     #: call, from their own ``cpu.stat`` (``tiptop.kernel.cgroup.CgroupCpu.used``), given
     #: the refresh's processes; a label left out keeps its tasks' sum.
     cgroup_cpu: Callable[[list[int]], dict[str, float]] | None = None
+    #: With ``by="cgroup"``: who runs in a process's cgroup (``tiptop.runtimes``), its
+    #: names the labels of :data:`CGROUP_LABELS`; None: the ``cgroup`` label alone is set.
+    workload_of: Callable[[int], Workload] | None = None
+    #: With ``by="cgroup"``: per cgroup label, its counters over the refresh from the
+    #: kernel's cgroup events (``tiptop.engine.count.cgroups``), given the refresh's
+    #: processes; those cgroups' tasks have no counters of their own.
+    cgroup_counts: Callable[[list[int]], dict[str, CgroupCounts]] | None = None
+    #: With ``by="cgroup"``: each cgroup label's label set, as last seen.
+    _cgroup_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _groups: dict[tuple[str, ...], _Group] = field(default_factory=dict)
     #: The processes of the last refresh (None before the first): a process not among
     #: them is new and counted from its birth.
@@ -247,7 +260,7 @@ class Aggregator:
         """The label names of every per-group series."""
         base = ("comm", "user", "cgroup")
         if self.by is SeriesBy.CGROUP:
-            return ("cgroup",)
+            return CGROUP_LABELS
         if self.by is not SeriesBy.PID:
             return base
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
@@ -255,7 +268,7 @@ class Aggregator:
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
         key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
         if self.by is SeriesBy.CGROUP:
-            return key[2:]
+            return self._cgroup_key(int(frame.pid[i]), key[2])
         if self.by is not SeriesBy.PID:
             return key
         pid = (str(int(frame.pid[i])),)
@@ -275,6 +288,8 @@ class Aggregator:
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
         if self.cgroup_cpu is not None and self.by is SeriesBy.CGROUP:
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
+        if self.cgroup_counts is not None and self.by is SeriesBy.CGROUP:
+            self._add_cgroup_counts(frame)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
 
@@ -308,10 +323,25 @@ class Aggregator:
             for key in [key for key in self._groups if key != other and key not in kept]:
                 del self._groups[key]  # out of the top N, or ended: the series stops
             return keys
-        cgroups = [self.cgroup_of(pid) for pid in frame.pid.tolist()]
-        if self.by is SeriesBy.CGROUP:
-            return [(cgroup,) for cgroup in cgroups]
+        pids = frame.pid.tolist()
+        cgroups = [self.cgroup_of(pid) for pid in pids]
+        if self.by is SeriesBy.CGROUP:  # the workload looked up once per cgroup label
+            made: dict[str, tuple[str, ...]] = {}
+            return [
+                made[c] if c in made else made.setdefault(c, self._cgroup_key(pid, c))
+                for pid, c in zip(pids, cgroups, strict=True)
+            ]
         return list(zip(map(stable_comm, frame.name), frame.user, cgroups, strict=True))
+
+    def _cgroup_key(self, pid: int, cgroup: str) -> tuple[str, ...]:
+        """The label set of process ``pid`` in cgroup ``cgroup`` (:data:`CGROUP_LABELS`)."""
+        w = self.workload_of(pid) if self.workload_of is not None else None
+        if w is None:
+            key: tuple[str, ...] = ("", "", "", "", "", "", cgroup)
+        else:
+            key = (w.namespace, w.pod, w.container, w.container_id, w.uid, w.unit, cgroup)
+        self._cgroup_keys[cgroup] = key
+        return key
 
     def _add(
         self,
@@ -359,18 +389,39 @@ class Aggregator:
         the total never decreases whatever the clocks' granularity."""
         assert self.cgroup_cpu is not None
         used = self.cgroup_cpu(frame.pid.tolist())
-        tasks = dict.fromkeys({k[0] for k in keys}, 0.0)
+        tasks = dict.fromkeys({k[-1] for k in keys}, 0.0)
         for key, cpu in zip(keys, deltas[:, 0].tolist(), strict=True):
-            tasks[key[0]] += cpu
+            tasks[key[-1]] += cpu
         for label, seconds in used.items():
-            g = self._groups.get((label,))
+            key = self._cgroup_keys.get(label, ("",) * (len(CGROUP_LABELS) - 1) + (label,))
+            g = self._groups.get(key)
             if g is None:
                 if seconds <= 0:
                     continue  # an idle cgroup no task of which is shown: no new series
-                g = self._groups[(label,)] = self._new_group()
+                g = self._groups[key] = self._new_group()
             if seconds > 0:
                 g.seen = frame.timestamp
             g.totals[0] += max(seconds - tasks.get(label, 0.0), 0.0)
+
+    def _add_cgroup_counts(self, frame: Frame) -> None:
+        """Each cgroup's counters from its cgroup events (:attr:`cgroup_counts`): added to
+        its totals, and its gauges (read OK, running fraction) are the events' own."""
+        assert self.cgroup_counts is not None
+        k = len(self.metrics)
+        scale = np.array([m.scale for m in self.metrics])
+        for label, counts in self.cgroup_counts(frame.pid.tolist()).items():
+            key = self._cgroup_keys.get(label, ("",) * (len(CGROUP_LABELS) - 1) + (label,))
+            g = self._groups.get(key)
+            if g is None:
+                if not (counts.ok & (counts.scaled > 0)).any():
+                    continue  # an idle cgroup no task of which is shown: no new series
+                g = self._groups[key] = self._new_group()
+            ok = counts.ok
+            g.totals[1 : k + 1] += np.where(ok, counts.scaled, 0.0) * scale
+            g.counted[:k] |= ok
+            g.seen = frame.timestamp
+            g.ok = ok.astype(np.float64)
+            g.running = np.where(ok, counts.running, np.nan)
 
     def _new_group(self) -> _Group:
         """A label set's totals, none counted yet."""
@@ -515,6 +566,7 @@ def _deltas(frame: Frame, metrics: list[Metric]) -> np.ndarray:
 
 
 __all__ = [
+    "CGROUP_LABELS",
     "OTHER",
     "PREFIX",
     "TIME_METRICS",

@@ -34,7 +34,7 @@ _SUFFIXES = (".service", ".scope", ".slice")
 _DROP = {"system.slice", "user.slice", "kubepods.slice", "kubepods"}
 _POD = re.compile(r"pod([0-9a-fA-F_-]{8,})(?:\.slice)?$")
 _CONTAINER = re.compile(r"^(?:cri-containerd-|crio-|docker-|libpod-)?([0-9a-f]{12,})(?:\.scope)?$")
-_RUNTIME = re.compile(r"^(docker|libpod)-([0-9a-f]{12,})\.scope$")
+_RUNTIME = re.compile(r"^(docker|libpod)-([0-9a-f]{12,})(?:\.scope)?$")
 
 
 def path_of(text: str) -> str:

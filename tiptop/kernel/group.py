@@ -22,7 +22,12 @@ import numpy as np
 from tiptop.kernel._ffi import perf_event_open
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import GroupReading
-from tiptop.kernel.consts import PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP, Ioctl
+from tiptop.kernel.consts import (
+    PERF_FLAG_FD_CLOEXEC,
+    PERF_FLAG_PID_CGROUP,
+    PERF_IOC_FLAG_GROUP,
+    Ioctl,
+)
 from tiptop.kernel.errors import translate, translated
 from tiptop.kernel.procfs import open_pidfd
 
@@ -175,8 +180,11 @@ class OpenedAttrs:
 _as_opened = OpenedAttrs()
 
 
-def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGroup:
-    """Open ``attrs[0]`` as leader and the others as members on ``tid`` (0 = caller).
+def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1, flags: int = 0) -> CounterGroup:
+    """Open ``attrs[0]`` as leader and the others as members on ``tid`` (0 = caller), on
+    ``cpu`` (-1: wherever the task runs), with the open ``flags`` besides
+    ``PERF_FLAG_FD_CLOEXEC`` (``PERF_FLAG_PID_CGROUP``: ``tid`` is then a cgroup
+    directory's fd, :func:`open_cgroup_group`).
 
     Every attr gets the group read format. On failure everything opened is closed and the
     kernel's ``OSError`` is re-raised with ``.member`` set to the failing index.
@@ -197,7 +205,7 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
         for k, attr in enumerate(_as_opened(attrs)):
             leader = fds[0] if fds else -1
             try:
-                fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC))
+                fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC | flags))
             except OSError as e:
                 # The failing member's index rides on the kernel's OSError to
                 # kernel/errors.translate(); OSError declares no such attribute.
@@ -212,6 +220,16 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1) -> CounterGrou
             for fd in reversed(fds):
                 os.close(fd)
     return CounterGroup(tid, fds, ids)
+
+
+def open_cgroup_group(cgroup_fd: int, cpu: int, attrs: Sequence[Attr]) -> CounterGroup:
+    """A group counting every task of one cgroup on one CPU: ``cgroup_fd`` an fd of the
+    cgroup's directory in a hierarchy with the ``perf_event`` controller (cgroup v2's, or
+    v1's ``perf_event``), ``cpu`` >= 0 (perf_event_open(2), ``PERF_FLAG_PID_CGROUP``: "per-
+    container system-wide monitoring"; ``perf stat -G``). The kernel counts the cgroup and
+    its descendants. Errors come as their kinds (``tiptop.kernel.errors``)."""
+    with translated():
+        return open_group(cgroup_fd, attrs, cpu=cpu, flags=PERF_FLAG_PID_CGROUP)
 
 
 class PerfBackend:

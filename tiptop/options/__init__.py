@@ -121,6 +121,8 @@ class Options:
     serve: str | None = None  # --serve [HOST:]PORT (Prometheus /metrics)
     textfile: str | None = None  # --textfile PATH (node_exporter textfile collector)
     web_config: str | None = None  # --web-config FILE (--serve's TLS and basic auth)
+    runtime_root: str = "/"  # --runtime-root DIR: where the container runtimes' state is
+    task_counters: bool = False  # --task-counters: --by cgroup counts each task, not cgroups
     series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
     series_by: SeriesBy = SeriesBy.COMM  # --by (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
@@ -264,6 +266,7 @@ TEXT_OPTIONS = frozenset(
         "serve",
         "textfile",
         "web_config",
+        "runtime_root",
     }
 )
 

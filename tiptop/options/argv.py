@@ -87,6 +87,8 @@ LONG = {
     "serve": (Act.SET, "serve"),
     "textfile": (Act.SET, "textfile"),
     "web-config": (Act.SET, "web_config"),
+    "runtime-root": (Act.SET, "runtime_root"),
+    "task-counters": (Act.FLAG, "task_counters"),
     "series-expiry": (Act.SET, "series_expiry"),
     "by": (Act.SET, "series_by"),
     "why": (Act.SET, "why"),

@@ -90,8 +90,10 @@ VIEW = frozenset(
 SAMPLER = frozenset({"show_kernel", "collect", "cpu_threshold", "only", "user", "show_cmdline"})
 #: A batch run's output and pace.
 BATCH_OUT = frozenset({"batch", "output", "format", "delay", "max_iter"})
+#: What ``--by cgroup`` reads: who runs in a cgroup, and whether cgroups count whole.
+CGROUPS = frozenset({"series_by", "runtime_root", "task_counters"})
 #: The exporter's options (docs/exporter.md).
-EXPORTER = frozenset({"series_by", "series_expiry", "plot_top", "textfile", "screen"})
+EXPORTER = CGROUPS | {"series_expiry", "plot_top", "textfile", "screen"}
 
 
 @readonly
@@ -165,8 +167,8 @@ MODES: tuple[ModeSpec, ...] = (
         formats=(Format.TEXT, Format.JSON),
         prints="a tree",
     ),
-    _spec(Mode.BATCH, set(), ORIGINAL | {"format", "record", "series_by"}, spelled="batch mode"),
-    _spec(Mode.LIVE, set(), ORIGINAL | {"record", "series_by"}, spelled="live mode"),
+    _spec(Mode.BATCH, set(), ORIGINAL | CGROUPS | {"format", "record"}, spelled="batch mode"),
+    _spec(Mode.LIVE, set(), ORIGINAL | CGROUPS | {"record"}, spelled="live mode"),
 )
 
 _BY_MODE = {spec.mode: spec for spec in MODES}
@@ -272,6 +274,12 @@ def _check_values(spec: ModeSpec, given: set[str], opts: Options) -> None:
     exporting = spec.mode in (Mode.SERVE, Mode.TEXTFILE)
     if "plot_top" in given and exporting and opts.series_by is not SeriesBy.PID:
         raise UsageError(f"--top: with {spec.spelled}, only with --by pid")
+    by_cgroup = opts.series_by is SeriesBy.CGROUP
+    if "task_counters" in given and not by_cgroup:
+        raise UsageError("--task-counters: only with --by cgroup")
+    # Live mode reads who runs in each cgroup for its G key (rows by cgroup) too.
+    if "runtime_root" in given and not by_cgroup and spec.mode is not Mode.LIVE:
+        raise UsageError("--runtime-root: only with --by cgroup (or in live mode)")
     if spec.mode is Mode.PLOT and opts.only_name is not None:
         raise UsageError(
             f"-p {shown(opts.only_name)}: --plot takes a PID (a name is for live and batch)"

@@ -1,6 +1,9 @@
 """Batch mode's ``--format csv`` and ``--format json``: one record per visible row, each
 column's value and status, each counter's delta and running time, under stable field names
 (docs/guide.md). A value that is NaN or infinite is written empty (csv) or null (json).
+Rows by cgroup (``--by cgroup``) also carry who runs in the cgroup
+(``tiptop.workload.FIELDS`` and the cgroup's short label: csv columns after ``dead``, json
+an object ``workload``), empty where not known.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import math
 from typing import IO, TYPE_CHECKING
 
 from tiptop.cells import STATUS_NAME, VALUED, Status
-from tiptop.choices import Format
+from tiptop.choices import Format, SeriesBy
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table import View, path_cell, path_nodes, rows
+from tiptop.workload import FIELDS, Workload
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
@@ -32,6 +36,14 @@ def field_names(screen: ScreenSpec) -> tuple[list[str], list[str]]:
     return cols, [c.alias for c in screen.counters]
 
 
+def _workload(frame: Frame, i: int) -> tuple[str, ...]:
+    """Row ``i``'s workload fields and cgroup label; empty strings where not known."""
+    found: Workload | None = frame.workload[i] if frame.workload is not None else None
+    if found is None:
+        return ("",) * (len(FIELDS) + 1)
+    return (*found.values(), found.label)
+
+
 def _num(x: float) -> float | None:
     return None if math.isnan(x) or math.isinf(x) else x
 
@@ -40,6 +52,8 @@ class RecordWriter:
     """One record per row: csv (one header line) or json (one object per line)."""
 
     BASE = ("timestamp", "iteration", "interval", "pid", "tid", "user", "command", "dead")
+    #: With rows by cgroup: who runs in it (``tiptop.workload``), then its short label.
+    WORKLOAD = (*FIELDS, "cgroup")
 
     def __init__(
         self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: Format
@@ -52,11 +66,12 @@ class RecordWriter:
         #: Per column, a bottleneck column's label table (docs/screens.md "Bottleneck").
         self.paths = path_nodes(screen)
         self.csv = None if self.json else csv.writer(out, lineterminator="\n")
+        self.by_cgroup = options.series_by is SeriesBy.CGROUP
 
     def begin(self, now: float) -> None:
         """The csv header line (nothing for json)."""
         if self.csv is not None:
-            names = list(self.BASE)
+            names = list(self.BASE) + (list(self.WORKLOAD) if self.by_cgroup else [])
             for c, labels in zip(self.columns, self.paths, strict=True):
                 names += [c, f"{c}_status"] + ([f"{c}_node"] if labels else [])
             for a in self.counters:
@@ -100,8 +115,11 @@ class RecordWriter:
                 row.command,
                 row.dead,
             ]
+            who = _workload(frame, i) if self.by_cgroup else None
             if self.json:
                 rec = dict(zip(self.BASE, base, strict=True))
+                if who is not None:
+                    rec["workload"] = dict(zip(self.WORKLOAD, who, strict=True))
                 rec["columns"] = dict(zip(self.columns, values, strict=True))
                 rec["status"] = dict(zip(self.columns, statuses, strict=True))
                 if nodes:
@@ -113,7 +131,7 @@ class RecordWriter:
                 self.out.write(json.dumps(rec, allow_nan=False) + "\n")
             else:
                 assert self.csv is not None
-                line: list[object] = [*base[:7], int(row.dead)]
+                line: list[object] = [*base[:7], int(row.dead), *(who or ())]
                 for j, (v, s) in enumerate(zip(values, statuses, strict=True)):
                     line += ["" if v is None else repr(v), s]
                     if j in nodes:

@@ -2,27 +2,36 @@
 (containers, systemd services, Kubernetes pods), its numbers summed from the per-task rows
 the sampler already has, so no privilege beyond what ``tiptop`` needs is asked for.
 
-The cgroup of each process is ``tiptop.kernel.cgroup``'s shortened label, read once per
-process. A group row sums %CPU (user and system too), each counter's scaled delta and
-running total over the tasks whose counter read OK; its columns are then evaluated again
-by the one evaluator (``tiptop.screens.evaluate``), so ``IPC`` of a group is its
-instructions over its cycles, not a sum of ratios. A counter is ``?`` in a group only when
-none of its tasks read it; its running fraction is the least of those that did. The row's PID is the
-smallest of the group, its name and command line the cgroup label, its user the tasks'
-user (``*`` when they differ); it is dead when all its tasks are.
+The cgroup of each process is read once per process (``tiptop.kernel.cgroup``), and who
+runs in it (``tiptop.runtimes``: Kubernetes' namespace, pod and container, a docker or
+podman container's name, a systemd unit) once per cgroup; a row is a group of the cgroups
+that show the same name (``Workload.shown``: ``namespace/pod/container``, ``docker:web``,
+``nginx.service``, else the cgroup's short label), and carries that workload
+(``Frame.workload``) for the batch records. A group row sums %CPU (user and system too),
+each counter's scaled delta and running total over the tasks whose counter read OK; its
+columns are then evaluated again by the one evaluator (``tiptop.screens.evaluate``), so
+``IPC`` of a group is its instructions over its cycles, not a sum of ratios. A counter is
+``?`` in a group only when none of its tasks read it; its running fraction is the least of
+those that did. The row's PID is the smallest of the group, its name and command line the
+name above, its user the tasks' user (``*`` when they differ); it is dead when all its
+tasks are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
-from tiptop.frame import Frame, FrameSource, SourceWrapper
+from tiptop.frame import CgroupCounts, Frame, FrameSource, SourceWrapper
 from tiptop.kernel.cgroup import CgroupCache
+from tiptop.runtimes import Workloads
 from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.variables import RowFacts, TimeFacts
+from tiptop.workload import Workload
 
 #: The live key that switches grouping on and off.
 KEY = "G"
@@ -34,8 +43,18 @@ def _sum(x: np.ndarray, g: np.ndarray, m: int) -> np.ndarray:
     return out
 
 
-def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
-    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again."""
+def group(
+    frame: Frame,
+    screen: ScreenSpec,
+    labels: list[str],
+    workloads: list[Workload] | None = None,
+    counted: dict[str, CgroupCounts] | None = None,
+) -> Frame:
+    """``frame``'s rows summed by ``labels`` (one per row), columns evaluated again; each
+    group row carries the workload of its first row (``workloads``, one per row, when
+    given). ``counted``: per label, its cgroups' counts from the kernel's cgroup events,
+    added to what its tasks counted themselves (those tasks have no counters of their
+    own: ``tiptop.engine.count.cgroups``)."""
     if not len(frame):
         return frame
     names = sorted(set(labels))
@@ -43,6 +62,8 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
     g = np.array([index[x] for x in labels], np.int64)
     m = len(names)
     counters, raw = _group_counters(frame, g, m)
+    if counted:
+        counters, raw = _with_cgroup_counts(counters, raw, names, counted)
     refresh = FrameFacts(
         frame.iteration,
         frame.timestamp,
@@ -53,7 +74,7 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
         context=frame.context,
     )
     evaluator = evaluator_for(screen, tuple((a, j) for j, a in enumerate(frame.counters)))
-    return evaluated_frame(
+    grouped = evaluated_frame(
         evaluator,
         refresh,
         _group_labels(frame, g, names),
@@ -64,6 +85,10 @@ def group(frame: Frame, screen: ScreenSpec, labels: list[str]) -> Frame:
         num_threads=_sum(frame.num_threads, g, m).astype(np.int64),
         dead=_sum((~frame.dead).astype(float), g, m) == 0,
     )
+    if workloads is not None:
+        first = dict(zip(reversed(labels), reversed(workloads), strict=True))
+        grouped.workload = [first[name] for name in names]
+    return grouped
 
 
 def _group_counters(frame: Frame, g: np.ndarray, m: int) -> tuple[CounterCells, np.ndarray]:
@@ -83,6 +108,30 @@ def _group_counters(frame: Frame, g: np.ndarray, m: int) -> tuple[CounterCells, 
     )
     cells = CounterCells(scaled, st, total, tst.astype(STATUS_DTYPE), run)
     return cells, _sum(np.where(ok, frame.counter_delta, 0.0), g, m)
+
+
+def _with_cgroup_counts(
+    cells: CounterCells, raw: np.ndarray, names: list[str], counted: dict[str, CgroupCounts]
+) -> tuple[CounterCells, np.ndarray]:
+    """The groups' cells with their cgroups' own counts added where read OK."""
+    scaled, status = cells.scaled.copy(), cells.status.copy()
+    total, total_status = cells.total.copy(), cells.total_status.copy()
+    running, raw = cells.running.copy(), raw.copy()
+    for j, name in enumerate(names):
+        c = counted.get(name)
+        if c is None:
+            continue
+        ok = c.ok
+        scaled[j] = np.where(ok, np.nan_to_num(scaled[j]) + c.scaled, scaled[j])
+        total[j] = np.where(ok, np.nan_to_num(total[j]) + c.total, total[j])
+        was = status[j] == Code.OK
+        running[j] = np.where(
+            ok, np.where(was, np.fmin(running[j], c.running), c.running), running[j]
+        )
+        status[j] = np.where(ok, Code.OK, status[j])
+        total_status[j] = np.where(ok, Code.OK, total_status[j])
+        raw[j] += np.where(ok, c.raw, 0.0)
+    return CounterCells(scaled, status, total, total_status, running), raw
 
 
 def _group_facts(frame: Frame, g: np.ndarray, m: int) -> RowFacts:
@@ -147,10 +196,24 @@ class CgroupSource(SourceWrapper):
     """A frame source whose rows are summed by cgroup while :attr:`enabled`; the live
     ``G`` key (through the source's ``key``, as a replay's time travel keys) switches it."""
 
-    def __init__(self, source: FrameSource, enabled: bool = True, proc_root: str = "/proc") -> None:
+    def __init__(
+        self,
+        source: FrameSource,
+        enabled: bool = True,
+        proc_root: str = "/proc",
+        workloads: Workloads | None = None,
+        counting: Callable[[], dict[str, CgroupCounts]] | None = None,
+    ) -> None:
         super().__init__(source)
+        #: The counts, by cgroup path, of the cgroups counted whole over the latest
+        #: refresh (the sampler's ``cgroup_counts``: their tasks have no counters of their
+        #: own); None: every task counts itself.
+        self.counting = counting
         self.enabled = enabled
         self.cgroups = CgroupCache(proc_root)
+        #: Who runs in each cgroup (its owner: this source; the cli's, with the host's
+        #: cgroup mount, else one that reads no inode).
+        self.workloads = workloads if workloads is not None else Workloads(None)
 
     def refresh(self) -> Frame:
         """The wrapped source's frame, grouped when enabled."""
@@ -159,8 +222,29 @@ class CgroupSource(SourceWrapper):
         self.cgroups.keep_only(pids)
         if not self.enabled:
             return frame
-        labels = [self.cgroups.label(p) for p in pids]
-        return group(frame, self.source.screen, labels)
+        seen: dict[str, Workload] = {}
+        workloads = self.workloads_of(pids, seen)
+        names = [w.shown() for w in workloads]
+        counted: dict[str, CgroupCounts] | None = None
+        if self.counting is not None:
+            counted = {}
+            for path, counts in self.counting().items():
+                if path in seen:  # a cgroup followed with no row now: not shown
+                    name = seen[path].shown()
+                    counted[name] = counted[name] + counts if name in counted else counts
+        return group(frame, self.source.screen, names, workloads, counted)
+
+    def workloads_of(self, pids: list[int], seen: dict[str, Workload]) -> list[Workload]:
+        """Each process's workload, its cgroup's looked up once per refresh (``seen``:
+        per cgroup path, filled here)."""
+        out = []
+        for pid in pids:
+            path = self.cgroups.path(pid)
+            found = seen.get(path)
+            if found is None:
+                found = seen[path] = self.workloads.of(path)
+            out.append(found)
+        return out
 
     def key(self, key: str) -> bool:
         """``G`` switches grouping; other keys go to the wrapped source."""

@@ -93,6 +93,9 @@ class Attacher:
         self._reading: RowReading | None = None
         #: When the counters were last read (:attr:`_clock`), for the next window.
         self._read_at: float | None = None
+        #: Tasks counted elsewhere, whole, with their cgroup (``engine.count.cgroups``):
+        #: they get no counters of their own; None: every task gets its own.
+        self.elsewhere: Callable[[Task], bool] | None = None
 
     # ------------------------------------------------------------------ readout
     def read(self, rows: Sequence[Task]) -> Counts:
@@ -246,6 +249,8 @@ class Attacher:
                 return
             self._drop_units(spawned[1])  # that child is gone; its PID was reused
         if not self.plan.groups or st.denied:
+            return
+        if self.elsewhere is not None and self.elsewhere(t):
             return
         busy = self._busy(t)
         if not self._room(self.plan.fds_per_thread) and not (

@@ -1,0 +1,142 @@
+"""Counting whole cgroups with the kernel's cgroup events (issue 48, item 5): 10 cgroups
+made here, each running 20 short jobs of 0.1 s of CPU, watched by ``tiptop --textfile
+--by cgroup`` as root; each cgroup's ``task-clock`` from its cgroup events agrees with the
+cgroup's own ``cpu.stat`` usage within 2%, jobs that no refresh showed included; the
+counters take ``events x CPUs`` fds per cgroup, not per task. Needs root and cgroup v2
+(``/sys/fs/cgroup`` or systemd's hybrid ``/sys/fs/cgroup/unified``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import TIPTOP
+from tests.system.exporter_support import samples
+from tiptop.kernel.cgroup import unified_root, usage_seconds
+
+CGROUPS, JOBS, BURN = 10, 20, 0.1
+#: The ``sched`` screen's counters: task-clock, context-switches, cpu-migrations,
+#: page-faults.
+EVENTS = 4
+#: Each shell waits for a line, runs its jobs, says so, and waits again (idle meanwhile,
+#: so that the windows of the two measures need not meet exactly).
+SHELL = f"""
+read go
+for i in $(seq {JOBS}); do
+    python3 -c 'import time
+end = time.process_time() + {BURN}
+while time.process_time() < end: pass'
+done
+echo done
+read end
+"""
+#: Every 0.5 s; only user nobody's tasks (the test's) are watched.
+ARGS = ("-d", "0.5", "-u", "nobody", *os.environ.get("T48_EXTRA", "").split())
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _perf_fds(pid: int) -> int:
+    """The perf event fds process ``pid`` holds."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
+    return n
+
+
+def _exported(path: Path) -> dict[str, float]:
+    """task-clock seconds per cgroup label in the textfile."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    return {
+        dict(labels)["cgroup"]: v
+        for (name, labels), v in samples(text).items()
+        if name == "tiptop_task_clock_seconds_total"
+    }
+
+
+def _wait(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, f"{what}: not within {timeout} s"
+        time.sleep(0.2)
+
+
+def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
+    root = unified_root()
+    if os.geteuid() != 0 or root is None:
+        pytest.skip("needs root and a cgroup v2 hierarchy to make cgroups in")
+    tag = f"tt48ev{os.getpid()}"
+    made = [Path(root) / f"{tag}x{i}" for i in range(CGROUPS)]
+    shells: list[subprocess.Popen[str]] = []
+    textfile = tmp_path / "t.prom"
+    exporter = None
+    try:
+        for d in made:
+            d.mkdir()
+            shell = subprocess.Popen(
+                [*NOBODY, "sh", "-c", SHELL],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            shells.append(shell)
+            (d / "cgroup.procs").write_text(str(shell.pid))  # before it forks any job
+        exporter = subprocess.Popen(
+            [*TIPTOP, "--textfile", str(textfile), "--by", "cgroup", "-S", "sched", *ARGS],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        labels = [d.name for d in made]
+        _wait(lambda: set(labels) <= _exported(textfile).keys(), 60, "every cgroup's series")
+        before = _exported(textfile)
+        usage0 = [usage_seconds(root, f"/{d.name}") for d in made]
+        for shell in shells:
+            assert shell.stdin is not None
+            shell.stdin.write("go\n")
+            shell.stdin.flush()
+        fds = 0
+        for shell in shells:
+            assert shell.stdout is not None
+            fds = max(fds, _perf_fds(exporter.pid))
+            assert shell.stdout.readline() == "done\n"
+        usage1 = [usage_seconds(root, f"/{d.name}") for d in made]
+        written = textfile.stat().st_ino
+        _wait(lambda: textfile.stat().st_ino != written, 10, "a write after the jobs")
+        written = textfile.stat().st_ino
+        _wait(lambda: textfile.stat().st_ino != written, 10, "a second write")
+        after = _exported(textfile)
+        for label, u0, u1 in zip(labels, usage0, usage1, strict=True):
+            assert u0 is not None and u1 is not None
+            used = u1 - u0
+            counted = after[label] - before[label]
+            assert used > JOBS * BURN * 0.9, (label, used)
+            print(f"{label}: cpu.stat {used:.3f} s, cgroup events {counted:.3f} s")
+            assert abs(counted - used) <= 0.02 * used, (label, counted, used)
+        cpus = os.cpu_count() or 1
+        print(f"perf fds {fds}")
+        assert CGROUPS * EVENTS * cpus <= fds <= EVENTS * cpus * CGROUPS + 16, fds
+    finally:
+        if exporter is not None:
+            exporter.send_signal(signal.SIGTERM)
+            exporter.wait(timeout=30)
+        for shell in shells:
+            shell.kill()
+            shell.wait()
+        for d in made:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
