@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 
 from tests.support import host_at
+from tests.support.fake_backend import FakeBackend
 from tests.support.sampling import fake_env, row
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
+from tiptop.frame import Frame
 from tiptop.host import Clock
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
 from tiptop.screens.bottleneck import OFFSET, is_path, parse_path
@@ -188,7 +190,9 @@ def test_memory_columns() -> None:
     assert _evaluate(s, deltas) == pytest.approx([2.0, 5.0, 20.0, 5.0, 1.0, 0.25])
 
 
-def _sampler(tmp_path: Path, sysfs_root: str, rates: dict):
+def _sampler(
+    tmp_path: Path, sysfs_root: str, rates: dict[str, float]
+) -> tuple[FakeBackend, Sampler, Frame]:
     fp, b = fake_env(tmp_path)
     fp.add(100, "compute", processor=1)
     for alias, rate in rates.items():
@@ -282,4 +286,4 @@ def test_neoverse_n2_r0p2_worked_case() -> None:
     for s, want in ((late, ("FE", 32.0)), (early, ("BE", 25.0))):
         share, _status, _running, idx = evaluate(s, deltas)
         labels = parse_path(s.columns[-1].expr).labels
-        assert (labels[idx], share) == (want[0], pytest.approx(want[1]))
+        assert labels[idx] == want[0] and share == pytest.approx(want[1])

@@ -3,14 +3,17 @@ counts summed, columns evaluated again from the sums, ``?`` only when no task co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
 from tiptop.choices import Format, SeriesBy
-from tiptop.frame import FrameSource
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
+from tiptop.screens.model import ScreenSpec
 from tiptop.sources.bycgroup import CgroupSource, group
 
 
@@ -49,14 +52,25 @@ class _Source(FrameSource):
     messages = MessageLog()
     screen = SCREEN
 
-    def __init__(self, f):  # type: ignore[no-untyped-def]
+    def __init__(self, f: Frame) -> None:
         self.f = f
 
-    def refresh(self):  # type: ignore[no-untyped-def]
+    def start(self) -> None:
+        pass
+
+    def refresh(self) -> Frame:
         return self.f
 
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        self.screen = screen or self.screen
 
-def test_the_g_key_switches_grouping(tmp_path) -> None:
+    def close(self) -> None:
+        pass
+
+
+def test_the_g_key_switches_grouping(tmp_path: Path) -> None:
     for pid, path in ((1, "/system.slice/a.service"), (2, "/system.slice/a.service"), (3, "/")):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
@@ -151,7 +165,7 @@ def test_where_the_time_went_is_summed_per_group() -> None:
     assert labels[g.node[pair, bottleneck]] == "Wait" and g.node[one, bottleneck] == -1
 
 
-def test_group_rows_are_named_by_who_runs_in_them(tmp_path) -> None:
+def test_group_rows_are_named_by_who_runs_in_them(tmp_path: Path) -> None:
     """A row per name: a docker container's two cgroups (its own and one made inside it)
     are one row ``docker:web``, a pod's container ``namespace/pod/container``; each row
     carries its workload, the unresolved one its cgroup's label."""

@@ -4,6 +4,9 @@ command-line options (tiptop/exporter/, docs/exporter.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import numpy as np
 import pytest
 from prometheus_client import generate_latest
@@ -11,6 +14,7 @@ from prometheus_client.core import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import frame, screen
+from tests.support.live import ScriptedSampler
 from tiptop.cells import Status
 from tiptop.choices import SeriesBy
 from tiptop.errors import UsageError
@@ -39,7 +43,7 @@ SCHED = screen(
 )
 
 
-def rows(*specs: tuple[int, str, float, list[float]], **extra: object) -> list[dict]:
+def rows(*specs: tuple[int, str, float, Sequence[float]], **extra: object) -> list[dict]:
     """``(tid, name, %cpu, deltas)`` rows of SCHED."""
     return [{"tid": t, "name": n, "cells": [c], "deltas": d} | extra for t, n, c, d in specs]
 
@@ -137,7 +141,7 @@ def test_cgroup_paths_are_shortened(path: str, label: str) -> None:
     assert shorten(path) == label
 
 
-def test_cgroup_line_of_v2_then_v1(tmp_path) -> None:
+def test_cgroup_line_of_v2_then_v1(tmp_path: Path) -> None:
     assert path_of("0::/system.slice/a.service\n") == "/system.slice/a.service"
     assert path_of("4:memory:/x\n1:name=systemd:/system.slice/b.service\n") == (
         "/system.slice/b.service"
@@ -225,10 +229,10 @@ def test_exposition_parses_back() -> None:
     agg = Aggregator(metrics_for(SCHED.counters))
     collector = SnapshotCollector()
     collector.publish(agg.update(frame(rows((1, 'we"ird\n', 100.0, [1, 2, 3, 4, 5])), SCHED)))
-    exporter = Exporter(None, agg, 1.0)
+    exporter = Exporter(ScriptedSampler(), agg, 1.0)
     exporter.collector = collector
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(collector)  # type: ignore[arg-type]
+    reg.register(collector)
     fams = {f.name: f for f in text_string_to_metric_families(generate_latest(reg).decode())}
     s = fams["tiptop_page_faults"].samples[0]
     assert s.name == "tiptop_page_faults_total" and s.value == 3
@@ -267,14 +271,13 @@ def test_addresses_and_options() -> None:
     argv = ["--serve", "9100", "--series-expiry", "90", "--web-config", "w.yml"]
     opts, _ = merge({}, parse_argv(argv)[0])
     assert (opts.series_expiry, opts.web_config) == (90.0, "w.yml")
-    for bad in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
+    for words in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
         with pytest.raises(UsageError):
-            merge({}, parse_argv(bad)[0])
+            merge({}, parse_argv(words)[0])
 
 
 def test_the_docs_use_only_names_the_exporter_exports() -> None:
     import re
-    from pathlib import Path
 
     from tiptop.screens.loader import builtin_screens, load_file
     from tiptop.screens.model import Target
@@ -359,7 +362,7 @@ def test_by_cgroup_labels_say_who_runs_in_the_cgroup() -> None:
     }
 
 
-def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
+def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path: Path) -> None:
     """``CgroupCpu.used``: a leaf cgroup's ``usage_usec`` since it was first followed (from
     its birth when made after the start), followed while its processes are gone; the root
     and a cgroup with children (usage counted in theirs) are left out; a removed cgroup
@@ -381,7 +384,9 @@ def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
     make("", 9_000_000)
     make("system.slice", 8_000_000)
     make("system.slice/db.service", 5_000_000)
-    task(1, "/"), task(2, "/system.slice/db.service"), task(3, "/system.slice")
+    task(1, "/")
+    task(2, "/system.slice/db.service")
+    task(3, "/system.slice")
     started = os.stat(cg / "system.slice/db.service").st_ctime + 1  # made before it
     reader = CgroupCpu(CgroupCache(str(proc)), str(cg), started=started)
     assert reader.used([1, 2, 3]) == {"db": 0.0}  # counted from now; / and the slice out

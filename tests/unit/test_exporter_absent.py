@@ -9,12 +9,13 @@ from tests.unit.test_exporter import SCHED, rows, sample
 from tiptop.cells import Status
 from tiptop.choices import SeriesBy
 from tiptop.exporter.aggregate import OTHER, Aggregator, metrics_for
+from tiptop.frame import Frame
 
 #: SCHED's counters: TC, CS, PF (software), then C, I (hardware).
 HARDWARE = (3, 4)
 
 
-def no_pmu(f):  # type: ignore[no-untyped-def]
+def no_pmu(f: Frame) -> Frame:
     """``f`` as a machine without a PMU reads it: the hardware counters unreadable, their
     running fraction unknown (as ``engine.readout`` gives them)."""
     f.counter_status[:, HARDWARE] = Status.UNREADABLE

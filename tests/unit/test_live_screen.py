@@ -17,6 +17,7 @@ from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.rows import Scroller
 from tiptop.live.services import Services
+from tiptop.live.text import Markup
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
 from tiptop.screens.model import Target
@@ -347,7 +348,14 @@ def test_a_line_is_drawn_as_urwid_text_draws_it(markup: Any) -> None:
 def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     """Plain lines drawn together in one canvas, others through urwid.Text, in order, the
     rest of the box blank: the same screen as every line through urwid.Text."""
-    lines = ["one", [("over", "two"), (None, " 2")], "caf\u00e9", "four", "x" * 80, "tab\there"]
+    lines: list[Markup] = [
+        "one",
+        [("over", "two"), (None, " 2")],
+        "caf\u00e9",
+        "four",
+        "x" * 80,
+        "tab\there",
+    ]
     sc = Scroller(lambda i, cols: lines[i], len(lines))
     cols, rows = 40, 9
     got = list(sc.render((cols, rows)).content())

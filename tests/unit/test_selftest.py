@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from tests.support import host_at
 from tests.support.builders import screen
 from tiptop.errors import EventUnsupported
+from tiptop.kernel import Attr
+from tiptop.kernel.backend import Group
 from tiptop.selftest.checks import (
     CHECKS,
     SIZES,
@@ -90,7 +94,12 @@ def test_fit_is_exact() -> None:
     assert g.slope != 2 and g.r2 < 1.0
 
 
-def _judged(per_iter: Fraction | None, counts: list[float], ref=None, tol: float = 0.005) -> Row:
+def _judged(
+    per_iter: Fraction | None,
+    counts: list[float],
+    ref: list[float] | None = None,
+    tol: float = 0.005,
+) -> Row:
     row = Row("A", "instructions")
     sizes = [100, 200, 400, 800]
     judge(row, Check("loop", per_iter, tol, "test"), sizes, counts, ref or [0.0] * 4)
@@ -154,14 +163,17 @@ def test_screen_gains_the_software_events_it_lacks() -> None:
 class _Refusing:
     """A backend where nothing opens (a machine without perf events at all)."""
 
-    def open_group(self, tid, attrs):
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> Group:
         raise EventUnsupported(errno.ENOENT, "No such file or directory")
 
-    def open_pidfd(self, tid, thread):
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
+        raise AssertionError("no group opened, none to read")
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
         return None
 
 
-def test_nothing_opens_exit_2_with_reasons(tmp_path) -> None:
+def test_nothing_opens_exit_2_with_reasons(tmp_path: Path) -> None:
     """No event opens: no child is started, every row says why, exit 2."""
     host = host_at(str(tmp_path), str(tmp_path), paranoid=2, euid=1000, capabilities=0)
     rows = run_selftest(screen("d", counters={"I": "instructions"}), host, _Refusing())

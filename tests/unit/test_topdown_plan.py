@@ -69,7 +69,7 @@ def planner(b: FakeBackend, sysfs: str, tmp_path: Path) -> tuple[Planner, Messag
     return Planner(b, host, log, threads=False, kernel=False), log
 
 
-def configs(attrs: tuple) -> list[tuple[int, int]]:  # type: ignore[type-arg]
+def configs(attrs: tuple) -> list[tuple[int, int]]:
     return [(a.type, a.config) for a in attrs]
 
 

@@ -52,20 +52,26 @@ def count_any(source: str) -> int:
     n = sum(_is_any(node) for node in ast.walk(tree))
     quoted: list[str] = []
     for ann in _annotations(tree):
-        quoted += [c.value for c in ast.walk(ann) if isinstance(c, ast.Constant)]
+        quoted += [
+            c.value
+            for c in ast.walk(ann)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str)
+        ]
     for node in ast.walk(tree):
-        is_cast = isinstance(node, ast.Call) and (
-            (isinstance(node.func, ast.Name) and node.func.id == "cast")
-            or (isinstance(node.func, ast.Attribute) and node.func.attr == "cast")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        is_cast = (isinstance(func, ast.Name) and func.id == "cast") or (
+            isinstance(func, ast.Attribute) and func.attr == "cast"
         )
-        if is_cast and node.args and isinstance(node.args[0], ast.Constant):
-            quoted.append(node.args[0].value)
+        first = node.args[0] if is_cast and node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            quoted.append(first.value)
     for text in quoted:
-        if isinstance(text, str):
-            try:
-                n += sum(_is_any(x) for x in ast.walk(ast.parse(text, mode="eval")))
-            except SyntaxError:
-                continue
+        try:
+            n += sum(_is_any(x) for x in ast.walk(ast.parse(text, mode="eval")))
+        except SyntaxError:
+            continue
     return n
 
 
