@@ -82,6 +82,11 @@ class Host:
     #: ``tiptop.cli.screens.host_target`` for the screens' ``arch``/``model`` gating; a
     #: test names another file to be the CPU it describes (tests/support/as_cpu.py).
     cpuinfo: str = "/proc/cpuinfo"
+    #: SMT is active: a core runs more than one online hardware thread (sysfs
+    #: ``devices/system/cpu/smt/active``, Documentation/ABI/testing/sysfs-devices-system-cpu;
+    #: False where the file is absent). Before Ice Lake a task's top-down counts are then not
+    #: its own (tiptop/screens/deviations.py, kind ``smt``).
+    smt_active: bool = False
     #: The clock the engine reads.
     clock: Clock = Clock()
     #: CPUs online (``sysconf(_SC_NPROCESSORS_ONLN)``).
@@ -118,6 +123,7 @@ class Host:
             clk_tck=os.sysconf("SC_CLK_TCK"),
             in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
             cpuinfo=os.path.join(proc_root, "cpuinfo"),
+            smt_active=_read_smt_active(sysfs_root),
             cpus=os.sysconf("SC_NPROCESSORS_ONLN"),
             delayacct=_read_delayacct(proc_root),
             cpu_cgroups=cpu_cgroups(proc_root),
@@ -221,6 +227,15 @@ def _read_paranoid(proc_root: str) -> int | None:
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
+
+
+def _read_smt_active(sysfs_root: str) -> bool:
+    """``devices/system/cpu/smt/active`` is 1; False when it is 0, absent or unreadable."""
+    try:
+        with open(os.path.join(sysfs_root, "devices/system/cpu/smt/active")) as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
 
 
 def _cap_eff(proc_root: str) -> int:

@@ -130,6 +130,7 @@ def ours(config: str, type_: str | None, arch: str | None) -> Encoding:
         return Encoding(
             (v & 0xFF | (v >> 24 & 0xF00), v >> 8 & 0xFF, v >> 24 & 0xFF, v >> 18 & 1, v >> 23 & 1)
         )
+    pmu = "cpu"
     if m := re.fullmatch(r"(\w+)/(.*)/", config):
         pmu, body = m[1], m[2]
         if "=" in body:
@@ -138,19 +139,24 @@ def ours(config: str, type_: str | None, arch: str | None) -> Encoding:
     al = data()["aliases"]
     if arch == "arm64":
         return Encoding((al["arm_pmuv3"][config], 0, 0, 0, 0))
-    if config in ("cycles", "instructions"):
-        return Encoding(None, generic=config)
+    if config in ("cycles", "instructions"):  # on its PMU: cpu_core/cycles/
+        return Encoding(None, pmu, generic=config)
     return Encoding(_terms(al["cpu"][config]))
 
 
 def theirs(table: str, name: str) -> Encoding | None:
-    """A table event's fields (``name@cmask=0x6@`` adds a modifier), a core.c alias's, or
-    ``None`` when the table has no such event."""
+    """A table event's fields (``name@cmask=0x6@`` adds a modifier), a core.c alias's (an
+    arm_pmuv3.c alias's on Arm), or ``None`` when the table has no such event."""
     base, _, mods = canonical(name).partition("@")
     t = data()["tables"][table]
     events = {k.lower(): v for k, v in t["events"].items()}
     if base in ("cycles", "instructions"):
         return Encoding(None, generic=base)
+    if base.lower() not in events and t["arch"] == "arm64":
+        # perf finds a common event a table does not list by the PMU's events/ alias
+        # (drivers/perf/arm_pmuv3.c): hip08's table lists no CPU_CYCLES, INST_RETIRED...
+        number = data()["aliases"]["arm_pmuv3"].get(base.lower())
+        return None if number is None else Encoding((number, 0, 0, 0, 0))
     if base.lower() not in events:
         al = data()["aliases"]["cpu_core" if base in data()["aliases"]["cpu_core"] else "cpu"]
         return Encoding(_terms(al[base])) if t["arch"] == "x86" and base in al else None

@@ -39,6 +39,7 @@ COMMON = {
     "stall_slot_backend": 0x3D,
     "op_retired": 0x3A,
     "op_spec": 0x3B,
+    "inst_spec": 0x1B,
     "br_mis_pred": 0x10,
     "l1d_cache": 0x04,
     "l1d_cache_refill": 0x03,
@@ -48,8 +49,12 @@ COMMON = {
 }
 
 V1, N2, V2 = Target("arm64", "41_D40"), Target("arm64", "41_D49"), Target("arm64", "41_D4F")
-#: Neoverse N1 (Graviton2, Ampere Altra), AmpereOne, Cortex-A72, an unknown or unread part.
-OTHER_ARM = [Target("arm64", m) for m in ("41_D0C", "C0_AC3", "41_D08", "41_D8E")] + [
+#: AmpereOne, AmpereOneX, HiSilicon hip08 (Kunpeng 920): the slot variants of their tables.
+AMPERE_ONE, AMPERE_ONE_X, HIP08 = (Target("arm64", m) for m in ("C0_AC3", "C0_AC4", "48_D01"))
+#: FETCH_BUBBLE, hip08's implementation-defined event (hisilicon/hip08/core-imp-def.json).
+FETCH_BUBBLE = 0x2014
+#: Neoverse N1 (Graviton2, Ampere Altra), Ampere eMAG, Cortex-A72, an unknown or unread part.
+OTHER_ARM = [Target("arm64", m) for m in ("41_D0C", "50_000", "41_D08", "41_D8E")] + [
     Target("arm64", None)
 ]
 
@@ -190,23 +195,34 @@ def test_memory_columns() -> None:
     assert _evaluate(s, deltas) == pytest.approx([2.0, 5.0, 20.0, 5.0, 1.0, 0.25])
 
 
+#: Events' rates a second, by common event name or raw config (implementation defined).
+Rates = dict[str | int, float]
+
+
+def _config(event: str | int) -> int:
+    """An event's config on the Arm PMU: a common event's by name, else the raw one."""
+    return event if isinstance(event, int) else COMMON[event]
+
+
 def _sampler(
-    tmp_path: Path, sysfs_root: str, rates: dict[str, float]
+    tmp_path: Path, sysfs_root: str, rates: Rates, target: Target = V1
 ) -> tuple[FakeBackend, Sampler, Frame]:
+    """The Arm screen of ``target`` over the FAKE PMU, one 2 s refresh of a task counting
+    ``rates`` a second: by common event name, or by raw config (implementation defined)."""
     fp, b = fake_env(tmp_path)
     fp.add(100, "compute", processor=1)
-    for alias, rate in rates.items():
-        b.script(100, (PMU_TYPE, COMMON[alias]), rate)
+    for event, rate in rates.items():
+        b.script(100, (PMU_TYPE, _config(event)), rate)
     b.max_group_size[PMU_TYPE] = 7  # six event counters and the cycle counter
     host = host_at(str(fp.root), sysfs_root, clock=Clock(monotonic=b.clock))
-    sampler = Sampler(screen(V1, "topdown"), SamplerConfig(), backend=b, host=host)
+    sampler = Sampler(screen(target, "topdown"), SamplerConfig(), backend=b, host=host)
     sampler.start()
     b.clock.advance(2.0)
     fp.set_stat(100, "compute", utime=180, stime=20, processor=1)
     return b, sampler, sampler.refresh()
 
 
-V1_RATES = {
+V1_RATES: Rates = {
     "cpu_cycles": 1e9,
     "stall_slot": 3e9,
     "stall_slot_frontend": 1e9,
@@ -221,15 +237,26 @@ def test_neoverse_v1_topdown_through_the_sampler(tmp_path: Path) -> None:
     """8e9 slots/s, 3e9 of them stalled: retiring 4/5 x 5/8 = 50 %, bad speculation
     1/5 x 5/8 + 4 x 1e7/1e9 = 16.5 %, front end 1/8 - 4 % = 8.5 %, back end 2/8 = 25 %;
     the seven events in one group on the Arm PMU's type."""
-    b, sampler, frame = _sampler(tmp_path, ARM_SYSFS, V1_RATES)
+    run = _sampler(tmp_path, ARM_SYSFS, V1_RATES)
+    # BAD and BE are over their bounds (15%, 20%); BE (the tree's node 2) has the larger share
+    _one_group_level1(run, [50.0, 16.5, 8.5, 25.0], (2, 25.0), [_config(e) for e in V1_RATES])
+
+
+def _one_group_level1(
+    run: tuple, values: list[float], bottleneck: tuple[int, float], configs: list[int]
+) -> None:
+    """Task 100's level 1 (``values``) and bottleneck cell (the tree's node, share) in a
+    ``run`` of :func:`_sampler`, every cell OK, its events (``configs``) in one group on the
+    Arm PMU."""
+    b, sampler, frame = run
     i = row(frame, 100)
     assert list(frame.status[i]) == [Status.OK] * 6, sampler.messages.lines()
-    np.testing.assert_allclose(frame.values[i, 1:5], [50.0, 16.5, 8.5, 25.0])
-    # BAD and BE are over their bounds (15%, 20%); BE has the larger share
-    assert frame.node[i, 5] == OFFSET + 2 and frame.values[i, 5] == pytest.approx(25.0)  # BE
+    np.testing.assert_allclose(frame.values[i, 1:5], values)
+    node, share = bottleneck
+    assert (frame.node[i, 5], frame.values[i, 5]) == (OFFSET + node, pytest.approx(share))
     groups = [attrs for tid, attrs in b.opens if tid == 100]
     assert len(groups) == 1 and {a.type for a in groups[0]} == {PMU_TYPE}
-    assert sorted(a.config for a in groups[0]) == sorted(COMMON[a] for a in V1_RATES)
+    assert sorted(a.config for a in groups[0]) == sorted(configs)
     sampler.close()
 
 
@@ -239,7 +266,7 @@ def test_missing_arm_event_gives_question_marks_and_the_reason(tmp_path: Path) -
     root = tmp_path / "sys"
     shutil.copytree(ARM_SYSFS, root)
     (root / "bus/event_source/devices/armv8_pmuv3_0/events/stall_slot").unlink()
-    rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
+    rates: Rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
     _b, sampler, frame = _sampler(tmp_path, str(root), rates)
     i = row(frame, 100)
     assert list(frame.status[i, 1:3]) == [Status.UNREADABLE] * 2  # shown as "?"
@@ -248,6 +275,48 @@ def test_missing_arm_event_gives_question_marks_and_the_reason(tmp_path: Path) -
     said = [m for m in sampler.messages.lines() if "stall_slot" in m]
     assert len(said) == 1 and "not an event of PMU armv8_pmuv3_0" in said[0], said
     sampler.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "tree"),
+    [
+        (AMPERE_ONE, "AmpereOne", "ampere"),
+        (AMPERE_ONE_X, "AmpereOneX", "ampere"),
+        (HIP08, "hip08", "hip08"),
+    ],
+)
+def test_ampere_one_and_hip08_get_their_slot_topdown(target: Target, name: str, tree: str) -> None:
+    """4 slots per cycle, the tables' level 1 (ampere/ampereone*/, hisilicon/hip08/
+    metrics.json), their own tree; 3 event counters and the cycle counter."""
+    s = screen(target, "topdown")
+    assert "% of 4 slots" in s.desc and name in s.desc
+    assert s.columns[-1].expr.startswith(f"bottleneck({tree}:")
+    assert all("(4*delta(CYC))" in c.expr.replace(" ", "") for c in s.columns[1:5])
+    assert len(s.counters) == 4 and s.breakdown == ("%RET", "%BADS", "%FE", "%BE")
+
+
+def test_ampere_one_level1_worked_case() -> None:
+    """4000 slots: 1600 ops retired of 2000 speculated, 1200 slots stalled in the back end:
+    retiring 40 %, bad speculation 10 %, back end 30 %, front end the rest, 20 %."""
+    deltas = {"CYC": 1000.0, "OPR": 1600.0, "OPS": 2000.0, "SSB": 1200.0}
+    assert _evaluate(screen(AMPERE_ONE, "topdown"), deltas) == pytest.approx([40, 10, 20, 30])
+
+
+def test_hip08_fetch_bubble_is_the_raw_event_on_the_arm_pmu() -> None:
+    """Not among events/ (implementation defined): armv8_pmuv3_0's event term, config 0x2014
+    on the PMU's own type, so it joins the common events' group."""
+    (b,) = resolve("armv8_pmuv3_0/event=0x2014/", sysfs_root=ARM_SYSFS)
+    assert (b.pmu, b.attr.type, b.attr.config) == ("armv8_pmuv3_0", PMU_TYPE, FETCH_BUBBLE)
+    assert screen(HIP08, "topdown").counter("FB").event == NamedEvent("armv8_pmuv3_0/event=0x2014/")
+
+
+def test_hip08_topdown_through_the_sampler(tmp_path: Path) -> None:
+    """4e9 slots/s: 1.6e9 instructions retired of 2e9 speculated, 0.8e9 fetch bubbles:
+    retiring 40 %, bad speculation 10 %, front end 20 %, back end the rest, 30 %; one group."""
+    rates: Rates = {"cpu_cycles": 1e9, "inst_retired": 1.6e9, "inst_spec": 2e9, FETCH_BUBBLE: 0.8e9}
+    run = _sampler(tmp_path, ARM_SYSFS, rates, HIP08)
+    # FE (20 > 15) and BE (30 > 20) over their bounds: BE (the tree's node 2), the larger
+    _one_group_level1(run, [40.0, 10.0, 20.0, 30.0], (2, 30.0), [0x08, 0x11, 0x1B, FETCH_BUBBLE])
 
 
 #: Neoverse N2 at each MIDR revision before r0p3, and from it (r0p3, r1p0, unread).

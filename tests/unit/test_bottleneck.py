@@ -22,18 +22,18 @@ import pytest
 from tests.support import builders, oracle
 from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
 from tests.support.perfexpr import Expr, canonical, parse
-from tests.unit.test_oracle_screens import LITERALS, VARIANTS, gate_models
+from tests.unit.test_oracle_screens import ARM_SLOTS, LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.choices import Format
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
-from tiptop.screens.bottleneck import parse_path
+from tiptop.screens.bottleneck import BoundPath, parse_path
 from tiptop.screens.deviations import for_variant
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.printf import row_format
-from tiptop.screens.topdown import TREES
+from tiptop.screens.topdown import TOLERANCE, TREES, exceeds
 from tiptop.screens.variables import RowFacts
 
 TABLES = oracle.data()["tables"]
@@ -70,16 +70,20 @@ PEER = {
     "cpu": "tma_core_bound",
     "fastpath": "tma_light_operations",
     "microcode": "tma_heavy_operations",
+    "retired_fraction": "tma_retiring",  # AmpereOne's names
+    "misspeculation_fraction": "tma_bad_speculation",
 }
 #: Shares drawn around the tables' bounds.
 BOUNDS = [0.05, 0.1, 0.15, 0.2, 0.6, 0.7, 0.8]
-LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1"}, {"TopdownL2", "PipelineL2"}
+LEVEL1, LEVEL2 = {"TopdownL1", "PipelineL1", "TopDownL1"}, {"TopdownL2", "PipelineL2"}
 #: toplev's order, for ties: level 1, then each parent's children.
 ORDER = (
     "frontend",
     "bad_spec",
+    "misspeculation",
     "backend",
     "retiring",
+    "retired",
     "smt",
     "latency",
     "bandwidth",
@@ -151,6 +155,9 @@ BORROWING = [
     ("zen5", "amdzen5"),
     ("neoverse", "arm/neoverse-v1"),
     ("neoverse", "arm/neoverse-n2-v2"),
+    ("ampere", "ampere/ampereone"),
+    ("ampere", "ampere/ampereonex"),
+    ("hip08", "hisilicon/hip08"),
 ]
 
 
@@ -167,7 +174,8 @@ def test_amd_and_arm_borrow_their_intel_peers_threshold(tree: str, table: str) -
         m = metrics[node.metric]
         assert "MetricThreshold" not in m, f"{table} has a threshold for {node.metric} now"
         groups = m["MetricGroup"].split(";")
-        assert {f"TopdownL{node.level}", f"PipelineL{node.level}"} & set(groups), node
+        levels = {f"topdownl{node.level}", f"pipelinel{node.level}"}  # hip08: TopDownL1
+        assert levels & {g.lower() for g in groups}, node
         if node.parent:
             assert f"{t.node(node.parent).metric}_group" in groups, node
         if node.label == "SMT":
@@ -191,17 +199,50 @@ def test_amd_and_arm_borrow_their_intel_peers_threshold(tree: str, table: str) -
 Gen = Callable[[random.Random], dict[str, float]]
 
 
-def _fractions(rng: random.Random, k: int) -> list[float]:
+#: Decimal places the oracle compares shares at: float noise (1e-16) gone, any real
+#: difference of counts (1e-10 of the slots and more here) kept.
+EXACT_DIGITS = 12
+#: Shares a draw may put a node at exactly (the tables' bounds), where float rounding
+#: alone would decide a strict ``>`` (tiptop/screens/topdown.py "Exact bounds").
+EXACT = (0.1, 0.15, 0.2, 0.6, 0.7, 0.75)
+
+
+def _parts(rng: random.Random, k: int, total: float) -> list[float]:
+    """``k`` whole counts summing to ``total``; in about a fifth of the draws two are equal
+    (a tie), in about a third of the others one is at an exact bound's share of ``total``,
+    the rest scaled to fill it, rounding put where nothing is pinned."""
     w = [rng.expovariate(1.0) for _ in range(k)]
-    return [x / sum(w) for x in w]
+    f = [x / sum(w) for x in w]
+    pinned: list[int] = []
+    if rng.random() < 0.2:  # a tie: the second of two takes the first's share
+        pinned = sorted(rng.sample(range(k), 2))
+        f[pinned[0]] = f[pinned[1]] = min(f[pinned[0]], 0.45)
+    elif rng.random() < 0.4:
+        pinned = [rng.randrange(k)]
+        f[pinned[0]] = rng.choice(EXACT)
+    free = [n for n in range(k) if n not in pinned]
+    left = 1.0 - sum(f[n] for n in pinned)
+    scale = left / sum(f[n] for n in free)
+    counts = [float(round((f[n] if n in pinned else f[n] * scale) * total)) for n in range(k)]
+    counts[free[-1]] += total - sum(counts)
+    return counts
+
+
+def _split(rng: random.Random, whole: float, total: float) -> float:
+    """A part of ``whole`` (counts): at random, or at a bound's share of ``total`` where
+    that fits (a level-2 node at an exact bound), as a whole count."""
+    exact = [round(b * total) for b in EXACT if b * total <= whole]
+    if exact and rng.random() < 0.3:
+        return float(rng.choice(exact))
+    return float(round(whole * rng.random()))
 
 
 def _zen(width: int) -> Gen:
     def gen(rng: random.Random) -> dict[str, float]:
         cyc = 1e9
         slots = width * cyc
-        ret, bad, fe, be, smt = (f * slots for f in _fractions(rng, 5))
-        nc = rng.uniform(1e6, 1e8)
+        ret, bad, fe, be, smt = _parts(rng, 5, slots)
+        nc = float(rng.randint(10**6, 10**8))
         return {
             "CYC": cyc,
             "CYC2": cyc,
@@ -210,11 +251,11 @@ def _zen(width: int) -> Gen:
             "FE": fe,
             "BE": be,
             "SMT": smt,
-            "UC": ret * rng.random() ** 2,
-            "MISP": rng.uniform(1, 1e6),
-            "RSY": rng.uniform(1, 1e6),
-            "FEL": rng.random() * fe / width,
-            "LNC": nc * rng.random(),
+            "UC": float(round(ret * rng.random() ** 2)),
+            "MISP": float(rng.randint(1, 10**6)),
+            "RSY": float(rng.randint(1, 10**6)),
+            "FEL": float(round(rng.random() * fe / width)),
+            "LNC": float(round(nc * rng.random())),
             "NC": nc,
         }
 
@@ -223,8 +264,9 @@ def _zen(width: int) -> Gen:
 
 def _intel(rng: random.Random) -> dict[str, float]:
     s = 1e10
-    ret, bad, fe, be = (f * s for f in _fractions(rng, 4))
-    ud = rng.random() * 0.02 * fe
+    ret, bad, fe, be = _parts(rng, 4, s)
+    tot = s
+    ud = float(round(rng.random() * 0.02 * fe)) if rng.random() < 0.7 else 0.0
     return {
         "S": s,
         "RET": ret,
@@ -232,12 +274,21 @@ def _intel(rng: random.Random) -> dict[str, float]:
         "FE": fe,
         "BE": be,
         "UD": ud,
-        "CC": rng.random() * 0.01 * bad / 5,
-        "HVY": ret * rng.random(),
-        "BRM": bad * rng.random(),
-        "FL": ud + (fe - ud) * rng.random(),
-        "MB": be * rng.random(),
+        "CC": float(round(rng.random() * 0.01 * bad / 5)) if ud else 0.0,
+        "HVY": _split(rng, ret, tot),
+        "BRM": _split(rng, bad, tot),
+        "FL": ud + _split(rng, fe - ud, tot),
+        "MB": _split(rng, be, tot),
     }
+
+
+def _skylake(rng: random.Random) -> dict[str, float]:
+    """Sandy Bridge..Cascade Lake raw counts: 4 slots per cycle; bad speculation is
+    issued - retired slots + 4 recovery cycles (tma_bad_speculation, #SMT_on 0)."""
+    clk = 1e9
+    ret, bad, fe, _be = _parts(rng, 4, 4 * clk)
+    rec = float(round(rng.random() * bad / 8))
+    return {"CLK": clk, "RETS": ret, "ISS": ret + bad - 4 * rec, "FB": fe, "REC": rec}
 
 
 def _neoverse(rng: random.Random) -> dict[str, float]:
@@ -256,13 +307,32 @@ def _neoverse(rng: random.Random) -> dict[str, float]:
     }
 
 
+def _ampere(rng: random.Random) -> dict[str, float]:
+    """AmpereOne counts: 4 slots per cycle, retired and speculated ops, back-end stalled
+    slots; the front end is the rest."""
+    cyc = 1e9
+    ret, bad, _fe, be = _parts(rng, 4, 4 * cyc)
+    return {"CYC": cyc, "OPR": ret, "OPS": ret + bad, "SSB": be}
+
+
+def _hip08(rng: random.Random) -> dict[str, float]:
+    """hip08 counts: 4 slots per cycle, retired and speculated instructions, fetch bubbles;
+    the back end is the rest."""
+    cyc = 1e9
+    ret, bad, fe, _be = _parts(rng, 4, 4 * cyc)
+    return {"CYC": cyc, "INS": ret, "SPEC": ret + bad, "FB": fe}
+
+
 def _atom(width: int) -> Gen:
     """Intel E-core counts: four TOPDOWN_* totals of ``width`` slots per cycle (Crestmont's
-    need not add up: the rest or a little over; Alder Lake-N reads no BAD)."""
+    need not add up: in half the draws the rest or a little over; Alder Lake-N reads no
+    BAD)."""
 
     def gen(rng: random.Random) -> dict[str, float]:
         clk = 1e9
-        ret, bad, fe, be = (f * width * clk * rng.uniform(0.95, 1.02) for f in _fractions(rng, 4))
+        off = rng.random() < 0.5  # the four totals apart from the slots, or exactly them
+        parts = _parts(rng, 4, width * clk)
+        ret, bad, fe, be = (round(c * rng.uniform(0.95, 1.02)) if off else c for c in parts)
         return {"CLK": clk, "RET": ret, "BAD": bad, "FE": fe, "BE": be}
 
     return gen
@@ -276,9 +346,13 @@ CASES = {
     "spr-l1": (Target("x86", "06_8F"), "topdown", "sapphirerapids", _intel),
     "spr-l2": (Target("x86", "06_8F"), "topdown2", "sapphirerapids", _intel),
     "icl-l1": (Target("x86", "06_7E"), "topdown", "icelake", _intel),
+    "skl-l1": (Target("x86", "06_5E"), "topdown", "skylake", _skylake),
     "adl-l1": (Target("x86", "06_97"), "topdown", "alderlake", _intel),
     "adl-l2": (Target("x86", "06_97"), "topdown2", "alderlake", _intel),
     "v1-l1": (Target("arm64", "41_D40"), "topdown", "arm/neoverse-v1", _neoverse),
+    "a1-l1": (Target("arm64", "C0_AC3"), "topdown", "ampere/ampereone", _ampere),
+    "a1x-l1": (Target("arm64", "C0_AC4"), "topdown", "ampere/ampereonex", _ampere),
+    "hip08-l1": (Target("arm64", "48_D01"), "topdown", "hisilicon/hip08", _hip08),
     "srf-l1": (Target("x86", "06_AF"), "topdown", "sierraforest", _atom(6)),
     "grr-l1": (Target("x86", "06_B6"), "topdown", "grandridge", _atom(6)),
     "adln-l1": (Target("x86", "06_BE"), "topdown", "alderlaken", _atom(5)),
@@ -338,30 +412,37 @@ def vendor_path(
     walk stops at level 1: perf's own level-1 path, every threshold term live. The
     metrics in ``silenced`` read 0 in thresholds (a term the screen cannot count).
     ``parser`` reads each ``MetricExpr`` (ours, or perf's metric.py); thresholds are
-    always ours (perf's build does not read them with metric.py)."""
+    always ours (perf's build does not read them with metric.py). Thresholds and ties
+    compare the values as exact numbers would: rounded to :data:`EXACT_DIGITS` places, so
+    that 0.2 computed as 0.20000000000000004 is at its bound (the product's tolerance,
+    tiptop/screens/topdown.py ``exceeds``, is not used here)."""
     t = TABLES[table]
     counts = {
         canonical(c.table_event).lower(): deltas[c.alias]
         for c in screen.counters
         if c.table_event is not None
     }
-    lits = {**LITERALS, "#slots": 8.0}
+    picked = screen.variant.picked if screen.variant is not None else None
+    model = screen.variant.variants[picked][2] if screen.variant and picked is not None else None
+    lits = {**LITERALS, "#slots": ARM_SLOTS.get((model or "").split(";")[0], math.nan)}
     top = max(counts.values())
 
-    def value(name: str) -> float:
+    def raw(name: str) -> float:  # as a formula reads it: a metric in its own unit
         if name in t["metrics"]:
-            m = t["metrics"][name]
-            v = _parsed(parser, m["MetricExpr"]).value(value, lits)
-            return v / 100.0 if m.get("ScaleUnit", "").startswith("1percent") else v
+            return _parsed(parser, t["metrics"][name]["MetricExpr"]).value(raw, lits)
         if canonical(name) in t["metrics"]:  # metric.py keeps a name's escapes
-            return value(canonical(name))
+            return raw(canonical(name))
         key = canonical(name).lower()
         if key not in counts and unseen is not None:  # no screen of this case counts it
             counts[key] = top * unseen.random() ** 2
         return counts.get(key, math.nan)  # not on this screen
 
-    def judged(name: str) -> float:
-        return 0.0 if name in silenced else value(name)
+    def value(name: str) -> float:  # a fraction of the slots (a "1percent" metric / 100)
+        scale = t["metrics"].get(name, {}).get("ScaleUnit", "")
+        return raw(name) / 100.0 if scale.startswith("1percent") else raw(name)
+
+    def judged(name: str) -> float:  # as compared: the exact value, rounding noise removed
+        return 0.0 if name in silenced else round(value(name), EXACT_DIGITS)
 
     groups = {n: m.get("MetricGroup", "").split(";") for n, m in t["metrics"].items()}
     topdown = [n for n, g in groups.items() if (LEVEL1 | LEVEL2) & set(g)]
@@ -369,7 +450,7 @@ def vendor_path(
     def over(name: str) -> bool:
         thr = t["metrics"][name].get("MetricThreshold")
         if name == "smt_contention":  # no Intel peer: the back end's bound
-            return value(name) > 0.2
+            return judged(name) > 0.2
         if thr is None:  # AMD, Arm: the Intel peer's, its names mapped to this table's
             peer = parse(TABLES["sapphirerapids"]["metrics"][_peer(name)]["MetricThreshold"])
             mine = {_peer(n): n for n in topdown if n != "smt_contention" and _safe_peer(n)}
@@ -387,21 +468,31 @@ def vendor_path(
         cands = [n for n in sorted(level, key=_rank) if on_screen(n) and over(n)]
         if not cands:
             break
-        best = max(cands, key=value)  # the first of equal shares: sorted by toplev's order
+        best = max(cands, key=judged)  # the first of equal shares: sorted by toplev's order
         node, share = best, 100.0 * value(best)
-        level = [n for n, g in groups.items() if f"{best}_group" in g]
+        unit = t["metrics"][best].get("Unit")  # a hybrid's table: the same core's children
+        kids = [
+            n
+            for n, g in groups.items()
+            if f"{best}_group" in g and t["metrics"][n].get("Unit") == unit
+        ]
+        level = kids if all(map(on_screen, kids)) else []  # no step into a half-shown level
     return node, share
 
 
 #: Per level-1 case: the metrics the screen cannot count that a level-1 threshold reads
 #: (Intel's heavy operations, AMD's microcode: tiptop/screens/deviations.py "threshold").
 UNCOUNTED = {
-    "spr-l1": {"tma_heavy_operations"},
+    "spr-l1": set(),
     "icl-l1": {"tma_heavy_operations"},
-    "adl-l1": {"tma_heavy_operations"},
+    "skl-l1": {"tma_heavy_operations"},
+    "adl-l1": set(),
     "zen4-l1": {"retiring_microcode"},
     "zen5-l1": {"retiring_from_microcode"},
     "v1-l1": set(),
+    "a1-l1": set(),
+    "a1x-l1": set(),
+    "hip08-l1": set(),
     "srf-l1": set(),
     "grr-l1": set(),
     "adln-l1": set(),
@@ -456,8 +547,10 @@ def _safe_peer(n: str) -> bool:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_critical_path_is_the_vendors(case: str) -> None:
-    """On 150 random draws of consistent counts, the column names the node (and share)
-    that the tables' metrics and thresholds give; the draws reach several paths."""
+    """On random draws of consistent counts (1000 for a level-2 screen, 150 for level 1,
+    whose perf reading test_level1_path_is_perfs_but_for_declared_deviations draws 1000
+    times), the column names the node (and share) that the tables' metrics and thresholds
+    give, exact bounds and ties included; the draws reach several paths."""
     target, name, table, gen = CASES[case]
     screen = _screen(target, name)
     labels = parse_path(screen.columns[-1].expr).labels
@@ -465,7 +558,7 @@ def test_critical_path_is_the_vendors(case: str) -> None:
     assert tree is not None  # a top-down screen's path has its vendor's tree
     rng = random.Random(case)
     seen = set()
-    for _ in range(150):
+    for _ in range(1000 if case.endswith("-l2") else 150):
         deltas = gen(rng)
         share, status, _r, idx = evaluate(screen, deltas)
         assert status in (Status.OK, Status.SUSPECT), (case, deltas)
@@ -513,6 +606,79 @@ def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     share, _, _, idx = evaluate(screen2, _tied())
     assert labels2[idx] == "FE/Lat" and share == pytest.approx(15.0)
     assert vendor_path("amdzen4", screen2, _tied())[0] == "frontend_bound_latency"
+
+
+def _zen4_level2(bad: float, fe: float, be: float, **extra: float) -> dict[str, float]:
+    """Zen 4 level-2 counts with bad speculation, front end and back end at these exact
+    shares of the 6e9 slots (retiring 0.3, SMT the rest); ``extra`` sets counts."""
+    cyc, slots = 1e9, 6e9
+    ret = 0.3 * slots
+    counts = {
+        "CYC": cyc,
+        "CYC2": cyc,
+        "RET": ret,
+        "DISP": ret + round(bad * slots),
+        "FE": round(fe * slots),
+        "BE": round(be * slots),
+        "SMT": slots - ret - round(bad * slots) - round(fe * slots) - round(be * slots),
+        "UC": 0.0,
+        "MISP": 1.0,
+        "RSY": 1.0,
+        "FEL": 0.0,
+        "LNC": 1.0,
+        "NC": 2.0,
+    }
+    return {**counts, **extra}
+
+
+def _shares(screen: ScreenSpec, deltas: dict[str, float]) -> dict[str, float]:
+    """The tree's shares of one row as the column reads them (a parent: its children's sum)."""
+    aliases = [c.alias for c in screen.counters]
+    d = np.array([[deltas[a] for a in aliases]])
+    st = np.zeros(d.shape, STATUS_DTYPE)
+    out = Evaluator(screen, aliases).evaluate(
+        _facts(1), CounterCells(d, st, d, st, np.ones(d.shape))
+    )
+    bp = BoundPath(parse_path(screen.columns[-1].expr), [c.header for c in screen.columns])
+    shares = bp.shares(out.values, out.status)[0]
+    assert bp.spec.tree is not None
+    return dict(zip(bp.spec.tree.labels, shares.tolist(), strict=True))
+
+
+def test_a_share_at_its_bound_is_not_over_it_up_to_rounding() -> None:
+    """Bad speculation at exactly 15% of the slots, split 4:2996 between mispredicts and
+    restarts: its children's shares add up to 0.15000000000000002, over a strict 0.15 by
+    rounding alone. Read as perf's exact ``> 0.15``, nothing is over: '-'; 60 slots more
+    (1e-8 of them) are over."""
+    screen = _screen(Target("x86", "19_11"), "topdown2")
+    deltas = _zen4_level2(0.15, 0.1, 0.15, MISP=4.0, RSY=2996.0)
+    assert _shares(screen, deltas)["BAD"] == 0.15000000000000002  # the case, as read
+    assert evaluate(screen, deltas)[3] == -1
+    assert vendor_path("amdzen4", screen, deltas)[0] is None
+    deltas["DISP"] += 60.0  # 1e-8 of the slots over
+    labels = parse_path(screen.columns[-1].expr).labels
+    assert labels[evaluate(screen, deltas)[3]] == "BAD/Rsync"
+
+
+def test_shares_tied_up_to_rounding_go_to_the_earlier_node() -> None:
+    """Front end and back end both at exactly 30% of the slots; as the children's sums
+    the front end reads 0.29999999999999993 and the back end 0.30000000000000004. A tie:
+    the front end, first in tree order (toplev's and perf's order), then its larger child."""
+    screen = _screen(Target("x86", "19_11"), "topdown2")
+    deltas = _zen4_level2(0.05, 0.3, 0.3, FEL=84000.0, LNC=4.0, NC=3000.0)
+    shares = _shares(screen, deltas)
+    assert (shares["FE"], shares["BE"]) == (0.29999999999999993, 0.30000000000000004)
+    labels = parse_path(screen.columns[-1].expr).labels
+    assert labels[evaluate(screen, deltas)[3]] == "FE/BW"
+    assert vendor_path("amdzen4", screen, deltas)[0] == "frontend_bound_bandwidth"
+
+
+def test_exceeds_is_strict_beyond_the_tolerance() -> None:
+    assert not exceeds(0.20000000000000004, 0.2)
+    assert not exceeds(0.2 + TOLERANCE / 2, 0.2)
+    assert exceeds(0.2 + 2 * TOLERANCE, 0.2)
+    assert not exceeds(math.nan, 0.2)
+    assert exceeds(np.array([0.3, 0.2, math.nan]), 0.2).tolist() == [True, False, False]
 
 
 def test_multiplexed_and_missing_counts_are_marked() -> None:

@@ -171,13 +171,15 @@ def test_model_specific_variants() -> None:
     assert snb["fp"].counter("A").event == NamedEvent("cpu/event=0xca,umask=0x1e,cmask=1/")
     # topdown: perf metrics on Icelake+ with perf's tma_* corrections (INT_MISC.UOP_DROPPING,
     # 0x0d/0x10 on Ice Lake, 0xad/0x10 from Sapphire Rapids; INT_MISC.CLEARS_COUNT on Ice
-    # Lake..Rocket Lake), raw 4-wide before, generic elsewhere
+    # Lake..Rocket Lake), raw 4-wide before, generic elsewhere; from Sapphire Rapids on,
+    # heavy operations too (a metric field: no counter) for retiring's threshold
     assert named_events(by_name(Target("x86", "06_8F"))["topdown"]) == [
         "slots",
         "topdown-retiring",
         "topdown-bad-spec",
         "topdown-fe-bound",
         "topdown-be-bound",
+        "topdown-heavy-ops",
         "cpu/event=0xad,umask=0x10/",
     ]
     assert named_events(by_name(Target("x86", "06_7E"))["topdown"])[5:] == [
@@ -221,11 +223,16 @@ def test_every_expression_compiles_on_declared_counters(target: Target) -> None:
             assert expr.builtins <= set(BUILTINS)
             used |= expr.aliases
             # every cell prints at its header's width (placeholders use that width too); a
-            # bottleneck cell at most that wide, its longest label at 100%
+            # bottleneck cell at most that wide, its longest label at 100% (a level-2 label
+            # shows only where its siblings all have columns: BoundPath.walk)
             if is_path(col.expr):
-                given = [lab for lab, _ in parse_path(col.expr).columns]
-                shown = given + [lab.rpartition("/")[0] for lab in given if "/" in lab]
-                shown += TIME_LABELS[:-1]  # the time level's; Sleep shows as "-"
+                spec = parse_path(col.expr)
+                nodes = spec.tree.nodes if spec.tree is not None else ()
+                given = {lab for lab, _ in spec.columns}
+                parents = {lab.rpartition("/")[0] for lab in given if "/" in lab}
+                full = {p for p in parents if {n.label for n in nodes if n.parent == p} <= given}
+                shown = {lab for lab in given if lab.rpartition("/")[0] in full | {""}} | parents
+                shown |= set(TIME_LABELS[:-1])  # the time level's; Sleep shows as "-"
                 widest = max(len(f"{lab} {col.format % 100}") for lab in shown)
                 assert widest <= len(col.header), (s.name, col.header)
                 assert set(dict(parse_path(col.expr).columns).values()) <= {
@@ -318,3 +325,35 @@ def test_find_config_skips_what_it_cannot_read_and_says_so(
         f"'{xdg}/tiptoprc': no permission to read it: skipped",
         f"'{home}/.tiptoprc': no permission to read it: skipped",
     ]
+
+
+CPUINFO = Path(__file__).resolve().parents[1] / "data" / "cpuinfo"
+#: Each cpuinfo fixture (``NAME-MODEL``) and what its level-1 ``topdown`` says it is for.
+FIXTURES = {
+    "qemu-epyc-17_01": "generic events",
+    "zen4-19_11": "AMD Zen 4",
+    "cascadelake-06_55": "Sandy Bridge..Cascade Lake",
+    "sapphirerapids-06_8F": "Sapphire Rapids+",
+    "alderlake-06_97": "Intel hybrid",
+    "ampereone-C0_AC3": "AmpereOne",
+    "ampereonex-C0_AC4": "AmpereOne",
+    "hip08-48_D01": "hip08",
+    "intel-06_A7": "Intel Ice Lake..Rocket Lake",
+    "neoverse-n2-41_D49": "Arm Neoverse N2 r0p3 and later",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_cpuinfo_fixtures_name_their_model_and_variant(name: str, tmp_path: Path) -> None:
+    """tests/data/cpuinfo/NAME-MODEL reads as MODEL (on the machine its text is from: Arm
+    fields or x86 ones), and that CPU gets the topdown variant written for it; every
+    fixture is listed here (TIPTOP_TEST_CPUINFO may name any of them)."""
+    from tiptop.cli.screens import host_target
+
+    assert sorted(f.name for f in CPUINFO.iterdir() if f.name != "README.md") == sorted(FIXTURES)
+    path = CPUINFO / name
+    machine = "aarch64" if "CPU implementer" in path.read_text() else "x86_64"
+    target = host_target(str(path), machine=machine, midr=str(tmp_path / "absent"))
+    assert target.model == name.rsplit("-", 1)[1]
+    desc = by_name(target)["topdown"].desc
+    assert FIXTURES[name] in desc, desc

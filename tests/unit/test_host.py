@@ -40,6 +40,20 @@ def test_read_paranoid_from_another_proc_root(tmp_path: os.PathLike[str]) -> Non
     assert Host.read(str(tmp_path) + "/missing", raise_fds=False).paranoid is None
 
 
+def test_read_smt_active_from_sysfs(tmp_path: Path) -> None:
+    """``devices/system/cpu/smt/active`` (Documentation/ABI/testing/sysfs-devices-system-cpu):
+    1 is SMT on; 0, absent or unreadable is off."""
+    smt = tmp_path / "devices" / "system" / "cpu" / "smt"
+    smt.mkdir(parents=True)
+    for text, active in (("1\n", True), ("0\n", False)):
+        (smt / "active").write_text(text)
+        assert Host.read(sysfs_root=str(tmp_path), raise_fds=False).smt_active is active
+    assert Host.read(sysfs_root=str(tmp_path / "missing"), raise_fds=False).smt_active is False
+    if os.path.exists("/sys/devices/system/cpu/smt/active"):
+        with open("/sys/devices/system/cpu/smt/active") as f:
+            assert Host.read(raise_fds=False).smt_active is (f.read().strip() == "1")
+
+
 def test_read_raises_the_soft_fd_limit() -> None:
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:

@@ -71,7 +71,8 @@ def test_ice_lake_and_later_get_the_perf_metrics_screens(model: str) -> None:
     hybrid = model in HYBRIDS
     kind = "icl" if model in ICELAKE else "spr" if model in SERVER else "hybrid"
     tma = [] if model in LION_COVE else TMA_EVENTS[kind]
-    assert names(s["topdown"]) == L1_NAMES + tma
+    heavy = [] if model in ICELAKE else ["topdown-heavy-ops"]  # retiring's threshold reads it
+    assert names(s["topdown"]) == L1_NAMES + heavy + tma
     assert ("P-core" in s["topdown"].desc) == hybrid and "Intel" in s["topdown"].desc
     if model in ICELAKE:
         assert "topdown2" not in s  # 4 metrics only (num_topdown_events = 4)
@@ -171,7 +172,7 @@ def test_hybrid_level1_counts_p_core_time_and_says_so(env: FakeEnv) -> None:
     fp.add(10, "mixed")
     fp.add(11, "ecore")
     for tid in (10, 11):
-        script_slots(b, tid, {k: FRAC[k] for k in list(FRAC)[:4]})
+        script_slots(b, tid, {k: FRAC[k] for k in list(FRAC)[:5]})  # heavy operations too
         for cfg in (0xC2, 0x73, 0x71, 0x74):  # cpu_atom's events of the same names
             b.script(tid, (8, cfg), 1e12)  # would wreck the fractions if they were added
     b.task(10).cpu_share = {CORE: 0.75, 8: 0.25}
@@ -180,10 +181,14 @@ def test_hybrid_level1_counts_p_core_time_and_says_so(env: FakeEnv) -> None:
     b.clock.advance(2.0)
     f = s.refresh()
     i = row(f, 10)
-    assert f.values[i, 1:5].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0])
-    assert f.running[i, 1:].tolist() == [0.75] * 5
+    assert f.values[i, 1:6].tolist() == pytest.approx([40.0, 10.0, 20.0, 30.0, 15.0])
+    assert f.running[i, 1:].tolist() == [0.75] * 6
+    # FE (20 > 15) and BE (30 > 20) over, and retiring (40, under 70) by heavy operations
+    # over 10% (15: tma_retiring's second term): retiring, the largest, at level 1 (no step
+    # to RET/Heavy: light operations are not counted)
+    assert (f.node[i, 6], f.values[i, 6]) == (OFFSET + 3, pytest.approx(40.0))  # RET
     j = row(f, 11)
-    assert f.status[j, 1:].tolist() == [Status.NOT_COUNTED] * 5
+    assert f.status[j, 1:].tolist() == [Status.NOT_COUNTED] * 6
     assert [m for m in s.messages.lines() if m.startswith("top-down metrics count only on")]
 
 

@@ -216,3 +216,12 @@ def test_why_says_it_in_words(time: list[float], row: dict[str, float], words: s
     assert [ln.split("%")[0].replace("*", "").split()[0] for ln in lines[2:]] == list(TIME_LABELS)
     rec = tree_record(tree)
     assert rec["words"] == words and rec["context"]["runnable"] == 9  # type: ignore[index]
+
+
+def test_bounds_and_ties_up_to_float_rounding() -> None:
+    """As the top-down tree's (``topdown.exceeds``): a wait a fifth of the busy time
+    computed with rounding error is at its bound, not over it; I/O equal to the wait up to
+    rounding is a tie, which goes to Wait."""
+    # waiting 0.275 of 0.911 + 0.275 + 0.189 busy: a fifth exactly, 27.500000000000004 > 27.5
+    assert level(0.911, 0.275, 0.0, 0.189)[0] == "Run"
+    assert level(0.2, 0.3 + 1e-12, 0.0, 0.3)[0] == "Wait"

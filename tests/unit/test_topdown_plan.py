@@ -181,7 +181,8 @@ def test_hybrid_topdown_counts_on_cpu_core_only(tmp_path: Path) -> None:
     (g,) = sp.plan.groups
     assert g.pmu == "cpu_core"
     uop_dropping = (CORE, 0x10AD)  # cpu_core INT_MISC.UOP_DROPPING (adl-metrics.json tma_*)
-    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + [uop_dropping]
+    heavy = (CORE, METRIC["topdown-heavy-ops"])  # for retiring's threshold: no counter
+    assert configs(g.attrs) == [(CORE, SLOTS)] + [(CORE, c) for c in L1] + [heavy, uop_dropping]
     assert not sp.plan.multi.any()
     assert all(a.type != ATOM for _, attrs in b.opens for a in attrs)
     (line,) = log.lines()
@@ -191,7 +192,7 @@ def test_hybrid_topdown_counts_on_cpu_core_only(tmp_path: Path) -> None:
         "cpu_atom/topdown-bad-spec/, cpu_atom/topdown-fe-bound/, cpu_atom/topdown-be-bound/)"
     )
     assert "shows '?'" in line
-    assert set(log.about("RET").subjects) == {"S", "RET", "BAD", "FE", "BE"}  # type: ignore[union-attr]
+    assert set(log.about("RET").subjects) == {"S", "RET", "BAD", "FE", "BE", "HVY"}  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("name", list(ATOM_TD))
@@ -240,3 +241,25 @@ def test_list_screens_probe_opens_a_metric_under_slots() -> None:
         got = diagnose._slots_head(b, host, attr)
         assert [a.config for a in got] == head, name
         assert all(a.type == attr.type and a.exclude_kernel for a in got)
+
+
+@pytest.mark.parametrize(
+    ("model", "smt", "said"),
+    [("06_55", True, True), ("06_3C", True, True), ("06_55", False, False), ("06_7E", True, False)],
+)
+def test_pre_ice_lake_topdown_says_it_is_whole_core_with_smt_on(
+    tmp_path: Path, model: str, smt: bool, said: bool
+) -> None:
+    """Skylake-X/Cascade Lake and Haswell with SMT on: one line says the task's top-down
+    cells are not its own (the core's slots are shared; pmu-tools#385, AnyThread); not
+    with SMT off, nor on Ice Lake, whose perf metrics count per thread."""
+    log = MessageLog()
+    host = host_at(str(tmp_path), INTEL, smt_active=smt)
+    Planner(fake(), host, log, threads=False, kernel=False).plan(builtin("topdown", model))
+    said_here = [m for m in log if "whole-core" in m.line]
+    assert bool(said_here) is said
+    if said:
+        (m,) = said_here
+        assert m.line.startswith("screen 'topdown': with SMT on, top-down before Ice Lake is")
+        assert "pmu-tools#385" in m.line and "AnyThread" in m.line
+        assert m.notice  # what this machine is, not an error

@@ -44,7 +44,7 @@ from tiptop.screens.timetree import (
     WAIT_BOUND,
     TimeLevel,
 )
-from tiptop.screens.topdown import ADVICE, TREES, Tree
+from tiptop.screens.topdown import ADVICE, TREES, Tree, exceeds
 
 __all__ = [
     "NodeView",
@@ -157,22 +157,31 @@ class BoundPath:
         return out
 
     def over(self, shares: np.ndarray) -> np.ndarray:
-        """``(n, nodes)``: each node over its threshold (a NaN share never is)."""
+        """``(n, nodes)``: each node over its threshold (a NaN share never is; a share at
+        its bound up to rounding is not: :func:`~tiptop.screens.topdown.exceeds`)."""
         out = np.zeros(shares.shape, bool)
         with np.errstate(invalid="ignore"):
             for i, terms in enumerate(self.terms):
                 for idx, bounds in terms:
-                    out[:, i] |= (shares[:, idx] > bounds).all(axis=1)
+                    out[:, i] |= exceeds(shares[:, idx], bounds).all(axis=1)
         return out
 
     def walk(self, shares: np.ndarray, over: np.ndarray) -> np.ndarray:
         """Per row, the deepest node on the critical path, or -1: at each level the child
-        over its threshold with the largest share (the first in tree order on a tie)."""
+        over its threshold with the largest share, the first in tree order of those tied
+        with it up to rounding (:func:`~tiptop.screens.topdown.exceeds`). Below level 1
+        only where every child of the node has a share: a level-1 screen that counts one
+        level-2 node for a threshold (heavy operations, for retiring's) stops at level 1."""
         n = len(shares)
         cur = np.full(n, -1, np.intp)
+        known = ~np.isnan(shares)
         for lvl in (1, 2):
-            cand = over & (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
-            best = np.where(cand, shares, -np.inf).argmax(axis=1)
+            kids = (self.parent[None, :] == cur[:, None]) & (self.level == lvl)
+            cand = over & kids
+            if lvl > 1:
+                cand &= (known | ~kids).all(axis=1, keepdims=True)
+            top = np.where(cand, shares, -np.inf).max(axis=1, keepdims=True)
+            best = (cand & ~exceeds(top, shares)).argmax(axis=1)
             cur = np.where(cand.any(axis=1), best, cur)
         return cur
 

@@ -18,7 +18,9 @@ Wait and IO when it is over its bound, a part of the busy time (:data:`WAIT_BOUN
 :data:`IO_BOUND`); beneath Wait, Throttled when the cgroup's limit held more than
 :data:`THROTTLED_BOUND` of the wait (the wait is then the task's own limit, not its
 neighbours': kguardian PR#1531's point). Else the task was running, and the top-down tree
-below says how well. Ties go to the earlier node (Wait before IO), as toplev breaks them.
+below says how well. Ties go to the earlier node (Wait before IO), as toplev breaks them;
+every bound and tie is compared as the top-down tree's are, up to float rounding
+(``topdown.exceeds``).
 
 *Bounds.* A part of the busy time, not of the interval, so that a task busy 30% of the time
 and waiting for half of it is flagged as one busy 100% and waiting half. A fifth is
@@ -34,6 +36,7 @@ import numpy as np
 
 from tiptop.cells import Code
 from tiptop.readonly import readonly
+from tiptop.screens.topdown import exceeds
 from tiptop.screens.variables import IO, RUN, THROTTLED, WAIT
 
 __all__ = [
@@ -125,11 +128,11 @@ def time_level(percent: np.ndarray, status: np.ndarray, threads: np.ndarray) -> 
     shares[~io_known, IO_NODE] = np.nan
     shares[(status[:, THROTTLED] != Code.OK), THROTTLED_NODE] = np.nan
     over = np.zeros((n, len(TIME_LABELS)), bool)
-    over[:, SLEEP_NODE] = busy < 100.0 * (1.0 - SLEEP_BOUND)
-    over[:, WAIT_NODE] = wait > WAIT_BOUND * busy
-    over[:, THROTTLED_NODE] = over[:, WAIT_NODE] & (thr > THROTTLED_BOUND * wait)
-    over[:, IO_NODE] = io > IO_BOUND * busy
-    waits = over[:, WAIT_NODE] & (~over[:, IO_NODE] | (wait >= io))
+    over[:, SLEEP_NODE] = exceeds(100.0 * (1.0 - SLEEP_BOUND), busy)
+    over[:, WAIT_NODE] = exceeds(wait, WAIT_BOUND * busy)
+    over[:, THROTTLED_NODE] = over[:, WAIT_NODE] & exceeds(thr, THROTTLED_BOUND * wait)
+    over[:, IO_NODE] = exceeds(io, IO_BOUND * busy)
+    waits = over[:, WAIT_NODE] & (~over[:, IO_NODE] | ~exceeds(io, wait))
     node = np.full(n, RUN_NODE)
     node = np.where(over[:, IO_NODE] & ~waits, IO_NODE, node)
     node = np.where(waits, np.where(over[:, THROTTLED_NODE], THROTTLED_NODE, WAIT_NODE), node)

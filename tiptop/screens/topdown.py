@@ -1,11 +1,12 @@
 """The vendors' top-down trees: nodes, thresholds and what each node means.
 
-Data only. A tree is a vendor's level-1 and level-2 top-down metrics (perf's
-``tools/perf/pmu-events/arch`` tables, MetricGroup ``TopdownL1``/``TopdownL2`` on Intel,
-``PipelineL1``/``PipelineL2`` on AMD Zen 4/5, ``TopdownL1`` on Arm Neoverse), each node keyed
-by a short label path (``BE``, ``BE/Mem``) that the bottleneck column prints and the
-screens' ``bottleneck(...)`` expressions name (tiptop/screens/bottleneck.py,
-docs/screens.md "Bottleneck").
+Data, and the one comparison its thresholds and ties use. A tree is a vendor's level-1 and
+level-2 top-down metrics (perf's ``tools/perf/pmu-events/arch`` tables, MetricGroup
+``TopdownL1``/``TopdownL2`` on Intel, ``PipelineL1``/``PipelineL2`` on AMD Zen 4/5,
+``TopdownL1`` on Arm Neoverse and AmpereOne, ``TopDownL1`` on HiSilicon hip08), each node
+keyed by a short label path (``BE``, ``BE/Mem``) that the bottleneck column prints and the
+screens' ``bottleneck(...)`` expressions name (tiptop/screens/bottleneck.py, docs/screens.md
+"Bottleneck").
 
 *Thresholds.* A node is over its threshold when any of its :attr:`Node.threshold` terms
 holds, a term being "each named node's share is above its bound" (fractions of slots).
@@ -13,9 +14,10 @@ For the Intel trees they are perf's ``MetricThreshold`` of the tma_* metrics, th
 every Intel big-core table of kernel 6.12 (e.g. ``tma_memory_bound > 0.2 &
 tma_backend_bound > 0.2``) and, in the ``atom`` tree, the E-core-only tables' own bounds,
 checked against tests/data/oracle/kernel-6.12.json by tests/unit/test_bottleneck.py.
-The AMD and Arm tables of 6.12 carry no ``MetricThreshold``: their nodes take the bound of
-the Intel node they correspond to (the same split of the same slots, Yasin, ISPASS 2014),
-named in :attr:`Node.like`, and the test checks that mapping against the Intel tables too;
+The AMD and Arm tables of 6.12 (Neoverse, AmpereOne, hip08) carry no ``MetricThreshold``:
+their nodes take the bound of the Intel node they correspond to (the same split of the same
+slots, Yasin, ISPASS 2014), named in :attr:`Node.like`, and the test checks that mapping
+against the Intel tables too;
 AMD's SMT contention has no Intel peer and takes the back-end bound (20%). A heuristic:
 AMD's bad speculation leaves out the recovery bubbles that Intel's counts, so the borrowed
 15% under-flags it. toplev's sibling rule (stop at level 1 when the top two level-2
@@ -25,6 +27,12 @@ children are within 0.05) is not followed (docs/screens.md "Bottleneck").
 child over its threshold with the largest share; ties go to the earlier node in
 :attr:`Tree.nodes` (front end, bad speculation, back end, retiring, then SMT, as toplev lists
 level 1).
+
+*Exact bounds.* Shares are ratios of counts computed in floating point, and two spellings of
+one ratio round apart (``100 * BE / TOT / 100`` is 0.20000000000000004 where ``BE / TOT`` is
+0.2): a share within :data:`TOLERANCE` of a bound is read as equal to it, so not over it
+(perf's thresholds are strict: ``tma_backend_bound > 0.2``), and two shares within it of each
+other are a tie (:func:`exceeds`, used for both by tiptop/screens/bottleneck.py).
 
 *Meaning and advice.* One line each, from Yasin (ISPASS 2014, sections III-IV), Intel's
 "Top-down Microarchitecture Analysis Method" (Intel 64 and IA-32 Architectures Optimization
@@ -36,12 +44,28 @@ al., ICPE 2017: stall cycles on outstanding loads track memory-bound time).
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 from tiptop.readonly import readonly
 
-__all__ = ["ADVICE", "TREES", "Node", "Tree"]
+__all__ = ["ADVICE", "TOLERANCE", "TREES", "Node", "Tree", "exceeds"]
 
 #: One threshold term: ``((label, bound), ...)``, all must hold; bounds are fractions.
 Term = tuple[tuple[str, float], ...]
+
+#: How far apart two shares (fractions of slots) must be to differ: a billionth of the
+#: slots, far above a float's rounding of a ratio (about 1e-16) and far below what a count
+#: can move (one slot in a second of a 4-wide 4 GHz core is 6e-11 of them, and no
+#: threshold or tie turns on so little).
+TOLERANCE = 1e-9
+
+
+def exceeds(share: ArrayLike, than: ArrayLike) -> NDArray[np.bool_]:
+    """``share > than`` by more than :data:`TOLERANCE`, elementwise (a NaN exceeds nothing):
+    a share at a bound, up to rounding, is not over it, and shares equal up to rounding are
+    a tie."""
+    return np.asarray(share) > np.asarray(than) + TOLERANCE
 
 
 @readonly
@@ -196,6 +220,35 @@ _NEOVERSE = Tree(
     ),
 )
 
+#: AmpereOne and AmpereOneX: level 1 of ampere/ampereone*/metrics.json (its own names for
+#: retiring and bad speculation), Intel's bounds as on the Neoverse cores.
+_AMPERE = Tree(
+    "ampere",
+    "AmpereOne/AmpereOneX top-down level 1 (ampere/ampereone*/metrics.json), Intel's bounds",
+    _borrowed(
+        {
+            "FE": "frontend_bound",
+            "BAD": "slots_lost_misspeculation_fraction",
+            "BE": "backend_bound",
+            "RET": "retired_fraction",
+        }
+    ),
+)
+
+#: HiSilicon hip08 (Kunpeng 920): level 1 of hisilicon/hip08/metrics.json (TopDownL1).
+_HIP08 = Tree(
+    "hip08",
+    "HiSilicon hip08 top-down level 1 (hisilicon/hip08/metrics.json), Intel's bounds",
+    _borrowed(
+        {
+            "FE": "frontend_bound",
+            "BAD": "bad_speculation",
+            "BE": "backend_bound",
+            "RET": "retiring",
+        }
+    ),
+)
+
 #: Intel's E-core-only parts (Sierra Forest, Grand Ridge, Alder Lake-N): level 1 of their
 #: tma_* metrics, whose MetricThreshold differs from the big cores' (sierraforest/,
 #: grandridge/, alderlaken/ tma_*: front end > 0.2, back end > 0.1, retiring > 0.75 alone).
@@ -212,7 +265,7 @@ _ATOM = Tree(
 
 #: Every tree, by the name a ``bottleneck(...)`` expression gives.
 TREES: dict[str, Tree] = {
-    t.name: t for t in (_TMA_TREE, _ATOM, _zen(4, ""), _zen(5, "_by"), _NEOVERSE)
+    t.name: t for t in (_TMA_TREE, _ATOM, _zen(4, ""), _zen(5, "_by"), _NEOVERSE, _AMPERE, _HIP08)
 }
 
 

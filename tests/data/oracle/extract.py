@@ -11,8 +11,10 @@ Kept: for each table directory that a built-in variant's models lead to (mapfile
 Zen 2-5 by amd.c), the events the screens name (``table_event``) and every event the kept
 metrics read; the metrics the screens name (``table_metric``), every top-down metric of
 levels 1 and 2 (Intel ``TopdownL1``/``TopdownL2``, AMD ``PipelineL1``/``PipelineL2``, Arm
-``TopdownL1`` and the Neoverse ``*_bound``, ``bad_speculation``, ``retiring``) and the
-metrics those read, with their thresholds. Arm ``ArchStdEvent`` entries are resolved.
+``TopdownL1`` and ``TopDownL1`` (hip08) and the Neoverse ``*_bound``, ``bad_speculation``,
+``retiring``) and the metrics those read, with their thresholds. Arm ``ArchStdEvent``
+entries are resolved; a table's own ``MetricExpr`` on one (AmpereOne's ``frontend_bound``)
+wins.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ FILES = (
 )
 EVENT_KEYS = ("EventCode", "UMask", "CounterMask", "EdgeDetect", "Invert", "Unit", "Counter")
 METRIC_KEYS = ("MetricExpr", "MetricThreshold", "MetricGroup", "ScaleUnit", "Unit")
-TOPDOWN_GROUPS = {"TopdownL1", "TopdownL2", "PipelineL1", "PipelineL2"}
+TOPDOWN_GROUPS = {"TopdownL1", "TopdownL2", "PipelineL1", "PipelineL2", "TopDownL1"}
 ARM_TOPDOWN = {"frontend_bound", "backend_bound", "bad_speculation", "retiring"}
 
 
@@ -227,11 +229,16 @@ def trim(events: dict, metrics: dict, want_ev: set[str], want_met: set[str]) -> 
     return kept_ev, {k: metrics[k] for k in sorted(keep)}
 
 
+#: The Arm tables with a top-down level 1 in perf 6.12 (hip08 spells its group
+#: ``TopDownL1``), besides Arm's own Neoverse ones.
+ARM_TOPDOWN_DIRS = {"ampere/ampereone", "ampere/ampereonex", "hisilicon/hip08"}
+
+
 def dirs_used(rows: list[list[str]], arch: str) -> set[str]:
     """Table directories the built-in variants' models lead to (every Intel and Arm row,
     AMD Zen 2-5): all of them but the ones no screen can reach are small enough to keep."""
     if arch == "arm64":
-        return {d for _id, d in rows if d.startswith("arm/neoverse")}
+        return {d for _id, d in rows if d.startswith("arm/neoverse") or d in ARM_TOPDOWN_DIRS}
     return {d for _id, d in rows}
 
 

@@ -80,6 +80,7 @@ from tiptop.kernel.explain import (
 )
 from tiptop.messages import MessageLog
 from tiptop.screens.columns import screen_columns
+from tiptop.screens.deviations import smt_caveat
 from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
@@ -236,10 +237,14 @@ class Planner:
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
         """Resolve and probe ``screen``'s counters here; build the plan and columns. A
-        built-in whose generic variant stands in for this CPU says so once."""
+        built-in whose generic variant stands in for this CPU says so once, and so does one
+        whose counts are not a task's own while SMT is on (deviations.py, kind ``smt``)."""
         note = screen.variant.note() if screen.variant is not None else None
         if note:
             self.log.say(f"variant:{screen.name}", note, notice=True)
+        caveat = smt_caveat(screen.variant) if self.host.smt_active else None
+        if caveat:  # what this machine is: a notice, not an error
+            self.log.say(f"smt:{screen.name}", f"screen {screen.name!r}: {caveat}", notice=True)
         aliases = tuple(c.alias for c in screen.counters)
         idx = {a: j for j, a in enumerate(aliases)}
         columns = screen_columns(screen)
