@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 import urwid
 
-from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
+from tests.support.live import (
+    BRANCH,
+    DEFAULT,
+    ScriptedSampler,
+    attrs,
+    keys,
+    new_app,
+    selected,
+    text,
+)
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.rows import Scroller
@@ -195,7 +204,7 @@ def test_rows_scroll_beyond_the_terminal() -> None:
     assert lines[4].startswith("  100 ") and lines[10].startswith("  106 ")
     keys(app, "down")
     assert text(app, (60, 12))[4].startswith("  100 ")  # the view stays
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     keys(app, *["down"] * 6)  # past the last row shown: the view follows
     lines = text(app, (60, 12))
     assert lines[4].startswith("  101 ") and lines[10].startswith("  107 ")
@@ -203,7 +212,7 @@ def test_rows_scroll_beyond_the_terminal() -> None:
     assert text(app, (60, 12))[10].startswith("  149 ")
     keys(app, "page up")  # the highlight a page up, still in sight: the view stays
     assert text(app, (60, 12))[4].startswith("  143 ")
-    assert app.table.selected_row().pid == 143  # type: ignore[union-attr]
+    assert selected(app).pid == 143
     keys(app, "home")
     assert text(app, (60, 12))[4].startswith("  100 ")
 
@@ -211,14 +220,14 @@ def test_rows_scroll_beyond_the_terminal() -> None:
 def test_the_highlight_follows_its_task_across_sorts_and_refreshes() -> None:
     app, _ = new_app()
     keys(app, "down")  # task1, second by %CPU
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     keys(app, "R")  # reversed: task1 moves, the highlight with it
     lines = text(app, (60, 12))
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     assert attrs(app, (60, 12), 4 + app.table.selected) == [(P.SELECTED, 59), (None, 1)]
     assert lines[4 + app.table.selected].startswith("  101 ") and app.table.selected != 1
     app.refresh()
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
 
 
 def test_user_column_narrows_so_that_command_stays() -> None:
