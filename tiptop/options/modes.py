@@ -108,8 +108,6 @@ class ModeSpec:
     takes: frozenset[str]
     formats: tuple[Format, ...] = tuple(Format)
     prints: str = ""
-    #: Whether it reads no counter (it answers at once: -h, -v, --list-screens...).
-    one_shot: bool = False
 
 
 def _spec(
@@ -120,7 +118,6 @@ def _spec(
     spelled: str = "",
     formats: tuple[Format, ...] = tuple(Format),
     prints: str = "",
-    one_shot: bool = False,
 ) -> ModeSpec:
     first = min(selectors) if selectors else ""
     return ModeSpec(
@@ -130,7 +127,6 @@ def _spec(
         takes | selectors,
         formats,
         prints,
-        one_shot,
     )
 
 
@@ -138,12 +134,12 @@ def _spec(
 #: asked for is the run's mode; the others' options are then refused, one at a time).
 MODES: tuple[ModeSpec, ...] = (
     # Help and versions first, before any file is read: they take anything (help's habit).
-    _spec(Mode.HELP, {"help"}, frozenset(), spelled="--help", one_shot=True),
-    _spec(Mode.VERSION, {"version", "legalese"}, frozenset(), spelled="-v", one_shot=True),
-    _spec(Mode.LIST_SCREENS, {"list_screens"}, ORIGINAL, one_shot=True),
-    _spec(Mode.EXPORT, {"export"}, CONFIG, one_shot=True),
-    _spec(Mode.LIST_EVENTS, {"list_events"}, CONFIG, one_shot=True),
-    _spec(Mode.CHECK, {"check"}, CONFIG, one_shot=True),
+    _spec(Mode.HELP, {"help"}, frozenset(), spelled="--help"),
+    _spec(Mode.VERSION, {"version", "legalese"}, frozenset(), spelled="-v"),
+    _spec(Mode.LIST_SCREENS, {"list_screens"}, ORIGINAL),
+    _spec(Mode.EXPORT, {"export"}, CONFIG),
+    _spec(Mode.LIST_EVENTS, {"list_events"}, CONFIG),
+    _spec(Mode.CHECK, {"check"}, CONFIG),
     _spec(
         Mode.SELFTEST,
         {"selftest"},
