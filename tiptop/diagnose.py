@@ -120,10 +120,10 @@ def _slots_head(b: EventBinding, host: Host, attr: Attr) -> list[Attr]:
     """An Intel perf-metrics event (``topdown-*``) opens only in a group led by its PMU's
     ``slots`` (tools/perf/Documentation/topdown.txt; ``tiptop.events.topdown``): that
     leader's attr, else nothing."""
-    from tiptop.events.topdown import ARCH_EVENT_MASK
+    from tiptop.events.topdown import ARCH_EVENT_MASK, Role
 
     pm = _topdown(host.sysfs_root).pmu(b.pmu)
-    if pm is None or pm.role(b) != "metric":
+    if pm is None or pm.role(b) is not Role.METRIC:
         return []
     return [attr.replace(config=(attr.config & ~ARCH_EVENT_MASK) | pm.slots)]
 

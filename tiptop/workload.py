@@ -11,19 +11,26 @@ those of kube-state-metrics and cAdvisor (``namespace``, ``pod``, ``uid``, ``con
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-#: The kinds of cgroup told apart (:attr:`Workload.kind`).
-KINDS = (
-    "k8s",
-    "docker",
-    "podman",
-    "containerd",
-    "cri-o",
-    "systemd",
-    "session",
-    "lxc",
-    "other",
-)
+
+class WorkloadKind(StrEnum):
+    """The kinds of cgroup told apart (:attr:`Workload.kind`); the word is the batch
+    records' and the exporter's ``kind``."""
+
+    K8S = "k8s"
+    DOCKER = "docker"
+    PODMAN = "podman"
+    CONTAINERD = "containerd"
+    CRIO = "cri-o"
+    SYSTEMD = "systemd"
+    SESSION = "session"
+    LXC = "lxc"
+    OTHER = "other"
+
+
+#: The kinds' words, in order.
+KINDS = tuple(WorkloadKind)
 
 #: The identity fields, in the order the batch records and the exporter write them.
 FIELDS = ("kind", "namespace", "pod", "uid", "container", "container_id", "unit")
@@ -35,7 +42,7 @@ class Workload:
     .shorten``: the exporter's ``cgroup`` label, always set); the other fields are empty
     where not known."""
 
-    kind: str
+    kind: WorkloadKind
     label: str
     namespace: str = ""
     pod: str = ""
@@ -55,11 +62,11 @@ class Workload:
         """The row's name: ``namespace/pod/container`` for Kubernetes (``namespace/pod``
         for a pod's sandbox), ``docker:NAME``, ``podman:NAME``, ``lxc:NAME``, the unit for
         a system service, else the cgroup's label (a user's session: ``user-1000/session-2``)."""
-        if self.kind == "k8s" and self.namespace and self.pod:
+        if self.kind is WorkloadKind.K8S and self.namespace and self.pod:
             return "/".join(p for p in (self.namespace, self.pod, self.container) if p)
-        if self.container and self.kind != "k8s":
+        if self.container and self.kind is not WorkloadKind.K8S:
             return f"{self.kind}:{self.container}"
-        if self.kind == "systemd" and self.unit:
+        if self.kind is WorkloadKind.SYSTEMD and self.unit:
             return self.unit
         return self.label
 
@@ -77,7 +84,7 @@ class Workload:
 
 
 #: The identity of what could not be read (the root cgroup, an unreadable file).
-ROOT = Workload("other", "/")
+ROOT = Workload(WorkloadKind.OTHER, "/")
 
 
-__all__ = ["FIELDS", "KINDS", "ROOT", "Workload"]
+__all__ = ["FIELDS", "KINDS", "ROOT", "Workload", "WorkloadKind"]

@@ -13,12 +13,16 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from tiptop.frame import Frame
+    from tiptop.screens.model import ScreenSpec
 
 #: True inside the emulated-PMU guest, where counts are exact.
 IN_GUEST = os.environ.get("TIPTOP_HWPMU_GUEST") == "1"
@@ -32,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def fit(xs: list[int], ys: list[float]) -> tuple[float, float, float]:
+def fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
     """Least-squares line through ``(xs, ys)``: ``(slope, intercept, max |residual|)``."""
     x = np.asarray(xs, dtype=np.float64)
     y = np.asarray(ys, dtype=np.float64)
@@ -125,8 +129,14 @@ class LoopChild:
             self.proc.wait(timeout=30)
 
 
+class LoopMaker(Protocol):
+    """The ``loop_children`` fixture: ``make(k, n, user=None)``."""
+
+    def __call__(self, k: int, n: int, user: int | None = None) -> LoopChild: ...
+
+
 @pytest.fixture
-def loop_children(kloop: str) -> Iterator[Callable[..., LoopChild]]:
+def loop_children(kloop: str) -> Iterator[LoopMaker]:
     """Factory ``make(k, n, user=None) -> LoopChild``; every child is ended after the test."""
     made: list[LoopChild] = []
 
@@ -140,7 +150,7 @@ def loop_children(kloop: str) -> Iterator[Callable[..., LoopChild]]:
         c.kill()
 
 
-def count_once(screen: Any, child: LoopChild) -> tuple[Any, int, list[str]]:
+def count_once(screen: ScreenSpec, child: LoopChild) -> tuple[Frame, int, list[str]]:
     """Count one ``kloop`` child by pid with a sampler of ``screen``, from its start to its
     end: (the frame, the child's row in it, the sampler's messages)."""
     import numpy as np

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Callable
 
+import numpy as np
 import pytest
 
-from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, count_once
+from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, LoopMaker, count_once
 from tiptop.cells import Status
+from tiptop.screens.model import CounterSpec, NamedEvent, ScreenSpec
 
 pytestmark = pytest.mark.hwpmu
 
@@ -35,7 +38,9 @@ def _cpu_pmu_events() -> set[str]:
     return names
 
 
-def _run(screen_name: str, loop_children, k: int, n: int):
+def _run(
+    screen_name: str, loop_children: LoopMaker, k: int, n: int
+) -> tuple[ScreenSpec, np.ndarray, np.ndarray, list[str]]:
     """The built-in ``screen_name`` for this host, counting one ``kloop K N`` child by pid:
     (screen, its row's values, statuses, the sampler's messages)."""
     from tiptop.cli.screens import host_target
@@ -48,18 +53,31 @@ def _run(screen_name: str, loop_children, k: int, n: int):
     return screen, frame.values[i], frame.status[i], messages
 
 
-def _expected(screen, have: set[str]) -> dict[str, bool]:
+def _named(counter: CounterSpec) -> str:
+    """The event name of a counter of the Arm screens (each is given by name)."""
+    assert isinstance(counter.event, NamedEvent), counter
+    return counter.event.name
+
+
+def _expected(screen: ScreenSpec, have: set[str]) -> dict[str, bool]:
     """Per column header (after %CPU): whether every counter it reads is listed here."""
     from tiptop.screens import compile_column
 
-    events = {c.alias: c.event.name for c in screen.counters}
+    events = {c.alias: _named(c) for c in screen.counters}
     return {
         c.header.strip(): all(events[a] in have for a in compile_column(c.expr).aliases)
         for c in screen.columns[1:]
     }
 
 
-def _check_columns(screen, values, status, messages, have, report) -> dict[str, float | None]:
+def _check_columns(
+    screen: ScreenSpec,
+    values: np.ndarray,
+    status: np.ndarray,
+    messages: list[str],
+    have: set[str],
+    report: Callable[[str], None],
+) -> dict[str, float | None]:
     """Counted columns are OK, the others '?' with a line naming each missing event."""
     expected = _expected(screen, have)
     shown: dict[str, float | None] = {}
@@ -71,14 +89,16 @@ def _check_columns(screen, values, status, messages, have, report) -> dict[str, 
             assert status[j] == Status.UNREADABLE, (header, status, messages)
             shown[header] = None
     for c in screen.counters:
-        if c.event.name not in have:
-            said = [m for m in messages if f"{c.event.name}: not an event of PMU" in m]
-            assert len(said) == 1, (c.event.name, messages)
+        if _named(c) not in have:
+            said = [m for m in messages if f"{_named(c)}: not an event of PMU" in m]
+            assert len(said) == 1, (_named(c), messages)
     report(f"screen {screen.name!r} ({screen.desc}): {shown}; messages: {messages}")
     return shown
 
 
-def test_arm_topdown_ipc_and_stalls(loop_children, report) -> None:
+def test_arm_topdown_ipc_and_stalls(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """The Arm topdown variant binds; IPC = INST_RETIRED / CPU_CYCLES (1/2^shift exactly in the
     guest); the stall columns count where the PMU lists the events (0 under QEMU), else '?'."""
     k, n = 4, 3_000_000
@@ -99,7 +119,9 @@ def test_arm_topdown_ipc_and_stalls(loop_children, report) -> None:
         assert not IN_GUEST
 
 
-def test_arm_memory_counts_instructions_and_marks_the_rest(loop_children, report) -> None:
+def test_arm_memory_counts_instructions_and_marks_the_rest(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """The Arm memory screen binds; Minstr is the loop's K*N (exact up to the loop's fixed
     start-up instructions in the guest); cache and TLB columns count where the PMU lists their
     events (not in the guest: '?', with the reason), and are ratios >= 0 elsewhere."""

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
-from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, fit
+from tests.hwpmu.conftest import (
+    ICOUNT_SHIFT,
+    IN_GUEST,
+    REAL_PMU_RTOL,
+    LoopChild,
+    LoopMaker,
+    fit,
+)
 from tests.hwpmu.probe import DEFAULT_SCREEN_EVENTS, hw_event_error
 from tests.hwpmu.runner import run_counted
 
@@ -40,7 +49,9 @@ def _parse_text(out: str, pid: int) -> list[dict[str, str]]:
     return rows
 
 
-def test_batch_text_minstr_and_missing_events(loop_children, report) -> None:
+def test_batch_text_minstr_and_missing_events(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """-p PID: Minstr sums to K*N/1e6 (+-0.01 per printed row); ``?`` exactly where the event
     does not open here, with the ENOENT explanation; Mcycle/Minstr/IPC numeric."""
     k, n = 7, 5_000_000
@@ -75,7 +86,9 @@ def test_batch_text_minstr_and_missing_events(loop_children, report) -> None:
         assert "not supported" in err or "ENOENT" in err, err
 
 
-def _json_run(loop_children, k: int, sizes: list[int]) -> tuple[dict[int, dict], list]:
+def _json_run(
+    loop_children: LoopMaker, k: int, sizes: list[int]
+) -> tuple[dict[int, list[dict[str, Any]]], Sequence[LoopChild]]:
     children, out, _ = run_counted(
         lambda: [loop_children(k, n) for n in sizes],
         lambda cs: ["-b", "-i", "--format", "json", "-p", "tiptop-kloop", "-n", "3", "-d", "1"],
@@ -88,7 +101,7 @@ def _json_run(loop_children, k: int, sizes: list[int]) -> tuple[dict[int, dict],
         r["counters"]["INSN"]["delta"] for r in recs if r["iteration"] == 0 and r["pid"] in ours
     ]
     assert first == [0] * len(children), out
-    by_pid: dict[int, list] = defaultdict(list)
+    by_pid: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in recs:
         by_pid[r["pid"]].append(r)
     for c in children:
@@ -96,7 +109,9 @@ def _json_run(loop_children, k: int, sizes: list[int]) -> tuple[dict[int, dict],
     return {c.pid: by_pid[c.pid] for c in children}, children
 
 
-def test_batch_json_instructions_slope(loop_children, report) -> None:
+def test_batch_json_instructions_slope(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """-p NAME, 5 children of sizes N: raw INSN deltas fit K*N + c (exactly in the guest)."""
     k = 4
     by_pid, children = _json_run(loop_children, k, SIZES)
@@ -117,7 +132,7 @@ def test_batch_json_instructions_slope(loop_children, report) -> None:
         assert slope == pytest.approx(k, rel=REAL_PMU_RTOL)
 
 
-def test_batch_json_ipc(loop_children, report) -> None:
+def test_batch_json_ipc(loop_children: LoopMaker, report: Callable[[str], None]) -> None:
     """The default screen's IPC column over the loop: 1/2^shift exactly in the guest."""
     by_pid, children = _json_run(loop_children, 4, [3_000_000])
     recs = [r for r in by_pid[children[0].pid] if r["counters"]["INSN"]["delta"]]

@@ -13,6 +13,7 @@ tests/system/test_known_answer.py, docs/selftest.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -45,7 +46,9 @@ def counted() -> dict[str, Series]:
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_instructions_slope_is_known_count(counted: dict[str, Series], kernel: str, report) -> None:
+def test_instructions_slope_is_known_count(
+    counted: dict[str, Series], kernel: str, report: Callable[[str], None]
+) -> None:
     """Slope exactly the table's count (guest) or within 0.5% (real PMU)."""
     s = counted[kernel]
     f = fit(s.sizes, [float(c) for c in s.counts[:, 0]])

@@ -10,10 +10,12 @@ recipe measurements).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from tests.hwpmu.conftest import IN_GUEST, count_once
+from tests.hwpmu.conftest import IN_GUEST, LoopMaker, count_once
 from tests.support.builders import screen
 from tiptop.screens.model import ScreenSpec
 
@@ -32,7 +34,9 @@ def _screen() -> ScreenSpec:
     )
 
 
-def test_multiplexed_counters_scaled_and_marked(loop_children, report) -> None:
+def test_multiplexed_counters_scaled_and_marked(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     from tiptop import table
 
     k = 4

@@ -9,9 +9,11 @@ are zero (c constant); on a real PMU, within 1%.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, fit
+from tests.hwpmu.conftest import ICOUNT_SHIFT, IN_GUEST, REAL_PMU_RTOL, LoopMaker, fit
 
 pytestmark = pytest.mark.hwpmu
 
@@ -20,7 +22,7 @@ HW_CPU_CYCLES, HW_INSTRUCTIONS = 0, 1
 SIZES = [100_000, 300_000, 1_000_000, 2_000_000, 5_000_000]
 
 
-def _count(make, k: int, n: int) -> tuple[int, int, int, int]:
+def _count(make: LoopMaker, k: int, n: int) -> tuple[int, int, int, int]:
     """(instructions, cycles, enabled, running) deltas of one ``kloop k n`` run, by pid."""
     from tiptop.kernel import Attr, PerfBackend
 
@@ -46,7 +48,9 @@ def _count(make, k: int, n: int) -> tuple[int, int, int, int]:
 
 
 @pytest.mark.parametrize("k", [4, 7])
-def test_perf_slope_is_k_by_pid(k: int, loop_children, report) -> None:
+def test_perf_slope_is_k_by_pid(
+    k: int, loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """Least squares over 5 sizes: slope K, constant intercept (exact in the guest)."""
     counts = [_count(loop_children, k, n) for n in SIZES]
     ins = [c[0] for c in counts]
@@ -68,7 +72,9 @@ def test_perf_slope_is_k_by_pid(k: int, loop_children, report) -> None:
         assert resid < REAL_PMU_RTOL * k * SIZES[-1]
 
 
-def test_perf_cycles_per_instruction_ipc(loop_children, report) -> None:
+def test_perf_cycles_per_instruction_ipc(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     """cycles / instructions: exactly 2^shift in the guest (-icount makes cycles the virtual
     clock, 2^shift ns per instruction); merely positive and plausible on a real PMU."""
     n = 2_000_000

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -44,7 +45,7 @@ def _row(doc: dict, event: str) -> dict:
     return next(e for e in doc["events"] if e["event"] == event)
 
 
-def test_selftest_instructions_slope_is_prediction(report) -> None:
+def test_selftest_instructions_slope_is_prediction(report: Callable[[str], None]) -> None:
     """INSTRUCTIONS: slope 2 exactly (guest) or within 0.5%; the whole self-test exits 0."""
     r, doc = _selftest()
     for e in doc["events"]:
@@ -66,7 +67,7 @@ def test_selftest_instructions_slope_is_prediction(report) -> None:
     assert r.returncode == doc["exit"] == 0, (doc["summary"], r.stderr)
 
 
-def test_selftest_unprivileged_user_mode(root_only) -> None:
+def test_selftest_unprivileged_user_mode(root_only: None) -> None:
     """As uid 65534 (user-mode counting of its own child only): instructions still exact."""
     if not IN_GUEST:
         pytest.skip("the guest runs plain python3 as uid 65534; tests/system covers hosts")

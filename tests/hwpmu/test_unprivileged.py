@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 
 import pytest
 
 from tests.helpers import nobody_command
 from tests.hwpmu import runner
-from tests.hwpmu.conftest import IN_GUEST, REAL_PMU_RTOL, tiptop_env
+from tests.hwpmu.conftest import IN_GUEST, REAL_PMU_RTOL, LoopMaker, tiptop_env
 from tests.hwpmu.runner import run_counted
 
 pytestmark = pytest.mark.hwpmu
@@ -65,7 +66,12 @@ def _tiptop_for_nobody(monkeypatch: pytest.MonkeyPatch) -> tuple[str | None, int
     return None, None
 
 
-def test_unprivileged_counts_own_not_roots(root_only, loop_children, report, monkeypatch) -> None:
+def test_unprivileged_counts_own_not_roots(
+    root_only: None,
+    loop_children: LoopMaker,
+    report: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     why, user = _tiptop_for_nobody(monkeypatch)
     if why is not None:
         assert not IN_GUEST, why

@@ -8,17 +8,20 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
-from tests.hwpmu.conftest import IN_GUEST, ROOT
+from tests.hwpmu.conftest import IN_GUEST, ROOT, LoopMaker
 
 pytestmark = pytest.mark.hwpmu
 
 TIME_LABELS = ["Run", "Wait", "Throttled", "IO", "Sleep"]
 
 
-def test_why_shows_where_the_time_went_and_what_lies_beneath(loop_children, report) -> None:
+def test_why_shows_where_the_time_went_and_what_lies_beneath(
+    loop_children: LoopMaker, report: Callable[[str], None]
+) -> None:
     child = loop_children(4, 10**13)  # runs for as long as the test needs it
     child.go()
     try:

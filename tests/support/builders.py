@@ -10,7 +10,7 @@ the small default screen (%CPU, Mcycle, IPC) of the table and batch tests, and i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -165,3 +165,31 @@ def frame(
         cpu_limit=np.full(n, np.nan),
         cpus_allowed=np.full(n, np.nan),
     )
+
+
+class Replayed(Protocol):
+    """What replays a recording refresh by refresh (``tiptop.recording.ReplaySource``)."""
+
+    def frame(self, index: int) -> Frame | None: ...
+
+
+def replayed(source: Replayed, index: int) -> Frame:
+    """Refresh ``index`` of a replay, which the test knows is there (a refresh that cannot
+    be read is None: a failure here, not an attribute error later)."""
+    frame = source.frame(index)
+    assert frame is not None, f"refresh {index} of the recording cannot be read"
+    return frame
+
+
+class Lines(Protocol):
+    """A recording's refreshes as parsed JSON (``tiptop.recording.index.Recording``)."""
+
+    def record(self, index: int) -> object: ...
+
+
+def recorded_line(rec: Lines, index: int) -> dict[str, Any]:
+    """Refresh ``index``'s line of a recording as the JSON object it is, its values read
+    by the test as the file has them."""
+    line = rec.record(index)
+    assert isinstance(line, dict), line
+    return line

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiptop.kernel.attr import Attr
-from tiptop.kernel.backend import GroupReading
+from tiptop.kernel.backend import Group, GroupReading
 from tiptop.kernel.consts import PERF_PMU_TYPE_SHIFT
 from tiptop.kernel.errors import translate
 
@@ -174,6 +174,21 @@ class FakeGroup:
             self._backend.release(self)
             self.fds = []
             self.n_fds = 0
+
+
+def fake_group(group: Group) -> FakeGroup:
+    """``group`` as the FAKE backend made it (a test reads its tid and keys)."""
+    assert isinstance(group, FakeGroup), group
+    return group
+
+
+def failing_read(err: int, text: str) -> Callable[[], GroupReading]:
+    """A group's ``read`` that fails with ``OSError(err, text)`` every time."""
+
+    def read() -> GroupReading:
+        raise OSError(err, text)
+
+    return read
 
 
 class FakeBackend:

@@ -32,6 +32,7 @@ from tiptop.host import Host
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
 from tiptop.messages import MessageLog
+from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec, delta_key
 from tiptop.selftest.checks import fit
 from tiptop.selftest.measure import KernelChild, measure
@@ -179,14 +180,15 @@ class Engine:
         return Series(kernel, list(sizes), aliases, counts, running)
 
 
-def fractions(splan: ScreenPlan, screen: ScreenSpec, slopes: dict[str, float]) -> dict[str, float]:
+def fractions(screen: ScreenSpec, slopes: dict[str, float]) -> dict[str, float]:
     """The screen's level-1 columns (header -> value, in % of slots) evaluated on per-iteration
     slopes: ``delta(X)`` reads X's slope, so the fixed cost of each run is left out. A column
     whose operands did not count is nan."""
     env = {delta_key(a): (np.array([v]), np.zeros(1, STATUS_DTYPE)) for a, v in slopes.items()}
+    columns = screen_columns(screen)
     out = {}
     for header, i in level1_columns(screen).items():
-        col = splan.columns[i]
+        col = columns[i].compiled
         out[header] = float(col.evaluate(env, 1)[0][0]) if col is not None else float("nan")
     return out
 

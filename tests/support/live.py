@@ -20,6 +20,7 @@ from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.screens.model import ColumnSpec, ScreenSpec
 from tiptop.sources.bycgroup import group
+from tiptop.table import Row
 
 COLS = (
     ColumnSpec(" %CPU", "%5.1f", "CPU_TOT", "Total CPU usage"),
@@ -158,3 +159,10 @@ def keys(app: LiveApp, *ks: str) -> None:
     """Press ``ks``, one after the other."""
     for k in ks:
         app.on_key(k)
+
+
+def selected(app: LiveApp) -> Row:
+    """The highlighted row of ``app``'s table, which the test knows is there."""
+    row = app.table.selected_row()
+    assert row is not None, "no row is highlighted"
+    return row

@@ -20,7 +20,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,7 +105,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
-def wait_for(address: str, predicate, timeout: float = 30) -> str:  # type: ignore[no-untyped-def]
+def wait_for(address: str, predicate: Callable[[str], bool], timeout: float = 30) -> str:
     """Scrape until ``predicate(text)`` holds; the text. A 503 (no refresh yet) is
     scraped again."""
     end = time.monotonic() + timeout
@@ -242,8 +242,8 @@ def burst(address: str, n: int, timeout: float = 60) -> list[float]:
         got[s] = bytearray()
     while sel.get_map() and time.monotonic() - start < timeout:
         for key, _ev in sel.select(timeout=1):
+            assert isinstance(key.fileobj, socket.socket)
             s = key.fileobj
-            assert isinstance(s, socket.socket)
             if key.events == selectors.EVENT_WRITE:
                 s.sendall(request)
                 sel.modify(s, selectors.EVENT_READ)

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def _exported(path: Path) -> dict[str, float]:
     }
 
 
-def _wait(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     end = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < end, f"{what}: not within {timeout} s"

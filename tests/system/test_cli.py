@@ -45,6 +45,11 @@ from tiptop.kernel.explain import NO_PMU
         (["-S", ""], 2, "-S: empty value"),
         (["-S", "99"], 2, "no screen number 99"),
         (["-o", "/nonexistent/dir/x", "-b"], 1, "cannot open '/nonexistent/dir/x'"),
+        # An option of another mode (tiptop/options/modes.py), never silently ignored.
+        (["-b", "--from", "10:00"], 2, "--from: only with --plot or --replay"),
+        (["-b", "--web-config", "x.yml"], 2, "--web-config: only with --serve"),
+        (["--selftest", "--replay", "x"], 2, "--replay and --selftest: one at a time"),
+        (["-b", "--by", "pid"], 2, "--by pid: only with --serve or --textfile"),
     ],
 )
 def test_user_errors_are_one_line(argv: list[str], code: int, fragment: str) -> None:

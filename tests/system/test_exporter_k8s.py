@@ -14,9 +14,10 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,7 +167,12 @@ def _value(result: list[dict]) -> float:
     return float(result[0]["value"][1]) if result else 0.0
 
 
-def _until(prom: Prometheus, promql: str, ok, timeout: float = 40) -> list[dict]:  # type: ignore[no-untyped-def]
+def _until(
+    prom: Prometheus,
+    promql: str,
+    ok: Callable[[list[dict[str, Any]]], bool],
+    timeout: float = 40,
+) -> list[dict[str, Any]]:
     """The query's result once ``ok`` holds for it, or the last one after ``timeout``."""
     end = time.monotonic() + timeout
     while True:

@@ -100,8 +100,8 @@ def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) ->
     assert "Unused counter" not in err, err  # every counter declared is counted
     exported: dict[str, set[str]] = {}
     # The labels of both groupings: the dashboard's namespace and pod are --by cgroup's.
-    for name, labels in [*samples(text), *samples(run_exporter(tmp_path, "--by", "cgroup")[0])]:
-        exported.setdefault(name, set()).update(k for k, _v in labels)
+    for name, pairs in [*samples(text), *samples(run_exporter(tmp_path, "--by", "cgroup")[0])]:
+        exported.setdefault(name, set()).update(k for k, _v in pairs)
     no_pmu = hardware_pmu_error() is not None
     # Every counter of the screen is exported; a hardware one without a PMU is absent.
     (screen,) = load_file(str(SCREEN), Target()).screens
@@ -109,11 +109,11 @@ def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) ->
         yaml.safe_load(SCREEN.read_text())["screens"][0]["counters"]
     )
     software = set(vocab.SOFTWARE_NAME.values())
-    for spec, metric in zip(screen.counters, metrics_for(screen.counters), strict=True):
+    for spec, family in zip(screen.counters, metrics_for(screen.counters), strict=True):
         if event_name(spec) in software or not no_pmu:
-            assert metric.name in exported, (spec.alias, metric.name, sorted(exported))
+            assert family.name in exported, (spec.alias, family.name, sorted(exported))
         else:
-            assert metric.name not in exported, metric.name  # absent, not zero
+            assert family.name not in exported, family.name  # absent, not zero
     assert "tiptop_page_faults_total" in exported
     # Every metric and label the dashboard and the rules read is exported.
     checked = 0

@@ -69,7 +69,8 @@ def test_a_failed_write_keeps_the_exporter_serving(tmp_path: Path) -> None:
     with serving("-S", "sched", "-d", "0.3", "--textfile", str(out)) as (proc, address):
         lines: list[str] = []
         assert proc.stderr is not None
-        reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+        stderr = proc.stderr
+        reader = threading.Thread(target=lambda: lines.extend(stderr), daemon=True)
         reader.start()
         wait_for(address, lambda t: "tiptop_tasks_tracked" in t)
         end = time.monotonic() + 30

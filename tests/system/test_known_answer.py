@@ -110,7 +110,7 @@ class Topdown:
 
     def fractions(self, slopes: dict[str, float]) -> dict[str, float]:
         """The level-1 columns on these per-iteration slopes."""
-        return fractions(self.engine.splan, self.engine.screen, slopes)
+        return fractions(self.engine.screen, slopes)
 
 
 @pytest.fixture(scope="module")

@@ -192,7 +192,7 @@ def test_selection_cursor_esc_and_terminal_reports(tmp_path: Path) -> None:
         assert [r.split()[0] for r in highlighted(t)] == ["100"]
         for pid in ("101", "102"):
             t.keys("Down")
-            t.wait(lambda ls, p=pid: [r.split()[0] for r in highlighted(t)] == [p], "Down")
+            t.wait(lambda _ls: [r.split()[0] for r in highlighted(t)] == [pid], "Down")  # noqa: B023
             assert [x.split()[0] for x in t.screen()[4:10]] == [r.split()[0] for r in rows]
         t.keys("t")
         lines = t.wait(has("Top-down tree of PID 102 (task2)"), "the tree window naming it")

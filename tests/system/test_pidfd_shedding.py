@@ -23,8 +23,13 @@ from tiptop.host import Host
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
 N = 20
-#: fd_soft 40, 2 in use, reserve 8 (``host.fd_reserve``): 30 fds for counters and pidfds.
-BUDGET = {"fd_soft": 40, "fds_in_use": 2}
+
+
+def budgeted() -> Host:
+    """This machine's Host with a soft fd limit of 40, 2 in use, reserve 8
+    (``host.fd_reserve``): 30 fds for counters and pidfds."""
+    return dataclasses.replace(Host.read(), fd_soft=40, fds_in_use=2)
+
 
 SCREEN = ScreenSpec(
     "sw",
@@ -54,7 +59,7 @@ def sleepers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_counters_come_before_pidfds(sleepers: list[subprocess.Popen[bytes]]) -> None:
-    host = dataclasses.replace(Host.read(), **BUDGET)
+    host = budgeted()
     assert host.fd_budget == 30
     s = Sampler(SCREEN, SamplerConfig(only_name="tpshed"), host=host)
     try:
@@ -101,7 +106,7 @@ def test_threads_too() -> None:
     """-H: a process of 20 threads, one counter fd each, in 30 fds: every thread counted;
     one that sleeps on without a pidfd is not read again (its /proc/TID mark holds)."""
     child = Child(CHILD)
-    host = dataclasses.replace(Host.read(), **BUDGET)
+    host = budgeted()
     s = Sampler(SCREEN, SamplerConfig(only_pid=child.pid, threads=True), host=host)
     try:
         child.do("threads 19")

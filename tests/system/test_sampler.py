@@ -20,6 +20,7 @@ from tests.support.builders import screen
 from tests.system.scripted_child import SOFTWARE, Child, only
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.kernel.backend import Group
 from tiptop.kernel.explain import NO_PMU_SHORT
 from tiptop.screens.model import ScreenSpec
 
@@ -290,7 +291,7 @@ def test_hardware_ipc(child: Child) -> None:
         s.close()
 
 
-def _fill_pmu_pinned(pid: int):  # type: ignore[no-untyped-def]
+def _fill_pmu_pinned(pid: int) -> Group:
     """A pinned group of as many ``cycles`` as the PMU takes, on ``pid``: no flexible group
     can get a counter while ``pid`` runs (pinned groups are scheduled first, and a group is
     scheduled whole or not at all, kernel/events/core.c ``group_sched_in``)."""

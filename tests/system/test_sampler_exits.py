@@ -58,15 +58,16 @@ def test_task_busy_until_exit_shows_its_last_interval_once() -> None:
     p = subprocess.Popen(
         [sys.executable, "-c", prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
+    assert p.stdin is not None and p.stdout is not None
     s = Sampler(SOFTWARE, SamplerConfig(only_pid=p.pid))
     try:
-        p.stdout.readline()  # type: ignore[union-attr]  # up, about to block on stdin
+        p.stdout.readline()  # up, about to block on stdin
         s.start()
         f = s.refresh()
         assert f.tid.tolist() == [p.pid] and not f.dead.any()
         t0 = time.monotonic()
-        p.stdin.write(b"go\n")  # type: ignore[union-attr]
-        p.stdin.flush()  # type: ignore[union-attr]
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
         os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # a zombie: not reaped yet
         time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
         f = s.refresh()
@@ -105,9 +106,10 @@ def test_task_reaped_by_its_parent_gets_its_cpu_from_its_counters() -> None:
     p = subprocess.Popen(
         [sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
+    assert p.stdin is not None and p.stdout is not None
     # The pid, and the worker's empty line once it is up (about to block on stdin), in
     # whichever order the two processes wrote them.
-    first, second = (p.stdout.readline() for _ in range(2))  # type: ignore[union-attr]
+    first, second = (p.stdout.readline() for _ in range(2))
     pid = int(first.strip() or second)
     cpu_screen = screen(
         "cpu",
@@ -123,9 +125,9 @@ def test_task_reaped_by_its_parent_gets_its_cpu_from_its_counters() -> None:
         s.start()
         f = s.refresh()
         assert f.tid.tolist() == [pid] and not f.dead.any()
-        p.stdin.write(b"go\n")  # type: ignore[union-attr]
-        p.stdin.flush()  # type: ignore[union-attr]
-        assert p.stdout.readline() == b"reaped\n"  # type: ignore[union-attr]
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == b"reaped\n"
         assert not os.path.exists(f"/proc/{pid}")  # reaped by its parent, unseen by us
         f = s.refresh()
         assert f.tid.tolist() == [pid] and f.dead.tolist() == [True]
@@ -138,6 +140,6 @@ def test_task_reaped_by_its_parent_gets_its_cpu_from_its_counters() -> None:
         assert f.status[0, 1] == Status.UNREADABLE  # the sys/user split died with it
     finally:
         s.close()
-        p.stdin.write(b"\n")  # type: ignore[union-attr]
-        p.stdin.close()  # type: ignore[union-attr]
+        p.stdin.write(b"\n")
+        p.stdin.close()
         p.wait()

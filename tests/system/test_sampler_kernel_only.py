@@ -54,13 +54,14 @@ def test_context_switches_counted_without_minus_k() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert p.stdin is not None and p.stdout is not None
     s = Sampler(sched_screen(), SamplerConfig(only_pid=p.pid))  # no -K
     try:
-        assert p.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
+        assert p.stdout.readline().strip() == "ready"
         s.start()
-        p.stdin.write("go\n")  # type: ignore[union-attr]
-        p.stdin.flush()  # type: ignore[union-attr]
-        assert p.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "done"
         f = s.refresh()
         (i,) = np.flatnonzero(f.tid == p.pid)
         cs = f.counters.index("CS")

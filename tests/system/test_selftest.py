@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,15 +21,19 @@ from tests.helpers import nobody_command
 from tests.support.builders import screen
 from tiptop.events.sysfs import alias_pmus
 from tiptop.host import Host
-from tiptop.kernel import PerfBackend, parse_group_read
+from tiptop.kernel import Attr, PerfBackend, parse_group_read
+from tiptop.kernel.backend import Group, GroupReading
 from tiptop.kernel.explain import NO_PMU, NO_PMU_SHORT
-from tiptop.selftest.checks import exit_code
+from tiptop.selftest.checks import Row, exit_code
+from tiptop.selftest.measure import KernelChild, Run
 from tiptop.selftest.report import run_selftest
 
 TIPTOP = ["-m", "tiptop", "--selftest"]
 
 
-def _json(args: list[str], cmd: list[str] | None = None, env: dict[str, str] | None = None):
+def _json(
+    args: list[str], cmd: list[str] | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     import sys
 
     r = subprocess.run(
@@ -41,15 +47,16 @@ def _json(args: list[str], cmd: list[str] | None = None, env: dict[str, str] | N
     return r, json.loads(r.stdout)
 
 
-def _rows(doc: dict) -> dict[str, dict]:
+def _rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["event"]: e for e in doc["events"]}
 
 
-def _stolen(tc) -> bool:
+def _stolen(tc: Row | dict[str, Any]) -> bool:
     """task-clock not checked because the host stole time meanwhile (docs/selftest.md): true
     only when the verdict says so and the steal was seen."""
-    get = tc.get if isinstance(tc, dict) else tc.__dict__.get
-    return get("kind") == "unchecked" and get("steal_ms") > 0 and "stole" in get("verdict")
+    row: dict[str, Any] = tc if isinstance(tc, dict) else tc.as_dict()
+    steal, verdict = row["steal_ms"], row["verdict"]
+    return row["kind"] == "unchecked" and steal is not None and steal > 0 and "stole" in verdict
 
 
 def test_software_events_checked_and_exit_0() -> None:
@@ -102,10 +109,8 @@ def test_hardware_rows_say_why_without_pmu() -> None:
     assert t.returncode == 2
 
 
-def screen_attr_cycles():
+def screen_attr_cycles() -> Attr:
     """The attr of ``cycles``."""
-    from tiptop.kernel import Attr
-
     return Attr(type=0, config=0)
 
 
@@ -119,30 +124,25 @@ def _inflated(words: bytes) -> bytes:
 class _Inflated:
     """A real group whose reads say 1% more of every count (ids and times untouched)."""
 
-    def __init__(self, group) -> None:
+    def __init__(self, group: Group) -> None:
         self.group = group
         self.ids = group.ids
-
-    @property
-    def n_fds(self) -> int:
-        return self.group.n_fds
-
-    @property
-    def fds(self) -> list[int]:
-        return self.group.fds
+        self.n_fds = group.n_fds
+        self.fds = group.fds
 
     def read_raw(self) -> bytes:
         return _inflated(self.group.read_raw())
 
-    def bare_read(self):
+    def bare_read(self) -> Callable[[], bytes]:
         bare = self.group.bare_read()
         return lambda: _inflated(bare())
 
-    def read(self):
+    def read(self) -> GroupReading:
         return parse_group_read(self.read_raw(), self.ids)
 
     def close(self) -> None:
         self.group.close()
+        self.n_fds, self.fds = self.group.n_fds, self.group.fds
 
 
 class _Inflating:
@@ -151,13 +151,13 @@ class _Inflating:
     def __init__(self) -> None:
         self.real = PerfBackend()
 
-    def open_group(self, tid, attrs):
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> Group:
         return _Inflated(self.real.open_group(tid, attrs))
 
-    def read_leaders(self, fds, nbytes):
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
         return [_inflated(w) for w in self.real.read_leaders(fds, nbytes)]
 
-    def open_pidfd(self, tid, thread):
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
         return self.real.open_pidfd(tid, thread)
 
 
@@ -170,7 +170,7 @@ def test_wrong_counts_are_off_and_exit_1() -> None:
     assert exit_code(rows) == 1
 
 
-def test_unprivileged_user_mode(root_only) -> None:
+def test_unprivileged_user_mode(root_only: None) -> None:
     """As uid 65534 with perf_event_paranoid 2: user-mode software counts still check out;
     context switches (kernel-only) say why they cannot be counted."""
     host = Host.read()
@@ -205,16 +205,17 @@ def test_every_kernel_runs_here() -> None:
             assert run.counts[1] > 0 and run.running[1] > 0, (kernel, run)
 
 
-def _steal_burst(monkeypatch, repeats: int) -> list:
+def _steal_burst(monkeypatch: pytest.MonkeyPatch, repeats: int) -> list[Row]:
     """The self-test with ``REPEATS`` = ``repeats``, the first run of the largest ``loop`` size
     disturbed as a burst of steal time disturbs it on a busy VM: its counts read 20% more (a
     fake: this machine cannot steal on demand). Its rows."""
     from tiptop.selftest import report
     from tiptop.selftest.checks import SIZES
 
-    real, hit = report.measure, []
+    real = report.measure
+    hit: list[int] = []
 
-    def disturbed(child, kernel, n, *args, **kwargs):
+    def disturbed(child: KernelChild, kernel: str, n: int, *args: Any, **kwargs: Any) -> Run:
         run = real(child, kernel, n, *args, **kwargs)
         if kernel == "loop" and n == SIZES["loop"][-1] and not hit:
             hit.append(n)
@@ -228,11 +229,12 @@ def _steal_burst(monkeypatch, repeats: int) -> list:
     return rows
 
 
-def test_one_disturbed_run_does_not_move_the_slope(monkeypatch) -> None:
+def test_one_disturbed_run_does_not_move_the_slope(monkeypatch: pytest.MonkeyPatch) -> None:
     """One run in 20% high (as a steal burst makes task-clock) leaves task-clock within 5%:
     of ``REPEATS`` runs of a size the least disturbed is fitted. With one run per size the
     slope is more than 5% high."""
     tc = next(r for r in _steal_burst(monkeypatch, 3) if r.alias == "TC")
     assert tc.kind in ("exact", "within") or _stolen(tc), tc
     once = next(r for r in _steal_burst(monkeypatch, 1) if r.alias == "TC")
+    assert once.slope is not None and once.predicted is not None, once
     assert once.slope > 1.05 * once.predicted, once

@@ -15,6 +15,7 @@ from tests.system.scripted_child import Child
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.frame import Frame
+from tiptop.kernel.procfs import Stat
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
 CHILD = textwrap.dedent(
@@ -69,9 +70,9 @@ class CountingReads:
         self.inner = s._scanner._read_stat
         self.pid = pid
         self.reads = 0
-        s._scanner._read_stat = self  # type: ignore[assignment]
+        s._scanner._read_stat = self
 
-    def __call__(self, path: str):  # type: ignore[no-untyped-def]
+    def __call__(self, path: str) -> Stat:
         if path.split("/")[-2] == str(self.pid):
             self.reads += 1
         return self.inner(path)

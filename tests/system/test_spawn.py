@@ -36,7 +36,7 @@ PROG = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("n", [500, 3000])
-def test_page_faults_exact(tmp_path, n: int) -> None:
+def test_page_faults_exact(tmp_path: Path, n: int) -> None:
     (tmp_path / ".tiptoprc").write_text(RC)
     r = subprocess.run(
         [
@@ -62,7 +62,7 @@ def test_page_faults_exact(tmp_path, n: int) -> None:
     assert r.returncode == 0, r.stderr
     deltas = [float(x["PF_delta"] or 0) for x in csv.DictReader(io.StringIO(r.stdout))]
     first_quiet = deltas.index(0.0)
-    run = []
+    run: list[float] = []
     for d in deltas[first_quiet:]:
         if d == 0 and run:
             break
@@ -161,7 +161,7 @@ TREE_PROG = textwrap.dedent("""
 """)
 
 
-def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]:  # type: ignore[type-arg]
+def run_tree(n: int, busy: float, tail: float = 0.4) -> tuple[int, list, list]:
     """Spawn ``sh -c 'python3 TREE_PROG; sleep tail'`` under a Sampler with the ``sched``
     screen, refresh every 0.1 s while it runs; returns its pid, the frames and messages."""
     from tiptop import spawn

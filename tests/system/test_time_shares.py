@@ -98,7 +98,15 @@ def running(*procs: subprocess.Popen[bytes]) -> Iterator[None]:
             p.wait()
 
 
-def shares(*pids: int, refreshes: int = 3, skip: int = 0) -> dict[int, dict[str, float]]:
+class Shares(dict[str, float]):
+    """One task's mean % columns by header, and its bottleneck node per refresh."""
+
+    def __init__(self, columns: dict[str, float], nodes: list[str]) -> None:
+        super().__init__(columns)
+        self.nodes = nodes
+
+
+def shares(*pids: int, refreshes: int = 3, skip: int = 0) -> dict[int, Shares]:
     """Per PID, its ``state`` columns over ``refreshes`` refreshes of 1 s (the first
     ``skip`` left out): each % column the interval-weighted mean of its known values."""
     r = run("-b", "-S", "state", "-i", "--format", "json", "-d", "1", "-n", str(refreshes))
@@ -115,10 +123,9 @@ def shares(*pids: int, refreshes: int = 3, skip: int = 0) -> dict[int, dict[str,
                 sums[rec["pid"]][col] = sums[rec["pid"]].get(col, 0.0) + value * rec["interval"]
                 weight[rec["pid"]][col] = weight[rec["pid"]].get(col, 0.0) + rec["interval"]
         nodes[rec["pid"]].append(rec["nodes"]["BOTTLENECK"])
-    out = {p: {c: sums[p][c] / weight[p][c] for c in sums[p]} for p in pids}
+    out = {p: Shares({c: sums[p][c] / weight[p][c] for c in sums[p]}, nodes[p]) for p in pids}
     for p in pids:
         assert out[p], f"no row of {p}: {r.stdout[:2000]}"
-        out[p]["nodes"] = nodes[p]  # type: ignore[assignment]
     return out
 
 
@@ -143,7 +150,7 @@ def test_two_loops_pinned_to_one_cpu_wait_for_it() -> None:
             s = got[pid]
             assert s["%RUN"] + s["%WAIT"] >= 93.0, got
             assert s["%WAIT"] >= 40.0, got
-            assert set(s["nodes"]) == {"Wait"}, got  # type: ignore[arg-type]
+            assert set(s.nodes) == {"Wait"}, got
         if got[a.pid]["%RUN"] + got[b.pid]["%RUN"] >= 93.0:  # nothing else on their CPU
             assert abs(got[a.pid]["%RUN"] - 50.0) <= 7.0, got
         assert "waiting for a CPU" in why(a.pid)
@@ -180,7 +187,7 @@ def test_a_loop_under_a_cgroups_limit_is_throttled() -> None:
             s = shares(loop.pid, refreshes=4, skip=1)[loop.pid]  # the first: no cgroup diff yet
             assert abs(s["%RUN"] - 20.0) <= 5.0, s
             assert s["%THRT"] >= 70.0 and s["%THRT"] <= s["%WAIT"] + 0.5, s
-            assert set(s["nodes"]) == {"Throttled"}, s  # type: ignore[arg-type]
+            assert set(s.nodes) == {"Throttled"}, s
             assert "throttled by its cgroup's CPU limit (0.2 CPU): " in why(loop.pid)
     finally:
         for _ in range(50):  # the killed loop leaves its cgroup when it is reaped
@@ -198,7 +205,7 @@ def test_a_task_asleep_90_percent_has_no_bottleneck() -> None:
         s = shares(sleeper.pid)[sleeper.pid]
         assert s["%SLEEP"] >= 85.0, s
         assert 5.0 <= s["%RUN"] <= 15.0, s
-        assert set(s["nodes"]) == {"-"}, s  # type: ignore[arg-type]
+        assert set(s.nodes) == {"-"}, s
         assert why(sleeper.pid).endswith(": no bottleneck")
 
 
@@ -289,6 +296,7 @@ def test_run_and_wait_agree_with_perf_sched_timehist(tmp_path: Path) -> None:
         )
         time.sleep(1.5)  # both tools have their first counts of the stopped pair
         if perf.poll() is not None:
+            assert perf.stderr is not None
             pytest.skip(f"perf sched record cannot run here: {perf.stderr.read()[-300:]!r}")
         since = time.monotonic()
         for p in pair:

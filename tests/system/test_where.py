@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,7 +124,7 @@ def test_as_nobody_on_its_own_process(binaries: dict[str, Path], start: list[Tar
     check_hot_cold(text_shares(r.stdout), r.stdout)
 
 
-def json_refreshes(pid: int, *args: str) -> list[dict[str, object]]:
+def json_refreshes(pid: int, *args: str) -> list[dict[str, Any]]:
     r = run("-b", "--where", str(pid), "--format", "json", *args)
     assert r.returncode == 0, r
     return [json.loads(line) for line in r.stdout.splitlines()]
@@ -188,7 +189,7 @@ def test_a_jit_map_file_is_honoured(binaries: dict[str, Path], start: list[Targe
     named = sum(
         f["samples"]
         for r in recs
-        for f in r["functions"]  # type: ignore[union-attr]
+        for f in r["functions"]
         if f["symbol"] == "jitted_hot_body" and f["module"] == jit_map.name
     )
     assert samples > 50 and named / samples > 0.9, recs

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 
 from tests.support import host_at
+from tests.support.fake_backend import FakeBackend
 from tests.support.sampling import fake_env, row
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.errors import EventError
 from tiptop.events import resolve, sysfs
+from tiptop.frame import Frame
 from tiptop.host import Clock
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
 from tiptop.screens.bottleneck import OFFSET, is_path, parse_path
@@ -193,11 +195,24 @@ def test_memory_columns() -> None:
     assert _evaluate(s, deltas) == pytest.approx([2.0, 5.0, 20.0, 5.0, 1.0, 0.25])
 
 
-def _sampler(tmp_path: Path, sysfs_root: str, rates: dict, target: Target = V1):
+#: Events' rates a second, by common event name or raw config (implementation defined).
+Rates = dict[str | int, float]
+
+
+def _config(event: str | int) -> int:
+    """An event's config on the Arm PMU: a common event's by name, else the raw one."""
+    return event if isinstance(event, int) else COMMON[event]
+
+
+def _sampler(
+    tmp_path: Path, sysfs_root: str, rates: Rates, target: Target = V1
+) -> tuple[FakeBackend, Sampler, Frame]:
+    """The Arm screen of ``target`` over the FAKE PMU, one 2 s refresh of a task counting
+    ``rates`` a second: by common event name, or by raw config (implementation defined)."""
     fp, b = fake_env(tmp_path)
     fp.add(100, "compute", processor=1)
-    for alias, rate in rates.items():
-        b.script(100, (PMU_TYPE, COMMON.get(alias, alias)), rate)
+    for event, rate in rates.items():
+        b.script(100, (PMU_TYPE, _config(event)), rate)
     b.max_group_size[PMU_TYPE] = 7  # six event counters and the cycle counter
     host = host_at(str(fp.root), sysfs_root, clock=Clock(monotonic=b.clock))
     sampler = Sampler(screen(target, "topdown"), SamplerConfig(), backend=b, host=host)
@@ -207,7 +222,7 @@ def _sampler(tmp_path: Path, sysfs_root: str, rates: dict, target: Target = V1):
     return b, sampler, sampler.refresh()
 
 
-V1_RATES = {
+V1_RATES: Rates = {
     "cpu_cycles": 1e9,
     "stall_slot": 3e9,
     "stall_slot_frontend": 1e9,
@@ -224,7 +239,7 @@ def test_neoverse_v1_topdown_through_the_sampler(tmp_path: Path) -> None:
     the seven events in one group on the Arm PMU's type."""
     run = _sampler(tmp_path, ARM_SYSFS, V1_RATES)
     # BAD and BE are over their bounds (15%, 20%); BE (the tree's node 2) has the larger share
-    _one_group_level1(run, [50.0, 16.5, 8.5, 25.0], (2, 25.0), [COMMON[a] for a in V1_RATES])
+    _one_group_level1(run, [50.0, 16.5, 8.5, 25.0], (2, 25.0), [_config(e) for e in V1_RATES])
 
 
 def _one_group_level1(
@@ -251,7 +266,7 @@ def test_missing_arm_event_gives_question_marks_and_the_reason(tmp_path: Path) -
     root = tmp_path / "sys"
     shutil.copytree(ARM_SYSFS, root)
     (root / "bus/event_source/devices/armv8_pmuv3_0/events/stall_slot").unlink()
-    rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
+    rates: Rates = {k: v for k, v in V1_RATES.items() if k != "stall_slot"}
     _b, sampler, frame = _sampler(tmp_path, str(root), rates)
     i = row(frame, 100)
     assert list(frame.status[i, 1:3]) == [Status.UNREADABLE] * 2  # shown as "?"
@@ -298,7 +313,7 @@ def test_hip08_fetch_bubble_is_the_raw_event_on_the_arm_pmu() -> None:
 def test_hip08_topdown_through_the_sampler(tmp_path: Path) -> None:
     """4e9 slots/s: 1.6e9 instructions retired of 2e9 speculated, 0.8e9 fetch bubbles:
     retiring 40 %, bad speculation 10 %, front end 20 %, back end the rest, 30 %; one group."""
-    rates = {"cpu_cycles": 1e9, "inst_retired": 1.6e9, "inst_spec": 2e9, FETCH_BUBBLE: 0.8e9}
+    rates: Rates = {"cpu_cycles": 1e9, "inst_retired": 1.6e9, "inst_spec": 2e9, FETCH_BUBBLE: 0.8e9}
     run = _sampler(tmp_path, ARM_SYSFS, rates, HIP08)
     # FE (20 > 15) and BE (30 > 20) over their bounds: BE (the tree's node 2), the larger
     _one_group_level1(run, [40.0, 10.0, 20.0, 30.0], (2, 30.0), [0x08, 0x11, 0x1B, FETCH_BUBBLE])
@@ -340,4 +355,4 @@ def test_neoverse_n2_r0p2_worked_case() -> None:
     for s, want in ((late, ("FE", 32.0)), (early, ("BE", 25.0))):
         share, _status, _running, idx = evaluate(s, deltas)
         labels = parse_path(s.columns[-1].expr).labels
-        assert (labels[idx], share) == (want[0], pytest.approx(want[1]))
+        assert labels[idx] == want[0] and share == pytest.approx(want[1])

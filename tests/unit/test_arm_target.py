@@ -3,6 +3,7 @@ fake /proc/cpuinfo text or the sysfs ``midr_el1``; x86 and other machines unchan
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,29 @@ def test_arm_revision_from_midr_fields(
     tells a Neoverse N2 r0p0-r0p2 (perf's STALL_SLOT correction) from r0p3 and later."""
     assert arm_revision(text, midr) == revision
     assert Target("arm64", "41_D49" if "D0C" not in shown else "41_D0C", revision).shown() == shown
+
+
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [
+        ("intel-06_A7", Target("x86", "06_A7")),
+        ("qemu-epyc-17_01", Target("x86", "17_01")),
+        ("zen4-19_11", Target("x86", "19_11")),
+        ("neoverse-n2-41_D49", Target("arm64", "41_D49", 0x03)),
+    ],
+)
+def test_each_cpuinfo_fixture_names_its_cpu_on_any_machine(
+    name: str, target: Target, tmp_path: Path
+) -> None:
+    """The machine is the one the cpuinfo file describes, not the one running: the suite as
+    on an Arm CPU (TIPTOP_TEST_CPUINFO) gets the arm64 screens on an x86 machine too."""
+    path = Path(__file__).resolve().parents[1] / "data" / "cpuinfo" / name
+    assert host_target(str(path), midr=str(tmp_path / "absent")) == target
+
+
+def test_a_cpuinfo_that_names_no_machine_is_this_machines(tmp_path: Path) -> None:
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor\t: 0\n")
+    absent = str(tmp_path / "absent")
+    here = host_target(str(path), machine=platform.machine(), midr=absent)
+    assert host_target(str(path), midr=absent) == here

@@ -9,10 +9,11 @@ import re
 import time
 
 from tests.support.builders import screen
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.outputs import batch
+from tiptop.screens.model import ScreenSpec
 
 
 def test_messages_are_dropped_once_the_reader_is_gone() -> None:
@@ -30,7 +31,7 @@ def test_messages_are_dropped_once_the_reader_is_gone() -> None:
     assert err.getvalue() == ""
 
 
-class _TalkingSampler:
+class _TalkingSampler(FrameSource):
     """A stand-in sampler with one problem to report, whose ``start`` closes the pipe's
     reading end (hardware counts are not needed to test where its messages go)."""
 
@@ -49,6 +50,14 @@ class _TalkingSampler:
     def refresh(self) -> Frame:
         self.refreshes += 1
         return Frame.empty((" %CPU",))
+
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def test_preamble_uptime_and_load_are_this_machines() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
+from tiptop.choices import Format
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
@@ -73,7 +74,7 @@ def test_golden_prefixes_user_watch() -> None:
 
 def test_csv_and_json_fields() -> None:
     out = io.StringIO()
-    w = RecordWriter(out, Options(format="csv"), SCREEN, 0, "csv")
+    w = RecordWriter(out, Options(format=Format.CSV), SCREEN, 0, Format.CSV)
     w.begin(0.0)
     w.frame(FRAMES[0], 0)
     lines = out.getvalue().splitlines()
@@ -85,7 +86,7 @@ def test_csv_and_json_fields() -> None:
         "1795291521.7,0,1.0,2404,2404,root,python,0,1.0,ok,3.13,ok,,div0,3130000.0,1.0,0.0,1.0"
     )
     out = io.StringIO()
-    w = RecordWriter(out, Options(format="json"), SCREEN, 0, "json")
+    w = RecordWriter(out, Options(format=Format.JSON), SCREEN, 0, Format.JSON)
     w.frame(FRAMES[2], 5)
     rec = json.loads(out.getvalue())
     assert rec["iteration"] == 5 and rec["dead"] is True

@@ -7,6 +7,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,7 @@ from tiptop.refresh import Stop
 
 
 @pytest.fixture
-def stop():
+def stop() -> Iterator[Stop]:
     s = Stop()
     yield s
     s.close()
@@ -71,7 +73,7 @@ def test_a_gone_reader_ends_the_wait(stop: Stop) -> None:
     assert time.monotonic() - t0 < 1
 
 
-def test_a_file_output_waits_for_the_deadline(stop: Stop, tmp_path) -> None:
+def test_a_file_output_waits_for_the_deadline(stop: Stop, tmp_path: Path) -> None:
     with open(tmp_path / "out", "w") as f:
         t0 = time.monotonic()
         batch._wait_until(time.monotonic() + 0.3, stop, f.fileno(), None)

@@ -24,6 +24,7 @@ from tests.support.perf_metric_eval import PerfPyExpr, parse_with_metric_py
 from tests.support.perfexpr import Expr, canonical, parse
 from tests.unit.test_oracle_screens import ARM_SLOTS, LITERALS, VARIANTS, gate_models
 from tiptop.cells import STATUS_DTYPE, Status
+from tiptop.choices import Format
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
 from tiptop.outputs.records import RecordWriter
@@ -144,7 +145,7 @@ def test_intel_thresholds_are_perfs(name: str, table: str) -> None:
         assert thr.names <= set(label_of), (table, node.metric, thr.names)
         for _ in range(300):
             shares = {m: rng.choice(BOUNDS) + rng.uniform(-0.01, 0.01) for m in label_of}
-            perf = bool(thr.value(lambda n, s=shares: s[n], {}))
+            perf = bool(thr.value(shares.__getitem__, {}))
             ours = _truth(node.threshold, {label_of[m]: v for m, v in shares.items()})
             assert ours == perf, (table, node.label, shares)
 
@@ -186,7 +187,7 @@ def test_amd_and_arm_borrow_their_intel_peers_threshold(tree: str, table: str) -
         rng = random.Random(node.metric)
         for _ in range(300):
             shares = {x: rng.choice(BOUNDS) for x in label_of}
-            perf = bool(thr.value(lambda n, s=shares, p=peer_of: s.get(p.get(n, ""), math.nan), {}))
+            perf = bool(thr.value(functools.partial(_peer_share, shares, peer_of), {}))
             assert _truth(node.threshold, {label_of[x]: v for x, v in shares.items()}) == perf
     level1 = {n for n, v in metrics.items() if LEVEL1 & set(v.get("MetricGroup", "").split(";"))}
     assert level1 == {n.metric for n in t.nodes if n.level == 1}
@@ -391,6 +392,11 @@ def _parsed(parser: Callable[[str], Expr | PerfPyExpr], text: str) -> Expr | Per
     return parser(text)
 
 
+def _peer_share(shares: dict[str, float], peer_of: dict[str, str], name: str) -> float:
+    """The share of ``name``'s peer node (nan for a name with none)."""
+    return shares.get(peer_of.get(name, ""), math.nan)
+
+
 def vendor_path(
     table: str,
     screen: ScreenSpec,
@@ -411,7 +417,11 @@ def vendor_path(
     that 0.2 computed as 0.20000000000000004 is at its bound (the product's tolerance,
     tiptop/screens/topdown.py ``exceeds``, is not used here)."""
     t = TABLES[table]
-    counts = {canonical(c.table_event).lower(): deltas[c.alias] for c in screen.counters}
+    counts = {
+        canonical(c.table_event).lower(): deltas[c.alias]
+        for c in screen.counters
+        if c.table_event is not None
+    }
     picked = screen.variant.picked if screen.variant is not None else None
     model = screen.variant.variants[picked][2] if screen.variant and picked is not None else None
     lits = {**LITERALS, "#slots": ARM_SLOTS.get((model or "").split(";")[0], math.nan)}
@@ -500,6 +510,7 @@ def test_level1_path_is_perfs_but_for_declared_deviations(case: str) -> None:
     screen = _screen(target, name)
     labels = parse_path(screen.columns[-1].expr).labels
     tree = parse_path(screen.columns[-1].expr).tree
+    assert tree is not None  # a top-down screen's path has its vendor's tree
     rng = random.Random(f"{case}-level1")
     assert screen.variant is not None and screen.variant.picked is not None
     _desc, arch, model = screen.variant.variants[screen.variant.picked]
@@ -544,6 +555,7 @@ def test_critical_path_is_the_vendors(case: str) -> None:
     screen = _screen(target, name)
     labels = parse_path(screen.columns[-1].expr).labels
     tree = parse_path(screen.columns[-1].expr).tree
+    assert tree is not None  # a top-down screen's path has its vendor's tree
     rng = random.Random(case)
     seen = set()
     for _ in range(1000 if case.endswith("-l2") else 150):
@@ -551,10 +563,8 @@ def test_critical_path_is_the_vendors(case: str) -> None:
         share, status, _r, idx = evaluate(screen, deltas)
         assert status in (Status.OK, Status.SUSPECT), (case, deltas)
         want, want_share = vendor_path(table, screen, deltas)
-        assert vendor_path(table, screen, deltas, parser=parse_with_metric_py) == (
-            want,
-            pytest.approx(want_share, nan_ok=True),
-        )
+        theirs, their_share = vendor_path(table, screen, deltas, parser=parse_with_metric_py)
+        assert theirs == want and their_share == pytest.approx(want_share, nan_ok=True)
         got = None if idx < 0 else tree.node(labels[idx]).metric
         assert got == want, (case, deltas, idx)
         assert share == (pytest.approx(want_share, abs=1e-6) if want else 0.0)
@@ -587,16 +597,14 @@ def test_a_tie_goes_to_the_earlier_node_as_the_vendor_path() -> None:
     labels = parse_path(screen.columns[-1].expr).labels
     share, status, _, idx = evaluate(screen, _tied())
     assert status == Status.OK
-    assert (labels[idx], share) == ("FE", pytest.approx(30.0))  # FE before BE
-    assert vendor_path("amdzen4", screen, _tied()) == (
-        "frontend_bound",
-        pytest.approx(30.0),
-    )
+    assert labels[idx] == "FE" and share == pytest.approx(30.0)  # FE before BE
+    node, node_share = vendor_path("amdzen4", screen, _tied())
+    assert node == "frontend_bound" and node_share == pytest.approx(30.0)
     # level 2 of the tie: front-end latency 15% (over 10%), bandwidth 15% (not over 20%)
     screen2 = _screen(Target("x86", "19_11"), "topdown2")
     labels2 = parse_path(screen2.columns[-1].expr).labels
     share, _, _, idx = evaluate(screen2, _tied())
-    assert (labels2[idx], share) == ("FE/Lat", pytest.approx(15.0))
+    assert labels2[idx] == "FE/Lat" and share == pytest.approx(15.0)
     assert vendor_path("amdzen4", screen2, _tied())[0] == "frontend_bound_latency"
 
 
@@ -733,7 +741,7 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
     assert "              - calm" in lines["calm"]
     assert "              ? lost" in lines["lost"]
     out = io.StringIO()
-    w = RecordWriter(out, Options(format="csv"), screen, 0, "csv")
+    w = RecordWriter(out, Options(format=Format.CSV), screen, 0, Format.CSV)
     w.begin(0.0)
     w.frame(frame, 0)
     rows = list(csv.reader(io.StringIO(out.getvalue())))
@@ -747,7 +755,7 @@ def test_batch_text_csv_and_json_show_node_and_share() -> None:
         "lost": ["", "unreadable", ""],
     }
     out = io.StringIO()
-    RecordWriter(out, Options(format="json"), screen, 0, "json").frame(frame, 0)
+    RecordWriter(out, Options(format=Format.JSON), screen, 0, Format.JSON).frame(frame, 0)
     recs = {r["command"]: r for r in map(json.loads, out.getvalue().splitlines())}
     assert recs["chase"]["columns"]["BOTTLENECK"] == 41.0
     assert recs["chase"]["nodes"] == {"BOTTLENECK": "BE/Mem"}

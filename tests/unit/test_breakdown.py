@@ -14,19 +14,21 @@ import numpy as np
 import pytest
 
 from tests.support import host_at
-from tests.support.builders import screen
-from tests.support.sampling import row
+from tests.support.builders import replayed, screen
+from tests.support.sampling import FakeEnv, row
 from tiptop import recording
 from tiptop.cells import STATUS_NAME, Status
+from tiptop.choices import Format
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.exporter.aggregate import Aggregator, metrics_for
+from tiptop.frame import Frame
 from tiptop.host import Clock
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
 from tiptop.screens import builtin_screens, load_text
 from tiptop.screens.evaluate import BREAKDOWN_MIN_CPU, judge_breakdown
 from tiptop.screens.loader import export_xml, export_yaml
-from tiptop.screens.model import ConfigSpec, Target
+from tiptop.screens.model import ConfigSpec, ScreenSpec, Target
 from tiptop.screens.printf import row_format
 from tiptop.sources.bycgroup import group
 
@@ -72,7 +74,7 @@ def test_level1_topdown_variants_declare_their_breakdown() -> None:
         assert all(s.columns[c].header.strip().startswith("%") for c in cols)
 
 
-def _judge(parts: list[list[float]], cpu: list[float], interval: float = 1.0):  # type: ignore[no-untyped-def]
+def _judge(parts: list[list[float]], cpu: list[float], interval: float = 1.0) -> np.ndarray:
     values = np.array([[50.0, *p] for p in parts])
     status = np.zeros(values.shape, np.uint8)
     judge_breakdown(values, status, (1, 2, 3), np.array(cpu), interval)
@@ -109,7 +111,7 @@ def test_judge_leaves_short_runs_and_unreadable_parts_alone() -> None:
 S, RET, BAD, FE, BE = ((4, c) for c in (0xA4, 0xC2, 0x0D, 0x9C, 0xA2))
 
 
-def level1() -> object:
+def level1() -> ScreenSpec:
     cols = [(" %CPU", "%5.1f", "CPU_TOT")]
     cols += [
         (f"{'%' + a:>7}", "%7.1f", f"100*delta({a})/delta(S)") for a in ("RET", "BAD", "FE", "BE")
@@ -119,7 +121,9 @@ def level1() -> object:
     return dataclasses.replace(scr, breakdown=("%RET", "%BAD", "%FE", "%BE"))
 
 
-def run_level1(env, scale: float, on_cpu: float, mux: float = 1.0):  # type: ignore[no-untyped-def]
+def run_level1(
+    env: FakeEnv, scale: float, on_cpu: float, mux: float = 1.0
+) -> tuple[Frame, Sampler]:
     """One 2 s refresh of a task whose parts add up to ``scale`` of the slots, on a CPU
     ``on_cpu`` of the time, its hardware groups counting ``mux`` of it."""
     fp, b = env
@@ -146,7 +150,9 @@ def run_level1(env, scale: float, on_cpu: float, mux: float = 1.0):  # type: ign
         (1.2, 0.01, Status.OK),  # 20 ms on a CPU in 2 s: too short to judge
     ],
 )
-def test_sampler_judges_the_breakdown(env, scale: float, on_cpu: float, expected: Status) -> None:  # type: ignore[no-untyped-def]
+def test_sampler_judges_the_breakdown(
+    env: FakeEnv, scale: float, on_cpu: float, expected: Status
+) -> None:
     f, _s = run_level1(env, scale, on_cpu)
     i = row(f, 10)
     assert f.values[i, 1:].sum() == pytest.approx(100 * scale)
@@ -154,7 +160,7 @@ def test_sampler_judges_the_breakdown(env, scale: float, on_cpu: float, expected
     assert f.status[i].tolist() == [Status.OK] + [expected] * 4
 
 
-def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None:  # type: ignore[no-untyped-def]
+def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env: FakeEnv) -> None:
     f, s = run_level1(env, 1.2, 1.0)
     i = row(f, 10)
     fmt = row_format(s.screen.columns)
@@ -170,7 +176,7 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None
     assert fmt.text(f.values[i].tolist(), codes) == "100.0   40.0!   10.0!   20.0!   50.0! "
     assert STATUS_NAME[Status.SUSPECT] == "suspect"
     out = io.StringIO()
-    w = make_writer(out, Options(format="json"), s.screen, 0)
+    w = make_writer(out, Options(format=Format.JSON), s.screen, 0)
     w.frame(f, 0)
     rec = json.loads(out.getvalue())
     assert rec["columns"]["%BE"] == pytest.approx(50.0)
@@ -182,15 +188,15 @@ def test_a_suspect_cell_keeps_its_value_marked_in_text_csv_and_json(env) -> None
         "%BE": "suspect",
     }
     out = io.StringIO()
-    w = make_writer(out, Options(format="csv"), s.screen, 0)
+    w = make_writer(out, Options(format=Format.CSV), s.screen, 0)
     w.begin(0.0)
     w.frame(f, 0)
     head, line = [x.split(",") for x in out.getvalue().splitlines()]
     got = dict(zip(head, line, strict=True))
-    assert (float(got["%BE"]), got["%BE_status"]) == (pytest.approx(50.0), "suspect")
+    assert float(got["%BE"]) == pytest.approx(50.0) and got["%BE_status"] == "suspect"
 
 
-def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(env) -> None:  # type: ignore[no-untyped-def]
+def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(env: FakeEnv) -> None:
     f, s = run_level1(env, 1.2, 1.0)
     for breakdown, expected in ((True, [(("app", "root", "/"), 1.0)]), (False, None)):
         agg = Aggregator(metrics_for(s.screen.counters), breakdown=breakdown)
@@ -202,7 +208,7 @@ def test_the_exporter_counts_suspect_tasks_only_for_a_breakdown_screen(env) -> N
             assert fam is not None and fam.kind == "gauge" and list(fam.samples) == expected
 
 
-def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(env) -> None:  # type: ignore[no-untyped-def]
+def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(env: FakeEnv) -> None:
     f, s = run_level1(env, 1.0, 1.0, mux=0.25)
     said = [m for m in s.messages.lines() if "multiplexes" in m or "ran " in m]
     assert said == [
@@ -213,7 +219,9 @@ def test_a_multiplexed_screen_says_so_once_with_its_running_fraction(env) -> Non
     assert f.status[i].tolist() == [Status.OK] * 5  # scaled alike: still adds up
 
 
-def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(
+    env: FakeEnv, tmp_path: Path
+) -> None:
     fp, b = env
     fp.add(10, "app", utime=0)
     b.script(10, S, 4e9)
@@ -221,7 +229,7 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(env, tmp_p
         b.script(10, ev, 4e9 * share)
     host = host_at(str(fp.root), str(fp.root.parent / "nosys"), clock=Clock(monotonic=b.clock))
     path = str(tmp_path / "rec.jsonl")
-    sampler = Sampler(level1(), SamplerConfig(), backend=b, host=host)  # type: ignore[arg-type]
+    sampler = Sampler(level1(), SamplerConfig(), backend=b, host=host)
     source = recording.RecordingSource(sampler, recording.Recorder(path, {"host": "h"}))
     source.start()
     b.clock.advance(2.0)
@@ -232,7 +240,7 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(env, tmp_p
     assert live.status[row(live, 10)].tolist() == suspect
     rec = recording.load(path)
     assert rec.screens[0].breakdown == ("%RET", "%BAD", "%FE", "%BE")
-    again = recording.ReplaySource(rec, rec.screens[0]).frame(0)
+    again = replayed(recording.ReplaySource(rec, rec.screens[0]), 0)
     assert again.status[row(again, 10)].tolist() == suspect
     np.testing.assert_array_equal(again.values, live.values)
     # A recording made before breakdowns existed has none in its header: no check.
@@ -242,11 +250,11 @@ def test_a_recording_keeps_the_breakdown_and_a_replay_judges_it_again(env, tmp_p
     Path(path).write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     rec = recording.load(path)
     assert rec.screens[0].breakdown == ()
-    old = recording.ReplaySource(rec, rec.screens[0]).frame(0)
+    old = replayed(recording.ReplaySource(rec, rec.screens[0]), 0)
     assert old.status[row(old, 10)].tolist() == [Status.OK] * 5
 
 
-def test_cgroup_rows_are_judged_again(env) -> None:  # type: ignore[no-untyped-def]
+def test_cgroup_rows_are_judged_again(env: FakeEnv) -> None:
     f, s = run_level1(env, 1.2, 1.0)
     g = group(f, s.screen, ["/a"] * len(f))
     assert g.status[0].tolist() == [Status.OK] + [Status.SUSPECT] * 4

@@ -3,13 +3,17 @@ counts summed, columns evaluated again from the sums, ``?`` only when no task co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tests.support.builders import SCREEN, frame, task
 from tiptop.cells import Status
-from tiptop.frame import FrameSource
+from tiptop.choices import Format, SeriesBy
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
+from tiptop.screens.model import ScreenSpec
 from tiptop.sources.bycgroup import CgroupSource, Membership, group
 
 
@@ -48,14 +52,25 @@ class _Source(FrameSource):
     messages = MessageLog()
     screen = SCREEN
 
-    def __init__(self, f):  # type: ignore[no-untyped-def]
+    def __init__(self, f: Frame) -> None:
         self.f = f
 
-    def refresh(self):  # type: ignore[no-untyped-def]
+    def start(self) -> None:
+        pass
+
+    def refresh(self) -> Frame:
         return self.f
 
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        self.screen = screen or self.screen
 
-def test_the_g_key_switches_grouping(tmp_path) -> None:
+    def close(self) -> None:
+        pass
+
+
+def test_the_g_key_switches_grouping(tmp_path: Path) -> None:
     for pid, path in ((1, "/system.slice/a.service"), (2, "/system.slice/a.service"), (3, "/")):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
@@ -110,7 +125,7 @@ def test_rows_by_cgroup_head_their_name_column_cgroup() -> None:
     f = frame([task(1, 50.0, 10.0, 2.0), task(2, 25.0, 30.0, 0.5)])
     g = group(f, SCREEN, ["web", "db"])
     assert g.by_cgroup and not f.by_cgroup
-    assert header(SCREEN, Options(series_by="cgroup").view()).rstrip().endswith(" CGROUP")
+    assert header(SCREEN, Options(series_by=SeriesBy.CGROUP).view()).rstrip().endswith(" CGROUP")
     assert header(SCREEN, Options().view()).rstrip().endswith(" COMMAND")
     app = LiveApp(Options(), _Source(f), [SCREEN])
     assert app._header().rstrip().endswith(" COMMAND")
@@ -150,7 +165,7 @@ def test_where_the_time_went_is_summed_per_group() -> None:
     assert labels[g.node[pair, bottleneck]] == "Wait" and g.node[one, bottleneck] == -1
 
 
-def test_group_rows_are_named_by_who_runs_in_them(tmp_path) -> None:
+def test_group_rows_are_named_by_who_runs_in_them(tmp_path: Path) -> None:
     """A row per name: a docker container's two cgroups (its own and one made inside it)
     are one row ``docker:web``, a pod's container ``namespace/pod/container``; each row
     carries its workload, the unresolved one its cgroup's label."""
@@ -193,15 +208,17 @@ def test_csv_and_json_rows_by_cgroup_carry_the_workload() -> None:
 
     from tiptop.options import Options
     from tiptop.outputs.records import RecordWriter
-    from tiptop.workload import Workload
+    from tiptop.workload import Workload, WorkloadKind
 
-    pod = Workload("k8s", "k8s/podu/abc", "shop", "api-0", "u", "api", "containerd://abc")
-    other = Workload("other", "batch")
+    pod = Workload(
+        WorkloadKind.K8S, "k8s/podu/abc", "shop", "api-0", "u", "api", "containerd://abc"
+    )
+    other = Workload(WorkloadKind.OTHER, "batch")
     f = frame([task(1, 10.0, 1.0, 1.0), task(2, 5.0, 1.0, 1.0)])
     g = group(f, SCREEN, [pod.shown(), other.shown()], [pod, other])
-    opts = Options(batch=True, series_by="cgroup", show_idle=True)
+    opts = Options(batch=True, series_by=SeriesBy.CGROUP, show_idle=True)
     out = io.StringIO()
-    writer = RecordWriter(out, opts, SCREEN, 0, "csv")
+    writer = RecordWriter(out, opts, SCREEN, 0, Format.CSV)
     writer.begin(0.0)
     writer.frame(g, 0)
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
@@ -216,6 +233,6 @@ def test_csv_and_json_rows_by_cgroup_carry_the_workload() -> None:
     assert row["container_id"] == "containerd://abc" and row["cgroup"] == "k8s/podu/abc"
     assert by_name["batch"]["namespace"] == "" and by_name["batch"]["kind"] == "other"
     out = io.StringIO()
-    RecordWriter(out, opts, SCREEN, 0, "json").frame(g, 0)
+    RecordWriter(out, opts, SCREEN, 0, Format.JSON).frame(g, 0)
     recs = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {r["workload"]["pod"] for r in recs} == {"api-0", ""}

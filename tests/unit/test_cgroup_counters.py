@@ -6,16 +6,19 @@ what rows by cgroup and the exporter make of the counts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tiptop.choices import SeriesBy
 from tiptop.engine.count.cgroups import CgroupCounters
 from tiptop.engine.count.readout import CounterPlan, GroupDef
 from tiptop.frame import CgroupCounts
 from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import GroupReading
+from tiptop.kernel.group import parse_group_read
 from tiptop.messages import MessageLog
 
 
@@ -27,6 +30,17 @@ class FakeGroup:
         self.n_fds = 2
         self.fds = [100, 101]
         self.closed = False
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The members' ids, as :meth:`read_raw` writes them."""
+        return tuple(1000 + i for i in range(len(self.reads[0][0])))
+
+    def bare_read(self) -> Callable[[], bytes]:
+        return self.read_raw
+
+    def read(self) -> GroupReading:
+        return parse_group_read(self.read_raw(), self.ids)
 
     def read_raw(self) -> bytes:
         """The words of ``PERF_FORMAT_GROUP | ID``: nr, enabled, running, {value, id}."""
@@ -49,7 +63,14 @@ PLAN = CounterPlan(
 )
 
 
-def counters(tmp_path: Path, max_fds: int = 1000, script=None):  # type: ignore[no-untyped-def]
+Script = Callable[[int], list[tuple[list[int], int, int]]]
+
+
+def counters(
+    tmp_path: Path, max_fds: int = 1000, script: Script | None = None
+) -> tuple[CgroupCounters, list[tuple[int, Sequence[Attr]]], list[FakeGroup], MessageLog]:
+    """Cgroup counters over the FAKE opener: the counters, what was opened (CPU, attrs),
+    the groups made and the message log; ``script(cpu)``: each read of a CPU's group."""
     opened: list[tuple[int, Sequence[Attr]]] = []
     groups: list[FakeGroup] = []
 
@@ -142,7 +163,7 @@ def test_rows_and_the_exporter_take_the_cgroups_counts() -> None:
     assert g.counter_running[0].tolist() == pytest.approx([0.5] * k)
     agg = Aggregator(
         metrics_for(SCREEN.counters),
-        by="cgroup",
+        by=SeriesBy.CGROUP,
         cgroup_of=lambda pid: "web",
         cgroup_counts=lambda pids: {"web": counts},
     )

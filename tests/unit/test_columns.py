@@ -81,9 +81,8 @@ def test_an_alias_without_cells_reads_unreadable() -> None:
 
 
 def test_no_rows() -> None:
-    empty = RowFacts(
-        *(np.zeros(0) for _ in range(4)), 1.0, np.zeros(0, np.uint8), np.zeros(0, np.uint8)
-    )
+    none = np.zeros(0)
+    empty = RowFacts(none, none, none, none, 1.0, np.zeros(0, np.uint8), np.zeros(0, np.uint8))
     out = evaluator().evaluate(empty, CounterCells.empty(0, 2))
     assert out.values.shape == out.status.shape == out.running.shape == (0, len(TEXTS))
     assert out.node.shape == (0, len(TEXTS))

@@ -4,6 +4,9 @@ command-line options (tiptop/exporter/, docs/exporter.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import numpy as np
 import pytest
 from prometheus_client import generate_latest
@@ -11,7 +14,9 @@ from prometheus_client.core import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import frame, screen
+from tests.support.live import ScriptedSampler
 from tiptop.cells import Status
+from tiptop.choices import SeriesBy
 from tiptop.errors import UsageError
 from tiptop.exporter.aggregate import (
     OTHER,
@@ -39,7 +44,7 @@ SCHED = screen(
 )
 
 
-def rows(*specs: tuple[int, str, float, list[float]], **extra: object) -> list[dict]:
+def rows(*specs: tuple[int, str, float, Sequence[float]], **extra: object) -> list[dict]:
     """``(tid, name, %cpu, deltas)`` rows of SCHED."""
     return [{"tid": t, "name": n, "cells": [c], "deltas": d} | extra for t, n, c, d in specs]
 
@@ -137,7 +142,7 @@ def test_cgroup_paths_are_shortened(path: str, label: str) -> None:
     assert shorten(path) == label
 
 
-def test_cgroup_line_of_v2_then_v1(tmp_path) -> None:
+def test_cgroup_line_of_v2_then_v1(tmp_path: Path) -> None:
     assert path_of("0::/system.slice/a.service\n") == "/system.slice/a.service"
     assert path_of("4:memory:/x\n1:name=systemd:/system.slice/b.service\n") == (
         "/system.slice/b.service"
@@ -205,7 +210,7 @@ def test_missing_and_scaled_counts_are_flagged() -> None:
 
 def test_by_pid_is_capped_at_top_n_plus_other() -> None:
     others = (OTHER,) * 4  # every label of the summed series says so
-    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=10)
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.PID, top=10)
     cpu = np.arange(2000, dtype=float) / 20.0
     specs = [(t + 1, f"p{t % 7}", float(cpu[t]), [0, 0, 1, 0, 0]) for t in range(2000)]
     snap = agg.update(frame(rows(*specs), SCHED))
@@ -225,10 +230,10 @@ def test_exposition_parses_back() -> None:
     agg = Aggregator(metrics_for(SCHED.counters))
     collector = SnapshotCollector()
     collector.publish(agg.update(frame(rows((1, 'we"ird\n', 100.0, [1, 2, 3, 4, 5])), SCHED)))
-    exporter = Exporter(None, agg, 1.0)
+    exporter = Exporter(ScriptedSampler(), agg, 1.0)
     exporter.collector = collector
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(collector)  # type: ignore[arg-type]
+    reg.register(collector)
     fams = {f.name: f for f in text_string_to_metric_families(generate_latest(reg).decode())}
     s = fams["tiptop_page_faults"].samples[0]
     assert s.name == "tiptop_page_faults_total" and s.value == 3
@@ -237,7 +242,7 @@ def test_exposition_parses_back() -> None:
 
 
 def test_our_text_format_is_prometheus_clients_byte_for_byte() -> None:
-    agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=3, cmdline=True)
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.PID, top=3, cmdline=True)
     odd = ['we"ird\n', "back\\slash", "ünï \t tab", "plain", "a,b=c}"]
     specs = [(t, name, 10.0 * t, [1e9 / 3, t, 2.5, 1e21, 0.1]) for t, name in enumerate(odd, 1)]
     frames = [
@@ -267,14 +272,13 @@ def test_addresses_and_options() -> None:
     argv = ["--serve", "9100", "--series-expiry", "90", "--web-config", "w.yml"]
     opts, _ = merge({}, parse_argv(argv)[0])
     assert (opts.series_expiry, opts.web_config) == (90.0, "w.yml")
-    for bad in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
+    for words in (["--by", "tid"], ["--series-expiry", "-1"], ["--series-expiry", "soon"]):
         with pytest.raises(UsageError):
-            merge({}, parse_argv(bad)[0])
+            merge({}, parse_argv(words)[0])
 
 
 def test_the_docs_use_only_names_the_exporter_exports() -> None:
     import re
-    from pathlib import Path
 
     from tiptop.screens.loader import builtin_screens, load_file
     from tiptop.screens.model import Target
@@ -312,7 +316,7 @@ def test_by_cgroup_takes_the_cgroups_own_cpu_where_it_is_more() -> None:
 
     agg = Aggregator(
         metrics_for(SCHED.counters),
-        by="cgroup",
+        by=SeriesBy.CGROUP,
         cgroup_of=lambda pid: "db",
         cgroup_cpu=cgroup_cpu,
     )
@@ -333,14 +337,16 @@ def test_by_cgroup_labels_say_who_runs_in_the_cgroup() -> None:
     container, container_id with its runtime's prefix, uid), ``unit`` for systemd, and the
     cgroup's label always; a cgroup's own CPU is added to its resolved series."""
     from tiptop.exporter.aggregate import CGROUP_LABELS
-    from tiptop.workload import Workload
+    from tiptop.workload import Workload, WorkloadKind
 
-    pod = Workload("k8s", "k8s/podu1/abc", "shop", "api-0", "u1", "api", "containerd://abc")
-    unit = Workload("systemd", "nginx", unit="nginx.service")
-    workloads = {7: pod, 8: unit, 9: Workload("other", "/")}
+    pod = Workload(
+        WorkloadKind.K8S, "k8s/podu1/abc", "shop", "api-0", "u1", "api", "containerd://abc"
+    )
+    unit = Workload(WorkloadKind.SYSTEMD, "nginx", unit="nginx.service")
+    workloads = {7: pod, 8: unit, 9: Workload(WorkloadKind.OTHER, "/")}
     agg = Aggregator(
         metrics_for(SCHED.counters),
-        by="cgroup",
+        by=SeriesBy.CGROUP,
         cgroup_of=lambda pid: workloads[pid].label,
         workload_of=workloads.__getitem__,
         cgroup_cpu=lambda pids: {"k8s/podu1/abc": 3.0},
@@ -357,7 +363,7 @@ def test_by_cgroup_labels_say_who_runs_in_the_cgroup() -> None:
     }
 
 
-def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
+def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path: Path) -> None:
     """``CgroupCpu.used``: a leaf cgroup's ``usage_usec`` since it was first followed (from
     its birth when made after the start), followed while its processes are gone; the root
     and a cgroup with children (usage counted in theirs) are left out; a removed cgroup
@@ -379,7 +385,9 @@ def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
     make("", 9_000_000)
     make("system.slice", 8_000_000)
     make("system.slice/db.service", 5_000_000)
-    task(1, "/"), task(2, "/system.slice/db.service"), task(3, "/system.slice")
+    task(1, "/")
+    task(2, "/system.slice/db.service")
+    task(3, "/system.slice")
     started = os.stat(cg / "system.slice/db.service").st_ctime + 1  # made before it
     reader = CgroupCpu(CgroupCache(str(proc)), str(cg), started=started)
     assert reader.used([1, 2, 3]) == {"db": 0.0}  # counted from now; / and the slice out
@@ -394,7 +402,7 @@ def test_cgroup_cpu_reads_leaf_cgroups_usage(tmp_path) -> None:
     assert reader.used([]) == {"db": 0.0}
 
 
-def test_cgroup_cpu_leaves_idle_cgroups_unread(tmp_path) -> None:
+def test_cgroup_cpu_leaves_idle_cgroups_unread(tmp_path: Path) -> None:
     """A followed cgroup whose events say none of its tasks ran (``idle``) used none: its
     ``cpu.stat`` is not read, and what ran after its last read is counted at the next."""
     from tiptop.kernel.cgroup import CgroupCpu
@@ -495,7 +503,7 @@ def test_where_the_time_went_is_exported_in_seconds() -> None:
     """Two refreshes of 2 s: the loop 50% on a CPU and 50% waiting each time (1 s + 1 s per
     refresh), the sleeper nothing; I/O unknown (no delay accounting): no I/O series, absent
     rather than zero; the throttled series counts the zeros it knows."""
-    agg = Aggregator(metrics_for(SCHED.counters), by="comm")
+    agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.COMM)
     nan = float("nan")
     for _ in range(2):
         loop, sleeper = rows((1, "loop", 50.0, [0.0] * 5), (2, "sleeper", 0.0, [0.0] * 5))

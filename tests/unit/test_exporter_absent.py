@@ -7,13 +7,15 @@ from __future__ import annotations
 from tests.support.builders import frame
 from tests.unit.test_exporter import SCHED, rows, sample
 from tiptop.cells import Status
+from tiptop.choices import SeriesBy
 from tiptop.exporter.aggregate import OTHER, Aggregator, metrics_for
+from tiptop.frame import Frame
 
 #: SCHED's counters: TC, CS, PF (software), then C, I (hardware).
 HARDWARE = (3, 4)
 
 
-def no_pmu(f):  # type: ignore[no-untyped-def]
+def no_pmu(f: Frame) -> Frame:
     """``f`` as a machine without a PMU reads it: the hardware counters unreadable, their
     running fraction unknown (as ``engine.readout`` gives them)."""
     f.counter_status[:, HARDWARE] = Status.UNREADABLE
@@ -57,7 +59,7 @@ def test_an_event_counted_for_some_tasks_only_has_their_series() -> None:
 
 def test_the_summed_series_has_every_label() -> None:
     for cmdline, width in ((False, 4), (True, 5)):
-        agg = Aggregator(metrics_for(SCHED.counters), by="pid", top=1, cmdline=cmdline)
+        agg = Aggregator(metrics_for(SCHED.counters), by=SeriesBy.PID, top=1, cmdline=cmdline)
         snap = agg.update(
             frame(rows((1, "a", 9.0, [1, 1, 1, 1, 1]), (2, "b", 1.0, [1, 1, 4, 1, 1])), SCHED)
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tiptop.exporter import httpd
-from tiptop.exporter.aggregate import Family, Snapshot
+from tiptop.exporter.aggregate import Family, MetricType, Snapshot
 from tiptop.exporter.httpd import MetricsServer, Reply, Request
 from tiptop.exporter.serve import SnapshotCollector
 
@@ -28,7 +28,9 @@ GET = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MetricsServer]:
     monkeypatch.setattr(httpd, "REQUEST_TIMEOUT", 0.5)
     collector = SnapshotCollector()
-    fam = Family("tiptop_cpu_seconds_total", "CPU", "counter", ("comm",), ((("sh",), 1.5),))
+    fam = Family(
+        "tiptop_cpu_seconds_total", "CPU", MetricType.COUNTER, ("comm",), ((("sh",), 1.5),)
+    )
     collector.publish(Snapshot((fam,), 1.0))
     srv = MetricsServer("127.0.0.1", 0, collector.handle, max_clients=8)
     srv.start()

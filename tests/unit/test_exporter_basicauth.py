@@ -124,6 +124,7 @@ def test_a_check_turned_away_counts_as_asked_but_is_no_failure() -> None:
     assert isinstance(first, Deferred) and first.priority == 0 and first.dropped is not None
     second = auth.gate(request("prom", "other"), lambda r: OK)
     assert isinstance(second, Deferred) and second.priority == 1
+    assert second.dropped is not None
     first.dropped()
     second.dropped()
     retry = auth.gate(request("prom", "secret"), lambda r: OK)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import functools
 import random
 import socket
 import ssl
@@ -34,7 +35,7 @@ from tests.support.floods import (
 )
 from tests.support.sockets import closed_by_peer
 from tiptop.exporter import httpd
-from tiptop.exporter.aggregate import Family, Snapshot
+from tiptop.exporter.aggregate import Family, MetricType, Snapshot
 from tiptop.exporter.httpd import MetricsServer
 from tiptop.exporter.serve import SnapshotCollector
 from tiptop.exporter.webconfig import load
@@ -64,7 +65,9 @@ def server(conf: Path) -> Iterator[MetricsServer]:
     """A TLS and basic-auth server of 8 slots."""
     web = load(str(conf))
     collector = SnapshotCollector()
-    fam = Family("tiptop_cpu_seconds_total", "CPU", "counter", ("comm",), ((("sh",), 1.5),))
+    fam = Family(
+        "tiptop_cpu_seconds_total", "CPU", MetricType.COUNTER, ("comm",), ((("sh",), 1.5),)
+    )
     collector.publish(Snapshot((fam,), 1.0))
     srv = MetricsServer("127.0.0.1", 0, web.guard(collector.handle), 8, web.tls)
     srv.start()
@@ -126,7 +129,7 @@ def test_garbage_instead_of_a_client_hello_is_closed_in_the_handshake_time(
             s.sendall(bytes(rng.randrange(256) for _ in range(size)))
             t0 = time.monotonic()
             try:
-                answer = b"".join(iter(lambda s=s: s.recv(4096), b""))
+                answer = b"".join(iter(functools.partial(s.recv, 4096), b""))
             except ConnectionResetError:
                 answer = b""
             assert time.monotonic() - t0 < 2.0

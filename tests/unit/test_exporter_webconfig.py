@@ -18,7 +18,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tiptop.exporter.aggregate import Family, Snapshot
+from tiptop.exporter.aggregate import Family, MetricType, Snapshot
 from tiptop.exporter.httpd import MetricsServer
 from tiptop.exporter.serve import SnapshotCollector
 from tiptop.exporter.webconfig import WebConfig, WebConfigError, load
@@ -38,7 +38,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def serve(web: WebConfig) -> MetricsServer:
     collector = SnapshotCollector()
-    fam = Family("tiptop_cpu_seconds_total", "CPU", "counter", ("comm",), ((("sh",), 1.5),))
+    fam = Family(
+        "tiptop_cpu_seconds_total", "CPU", MetricType.COUNTER, ("comm",), ((("sh",), 1.5),)
+    )
     collector.publish(Snapshot((fam,), 1.0))
     srv = MetricsServer("127.0.0.1", 0, web.guard(collector.handle), 8, web.tls)
     srv.start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -216,3 +218,15 @@ def test_config(text: str, value: int) -> None:
 def test_config_errors(text: str) -> None:
     with pytest.raises(SpecError):
         evaluate_config(text)
+
+
+def test_operators_are_named_as_written_in_refusals() -> None:
+    """The tree's operators and functions are enums (syntax.Op, Func): a refusal names
+    them as the user wrote them, never as an enum's repr."""
+    for call, text, said in (
+        (compile_column, "a | b", "bit operator 'or' is only allowed in a counter config"),
+        (evaluate_config, "3 * 4", "'*' is not allowed in a counter config"),
+        (evaluate_config, "min(1, 2)", "'min' is not allowed in a counter config"),
+    ):
+        with pytest.raises(SpecError, match=re.escape(said)):
+            call(text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -182,7 +182,11 @@ def one_line(text: str) -> None:
     assert not CONTROLS & set(text), repr(text)
 
 
-def only_tiptop_errors(run, *args, **kwargs):  # type: ignore[no-untyped-def]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def only_tiptop_errors(run: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | TiptopError:
     """``run(*args, **kwargs)``, asserting that anything it raises is a one-line
     TiptopError (which it returns)."""
     try:
@@ -422,8 +426,8 @@ def check_load(text: str, path: str, yaml: bool) -> None:
     """Loaded: a fatal error naming ``path``, or screens whose problems are located lines."""
     data = text.encode("utf-8", "surrogatepass")
     cfg = only_tiptop_errors(load_text, data, TARGET, path=path, yaml=yaml)
-    if isinstance(cfg, SpecError):
-        assert cfg.path == path, str(cfg)
+    if isinstance(cfg, TiptopError):  # a fatal error: the file's, with its path
+        assert isinstance(cfg, SpecError) and cfg.path == path, str(cfg)
         return
     for p in cfg.problems:
         one_line(str(p))

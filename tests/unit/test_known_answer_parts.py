@@ -23,7 +23,7 @@ from tests.support.known_answer import (
 from tiptop.engine.count.readout import GroupDef
 from tiptop.events import resolve
 from tiptop.kernel.attr import Attr
-from tiptop.screens import Target, builtin_screens, compile_column
+from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.selftest.code import INSTRUCTIONS, KERNELS, kernel_code
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sysfs"
@@ -72,16 +72,9 @@ def test_instruction_table_covers_the_kernels() -> None:
         assert set(INSTRUCTIONS[arch]) == set(KERNELS) - {"mispredict", "pingpong"}
 
 
-def _zen4_topdown():
+def _zen4_topdown() -> ScreenSpec:
     (s,) = [s for s in builtin_screens(Target("x86", "19_11")) if s.name == "topdown"]
     return s
-
-
-class _Plan:
-    """What ``fractions`` reads of a ScreenPlan: the compiled columns."""
-
-    def __init__(self, screen) -> None:
-        self.columns = [compile_column(c.expr) for c in screen.columns]
 
 
 def test_fractions_are_the_columns_on_slopes() -> None:
@@ -90,12 +83,12 @@ def test_fractions_are_the_columns_on_slopes() -> None:
     s = _zen4_topdown()
     assert set(level1_columns(s)) == {"%RET", "%BADS", "%FE", "%BE", "%SMT"}
     slopes = {"CYC": 10.0, "RET": 30.0, "DISP": 36.0, "FE": 6.0, "BE": 12.0, "SMT": 6.0}
-    fr = fractions(_Plan(s), s, slopes)  # type: ignore[arg-type]
+    fr = fractions(s, slopes)
     assert fr == pytest.approx(
         {"%RET": 50.0, "%BADS": 10.0, "%FE": 10.0, "%BE": 20.0, "%SMT": 10.0}
     )
     assert sum(fr.values()) == pytest.approx(100.0)
-    assert np.isnan(fractions(_Plan(s), s, {**slopes, "CYC": 0.0})["%RET"])  # type: ignore[arg-type]
+    assert np.isnan(fractions(s, {**slopes, "CYC": 0.0})["%RET"])
 
 
 def test_perf_spelling_of_a_plan() -> None:

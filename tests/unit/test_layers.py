@@ -23,6 +23,7 @@ PKG = Path(__file__).resolve().parents[2] / "tiptop"
 RULES: dict[str, set[str]] = {
     "readonly": set(),  # the read-only record decorator, which every layer may use
     "outside": set(),  # the one boundary of outside text (decoded, printable): every layer's
+    "choices": set(),  # the words a user picks among (--format, --by): every layer's
     "errors": set(),
     "cells": set(),
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
@@ -73,7 +74,7 @@ RULES: dict[str, set[str]] = {
 
 
 #: Layers every layer may import, as it may the standard library.
-EVERYWHERE = {"readonly", "outside", "workload"}
+EVERYWHERE = {"readonly", "outside", "workload", "choices"}
 
 
 def layer_of(path: Path) -> str:

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
+from tests.support import spying
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import RELIST, ProcListing
+from tiptop.engine.scan.task import Scan
 from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
 
@@ -88,7 +90,7 @@ def test_a_kept_listing_stands_for_the_marks_while_no_pid_is_made(
     fp = _our_tree(tmp_path, 10)
     listing = ProcListing(str(tmp_path))
     real, listed = os.listdir, []
-    monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real(path))
+    monkeypatch.setattr(os, "listdir", spying(real, lambda path: listed.append(path)))
     listing.names()
     assert not listing.proves  # nothing to compare with yet
     listing.names()  # settled on PID 10: kept from now on
@@ -170,11 +172,13 @@ def test_an_idle_task_gone_while_no_pid_is_made_goes_when_its_counters_moved(
     assert _tids_of(scan) == [10] and [t.tid for t in scan.gone] == [11]
 
 
-def _tids_of(scan) -> list[int]:  # type: ignore[no-untyped-def]
+def _tids_of(scan: Scan) -> list[int]:
     return sorted(t.tid for t in scan.tasks)
 
 
-def test_a_pid_made_while_listing_proves_nothing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_pid_made_while_listing_proves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A PID made between the loadavg read and the listing could be a reused one in that
     listing: loadavg is read again after it, and a change proves nothing."""
     _our_tree(tmp_path, 10)

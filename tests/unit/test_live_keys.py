@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, text
+from tests.support.live import BRANCH, DEFAULT, attrs, keys, new_app, selected, text
 from tiptop.frame import SamplerConfig
 from tiptop.host import Host
 from tiptop.live import palette as P
@@ -277,7 +277,7 @@ def test_k_signals_the_tagged_tasks_or_the_highlighted_one(monkeypatch: pytest.M
     monkeypatch.setattr(handlers, "send_signal", fake)
     app, _ = new_app()
     keys(app, " ")
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     assert attrs(app, (60, 12), 4)[0][0] == P.TAGGED
     keys(app, "end", " ", "k")
     lines = text(app, (80, 24))
@@ -336,16 +336,16 @@ def test_search_moves_the_highlight_to_the_next_match() -> None:
     app, sampler = new_app()
     before = sampler.refreshes
     keys(app, "/", "t", "a", "s", "k", "2")
-    assert app.table.selected_row().command == "task2"  # type: ignore[union-attr]
+    assert selected(app).command == "task2"
     assert text(app)[2].strip() == "Search: task2_"
     keys(app, "backspace", "f3")  # "task": the next one after task2
-    assert app.table.selected_row().command == "task3"  # type: ignore[union-attr]
+    assert selected(app).command == "task3"
     keys(app, "f3")  # round to the top
-    assert app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    assert selected(app).command == "task0"
     keys(app, "x")
     assert text(app)[2].strip() == "Search: taskx_  (not found)"
     keys(app, "enter")
-    assert not app.windows and app.table.selected_row().command == "task0"  # type: ignore[union-attr]
+    assert not app.windows and selected(app).command == "task0"
     assert sampler.refreshes == before + 1  # the answer's frame, no frame per key typed
 
 
@@ -366,7 +366,7 @@ def test_follow_keeps_the_task_highlighted_and_shown() -> None:
     keys(app, "end", "F")  # task3, 1% CPU
     assert app.state.follow == 103 and app.state.message.startswith("Following PID 103")
     keys(app, "R")  # reversed: task3 first, still highlighted
-    assert app.table.selected_row().pid == 103 and app.table.selected == 0  # type: ignore[union-attr]
+    assert selected(app).pid == 103 and app.table.selected == 0
     keys(app, "down")  # a move: no longer followed
     assert app.state.follow is None and app.state.message == "Not following any more"
 

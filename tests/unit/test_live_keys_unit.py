@@ -100,7 +100,8 @@ def test_the_registry_binds_each_key_once_and_lists_the_sources_keys() -> None:
     assert len(listed) == len(set(listed))
     to_source = {k for b in registry.BINDINGS if b.act is registry.K.from_source for k in b.keys}
     assert to_source == {bycgroup.KEY, *replay.STEP_KEYS, *replay.JUMP_KEYS, *replay.SPEED_KEYS}
-    assert registry.lookup(" ").act is registry.K.tag  # pause for a replay, else a tag
+    space = registry.lookup(" ")
+    assert space is not None and space.act is registry.K.tag  # pause for a replay, else a tag
     lines = registry.key_help()
     assert lines[0] == "Selection and windows:" and lines[1].startswith("  Up Down ")
     for b in registry.BINDINGS:

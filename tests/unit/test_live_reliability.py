@@ -147,7 +147,7 @@ class Child:
 
 def test_the_end_of_the_command_is_said_with_its_status() -> None:
     sampler, child = ScriptedSampler(4), Child()
-    opts = Options(command=["make", "-j4"])
+    opts = Options(command=("make", "-j4"))
     app = LiveApp(opts, sampler, [DEFAULT], Services(host=Host(), child=child))
     sampler.start()
     app.refresh()

@@ -12,11 +12,21 @@ from typing import Any
 import pytest
 import urwid
 
-from tests.support.live import BRANCH, DEFAULT, ScriptedSampler, attrs, keys, new_app, text
+from tests.support.live import (
+    BRANCH,
+    DEFAULT,
+    ScriptedSampler,
+    attrs,
+    keys,
+    new_app,
+    selected,
+    text,
+)
 from tiptop.live import palette as P
 from tiptop.live.app import LiveApp
 from tiptop.live.rows import Scroller
 from tiptop.live.services import Services
+from tiptop.live.text import Markup
 from tiptop.live.widgets import MIN_COLS, MIN_ROWS
 from tiptop.options import Options
 from tiptop.screens.model import Target
@@ -194,7 +204,7 @@ def test_rows_scroll_beyond_the_terminal() -> None:
     assert lines[4].startswith("  100 ") and lines[10].startswith("  106 ")
     keys(app, "down")
     assert text(app, (60, 12))[4].startswith("  100 ")  # the view stays
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     keys(app, *["down"] * 6)  # past the last row shown: the view follows
     lines = text(app, (60, 12))
     assert lines[4].startswith("  101 ") and lines[10].startswith("  107 ")
@@ -202,7 +212,7 @@ def test_rows_scroll_beyond_the_terminal() -> None:
     assert text(app, (60, 12))[10].startswith("  149 ")
     keys(app, "page up")  # the highlight a page up, still in sight: the view stays
     assert text(app, (60, 12))[4].startswith("  143 ")
-    assert app.table.selected_row().pid == 143  # type: ignore[union-attr]
+    assert selected(app).pid == 143
     keys(app, "home")
     assert text(app, (60, 12))[4].startswith("  100 ")
 
@@ -210,14 +220,14 @@ def test_rows_scroll_beyond_the_terminal() -> None:
 def test_the_highlight_follows_its_task_across_sorts_and_refreshes() -> None:
     app, _ = new_app()
     keys(app, "down")  # task1, second by %CPU
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     keys(app, "R")  # reversed: task1 moves, the highlight with it
     lines = text(app, (60, 12))
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
     assert attrs(app, (60, 12), 4 + app.table.selected) == [(P.SELECTED, 59), (None, 1)]
     assert lines[4 + app.table.selected].startswith("  101 ") and app.table.selected != 1
     app.refresh()
-    assert app.table.selected_row().pid == 101  # type: ignore[union-attr]
+    assert selected(app).pid == 101
 
 
 def test_user_column_narrows_so_that_command_stays() -> None:
@@ -347,7 +357,14 @@ def test_a_line_is_drawn_as_urwid_text_draws_it(markup: Any) -> None:
 def test_scroller_draws_mixed_lines_as_urwid_text_would() -> None:
     """Plain lines drawn together in one canvas, others through urwid.Text, in order, the
     rest of the box blank: the same screen as every line through urwid.Text."""
-    lines = ["one", [("over", "two"), (None, " 2")], "caf\u00e9", "four", "x" * 80, "tab\there"]
+    lines: list[Markup] = [
+        "one",
+        [("over", "two"), (None, " 2")],
+        "caf\u00e9",
+        "four",
+        "x" * 80,
+        "tab\there",
+    ]
     sc = Scroller(lambda i, cols: lines[i], len(lines))
     cols, rows = 40, 9
     got = list(sc.render((cols, rows)).content())

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tiptop.errors import UsageError
-from tiptop.options import merge, parse_argv
+from tiptop.options import Options, merge, parse_argv
 
 
-def _opts(argv: list[str], rc: dict[str, str] | None = None, ptiptop: bool = False):
+def _opts(
+    argv: list[str], rc: dict[str, str] | None = None, ptiptop: bool = False
+) -> tuple[Options, list[str]]:
     actions, command = parse_argv(argv, ptiptop=ptiptop)
     return merge(rc, actions, command)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -138,7 +140,8 @@ def test_counters_encode_their_table_events(vid: str, raw: RawScreen) -> None:
         for t in sorted(item_tables):
             want = oracle.theirs(t, named)
             assert want is not None, f"{vid}: {a['alias']}: no {named} in {t}"
-            got, wanted = mine.fields, want.fields
+            got: tuple[int, ...] | str | None = mine.fields
+            wanted: tuple[int, ...] | str | None = want.fields
             if mine.generic is not None and want.generic is None:
                 got = oracle.generic_fields(mine.generic)
             elif want.generic is not None:
@@ -148,7 +151,13 @@ def test_counters_encode_their_table_events(vid: str, raw: RawScreen) -> None:
                 assert mine.pmu == want.pmu, f"{vid}: {a['alias']} on {mine.pmu}, {t}: {want.pmu}"
 
 
-def _metric_value(table: dict, name: str, counts: dict[str, float], lits: dict, cpuid) -> float:
+def _metric_value(
+    table: dict[str, Any],
+    name: str,
+    counts: dict[str, float],
+    lits: dict[str, float],
+    cpuid: Callable[[str], float],
+) -> float:
     """A metric's (or event's) value in ``table`` on ``counts`` (by canonical lower name)."""
     metrics = table["metrics"]
     if name in metrics:

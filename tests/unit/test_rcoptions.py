@@ -9,19 +9,19 @@ from pathlib import Path
 
 from tiptop.options import Options, apply_rc, to_rc
 from tiptop.screens import RC_OPTIONS, Target, load_text
-from tiptop.screens.rcoptions import HOW, IGNORED_OPTIONS
+from tiptop.screens.rcoptions import HOW, IGNORED_OPTIONS, How
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screens.md"
 
 #: One text per way of reading a value, and what it sets.
-SAMPLES: dict[str, tuple[str, object]] = {
-    "or": ("1", True),
-    "bool": ("7", True),
-    "delay": ("0.5", 0.5),
-    "float": ("3.25", 3.25),
-    "count": ("42", 42),
-    "name": ("make", "make"),
-    "user": ("0", 0),
+SAMPLES: dict[How, tuple[str, object]] = {
+    How.OR: ("1", True),
+    How.BOOL: ("7", True),
+    How.DELAY: ("0.5", 0.5),
+    How.FLOAT: ("3.25", 3.25),
+    How.COUNT: ("42", 42),
+    How.NAME: ("make", "make"),
+    How.USER: ("0", 0),
 }
 
 
@@ -80,4 +80,4 @@ def test_docs_list_exactly_the_table() -> None:
     for row in rows:
         how = row.split("|")[2]
         for n in re.findall(r"`([a-z_]+)`", row.split("|")[1]):
-            assert ("OR-set" in how) == (RC_OPTIONS[n].how == "or"), n
+            assert ("OR-set" in how) == (RC_OPTIONS[n].how is How.OR), n

@@ -9,8 +9,8 @@ import errno
 import numpy as np
 import pytest
 
-from tests.support.fake_backend import FakeBackend
-from tests.support.sampling import CY, IN, PF, make, row
+from tests.support.fake_backend import FakeBackend, failing_read, fake_group
+from tests.support.sampling import CY, IN, PF, FakeEnv, make, row
 from tiptop.engine.count.units import WORD, FdReads, Store, Stores, Unit, read_all
 from tiptop.errors import TaskGone
 from tiptop.kernel.attr import Attr
@@ -32,7 +32,7 @@ def test_a_slot_given_back_is_taken_again_and_growth_keeps_the_rows() -> None:
     assert (st.base[again].tolist(), st.last[again].tolist()) == ([5, 50], [5, 50])
 
 
-def test_the_reading_is_kept_while_nothing_changes_and_made_anew_after(env) -> None:  # type: ignore[no-untyped-def]
+def test_the_reading_is_kept_while_nothing_changes_and_made_anew_after(env: FakeEnv) -> None:
     """Refreshes over the same tasks reuse the reading; a task that starts or ends makes
     a new one, and every interval's counts stay right through both."""
     fp, b = env
@@ -60,7 +60,7 @@ def test_the_reading_is_kept_while_nothing_changes_and_made_anew_after(env) -> N
     assert f.counter_delta[row(f, 10)].tolist() == [1e9, 2e9, 10]
 
 
-def test_a_slot_freed_by_an_ended_task_serves_the_next_one(env) -> None:  # type: ignore[no-untyped-def]
+def test_a_slot_freed_by_an_ended_task_serves_the_next_one(env: FakeEnv) -> None:
     """The slots of an ended task's groups go to the next task's: its first interval
     counts from its own opening read, never from the ended task's last one."""
     fp, b = env
@@ -85,7 +85,9 @@ def test_a_slot_freed_by_an_ended_task_serves_the_next_one(env) -> None:  # type
     assert f.values[row(f, 30), 4] == 1e9  # since its attach
 
 
-def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  # type: ignore[no-untyped-def]
+def test_after_a_failed_read_the_closed_group_is_not_read_again(
+    env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A group whose read failed is closed and its counts kept once: the next refresh,
     over the same rows, makes a new reading without it (a kept one would read the closed
     group again, fail again and keep its counts twice)."""
@@ -98,8 +100,8 @@ def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  #
     b.clock.advance(1.0)
     s.refresh()
     units = s._attacher._counters[(10, 1000)].units
-    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
-    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    (bad,) = [u for u in units if u.gdef == 0 and fake_group(u.group).tid == 11]
+    monkeypatch.setattr(bad.group, "read", failing_read(errno.EIO, "gone bad"))
     for total in (5e9, 6e9, 7e9):  # 4e9, then thread 10's 1e9 a second; 11's 3e9 kept once
         b.clock.advance(1.0)
         f = s.refresh()
@@ -107,7 +109,7 @@ def test_after_a_failed_read_the_closed_group_is_not_read_again(env) -> None:  #
 
 
 @pytest.mark.parametrize("field", ["units", "exit_fd", "mark", "spawned"])
-def test_a_change_to_one_task_s_counters_makes_the_reading_anew(env, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_change_to_one_task_s_counters_makes_the_reading_anew(env: FakeEnv, field: str) -> None:
     """The rows stay the same, but one task's units, pidfd, mark or spawned flag is set
     (as the attacher does when a read fails, pidfds are given up or a spawned command's
     counters are adopted): the kept reading is stale, the next refresh makes a new one."""
@@ -127,7 +129,7 @@ def test_a_change_to_one_task_s_counters_makes_the_reading_anew(env, field: str)
     assert f.counter_delta[row(f, 10), 0] == 1e9
 
 
-def test_a_task_renamed_by_an_exec_shows_its_new_name_in_the_kept_rows(env) -> None:  # type: ignore[no-untyped-def]
+def test_a_task_renamed_by_an_exec_shows_its_new_name_in_the_kept_rows(env: FakeEnv) -> None:
     """The rows' labels are kept while the rows stay (``Sampler._row_labels``); an exec
     (a new ``comm``) on the same rows makes them anew."""
     fp, b = env

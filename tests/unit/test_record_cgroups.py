@@ -18,17 +18,19 @@ import pytest
 from tests.support.builders import SCREEN, frame, task
 from tiptop import recording
 from tiptop.cells import Status
+from tiptop.choices import Format, SeriesBy
 from tiptop.errors import TiptopError
-from tiptop.frame import CgroupCounts, Frame, FrameSource
+from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.outputs.records import RecordWriter
+from tiptop.screens.model import ScreenSpec
 from tiptop.sources.bycgroup import CgroupSource
-from tiptop.workload import Workload
+from tiptop.workload import Workload, WorkloadKind
 
-POD = Workload("k8s", "k8s/pod1/abc", "shop", "api-0", "u-1", "api", "containerd://abc")
-WEB = Workload("docker", "docker/def", container="web", container_id="docker://def")
-UNIT = Workload("systemd", "nginx.service", unit="nginx.service")
+POD = Workload(WorkloadKind.K8S, "k8s/pod1/abc", "shop", "api-0", "u-1", "api", "containerd://abc")
+WEB = Workload(WorkloadKind.DOCKER, "docker/def", container="web", container_id="docker://def")
+UNIT = Workload(WorkloadKind.SYSTEMD, "nginx.service", unit="nginx.service")
 #: Who runs in each task's cgroup: tasks 1 and 2 in the pod, 3 in docker's web, 4 nginx.
 WHO = {1: POD, 2: POD, 3: WEB, 4: UNIT}
 
@@ -51,6 +53,17 @@ class Tasks(FrameSource):
         f.counter_status[2] = Status.NOT_COUNTED  # counted as part of its cgroup
         f.counter_scaled[2] = np.nan
         return f
+
+    def start(self) -> None:
+        pass
+
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class Who:
@@ -129,9 +142,9 @@ def test_csv_of_a_replay_carries_the_identity(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     record(path, 1, Who())
     g = CgroupSource(recording.ReplaySource(recording.load(str(path)))).refresh()
-    opts = Options(batch=True, series_by="cgroup", show_idle=True)
+    opts = Options(batch=True, series_by=SeriesBy.CGROUP, show_idle=True)
     out = io.StringIO()
-    writer = RecordWriter(out, opts, SCREEN, 0, "csv")
+    writer = RecordWriter(out, opts, SCREEN, 0, Format.CSV)
     writer.begin(0.0)
     writer.frame(g, 0)
     rows = {r["command"]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
@@ -166,14 +179,20 @@ def test_a_recording_without_cgroups_still_reads(tmp_path: Path) -> None:
     assert g.tid.tolist() == [1, 2, 3, 4] and not g.by_cgroup
     assert _by_cgroup(Options(), rec) is None
     with pytest.raises(TiptopError, match="holds no cgroups"):
-        _by_cgroup(Options(series_by="cgroup"), rec)
+        _by_cgroup(Options(series_by=SeriesBy.CGROUP), rec)
 
 
 def test_recorded_identities_are_checked_and_printable(tmp_path: Path) -> None:
     """What a recording says of a cgroup is outside text: escapes shown, a kind not known
     ``other``, a damaged entry one note (the rest read), a number never named ``?``."""
     path = tmp_path / "r.jsonl"
-    evil = Workload("k8s\x1b[2J", "x\x1b]0;PWN\x07", "ns\x9b", "pod", container="c\n")
+    evil = Workload(
+        "k8s\x1b[2J",  # type: ignore[arg-type]  # a hostile kind
+        "x\x1b]0;PWN\x07",
+        "ns\x9b",
+        "pod",
+        container="c\n",
+    )
     record(path, 2, Who({1: evil, 2: POD, 3: WEB, 4: UNIT}))
     lines = path.read_text().splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith('{"t"'))

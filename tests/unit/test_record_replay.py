@@ -11,17 +11,22 @@ import gzip
 import io
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
+from tests.support.builders import recorded_line, replayed
 from tests.support.sampling import default_screen_sampler
 from tiptop import recording
 from tiptop.cells import Status
 from tiptop.errors import TiptopError
 from tiptop.options import Options
 from tiptop.outputs.batch import TextWriter
-from tiptop.screens import Target, builtin_screens
+from tiptop.screens import ScreenSpec, Target, builtin_screens
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 def _record(tmp_path: Path, name: str, n: int = 3) -> tuple:
@@ -48,13 +53,13 @@ def _record(tmp_path: Path, name: str, n: int = 3) -> tuple:
     return out.getvalue(), path, default, opts
 
 
-def _replayed(path: str, screen, opts: Options) -> str:
+def _replayed(path: str, screen: ScreenSpec, opts: Options) -> str:
     rec = recording.load(path)
     src = recording.ReplaySource(rec, screen)
     out = io.StringIO()
     writer = TextWriter(out, opts, screen, 0)
     for i in range(len(rec)):
-        writer.frame(src.frame(i), i)
+        writer.frame(replayed(src, i), i)
     return out.getvalue()
 
 
@@ -76,7 +81,7 @@ def test_another_screen_over_the_same_counters(tmp_path: Path) -> None:
     _live, path, _default, _opts = _record(tmp_path, "r.jsonl")
     (branch,) = [s for s in builtin_screens(Target()) if s.name == "branch"]
     rec = recording.load(path)
-    f = recording.ReplaySource(rec, branch).frame(0)
+    f = replayed(recording.ReplaySource(rec, branch), 0)
     row = list(f.tid).index(100)
     # INSTR and BMISS are recorded (as INSN and BR: the same events under other aliases),
     # branch-instructions is not: %MIS/I = 100 * 4e6 / 2.3e9, %MISP and %BR/I are '?'.
@@ -84,7 +89,9 @@ def test_another_screen_over_the_same_counters(tmp_path: Path) -> None:
     assert f.values[row, 1] == pytest.approx(100 * 4e6 / 2.3e9)
     assert list(f.status[row, 1:]) == [Status.OK, Status.UNREADABLE, Status.UNREADABLE]
     # The default screen's own BR (branch-misses) is not mistaken for branch-instructions.
-    assert f.values[row, 0] == recording.ReplaySource(rec, rec.screens[0]).frame(0).values[row, 0]
+    assert (
+        f.values[row, 0] == replayed(recording.ReplaySource(rec, rec.screens[0]), 0).values[row, 0]
+    )
 
 
 def test_cut_off_last_line_is_dropped_with_a_note(tmp_path: Path) -> None:
@@ -129,11 +136,11 @@ def test_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     class Full(io.RawIOBase):
         closed = False
 
-        def write(self, b: bytes) -> int:
+        def write(self, b: Buffer) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
     rec._f = rec._raw = Full()  # type: ignore[assignment]
-    frame = recording.ReplaySource(recording.load(path), default).frame(0)
+    frame = replayed(recording.ReplaySource(recording.load(path), default), 0)
     with pytest.raises(TiptopError, match=r"^--record: cannot write .*No space left on device$"):
         rec.write(frame, default)
 
@@ -156,13 +163,13 @@ def test_totals_recorded_only_for_aliases_read_bare(tmp_path: Path) -> None:
     _live, path, default, _o = _record(tmp_path, "r.jsonl", n=2)
     assert recording.bare_aliases(default) == frozenset()
     rec = recording.load(path)
-    assert all("T" not in c for c in rec.record(0)["k"].values())
+    assert all("T" not in c for c in recorded_line(rec, 0)["k"].values())
     # A screen reading the running total of instructions: '?' on this recording.
     cum = dataclasses.replace(
         default, columns=(ColumnSpec("  Ginstr", "%7.2f", "INSN / 1e9", "total"),)
     )
     assert recording.bare_aliases(cum) == frozenset({"INSN"})
-    f = recording.ReplaySource(rec, cum).frame(1)
+    f = replayed(recording.ReplaySource(rec, cum), 1)
     assert (f.status[:, 0] == Status.UNREADABLE).all()
 
 
@@ -170,7 +177,7 @@ def test_sticky_rows_keep_their_inputs(tmp_path: Path, monkeypatch: pytest.Monke
     from tiptop.frame import Frame
 
     _live, path, default, _o = _record(tmp_path, "r.jsonl", n=1)
-    f = recording.ReplaySource(recording.load(path), default).frame(0)
+    f = replayed(recording.ReplaySource(recording.load(path), default), 0)
     kept = Frame.empty().concat(f.take(slice(1, None)))  # the sampler's sticky dead rows
     assert kept.cpu_user is not None and len(kept.cpu_user) == len(f) - 1
     both = f.take(slice(0, 1)).concat(kept)
@@ -199,7 +206,7 @@ def test_a_bottleneck_column_is_evaluated_on_replay(tmp_path: Path) -> None:
             ]
         ),
     )
-    f = recording.ReplaySource(recording.load(path), td).frame(1)
+    f = replayed(recording.ReplaySource(recording.load(path), td), 1)
     row = list(f.tid).index(100)
     share = 100 - 100 * 2.3e9 / (4 * 1.1e9)  # 47.7: over BE's 20%, retiring is not over 70%
     labels = parse_path(td.columns[-1].expr).labels

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.builders import replayed
 from tiptop import recording
 from tiptop.errors import TiptopError
 from tiptop.recording import format as fmt
@@ -70,7 +71,7 @@ def test_a_cut_session_then_an_appended_one_keep_every_whole_refresh(
     notes = " | ".join(rec.all_notes())
     assert "a new session starts" in notes
     assert ("cut short" in notes) if gz else ("not a whole refresh" in notes)
-    assert all(len(recording.ReplaySource(rec).frame(i)) > 0 for i in range(len(rec)))
+    assert all(len(replayed(recording.ReplaySource(rec), i)) > 0 for i in range(len(rec)))
 
 
 def test_a_damaged_gzip_member_is_skipped_to_the_next(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_recordings_are_private_and_links_are_refused(tmp_path: Path) -> None:
 def test_frame_lines_are_checked() -> None:
     good = json.loads(_golden_lines()[2])
     assert len(fmt.frame_from(good).tid) == 3
-    for change, why in [
+    changes: list[tuple[dict[str, object], str]] = [
         ({"tid": [1, 2]}, "'nth' is not a list of 2"),
         ({"cpu": [1, "2", 3]}, "'cpu' holds a value that is not a number"),
         ({"cs": [0, 9, 0]}, "'cs' holds a value that is not an integer from 0 to 4"),
@@ -138,10 +139,12 @@ def test_frame_lines_are_checked() -> None:
         ({"t": None}, "'t' is not a number"),
         ({"cpu": [1, 10**400, 3]}, "'cpu' holds a number too large"),
         ({"dt": 10**400}, "'dt' is not a number"),  # was an OverflowError, a traceback
-    ]:
+    ]
+    for change, why in changes:
         with pytest.raises(fmt.FormatError, match=why):
             fmt.frame_from({**good, **change})
-    assert np.isnan(fmt.frame_from({**good, "cpu": [None, 1, 2]}).values["cpu"][0])
+    cpu = fmt.frame_from({**good, "cpu": [None, 1, 2]}).values["cpu"]
+    assert cpu is not None and np.isnan(cpu[0])
 
 
 def test_a_threshold_past_a_floats_range_is_a_format_error() -> None:
@@ -236,7 +239,7 @@ def test_a_long_recording_is_not_held_in_memory(tmp_path: Path) -> None:
     assert len(rec) == 200 and size > 10 << 20
     assert peak < size / 4, (peak, size)
     rec2 = recording.load(str(path), background=True)
-    assert len(recording.ReplaySource(rec2).frame(0)) == n
+    assert len(replayed(recording.ReplaySource(rec2), 0)) == n
     rec2.wait()
     assert list(rec2.times) == list(rec.times)
     assert rec2.record(199) == rec.record(199)

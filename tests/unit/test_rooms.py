@@ -81,7 +81,7 @@ def _commands(tree: ast.AST) -> list[ast.Constant]:
     """The strings that name a program of :data:`PROGRAMS` as a command: the first item of
     a list or tuple (an argv) or the first argument of a call (``shutil.which("tmux")``).
     A shell command line needs ``subprocess`` or ``os.system``, which are caught anyway."""
-    found = []
+    found: list[ast.Constant] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.List | ast.Tuple):
             first = node.elts[:1]
@@ -89,7 +89,7 @@ def _commands(tree: ast.AST) -> list[ast.Constant]:
             first = node.args[:1]
         else:
             continue
-        found += [c for c in first if _program(c) in PROGRAMS]
+        found += [c for c in first if isinstance(c, ast.Constant) and _program(c) in PROGRAMS]
     return sorted(found, key=lambda c: c.lineno)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from tiptop.kernel.cgroup import path_of
 from tiptop.runtimes import Workloads
 from tiptop.runtimes.layouts import layout
 from tiptop.runtimes.state import MAX_STATE, read_json
-from tiptop.workload import Workload
+from tiptop.workload import Workload, WorkloadKind
 
 SYSTEMD_UID = UID.replace("-", "_")
 K8S_SYSTEMD = (
@@ -154,7 +155,7 @@ def test_lxc(tmp_path: Path) -> None:
 
 
 def test_root_and_other(tmp_path: Path) -> None:
-    assert resolve(tmp_path, "/") == Workload("other", "/")
+    assert resolve(tmp_path, "/") == Workload(WorkloadKind.OTHER, "/")
     w = resolve(tmp_path, "/batch/job-17")
     assert (w.kind, w.shown()) == ("other", "batch/job-17")
 
@@ -240,7 +241,9 @@ def _another_pods(root: Path) -> None:
         _another_pods,
     ],
 )
-def test_an_unreadable_or_crafted_state_leaves_the_id(tmp_path: Path, spoil) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreadable_or_crafted_state_leaves_the_id(
+    tmp_path: Path, spoil: Callable[[Path], None]
+) -> None:
     spoil(tmp_path)
     w = resolve(tmp_path, K8S_SYSTEMD)
     assert (w.namespace, w.pod, w.container) == ("", "", "")

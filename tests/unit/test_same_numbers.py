@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.builders import replayed
 from tests.support.live import text
 from tests.support.sampling import CY, IN, PF, FakeEnv, make
 from tiptop import recording
@@ -20,6 +21,7 @@ from tiptop.live.app import LiveApp
 from tiptop.live.services import Services
 from tiptop.messages import MessageLog
 from tiptop.options import Options
+from tiptop.screens.model import ScreenSpec
 from tiptop.table import View, text_lines
 
 #: Two tasks, counted over three refreshes of 1 s (fake clock), one of them multiplexed.
@@ -29,7 +31,7 @@ TASKS = {10: ("app", 2e9, 3e9, 40, 1.0), 20: ("db", 5e8, 2e8, 7, 0.5)}
 class Shown(FrameSource):
     """The frames the sampler gave, handed out again in order (what the live view shows)."""
 
-    def __init__(self, frames: list[Frame], screen: object) -> None:
+    def __init__(self, frames: list[Frame], screen: ScreenSpec) -> None:
         self.frames, self.screen, self.messages = list(frames), screen, MessageLog()
 
     def start(self) -> None:
@@ -45,7 +47,7 @@ class Shown(FrameSource):
         pass
 
 
-def sampled(env: FakeEnv, path: Path) -> tuple[list[Frame], object]:
+def sampled(env: FakeEnv, path: Path) -> tuple[list[Frame], ScreenSpec]:
     """Three refreshes of the scripted tasks through the sampler, recorded to ``path``."""
     fp, b = env
     for tid, (name, cy, ins, pf, mux) in TASKS.items():
@@ -73,13 +75,13 @@ def test_live_batch_replay_and_exporter_show_the_same_numbers(env: FakeEnv, tmp_
     assert [len(f) for f in frames] == [2, 2, 2]
     assert frames[1].multiplexed().any()  # a scaled cell is among them
     view = View(show_idle=True)
-    batch = [text_lines(f, screen, view) for f in frames]  # type: ignore[arg-type]
+    batch = [text_lines(f, screen, view) for f in frames]
 
     # Replay: the same values, statuses and running fractions, and so the same lines.
     rec = recording.load(str(path))
     replay = recording.ReplaySource(rec, rec.screens[0])
     for i, f in enumerate(frames):
-        again = replay.frame(i)
+        again = replayed(replay, i)
         for field in ("values", "status", "running", "counter_delta", "window"):
             np.testing.assert_array_equal(getattr(again, field), getattr(f, field), field)
         assert text_lines(again, rec.screens[0], view) == batch[i]
@@ -99,7 +101,7 @@ def test_live_batch_replay_and_exporter_show_the_same_numbers(env: FakeEnv, tmp_
             assert any(cells in s for s in shown), (cells, shown)
 
     # Exporter: its counter totals are the frames' scaled deltas, summed.
-    agg = Aggregator(metrics_for(screen.counters))  # type: ignore[attr-defined]
+    agg = Aggregator(metrics_for(screen.counters))
     for f in frames:
         snap = agg.update(f)
     totals = {fam.name: sum(v for _, v in fam.samples) for fam in snap.families}

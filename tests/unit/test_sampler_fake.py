@@ -9,14 +9,16 @@ import errno
 import numpy as np
 import pytest
 
-from tests.support.sampling import CY, IN, PF, make, row
+from tests.support import spying
+from tests.support.fake_backend import failing_read, fake_group
+from tests.support.sampling import CY, IN, PF, FakeEnv, make, row
 from tiptop.cells import Status
 from tiptop.engine.count import attach
 from tiptop.frame import SamplerConfig
 from tiptop.kernel.explain import NO_PMU_COLUMNS, no_pmu_line
 
 
-def test_deltas_ratios_and_absolute(env) -> None:  # type: ignore[no-untyped-def]
+def test_deltas_ratios_and_absolute(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "app")
     b.script(10, CY, 2e9)
@@ -36,7 +38,7 @@ def test_deltas_ratios_and_absolute(env) -> None:  # type: ignore[no-untyped-def
     assert f.values[row(f, 10), [1, 4]].tolist() == [2000.0, 6e9]  # absolute = since attach
 
 
-def test_multiplexing_scaled_and_not_counted(env) -> None:  # type: ignore[no-untyped-def]
+def test_multiplexing_scaled_and_not_counted(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "muxed")
     fp.add(11, "starved")
@@ -69,7 +71,7 @@ def test_multiplexing_scaled_and_not_counted(env) -> None:  # type: ignore[no-un
     assert s.messages.since(n)[0] == []
 
 
-def test_unavailable_event_reported_once(env) -> None:  # type: ignore[no-untyped-def]
+def test_unavailable_event_reported_once(env: FakeEnv) -> None:
     fp, b = env
     for pid in (10, 11, 12):
         fp.add(pid, f"p{pid}")
@@ -94,7 +96,7 @@ def test_unavailable_event_reported_once(env) -> None:  # type: ignore[no-untype
     assert f.status[i, 3] == Status.OK and f.values[i, 3] == 10.0
 
 
-def test_denied_task_once_and_not_retried(env) -> None:  # type: ignore[no-untyped-def]
+def test_denied_task_once_and_not_retried(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "theirs")
     fp.add(11, "theirs2")
@@ -110,7 +112,7 @@ def test_denied_task_once_and_not_retried(env) -> None:  # type: ignore[no-untyp
     assert len([m for m in s.messages.lines() if "EACCES" in m or "permission" in m]) == 1
 
 
-def test_vanished_task_no_message_fds_closed(env) -> None:  # type: ignore[no-untyped-def]
+def test_vanished_task_no_message_fds_closed(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "short")
     fp.add(11, "stays")
@@ -128,7 +130,7 @@ def test_vanished_task_no_message_fds_closed(env) -> None:  # type: ignore[no-un
     assert s.refresh().tid.tolist() == [11]
 
 
-def test_sticky_dead_rows_keep_last_values(env) -> None:  # type: ignore[no-untyped-def]
+def test_sticky_dead_rows_keep_last_values(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "dies")
     b.script(10, PF, 7)
@@ -147,7 +149,7 @@ def test_sticky_dead_rows_keep_last_values(env) -> None:  # type: ignore[no-unty
     assert f.dead.tolist() == [True] and f.values[0, 3] == 7.0
 
 
-def test_pid_reuse_never_mixes(env) -> None:  # type: ignore[no-untyped-def]
+def test_pid_reuse_never_mixes(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "old", starttime=100)
     b.script(10, PF, 1000)
@@ -170,7 +172,7 @@ def test_pid_reuse_never_mixes(env) -> None:  # type: ignore[no-untyped-def]
     assert f.values[0, 3] == 1000.0 and f.values[0, 4] == 0.0
 
 
-def test_fd_budget_busy_first_reclaim_and_retry(env) -> None:  # type: ignore[no-untyped-def]
+def test_fd_budget_busy_first_reclaim_and_retry(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "idle", utime=0)
     fp.add(11, "busy", utime=9000)  # lifetime average: busy
@@ -197,7 +199,9 @@ def test_fd_budget_busy_first_reclaim_and_retry(env) -> None:  # type: ignore[no
     assert {g.tid for g in b.groups} == {12}
 
 
-def test_a_fruitless_reclaim_is_not_tried_again_in_the_same_round(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fruitless_reclaim_is_not_tried_again_in_the_same_round(
+    env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Out of fds, each new task (busy: it is new) may reclaim idle tasks' fds; once a
     reclaim finds nothing to close, the others of that attach round do not try again (each
     try walks every task: at 5000 new tasks, 1000 of them waiting, 2 s of CPU at start)."""
@@ -207,14 +211,12 @@ def test_a_fruitless_reclaim_is_not_tried_again_in_the_same_round(env, monkeypat
     s = make(env, fd_budget=3)  # room for one task: 19 wait
     tries: list[int] = []
     real = attach.Attacher._reclaim
-    monkeypatch.setattr(
-        attach.Attacher, "_reclaim", lambda self, *a: tries.append(1) or real(self, *a)
-    )
+    monkeypatch.setattr(attach.Attacher, "_reclaim", spying(real, lambda self, *a: tries.append(1)))
     s.start()
     assert s.fds_used == 3 and len(tries) == 1  # not 19
 
 
-def test_no_collect_never_reclaims(env) -> None:  # type: ignore[no-untyped-def]
+def test_no_collect_never_reclaims(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "idle")
     s = make(env, fd_budget=3, collect=False)
@@ -225,7 +227,9 @@ def test_no_collect_never_reclaims(env) -> None:  # type: ignore[no-untyped-def]
     assert {g.tid for g in b.groups} == {10}
 
 
-def test_tasks_waiting_for_fds_are_not_listed_again(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_tasks_waiting_for_fds_are_not_listed_again(
+    env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the budget spent and nothing to reclaim, a waiting idle task is put back to wait
     without reading its thread list (at 5000 tasks that was ~1700 directory reads per
     refresh); it is still counted once fds free up."""
@@ -236,9 +240,7 @@ def test_tasks_waiting_for_fds_are_not_listed_again(env, monkeypatch) -> None:  
     s.start()
     listed: list[int] = []
     real = attach.list_threads
-    monkeypatch.setattr(
-        attach, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
-    )
+    monkeypatch.setattr(attach, "list_threads", spying(real, lambda root, pid: listed.append(pid)))
     b.clock.advance(1.0)
     s.refresh()
     assert listed == []
@@ -249,7 +251,9 @@ def test_tasks_waiting_for_fds_are_not_listed_again(env, monkeypatch) -> None:  
     assert len(listed) == 1 and {g.tid for g in b.groups} == {listed[0]}
 
 
-def test_waiting_idle_tasks_are_not_tried_until_one_is_busy(env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_waiting_idle_tasks_are_not_tried_until_one_is_busy(
+    env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Out of fds with no pidfd to give up, a waiting task that is not busy could neither
     fit nor reclaim: it is not tried at all (at 5000 tasks ~1000 such tries per refresh);
     one that turns busy is, and reclaims an idle task's fds."""
@@ -261,7 +265,7 @@ def test_waiting_idle_tasks_are_not_tried_until_one_is_busy(env, monkeypatch) ->
     tried: list[int] = []
     real = attach.Attacher._open_task
     monkeypatch.setattr(
-        attach.Attacher, "_open_task", lambda self, t, *a: tried.append(t.tid) or real(self, t, *a)
+        attach.Attacher, "_open_task", spying(real, lambda self, t, *a: tried.append(t.tid))
     )
     b.clock.advance(1.0)
     s.refresh()
@@ -274,7 +278,7 @@ def test_waiting_idle_tasks_are_not_tried_until_one_is_busy(env, monkeypatch) ->
     assert tried == [busy] and {g.tid for g in b.groups} == {busy}
 
 
-def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]
+def test_reconfigure_and_close(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "app")
     s = make(env)
@@ -293,7 +297,7 @@ def test_reconfigure_and_close(env) -> None:  # type: ignore[no-untyped-def]
     assert b.open_fds == 0
 
 
-def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: ignore[no-untyped-def]
+def test_tasks_total_counts_every_thread_in_every_frame(env: FakeEnv) -> None:
     fp, b = env
     fp.add(10, "one")
     fp.add(11, "three", tids=(12, 13))
@@ -316,7 +320,7 @@ def test_tasks_total_counts_every_thread_in_every_frame(env) -> None:  # type: i
         fp.add(11, "three", tids=(12, 13))
 
 
-def test_dying_row_read_error_is_not_retried_on_a_reused_pid(env) -> None:  # type: ignore[no-untyped-def]
+def test_dying_row_read_error_is_not_retried_on_a_reused_pid(env: FakeEnv) -> None:
     """A sticky row whose final read fails is not put back in the retry queue: it would
     be retried forever and, once its PID is reused, get groups opened on the new process
     for a row no one shows (fds never closed)."""
@@ -340,7 +344,9 @@ def test_dying_row_read_error_is_not_retried_on_a_reused_pid(env) -> None:  # ty
     assert b.open_fds == 0
 
 
-def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ignore[no-untyped-def]
+def test_partial_read_failure_keeps_the_process_total(
+    env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One thread's group of a process failing to read (EIO) is dropped, but what it had
     counted stays in the process total ("a process total never goes down")."""
     fp, b = env
@@ -352,8 +358,8 @@ def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ign
     b.clock.advance(1.0)
     assert s.refresh().values[0, 4] == 4e9
     units = s._attacher._counters[(10, 1000)].units  # identity: (tid, starttime)
-    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
-    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    (bad,) = [u for u in units if u.gdef == 0 and fake_group(u.group).tid == 11]
+    monkeypatch.setattr(bad.group, "read", failing_read(errno.EIO, "gone bad"))
     b.clock.advance(1.0)
     f = s.refresh()
     assert f.values[0, 1] == 1000.0  # this interval: thread 10's cycles only
@@ -362,7 +368,7 @@ def test_partial_read_failure_keeps_the_process_total(env) -> None:  # type: ign
     assert [m for m in s.messages.lines() if "EIO" in m] == []  # groups left: not reopened
 
 
-def test_kept_counts_go_to_their_own_row(env) -> None:  # type: ignore[no-untyped-def]
+def test_kept_counts_go_to_their_own_row(env: FakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     """Of two processes, the one whose thread's group was dropped keeps that thread's
     counts in its total; the other's total is its own counts only."""
     fp, b = env
@@ -377,15 +383,15 @@ def test_kept_counts_go_to_their_own_row(env) -> None:  # type: ignore[no-untype
     f = s.refresh()
     assert (f.values[row(f, 5), 4], f.values[row(f, 10), 4]) == (2e9, 4e9)
     units = s._attacher._counters[(10, 1000)].units
-    (bad,) = [u for u in units if u.gdef == 0 and u.group.tid == 11]
-    bad.group.read = lambda: (_ for _ in ()).throw(OSError(errno.EIO, "gone bad"))
+    (bad,) = [u for u in units if u.gdef == 0 and fake_group(u.group).tid == 11]
+    monkeypatch.setattr(bad.group, "read", failing_read(errno.EIO, "gone bad"))
     for _ in range(2):
         b.clock.advance(1.0)
         f = s.refresh()
     assert (f.values[row(f, 5), 4], f.values[row(f, 10), 4]) == (6e9, 6e9)
 
 
-def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: ignore[no-untyped-def]
+def test_spawned_counters_of_another_identity_are_closed(env: FakeEnv) -> None:
     """Counters attached to a spawned child are adopted only by the same identity; when
     /proc shows another process under that PID they are closed, not leaked; attaching to
     a PID that is already gone is silent."""
@@ -403,7 +409,7 @@ def test_spawned_counters_of_another_identity_are_closed(env) -> None:  # type: 
     assert b.open_fds == 0
 
 
-def test_spawned_counters_that_cannot_all_open_are_closed_and_said(env) -> None:  # type: ignore[no-untyped-def]
+def test_spawned_counters_that_cannot_all_open_are_closed_and_said(env: FakeEnv) -> None:
     """A spawned child whose groups cannot all open (EMFILE at the second) keeps none: the
     ones opened are closed, no fd is counted, and one line says why, naming its PID."""
     fp, b = env

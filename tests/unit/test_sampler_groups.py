@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support import host_at
 from tests.support.builders import screen
-from tests.support.sampling import FAKE_SCREEN, PF, row
+from tests.support.sampling import FAKE_SCREEN, PF, FakeEnv, row
 from tiptop.cells import Status
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.screens.model import ScreenSpec
@@ -21,7 +21,7 @@ def hw_screen(uses: list[str], n: int = 5) -> ScreenSpec:
     return screen("split", "split groups", counters={**counters, "F": PF}, columns=columns)
 
 
-def make_screen(env, scr: ScreenSpec) -> Sampler:  # type: ignore[no-untyped-def]
+def make_screen(env: FakeEnv, scr: ScreenSpec) -> Sampler:
     fp, b = env
     return Sampler(
         scr,
@@ -31,7 +31,7 @@ def make_screen(env, scr: ScreenSpec) -> Sampler:  # type: ignore[no-untyped-def
     )
 
 
-def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  # type: ignore[no-untyped-def]
+def test_group_too_large_is_split_by_column_and_scaled_per_group(env: FakeEnv) -> None:
     fp, b = env
     b.max_group_size[0] = 3  # a 3-counter PMU: 5 events cannot run at once
     fp.add(10, "app")
@@ -66,7 +66,7 @@ def test_group_too_large_is_split_by_column_and_scaled_per_group(env) -> None:  
     assert s.messages.lines().count(split[0]) == 1  # said once, not per task or refresh
 
 
-def test_split_spreads_events_evenly_and_splits_a_too_wide_column(env) -> None:  # type: ignore[no-untyped-def]
+def test_split_spreads_events_evenly_and_splits_a_too_wide_column(env: FakeEnv) -> None:
     _, b = env
     b.max_group_size[0] = 6
     scr = hw_screen([f"delta(X{i})" for i in range(10)], n=10)
@@ -81,7 +81,7 @@ def test_split_spreads_events_evenly_and_splits_a_too_wide_column(env) -> None: 
     assert hw == [[0, 1, 2], [3, 4]]
 
 
-def test_groups_that_fit_are_not_split(env) -> None:  # type: ignore[no-untyped-def]
+def test_groups_that_fit_are_not_split(env: FakeEnv) -> None:
     _, b = env
     b.max_group_size[0] = 5
     s = make_screen(env, hw_screen(["delta(X0)", "delta(X4)"]))
@@ -89,7 +89,7 @@ def test_groups_that_fit_are_not_split(env) -> None:  # type: ignore[no-untyped-
     assert not any("split" in m for m in s.messages.lines())
 
 
-def test_group_as_wide_as_a_pmu_with_a_held_counter_is_split(env) -> None:  # type: ignore[no-untyped-def]
+def test_group_as_wide_as_a_pmu_with_a_held_counter_is_split(env: FakeEnv) -> None:
     """A 5-event group opens on a 5-counter PMU (checked against an empty PMU) but never
     runs while the NMI watchdog holds one counter: the plan sees time_running stay 0 on
     its probe and splits it, as it splits a group that does not open."""
@@ -106,7 +106,7 @@ HYBRID = str(Path(__file__).resolve().parents[1] / "data" / "sysfs" / "hybrid")
 CORE, ATOM = 4, 8  # PMU types of cpu_core and cpu_atom in the hybrid tree
 
 
-def test_hybrid_counter_sums_raw_counts_of_both_core_pmus(env) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_counter_sums_raw_counts_of_both_core_pmus(env: FakeEnv) -> None:
     """A generic event on a hybrid CPU is one group per core PMU on each task; a counter's
     value is the sum of both PMUs' raw counts, never extrapolated by enabled/running (each
     group runs only while the task is on its PMU's CPUs: arch/x86/events/intel/core.c

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from tests.support import host_at
 from tests.support.builders import screen
 from tiptop.errors import EventUnsupported
+from tiptop.kernel import Attr
+from tiptop.kernel.backend import Group
 from tiptop.selftest.checks import (
     CHECKS,
     SIZES,
     Check,
     Row,
+    Verdict,
     exit_code,
     fit,
     judge,
@@ -89,7 +94,12 @@ def test_fit_is_exact() -> None:
     assert g.slope != 2 and g.r2 < 1.0
 
 
-def _judged(per_iter: Fraction | None, counts: list[float], ref=None, tol: float = 0.005) -> Row:
+def _judged(
+    per_iter: Fraction | None,
+    counts: list[float],
+    ref: list[float] | None = None,
+    tol: float = 0.005,
+) -> Row:
     row = Row("A", "instructions")
     sizes = [100, 200, 400, 800]
     judge(row, Check("loop", per_iter, tol, "test"), sizes, counts, ref or [0.0] * 4)
@@ -118,16 +128,20 @@ def test_cpu_time_reference() -> None:
 
 def test_exit_codes_and_summary() -> None:
     """0 all good; 1 any off or not counting; 2 nothing checked at all."""
-    good, off, na = Row("a", "x", kind="exact"), Row("b", "y", kind="off"), Row("c", "z")
+    good, off, na = (
+        Row("a", "x", kind=Verdict.EXACT),
+        Row("b", "y", kind=Verdict.OFF),
+        Row("c", "z"),
+    )
     assert exit_code([good, na]) == 0
     assert exit_code([good, off]) == 1
-    assert exit_code([na, Row("d", "w", kind="unsupported")]) == 2
+    assert exit_code([na, Row("d", "w", kind=Verdict.UNSUPPORTED)]) == 2
     # the software events added beside a screen (st-*) do not make the screen checked
-    extra = Row("st-page-faults", "page-faults", kind="exact")
-    assert exit_code([Row("d", "w", kind="unsupported"), extra]) == 2
+    extra = Row("st-page-faults", "page-faults", kind=Verdict.EXACT)
+    assert exit_code([Row("d", "w", kind=Verdict.UNSUPPORTED), extra]) == 2
     assert exit_code([good, extra]) == 0 and exit_code([extra]) == 0
     assert "nothing of the screen checked (1 of its events" in summary(
-        [Row("d", "w", kind="unsupported"), extra], 2
+        [Row("d", "w", kind=Verdict.UNSUPPORTED), extra], 2
     )
     assert summary([good, off, na], 1).startswith("selftest: 1 good, 1 off, 0 unsupported")
 
@@ -149,14 +163,17 @@ def test_screen_gains_the_software_events_it_lacks() -> None:
 class _Refusing:
     """A backend where nothing opens (a machine without perf events at all)."""
 
-    def open_group(self, tid, attrs):
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> Group:
         raise EventUnsupported(errno.ENOENT, "No such file or directory")
 
-    def open_pidfd(self, tid, thread):
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
+        raise AssertionError("no group opened, none to read")
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
         return None
 
 
-def test_nothing_opens_exit_2_with_reasons(tmp_path) -> None:
+def test_nothing_opens_exit_2_with_reasons(tmp_path: Path) -> None:
     """No event opens: no child is started, every row says why, exit 2."""
     host = host_at(str(tmp_path), str(tmp_path), paranoid=2, euid=1000, capabilities=0)
     rows = run_selftest(screen("d", counters={"I": "instructions"}), host, _Refusing())
@@ -211,7 +228,7 @@ def test_cpu_time_off_under_steal_is_unchecked_not_off() -> None:
     judge(r, clock, sizes, ts, ref, steal_ns=20e6)
     assert r.kind == "unchecked" and r.steal_ms == 20.0, r
     assert r.verdict.startswith("not checked: off by +10.00% while the host stole 20 ms"), r
-    assert exit_code([r, Row("PF", "page-faults", kind="exact")]) == 0
+    assert exit_code([r, Row("PF", "page-faults", kind=Verdict.EXACT)]) == 0
     for counts, steal in ((ts, 449.0), (ts, 0.0), ([2.7 * n for n in sizes], 20e6)):
         judge(r, clock, sizes, counts, ref, steal_ns=steal)
         assert r.kind == "off" and r.verdict.startswith("off by "), (steal, r)

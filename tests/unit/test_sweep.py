@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc
+from tests.support import spying
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
@@ -193,7 +194,7 @@ def test_with_threads_a_listing_while_no_pid_was_made_stands_for_the_marks(
     monkeypatch.setattr(
         activity,
         "holds",
-        lambda root, name, mark: checked.append(name) or real(root, name, mark),
+        spying(real, lambda root, name, mark: checked.append(name)),
     )
     fp = FakeProc(tmp_path)
     fp.add(10, "app", tids=(11, 12))
@@ -221,7 +222,7 @@ def test_with_threads_a_single_threaded_process_without_counters_is_read_when_it
     monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")
     _, _, sc = _discovered(tmp_path, 500, threads=True)
     read: list[str] = []
-    sc._read_stat = lambda path: read.append(path[len(str(tmp_path)) :]) or read_stat(path)
+    sc._read_stat = spying(read_stat, lambda path: read.append(path[len(str(tmp_path)) :]))
     thread = tmp_path / "10" / "task"  # its only thread's schedstat: the process's too
     for root in (tmp_path, thread):
         _ran(root, 500)

@@ -84,6 +84,7 @@ def test_a_group_and_its_smallest_task_are_two_rows() -> None:
     rows = table.rows(_grouped(), SCREEN, view)
     web, a1 = rows.position_of(1, 0), rows.position_of(1, 1)
     assert (web, a1) == (2, 4)
+    assert web is not None and a1 is not None
     assert rows[web].summed and rows[web].group == "web" and rows[web].depth == 0
     assert not rows[a1].summed and rows[a1].group == "web" and rows[a1].depth == 1
     assert rows.position_of(2, 0) == 3  # a2 has one row: found at its own depth

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeproc import FakeProc, stat_line
+from tests.support import spying
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.tasks import CLK_TCK, Stat, TaskScanner, parse_stat, read_stat
 from tiptop.errors import TaskGone
@@ -238,7 +239,9 @@ def test_zombie_final_times_give_its_last_interval(tmp_path: Path) -> None:
     assert by[20].cpu_total == pytest.approx(10 * 100 / (scan.interval * CLK_TCK))
 
 
-def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_threads_of_a_quiet_process_are_not_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With -H, a process none of whose listed threads ran (all ``quiet``) cannot have made
     a thread: its ``task/`` listing is reused. One that ran is listed again, and a thread
     it created shows up in that scan."""
@@ -249,7 +252,7 @@ def test_threads_of_a_quiet_process_are_not_listed_again(tmp_path: Path, monkeyp
     listed: list[int] = []
     real = threadscan.list_threads
     monkeypatch.setattr(
-        threadscan, "list_threads", lambda root, pid: listed.append(pid) or real(root, pid)
+        threadscan, "list_threads", spying(real, lambda root, pid: listed.append(pid))
     )
     sc = TaskScanner(str(tmp_path), threads=True)
     sc.scan()
@@ -337,7 +340,8 @@ def test_only_pid_reads_no_other_process(tmp_path: Path) -> None:
 def test_descendants_follow_parents_and_go_to_the_first_root() -> None:
     from tiptop.engine.scan.trees import descendants
 
-    fam = {1: (0,), 2: (1,), 3: (2,), 4: (1,), 9: (1,), 5: (9,), 7: (8,), 8: (7,)}
+    parents = {1: 0, 2: 1, 3: 2, 4: 1, 9: 1, 5: 9, 7: 8, 8: 7}
+    fam = {pid: (ppid, 0, 0) for pid, ppid in parents.items()}  # (ppid, user, system ticks)
     got = descendants(fam, [9, 1, 7])  # 9 is under 1 but listed first: its child is its own
     assert {k: sorted(v) for k, v in got.items()} == {9: [5], 1: [2, 3, 4, 9], 7: [8]}
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.fakeproc import FakeProc
 from tests.support import host_at
+from tests.support.builders import recorded_line, replayed
 from tests.support.fake_backend import FakeBackend
 from tiptop import recording
 from tiptop.cells import Status
@@ -75,7 +76,7 @@ def test_the_state_screen_live_and_replayed(tmp_path: Path) -> None:
     assert line.split()[2:7] == ["50.0", "50.0", "0.0", "?", "0.0"], line
     assert line.split()[-3:] == ["Wait", "50%", "loop"], line
     rec = recording.load(path)
-    first = rec.record(0)
+    first = recorded_line(rec, 0)
     parts = zip(first["tid"], first["run"], first["wait"], strict=True)
     by_tid = {tid: (run, wait) for tid, run, wait in parts}
     assert by_tid == {100: (50, 50), 200: (0, 0)}
@@ -85,7 +86,7 @@ def test_the_state_screen_live_and_replayed(tmp_path: Path) -> None:
     out = io.StringIO()
     writer = TextWriter(out, opts, STATE, 0)
     for i in range(len(rec)):
-        frame = src.frame(i)
+        frame = replayed(src, i)
         writer.frame(frame, i)
         assert frame.context is not None and frame.context.steal == pytest.approx(0.05)
     assert out.getvalue() == live
@@ -103,7 +104,7 @@ def test_a_recording_without_the_time_reads_unknown(tmp_path: Path) -> None:
             d.pop(key, None)
         lines.append(json.dumps(d))
     old.write_text("\n".join(lines) + "\n")
-    frame = recording.ReplaySource(recording.load(str(old)), STATE).frame(0)
+    frame = replayed(recording.ReplaySource(recording.load(str(old)), STATE), 0)
     heads = [h.strip() for h in frame.headers]
     for col in ("%RUN", "%WAIT", "%THRT", "%IO", "%SLEEP"):
         assert (frame.status[:, heads.index(col)] == Status.UNREADABLE).all(), col

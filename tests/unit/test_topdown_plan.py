@@ -18,7 +18,7 @@ from tests.support import host_at
 from tests.support.builders import screen
 from tests.support.fake_backend import FakeBackend
 from tiptop.engine.count.plan import Planner
-from tiptop.events.topdown import Topdown, perf_metrics
+from tiptop.events.topdown import Role, Topdown, perf_metrics
 from tiptop.kernel.attr import GROUP_READ_FORMAT
 from tiptop.messages import MessageLog
 from tiptop.screens import ScreenSpec, Target, builtin_screens
@@ -69,7 +69,7 @@ def planner(b: FakeBackend, sysfs: str, tmp_path: Path) -> tuple[Planner, Messag
     return Planner(b, host, log, threads=False, kernel=False), log
 
 
-def configs(attrs: tuple) -> list[tuple[int, int]]:  # type: ignore[type-arg]
+def configs(attrs: tuple) -> list[tuple[int, int]]:
     return [(a.type, a.config) for a in attrs]
 
 
@@ -203,7 +203,7 @@ def test_hybrid_names_resolve_to_both_pmus_and_only_core_is_a_metric(name: str) 
     assert (bs["cpu_core"].attr.type, bs["cpu_core"].attr.config) == (CORE, METRIC[name])
     assert (bs["cpu_atom"].attr.type, bs["cpu_atom"].attr.config) == (ATOM, ATOM_TD[name])
     td = Topdown(HYBRID)
-    assert td.role(bs["cpu_core"]) == "metric" and td.role(bs["cpu_atom"]) is None
+    assert td.role(bs["cpu_core"]) is Role.METRIC and td.role(bs["cpu_atom"]) is None
     assert td.metrics_only(list(bs.values())) == [bs["cpu_core"]]
 
 

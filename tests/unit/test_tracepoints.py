@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.support import host_at
 from tests.support.builders import screen
-from tests.support.fake_backend import FakeBackend
+from tests.support.fake_backend import FakeBackend, FakeGroup
 from tests.support.sampling import fake_env
 from tiptop import diagnose
 from tiptop.engine.sampler import Sampler, SamplerConfig
@@ -70,7 +71,7 @@ def test_no_tracefs_says_not_mounted_and_how(tmp_path: Path) -> None:
     assert "libpfm4" not in msg
 
 
-def test_unreadable_tracefs_says_root_only(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_unreadable_tracefs_says_root_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_tracefs(tmp_path, sched__sched_switch=316)
     real = os.listdir
     refused = str(tmp_path / "kernel" / "tracing" / "events")
@@ -101,7 +102,9 @@ def test_missing_subsystem_and_event_are_named(tmp_path: Path) -> None:
         resolve("sched:bad", sysfs_root=str(tmp_path))
 
 
-def test_upper_case_event_colon_umask_goes_to_libpfm4(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_upper_case_event_colon_umask_goes_to_libpfm4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake_tracefs(tmp_path, sched__sched_switch=316)
     asked: list[str] = []
 
@@ -152,14 +155,14 @@ class _RefusesExcludeOnMsr(FakeBackend):
         super().__init__()
         self.msr_type = msr_type
 
-    def open_group(self, tid: int, attrs):  # type: ignore[no-untyped-def,override]
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> FakeGroup:
         a = attrs[0]
         if a.type == self.msr_type and (a.exclude_kernel or a.exclude_hv):
             raise OSError(errno.EINVAL, "Invalid argument")
         return super().open_group(tid, attrs)
 
 
-def test_diagnose_probe_opens_msr_as_the_sampler_does(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_diagnose_probe_opens_msr_as_the_sampler_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """--list-events said EINVAL for msr/tsc/ because it opened it with exclude bits, which
     the msr PMU refuses; a screen counted it. Both now use counting_attr."""
     import tiptop.kernel as kernel

@@ -1,4 +1,4 @@
-"""The typing budget of tiptop/ (issue 36): at most :data:`ANY_BUDGET` uses of ``Any`` and
+"""The typing budget of tiptop/ (issues 36 and 50): at most :data:`ANY_BUDGET` uses of ``Any`` and
 :data:`IGNORE_BUDGET` ``# type: ignore`` comments, each ignore naming its error code and
 saying why, on its line or in the comment lines just above it. mypy itself runs in .ci/run
 (configured in pyproject.toml); this test keeps the escapes from it few and explained.
@@ -18,8 +18,10 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "tiptop"
 FILES = sorted(PKG.rglob("*.py"))
 
-ANY_BUDGET = 40
-IGNORE_BUDGET = 15
+#: Issue 50's ceiling: the two ``Any`` are the options' draft (fields by name) and cffi's
+#: dynamic objects; the ignores each name a stub's gap.
+ANY_BUDGET = 2
+IGNORE_BUDGET = 5
 
 _IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<code>\[[a-z-, ]+\])?(?P<rest>.*)$")
 
@@ -50,20 +52,26 @@ def count_any(source: str) -> int:
     n = sum(_is_any(node) for node in ast.walk(tree))
     quoted: list[str] = []
     for ann in _annotations(tree):
-        quoted += [c.value for c in ast.walk(ann) if isinstance(c, ast.Constant)]
+        quoted += [
+            c.value
+            for c in ast.walk(ann)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str)
+        ]
     for node in ast.walk(tree):
-        is_cast = isinstance(node, ast.Call) and (
-            (isinstance(node.func, ast.Name) and node.func.id == "cast")
-            or (isinstance(node.func, ast.Attribute) and node.func.attr == "cast")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        is_cast = (isinstance(func, ast.Name) and func.id == "cast") or (
+            isinstance(func, ast.Attribute) and func.attr == "cast"
         )
-        if is_cast and node.args and isinstance(node.args[0], ast.Constant):
-            quoted.append(node.args[0].value)
+        first = node.args[0] if is_cast and node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            quoted.append(first.value)
     for text in quoted:
-        if isinstance(text, str):
-            try:
-                n += sum(_is_any(x) for x in ast.walk(ast.parse(text, mode="eval")))
-            except SyntaxError:
-                continue
+        try:
+            n += sum(_is_any(x) for x in ast.walk(ast.parse(text, mode="eval")))
+        except SyntaxError:
+            continue
     return n
 
 

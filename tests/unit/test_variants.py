@@ -24,14 +24,14 @@ from tiptop.screens import builtin_screens
 from tiptop.screens.build import RawScreen
 from tiptop.screens.gating import model_admits
 from tiptop.screens.loader import builtin_variants, choose_variant
-from tiptop.screens.model import Target
+from tiptop.screens.model import ScreenSpec, Target
 
 ZEN4 = Target("x86", "19_11")
 #: No CPU has family 0x7F: only the generic variant admits it.
 UNKNOWN = Target("x86", "7F_01")
 
 
-def topdown(target: Target):  # type: ignore[no-untyped-def]
+def topdown(target: Target) -> ScreenSpec:
     (s,) = [s for s in builtin_screens(target) if s.name == "topdown"]
     return s
 
@@ -99,7 +99,7 @@ def test_the_sampler_says_the_fallback_once(tmp_path: Path) -> None:
     s = Sampler(scr, SamplerConfig(), backend=b, host=host)
     s.reconfigure(screen=scr)  # planned again: not said again
     said = [m for m in s.messages.lines() if m.startswith("topdown: no variant")]
-    assert said == [scr.variant.note()]  # type: ignore[union-attr]
+    assert scr.variant is not None and said == [scr.variant.note()]
     s.close()
     _fp, b2 = fake_env(tmp_path / "zen4")
     s = Sampler(topdown(ZEN4), SamplerConfig(), backend=b2, host=host)
@@ -107,7 +107,9 @@ def test_the_sampler_says_the_fallback_once(tmp_path: Path) -> None:
     s.close()
 
 
-def test_check_lists_the_variant_and_the_screens_not_offered(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_check_lists_the_variant_and_the_screens_not_offered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(diagnose, "screen_status", lambda s, h: "runs here")
     loaded = ScreenSet(screens=builtin_screens(UNKNOWN), variants=builtin_variants(UNKNOWN))
     lines = diagnose.screen_lines(loaded, Host())

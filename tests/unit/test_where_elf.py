@@ -21,19 +21,26 @@ import pytest
 from tests.support.crafted_elf import ESCAPES, craft, with_sections
 from tiptop.outside import decoded
 from tiptop.where import elf
-from tiptop.where.elf import ELF_ERRORS, SymbolCache, read_elf, read_table
+from tiptop.where.elf import ELF_ERRORS, SymbolCache, SymbolTable, read_elf, read_table
 from tiptop.where.functions import MAX_NAME
 from tiptop.where.untrusted import Refused
 
 
-def timed(path: Path) -> tuple[object, float]:
+def timed(path: Path) -> tuple[SymbolTable | Refused, float]:
     """What reading ``path`` gave (a table, or the Refused), and how long it took."""
     began = time.monotonic()
     try:
-        got: object = read_table(str(path))
+        got: SymbolTable | Refused = read_table(str(path))
     except Refused as refused:
         got = refused
     return got, time.monotonic() - began
+
+
+def table_of(path: Path) -> SymbolTable:
+    """The table read from ``path``, which the test knows is not refused."""
+    got, _spent = timed(path)
+    assert isinstance(got, SymbolTable), got
+    return got
 
 
 def test_a_sparse_table_of_ten_million_symbols_is_refused_at_once(tmp_path: Path) -> None:
@@ -51,7 +58,7 @@ def test_a_sparse_table_under_the_cap_is_read_within_the_budget(tmp_path: Path) 
     if isinstance(got, Refused):  # a loaded machine: out of time, said so
         assert got.rule == "time", got
     else:
-        assert len(got.functions) == 0  # type: ignore[attr-defined]
+        assert len(got.functions) == 0
     assert spent < elf.READ_SECONDS + 0.5
 
 
@@ -67,22 +74,23 @@ def test_a_million_sections_are_refused_at_once(tmp_path: Path) -> None:
 def test_names_without_an_end_are_cut(tmp_path: Path, kind: str) -> None:
     craft(kind, tmp_path / "x.so", 1300, 1 << 20)
     got, spent = timed(tmp_path / "x.so")
-    assert spent < 0.5
-    name = got.symbol(0x1000)  # type: ignore[attr-defined]
+    assert spent < 0.5 and isinstance(got, SymbolTable), got
+    name = got.symbol(0x1000)
     assert name == ("A" if kind == "nonul" else "B") * MAX_NAME + "..."
 
 
 def test_escapes_in_names_are_printable(tmp_path: Path) -> None:
     craft("esc", tmp_path / "esc.so", 10)
-    got, _spent = timed(tmp_path / "esc.so")
-    assert got.symbol(0x1000) == decoded(ESCAPES)  # type: ignore[attr-defined]
-    assert "\x1b" not in got.symbol(0x1000) and "\x9b" not in got.symbol(0x1000)  # type: ignore[attr-defined]
+    name = table_of(tmp_path / "esc.so").symbol(0x1000)
+    assert name is not None and name == decoded(ESCAPES)
+    assert "\x1b" not in name and "\x9b" not in name
 
 
 def test_real_files_read_as_before() -> None:
     """This interpreter and the C library: every function pyelftools' own iteration finds
     (defined STT_FUNC/STT_GNU_IFUNC at an address) is found, by the same name."""
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     for path in (os.path.realpath(sys.executable), *_libc()):
         table = read_table(path)
@@ -91,9 +99,10 @@ def test_real_files_read_as_before() -> None:
             section = reference.get_section_by_name(".symtab") or reference.get_section_by_name(
                 ".dynsym"
             )
+            assert isinstance(section, SymbolTableSection), path
             wanted = {
                 int(s["st_value"])
-                for s in section.iter_symbols()  # type: ignore[union-attr]
+                for s in section.iter_symbols()
                 if s["st_info"]["type"] in ("STT_FUNC", "STT_LOOS")
                 and s["st_shndx"] != "SHN_UNDEF"
                 and s["st_value"]

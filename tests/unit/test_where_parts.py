@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tiptop.choices import Format
 from tiptop.kernel.ring import RECORD_LOST, RECORD_SAMPLE, parse
 from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile
@@ -130,7 +131,7 @@ def test_text_lines_and_the_rest_in_one_line() -> None:
     assert len(rows) == 21 and rows[-1][1] == OTHER and rows[-1][2] == "5 functions"
     assert abs(sum(r[0] for r in rows) - 100.0) < 1e-9
     out = io.StringIO()
-    WhereWriter(out, "text", 1).frame(profile, 0)
+    WhereWriter(out, Format.TEXT, 1).frame(profile, 0)
     lines = out.getvalue().splitlines()
     assert lines[0].endswith("PID 1 (x): 450 samples of cpu-clock at 1000 Hz, 3 lost (buffer full)")
     assert lines[1] == "    6.7%  f0  m"

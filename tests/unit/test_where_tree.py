@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 
+from tiptop.choices import Format
 from tiptop.outputs.where import WhereWriter
 from tiptop.where import Hot, Profile, Stack
 from tiptop.where.calltree import TreeRow, View, build, tree_rows
@@ -75,7 +76,7 @@ def profile() -> Profile:
 
 def test_the_batch_text_is_the_tree_and_json_nests_it() -> None:
     out = io.StringIO()
-    writer = WhereWriter(out, "text", 7, TreeCut(View.TOP_DOWN, depth=3, min_share=10.0))
+    writer = WhereWriter(out, Format.TEXT, 7, TreeCut(View.TOP_DOWN, depth=3, min_share=10.0))
     writer.frame(profile(), 0)
     lines = out.getvalue().splitlines()
     assert lines[1:-1] == [
@@ -86,7 +87,7 @@ def test_the_batch_text_is_the_tree_and_json_nests_it() -> None:
         "   20.0%      work  p",
     ], lines
     out = io.StringIO()
-    WhereWriter(out, "json", 7, TreeCut(depth=2)).frame(profile(), 0)
+    WhereWriter(out, Format.JSON, 7, TreeCut(depth=2)).frame(profile(), 0)
     rec = json.loads(out.getvalue())
     assert rec["view"] == "bottom-up"
     work = rec["tree"][0]

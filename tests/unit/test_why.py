@@ -13,6 +13,7 @@ import pytest
 
 from tests.support import builders
 from tiptop.cells import Status
+from tiptop.choices import Format
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.outputs.batch import make_writer
@@ -101,9 +102,9 @@ def test_scaled_and_missing_counts_say_so() -> None:
         **dict.fromkeys(["CYC", "RET", "UC", "DISP", "MISP", "RSY"], 0.5),
         **dict.fromkeys(["CYC2", "FEL", "FE", "BE", "LNC", "NC"], 0.48),
     }
-    assert not any(
-        ln.startswith("   events ran") for ln in tree_lines(task_tree(_frame(), TD2, 4242))
-    )  # type: ignore[arg-type]
+    whole = task_tree(_frame(), TD2, 4242)
+    assert whole is not None
+    assert not any(ln.startswith("   events ran") for ln in tree_lines(whole))
     tree = task_tree(_frame(missing="LNC"), TD2, 4242)
     assert tree is not None and tree.status == Status.UNREADABLE
     assert "counts missing ('?')" in tree_lines(tree)[0]
@@ -112,7 +113,7 @@ def test_scaled_and_missing_counts_say_so() -> None:
 
 def test_writer_text_and_json() -> None:
     out = io.StringIO()
-    w = make_writer(out, Options(why=4242, format="json"), TD2, 0)
+    w = make_writer(out, Options(why=4242, format=Format.JSON), TD2, 0)
     assert isinstance(w, WhyWriter)
     w.begin(0.0)
     w.frame(_frame(), 3)

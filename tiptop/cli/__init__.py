@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from tiptop import __version__
-from tiptop.cli.run import is_live, read_pid_max, run_monitor
+from tiptop.cli.run import read_pid_max, run_monitor
 from tiptop.cli.screens import (
     ScreenSet,
     export_current,
@@ -26,10 +26,12 @@ from tiptop.cli.screens import (
     load_screens,
     pick_screen,
 )
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Action, Options, merge, parse_argv
+from tiptop.options.argv import Act
 from tiptop.options.inversion import inverted_by_flags
+from tiptop.options.modes import Mode, asked, settle
 from tiptop.outside import printable
 
 __all__ = [
@@ -98,48 +100,18 @@ Usage: {prog} [option] [-- command args]
 	-- cmd args           run cmd and monitor it (and its children) from its first instruction
 A value may be attached (-d2, --delay=2); toggles may be grouped (-bi).
 Toggles invert the configuration file's value (as the original): with idle on in the
-file, -i turns it off (said in a warning).
+file, -i turns it off (said in a warning). Each mode (live, batch, --replay, --serve...)
+takes its own options: another mode's option is refused, exit status 2.
 Manual: man tiptop (installed by pip), or man ./docs/tiptop.1 in a source tree.
 """
 
 
-def _check_outputs(opts: Options) -> None:
-    """``--record`` and ``-o`` where they would be silently dropped: one line instead.
-    ``--serve``/``--textfile`` export frames and write no batch output or recording;
-    ``--replay``/``--plot`` read a recording and make none."""
-    exporting = "--serve" if opts.serve else "--textfile" if opts.textfile else None
-    if exporting and opts.record:
-        raise UsageError(f"--record does not work with {exporting}: run two tiptops")
-    if exporting and opts.output:
-        raise UsageError(f"-o does not work with {exporting} (it writes no batch output)")
-    reading = "--plot" if opts.plot else "--replay" if opts.replay else None
-    if reading and opts.record:
-        raise UsageError(f"--record does not work with {reading}: copy the file instead")
-
-
-def _check_where(opts: Options) -> None:
-    """``--where``'s own options without ``--where``: one line, not silently dropped."""
-    defaults = Options()
-    given = [
-        spelled
-        for spelled, field in (
-            ("--depth", "where_depth"),
-            ("--min-share", "where_min_share"),
-            ("--top-down", "where_top_down"),
-            ("--folded", "folded"),
-        )
-        if getattr(opts, field) != getattr(defaults, field)
-    ]
-    if given and opts.where is None:
-        raise UsageError(f"{given[0]} works with --where PID only")
-
-
 def _flag(actions: list[Action], name: str) -> bool:
-    return any(a.name == name and a.kind == "flag" for a in actions)
+    return any(a.name == name and a.kind is Act.FLAG for a in actions)
 
 
 def _last_value(actions: list[Action], name: str) -> str | None:
-    values = [a.value for a in actions if a.name == name and a.kind == "set"]
+    values = [a.value for a in actions if a.name == name and a.kind is Act.SET]
     return values[-1] if values else None
 
 
@@ -217,10 +189,11 @@ def _tolerant_stdout() -> None:
 def _main(argv: list[str], prog: str) -> int:
     actions, command = parse_argv(argv, ptiptop="ptiptop" in prog)
     # One-shot answers first: no config, no PMU probe.
-    if _flag(actions, "help"):
+    first = asked(actions)
+    if first is not None and first.mode is Mode.HELP:
         sys.stdout.write(USAGE.format(prog=prog))
         return 0
-    if _flag(actions, "version") or _flag(actions, "legalese"):
+    if first is not None and first.mode is Mode.VERSION:
         _print_version(sys.stdout, _flag(actions, "legalese"))
         return 0
     merge({}, actions)  # validate every command-line value before reading any file
@@ -230,50 +203,66 @@ def _main(argv: list[str], prog: str) -> int:
         config_dir, only_conf=_flag(actions, "only_conf"), target=host_target(host.cpuinfo)
     )
     opts, warnings = merge(loaded.options, actions, command)
+    # The run's mode, once; an option another mode owns is one line here (status 2).
+    opts = settle(opts, actions, tty=sys.stdout.isatty())
     warnings = [*warnings, *inverted_by_flags(loaded.options, actions)]
     problems = [str(w) for w in [*warnings, *loaded.problems]]
-    one_shot = opts.list_screens or opts.export or opts.list_events or opts.check or opts.selftest
     # Live mode would wipe stderr lines at its first draw: its error log gets them instead.
-    deferred = problems if not one_shot and is_live(opts) else []
+    deferred = problems if opts.live else []
     if not deferred:
         for line in problems:
             _err_line(prog, line)
-    if opts.list_screens:
-        sys.stdout.write(format_list(loaded, host))
-        return 0
-    if opts.export:
-        export_screens(loaded, opts.export)
-        sys.stdout.write(f"screens written to {opts.export}\n")
-        return 0
-    if opts.list_events or opts.check:
-        from tiptop import diagnose
+    return _run(opts, loaded, host, prog, deferred, paced=_last_value(actions, "delay") is None)
 
-        out = diagnose.list_events(host) if opts.list_events else diagnose.check(host, loaded)
-        sys.stdout.write(out)
-        return 0
-    if opts.selftest:
-        from tiptop.cli.selftest import run_selftest_command
 
-        return run_selftest_command(opts, loaded, host, lambda line: _err_line(prog, line))
-    _check_outputs(opts)
-    _check_where(opts)
-    if opts.plot:
-        from tiptop.cli.plot import run_plot
+def _run(
+    opts: Options, loaded: ScreenSet, host: Host, prog: str, deferred: list[str], *, paced: bool
+) -> int:
+    """Run ``opts.mode``: the one dispatch on the mode."""
 
-        return run_plot(opts, loaded, lambda line: _err_line(prog, line))
-    if opts.replay:
-        from tiptop.cli.replay import run_replay
+    def say(line: str) -> None:
+        _err_line(prog, line)
 
-        # Live replay plays at the recorded pace unless -d is given (a delay from the
-        # configuration file is for watching this machine, not for replaying).
-        paced = _last_value(actions, "delay") is None
-        return run_replay(opts, loaded, host, lambda line: _err_line(prog, line), paced=paced)
-    if opts.serve or opts.textfile:
-        from tiptop.cli.serve import run_serve
+    match opts.mode:
+        case Mode.LIST_SCREENS:
+            sys.stdout.write(format_list(loaded, host))
+            return 0
+        case Mode.EXPORT:
+            assert opts.export is not None  # its selector
+            export_screens(loaded, opts.export)
+            sys.stdout.write(f"screens written to {opts.export}\n")
+            return 0
+        case Mode.LIST_EVENTS | Mode.CHECK:
+            from tiptop import diagnose
 
-        return run_serve(opts, loaded, host, lambda line: _err_line(prog, line))
-    if opts.where is not None:
-        from tiptop.cli.where import run_where
+            listing = opts.mode is Mode.LIST_EVENTS
+            sys.stdout.write(
+                diagnose.list_events(host) if listing else diagnose.check(host, loaded)
+            )
+            return 0
+        case Mode.SELFTEST:
+            from tiptop.cli.selftest import run_selftest_command
 
-        return run_where(opts, host, lambda line: _err_line(prog, line))
-    return run_monitor(opts, loaded, host, deferred)
+            return run_selftest_command(opts, loaded, host, say)
+        case Mode.PLOT:
+            from tiptop.cli.plot import run_plot
+
+            return run_plot(opts, loaded, say)
+        case Mode.REPLAY:
+            from tiptop.cli.replay import run_replay
+
+            # Live replay plays at the recorded pace unless -d is given (a delay from the
+            # configuration file is for watching this machine, not for replaying).
+            return run_replay(opts, loaded, host, say, paced=paced)
+        case Mode.SERVE | Mode.TEXTFILE:
+            from tiptop.cli.serve import run_serve
+
+            return run_serve(opts, loaded, host, say)
+        case Mode.WHERE:
+            from tiptop.cli.where import run_where
+
+            return run_where(opts, host, say)
+        case Mode.WHY | Mode.BATCH | Mode.LIVE:
+            return run_monitor(opts, loaded, host, deferred)
+        case Mode.HELP | Mode.VERSION:  # pragma: no cover - answered before any file is read
+            raise AssertionError(opts.mode)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.host import Host
 from tiptop.options import Options
 
@@ -27,7 +28,7 @@ def cgroup_events(
     from tiptop.engine.count.cgroups import CgroupCounters, online_cpus
     from tiptop.kernel.cgroup import unified_root
 
-    if opts.series_by != "cgroup" or opts.task_counters or host.euid != 0:
+    if opts.series_by is not SeriesBy.CGROUP or opts.task_counters or host.euid != 0:
         return None
     mount = unified_root(host.sysfs_root)
     if mount is None:

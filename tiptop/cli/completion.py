@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 import sys
 
+from tiptop.choices import Format, SeriesBy
 from tiptop.cli import USAGE
-from tiptop.options.argv import LONG, SHORT
+from tiptop.options.argv import LONG, SHORT, Act
 
 #: Options whose value is a path (the shells complete file names).
 PATH_VALUES = frozenset(
@@ -31,10 +32,10 @@ PATH_VALUES = frozenset(
     }
 )
 #: Options whose value is one of a few words.
-WORDS = {"format": ("text", "csv", "json"), "series_by": ("comm", "pid", "cgroup")}
+WORDS = {"format": tuple(Format), "series_by": tuple(SeriesBy)}
 
 
-def spellings() -> list[tuple[str, str, str]]:
+def spellings() -> list[tuple[str, Act, str]]:
     """Every option as ``(spelled, kind, field)``: ``-b``, ``--batch``, ... in the table's
     order, short ones first."""
     short = [(f"-{k}", kind, name) for k, (kind, name) in SHORT.items()]
@@ -57,8 +58,8 @@ def descriptions() -> dict[str, str]:
 def bash() -> str:
     """The bash completion script (``complete -F _tiptop tiptop ptiptop``)."""
     opts = " ".join(s for s, _, _ in spellings())
-    paths = " ".join(s for s, kind, name in spellings() if kind == "set" and name in PATH_VALUES)
-    takes = " ".join(s for s, kind, _ in spellings() if kind == "set")
+    paths = " ".join(s for s, kind, name in spellings() if kind is Act.SET and name in PATH_VALUES)
+    takes = " ".join(s for s, kind, _ in spellings() if kind is Act.SET)
     cases = "".join(
         f"        {'|'.join(s for s, _, n in spellings() if n == name)}) "
         f'COMPREPLY=($(compgen -W "{" ".join(words)}" -- "$cur")); return ;;\n'
@@ -91,7 +92,7 @@ def zsh() -> str:
         words = said.get(s, name.replace("_", " ")).replace("'", "'\\''")
         words = words.replace("[", "\\[").replace("]", "\\]").replace(":", "\\:")
         value = ""
-        if kind == "set":
+        if kind is Act.SET:
             action = (
                 "_files"
                 if name in PATH_VALUES

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.cli.screens import ScreenSet, export_current
 from tiptop.errors import TiptopError, UsageError
 from tiptop.host import Host
@@ -118,7 +119,7 @@ def run_replay(
     screens offered are the recording's; each refresh is shown under the one shown when it
     was recorded, unless ``-S`` picks one of them. Live, each refresh is shown as long as
     it was while recording (``paced``), else every ``opts.delay`` seconds (``-d``)."""
-    from tiptop.cli.run import is_live, open_output
+    from tiptop.cli.run import open_output
     from tiptop.recording.reader import load
     from tiptop.recording.replay import ReplaySource
 
@@ -136,7 +137,7 @@ def run_replay(
     screens = list(rec.screens)
     picked = None if opts.screen is None else pick_recorded(rec, opts.screen)
     opts = recorded_options(opts, rec.header)
-    live = is_live(opts)
+    live = opts.live
     if not live:
         opts = dataclasses.replace(opts, delay=rec.header.interval or opts.delay)
     delay = None if paced and live else opts.delay
@@ -169,8 +170,8 @@ def _by_cgroup(opts: Options, rec: Recording) -> Callable[[FrameSource], CgroupS
     from tiptop.sources.bycgroup import CgroupSource
 
     if rec.header.options.cgroups:
-        return lambda source: CgroupSource(source, opts.series_by == "cgroup")
-    if opts.series_by == "cgroup":
+        return lambda source: CgroupSource(source, opts.series_by is SeriesBy.CGROUP)
+    if opts.series_by is SeriesBy.CGROUP:
         raise TiptopError(
             f"--by cgroup: '{printable(rec.path)}' holds no cgroups: it was recorded in batch "
             "mode without --by cgroup (or by an older tiptop)"

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
 from tiptop.errors import TiptopError
 from tiptop.host import Host
@@ -78,17 +79,6 @@ def other_users_pid(opts: Options, host: Host) -> str | None:
 HEAP_KEPT = 16 << 20
 
 
-def is_live(opts: Options) -> bool:
-    """Whether this run takes the terminal over (live mode) rather than printing batches."""
-    return (
-        not opts.batch
-        and opts.why is None
-        and opts.where is None
-        and opts.output is None
-        and sys.stdout.isatty()
-    )
-
-
 def make_sampler(
     opts: Options,
     screen: ScreenSpec,
@@ -135,7 +125,7 @@ def run_monitor(
     # Files first: a bad -o or -E is the one line the user sees, before any screen notice.
     out = open_output(opts.output, "-o")
     errf = open_output(opts.error_file, "-E")
-    live = is_live(opts)
+    live = opts.live
     # In live mode the terminal is about to be taken over: notices go on its message line;
     # in both modes they start the message log (stderr or -E, the e window).
     notices: list[str] = []
@@ -224,7 +214,7 @@ def _frame_source(
     sampler = make_sampler(opts, screen, host, problems, said)
     source: FrameSource = sampler
     membership = None
-    if live or opts.series_by == "cgroup":  # rows by cgroup: --by cgroup, the live G key
+    if live or opts.series_by is SeriesBy.CGROUP:  # rows by cgroup: --by cgroup, the live G key
         from tiptop.runtimes import Workloads, hierarchy_mount
         from tiptop.sources.bycgroup import Membership
 
@@ -242,7 +232,7 @@ def _frame_source(
 
             if cgroup_events(opts, host, sampler, membership.cgroups.path) is not None:
                 membership.counting = lambda: sampler.cgroup_counts
-            source = CgroupSource(source, opts.series_by == "cgroup", membership)
+            source = CgroupSource(source, opts.series_by is SeriesBy.CGROUP, membership)
         on_error.pop_all()
     return source
 

@@ -46,31 +46,43 @@ def host_target(
     """This CPU as the config's ``arch``/``model`` gating sees it (docs/original.md 2.3): ``x86``
     and ``%02X_%02X`` family_model from /proc/cpuinfo (``cpuinfo``, by default the file the
     Host names: ``Host.cpuinfo``); ``arm64`` and ``%02X_%03X`` implementer_part of the MIDR
-    (:func:`arm_model`); the machine name elsewhere."""
+    (:func:`arm_model`); the machine name elsewhere. The machine is the one that file
+    describes (:func:`cpuinfo_machine`), else ``machine``'s, else this one's: the Host's
+    cpuinfo is the one place that says which CPU the screens are for."""
     if cpuinfo is None:
         cpuinfo = Host.read(raise_fds=False).cpuinfo
-    machine = machine or platform.machine()
+    text = _read_text(cpuinfo)
+    machine = machine or cpuinfo_machine(text) or platform.machine()
     if machine in ("x86_64", "i686", "i386"):
         fam = mod = None
-        try:
-            with open(cpuinfo) as f:
-                for line in f:
-                    key, _, val = line.partition(":")
-                    key = key.strip()
-                    if key == "cpu family" and fam is None:
-                        fam = int(val)
-                    elif key == "model" and mod is None:
-                        mod = int(val)
-                    if fam is not None and mod is not None:
-                        break
-        except (OSError, ValueError):
-            pass
+        for line in text.splitlines():
+            key, _, val = line.partition(":")
+            key = key.strip()
+            with contextlib.suppress(ValueError):  # "junk": not said
+                if key == "cpu family" and fam is None:
+                    fam = int(val)
+                elif key == "model" and mod is None:
+                    mod = int(val)
+            if fam is not None and mod is not None:
+                break
         model = f"{fam:02X}_{mod:02X}" if fam is not None and mod is not None else None
         return Target("x86", model)
     if machine in ("aarch64", "arm64"):
-        text, midr_text = _read_text(cpuinfo), _read_text(midr)
+        midr_text = _read_text(midr)
         return Target("arm64", arm_model(text, midr_text), arm_revision(text, midr_text))
     return Target(machine, None)
+
+
+def cpuinfo_machine(text: str) -> str | None:
+    """The machine a /proc/cpuinfo text describes: ``aarch64`` for arm64's ``CPU
+    implementer`` lines (arch/arm64/kernel/cpuinfo.c), ``x86_64`` for x86's ``vendor_id``
+    and ``cpu family`` (arch/x86/kernel/cpu/proc.c); None when it says neither."""
+    keys = {line.partition(":")[0].strip() for line in text.splitlines()[:64]}
+    if "CPU implementer" in keys:
+        return "aarch64"
+    if "cpu family" in keys or "vendor_id" in keys:
+        return "x86_64"
+    return None
 
 
 def _read_text(path: str) -> str:

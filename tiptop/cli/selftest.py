@@ -7,7 +7,6 @@ import sys
 from collections.abc import Callable
 
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
-from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
@@ -18,8 +17,6 @@ def run_selftest_command(
     """Pick the screen as the monitor would, run the self-test, print; 0, 1 or 2."""
     from tiptop.selftest.report import selftest_main
 
-    if opts.format not in ("text", "json"):
-        raise UsageError(f"--selftest prints text or json, not {opts.format!r}")
     index, screen = pick_screen(loaded.screens, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)

@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tiptop.choices import SeriesBy
 from tiptop.cli.ending import Ending
 from tiptop.cli.run import check_privileges, make_sampler
 from tiptop.cli.screens import ScreenSet, fallback_screen, pick_screen
-from tiptop.errors import UsageError
 from tiptop.host import Host
 from tiptop.options import Options
 
@@ -39,10 +39,6 @@ def _targets(
     from tiptop.exporter.serve import parse_address
     from tiptop.exporter.textfile import Textfile, suffix_warning
 
-    if opts.command:
-        raise UsageError("--serve/--textfile: no command after -- (export what runs)")
-    if opts.web_config is not None and not opts.serve:
-        raise UsageError("--web-config: only with --serve")
     address = parse_address(opts.serve) if opts.serve else None
     if opts.textfile is None:
         return address, None
@@ -75,7 +71,7 @@ def _cgroup_cpu(
     from tiptop.kernel.cgroup import CgroupCpu, unified_root
 
     root = unified_root(host.sysfs_root)
-    if opts.series_by != "cgroup" or host.euid != 0 or root is None:
+    if opts.series_by is not SeriesBy.CGROUP or host.euid != 0 or root is None:
         return None
     cpu = CgroupCpu(cgroups, root)
 
@@ -137,7 +133,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     opts = dataclasses.replace(opts, sticky=False, uid=host.euid if host.euid != 0 else opts.uid)
     cgroups = CgroupCache(host.proc_root)
     workload_of = None
-    if opts.series_by == "cgroup":
+    if opts.series_by is SeriesBy.CGROUP:
         from tiptop.runtimes import Workloads, hierarchy_mount
 
         workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
@@ -149,7 +145,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         metrics_for(screen.counters),
         by=opts.series_by,
         top=opts.plot_top,
-        cmdline=opts.show_cmdline and opts.series_by == "pid",
+        cmdline=opts.show_cmdline and opts.series_by is SeriesBy.PID,
         cgroup_of=cgroups.label,
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),

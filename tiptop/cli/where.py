@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 from tiptop.cli.run import open_output
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError
 from tiptop.files import open_regular
 from tiptop.host import Host
 from tiptop.options import Options
@@ -32,10 +32,6 @@ def run_where(opts: Options, host: Host, say: Callable[[str], None]) -> int:
 
     pid = opts.where
     assert pid is not None
-    if opts.command:
-        raise UsageError("--where takes the PID of a running process, not a command after --")
-    if opts.why is not None:
-        raise UsageError("--where and --why: one at a time")
     view = View.TOP_DOWN if opts.where_top_down else View.BOTTOM_UP
     cut = TreeCut(view, opts.where_depth, opts.where_min_share)
     with contextlib.ExitStack() as held:  # closed in the reverse order of opening

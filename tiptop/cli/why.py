@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 from tiptop.cli.screens import ScreenSet
-from tiptop.errors import TiptopError, UsageError
+from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Options
 from tiptop.table.why import deeper, has_tree, why_screen
@@ -35,10 +35,6 @@ def why_setup(
     note on what the hardware would add. Raises :class:`TiptopError` with one line when
     nothing can be shown."""
     pid = opts.why
-    if opts.command:
-        raise UsageError("--why takes the PID of a running process, not a command after --")
-    if opts.format == "csv":
-        raise UsageError("--why prints a tree: --format text or json, not csv")
     if not os.path.exists(f"{host.proc_root}/{pid}"):
         raise TiptopError(f"--why {pid}: no such process")
     note = None

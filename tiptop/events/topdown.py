@@ -30,6 +30,7 @@ not metrics, and not in the same unit.
 from __future__ import annotations
 
 import os
+from enum import Enum
 
 from tiptop.errors import EventError
 from tiptop.events import sysfs
@@ -45,6 +46,16 @@ SLOTS = "slots"
 PREFIX = "topdown-"
 
 
+class Role(Enum):
+    """What a perf-metrics event is to the kernel (``is_slots_event``,
+    ``is_metric_event`` in arch/x86/events/intel/core.c)."""
+
+    #: The ``slots`` event: the group's leader, the one the metrics are read beside.
+    SLOTS = "slots"
+    #: A ``topdown-*`` metric event.
+    METRIC = "metric"
+
+
 @readonly
 class PerfMetrics:
     """One PMU's perf metrics: its ``type``, the ``slots`` encoding and each metric's
@@ -57,14 +68,14 @@ class PerfMetrics:
     #: The PMU's ``cpus`` file (hybrid PMUs: which CPUs it counts on), or "".
     cpus: str = ""
 
-    def role(self, b: EventBinding) -> str | None:
-        """``"slots"``, ``"metric"`` or None for a binding (by encoding, as the kernel)."""
+    def role(self, b: EventBinding) -> Role | None:
+        """The binding's :class:`Role`, or None (by encoding, as the kernel)."""
         if b.pmu != self.pmu or b.attr.type != self.type:
             return None
         code = b.attr.config & ARCH_EVENT_MASK
         if code == self.slots:
-            return "slots"
-        return "metric" if code in self.metrics else None
+            return Role.SLOTS
+        return Role.METRIC if code in self.metrics else None
 
 
 def _code(pmu: sysfs.Pmu, name: str) -> int | None:
@@ -128,8 +139,8 @@ class Topdown:
             self._pmus[name] = perf_metrics(self.sysfs_root, name) if name else None
         return self._pmus[name]
 
-    def role(self, b: EventBinding) -> str | None:
-        """``"slots"``, ``"metric"`` (a top-down metric event) or None."""
+    def role(self, b: EventBinding) -> Role | None:
+        """The binding's :class:`Role` (slots, a top-down metric event) or None."""
         pm = self.pmu(b.pmu)
         return pm.role(b) if pm else None
 
@@ -137,7 +148,7 @@ class Topdown:
         """The metric bindings of a name when it has some, else all its bindings: on hybrid
         CPUs ``topdown-retiring`` also names a ``cpu_atom`` event counting in its own
         slots, which would make a metric's sum meaningless."""
-        metric = [b for b in bindings if self.role(b) == "metric"]
+        metric = [b for b in bindings if self.role(b) is Role.METRIC]
         return metric or bindings
 
     def head(self, members: list[tuple[int, EventBinding]]) -> int:
@@ -145,11 +156,13 @@ class Topdown:
         metric event follows it, the other members after them in their order; returns
         the length of that head, 0 (and no change) without a metric event or ``slots``."""
         roles = [self.role(b) for _, b in members]
-        if "metric" not in roles or "slots" not in roles:
+        if Role.METRIC not in roles or Role.SLOTS not in roles:
             return 0
-        lead = roles.index("slots")
-        first = [members[lead]] + [m for m, r in zip(members, roles, strict=True) if r == "metric"]
-        rest = [m for k, m in enumerate(members) if k != lead and roles[k] != "metric"]
+        lead = roles.index(Role.SLOTS)
+        first = [members[lead]] + [
+            m for m, r in zip(members, roles, strict=True) if r is Role.METRIC
+        ]
+        rest = [m for k, m in enumerate(members) if k != lead and roles[k] is not Role.METRIC]
         members[:] = first + rest
         return len(first)
 

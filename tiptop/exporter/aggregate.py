@@ -41,12 +41,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
 
 from tiptop import vocab
 from tiptop.cells import Code
+from tiptop.choices import SeriesBy
 from tiptop.frame import CgroupCounts, Frame
 from tiptop.readonly import readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
@@ -76,14 +78,21 @@ class Metric:
     scale: float = 1.0
 
 
+class MetricType(StrEnum):
+    """A family's OpenMetrics type, the word of its ``# TYPE`` line."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"
+
+
 @readonly
 class Family:
-    """One metric family of a snapshot: ``kind`` is ``counter`` or ``gauge``; ``samples``
-    are ``(label values, value)`` in the order of ``labels``."""
+    """One metric family of a snapshot, of type ``kind``; ``samples`` are ``(label
+    values, value)`` in the order of ``labels``."""
 
     name: str
     help: str
-    kind: str
+    kind: MetricType
     labels: tuple[str, ...]
     samples: tuple[tuple[tuple[str, ...], float], ...]
 
@@ -220,7 +229,7 @@ class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
 
     metrics: list[Metric]
-    by: str = "comm"  # "comm" (comm, user, cgroup), "cgroup", or "pid" (top N + other)
+    by: SeriesBy = SeriesBy.COMM  # comm (comm, user, cgroup), cgroup, or pid (top N + other)
     top: int = 20
     cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
     cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
@@ -258,17 +267,17 @@ class Aggregator:
     def labels(self) -> tuple[str, ...]:
         """The label names of every per-group series."""
         base = ("comm", "user", "cgroup")
-        if self.by == "cgroup":
+        if self.by is SeriesBy.CGROUP:
             return CGROUP_LABELS
-        if self.by != "pid":
+        if self.by is not SeriesBy.PID:
             return base
         return ("pid", *base, "cmdline") if self.cmdline else ("pid", *base)
 
     def _key(self, frame: Frame, i: int) -> tuple[str, ...]:
         key = (stable_comm(frame.name[i]), frame.user[i], self.cgroup_of(int(frame.pid[i])))
-        if self.by == "cgroup":
+        if self.by is SeriesBy.CGROUP:
             return self._cgroup_key(int(frame.pid[i]), key[2])
-        if self.by != "pid":
+        if self.by is not SeriesBy.PID:
             return key
         pid = (str(int(frame.pid[i])),)
         return (*pid, *key, frame.cmdline[i]) if self.cmdline else (*pid, *key)
@@ -285,9 +294,9 @@ class Aggregator:
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
         grouping = self._grouping(frame)
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
-        if self.cgroup_cpu is not None and self.by == "cgroup":
+        if self.cgroup_cpu is not None and self.by is SeriesBy.CGROUP:
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
-        if self.cgroup_counts is not None and self.by == "cgroup":
+        if self.cgroup_counts is not None and self.by is SeriesBy.CGROUP:
             self._add_cgroup_counts(frame)
         self._expire(frame.timestamp)
         return self.snapshot(frame)
@@ -299,7 +308,7 @@ class Aggregator:
         process's cgroup is read once (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"``
         follows the CPU order, which changes every refresh, and is never kept."""
         kept = self._kept_grouping
-        if kept is not None and self.by != "pid" and kept.made_from(frame):
+        if kept is not None and self.by is not SeriesBy.PID and kept.made_from(frame):
             return kept
         keys = self._keys(frame)
         index: dict[tuple[str, ...], int] = {}
@@ -313,7 +322,7 @@ class Aggregator:
     def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
         """Each row's label set; with ``by="pid"`` the top N rows' own and every other
         row's :data:`OTHER`, and the series of processes out of the top N end."""
-        if self.by == "pid":
+        if self.by is SeriesBy.PID:
             other = self._other()
             shown = np.zeros(len(frame), bool)
             shown[np.argsort(-frame.cpu_total, kind="stable")[: self.top]] = True
@@ -324,7 +333,7 @@ class Aggregator:
             return keys
         pids = frame.pid.tolist()
         cgroups = [self.cgroup_of(pid) for pid in pids]
-        if self.by == "cgroup":  # the workload looked up once per cgroup label
+        if self.by is SeriesBy.CGROUP:  # the workload looked up once per cgroup label
             made: dict[str, tuple[str, ...]] = {}
             return [
                 made[c] if c in made else made.setdefault(c, self._cgroup_key(pid, c))
@@ -465,7 +474,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}cpu_seconds_total",
                 "CPU time (user + system, from /proc/PID/stat), seconds",
-                "counter",
+                MetricType.COUNTER,
                 self.labels,
                 tuple((key, t[0]) for (key, _g), t in zip(items, totals, strict=True)),
             )
@@ -475,7 +484,7 @@ class Aggregator:
                 Family(
                     m.name,
                     m.help,
-                    "counter",
+                    MetricType.COUNTER,
                     self.labels,
                     tuple(
                         (key, t[j])
@@ -489,7 +498,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}refresh_interval_seconds",
                 "Seconds covered by the latest refresh",
-                "gauge",
+                MetricType.GAUGE,
                 (),
                 (((), shortest(float(frame.interval))),),
             )
@@ -498,7 +507,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}tasks_tracked",
                 "Tasks (threads) tracked by tiptop",
-                "gauge",
+                MetricType.GAUGE,
                 (),
                 (((), float(frame.tasks_total)),),
             )
@@ -522,7 +531,7 @@ class Aggregator:
             Family(
                 f"{PREFIX}tasks",
                 "Tasks of the group alive at the latest refresh",
-                "gauge",
+                MetricType.GAUGE,
                 self.labels,
                 tuple((key, float(g.tasks)) for key, g in live),
             ),
@@ -530,7 +539,7 @@ class Aggregator:
                 f"{PREFIX}event_running_ratio",
                 "Least time_running/time_enabled of the group's tasks in the latest "
                 "refresh (below 1: multiplexed, the count is scaled)",
-                "gauge",
+                MetricType.GAUGE,
                 ev_labels,
                 tuple(running),
             ),
@@ -538,7 +547,7 @@ class Aggregator:
                 f"{PREFIX}event_read_ok",
                 "1 when every task of the group read the counter in the latest refresh, "
                 "0 when some count is missing (not counted or unreadable)",
-                "gauge",
+                MetricType.GAUGE,
                 ev_labels,
                 tuple(ok),
             ),
@@ -549,7 +558,7 @@ class Aggregator:
                     f"{PREFIX}breakdown_suspect_tasks",
                     "Tasks of the group whose breakdown columns (a top-down level 1) did not add "
                     "up to 100% +- 5 in the latest refresh: their cells are suspect",
-                    "gauge",
+                    MetricType.GAUGE,
                     self.labels,
                     tuple((key, float(g.suspect)) for key, g in live),
                 )

@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from tiptop.errors import UsageError
-from tiptop.exporter.aggregate import Aggregator, Snapshot
+from tiptop.exporter.aggregate import Aggregator, MetricType, Snapshot
 from tiptop.exporter.httpd import Handler, MetricsServer, Reply, Request
 from tiptop.exporter.textfile import Textfile, TextfileWriter
 from tiptop.frame import Frame, FrameSource
@@ -55,7 +55,7 @@ def families(snapshot: Snapshot) -> list[Metric]:
     """``prometheus_client`` metric families of a snapshot."""
     out: list[Metric] = []
     for fam in snapshot.families:
-        cls = CounterMetricFamily if fam.kind == "counter" else GaugeMetricFamily
+        cls = CounterMetricFamily if fam.kind is MetricType.COUNTER else GaugeMetricFamily
         metric = cls(fam.name, fam.help, labels=list(fam.labels))
         for labels, value in fam.samples:
             metric.add_metric(list(labels), value)

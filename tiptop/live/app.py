@@ -36,6 +36,7 @@ from tiptop.live.terminal_input import InputFilter
 from tiptop.live.text import Markup
 from tiptop.live.widgets import (
     LiveScreen,
+    RowKind,
     context_brief,
     first_words,
     footer_markup,
@@ -180,7 +181,7 @@ class LiveApp:
             f = self.frame
             dead = int(f.dead.sum()) if self.state.options.sticky else None
             threads = self.state.options.show_threads
-            kind = "cgroups" if f.by_cgroup else "threads" if threads else "processes"
+            kind = RowKind.CGROUP if f.by_cgroup else RowKind.THREAD if threads else RowKind.PROCESS
             rows = self.rows
             shown = rows.top_level() if isinstance(rows, table.RowList) else len(rows)
             left = tasks_text(len(f), shown, dead, kind)

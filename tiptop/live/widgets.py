@@ -13,6 +13,7 @@ tiptop but the palette, the rows and the window interface (the rows' text comes 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 import urwid
@@ -99,14 +100,27 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{100 * x:.0f}"
 
 
-def tasks_text(total: int, displayed: int, dead: int | None, kind: str = "processes") -> str:
+class RowKind(Enum):
+    """What one row of the table is: its name, one and many."""
+
+    PROCESS = ("process", "processes")
+    THREAD = ("thread", "threads")
+    CGROUP = ("cgroup", "cgroups")
+
+    def named(self, n: int) -> str:
+        """The kind's name for ``n`` rows of it."""
+        one, many = self.value
+        return one if n == 1 else many
+
+
+def tasks_text(
+    total: int, displayed: int, dead: int | None, kind: RowKind = RowKind.PROCESS
+) -> str:
     """``Tasks: %3d processes, %3d displayed`` and, in sticky mode, ``, %3d dead``: the
-    rows' ``kind`` (``processes``, ``threads``, ``cgroups``), all counted and shown.
-    The original's ``Tasks: %3d total`` counted threads beside displayed processes
-    (issue 50: ``114 total, 2015 displayed`` once); both count one kind here, named."""
-    if total == 1:
-        kind = {"processes": "process", "threads": "thread", "cgroups": "cgroup"}.get(kind, kind)
-    text = f"Tasks: {total:3d} {kind}, {displayed:3d} displayed"
+    rows' ``kind`` (processes, threads, cgroups), all counted and shown. The original's
+    ``Tasks: %3d total`` counted threads beside displayed processes (issue 50: ``114
+    total, 2015 displayed`` once); both count one kind here, named."""
+    text = f"Tasks: {total:3d} {kind.named(total)}, {displayed:3d} displayed"
     if dead is not None:
         text += f", {dead:3d} dead"
     return text

@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
+from tiptop.choices import Format, SeriesBy
 from tiptop.errors import UsageError
 from tiptop.frame import SamplerConfig
-from tiptop.options.argv import Action, parse_argv
+from tiptop.options.argv import Act, Action, parse_argv
+from tiptop.options.modes import Mode
 from tiptop.options.values import (
     MAX_DELAY,
     MIN_DELAY,
     atoi,
     decimal,
+    parse_choice,
     parse_count,
     parse_delay,
     parse_float,
@@ -39,7 +42,7 @@ from tiptop.options.values import (
 from tiptop.outside import shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import Target
-from tiptop.screens.rcoptions import RC_OPTIONS, RcOption
+from tiptop.screens.rcoptions import RC_OPTIONS, How, RcOption
 from tiptop.table import DEFAULT_CPU_THRESHOLD, View
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "MAX_DELAY",
     "MIN_DELAY",
     "Action",
+    "Mode",
     "Options",
     "apply_actions",
     "apply_rc",
@@ -61,7 +65,8 @@ __all__ = [
     "to_rc",
 ]
 
-FORMATS = ("text", "csv", "json")
+#: The ``--format`` words (``tiptop.choices.Format``).
+FORMATS = tuple(Format)
 
 
 @readonly
@@ -104,7 +109,7 @@ class Options:
     #: The configuration file read, if any (the live title's ``[conf]`` indicator).
     config_path: str | None = None
     # New in this implementation.
-    format: str = "text"  # --format
+    format: Format = Format.TEXT  # --format
     export: str | None = None  # --export FILE
     record: str | None = None  # --record FILE
     replay: str | None = None  # --replay FILE
@@ -119,7 +124,7 @@ class Options:
     runtime_root: str = "/"  # --runtime-root DIR: where the container runtimes' state is
     task_counters: bool = False  # --task-counters: --by cgroup counts each task, not cgroups
     series_expiry: float = 600.0  # --series-expiry S: exporter label sets unseen S s go (0: never)
-    series_by: str = "comm"  # --by comm|pid|cgroup (exporter series; cgroup: rows too)
+    series_by: SeriesBy = SeriesBy.COMM  # --by (exporter series; cgroup: rows too)
     why: int | None = None  # --why PID (batch: the task's top-down tree per refresh)
     #: For ``--why``: the levels its screen lacks and the screen that has them (set by cli).
     why_note: str | None = None
@@ -136,6 +141,10 @@ class Options:
     list_events: bool = False
     check: bool = False
     selftest: bool = False  # --selftest
+    #: What the run does, derived once from the command line (``tiptop.options.modes``).
+    mode: Mode = Mode.LIVE
+    #: Whether it takes the terminal over (live mode, a live replay); derived with ``mode``.
+    live: bool = False
 
     @property
     def watch(self) -> int | str | None:
@@ -154,7 +163,7 @@ class Options:
             watch=self.watch,
             sticky=self.sticky,
             pid_width=self.pid_width,
-            name_header="CGROUP" if self.series_by == "cgroup" else "COMMAND",
+            name_header="CGROUP" if self.series_by is SeriesBy.CGROUP else "COMMAND",
         )
 
     def sampler_config(self) -> SamplerConfig:
@@ -206,25 +215,25 @@ def apply_rc(opts: Options, rc: dict[str, str]) -> tuple[Options, list[str]]:
 
 def _apply_rc_value(draft: Draft, opt: RcOption, value: str, where: str) -> None:
     """One ``<option>``'s text applied to its field (``tiptop.screens.rcoptions.HOW``)."""
-    if opt.how == "or":
+    if opt.how is How.OR:
         draft[opt.field] = draft[opt.field] or atoi(value) != 0
-    elif opt.how == "bool":
+    elif opt.how is How.BOOL:
         draft[opt.field] = atoi(value) != 0
-    elif opt.how == "delay":
+    elif opt.how is How.DELAY:
         draft[opt.field] = parse_delay(value, where)
-    elif opt.how == "float":
+    elif opt.how is How.FLOAT:
         draft[opt.field] = parse_float(value, where)
-    elif opt.how == "count":
+    elif opt.how is How.COUNT:
         draft[opt.field] = max(atoi(value), 0)
-    elif opt.how == "name":
+    elif opt.how is How.NAME:
         if value:  # an empty name is in every name: it would mark every task
             draft["watch_name"], draft["watch_pid"] = task_name(value), None
-    elif opt.how == "user":
+    elif opt.how is How.USER:
         # The original's ``watch_uid || atoi(v)`` always gave uid 1; we take the value as
         # -u does (and, like -u here, it filters).
         draft["uid"], draft["user_name"] = parse_user(value, where)
-    else:  # pragma: no cover - RC_OPTIONS uses only the ways above (tests check it)
-        raise ValueError(f"unknown way {opt.how!r} for {where}")
+    else:  # every How is handled above: the type checker proves this unreachable
+        assert_never(opt.how)
 
 
 def apply_actions(opts: Options, actions: list[Action]) -> Options:
@@ -233,11 +242,11 @@ def apply_actions(opts: Options, actions: list[Action]) -> Options:
     draft = _draft(opts)
     for act in actions:
         where = act.spelled or act.name
-        if act.kind == "toggle":
+        if act.kind is Act.TOGGLE:
             draft[act.name] = not draft[act.name]
-        elif act.kind == "flag":
+        elif act.kind is Act.FLAG:
             draft[act.name] = True
-        elif act.kind == "clear":
+        elif act.kind is Act.CLEAR:
             draft[act.name] = False
         else:
             _apply_value(draft, act.name, act.value or "", where)
@@ -283,13 +292,9 @@ def _apply_value(draft: Draft, name: str, value: str, where: str) -> None:
     elif name == "user":
         draft["uid"], draft["user_name"] = parse_user(value, where)
     elif name == "format":
-        if value not in FORMATS:
-            raise UsageError(f"{where}: '{shown(value)}' is not one of {', '.join(FORMATS)}")
-        draft["format"] = value
+        draft["format"] = parse_choice(Format, value, where)
     elif name == "series_by":
-        if value not in ("comm", "pid", "cgroup"):
-            raise UsageError(f"{where}: '{value}' is not one of comm, pid, cgroup")
-        draft["series_by"] = value
+        draft["series_by"] = parse_choice(SeriesBy, value, where)
     elif name in ("why", "where"):
         pid, _text = parse_target(value, where)
         if pid is None:
@@ -312,9 +317,9 @@ def to_rc(opts: Options) -> dict[str, str]:
     rc: dict[str, str] = {}
     for name, opt in RC_OPTIONS.items():
         value = draft[opt.field]
-        if opt.how in ("delay", "float"):
+        if opt.how in (How.DELAY, How.FLOAT):
             rc[name] = repr(value)
-        elif opt.how in ("name", "user"):
+        elif opt.how in (How.NAME, How.USER):
             if value is not None:
                 rc[name] = str(value)
         else:

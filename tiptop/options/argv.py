@@ -8,97 +8,109 @@ given twice cancel, as in the original; applying them is :mod:`tiptop.options`' 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
 
 from tiptop.errors import UsageError
 from tiptop.outside import shown
 from tiptop.readonly import readonly
 
 
+class Act(Enum):
+    """What a command-line item does to its field."""
+
+    #: Invert it (the original's toggles: they invert the configuration file's value).
+    TOGGLE = "toggle"
+    #: Parse the item's value into it.
+    SET = "set"
+    #: Set it to True.
+    FLAG = "flag"
+    #: Set it to False.
+    CLEAR = "clear"
+
+
 @readonly
 class Action:
-    """One command-line item: ``kind`` is ``"toggle"`` (invert ``name``), ``"set"``
-    (parse ``value`` for ``name``), ``"flag"`` (set ``name`` to True) or ``"clear"``
-    (set it to False)."""
+    """One command-line item: what it does (``kind``) to field ``name``."""
 
-    kind: str
+    kind: Act
     name: str
     value: str | None = None
     #: How the user wrote it, for messages (``-d``, ``--delay``).
     spelled: str = ""
 
 
-# short letter -> (kind, field); kind "set" takes a value.
+# short letter -> (kind, field); Act.SET takes a value.
 SHORT = {
-    "b": ("toggle", "batch"),
-    "c": ("toggle", "show_cmdline"),
-    "H": ("toggle", "show_threads"),
-    "i": ("toggle", "show_idle"),
-    "K": ("toggle", "show_kernel"),
-    "U": ("toggle", "show_user"),
-    "g": ("toggle", "debug"),
-    "h": ("flag", "help"),
-    "v": ("flag", "version"),
-    "d": ("set", "delay"),
-    "E": ("set", "error_file"),
-    "n": ("set", "max_iter"),
-    "o": ("set", "output"),
-    "p": ("set", "only"),
-    "S": ("set", "screen"),
-    "u": ("set", "user"),
-    "W": ("set", "config_dir"),
-    "w": ("set", "watch"),
+    "b": (Act.TOGGLE, "batch"),
+    "c": (Act.TOGGLE, "show_cmdline"),
+    "H": (Act.TOGGLE, "show_threads"),
+    "i": (Act.TOGGLE, "show_idle"),
+    "K": (Act.TOGGLE, "show_kernel"),
+    "U": (Act.TOGGLE, "show_user"),
+    "g": (Act.TOGGLE, "debug"),
+    "h": (Act.FLAG, "help"),
+    "v": (Act.FLAG, "version"),
+    "d": (Act.SET, "delay"),
+    "E": (Act.SET, "error_file"),
+    "n": (Act.SET, "max_iter"),
+    "o": (Act.SET, "output"),
+    "p": (Act.SET, "only"),
+    "S": (Act.SET, "screen"),
+    "u": (Act.SET, "user"),
+    "W": (Act.SET, "config_dir"),
+    "w": (Act.SET, "watch"),
 }
 LONG = {
-    "cpu-min": ("set", "cpu_threshold"),
-    "epoch": ("toggle", "show_epoch"),
-    "help": ("flag", "help"),
-    "kernel": ("toggle", "show_kernel"),
-    "list-screens": ("flag", "list_screens"),
-    "no-collect": ("clear", "collect"),
-    "only-conf": ("flag", "only_conf"),
-    "pid": ("set", "only"),
-    "sticky": ("toggle", "sticky"),
-    "timestamp": ("toggle", "show_timestamp"),
-    "version": ("flag", "legalese"),
-    "format": ("set", "format"),
-    "list-events": ("flag", "list_events"),
-    "check": ("flag", "check"),
-    "selftest": ("flag", "selftest"),
-    "export": ("set", "export"),
-    "record": ("set", "record"),
-    "replay": ("set", "replay"),
-    "from": ("set", "time_from"),
-    "to": ("set", "time_to"),
-    "plot": ("set", "plot"),
-    "column": ("set", "plot_column"),
-    "top": ("set", "plot_top"),
-    "serve": ("set", "serve"),
-    "textfile": ("set", "textfile"),
-    "web-config": ("set", "web_config"),
-    "runtime-root": ("set", "runtime_root"),
-    "task-counters": ("flag", "task_counters"),
-    "series-expiry": ("set", "series_expiry"),
-    "by": ("set", "series_by"),
-    "why": ("set", "why"),
-    "where": ("set", "where"),
-    "depth": ("set", "where_depth"),
-    "min-share": ("set", "where_min_share"),
-    "top-down": ("toggle", "where_top_down"),
-    "folded": ("set", "folded"),
+    "cpu-min": (Act.SET, "cpu_threshold"),
+    "epoch": (Act.TOGGLE, "show_epoch"),
+    "help": (Act.FLAG, "help"),
+    "kernel": (Act.TOGGLE, "show_kernel"),
+    "list-screens": (Act.FLAG, "list_screens"),
+    "no-collect": (Act.CLEAR, "collect"),
+    "only-conf": (Act.FLAG, "only_conf"),
+    "pid": (Act.SET, "only"),
+    "sticky": (Act.TOGGLE, "sticky"),
+    "timestamp": (Act.TOGGLE, "show_timestamp"),
+    "version": (Act.FLAG, "legalese"),
+    "format": (Act.SET, "format"),
+    "list-events": (Act.FLAG, "list_events"),
+    "check": (Act.FLAG, "check"),
+    "selftest": (Act.FLAG, "selftest"),
+    "export": (Act.SET, "export"),
+    "record": (Act.SET, "record"),
+    "replay": (Act.SET, "replay"),
+    "from": (Act.SET, "time_from"),
+    "to": (Act.SET, "time_to"),
+    "plot": (Act.SET, "plot"),
+    "column": (Act.SET, "plot_column"),
+    "top": (Act.SET, "plot_top"),
+    "serve": (Act.SET, "serve"),
+    "textfile": (Act.SET, "textfile"),
+    "web-config": (Act.SET, "web_config"),
+    "runtime-root": (Act.SET, "runtime_root"),
+    "task-counters": (Act.FLAG, "task_counters"),
+    "series-expiry": (Act.SET, "series_expiry"),
+    "by": (Act.SET, "series_by"),
+    "why": (Act.SET, "why"),
+    "where": (Act.SET, "where"),
+    "depth": (Act.SET, "where_depth"),
+    "min-share": (Act.SET, "where_min_share"),
+    "top-down": (Act.TOGGLE, "where_top_down"),
+    "folded": (Act.SET, "folded"),
     # Long spellings of the short options (new).
-    "batch": ("toggle", "batch"),
-    "cmdline": ("toggle", "show_cmdline"),
-    "delay": ("set", "delay"),
-    "error-file": ("set", "error_file"),
-    "threads": ("toggle", "show_threads"),
-    "idle": ("toggle", "show_idle"),
-    "iterations": ("set", "max_iter"),
-    "output": ("set", "output"),
-    "screen": ("set", "screen"),
-    "user": ("set", "user"),
-    "show-user": ("toggle", "show_user"),
-    "config": ("set", "config_dir"),
-    "watch": ("set", "watch"),
+    "batch": (Act.TOGGLE, "batch"),
+    "cmdline": (Act.TOGGLE, "show_cmdline"),
+    "delay": (Act.SET, "delay"),
+    "error-file": (Act.SET, "error_file"),
+    "threads": (Act.TOGGLE, "show_threads"),
+    "idle": (Act.TOGGLE, "show_idle"),
+    "iterations": (Act.SET, "max_iter"),
+    "output": (Act.SET, "output"),
+    "screen": (Act.SET, "screen"),
+    "user": (Act.SET, "user"),
+    "show-user": (Act.TOGGLE, "show_user"),
+    "config": (Act.SET, "config_dir"),
+    "watch": (Act.SET, "watch"),
 }
 
 
@@ -146,13 +158,13 @@ def parse_argv(argv: Sequence[str], *, ptiptop: bool = False) -> tuple[list[Acti
             if spec is None:
                 if not ptiptop:
                     raise UsageError(f"unknown option '{shown(arg)}' (see --help)")
-                actions.append(Action("set", "only", arg, "pattern"))
+                actions.append(Action(Act.SET, "only", arg, "pattern"))
                 continue
             kind, field = spec
             spelled = f"--{name}"
-            if kind == "set":
+            if kind is Act.SET:
                 value = args.value_for(spelled, attached if eq else None)
-                actions.append(Action("set", field, value, spelled))
+                actions.append(Action(Act.SET, field, value, spelled))
             elif eq:
                 raise UsageError(f"option {spelled} takes no value")
             else:
@@ -165,16 +177,16 @@ def parse_argv(argv: Sequence[str], *, ptiptop: bool = False) -> tuple[list[Acti
                         raise UsageError(
                             f"unknown option '-{shown(letter)}' in '{shown(arg)}' (see --help)"
                         )
-                    actions.append(Action("set", "only", arg, "pattern"))
+                    actions.append(Action(Act.SET, "only", arg, "pattern"))
                     break
                 kind, field = spec
-                if kind == "set":
+                if kind is Act.SET:
                     value = args.value_for(f"-{letter}", arg[j + 1 :] or None)
-                    actions.append(Action("set", field, value, f"-{letter}"))
+                    actions.append(Action(Act.SET, field, value, f"-{letter}"))
                     break
                 actions.append(Action(kind, field, None, f"-{letter}"))
         elif ptiptop:
-            actions.append(Action("set", "only", arg, "pattern"))
+            actions.append(Action(Act.SET, "only", arg, "pattern"))
         else:
             raise UsageError(f"unexpected argument '{shown(arg)}' (a command to run goes after --)")
     return actions, []

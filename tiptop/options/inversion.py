@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tiptop.options.argv import Action
+from tiptop.options.argv import Act, Action
 from tiptop.options.values import atoi
-from tiptop.screens.rcoptions import RC_OPTIONS
+from tiptop.screens.rcoptions import RC_OPTIONS, How
 
 #: The ``<options>`` ways that switch a field on (``tiptop.screens.rcoptions.HOW``).
-SWITCHES = frozenset({"or", "bool"})
+SWITCHES = frozenset({How.OR, How.BOOL})
 
 
 def inverted_by_flags(rc: Mapping[str, str], actions: Sequence[Action]) -> list[str]:
@@ -25,7 +25,7 @@ def inverted_by_flags(rc: Mapping[str, str], actions: Sequence[Action]) -> list[
     }
     flips: dict[str, list[str]] = {}
     for act in actions:
-        if act.kind == "toggle" and act.name in on:
+        if act.kind is Act.TOGGLE and act.name in on:
             flips.setdefault(act.name, []).append(act.spelled or act.name)
     return [
         f"{spelled[0]} turns '{on[field]}' off: flags invert the configuration file's "

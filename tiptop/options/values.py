@@ -12,6 +12,8 @@ import math
 import os
 import pwd
 import re
+from enum import StrEnum
+from typing import TypeVar
 
 from tiptop.errors import UsageError
 from tiptop.outside import decoded, shown
@@ -125,6 +127,18 @@ def task_name(text: str) -> str:
     are shown (``tiptop.outside.decoded``): its bytes that are not UTF-8 and what a
     terminal obeys as escapes (``-p $'ok\\xff'`` finds the task shown as ``ok\\xff``)."""
     return decoded(os.fsencode(text))
+
+
+Choice = TypeVar("Choice", bound=StrEnum)
+
+
+def parse_choice(kind: type[Choice], text: str, where: str) -> Choice:
+    """The member of ``kind`` (``tiptop.choices``) whose word is ``text``: the one place
+    such a word is read; one line naming the words there are when it is none of them."""
+    for member in kind:
+        if member.value == text:
+            return member
+    raise UsageError(f"{where}: '{shown(text)}' is not one of {', '.join(kind)}")
 
 
 def atoi(text: str) -> int:

@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
 import psutil
 
+from tiptop.choices import Format
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame, FrameSource
 from tiptop.options import Options
@@ -142,7 +143,7 @@ def make_writer(
         from tiptop.outputs.why import WhyWriter
 
         return WhyWriter(out, options, screen, options.why_note)
-    if options.format == "text":
+    if options.format is Format.TEXT:
         return TextWriter(out, options, screen, screen_index)
     from tiptop.outputs.records import RecordWriter
 

@@ -14,6 +14,7 @@ import math
 from typing import IO, TYPE_CHECKING
 
 from tiptop.cells import STATUS_NAME, VALUED, Status
+from tiptop.choices import Format, SeriesBy
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table import View, path_cell, path_nodes, rows
@@ -55,17 +56,17 @@ class RecordWriter:
     WORKLOAD = (*FIELDS, "cgroup")
 
     def __init__(
-        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: str
+        self, out: IO[str], options: Options, screen: ScreenSpec, screen_index: int, fmt: Format
     ) -> None:
         self.out = out
         self.screen = screen
         self.view: View = options.view()
-        self.json = fmt == "json"
+        self.json = fmt is Format.JSON
         self.columns, self.counters = field_names(screen)
         #: Per column, a bottleneck column's label table (docs/screens.md "Bottleneck").
         self.paths = path_nodes(screen)
         self.csv = None if self.json else csv.writer(out, lineterminator="\n")
-        self.by_cgroup = options.series_by == "cgroup"
+        self.by_cgroup = options.series_by is SeriesBy.CGROUP
 
     def begin(self, now: float) -> None:
         """The csv header line (nothing for json)."""

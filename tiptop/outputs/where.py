@@ -16,6 +16,7 @@ import json
 import time
 from typing import IO
 
+from tiptop.choices import Format
 from tiptop.outputs.folded import FoldedFile
 from tiptop.where import Profile
 from tiptop.where.calltree import TreeRow
@@ -52,7 +53,7 @@ class WhereWriter:
     def __init__(
         self,
         out: IO[str],
-        fmt: str,
+        fmt: Format,
         pid: int,
         cut: TreeCut | None = None,
         folded: FoldedFile | None = None,
@@ -63,13 +64,13 @@ class WhereWriter:
         self.cut = cut or TreeCut()
         #: ``--folded``'s file, which each refresh's stacks go to as well.
         self.folded = folded
-        self.csv = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
+        self.csv = csv.writer(out, lineterminator="\n") if fmt is Format.CSV else None
 
     def begin(self, now: float) -> None:
         """The csv header line; for text, one line naming the view."""
         if self.csv is not None:
             self.csv.writerow(_CSV_HEADER)
-        elif self.fmt == "text":
+        elif self.fmt is Format.TEXT:
             self.out.write(
                 f"tiptop --where {self.pid}: the hottest functions per refresh, as a tree "
                 f"({self.cut.view.words})\n"
@@ -80,7 +81,7 @@ class WhereWriter:
         now = time.time()
         if self.folded is not None:
             self.folded.add(profile)
-        if self.fmt == "json":
+        if self.fmt is Format.JSON:
             rec = {
                 "timestamp": round(now, 6),
                 "iteration": iteration,

@@ -7,6 +7,7 @@ import json
 import time
 from typing import IO, TYPE_CHECKING
 
+from tiptop.choices import Format
 from tiptop.frame import Frame
 from tiptop.options import Options
 from tiptop.table.why import TaskTree, task_tree, tree_lines, tree_record
@@ -40,7 +41,7 @@ class WhyWriter:
         self.out = out
         self.screen = screen
         self.pid = int(options.why or 0)
-        self.json = options.format == "json"
+        self.json = options.format is Format.JSON
         #: Said once at the start: which levels this screen lacks, and where they are.
         self.note = note
 

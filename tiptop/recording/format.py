@@ -31,7 +31,7 @@ from tiptop.outside import printable, shown
 from tiptop.readonly import readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
-from tiptop.workload import FIELDS, KINDS, Workload
+from tiptop.workload import FIELDS, KINDS, Workload, WorkloadKind
 
 #: The format version written and read.
 FORMAT_VERSION = 1
@@ -335,10 +335,10 @@ def workloads_from(d: Mapping[str, object]) -> dict[int, Workload]:
             raise FormatError(f"workload {key}: not an object")
         where = f"workload {key}"
         values = {k: _text(w, k, where, "") for k in (*FIELDS, "label")}
-        if values["kind"] not in KINDS:
-            values["kind"] = "other"
+        word = values.pop("kind")
+        kind = WorkloadKind(word) if word in KINDS else WorkloadKind.OTHER
         label = values.pop("label") or "?"
-        out[int(key)] = Workload(label=label, **values)
+        out[int(key)] = Workload(kind, label, **values)
     return out
 
 

@@ -15,7 +15,7 @@ from tiptop.outside import printable
 from tiptop.recording import format as fmt
 from tiptop.recording.inflate import Store
 from tiptop.screens.model import ScreenSpec
-from tiptop.workload import Workload
+from tiptop.workload import Workload, WorkloadKind
 
 
 class Loader(Protocol):
@@ -30,7 +30,7 @@ class Loader(Protocol):
 
 
 #: Who runs in a cgroup a frame line numbers and no ``facts`` line names.
-UNKNOWN = Workload("other", "?")
+UNKNOWN = Workload(WorkloadKind.OTHER, "?")
 
 #: The notes kept in full; past them, one says how many more there were.
 MAX_NOTES = 20

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from tiptop.kernel.cgroup import shorten
 from tiptop.outside import printable
-from tiptop.workload import Workload
+from tiptop.workload import Workload, WorkloadKind
 
 #: A container id: 64 lowercase hex digits (docker, containerd, CRI-O and podman alike).
 _ID = "[0-9a-f]{64}"
@@ -51,13 +51,13 @@ _CONTAINER = re.compile(
 )
 #: The runtime of each prefix; ``conmon`` marks a runtime's monitor process's cgroup.
 _RUNTIME = {
-    "cri-containerd-": "containerd",
-    "crio-": "cri-o",
-    "crio-conmon-": "cri-o",
-    "docker-": "docker",
-    "libpod-": "podman",
-    "libpod-conmon-": "podman",
-    "nerdctl-": "containerd",
+    "cri-containerd-": WorkloadKind.CONTAINERD,
+    "crio-": WorkloadKind.CRIO,
+    "crio-conmon-": WorkloadKind.CRIO,
+    "docker-": WorkloadKind.DOCKER,
+    "libpod-": WorkloadKind.PODMAN,
+    "libpod-conmon-": WorkloadKind.PODMAN,
+    "nerdctl-": WorkloadKind.CONTAINERD,
 }
 #: kube-state-metrics' prefix of each runtime's container ids (``kube_pod_container_info``).
 ID_PREFIX = {
@@ -101,14 +101,14 @@ def layout(path: str) -> Layout:
     parts = parts_of(printable(path))
     label = shorten(path)
     if not parts:
-        return Layout(Workload("other", "/"))
+        return Layout(Workload(WorkloadKind.OTHER, "/"))
     delegated = any(_USER_MANAGER.match(p) for p in parts)
     found = _kubernetes(parts, label, delegated) or _container(parts, label, delegated)
     if found is not None:
         return found
     lxc = _lxc(parts)
     if lxc:
-        return Layout(Workload("lxc", label, container=lxc))
+        return Layout(Workload(WorkloadKind.LXC, label, container=lxc))
     return _systemd(parts, label)
 
 
@@ -119,21 +119,21 @@ def _kubernetes(parts: list[str], label: str, delegated: bool) -> Layout | None:
             continue
         pod_at = next((j for j in range(i, len(parts)) if _POD.match(parts[j])), None)
         if pod_at is None:
-            return Layout(Workload("k8s", label))  # a QoS class's slice
+            return Layout(Workload(WorkloadKind.K8S, label))  # a QoS class's slice
         match = _POD.match(parts[pod_at])
         assert match is not None
         uid = match.group(1).replace("_", "-")
         if pod_at + 1 == len(parts):
-            return Layout(Workload("k8s", label, uid=uid))
+            return Layout(Workload(WorkloadKind.K8S, label, uid=uid))
         container = _CONTAINER.match(parts[pod_at + 1])
         if container is None:
-            return Layout(Workload("k8s", label, uid=uid))
+            return Layout(Workload(WorkloadKind.K8S, label, uid=uid))
         runtime = _RUNTIME.get(container.group(1) or "", "")
         cid = container.group(2)
         monitor = "conmon" in (container.group(1) or "")
         full_id = f"{ID_PREFIX[runtime]}{cid}" if runtime else cid
         return Layout(
-            Workload("k8s", label, uid=uid, container_id=full_id),
+            Workload(WorkloadKind.K8S, label, uid=uid, container_id=full_id),
             None if monitor else runtime,
             cid,
             not monitor and not delegated,
@@ -177,10 +177,10 @@ def _systemd(parts: list[str], label: str) -> Layout:
     another cgroup."""
     units = [p for p in parts if _UNIT.search(p)]
     if parts[0] == "user.slice":
-        return Layout(Workload("session", label, unit=units[-1] if units else ""))
+        return Layout(Workload(WorkloadKind.SESSION, label, unit=units[-1] if units else ""))
     if units:
-        return Layout(Workload("systemd", label, unit=units[-1]))
-    return Layout(Workload("other", label))
+        return Layout(Workload(WorkloadKind.SYSTEMD, label, unit=units[-1]))
+    return Layout(Workload(WorkloadKind.OTHER, label))
 
 
 __all__ = ["ID_PREFIX", "Layout", "layout", "parts_of"]

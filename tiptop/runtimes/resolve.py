@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from tiptop.kernel.cgroup import unified_root
 from tiptop.runtimes import state
 from tiptop.runtimes.layouts import ID_PREFIX, Layout, layout
-from tiptop.workload import Workload
+from tiptop.workload import Workload, WorkloadKind
 
 #: The cgroups kept (:class:`Workloads`).
 CAPACITY = 4096
@@ -151,7 +151,7 @@ def named(found: Layout, names: state.Names | None) -> Workload:
     workload = found.workload
     if names is None:
         return workload
-    if workload.kind == "k8s":
+    if workload.kind is WorkloadKind.K8S:
         if not names.pod or not names.namespace:
             return workload
         if workload.uid and names.uid and names.uid != workload.uid:

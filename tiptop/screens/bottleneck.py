@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 import numpy as np
 
@@ -272,6 +273,21 @@ def format_path(
     return fmt
 
 
+class BoundOf(StrEnum):
+    """What a node's bound is a part of (its word is the tree's: ``>20% of wait``)."""
+
+    #: Top-down: a share of the pipeline's slots.
+    SLOTS = "slots"
+    #: The time level (tiptop/screens/timetree.py): of the time on or waiting for a CPU,
+    BUSY = "busy time"
+    #: of the time waiting,
+    WAIT = "wait"
+    #: of the whole interval;
+    INTERVAL = "interval"
+    #: none (Run: the critical node when no other is).
+    NOTHING = ""
+
+
 @readonly
 class NodeView:
     """One node of a task's tree, for ``--why`` and the live drill-down."""
@@ -287,18 +303,17 @@ class NodeView:
     critical: bool
     meaning: str
     helps: str
-    #: What the bound is a part of: ``slots`` (top-down), ``busy time``, ``wait`` or
-    #: ``interval`` (the time level, tiptop/screens/timetree.py); empty where it has none.
-    of: str = "slots"
+    #: What the bound is a part of.
+    of: BoundOf = BoundOf.SLOTS
 
 
 #: Per time node: the variable that holds its share, its bound in % and what of.
 _TIME_BOUNDS = (
-    ("TIME_RUN", 0.0, ""),
-    ("TIME_WAIT", 100.0 * WAIT_BOUND, "busy time"),
-    ("TIME_THROTTLED", 100.0 * THROTTLED_BOUND, "wait"),
-    ("TIME_IO", 100.0 * IO_BOUND, "busy time"),
-    ("TIME_SLEEP", 100.0 * SLEEP_BOUND, "interval"),
+    ("TIME_RUN", 0.0, BoundOf.NOTHING),
+    ("TIME_WAIT", 100.0 * WAIT_BOUND, BoundOf.BUSY),
+    ("TIME_THROTTLED", 100.0 * THROTTLED_BOUND, BoundOf.WAIT),
+    ("TIME_IO", 100.0 * IO_BOUND, BoundOf.BUSY),
+    ("TIME_SLEEP", 100.0 * SLEEP_BOUND, BoundOf.INTERVAL),
 )
 
 

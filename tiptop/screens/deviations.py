@@ -10,11 +10,22 @@ shown in its screen's description (``builtin_gen`` appends it) and in docs/scree
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from tiptop.screens.gating import gate
 from tiptop.screens.model import Target, VariantChoice
 
-__all__ = ["DEVIATIONS", "Deviation", "described", "for_variant", "smt_caveat"]
+__all__ = ["DEVIATIONS", "Deviation", "DeviationKind", "described", "for_variant", "smt_caveat"]
+
+
+class DeviationKind(StrEnum):
+    """What a :class:`Deviation` keeps apart (its word is the tests' and the docs')."""
+
+    SCREEN = "screen"
+    MODEL = "model"
+    COLUMN = "column"
+    THRESHOLD = "threshold"
+    SMT = "smt"
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ class Deviation:
 
     screen: str
     cpu: str
-    kind: str
+    kind: DeviationKind
     subject: str
     why: str
 
@@ -77,8 +88,8 @@ _SMT_CORE = (
 )
 
 DEVIATIONS: tuple[Deviation, ...] = tuple(
-    Deviation(*d)
-    for d in (
+    Deviation(screen, cpu, DeviationKind(kind), subject, why)
+    for screen, cpu, kind, subject, why in (
         ("uOps", "06_2A", "screen", "", "the original's screen, verbatim (docs/original.md)"),
         (
             "FP",
@@ -160,7 +171,7 @@ def smt_caveat(choice: VariantChoice | None) -> str | None:
     if choice is None or choice.picked is None:
         return None
     _desc, arch, model = choice.variants[choice.picked]
-    said = [d.why for d in for_variant(choice.name, arch, model) if d.kind == "smt"]
+    said = [d.why for d in for_variant(choice.name, arch, model) if d.kind is DeviationKind.SMT]
     return "; ".join(said) or None
 
 

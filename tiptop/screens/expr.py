@@ -43,7 +43,7 @@ from tiptop.outside import shown
 from tiptop.screens import syntax
 from tiptop.screens.bottleneck import is_path, parse_path
 from tiptop.screens.model import delta_key
-from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Name, Neg, Node, Num
+from tiptop.screens.syntax import BinOp, Call, ExprSyntaxError, Func, Name, Neg, Node, Num, Op
 from tiptop.screens.variables import BUILTINS
 from tiptop.vocab import CONFIG_NAMES
 
@@ -152,7 +152,7 @@ def compile_column(
         for node in syntax.walk(tree):
             if isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
                 raise ExprSyntaxError(
-                    f"bit operator {node.op!r} is only allowed in a counter config", node.pos
+                    f"bit operator '{node.op}' is only allowed in a counter config", node.pos
                 )
     except ExprSyntaxError as err:
         raise _locate(err, err.offset, path, line, column) from None
@@ -172,7 +172,7 @@ def _compile(
     if isinstance(node, Num):
         value = float(node.value)
         return _const(value), value
-    if isinstance(node, Name) or (isinstance(node, Call) and node.func == "delta"):
+    if isinstance(node, Name) or (isinstance(node, Call) and node.func is Func.DELTA):
         target = node if isinstance(node, Name) else node.args[0]
         if not isinstance(target, Name):  # the parser gives delta() one alias
             raise ExprSyntaxError("delta() takes a counter alias", node.pos)
@@ -194,7 +194,7 @@ def _compile(
         return (lambda env: _neg(fn(env))), None
     if isinstance(node, Call):  # min / max
         parts = [_compile(a, keys, aliases, builtins) for a in node.args]
-        ufunc = np.minimum if node.func == "min" else np.maximum
+        ufunc = np.minimum if node.func is Func.MIN else np.maximum
         consts = [c for _f, c in parts if c is not None]
         if len(consts) == len(parts):
             value = float(ufunc.reduce(consts))
@@ -203,16 +203,16 @@ def _compile(
     assert isinstance(node, BinOp)
     lf, lc = _compile(node.left, keys, aliases, builtins)
     rf, rc = _compile(node.right, keys, aliases, builtins)
-    if lc is not None and rc is not None and not (node.op == "/" and rc == 0):
+    if lc is not None and rc is not None and not (node.op is Op.DIV and rc == 0):
         with np.errstate(all="ignore"):
             value = float(_ARITH[node.op](np.float64(lc), np.float64(rc)))
         return _const(value), value
-    if node.op == "/" and (rc is None or rc == 0):  # else a constant divisor, never 0
+    if node.op is Op.DIV and (rc is None or rc == 0):  # else a constant divisor, never 0
         return _div(lf, rf), None
     return _arith(_ARITH[node.op], lf, rf), None
 
 
-_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+_ARITH = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide}
 
 
 def _const(value: float) -> _Fn:
@@ -299,11 +299,11 @@ def _config(node: Node) -> int:
         value = CONFIG_NAMES[node.name]
     elif isinstance(node, BinOp) and node.op in syntax.BIT_OPS:
         a, b = _config(node.left), _config(node.right)
-        if node.op == "or":
+        if node.op is Op.OR:
             value = a | b
-        elif node.op == "and":
+        elif node.op is Op.AND:
             value = a & b
-        elif node.op == "shr":
+        elif node.op is Op.SHR:
             value = a >> b
         else:
             if b > 64:
@@ -312,7 +312,7 @@ def _config(node: Node) -> int:
     else:
         pos = node.pos
         what = node.op if isinstance(node, BinOp) else "-" if isinstance(node, Neg) else node.func
-        raise ExprSyntaxError(f"{what!r} is not allowed in a counter config", pos)
+        raise ExprSyntaxError(f"'{what}' is not allowed in a counter config", pos)
     if value > _U64:
         raise ExprSyntaxError("config value does not fit in 64 bits", node.pos)
     return value

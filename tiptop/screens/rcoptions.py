@@ -7,47 +7,62 @@ line; some are OR-set, the others assigned.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from tiptop.readonly import readonly
 
-__all__ = ["HOW", "IGNORED_OPTIONS", "RC_OPTIONS", "RcOption"]
+__all__ = ["HOW", "IGNORED_OPTIONS", "RC_OPTIONS", "How", "RcOption"]
 
-#: What each ``RcOption.how`` means.
-HOW: dict[str, str] = {
-    "or": "OR-set, the original's x = x || atoi(v): 1 switches on, 0 cannot switch off",
-    "bool": "assign atoi(v) != 0",
-    "delay": "assign seconds, as -d",
-    "float": "assign a non-negative number",
-    "count": "assign atoi(v), 0 when negative",
-    "name": "assign a task name to watch (never a PID)",
-    "user": "assign a user name or uid, as -u (it filters)",
+
+class How(Enum):
+    """How an ``<option>``'s text is read and applied (:data:`HOW` says it in words)."""
+
+    OR = "or"
+    BOOL = "bool"
+    DELAY = "delay"
+    FLOAT = "float"
+    COUNT = "count"
+    NAME = "name"
+    USER = "user"
+
+
+#: What each :class:`How` means.
+HOW: dict[How, str] = {
+    How.OR: "OR-set, the original's x = x || atoi(v): 1 switches on, 0 cannot switch off",
+    How.BOOL: "assign atoi(v) != 0",
+    How.DELAY: "assign seconds, as -d",
+    How.FLOAT: "assign a non-negative number",
+    How.COUNT: "assign atoi(v), 0 when negative",
+    How.NAME: "assign a task name to watch (never a PID)",
+    How.USER: "assign a user name or uid, as -u (it filters)",
 }
 
 
 @readonly
 class RcOption:
     """How one ``<option name=...>`` applies: the ``tiptop.options.Options`` field it sets
-    and how its text is read (a key of :data:`HOW`)."""
+    and how its text is read."""
 
     field: str
-    how: str
+    how: How
 
 
 #: Every ``<option>`` name, in the order of docs/screens.md's table.
 RC_OPTIONS: dict[str, RcOption] = {
-    "delay": RcOption("delay", "delay"),
-    "cpu_threshold": RcOption("cpu_threshold", "float"),
-    "show_cmdline": RcOption("show_cmdline", "or"),
-    "show_epoch": RcOption("show_epoch", "or"),
-    "show_kernel": RcOption("show_kernel", "or"),
-    "show_timestamp": RcOption("show_timestamp", "or"),
-    "debug": RcOption("debug", "or"),
-    "show_user": RcOption("show_user", "bool"),
-    "show_threads": RcOption("show_threads", "bool"),
-    "idle": RcOption("show_idle", "bool"),
-    "sticky": RcOption("sticky", "bool"),
-    "max_iter": RcOption("max_iter", "count"),
-    "watch_name": RcOption("watch_name", "name"),
-    "watch_uid": RcOption("uid", "user"),
+    "delay": RcOption("delay", How.DELAY),
+    "cpu_threshold": RcOption("cpu_threshold", How.FLOAT),
+    "show_cmdline": RcOption("show_cmdline", How.OR),
+    "show_epoch": RcOption("show_epoch", How.OR),
+    "show_kernel": RcOption("show_kernel", How.OR),
+    "show_timestamp": RcOption("show_timestamp", How.OR),
+    "debug": RcOption("debug", How.OR),
+    "show_user": RcOption("show_user", How.BOOL),
+    "show_threads": RcOption("show_threads", How.BOOL),
+    "idle": RcOption("show_idle", How.BOOL),
+    "sticky": RcOption("sticky", How.BOOL),
+    "max_iter": RcOption("max_iter", How.COUNT),
+    "watch_name": RcOption("watch_name", How.NAME),
+    "watch_uid": RcOption("uid", How.USER),
 }
 
 #: Names the original's ``W`` export writes but never reads back: ignored without a note.

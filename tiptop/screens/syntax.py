@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from enum import StrEnum
 
 from tiptop.errors import SpecError
 from tiptop.readonly import readonly
@@ -38,13 +39,40 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+
+class Op(StrEnum):
+    """A binary operator of the tree, as written (``|`` is read as :attr:`OR`)."""
+
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    DIV = "/"
+    OR = "or"
+    AND = "and"
+    SHL = "shl"
+    SHR = "shr"
+
+
+class Func(StrEnum):
+    """A function of the tree, by its name."""
+
+    DELTA = "delta"
+    MIN = "min"
+    MAX = "max"
+
+
 #: Word operators; ``|`` is the same token as ``or``.
 WORD_OPS = frozenset({"and", "or", "shl", "shr"})
-#: Operators of the lowest level (all left-associative, as in calc.y).
+#: Operators of the lowest level (all left-associative, as in calc.y), as tokens.
 LOW_OPS = frozenset({"+", "-", "|", "or", "and", "shl", "shr"})
 HIGH_OPS = frozenset({"*", "/"})
-BIT_OPS = frozenset({"|", "or", "and", "shl", "shr"})
-FUNCTIONS = frozenset({"delta", "min", "max"})
+#: The operators only a counter config takes.
+BIT_OPS = frozenset({Op.OR, Op.AND, Op.SHL, Op.SHR})
+FUNCTIONS = frozenset(Func)
+#: Each operator by its token (``|`` is ``or``), each function by its name: a dict look-up
+#: is cheaper than ``Op(text)``, and every built-in screen is parsed at start.
+_OPS = {op.value: op for op in Op} | {"|": Op.OR}
+_FUNCS = {func.value: func for func in Func}
 
 
 @readonly
@@ -77,7 +105,7 @@ class Name:
 class Call:
     """``delta(NAME)``, ``min(a, ...)`` or ``max(a, ...)``."""
 
-    func: str
+    func: Func
     args: tuple[Node, ...]
     pos: int
 
@@ -94,7 +122,7 @@ class Neg:
 class BinOp:
     """A binary operator; ``op`` is normalised (``|`` becomes ``or``)."""
 
-    op: str
+    op: Op
     left: Node
     right: Node
     pos: int
@@ -172,7 +200,7 @@ class _Parser:
         left = self.high()
         while self.peek().kind == "op" and self.peek().text in LOW_OPS:
             tok = self.take()
-            op = "or" if tok.text == "|" else tok.text
+            op = _OPS[tok.text]
             left = BinOp(op, left, self.high(), tok.pos)
         return left
 
@@ -180,7 +208,7 @@ class _Parser:
         left = self.unary()
         while self.peek().kind == "op" and self.peek().text in HIGH_OPS:
             tok = self.take()
-            left = BinOp(tok.text, left, self.unary(), tok.pos)
+            left = BinOp(_OPS[tok.text], left, self.unary(), tok.pos)
         return left
 
     def unary(self) -> Node:
@@ -231,14 +259,14 @@ class _Parser:
                 raise ExprSyntaxError(f"delta() takes a counter name, found {_show(arg)}", arg.pos)
             self.expect(")")
             self.depth -= 1
-            return Call("delta", (Name(arg.text, arg.pos),), name.pos)
+            return Call(Func.DELTA, (Name(arg.text, arg.pos),), name.pos)
         args = [self.low()]
         while self.peek().kind == "op" and self.peek().text == ",":
             self.take()
             args.append(self.low())
         self.expect(")")
         self.depth -= 1
-        return Call(name.text, tuple(args), name.pos)
+        return Call(_FUNCS[name.text], tuple(args), name.pos)
 
 
 def _show(tok: Token) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from fractions import Fraction
 
 from tiptop.readonly import readonly
@@ -72,8 +73,22 @@ CHECKS: dict[tuple[int, int], Check] = {
     ),
 }
 
-#: Verdict kinds: good ones, bad ones (exit 1), and those that check nothing.
-GOOD, BAD, NONE = ("exact", "within"), ("off", "not counting"), ("unsupported", "unchecked")
+
+class Verdict(StrEnum):
+    """What the self-test found of one event: its word is the report's (``kind`` in json)."""
+
+    EXACT = "exact"
+    WITHIN = "within"
+    OFF = "off"
+    NOT_COUNTING = "not counting"
+    UNSUPPORTED = "unsupported"
+    UNCHECKED = "unchecked"
+
+
+#: Verdicts: good ones, bad ones (exit 1), and those that check nothing.
+GOOD = frozenset({Verdict.EXACT, Verdict.WITHIN})
+BAD = frozenset({Verdict.OFF, Verdict.NOT_COUNTING})
+NONE = frozenset({Verdict.UNSUPPORTED, Verdict.UNCHECKED})
 
 
 def check_for(type_: int, config: int) -> Check | None:
@@ -124,7 +139,7 @@ class Row:
     slope: float | None = None
     intercept: float | None = None
     r2: float | None = None
-    kind: str = "unchecked"
+    kind: Verdict = Verdict.UNCHECKED
     verdict: str = "not checked: no kernel with a known count of this event"
     steal_ms: float | None = None
     sizes: list[int] = field(default_factory=list)
@@ -180,30 +195,33 @@ def judge(
     if check.per_iter is None:
         row.steal_ms = steal_ns / 1e6
         if any(math.isnan(c) for c in ref):
-            row.kind, row.verdict = "unchecked", "not checked: /proc/PID/schedstat unreadable"
+            row.kind, row.verdict = Verdict.UNCHECKED, "not checked: /proc/PID/schedstat unreadable"
             return
         predicted = fit(sizes, ref).slope
     else:
         predicted = check.per_iter
     row.predicted = float(predicted)
     if not any(counts):
-        row.kind, row.verdict = "not counting", "not counting: every run read 0"
+        row.kind, row.verdict = Verdict.NOT_COUNTING, "not counting: every run read 0"
         return
     if f.slope == predicted:
-        row.kind, row.verdict = "exact", "exact"
+        row.kind, row.verdict = Verdict.EXACT, "exact"
         return
     err = float(f.slope / predicted - 1) if predicted else math.inf
     if abs(err) <= check.tolerance:
-        row.kind, row.verdict = "within", f"within {100 * check.tolerance:g}% ({100 * err:+.3f}%)"
+        row.kind, row.verdict = (
+            Verdict.WITHIN,
+            f"within {100 * check.tolerance:g}% ({100 * err:+.3f}%)",
+        )
     elif check.per_iter is None and err > 0 and 0 < sum(counts) - sum(ref) <= steal_ns:
-        row.kind = "unchecked"
+        row.kind = Verdict.UNCHECKED
         row.verdict = (
             f"not checked: off by {100 * err:+.2f}% while the host stole "
             f"{steal_ns / 1e6:.0f} ms of CPU time (/proc/stat steal), which task-clock counts "
             "and the child's CPU time does not; run it again on a quieter host"
         )
     else:
-        row.kind, row.verdict = "off", f"off by {100 * err:+.2f}%"
+        row.kind, row.verdict = Verdict.OFF, f"off by {100 * err:+.2f}%"
 
 
 #: Alias prefix of the software events the self-test adds to a screen that lacks them
@@ -229,8 +247,8 @@ def summary(rows: list[Row], code: int) -> str:
     """The report's last line."""
     good = sum(r.kind in GOOD for r in rows)
     bad = sum(r.kind in BAD for r in rows)
-    unsupported = sum(r.kind == "unsupported" for r in rows)
-    unchecked = sum(r.kind == "unchecked" for r in rows)
+    unsupported = sum(r.kind is Verdict.UNSUPPORTED for r in rows)
+    unchecked = sum(r.kind is Verdict.UNCHECKED for r in rows)
     word = {0: "all checked counters are right", 1: "a counter is off", 2: "nothing checked"}
     if code == 2 and any(r.kind in GOOD for r in rows):
         own = _own(rows)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 
+from tiptop.choices import Format
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.errors import EventError
 from tiptop.events import resolve, resolve_numeric
@@ -23,6 +24,7 @@ from tiptop.selftest.checks import (
     REPEATS,
     SIZES,
     Row,
+    Verdict,
     check_for,
     exit_code,
     judge,
@@ -78,7 +80,7 @@ def _rows(spec: ScreenSpec, splan: ScreenPlan, log: MessageLog) -> list[Row]:
         row = Row(c.alias, _label(c))
         if j not in keys:
             msg = log.about(c.alias)
-            row.kind = "unsupported"
+            row.kind = Verdict.UNSUPPORTED
             # The no-PMU sentence said short per row, whole once below the table.
             line = "not opened" if msg is None else msg.line.replace(NO_PMU, NO_PMU_SHORT)
             if msg is not None and msg.key == NO_PMU_KEY:
@@ -116,20 +118,20 @@ def run_selftest(screen: ScreenSpec, host: Host, backend: Backend | None = None)
     spec = selftest_screen(screen, host.sysfs_root)
     splan = planner.plan(spec)
     rows = _rows(spec, splan, log)
-    needed = {r.kernel for r in rows if r.kernel and r.kind != "unsupported"}
+    needed = {r.kernel for r in rows if r.kernel and r.kind is not Verdict.UNSUPPORTED}
     try:
         runs = _run_kernels(needed, splan, planner, backend) if needed else {}
     except ChildError as e:
         for r in rows:
             if r.kernel in needed:
-                r.kind, r.verdict = "unsupported", f"unsupported here: {e}"
+                r.kind, r.verdict = Verdict.UNSUPPORTED, f"unsupported here: {e}"
         return rows
     for j, r in enumerate(rows):
-        if r.kind == "unsupported" or r.kernel not in runs:
+        if r.kind is Verdict.UNSUPPORTED or r.kernel not in runs:
             continue
         why = next((x.failed[j] for rs in runs[r.kernel] for x in rs if j in x.failed), None)
         if why is not None:
-            r.kind, r.verdict = "unsupported", f"unsupported here: {why}"
+            r.kind, r.verdict = Verdict.UNSUPPORTED, f"unsupported here: {why}"
             continue
         key = next(
             (a.type, a.config)
@@ -195,9 +197,9 @@ def format_json(screen: str, rows: list[Row], code: int) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def selftest_main(screen: ScreenSpec, host: Host, fmt: str = "text") -> tuple[str, int]:
+def selftest_main(screen: ScreenSpec, host: Host, fmt: Format = Format.TEXT) -> tuple[str, int]:
     """Run the self-test; the report in ``fmt`` (text or json) and the exit status."""
     rows = run_selftest(screen, host)
     code = exit_code(rows)
-    out = format_json if fmt == "json" else format_text
+    out = format_json if fmt is Format.JSON else format_text
     return out(screen.name, rows, code), code

@@ -17,7 +17,7 @@ import numpy as np
 from tiptop.cells import VALUED, Status
 from tiptop.frame import Context, Frame
 from tiptop.readonly import readonly
-from tiptop.screens.bottleneck import BoundPath, NodeView, tree_view
+from tiptop.screens.bottleneck import BoundOf, BoundPath, NodeView, tree_view
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.timetree import TIME_LABELS, UNKNOWN, time_level
@@ -186,9 +186,9 @@ def in_order(nodes: Sequence[NodeView]) -> list[NodeView]:
 def bound_text(node: NodeView) -> str:
     """A node's bound as the tree shows it: ``> 20%`` of slots, or of what the time
     level's bound is a part of; blank for Run (the critical node when no other is)."""
-    if not node.of:
+    if node.of is BoundOf.NOTHING:
         return " " * 6
-    if node.of == "slots":
+    if node.of is BoundOf.SLOTS:
         return f">{node.bound:3.0f}%"
     return f">{node.bound:3.0f}% of {node.of}"
 

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -165,7 +166,8 @@ def table(tree: dict[str, str], arch: str, d: str) -> tuple[dict, dict]:
             for e in json.loads(tree[f"{EV}arm64/{f}"]):
                 key = e.get("EventName") or e.get("MetricName")
                 std[key.lower()] = e
-    events, metrics = {}, {}
+    events: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, dict[str, Any]] = {}
     for path, text in tree.items():
         if not path.startswith(f"{EV}{arch}/{d}/") or not path.endswith(".json"):
             continue
@@ -185,7 +187,8 @@ def screen_names() -> tuple[set[str], set[str]]:
     ``table_metric``), canonical."""
     from tiptop.screens.builtin_data import SCREENS
 
-    evs, mets = set(), set()
+    evs: set[str] = set()
+    mets: set[str] = set()
     for raws in SCREENS.values():
         for raw in raws:
             for item in raw.items:

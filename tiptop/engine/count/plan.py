@@ -66,7 +66,7 @@ from tiptop.engine.count.readout import CounterPlan, GroupDef
 from tiptop.errors import CounterError, EventError, EventRefused
 from tiptop.events import EventBinding, resolve, resolve_numeric, sysfs
 from tiptop.events.bindings import counting_attr
-from tiptop.events.topdown import Topdown
+from tiptop.events.topdown import Role, Topdown
 from tiptop.host import Host
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Backend
@@ -314,7 +314,7 @@ class Planner:
                 continue
             kept = self.td.metrics_only(bindings)
             for b in kept:
-                if self.td.role(b) == "metric":
+                if self.td.role(b) is Role.METRIC:
                     metrics.append((j, b))
                     left = [x.name for x in bindings if x not in kept]
                     dropped.setdefault(b.pmu, []).extend(left)
@@ -327,14 +327,16 @@ class Planner:
             self.say_kernel_only([n for n, _ in unseen], [a for _, a in unseen])
         for j, b in metrics:
             alias = screen.counters[j].alias
-            lead = next((x for _, x in by_pmu.get(b.pmu, []) if self.td.role(x) == "slots"), None)
+            lead = next(
+                (x for _, x in by_pmu.get(b.pmu, []) if self.td.role(x) is Role.SLOTS), None
+            )
             if lead is None:
                 self.say_no_slots(screen, alias, b)
             elif self.probe(b, alias, leader=lead):
                 by_pmu[b.pmu].append((j, b))
                 n_bind[j] += 1
         for pmu, members in by_pmu.items():
-            if any(self.td.role(b) == "metric" for _, b in members):
+            if any(self.td.role(b) is Role.METRIC for _, b in members):
                 aliases = [screen.counters[j].alias for j, b in members if self.td.role(b)]
                 note = self.td.only_here(pmu, dropped.get(pmu, []))
                 if note:
