@@ -61,6 +61,7 @@ import re
 import selectors
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections import deque
@@ -103,6 +104,8 @@ FD_PAUSE = 0.5
 #: exporter spend at most one CPU on bcrypt, and the sampler keeps the rest.
 CHECKERS = 1
 QUEUED = 16
+#: ``struct linger`` {l_onoff 1, l_linger 0}: close(2) resets the connection (socket(7)).
+_RESET = struct.pack("ii", 1, 0)
 
 
 def client_limit(fd_soft: int) -> int:
@@ -405,7 +408,7 @@ class MetricsServer:
                 if gone is None:  # none may go yet: the rest wait in the kernel's queue
                     self._pause(now + SILENT)
                     return
-                self._drop(gone)
+                self._drop(gone, reset=True)
             try:
                 sock, addr = self._listener.accept()
             except BlockingIOError:
@@ -565,11 +568,15 @@ class MetricsServer:
 
     def _expire(self, now: float) -> None:
         for client in [c for c in self._clients.values() if c.deadline <= now]:
-            self._drop(client)
+            self._drop(client, reset=True)
 
-    def _drop(self, client: _Client) -> None:
+    def _drop(self, client: _Client, *, reset: bool = False) -> None:
         """Close a connection (its slot is free again; its deferred work, if not started,
-        is not started)."""
+        is not started). ``reset``: for a connection closed unanswered (timed out, or
+        replaced by a new one), a TCP reset, as nginx's ``reset_timedout_connection``
+        does: an orderly close leaves this host a TIME_WAIT socket for 60 s (tcp(7)),
+        and a flood of idle connections, thousands closed a second, filled the table
+        (net.ipv4.tcp_max_tw_buckets) until a scraper's connection went unanswered."""
         self._clients.pop(client.sock, None)
         self._silent.pop(client.sock, None)
         if client.job is not None:
@@ -578,7 +585,10 @@ class MetricsServer:
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(client.sock)
         with contextlib.suppress(OSError):  # the client may be gone already
-            client.sock.shutdown(socket.SHUT_RDWR)
+            if reset:  # SO_LINGER on with a zero timeout: close(2) sends RST (socket(7))
+                client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+            else:
+                client.sock.shutdown(socket.SHUT_RDWR)
         client.sock.close()
 
 

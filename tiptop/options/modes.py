@@ -152,7 +152,11 @@ MODES: tuple[ModeSpec, ...] = (
         {"plot"},
         CONFIG | {"output", "plot_column", "plot_top", "screen", "time_from", "time_to", "only"},
     ),
-    _spec(Mode.REPLAY, {"replay"}, CONFIG | VIEW | BATCH_OUT | {"screen", "time_from", "time_to"}),
+    _spec(
+        Mode.REPLAY,
+        {"replay"},
+        CONFIG | VIEW | BATCH_OUT | {"screen", "time_from", "time_to", "series_by"},
+    ),
     _spec(Mode.SERVE, {"serve"}, CONFIG | SAMPLER | EXPORTER | {"web_config", "delay", "max_iter"}),
     _spec(Mode.TEXTFILE, {"textfile"}, CONFIG | SAMPLER | EXPORTER | {"delay", "max_iter"}),
     _spec(
