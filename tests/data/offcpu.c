@@ -40,6 +40,10 @@ int main(int argc, char **argv) {
     int ask[2], answer[2];
     if (pipe(ask) || pipe(answer)) return 1;
     if (fork() == 0) {
+        /* Only the parent writes questions: the child sees end-of-file, and ends, when
+           the parent ends (its test killed it), never waiting on its own write end. */
+        close(ask[1]);
+        close(answer[0]);
         char c;
         while (read(ask[0], &c, 1) == 1) {
             pause_ms(30);
