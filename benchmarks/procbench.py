@@ -45,6 +45,9 @@ class Tool:
     label: str
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    #: A word of the header its batch output must show: the screen it was asked for
+    #: opened, not a fallback one (the default screen's ``Mcycle``; empty: not checked).
+    header: str = "Mcycle"
 
     def command(self, args: list[str]) -> list[str]:
         """The full command line for ``args``."""
@@ -122,14 +125,22 @@ def make_tools(
     # -P: no working directory first on sys.path (Python 3.11), so PYTHONPATH names the
     # tree whatever directory this runs from (``-m`` would put it first: python(1)).
     argv = (sys.executable, "-P", "-m", "tiptop", "-W", str(rcdir), "-S")
-    tools = [Tool("ours", (*argv, screen), {**pre, "PYTHONPATH": str(REPO)})]
+    tools = [Tool("ours", (*argv, screen), {**pre, "PYTHONPATH": str(REPO)}, _header(screen))]
     if c_path:
         tools.append(Tool("C", (c_path, "-W", str(rcdir)), dict(pre)))
     if before is not None or before_screen is not None:
         tree = REPO if before is None else before
         other = screen if before_screen is None else before_screen
-        tools.append(Tool("before", (*argv, other), {**pre, "PYTHONPATH": str(tree)}))
+        tools.append(
+            Tool("before", (*argv, other), {**pre, "PYTHONPATH": str(tree)}, _header(other))
+        )
     return tools
+
+
+def _header(screen: str) -> str:
+    """The header word that shows ``screen`` opened: ``Mcycle`` for the default screen,
+    the ``BOTTLENECK`` column for the ``state`` screen, ``CSW/s`` for ``sched``; else none."""
+    return {"default": "Mcycle", "state": "BOTTLENECK", "sched": "CSW/s"}.get(screen, "")
 
 
 def rotation(tools: list[Tool], r: int) -> list[Tool]:
@@ -362,8 +373,12 @@ def run_batch(
     status, ru, hwm = wait_watching(pid, timeout, marks)
     text = out.read_text(errors="replace")
     rows, counted = last_block(text)
-    # the default screen's header, not a fallback screen's (the shim makes its events open)
-    error = "" if "Mcycle" in text else "no Mcycle column: the default screen did not open"
+    # the asked screen's header, not a fallback screen's (the shim makes its events open)
+    error = (
+        f"no {tool.header} column: screen {tool.argv[-1]} did not open"
+        if tool.header and tool.header not in text
+        else ""
+    )
     per_refresh = marks.per_refresh_s() if marks else None
     if marks and per_refresh is None and not error:
         error = marks.problem or f"refreshes {window} were not seen printed while it ran"
