@@ -38,7 +38,8 @@ def refusal(*argv: str, tty: bool = False) -> str:
         (["-b", "--series-expiry", "5"], "--series-expiry: only with --serve or --textfile"),
         (
             ["-b", "--by", "pid"],
-            "--by pid: only with --serve or --textfile (live and batch mode take --by cgroup)",
+            "--by pid: only with --serve or --textfile "
+            "(live and batch mode and --replay take --by cgroup)",
         ),
         (["-b", "--to", "5m ago"], "--to: only with --plot or --replay"),
         (["--textfile", "m.prom", "--web-config", "w.yml"], "--web-config: only with --serve"),
@@ -61,6 +62,11 @@ def refusal(*argv: str, tty: bool = False) -> str:
         (["-b", "--task-counters"], "--task-counters: only with --by cgroup"),
         (["-b", "--runtime-root", "/x"], "--runtime-root: only with --by cgroup"),
         (["--where", "1", "--runtime-root", "/x"], "--runtime-root: not with --where"),
+        (["--replay", "r", "--by", "pid"], "--by pid: only with --serve or --textfile"),
+        (["-b", "--depth", "3"], "--depth: only with --where"),
+        (["-b", "--folded", "f"], "--folded: only with --where"),
+        (["--where", "1", "--", "true"], "--where takes the PID of a running process"),
+        (["--where", "1", "--why", "1"], "--why and --where: one at a time"),
     ],
 )
 def test_an_option_of_another_mode_is_one_line(argv: list[str], line: str) -> None:
@@ -99,6 +105,13 @@ def test_format_is_batch_output() -> None:
         (["-b", "--by", "cgroup", "--task-counters"], True, Mode.BATCH, False),
         (["--runtime-root", "/x"], True, Mode.LIVE, True),  # the G key's rows
         (["--serve", "9100", "--by", "cgroup", "--runtime-root", "/x"], True, Mode.SERVE, False),
+        (["--replay", "r", "-b", "--by", "cgroup"], True, Mode.REPLAY, False),
+        (
+            ["--where", "1", "--depth", "2", "--min-share", "1", "--top-down", "--folded", "f"],
+            True,
+            Mode.WHERE,
+            False,
+        ),
     ],
 )
 def test_the_mode_is_derived_once(argv: list[str], tty: bool, mode: Mode, live: bool) -> None:

@@ -268,12 +268,13 @@ def _either(words: list[str]) -> str:
 def _check_values(spec: ModeSpec, given: set[str], opts: Options) -> None:
     """The values a mode takes of an option it shares (``given``: the options the command
     line names): ``--by`` (live and batch: cgroup rows only), ``--top`` (the exporter:
-    with ``--by pid``), ``-p`` (``--plot``: a PID)."""
-    viewing = spec.mode in (Mode.LIVE, Mode.BATCH)
+    with ``--by pid``), ``-p`` (``--plot``: a PID). ``--replay`` takes ``--by cgroup``
+    (rows by cgroup of a recording that holds who ran in them), as live and batch do."""
+    viewing = spec.mode in (Mode.LIVE, Mode.BATCH, Mode.REPLAY)
     if "series_by" in given and viewing and opts.series_by is not SeriesBy.CGROUP:
         raise UsageError(
             f"--by {opts.series_by}: only with --serve or --textfile "
-            "(live and batch mode take --by cgroup)"
+            "(live and batch mode and --replay take --by cgroup)"
         )
     exporting = spec.mode in (Mode.SERVE, Mode.TEXTFILE)
     if "plot_top" in given and exporting and opts.series_by is not SeriesBy.PID:
