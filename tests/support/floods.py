@@ -14,12 +14,12 @@ import itertools
 import selectors
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from tiptop.exporter.httpd import reset_on_close
 
 
 def basic(user: str, password: str | bytes) -> bytes:
@@ -139,7 +139,7 @@ class _Flood(threading.Thread):
         # one 10 s; these floods make thousands a second, and a full table drops every new
         # connection's SYN, a scraper's too (nf_conntrack: table full, dropping packet).
         with contextlib.suppress(OSError):
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            reset_on_close(s)
         s.close()
 
     def run(self) -> None:
@@ -222,36 +222,6 @@ def loopback_sources(n: int) -> list[str]:
     return [f"127.0.{1 + i // 250}.{2 + i % 250}" for i in range(n)]
 
 
-#: New connections a flood test may make while it runs (the idle flood: ~5,000 a second
-#: for 10 s), each an entry in netfilter's connection table where one is kept.
-FLOOD_CONNECTIONS = 60_000
-
-
-def conntrack_short(need: int = FLOOD_CONNECTIONS, wait: float = 30.0) -> str | None:
-    """Why a flood test cannot run here, or None: where netfilter tracks connections
-    (``nf_conntrack``, loaded by podman's rules), a table without room for ``need`` more
-    entries drops new connections' SYNs, a scraper's as well as a flood's (dmesg: "table
-    full, dropping packet"). Waits up to ``wait`` seconds for entries to expire (a reset
-    connection's after 10 s, a closed one's after 120 s: nf_conntrack-sysctl docs)."""
-    root = Path("/proc/sys/net/netfilter")
-    if not (root / "nf_conntrack_count").exists():
-        return None
-    end = time.monotonic() + wait
-    while True:
-        count = int((root / "nf_conntrack_count").read_text())
-        most = int((root / "nf_conntrack_max").read_text())
-        if most - count >= need or time.monotonic() > end:
-            break
-        time.sleep(1)
-    if most - count >= need:
-        return None
-    return (
-        f"netfilter's connection table has room for {most - count} of the {need} "
-        f"connections a flood makes (nf_conntrack_count {count} of {most}): other "
-        "connections fill it, and the kernel would drop the scraper's"
-    )
-
-
 __all__ = [
     "AuthFlood",
     "HelloFlood",
@@ -260,7 +230,6 @@ __all__ = [
     "basic",
     "client_hello",
     "client_tls",
-    "conntrack_short",
     "loopback_sources",
     "scrape_for",
     "scrape_once",

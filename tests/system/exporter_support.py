@@ -218,6 +218,36 @@ def raise_nofile(need: int) -> str | None:
     return None
 
 
+#: New connections a flood test may make while it runs (the idle flood: ~5,000 a second
+#: for 10 s), each an entry in netfilter's connection table where one is kept.
+FLOOD_CONNECTIONS = 60_000
+
+
+def conntrack_short(need: int = FLOOD_CONNECTIONS, wait: float = 30.0) -> str | None:
+    """Why a flood test cannot run here, or None: where netfilter tracks connections
+    (``nf_conntrack``, loaded by podman's rules), a table without room for ``need`` more
+    entries drops new connections' SYNs, a scraper's as well as a flood's (dmesg: "table
+    full, dropping packet"). Waits up to ``wait`` seconds for entries to expire (a reset
+    connection's after 10 s, a closed one's after 120 s: nf_conntrack-sysctl docs)."""
+    root = Path("/proc/sys/net/netfilter")
+    if not (root / "nf_conntrack_count").exists():
+        return None
+    end = time.monotonic() + wait
+    while True:
+        count = int((root / "nf_conntrack_count").read_text())
+        most = int((root / "nf_conntrack_max").read_text())
+        if most - count >= need or time.monotonic() > end:
+            break
+        time.sleep(1)
+    if most - count >= need:
+        return None
+    return (
+        f"netfilter's connection table has room for {most - count} of the {need} "
+        f"connections a flood makes (nf_conntrack_count {count} of {most}): other "
+        "connections fill it, and the kernel would drop the scraper's"
+    )
+
+
 def hold_idle(address: str, n: int) -> list[socket.socket]:
     """``n`` connections to ``address`` that never send anything."""
     host, port = address.rsplit(":", 1)

@@ -34,11 +34,10 @@ from tests.support.floods import (
     IdleFlood,
     basic,
     client_tls,
-    conntrack_short,
     loopback_sources,
     scrape_for,
 )
-from tests.system.exporter_support import raise_nofile, serving
+from tests.system.exporter_support import conntrack_short, raise_nofile, serving
 
 pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
 from tests.support.certs import make_certs

@@ -7,10 +7,11 @@ of 5 and never times a client out: idle connections alone spent the exporter's f
 (issue 31). Here:
 
 * a client has :data:`REQUEST_TIMEOUT` seconds to send its request and
-  :data:`RESPONSE_TIMEOUT` seconds to take the answer, then its connection is closed;
+  :data:`RESPONSE_TIMEOUT` seconds to take the answer, then its connection is reset
+  (:func:`reset_on_close`);
 * at most ``max_clients`` connections are open at once (:func:`client_limit`: a share of
   RLIMIT_NOFILE that the counters' fd budget leaves free, ``tiptop.cli.serve``); when all
-  are taken, a new connection closes the oldest one that has sent nothing for
+  are taken, a new connection resets the oldest one that has sent nothing for
   :data:`SILENT` seconds, else the one silent for longest among those still sending their
   request (TLS handshake or head), if silent for :data:`STALLED` seconds. So clients that
   connect and say nothing, or stall, cannot keep a scraper out, and a scraper that is
@@ -104,8 +105,6 @@ FD_PAUSE = 0.5
 #: exporter spend at most one CPU on bcrypt, and the sampler keeps the rest.
 CHECKERS = 1
 QUEUED = 16
-#: ``struct linger`` {l_onoff 1, l_linger 0}: close(2) resets the connection (socket(7)).
-_RESET = struct.pack("ii", 1, 0)
 
 
 def client_limit(fd_soft: int) -> int:
@@ -572,11 +571,14 @@ class MetricsServer:
 
     def _drop(self, client: _Client, *, reset: bool = False) -> None:
         """Close a connection (its slot is free again; its deferred work, if not started,
-        is not started). ``reset``: for a connection closed unanswered (timed out, or
-        replaced by a new one), a TCP reset, as nginx's ``reset_timedout_connection``
-        does: an orderly close leaves this host a TIME_WAIT socket for 60 s (tcp(7)),
-        and a flood of idle connections, thousands closed a second, filled the table
-        (net.ipv4.tcp_max_tw_buckets) until a scraper's connection went unanswered."""
+        is not started). ``reset``: for a connection dropped unanswered (timed out, or
+        replaced by a new one), a TCP reset (:func:`reset_on_close`), as nginx's
+        ``reset_timedout_connection`` does: an orderly close leaves a TIME_WAIT socket
+        for 60 s (tcp(7)), and where netfilter tracks connections (nf_conntrack) an
+        entry for 120 s, against 10 s for a reset one; a flood of idle connections,
+        thousands dropped a second, filled that table, and the kernel then dropped
+        every new connection's SYN, a scraper's too (dmesg: "nf_conntrack: table
+        full, dropping packet")."""
         self._clients.pop(client.sock, None)
         self._silent.pop(client.sock, None)
         if client.job is not None:
@@ -585,11 +587,17 @@ class MetricsServer:
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(client.sock)
         with contextlib.suppress(OSError):  # the client may be gone already
-            if reset:  # SO_LINGER on with a zero timeout: close(2) sends RST (socket(7))
-                client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+            if reset:
+                reset_on_close(client.sock)
             else:
                 client.sock.shutdown(socket.SHUT_RDWR)
         client.sock.close()
+
+
+def reset_on_close(sock: socket.socket) -> None:
+    """Make ``sock``'s close(2) reset its connection (RST) instead of closing it in order:
+    ``SO_LINGER`` on with a zero timeout (socket(7)). Raises OSError."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -679,5 +687,6 @@ __all__ = [
     "Request",
     "client_limit",
     "parse_request",
+    "reset_on_close",
     "response_bytes",
 ]
