@@ -464,9 +464,11 @@ def test_cgroup_rows_as_a_tree_in_a_real_terminal(tmp_path: Path) -> None:
         t.wait(lambda ls: len(ls) > 5 and re.match(r" *\d+", ls[4]) is not None, "rows")
         t.keys("G")
         lines = t.wait(lambda ls: "CGROUP" in ls[3] and "cgroups" in ls[1], "rows by cgroup")
-        # Sorted on PID (N), not %CPU: htop's highlight keeps its place, not its row, when
-        # the order changes, and on a busy machine "/" and the test's cgroup trade places.
-        t.keys("N")
+        # Sorted on PID, newest first (N, R), not on %CPU: htop's highlight keeps its
+        # place, not its row, when the order changes, and on a busy machine "/" and the
+        # test's cgroup trade places; newest first, its row is at the top (its tasks have
+        # the newest PIDs) however many cgroups -i lists.
+        t.keys("N", "R")
         t.keys("*")
         lines = t.wait(has("Every cgroup's tasks hidden"), "* to hide every cgroup's tasks")
         t.wait(lambda ls: all(not re.search(r"[|`]- ", x) for x in ls[4:]), "no task rows")
