@@ -46,7 +46,7 @@ class Tool:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     #: A word of the header its batch output must show: the screen it was asked for
-    #: opened, not a fallback one (the default screen's ``Mcycle``; empty: not checked).
+    #: opened, not a fallback one (the default screen's ``Mcycle``, the C original's too).
     header: str = "Mcycle"
 
     def command(self, args: list[str]) -> list[str]:
@@ -138,9 +138,18 @@ def make_tools(
 
 
 def _header(screen: str) -> str:
-    """The header word that shows ``screen`` opened: ``Mcycle`` for the default screen,
-    the ``BOTTLENECK`` column for the ``state`` screen, ``CSW/s`` for ``sched``; else none."""
-    return {"default": "Mcycle", "state": "BOTTLENECK", "sched": "CSW/s"}.get(screen, "")
+    """A column header that shows built-in ``screen`` opened, not the screen tiptop falls
+    back to where a screen's events do not count (``state``): the first of its headers
+    that the fallback does not have. Exits, naming it, where no built-in has that name."""
+    sys.path.insert(0, str(REPO))  # the screens of this tree (a --before tree has the same)
+    from tiptop.screens import Target, builtin_screens
+
+    screens = {s.name: s for s in builtin_screens(Target())}
+    if screen not in screens:
+        raise SystemExit(f"--screen {screen}: not a built-in screen ({', '.join(screens)})")
+    fallback = set() if screen == "state" else {c.header.strip() for c in screens["state"].columns}
+    headers = [c.header.strip() for c in screens[screen].columns]
+    return next((h for h in headers if h not in fallback), headers[-1])
 
 
 def rotation(tools: list[Tool], r: int) -> list[Tool]:
@@ -375,8 +384,8 @@ def run_batch(
     rows, counted = last_block(text)
     # the asked screen's header, not a fallback screen's (the shim makes its events open)
     error = (
-        f"no {tool.header} column: screen {tool.argv[-1]} did not open"
-        if tool.header and tool.header not in text
+        f"no {tool.header} column: {tool.label}'s screen did not open"
+        if tool.header not in text
         else ""
     )
     per_refresh = marks.per_refresh_s() if marks else None
