@@ -19,6 +19,22 @@ import stat
 from tiptop.errors import TiptopError
 from tiptop.outside import printable
 
+#: Each kind of file that is not a regular one, in words (inode(7), "The file type").
+_KINDS = (
+    (stat.S_ISLNK, "a symlink (never followed)"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) that is not regular is, in words, for a
+    refusal: ``a FIFO``, ``a directory``..."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
 
 def open_regular(path: str, flags: int, mode: int, option: str, link_hint: str = "") -> int:
     """A blocking descriptor of the regular file ``path``, opened with ``flags`` and created

@@ -29,7 +29,7 @@ RULES: dict[str, set[str]] = {
     "host": set(),  # what this machine allows (paranoid, privileges, fd limits)
     "messages": set(),  # the one message log
     "refresh": {"messages"},  # the one loop that hands frames to a consumer
-    "files": {"errors"},  # files a user names to be written: regular files only
+    "files": {"errors"},  # files a user names to be written (regular files only); a kind in words
     "workload": set(),  # who runs in a cgroup, by name: the record (every layer may import it)
     # a cgroup's workload from its path and the container runtimes' state on disk
     "runtimes": {"kernel"},
@@ -48,7 +48,7 @@ RULES: dict[str, set[str]] = {
     "live": {"table", "frame", "options", "cells", "errors", "host", "refresh", "where"},
     "outputs": {"table", "frame", "options", "cells", "errors", "refresh", "where"},
     # --where: one process sampled (kernel/ring), its samples named (ELF symbols, JIT maps)
-    "where": {"kernel", "events", "errors", "host", "messages", "vocab"},
+    "where": {"kernel", "events", "errors", "host", "messages", "vocab", "files"},
     "recording": {"frame", "screens", "cells", "errors", "messages", "files"},  # --record
     "spawn": {"errors"},
     # --serve, --textfile: frames as Prometheus metrics (the only prometheus_client importer)

@@ -37,7 +37,7 @@ import stat
 from collections.abc import Callable
 
 from tiptop.errors import UsageError
-from tiptop.files import LinkInPath, open_directory
+from tiptop.files import LinkInPath, file_kind, open_directory
 from tiptop.kernel._ffi import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 
 #: node_exporter's textfile collector reads only files whose names end so
@@ -48,15 +48,6 @@ MODE = 0o644
 #: errnos of a renameat2 that this kernel or file system cannot do with flags.
 _NO_FLAGS = (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP)
 
-_KINDS = (
-    (stat.S_ISLNK, "a symlink (never followed)"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 class TextfileRefused(UsageError):
     """PATH is not a file ``--textfile`` may replace (exit code 2); ``why`` says what it is."""
@@ -66,12 +57,8 @@ class TextfileRefused(UsageError):
         self.why = why
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
 def _refusal(mode: int) -> str:
-    return f"{_kind(mode)}, not a regular file: refused"
+    return f"{file_kind(mode)}, not a regular file: refused"
 
 
 class Textfile:

@@ -53,6 +53,7 @@ import yaml
 from tiptop.errors import UsageError
 from tiptop.exporter.basicauth import BasicAuth, check_seconds, cost_of, time_cost_4
 from tiptop.exporter.httpd import RESPONSE_TIMEOUT, Deferred, Reply, Request
+from tiptop.files import file_kind
 
 #: exporter-toolkit's ``client_auth_type`` values honoured -> ssl verify mode.
 CLIENT_AUTH = {
@@ -316,7 +317,7 @@ def _open_regular(path: str, name: str, fail: Fail) -> tuple[int, os.stat_result
         raise refuse(str(err.strerror or err)) from None
     why = ""
     if not stat.S_ISREG(st.st_mode):
-        why = f"not a regular file ({_file_kind(st.st_mode)}): not read"
+        why = f"not a regular file ({file_kind(st.st_mode)}): not read"
     elif st.st_size > MAX_FILE:
         why = f"{st.st_size} bytes, more than {MAX_FILE >> 20} MiB: not read"
     if why:
@@ -341,20 +342,6 @@ def _read(fd: int) -> bytes:
 def _by_fd(fd: int) -> str:
     """A name that opens the very file ``fd`` is (proc(5), ``/proc/self/fd``)."""
     return f"/proc/self/fd/{fd}"
-
-
-def _file_kind(mode: int) -> str:
-    """What a file that is not regular is, in words."""
-    for test, kind in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a file"
 
 
 def _kind(value: object) -> str:

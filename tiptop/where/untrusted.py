@@ -25,6 +25,8 @@ import stat
 import time
 from collections.abc import Callable, Collection
 
+from tiptop.files import file_kind
+
 #: ``say(key, line)``: the message log's, one line per key (a rule, not a file: however
 #: many files a task makes, the lines stay few).
 Say = Callable[[str, str], object]
@@ -32,14 +34,6 @@ Say = Callable[[str, str], object]
 #: The bytes of one read: large enough for few system calls, small enough that a budget
 #: is checked often.
 CHUNK = 1 << 20
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 class Refused(Exception):
@@ -72,11 +66,6 @@ class Budget:
             self.size -= n
 
 
-def kind(mode: int) -> str:
-    """What a file of ``mode`` is, in words (for a refusal)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
 def open_untrusted(
     path: str, owners: Collection[int] | None = None, *, follow: bool = False
 ) -> tuple[int, os.stat_result]:
@@ -95,7 +84,7 @@ def open_untrusted(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{kind(st.st_mode)}, not a regular file", "kind")
+            raise Refused(f"{file_kind(st.st_mode)}, not a regular file", "kind")
         if owners is not None and st.st_uid not in owners:
             raise Refused(f"owned by uid {st.st_uid}, neither this user nor the process's", "owner")
     except (Refused, OSError):
@@ -120,4 +109,4 @@ def read_bounded(fd: int, offset: int, size: int, budget: Budget) -> bytes:
     return b"".join(parts)
 
 
-__all__ = ["CHUNK", "Budget", "Refused", "Say", "kind", "open_untrusted", "read_bounded"]
+__all__ = ["CHUNK", "Budget", "Refused", "Say", "open_untrusted", "read_bounded"]
