@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
-from tiptop.frame import Frame
+from tiptop.frame import Frame, FrameSource, SamplerConfig
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, NumericEvent, ScreenSpec
 
 #: What a counter is given as: an event name (``"cycles"``, ``"msr/tsc/"``), a numeric
@@ -193,3 +193,21 @@ def recorded_line(rec: Lines, index: int) -> dict[str, Any]:
     line = rec.record(index)
     assert isinstance(line, dict), line
     return line
+
+
+class StubSource(FrameSource):
+    """A ``FrameSource`` for tests whose ``refresh`` is all that matters: ``start``,
+    ``reconfigure`` (which takes a new screen when given) and ``close`` do nothing else."""
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    def reconfigure(
+        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
+    ) -> None:
+        """A new screen when given; nothing else to do."""
+        if screen is not None:
+            self.screen = screen
+
+    def close(self) -> None:
+        """Nothing to close."""

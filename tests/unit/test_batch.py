@@ -8,12 +8,11 @@ import os
 import re
 import time
 
-from tests.support.builders import screen
-from tiptop.frame import Frame, FrameSource, SamplerConfig
+from tests.support.builders import StubSource, screen
+from tiptop.frame import Frame
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.outputs import batch
-from tiptop.screens.model import ScreenSpec
 
 
 def test_messages_are_dropped_once_the_reader_is_gone() -> None:
@@ -31,7 +30,7 @@ def test_messages_are_dropped_once_the_reader_is_gone() -> None:
     assert err.getvalue() == ""
 
 
-class _TalkingSampler(FrameSource):
+class _TalkingSampler(StubSource):
     """A stand-in sampler with one problem to report, whose ``start`` closes the pipe's
     reading end (hardware counts are not needed to test where its messages go)."""
 
@@ -50,14 +49,6 @@ class _TalkingSampler(FrameSource):
     def refresh(self) -> Frame:
         self.refreshes += 1
         return Frame.empty((" %CPU",))
-
-    def reconfigure(
-        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
-    ) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def test_preamble_uptime_and_load_are_this_machines() -> None:

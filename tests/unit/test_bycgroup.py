@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.builders import SCREEN, frame, task
+from tests.support.builders import SCREEN, StubSource, frame, task
 from tiptop.cells import Status
 from tiptop.choices import Format, SeriesBy
-from tiptop.frame import Frame, FrameSource, SamplerConfig
+from tiptop.frame import Frame
 from tiptop.messages import MessageLog
-from tiptop.screens.model import ScreenSpec
 from tiptop.sources.bycgroup import CgroupSource, Membership, group
 
 
@@ -48,26 +47,15 @@ def test_a_counter_is_missing_only_when_no_task_counted_it() -> None:
     assert not g.dead.any()
 
 
-class _Source(FrameSource):
+class _Source(StubSource):
     messages = MessageLog()
     screen = SCREEN
 
     def __init__(self, f: Frame) -> None:
         self.f = f
 
-    def start(self) -> None:
-        pass
-
     def refresh(self) -> Frame:
         return self.f
-
-    def reconfigure(
-        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
-    ) -> None:
-        self.screen = screen or self.screen
-
-    def close(self) -> None:
-        pass
 
 
 def test_the_g_key_switches_grouping(tmp_path: Path) -> None:

@@ -33,11 +33,9 @@ from tests.support.floods import (
     scrape_for,
     scrape_once,
 )
-from tests.support.sockets import closed_by_peer
+from tests.support.sockets import closed_by_peer, web_server
 from tiptop.exporter import httpd
-from tiptop.exporter.aggregate import Family, MetricType, Snapshot
 from tiptop.exporter.httpd import MetricsServer
-from tiptop.exporter.serve import SnapshotCollector
 from tiptop.exporter.webconfig import load
 
 pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
@@ -63,14 +61,7 @@ def conf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def server(conf: Path) -> Iterator[MetricsServer]:
     """A TLS and basic-auth server of 8 slots."""
-    web = load(str(conf))
-    collector = SnapshotCollector()
-    fam = Family(
-        "tiptop_cpu_seconds_total", "CPU", MetricType.COUNTER, ("comm",), ((("sh",), 1.5),)
-    )
-    collector.publish(Snapshot((fam,), 1.0))
-    srv = MetricsServer("127.0.0.1", 0, web.guard(collector.handle), 8, web.tls)
-    srv.start()
+    srv = web_server(load(str(conf)))
     yield srv
     srv.close()
 

@@ -18,13 +18,12 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tiptop.exporter.aggregate import Family, MetricType, Snapshot
 from tiptop.exporter.httpd import MetricsServer
-from tiptop.exporter.serve import SnapshotCollector
-from tiptop.exporter.webconfig import WebConfig, WebConfigError, load
+from tiptop.exporter.webconfig import WebConfigError, load
 
 pytest.importorskip("cryptography.x509", reason="needs cryptography (test extra)")
 from tests.support.certs import make_certs
+from tests.support.sockets import web_server
 
 PASSWORD = "s3cret pass"
 #: Cost 4, the least bcrypt takes: the tests check the logic, not the cost.
@@ -36,17 +35,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_certs(tmp_path_factory.mktemp("certs"))
 
 
-def serve(web: WebConfig) -> MetricsServer:
-    collector = SnapshotCollector()
-    fam = Family(
-        "tiptop_cpu_seconds_total", "CPU", MetricType.COUNTER, ("comm",), ((("sh",), 1.5),)
-    )
-    collector.publish(Snapshot((fam,), 1.0))
-    srv = MetricsServer("127.0.0.1", 0, web.guard(collector.handle), 8, web.tls)
-    srv.start()
-    return srv
-
-
 @pytest.fixture
 def tls_and_users(certs: Path) -> Iterator[MetricsServer]:
     conf = certs / "web.yml"
@@ -54,7 +42,7 @@ def tls_and_users(certs: Path) -> Iterator[MetricsServer]:
         "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
         f"basic_auth_users:\n  prometheus: '{HASH}'\n"
     )
-    srv = serve(load(str(conf)))
+    srv = web_server(load(str(conf)))
     yield srv
     srv.close()
 
@@ -101,7 +89,7 @@ def test_a_client_certificate_required_is_required(certs: Path) -> None:
         "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
         "  min_version: TLS13\n"
     )
-    srv = serve(load(str(conf)))
+    srv = web_server(load(str(conf)))
     try:
         assert fetch(srv, certs, None, client=True) == 200
         with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):

@@ -15,16 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.builders import SCREEN, frame, task
+from tests.support.builders import SCREEN, StubSource, frame, task
 from tiptop import recording
 from tiptop.cells import Status
 from tiptop.choices import Format, SeriesBy
 from tiptop.errors import TiptopError
-from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
+from tiptop.frame import CgroupCounts, Frame
 from tiptop.messages import MessageLog
 from tiptop.options import Options
 from tiptop.outputs.records import RecordWriter
-from tiptop.screens.model import ScreenSpec
 from tiptop.sources.bycgroup import CgroupSource
 from tiptop.workload import Workload, WorkloadKind
 
@@ -35,7 +34,7 @@ UNIT = Workload(WorkloadKind.SYSTEMD, "nginx.service", unit="nginx.service")
 WHO = {1: POD, 2: POD, 3: WEB, 4: UNIT}
 
 
-class Tasks(FrameSource):
+class Tasks(StubSource):
     """Frames of four tasks, as a sampler hands them out."""
 
     messages = MessageLog()
@@ -53,17 +52,6 @@ class Tasks(FrameSource):
         f.counter_status[2] = Status.NOT_COUNTED  # counted as part of its cgroup
         f.counter_scaled[2] = np.nan
         return f
-
-    def start(self) -> None:
-        pass
-
-    def reconfigure(
-        self, screen: ScreenSpec | None = None, config: SamplerConfig | None = None
-    ) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class Who:

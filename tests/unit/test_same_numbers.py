@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.builders import replayed
+from tests.support.builders import StubSource, replayed
 from tests.support.live import text
 from tests.support.sampling import CY, IN, PF, FakeEnv, make
 from tiptop import recording
 from tiptop.exporter.aggregate import Aggregator, metrics_for
-from tiptop.frame import Frame, FrameSource
+from tiptop.frame import Frame
 from tiptop.host import Host
 from tiptop.live.app import LiveApp
 from tiptop.live.services import Services
@@ -28,23 +28,14 @@ from tiptop.table import View, text_lines
 TASKS = {10: ("app", 2e9, 3e9, 40, 1.0), 20: ("db", 5e8, 2e8, 7, 0.5)}
 
 
-class Shown(FrameSource):
+class Shown(StubSource):
     """The frames the sampler gave, handed out again in order (what the live view shows)."""
 
     def __init__(self, frames: list[Frame], screen: ScreenSpec) -> None:
         self.frames, self.screen, self.messages = list(frames), screen, MessageLog()
 
-    def start(self) -> None:
-        pass
-
     def refresh(self) -> Frame:
         return self.frames.pop(0)
-
-    def reconfigure(self, screen: object = None, config: object = None) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def sampled(env: FakeEnv, path: Path) -> tuple[list[Frame], ScreenSpec]:
