@@ -29,6 +29,7 @@ PATH_VALUES = frozenset(
         "textfile",
         "runtime_root",
         "folded",
+        "web_config",
     }
 )
 #: Options whose value is one of a few words.
