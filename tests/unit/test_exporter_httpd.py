@@ -109,6 +109,21 @@ def test_idle_and_slow_clients_are_closed_after_their_time(server: MetricsServer
     slow.close()
 
 
+def test_a_connection_dropped_unanswered_is_reset_and_an_answered_one_closed(
+    server: MetricsServer,
+) -> None:
+    """A client that timed out gets a TCP reset (no TIME_WAIT, 10 s in netfilter's
+    connection table instead of 120 s: ``MetricsServer._drop``); one that was answered
+    reads its whole answer, then end-of-file (an orderly close)."""
+    idle = connect(server)
+    assert wait_clients(server, 1) == 1
+    idle.settimeout(3)
+    with pytest.raises(ConnectionResetError):
+        idle.recv(1)
+    idle.close()
+    assert get(server) == "GET /metrics"  # read to its end-of-file, not reset
+
+
 def test_a_client_that_does_not_read_its_answer_is_closed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
