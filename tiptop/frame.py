@@ -203,6 +203,10 @@ class Frame:
     #: own), by who runs in them; None where none were (a live source's rows by cgroup
     #: ask the sampler's ``cgroup_counts``).
     whole: dict[Workload, CgroupCounts] | None = None
+    #: int64 per row by cgroup, the processes in its cgroup now (the exporter's cgroup
+    #: walk, ``tiptop.engine.cgroupwalk``, reads them from ``cgroup.procs``); None where
+    #: each row is one task, or a sum of the task rows beneath it.
+    processes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.tid)

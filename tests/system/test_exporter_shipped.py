@@ -99,8 +99,12 @@ def test_the_shipped_screen_rules_and_dashboard_work_together(tmp_path: Path) ->
     text, err = run_exporter(tmp_path)
     assert "Unused counter" not in err, err  # every counter declared is counted
     exported: dict[str, set[str]] = {}
-    # The labels of both groupings: the dashboard's namespace and pod are --by cgroup's.
-    for name, pairs in [*samples(text), *samples(run_exporter(tmp_path, "--by", "cgroup")[0])]:
+    # The labels of both groupings: the dashboard's namespace and pod are --by cgroup's,
+    # counted per task: the cgroup walk (root's default on cgroup v2) has no wait or I/O
+    # series, nor event counts of the root cgroup's processes (docs/exporter.md, "Walking
+    # the cgroup tree"); tests/system/test_cgroup_walk.py checks it.
+    by_cgroup = run_exporter(tmp_path, "--by", "cgroup", "--task-counters")[0]
+    for name, pairs in [*samples(text), *samples(by_cgroup)]:
         exported.setdefault(name, set()).update(k for k, _v in pairs)
     no_pmu = hardware_pmu_error() is not None
     # Every counter of the screen is exported; a hardware one without a PMU is absent.

@@ -40,6 +40,7 @@ ENGINE_ORDER = (
     "count.spawned",
     "count.attach",
     "assemble",
+    "cgroupwalk",
     "sampler",
 )
 ENGINE = PKG / "engine"

@@ -25,7 +25,7 @@ from tiptop.options import Options
 if TYPE_CHECKING:
     from tiptop.engine.sampler import Sampler
     from tiptop.exporter.textfile import Textfile
-    from tiptop.frame import CgroupCounts
+    from tiptop.frame import CgroupCounts, Frame, FrameSource
     from tiptop.kernel.cgroup import CgroupCache
     from tiptop.workload import Workload
 
@@ -133,12 +133,14 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     opts = dataclasses.replace(opts, sticky=False, uid=host.euid if host.euid != 0 else opts.uid)
     cgroups = CgroupCache(host.proc_root)
     workload_of = None
+    workloads = None
     if opts.series_by is SeriesBy.CGROUP:
         from tiptop.runtimes import Workloads, hierarchy_mount
 
         workloads = Workloads(hierarchy_mount(host.sysfs_root), opts.runtime_root)
 
         def workload_of(pid: int) -> Workload:
+            assert workloads is not None
             return workloads.of(cgroups.path(pid))
 
     aggregator = Aggregator(
@@ -153,12 +155,22 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         workload_of=workload_of,
     )
     sampler = make_sampler(opts, screen, host)
-    aggregator.cgroup_cpu = _cgroup_cpu(opts, host, cgroups, sampler)
-    from tiptop.cli.cgroups import cgroup_events
+    from tiptop.cli.cgroups import cgroup_events, cgroup_walk
 
-    if cgroup_events(opts, host, sampler, cgroups.path) is not None:
-        aggregator.cgroup_counts = _counts_by_label(sampler)
-    exporter = Exporter(sampler, aggregator, opts.delay)
+    walker = None if workloads is None else cgroup_walk(opts, host, sampler, workloads.of)
+    source: FrameSource = sampler
+
+    def forget_ended(frame: Frame) -> None:
+        cgroups.keep_only(frame.pid.tolist())
+
+    keep: Callable[[Frame], None] | None = forget_ended
+    if walker is not None:  # rows of whole cgroups: no task is looked at
+        source, keep = walker, None
+    else:
+        aggregator.cgroup_cpu = _cgroup_cpu(opts, host, cgroups, sampler)
+        if cgroup_events(opts, host, sampler, cgroups.path) is not None:
+            aggregator.cgroup_counts = _counts_by_label(sampler)
+    exporter = Exporter(source, aggregator, opts.delay)
     # SIGTERM, SIGINT: a clean stop, and the exit status the man page gives (143, 130).
     ending = Ending(exporter.stop)
     try:
@@ -167,14 +179,11 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
                 url = exporter.serve(*address, max_clients=clients, web=web)
                 sys.stderr.write(f"tiptop: serving {url}\n")
                 sys.stderr.flush()
-            exporter.run(
-                textfile,
-                opts.max_iter,
-                keep=lambda f: cgroups.keep_only(f.pid.tolist()),
-                report=say,
-            )
+            exporter.run(textfile, opts.max_iter, keep=keep, report=say)
     finally:
         exporter.close()
+        if walker is not None:
+            walker.close()
         sampler.close()
         if textfile is not None:
             textfile.close()

@@ -30,6 +30,12 @@ that counter (cell status OK, ``tiptop.cells``); an event this machine cannot co
 hardware event without a PMU) has no series at all, where a 0 would read as a measurement.
 ``tiptop_event_read_ok`` still says, per label set, that the counter was not read.
 
+Rows of whole cgroups (``Frame.by_cgroup``: the cgroup walk of a root ``--by cgroup``
+exporter, ``tiptop.engine.cgroupwalk``) are labelled by who runs in them, count their
+processes as their tasks (``Frame.processes``) and add no CPU from a birth (theirs is their
+cgroup's own, from its birth); a label set all of whose rows are dead (its cgroup removed)
+is exported once with its last counts and ends at the next refresh.
+
 Where the time went (docs/screens.md "Where the time goes", read for a screen that uses
 it): the seconds its tasks spent on a CPU, waiting for one, throttled by their cgroup's CPU
 limit and blocked on block I/O, as counters (:data:`TIME_METRICS`), each absent until one
@@ -262,6 +268,9 @@ class Aggregator:
     _known: set[int] | None = None
     #: The grouping of the last refresh's rows (:meth:`_grouping` says when it is stale).
     _kept_grouping: _Grouping | None = None
+    #: Rows of whole cgroups (the cgroup walk's frames): the label sets whose every row was
+    #: dead (their cgroups removed), exported once with their last counts and then ended.
+    _ending: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -289,11 +298,15 @@ class Aggregator:
         """Add one frame's deltas to the totals; the snapshot to export now. Rows are
         summed per label set with numpy (one pass per quantity, not one per row)."""
         deltas = _deltas(frame, self.metrics)
-        self._add_births(frame, deltas)
+        for key in self._ending:
+            self._groups.pop(key, None)
+        if not frame.by_cgroup:  # a cgroup row's CPU is its cgroup's own, from its birth
+            self._add_births(frame, deltas)
         for g in self._groups.values():
             g.tasks, g.running, g.ok, g.suspect = 0, None, None, 0
         grouping = self._grouping(frame)
         self._add(frame, deltas, grouping.groups, grouping.group_of_row)
+        self._ending = self._ended(frame, grouping) if frame.by_cgroup else []
         if self.cgroup_cpu is not None and self.by is SeriesBy.CGROUP:
             self._add_cgroup_cpu(frame, deltas, grouping.keys)
         if self.cgroup_counts is not None and self.by is SeriesBy.CGROUP:
@@ -321,7 +334,10 @@ class Aggregator:
 
     def _keys(self, frame: Frame) -> list[tuple[str, ...]]:
         """Each row's label set; with ``by="pid"`` the top N rows' own and every other
-        row's :data:`OTHER`, and the series of processes out of the top N end."""
+        row's :data:`OTHER`, and the series of processes out of the top N end; a row of a
+        whole cgroup (``Frame.by_cgroup``) its workload's."""
+        if frame.by_cgroup and frame.workload is not None:
+            return [_workload_labels(w, w.label) for w in frame.workload]
         if self.by is SeriesBy.PID:
             other = self._other()
             shown = np.zeros(len(frame), bool)
@@ -344,10 +360,7 @@ class Aggregator:
     def _cgroup_key(self, pid: int, cgroup: str) -> tuple[str, ...]:
         """The label set of process ``pid`` in cgroup ``cgroup`` (:data:`CGROUP_LABELS`)."""
         w = self.workload_of(pid) if self.workload_of is not None else None
-        if w is None:
-            key: tuple[str, ...] = ("", "", "", "", "", "", cgroup)
-        else:
-            key = (w.namespace, w.pod, w.container, w.container_id, w.uid, w.unit, cgroup)
+        key = ("", "", "", "", "", "", cgroup) if w is None else _workload_labels(w, cgroup)
         self._cgroup_keys[cgroup] = key
         return key
 
@@ -372,7 +385,9 @@ class Aggregator:
         running = np.full((n_groups, k), np.inf)  # fmin skips nan: inf left = all unknown
         np.fmin.at(running, group_of_row, np.asarray(frame.counter_running, np.float64))
         running[np.isinf(running)] = np.nan
-        alive = np.bincount(group_of_row, ~frame.dead, n_groups)
+        # A task row is one task; a row of a whole cgroup says how many processes it has.
+        tasks = ~frame.dead if frame.processes is None else np.where(frame.dead, 0, frame.processes)
+        alive = np.bincount(group_of_row, tasks, n_groups)
         suspect = np.bincount(group_of_row, (frame.status == Code.SUSPECT).any(axis=1), n_groups)
         for j, key in enumerate(keys):
             g = self._groups.get(key)
@@ -430,6 +445,13 @@ class Aggregator:
             g.seen = frame.timestamp
             g.ok = ok.astype(np.float64)
             g.running = np.where(ok, counts.running, np.nan)
+
+    def _ended(self, frame: Frame, grouping: _Grouping) -> list[tuple[str, ...]]:
+        """The label sets all of whose rows are dead: rows of whole cgroups removed since
+        the last refresh (this one carries their last counts), whose series end at the
+        next (a cgroup made again under the same path starts a new series from 0)."""
+        live = np.bincount(grouping.group_of_row, ~frame.dead, len(grouping.groups))
+        return [key for key, n in zip(grouping.groups, live.tolist(), strict=True) if n == 0]
 
     def _new_group(self) -> _Group:
         """A label set's totals, none counted yet."""
@@ -564,6 +586,12 @@ class Aggregator:
                 )
             )
         return fams
+
+
+def _workload_labels(w: Workload, cgroup: str) -> tuple[str, ...]:
+    """The values of :data:`CGROUP_LABELS` for a cgroup of label ``cgroup`` that ``w``
+    runs in."""
+    return (w.namespace, w.pod, w.container, w.container_id, w.uid, w.unit, cgroup)
 
 
 def shortest(value: float) -> float:

@@ -27,6 +27,7 @@ import os
 import re
 import time
 from collections.abc import Container, Iterable
+from typing import NamedTuple
 
 from tiptop.outside import printable
 
@@ -295,15 +296,127 @@ def _ancestors(mount: str, root: str, path: str) -> list[str]:
     return [cpu_dir(mount, root, "/" + "/".join(parts[:i])) for i in range(len(parts), 0, -1)]
 
 
+# ------------------------------------------------------- the v2 hierarchy walked, not /proc
+#
+# The exporter's cgroup walk (``tiptop.engine.cgroupwalk``) reads each cgroup's own files
+# (Documentation/admin-guide/cgroup-v2.rst): which cgroups exist (the hierarchy's
+# directories), the processes in one (``cgroup.procs``) and its CPU (``cpu.stat``).
+
+
+class CgroupDir(NamedTuple):
+    """One cgroup found by :func:`walk_hierarchy`: its path as ``/proc/PID/cgroup``'s
+    ``0::`` line writes it (``/`` for the root), its directory's inode (the kernel's cgroup
+    id: a cgroup made again under the same path has another) and whether it has no child
+    cgroup."""
+
+    path: str
+    inode: int
+    leaf: bool
+
+
+def walk_hierarchy(mount: str) -> list[CgroupDir]:
+    """Every cgroup of the hierarchy mounted at ``mount``, parents before their children;
+    a directory that goes while it is walked is left out. ``os.scandir`` gives each
+    entry's type and inode without a ``stat`` (kernfs fills ``d_type`` and ``d_ino``), and
+    no symbolic link is followed (cgroupfs has none; a name is never trusted)."""
+    try:
+        root_inode = os.stat(mount).st_ino
+    except OSError:
+        return []
+    out: list[CgroupDir] = []
+    todo = [("", mount, root_inode)]
+    while todo:
+        rel, where, inode = todo.pop()
+        children = []
+        try:
+            with os.scandir(where) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        children.append((f"{rel}/{e.name}", e.path, e.inode()))
+        except OSError:
+            continue
+        out.append(CgroupDir(rel or "/", inode, not children))
+        todo += reversed(children)
+    return out
+
+
+class CpuStat(NamedTuple):
+    """A cgroup's ``cpu.stat`` so far, in seconds: ``usage_usec`` (the scheduler's run time
+    of its tasks and its descendants'), ``user_usec`` and ``system_usec`` (the same split by
+    the tick's accounting), ``throttled_usec`` (its run queues held by its own CPU limit;
+    0 without the ``cpu`` controller)."""
+
+    usage: float
+    user: float
+    system: float
+    throttled: float
+
+
+def read_cpu_stat(where: str) -> CpuStat | None:
+    """The ``cpu.stat`` of the cgroup directory ``where``; None when it is gone or says no
+    ``usage_usec``."""
+    try:
+        with open(f"{where}/cpu.stat", "rb") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    found = dict.fromkeys((b"usage_usec", b"user_usec", b"system_usec", b"throttled_usec"), 0)
+    seen = False
+    for line in text.splitlines():
+        key, _, value = line.partition(b" ")
+        if key in found:
+            try:
+                found[key] = int(value)
+            except ValueError:
+                return None
+            seen = seen or key == b"usage_usec"
+    if not seen:
+        return None
+    usage, user, system, throttled = (v / 1e6 for v in found.values())
+    return CpuStat(usage, user, system, throttled)
+
+
+def procs_fd(where: str) -> int | None:
+    """An fd of the cgroup directory ``where``'s ``cgroup.procs``, kept open by its reader
+    (:func:`count_procs`); None when the cgroup is gone."""
+    try:
+        return os.open(f"{where}/cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def count_procs(fd: int) -> int | None:
+    """The processes in a cgroup now: the lines of its ``cgroup.procs`` read again from
+    the start through ``fd`` (:func:`procs_fd`; a read at offset 0 of a cgroup file starts
+    its listing afresh: one ``pread`` and no path walk per refresh); None when unreadable
+    (the cgroup was removed)."""
+    count, offset, size = 0, 0, 65536
+    try:
+        while True:
+            chunk = os.pread(fd, size, offset)
+            count += chunk.count(b"\n")
+            offset += len(chunk)
+            if len(chunk) < size:  # the listing's end: no second pass over the cgroup
+                return count
+    except OSError:
+        return None
+
+
 __all__ = [
     "CgroupCache",
     "CgroupCpu",
+    "CgroupDir",
+    "CpuStat",
+    "count_procs",
     "cpu_dir",
     "cpu_limit",
     "cpu_path_of",
     "path_of",
+    "procs_fd",
+    "read_cpu_stat",
     "shorten",
     "throttled_ns",
     "unified_root",
     "usage_seconds",
+    "walk_hierarchy",
 ]
