@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.fakeproc import FakeProc
 from tests.support import spying
 from tiptop.engine.activity import Activity
+from tiptop.engine.count.counters import Counts
+from tiptop.engine.count.readout import Readout
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.tasks import Stat, TaskScanner, read_stat
 
@@ -233,3 +236,20 @@ def test_with_threads_a_single_threaded_process_without_counters_is_read_when_it
         _ran(root, 800)
     sc.scan(Activity(uncounted={10}))
     assert read == ["/10/stat", "/10/task/10/stat"]
+
+
+def test_only_thread_group_leaders_are_due_a_sweep() -> None:
+    """A quiet thread whose tid falls on the sweep's turn is not due when it does not
+    lead its process (an exec by it would make it the leader: ``engine.activity``);
+    the leader on its turn is, and taking rows keeps each one's place."""
+    tids = np.array([32, 33, 48, 49], np.int64)  # turns 0, 1, 0, 1 of 16
+    leaders = np.array([True, False, False, True])
+    ones = np.ones((4, 1))
+    readout = Readout(*(ones,) * 4, ones, ones, ones, ones)
+    counts = Counts(readout, [None] * 4, np.ones(4, bool), set(), {}, tids, 0.0, leaders)
+    act = counts.activity(16, 0)
+    assert (act.did_not_run, act.not_due) == ({32, 33, 48, 49}, {33, 48, 49})
+    assert counts.activity(16, 1).not_due == {32, 33, 48}  # 33's turn too, not a leader
+    assert counts.take([2, 0]).activity(16, 0).not_due == {48}
+    every = Counts(readout, [None] * 4, np.ones(4, bool), set(), {}, tids, 0.0)
+    assert every.activity(16, 0).not_due == {33, 49}  # no leaders said: every row swept

@@ -27,6 +27,11 @@ Two things can hide a change from the counters, and the rules cover both:
   are those whose turn it is not, whose run time is not even read; the others' ``stat``
   is read only when their run time moved since (``task.slept``; read as
   ``task.run_time_reader`` says: a process's CPU-time clock, or a ``schedstat``).
+  Only thread-group leaders (tid == pid: every process row, a process's first thread
+  with ``-H``) are swept: an exec by any other thread first makes it the leader (fs/exec.c
+  ``de_thread()``: it takes the leader's PID) and ends every other thread, whose exits
+  their pidfds or counters show; so the row left counting nothing is the leader's
+  (``engine.count.counters.Counts.activity``).
 
 A task without counters (waiting for fds, refused: :attr:`uncounted`) is read when its
 run time moved, while no PID was made since the last scan (where that run time is a

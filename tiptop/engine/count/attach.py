@@ -140,7 +140,7 @@ class Attacher:
                     f"read-failed:{e.errno}",
                     f"reading counters failed ({_errname(e)}): reopening them",
                 )
-        return Counts(readout, r.retired(), still, exited, marks, r.tids, window)
+        return Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
 
     # ------------------------------------------------------------------ lifecycle
     def detach(self, tasks: Sequence[Task]) -> None:

@@ -109,6 +109,8 @@ class RowReading:
     ) -> None:
         self.rows = list(rows)
         self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
+        #: Rows whose task leads its thread group (tid == pid): every process row.
+        self.leaders = np.fromiter((t.tid == t.pid for t in rows), bool, len(rows))
         self._changes, self._made_at = changes, changes.n
         none = TaskCounters(Changes())  # a row without counters
         self.states = [counters.get(t.key) or none for t in rows]
@@ -166,6 +168,9 @@ class Counts:
     tids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: Seconds between the previous read of the counters and this one (0: the first).
     window: float = 0.0
+    #: Rows whose task leads its thread group (tid == pid), the only ones a sweep looks at
+    #: (:meth:`activity`); None: every row.
+    leaders: np.ndarray | None = None
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
@@ -178,15 +183,20 @@ class Counts:
             self.marks,
             self.tids[idx],
             self.window,
+            None if self.leaders is None else self.leaders[idx],
         )
 
     def activity(self, sweep: int, turn: int) -> Activity:
         """What these counts say of the tasks for the next scan (``engine.activity``): the
-        tasks that did not run whose tid is ``turn`` modulo ``sweep`` are due a look."""
+        thread-group leaders that did not run whose tid is ``turn`` modulo ``sweep`` are
+        due a look (why leaders only: ``engine.activity``, "Counters that stopped")."""
         tids, still = self.tids, self.did_not_run
+        due = still & (tids % sweep == turn)
+        if self.leaders is not None:
+            due &= self.leaders
         return Activity(
             did_not_run=set(tids[still].tolist()),
-            not_due=set(tids[still & (tids % sweep != turn)].tolist()),
+            not_due=set(tids[still & ~due].tolist()),
             uncounted=set(tids[self.readout.nread.sum(axis=1) == 0].tolist()),
             exited=self.exited,
             marks=self.marks,
