@@ -284,6 +284,40 @@ def test_a_thread_that_ran_keeps_its_place_among_its_process_s_threads(tmp_path:
     assert not again.new and not again.gone
 
 
+def test_a_quiet_process_s_threads_are_kept_whole_and_at_rest(tmp_path: Path) -> None:
+    """With -H, a process none of whose threads ran nor is due a look keeps its rows
+    without a look at each (``ThreadRows.at_rest``): 0 %CPU each, a runnable one still
+    queued; one that ran then is read again, and at rest again after."""
+    fp = FakeProc(tmp_path)
+    fp.add(20, "pool", tids=(21, 22), utime=5)
+    (tmp_path / "20" / "task" / "20" / "schedstat").write_text("500 0 1\n")
+    sc = TaskScanner(str(tmp_path), threads=True)
+    sc.scan()
+    fp.set_stat(20, "pool", tid=21, state="R", threads=3, utime=9)  # 21 ran, now runnable
+    ran = sc.scan(Activity(not_due={20, 22}, did_not_run={20, 22}))
+    by = {t.tid: t for t in ran.tasks}
+    assert by[21].cpu_total > 0 and by[21].state == "R"
+    quiet = Activity(not_due={20, 21, 22}, did_not_run={20, 21, 22})
+    for _ in range(2):  # the second scan takes what the first kept
+        rested = sc.scan(quiet)
+        assert [t.tid for t in rested.tasks] == [t.tid for t in ran.tasks]
+        assert [t.cpu_total for t in rested.tasks] == [0.0, 0.0, 0.0]
+        assert [t.tid for t in rested.queued] == [21] and not rested.looked
+        assert rested.threads_total == 3
+    fp.set_stat(20, "pool", tid=22, threads=3, utime=9)  # 22 ran: looked at, kept no more
+    again = sc.scan(Activity(not_due={20, 21}, did_not_run={20, 21}))
+    assert [t.tid for t in again.looked] == [22] and again.looked[0].cpu_total > 0
+    assert [t.cpu_total for t in sc.scan(quiet).tasks] == [0.0, 0.0, 0.0]
+    # The leader due a look (the sweep), its run time moved: read, not kept whole, with
+    # no new listing; at rest again at the next quiet scan.
+    sc.scan(quiet)
+    (tmp_path / "20" / "task" / "20" / "schedstat").write_text("900 0 1\n")
+    fp.set_stat(20, "pool", tid=20, threads=3, utime=9)
+    swept = sc.scan(Activity(not_due={21, 22}, did_not_run={20, 21, 22}))
+    assert [t.tid for t in swept.looked] == [20] and swept.looked[0].cpu_total > 0
+    assert [t.cpu_total for t in sc.scan(quiet).tasks] == [0.0, 0.0, 0.0]
+
+
 def test_other_users_processes_are_not_read_again_until_their_mark_changes(
     tmp_path: Path,
 ) -> None:

@@ -300,7 +300,7 @@ class TaskScanner:
         procs = self._procs
         for pid in procs.keys() - w.live:
             del procs[pid]
-            self._thread_rows.listed.pop(pid, None)
+            self._thread_rows.forget(pid)
         if w.trees is not None:
             self.tree = {}
         seen, new = w.seen, w.new
@@ -348,6 +348,11 @@ class TaskScanner:
         """With ``-H``: the threads of watched process ``pid`` (``ThreadRows``): kept as
         they were when they did not run, else their rows updated, or their last look
         taken when they ended."""
+        kept = self._thread_rows.at_rest(pid)
+        if kept is not None:  # none ran, none due a look: kept whole
+            w.seen.update(kept.rows)
+            w.queued += kept.runnable
+            return
         for tid, st in self._thread_rows.scan(pid):
             if st is None:
                 t = w.seen[tid] = w.old[tid]

@@ -9,12 +9,24 @@ that did not run and hands the scanner the ones it read afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.task import Proc, RunTime, Task, rest, stood
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import Stat, list_threads
+
+
+@dataclass(eq=False, slots=True)
+class AtRest:
+    """The threads of a process none of which ran, kept whole (:meth:`ThreadRows.at_rest`):
+    its listing (``tids``: the very list ``ThreadRows.listed`` holds), its rows in that
+    order and those of them that were runnable when last looked at."""
+
+    tids: list[int]
+    rows: list[tuple[int, Task]]
+    runnable: list[Task]
 
 
 class ThreadRows:
@@ -25,8 +37,13 @@ class ThreadRows:
         self.listing = listing
         #: pid -> the tids its ``task/`` directory listed at the last scan.
         self.listed: dict[int, list[int]] = {}
-        #: This scan's processes none of whose threads ran, by their clock (:meth:`unchanged`).
+        #: This scan's processes none of whose threads ran, by their clock, or by their
+        #: counters with none due a look (:meth:`unchanged`).
         self._stood: set[int] = set()
+        #: pid -> its threads as :meth:`at_rest` kept them: stale once one of them is
+        #: looked at (:meth:`scan`), its listing read again or the process forgotten
+        #: (:meth:`forget`).
+        self._at_rest: dict[int, AtRest] = {}
         self.begin(Activity(), {}, {}, _no_read, lambda t: 0)
 
     def begin(
@@ -50,7 +67,7 @@ class ThreadRows:
         """The threads of watched process ``pid`` listed last time when none of them ran
         since: their counters say so (``Activity.none_ran``), or, when ``clocks``, the
         process's CPU-time clock stood (``task.stood``: threads without counters too, and
-        then none of them is looked at, :meth:`scan`); None otherwise. Its ``stat`` is
+        then none of them is looked at, :meth:`at_rest`); None otherwise. Its ``stat`` is
         then not read again: an exec, a clone(2) or a rename (prctl(2) ``PR_SET_NAME``)
         is run by one of its threads, and its exit makes their pidfds readable
         (``engine.count.exits``), which keeps them out of the ones that did not run."""
@@ -58,12 +75,37 @@ class ThreadRows:
         p = self._procs.get(pid)
         if not known or p is None or not p.watched:
             return None
-        if self._activity.none_ran(known):
+        act = self._activity
+        if act.none_ran(known):
+            if all(map(act.not_due.__contains__, known)):  # each rested (Activity.rested)
+                self._stood.add(pid)
             return known
-        if self._clocks and stood(p) and all(tid in self._old for tid in known):
+        if self._clocks and stood(p) and all(map(self._old.__contains__, known)):
             self._stood.add(pid)
             return known
         return None
+
+    def at_rest(self, pid: int) -> AtRest | None:
+        """The threads of watched process ``pid`` when :meth:`unchanged` found that none of
+        them ran and none is due a look: each at rest (``task.rest``), kept whole so that a
+        process asleep since its last scan costs no step per thread; None otherwise (then
+        :meth:`scan`)."""
+        if pid not in self._stood:
+            return None
+        known = self.listed[pid]
+        kept = self._at_rest.get(pid)
+        if kept is None or kept.tids is not known:
+            rows = [(tid, self._old[tid]) for tid in known]
+            for _, t in rows:
+                rest(t)
+            runnable = [t for _, t in rows if t.state == "R"]
+            kept = self._at_rest[pid] = AtRest(known, rows, runnable)
+        return kept
+
+    def forget(self, pid: int) -> None:
+        """Process ``pid`` is no longer listed: nothing of it kept."""
+        self.listed.pop(pid, None)
+        self._at_rest.pop(pid, None)
 
     def scan(self, pid: int) -> list[tuple[int, Stat | None]]:
         """The live threads of watched process ``pid``, in their listing's order, each with
@@ -78,11 +120,8 @@ class ThreadRows:
         read. A listing read while no PID was made stands for the marks of its threads
         (``ProcListing.unchanged``)."""
         root, act, run_time = self.proc_root, self._activity, self._run_time
+        self._at_rest.pop(pid, None)  # some may be looked at
         known = self.listed.get(pid)
-        if known and pid in self._stood:  # none of them ran (unchanged): all at rest
-            for tid in known:
-                rest(self._old[tid])
-            return [(tid, None) for tid in known]
         proven = False
         if not known or not act.did_not_run.issuperset(known):
             try:
