@@ -13,7 +13,7 @@ import pytest
 
 from tests.system.scripted_child import Child
 from tiptop.cells import Status
-from tiptop.engine.sampler import Sampler, SamplerConfig
+from tiptop.engine.sampler import SWEEP, Sampler, SamplerConfig
 from tiptop.frame import Frame
 from tiptop.kernel.procfs import Stat
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
@@ -38,6 +38,12 @@ CHILD = textwrap.dedent(
         elif cmd == "exec":
             print("done", flush=True)
             os.execvp(arg, [arg, "1000"])
+        elif cmd == "texec":  # a thread that does not lead the process execs a spinner
+            import threading
+            print("done", flush=True)
+            spin = [sys.executable, "-c", "while 1: pass"]
+            threading.Thread(target=os.execv, args=(spin[0], spin)).start()
+            time.sleep(1000)
         print("done", flush=True)
     """
 )
@@ -151,5 +157,41 @@ def test_a_new_thread_of_a_long_quiet_process_shows_within_one_refresh(child: Ch
         assert len(s._scanner.tasks) == 6
         f = s.refresh()
         assert len(f) == 6 and before < set(f.tid.tolist()), f.tid
+    finally:
+        s.close()
+
+
+def test_counters_ended_by_an_exec_under_a_running_task_are_reopened(child: Child) -> None:
+    """-H: a thread other than the leader execs a spinner. It takes the leader's PID and
+    ends the other threads (fs/exec.c de_thread()), so the leader's row keeps the old
+    leader's counters, ended: they say it never runs. The sweep's look at the leader
+    (only leaders are swept, ``engine.activity``) finds its run time moved: that
+    interval's counts are '?' and the counters are opened again, on the spinner, whose
+    task-clock then counts nearly all of each interval."""
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid, threads=True))
+    try:
+        child.do("threads 1")
+        s.start()
+        for _ in range(3):
+            f = s.refresh()
+        assert len(f) == 2 and child.pid in f.tid.tolist(), f.tid
+        child.do("texec spin")
+        seen: list[tuple[float, int]] = []  # (task-clock, its status) of the leader's row
+        for _ in range(SWEEP + 6):
+            time.sleep(0.05)
+            f = s.refresh()
+            if f.tid.tolist() == [child.pid]:  # the old threads' rows gone
+                seen.append((float(f.values[0, 1]), int(f.status[0, 1])))
+                if len(seen) > 2 and seen[-1][0] > 0:
+                    break
+        # Until the sweep's look, the ended counters say it slept (0, valid); the interval
+        # of the look shows '?'.
+        assert Status.UNREADABLE in [c for _, c in seen], seen
+        first = [c for _, c in seen].index(Status.UNREADABLE)
+        assert all(x == (0.0, Status.OK) for x in seen[:first]), seen
+        assert len(seen) <= SWEEP + 4, seen  # within one sweep, then reopened
+        # Reopened on the spinner: it counts again (ended counters read exactly 0), a good
+        # part of the interval even with other busy tasks on the CPUs.
+        assert seen[-1][0] > 0.1 * f.interval * 1e9, (seen, f.interval)
     finally:
         s.close()

@@ -32,7 +32,7 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,17 @@ from tiptop.screens.model import ScreenSpec
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
 #: ``schedstat``, and their ``stat`` when they ran (``engine.scan.task.slept``).
 SWEEP = 16
+
+
+def counters_ended(scan: Scan, activity: Activity) -> list[Task]:
+    """The tasks of ``scan`` read afresh whose CPU time moved since their last look while
+    their counters said they did not run (``activity``): counters that ended under a
+    running task. A set-user-ID exec ends them (fs/exec.c ``begin_new_exec()``); an exec by
+    a thread other than the leader leaves the leader's row on the old leader's, which
+    exited (``de_thread()``: the exec'ing thread takes the leader's PID). The sweep finds
+    them (``engine.activity``); tasks without counters are not among them."""
+    still, blind = activity.did_not_run, activity.uncounted
+    return [t for t in scan.looked if t.cpu_total > 0 and t.tid in still and t.tid not in blind]
 
 
 class Sampler(FrameSource):
@@ -201,12 +212,14 @@ class Sampler(FrameSource):
         if self._cgroups is not None:
             activity = self._read_cgroups(activity, known, turn)
         scan = self._scanner.scan(activity)
-        frame = self._evaluate(scan, known, counts)
+        ended = counters_ended(scan, activity)
+        frame = self._evaluate(scan, known, counts, ended)
         self._note_unscheduled(frame)
         self._note_multiplexed(frame)
         if self._times is not None:
             self._times.forget(scan.gone)
         self._attacher.detach(scan.gone)
+        self._attacher.reopen(ended)
         self._attacher.attach(scan, self._scanner.tree)
         self._iteration += 1
         return self._with_sticky(frame, len(scan.gone))
@@ -265,9 +278,12 @@ class Sampler(FrameSource):
     def _headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.screen.columns)
 
-    def _evaluate(self, scan: Scan, known: list[Task], counts: Counts) -> Frame:
+    def _evaluate(
+        self, scan: Scan, known: list[Task], counts: Counts, ended: Sequence[Task] = ()
+    ) -> Frame:
         """Evaluate the rows shown now into a frame; ``counts`` were read for ``known``,
-        the tasks of the previous scan, of which the shown and gone rows are a part.
+        the tasks of the previous scan, of which the shown and gone rows are a part; the
+        counters of ``ended`` (:func:`counters_ended`) counted nothing of their interval.
 
         Tasks gone since the last scan are read one last time and shown in this frame,
         dead (the original reads a zombie's counters once more and removes dead tasks
@@ -280,9 +296,10 @@ class Sampler(FrameSource):
         if not same_tasks(rows, known):
             where = {id(t): i for i, t in enumerate(known)}
             counts = counts.take([where[id(t)] for t in rows])
-        if self._uncountable:  # a spawned set-user-ID command: its counters ended at exec
+        if self._uncountable or ended:  # counters that ended at an exec: '?', not zeros
+            blind = {id(t) for t in ended}
             for i, t in enumerate(rows):
-                if t.pid in self._uncountable:
+                if t.pid in self._uncountable or id(t) in blind:
                     counts.readout.nread[i, :] = 0
         reaped = np.zeros(len(rows), bool)
         reaped[len(shown) :] = [not t.final for t in scan.gone]

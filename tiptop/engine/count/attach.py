@@ -143,6 +143,17 @@ class Attacher:
         return Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
 
     # ------------------------------------------------------------------ lifecycle
+    def reopen(self, tasks: Sequence[Task]) -> None:
+        """Close the groups of ``tasks``, whose counters ended while they run
+        (``engine.sampler.counters_ended``), keeping what they counted, and open them again
+        at the next :meth:`attach` (refused, after a set-user-ID exec, as any open)."""
+        for t in tasks:
+            st = self._counters.get(t.key)
+            if st is None or not st.units:
+                continue
+            self._close(st, keep=True)
+            self._wait(t, "counters-ended", "counters of a task ended at an exec: reopening them")
+
     def detach(self, tasks: Sequence[Task]) -> None:
         """Close the groups of tasks that are gone and forget them."""
         for t in tasks:
