@@ -25,17 +25,26 @@ def stop() -> Iterator[Stop]:
 
 def test_a_wait_costs_no_cpu(stop: Stop) -> None:
     r, w = os.pipe()
+    spent: list[float] = []
     try:
-        t0, c0 = time.monotonic(), time.thread_time()
-        batch._wait_until(time.monotonic() + 1.0, stop, w, None)
-        cpu, took = time.thread_time() - c0, time.monotonic() - t0
+        # The least of two waits where the first is over: a thread charged once for what
+        # the VM did meanwhile (0.98 ms seen once in a full suite run) is not a wake-up
+        # loop, which costs as much in every wait.
+        for _ in range(2):
+            t0, c0 = time.monotonic(), time.thread_time()
+            batch._wait_until(time.monotonic() + 1.0, stop, w, None)
+            spent.append(time.thread_time() - c0)
+            took = time.monotonic() - t0
+            # Ends at its deadline: never before; after, only by how late a loaded
+            # machine runs us.
+            assert 0.99 <= took < 3
+            if spent[-1] < 0.0006:
+                break
     finally:
         os.close(r)
         os.close(w)
-    # Ends at its deadline: never before; after, only by how late a loaded machine runs us.
-    assert 0.99 <= took < 3
     # Waking every 50 ms to look: 1.4-2 ms of CPU a second on the development VM.
-    assert cpu < 0.0006, f"{cpu * 1e3:.2f} ms of CPU in a 1 s wait"
+    assert min(spent) < 0.0006, f"{[round(c * 1e3, 2) for c in spent]} ms of CPU in 1 s waits"
 
 
 def test_a_stop_request_ends_the_wait_at_once(stop: Stop) -> None:
