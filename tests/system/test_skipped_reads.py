@@ -167,7 +167,8 @@ def test_counters_ended_by_an_exec_under_a_running_task_are_reopened(child: Chil
     leader's counters, ended: they say it never runs. The sweep's look at the leader
     (only leaders are swept, ``engine.activity``) finds its run time moved: that
     interval's counts are '?' and the counters are opened again, on the spinner, whose
-    task-clock then counts nearly all of each interval."""
+    task-clock then counts again (a tenth of the interval at least, busy neighbours or
+    not)."""
     s = Sampler(screen(), SamplerConfig(only_pid=child.pid, threads=True))
     try:
         child.do("threads 1")
