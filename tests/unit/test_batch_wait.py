@@ -4,6 +4,7 @@ signal handler too), a gone reader, or its deadline; no CPU spent while it waits
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
 import time
@@ -24,27 +25,32 @@ def stop() -> Iterator[Stop]:
 
 
 def test_a_wait_costs_no_cpu(stop: Stop) -> None:
+    """The wait's thread CPU over that of a bare poll(2) of the same second, beside it:
+    this VM charges a sleeping thread 0.1-1.5 ms a second of its own (a bare poll and a
+    ``time.sleep`` alike), which a wake-up loop adds to. The least of up to three pairs is
+    judged, so one pair the VM charged apart is not the wait's."""
     r, w = os.pipe()
-    spent: list[float] = []
+    extra: list[float] = []
     try:
-        # The least of two waits where the first is over: a thread charged once for what
-        # the VM did meanwhile (0.98 ms seen once in a full suite run) is not a wake-up
-        # loop, which costs as much in every wait.
-        for _ in range(2):
+        for _ in range(3):
             t0, c0 = time.monotonic(), time.thread_time()
             batch._wait_until(time.monotonic() + 1.0, stop, w, None)
-            spent.append(time.thread_time() - c0)
+            spent = time.thread_time() - c0
             took = time.monotonic() - t0
             # Ends at its deadline: never before; after, only by how late a loaded
             # machine runs us.
             assert 0.99 <= took < 3
-            if spent[-1] < 0.0006:
+            c0 = time.thread_time()
+            select.poll().poll(1000)
+            extra.append(spent - (time.thread_time() - c0))
+            if extra[-1] < 0.0006:
                 break
     finally:
         os.close(r)
         os.close(w)
-    # Waking every 50 ms to look: 1.4-2 ms of CPU a second on the development VM.
-    assert min(spent) < 0.0006, f"{[round(c * 1e3, 2) for c in spent]} ms of CPU in 1 s waits"
+    # Waking every 50 ms to look: 1.4-3 ms of CPU a second more on the development VM.
+    shown = [round(c * 1e3, 2) for c in extra]
+    assert min(extra) < 0.0006, f"{shown} ms of CPU more than a bare poll in 1 s waits"
 
 
 def test_a_stop_request_ends_the_wait_at_once(stop: Stop) -> None:
