@@ -232,6 +232,9 @@ class FakeBackend:
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
         #: Hand out fake pidfds (``open_pidfd``): off unless a test asks for them.
         self.pidfds = False
+        #: FAKE CPU-time clocks (ns) by pid (``run_times``): a pid not here says 0 (cannot
+        #: say), so no group is left unread unless a test sets its process's clock.
+        self.run_clocks: dict[int, int] = {}
         self._exit_pipes: dict[int, int] = {}
         #: Open groups by their leader's fd number (:meth:`read_fd`).
         self.leaders: dict[int, FakeGroup] = {}
@@ -294,6 +297,10 @@ class FakeBackend:
         r, w = os.pipe()
         self._exit_pipes[tid] = w
         return r
+
+    def run_times(self, pids: Sequence[int]) -> list[int]:
+        """The FAKE CPU-time clock of each of ``pids`` (:attr:`run_clocks`), 0 where unset."""
+        return [self.run_clocks.get(pid, 0) for pid in pids]
 
     def exit_task(self, tid: int) -> None:
         """Make ``tid``'s fake pidfd readable, as its task's exit would."""

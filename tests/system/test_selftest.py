@@ -160,6 +160,9 @@ class _Inflating:
     def open_pidfd(self, tid: int, thread: bool) -> int | None:
         return self.real.open_pidfd(tid, thread)
 
+    def run_times(self, pids: Sequence[int]) -> list[int]:
+        return self.real.run_times(pids)
+
 
 def test_wrong_counts_are_off_and_exit_1() -> None:
     """Counts inflated by 1% through the engine's reads: page-faults is "off by +1.x%"."""

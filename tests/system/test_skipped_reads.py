@@ -1,12 +1,13 @@
 """The skipped-read path on the real kernel: a task whose counters say it did not run keeps
 its facts without a new ``/proc/PID/stat`` read, and is right again the moment it runs
-(its %CPU and counts after many refreshes of sleep; a new name within one refresh)."""
+(its %CPU and counts after many refreshes of sleep; a new name within one refresh); a
+process whose CPU-time clock stands has its groups left unread, and loses nothing."""
 
 from __future__ import annotations
 
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -15,7 +16,10 @@ from tests.system.scripted_child import Child
 from tiptop.cells import Status
 from tiptop.engine.sampler import SWEEP, Sampler, SamplerConfig
 from tiptop.frame import Frame
-from tiptop.kernel.procfs import Stat
+from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import Group
+from tiptop.kernel.group import PerfBackend
+from tiptop.kernel.procfs import Stat, process_cpu_ns
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 
 CHILD = textwrap.dedent(
@@ -82,6 +86,35 @@ class CountingReads:
         if path.split("/")[-2] == str(self.pid):
             self.reads += 1
         return self.inner(path)
+
+
+class ReadsSeen:
+    """The real backend, keeping the leader fds its one call a refresh reads and the pids
+    whose CPU-time clocks it reads."""
+
+    def __init__(self) -> None:
+        self.real = PerfBackend()
+        self.fds: list[int] = []
+        self.pids: list[list[int]] = []
+
+    def open_group(self, tid: int, attrs: Sequence[Attr]) -> Group:
+        return self.real.open_group(tid, attrs)
+
+    def read_leaders(self, fds: Sequence[int], nbytes: int) -> list[bytes]:
+        self.fds += fds
+        return self.real.read_leaders(fds, nbytes)
+
+    def open_pidfd(self, tid: int, thread: bool) -> int | None:
+        return self.real.open_pidfd(tid, thread)
+
+    def run_times(self, pids: Sequence[int]) -> list[int]:
+        self.pids.append(list(pids))
+        return self.real.run_times(pids)
+
+
+def leaders(s: Sampler) -> set[int]:
+    """The leader fds of every group the sampler holds open."""
+    return {u.group.fds[0] for st in s._attacher._counters.values() for u in st.units}
 
 
 def row(f: Frame, pid: int) -> int:
@@ -194,5 +227,69 @@ def test_counters_ended_by_an_exec_under_a_running_task_are_reopened(child: Chil
         # Reopened on the spinner: it counts again (ended counters read exactly 0), a good
         # part of the interval even with other busy tasks on the CPUs.
         assert seen[-1][0] > 0.1 * f.interval * 1e9, (seen, f.interval)
+    finally:
+        s.close()
+
+
+def test_a_quiet_process_s_group_is_left_unread_and_its_run_counted_whole(child: Child) -> None:
+    """While the child sleeps its CPU-time clock stands, and its group is not read
+    (``RunClocks``): 0 task-clock, status OK. Once it spins, the next read gives the whole
+    spin; over the run, its task-clock deltas add up to its clock's advance since its
+    counters opened (both count its time on a CPU, in ns: perf's clock and the
+    scheduler's, within 1%), so no interval's counts were lost by the reads left out."""
+    b = ReadsSeen()
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid), backend=b)
+    try:
+        child.settle()
+        began = process_cpu_ns(child.pid)
+        s.start()
+        counted = sum(float(s.refresh().values[0, 1]) for _ in range(2))
+        (leader,) = leaders(s)
+        b.fds.clear()
+        for _ in range(5):
+            time.sleep(0.02)
+            f = s.refresh()
+            i = row(f, child.pid)
+            assert f.values[i].tolist() == [0.0, 0.0]
+            assert f.status[i].tolist() == [Status.OK, Status.OK]
+        assert b.fds == [] and b.pids[-5:] == [[child.pid]] * 5
+        child.do("spin 0.3")
+        child.settle()
+        f = s.refresh()
+        assert b.fds == [leader]
+        spin = float(f.values[row(f, child.pid), 1])
+        assert 0.297e9 <= spin < 0.4e9, spin
+        counted += spin + float(s.refresh().values[0, 1])
+        ran = process_cpu_ns(child.pid) - began
+        assert counted == pytest.approx(ran, rel=0.01), (counted, ran)
+    finally:
+        s.close()
+
+
+def test_a_quiet_process_s_thread_rows_take_one_clock_read(child: Child) -> None:
+    """-H: the four thread rows of a quiet process cost one clock read a refresh and no
+    group read; once one thread runs, all four groups are read (which one ran, the
+    process's clock cannot say) and the spinning one shows its spin."""
+    b = ReadsSeen()
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid, threads=True), backend=b)
+    try:
+        child.do("threads 3")
+        child.settle()
+        s.start()
+        for _ in range(2):
+            s.refresh()
+        opened = leaders(s)
+        assert len(opened) == 4
+        b.fds.clear()
+        b.pids.clear()
+        for _ in range(4):
+            time.sleep(0.02)
+            f = s.refresh()
+            assert len(f) == 4 and not f.values[:, 1].any(), f.values
+        assert b.fds == [] and b.pids == [[child.pid]] * 4
+        child.do("spin 0.2")
+        f = s.refresh()
+        assert sorted(b.fds) == sorted(opened)
+        assert 0.198e9 <= f.values[row(f, child.pid), 1] < 0.3e9, f.values
     finally:
         s.close()

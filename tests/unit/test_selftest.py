@@ -172,6 +172,9 @@ class _Refusing:
     def open_pidfd(self, tid: int, thread: bool) -> int | None:
         return None
 
+    def run_times(self, pids: Sequence[int]) -> list[int]:
+        return [0] * len(pids)
+
 
 def test_nothing_opens_exit_2_with_reasons(tmp_path: Path) -> None:
     """No event opens: no child is started, every row says why, exit 2."""

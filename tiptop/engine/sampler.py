@@ -49,6 +49,7 @@ from tiptop.engine.scan.times import TimeReader
 from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
+from tiptop.kernel.procfs import names_this_process
 from tiptop.messages import MessageLog
 from tiptop.screens.frames import RowLabels
 from tiptop.screens.model import ScreenSpec
@@ -110,6 +111,15 @@ class Sampler(FrameSource):
 
     _attacher: Attacher  # set by _plan_screen, first from __init__
 
+    def _run_clocks(self) -> bool:
+        """Whether a process's CPU-time clock says that its groups counted nothing
+        (``engine.count.counters.RunClocks``): its PIDs are the ones system calls take
+        (this PID namespace's ``/proc``) and its groups are on its own threads (``-H``,
+        or ``inherit_thread`` for process rows; a spawned tree's are told apart per row)."""
+        root = self.host.proc_root
+        own = self.config.threads or self._inherit_thread
+        return own and root == "/proc" and names_this_process(root)
+
     # ------------------------------------------------------------------ parts
     def _plan_screen(self) -> None:
         """Plan the screen here (``engine.count.plan``) and hold a new attacher for it (the fd
@@ -138,6 +148,7 @@ class Sampler(FrameSource):
             collect=cfg.collect,
             cpu_threshold=cfg.cpu_threshold,
             clock=self.host.clock.monotonic,
+            run_clocks=self._run_clocks(),
         )
         self._attacher.trees.update(self._trees)
         self._attacher.elsewhere = self._elsewhere

@@ -86,3 +86,10 @@ class Backend(Protocol):
         """An fd that turns readable when ``tid`` exits (a pidfd, pidfd_open(2)), or None
         where none can be had."""
         ...
+
+    def run_times(self, pids: Sequence[int]) -> list[int]:
+        """Each of processes ``pids``'s time on a CPU so far, every thread's (ns), in order;
+        0 where it cannot say. While it stands, no thread of the process ran, so no
+        task-bound group on one of them counted anything (``engine.count.counters``,
+        ``RunClocks``)."""
+        ...

@@ -29,7 +29,7 @@ from tiptop.kernel.consts import (
     Ioctl,
 )
 from tiptop.kernel.errors import translate, translated
-from tiptop.kernel.procfs import open_pidfd
+from tiptop.kernel.procfs import open_pidfd, process_cpu_times
 
 _U64 = np.dtype("<u8")
 _HEADER = 3  # nr, time_enabled, time_running
@@ -249,3 +249,8 @@ class PerfBackend:
     def open_pidfd(self, tid: int, thread: bool) -> int | None:
         """A pidfd that tells when ``tid`` has exited (``procfs.open_pidfd``)."""
         return open_pidfd(tid, thread)
+
+    @staticmethod
+    def run_times(pids: Sequence[int]) -> list[int]:
+        """Each process's CPU-time clock (``procfs.process_cpu_times``)."""
+        return process_cpu_times(pids)

@@ -27,7 +27,7 @@ import errno
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import NamedTuple
@@ -238,6 +238,16 @@ def process_cpu_ns(pid: int) -> int:
         return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED)
     except OSError:
         return 0
+
+
+def process_cpu_times(pids: Sequence[int]) -> list[int]:
+    """:func:`process_cpu_ns` of each of ``pids``, in order: one system call each, the
+    common case (every process still there) as one bare loop."""
+    clock = time.clock_gettime_ns
+    try:
+        return [clock(((~pid) << 3) | CPUCLOCK_SCHED) for pid in pids]
+    except OSError:  # one is gone: each on its own, 0 for the gone ones
+        return list(map(process_cpu_ns, pids))
 
 
 def names_this_process(proc_root: str) -> bool:

@@ -24,7 +24,7 @@ import errno
 import time
 from collections.abc import Callable, Sequence
 
-from tiptop.engine.count.counters import Changes, Counts, RowReading, TaskCounters
+from tiptop.engine.count.counters import Changes, Clocked, Counts, RowReading, TaskCounters
 from tiptop.engine.count.exits import ExitWatch
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.count.spawned import SpawnedCounters, tree_attrs
@@ -66,6 +66,7 @@ class Attacher:
         collect: bool,
         cpu_threshold: float,
         clock: Callable[[], float] = time.monotonic,
+        run_clocks: bool = False,
     ) -> None:
         self.backend = backend
         #: Monotonic seconds, for the counters' window (``Host.clock.monotonic``).
@@ -91,6 +92,9 @@ class Attacher:
         #: still waits for fds changes nothing): what says the kept reading is stale.
         self._changes = Changes()
         self._reading: RowReading | None = None
+        #: Which rows' groups are read only when their process's CPU-time clock moved
+        #: (``engine.count.counters.RunClocks``); None: every row's at each read.
+        self._clocked: Clocked | None = self._unspawned if run_clocks else None
         #: When the counters were last read (:attr:`_clock`), for the next window.
         self._read_at: float | None = None
         #: Tasks counted elsewhere, whole, with their cgroup (``engine.count.cgroups``):
@@ -108,9 +112,13 @@ class Attacher:
         self._read_at = now
         r = self._reading
         if r is None or not r.holds(rows):
-            r = self._reading = RowReading(plan, rows, self._counters, self._changes)
+            r = self._reading = RowReading(plan, rows, self._counters, self._changes, self._clocked)
         states = r.states
-        readout, failed = r.reading.read()
+        clocks = r.clocks
+        moved = None if clocks is None else clocks.moved(self.backend.run_times)
+        readout, failed = r.reading.read(moved)
+        if clocks is not None:
+            clocks.read(i for i, _, _ in failed)
         exited = self._exits.ended()
         still = readout.did_not_run()
         # Without a pidfd or a mark an exit and a PID reused in the same clock tick look
@@ -141,6 +149,12 @@ class Attacher:
                     f"reading counters failed ({_errname(e)}): reopening them",
                 )
         return Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
+
+    def _unspawned(self, t: Task, st: TaskCounters) -> bool:
+        """Whether ``t``'s groups are on its process's own threads only, counting since
+        their opening: not a spawned command's (disabled until its exec, or a process
+        tree's), the rule of ``RunClocks``."""
+        return bool(st.units) and not st.spawned and t.pid not in self.trees
 
     # ------------------------------------------------------------------ lifecycle
     def reopen(self, tasks: Sequence[Task]) -> None:

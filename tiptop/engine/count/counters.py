@@ -5,7 +5,7 @@ The reading itself, and the numbers, are ``engine.count.readout``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +31,17 @@ class TaskCounters:
     """The counters of one watched task. Setting ``units``, ``exit_fd``, ``mark`` or
     ``spawned`` counts a change in ``changes`` (what a kept :class:`RowReading` holds)."""
 
-    __slots__ = ("_exit_fd", "_mark", "_spawned", "_units", "changes", "denied", "retired", "tries")
+    __slots__ = (
+        "_exit_fd",
+        "_mark",
+        "_spawned",
+        "_units",
+        "changes",
+        "denied",
+        "ran",
+        "retired",
+        "tries",
+    )
 
     def __init__(self, changes: Changes) -> None:
         self.changes = changes
@@ -45,6 +55,10 @@ class TaskCounters:
         self.denied = False
         #: Failed attaches in a row that look like a race with the task (``_raced``).
         self.tries = 0
+        #: Its process's CPU-time clock (ns) when its units were last read, where the
+        #: clock stands for them (:class:`RunClocks`); 0: none to go by. Set by the
+        #: reading; stale when its units change (the setter sets it to 0).
+        self.ran = 0
 
     @property
     def units(self) -> list[Unit]:
@@ -54,6 +68,7 @@ class TaskCounters:
     @units.setter
     def units(self, units: list[Unit]) -> None:
         self._units = units
+        self.ran = 0
         self.changes.n += 1
 
     @property
@@ -94,6 +109,73 @@ class TaskCounters:
         self.retired = kept if self.retired is None else self.retired + kept
 
 
+#: Which rows' groups a process's CPU-time clock stands for (:class:`RunClocks`): the
+#: attacher's rule, asked of each row with counters when a reading is made.
+Clocked = Callable[[Task, TaskCounters], bool]
+
+
+class RunClocks:
+    """The rows of a :class:`RowReading` whose groups are read only when their process ran,
+    and their processes' CPU-time clocks at their last read (``TaskCounters.ran``).
+
+    *Why a group need not be read while its process's clock stands.* A task-bound event
+    counts, and its times advance, only while its task is on a CPU (perf_event_open(2),
+    "time_enabled"; kernel/events/core.c ``update_context_time()``), and a process's
+    CPU-time clock (clock_getcpuclockid(3)) is its threads' time on a CPU, the exited
+    ones' included (kernel/sched/cputime.c ``thread_group_cputime()``). While the clock of
+    a row's process stands, no thread of it ran, so a read of the row's groups would give
+    the words of their last read: those are taken instead, one system call for the process
+    in place of a ``read(2)`` per group (benchmarks/README.md has both costs). Its counts
+    are never lost: a group read later gives all it counted since its last read.
+
+    That holds for groups on the process's own threads only, which is the attacher's rule
+    (:data:`Clocked`): per-thread groups (``-H``) and process rows' groups with
+    ``inherit_thread`` (a thread made later counts into its creator's group, and its time
+    is on the clock); not a spawned command's tree, whose child processes' counts fold in at
+    their exit (kernel/events/core.c ``perf_event_exit_task()``) while their time is on
+    their own clocks, nor groups disabled until an exec. A clock that cannot be read (0:
+    gone) and a read that failed leave nothing to go by: the row is read next time."""
+
+    def __init__(
+        self, rows: Sequence[Task], states: Sequence[TaskCounters], clocked: Clocked
+    ) -> None:
+        self.n = len(rows)
+        picked = [i for i, (t, st) in enumerate(zip(rows, states, strict=True)) if clocked(t, st)]
+        #: The rows it covers, their counters and where each row's process is in ``pids``.
+        self.rows = np.array(picked, np.intp)
+        self._states = [states[i] for i in picked]
+        first: dict[int, int] = {}
+        pids = (rows[i].pid for i in picked)
+        self._at = np.fromiter((first.setdefault(p, len(first)) for p in pids), np.intp)
+        #: The processes whose clocks are read (one each, also for many ``-H`` rows).
+        self.pids = list(first)
+        self._last = np.fromiter((st.ran for st in self._states), np.int64, len(picked))
+        self._now = self._last
+
+    def moved(self, run_times: Callable[[Sequence[int]], list[int]]) -> np.ndarray:
+        """Per row of the reading: whether its groups are to be read now, its process's
+        clock (``run_times``, ``Backend.run_times``) having moved since their last read or
+        not covered here."""
+        now = np.array(run_times(self.pids), np.int64)[self._at]
+        self._now = now
+        moved = np.ones(self.n, bool)
+        moved[self.rows[(now == self._last) & (now != 0)]] = False
+        return moved
+
+    def read(self, failed: Iterable[int]) -> None:
+        """The rows' groups were read as :meth:`moved` said, those of the rows ``failed``
+        not all fine: each other row keeps the clock read before its groups."""
+        now = self._now
+        changed = np.flatnonzero(now != self._last).tolist()
+        states = self._states
+        for j, ns in zip(changed, now[changed].tolist(), strict=True):
+            states[j].ran = ns
+        self._last = now
+        for row in failed:
+            for j in np.flatnonzero(self.rows == row).tolist():
+                states[j].ran = now[j] = 0
+
+
 class RowReading:
     """The counters of the rows of one read, kept by ``engine.count.attach.Attacher`` for the
     next while nothing changes: the same rows (the scanner's ``Task`` objects, in order)
@@ -106,6 +188,7 @@ class RowReading:
         rows: Sequence[Task],
         counters: dict[Identity, TaskCounters],
         changes: Changes,
+        clocked: Clocked | None = None,
     ) -> None:
         self.rows = list(rows)
         self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
@@ -115,6 +198,8 @@ class RowReading:
         none = TaskCounters(Changes())  # a row without counters
         self.states = [counters.get(t.key) or none for t in rows]
         self.reading = Reading(plan, [s.units for s in self.states])
+        #: The rows read only when their process ran, where ``clocked`` says so of some.
+        self.clocks = None if clocked is None else RunClocks(rows, self.states, clocked)
         # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):
         # those it says nothing of (spawned, or without a mark either), and those watched
         # by their /proc mark (their tids and marks), fixed while the reading is kept.

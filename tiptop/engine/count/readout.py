@@ -204,37 +204,94 @@ class Reading:
             cells = None if one_each else _cells(len(plan.aliases), at, plan.groups[g])
             reads = FdReads(items, plan.groups[g].width * 8)
             self.kinds.append((items, at, slots, cells, reads))
+        #: The :data:`_KEPT` fields of the ``(fields, n, k)`` sums of the last read told
+        #: which rows moved (:meth:`read`): the rows and units are fixed for the
+        #: reading's life, so they are stale never; None before one.
+        self._last: np.ndarray | None = None
 
-    def read(self) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
+    def read(
+        self, moved: np.ndarray | None = None
+    ) -> tuple[Readout, list[tuple[int, Unit, OSError]]]:
         """Read every unit once and sum per (row, alias). Returns the readout and the
-        units whose read failed as ``(row, unit, error)`` (their ``last`` unchanged)."""
+        units whose read failed as ``(row, unit, error)`` (their ``last`` unchanged).
+
+        ``moved`` (per row; None: every row) says which rows' units are read: the others'
+        task did not run since their last read (``engine.count.counters.RunClocks``), so
+        they counted nothing over the interval and their totals are those of the last
+        read, kept here (:attr:`_last`)."""
         n, k = self.n, len(self.plan.aliases)
-        sums = np.zeros((len(_FIELDS), n * k))
+        rows = None  # the rows read, where not every one is
+        if moved is not None and self._last is not None and not moved.all():
+            rows = np.flatnonzero(moved)
+        # Where each row read sums: its own place, or its place among the rows read.
+        place = None if rows is None else np.zeros(n, np.intp)
+        if place is not None and rows is not None:
+            place[rows] = np.arange(len(rows))
+        m = n if rows is None else len(rows)
+        sums = np.zeros((len(_FIELDS), m * k))
         failed: list[tuple[int, Unit, OSError]] = []
         for g, (gdef, kind) in enumerate(zip(self.plan.groups, self.kinds, strict=True)):
             if kind is None:
                 continue
             items, at, slots, cells, reads = kind
-            got = reads.read()
-            if got is not None:
-                bufs, ok_at, ok = got, at, items
-            else:  # one by one: failures and short reads sorted out
-                bufs, ok_at, ok = read_all(items, at, failed, gdef.width * 8)
-            if len(ok) != len(items):  # some failed: the slots and rows of the others
-                slots = np.fromiter((u.slot for u in ok), np.int64, len(ok))
-                cells = _cells(k, ok_at, gdef)
-            if not ok:
+            pick = None if moved is None or place is None else np.flatnonzero(moved[at])
+            before = len(failed)
+            bufs, ok = _reads(gdef, items, at, reads, pick, failed)
+            if place is not None or len(failed) != before:  # the slots and rows of those read
+                slots, cells = slots[ok], _cells(k, (at if place is None else place[at])[ok], gdef)
+            if not len(slots):
                 continue
-            counts = _interval_and_total(self.plan.multi_in[g], gdef, bufs, ok[0].store, slots)
+            words = np.frombuffer(b"".join(bufs), WORD).reshape(-1, gdef.width)
+            counts = _interval_and_total(self.plan.multi_in[g], gdef, words, items[0].store, slots)
             per_unit = _per_unit(counts)
             if cells is None:  # each row's cells are its one unit's
-                return _readout(per_unit), failed
+                return self._kept(per_unit, moved), failed
             # One bincount per field sums a row's units (a multi-threaded process's), also
             # where no row repeats (benchmarks/README.md, "Measured and dropped").
             flat = per_unit.reshape(len(_FIELDS), -1)
             for f in range(len(_FIELDS)):
-                sums[f] += np.bincount(cells, weights=flat[f], minlength=n * k)
-        return _readout(sums.reshape(len(_FIELDS), n, k)), failed
+                sums[f] += np.bincount(cells, weights=flat[f], minlength=m * k)
+        fresh = sums.reshape(len(_FIELDS), m, k)
+        if rows is not None and self._last is not None:
+            # The rows not read: nothing over the interval, their totals as last read.
+            every = np.zeros((len(_FIELDS), n, k))
+            every[_KEPT] = self._last
+            every[:, rows] = fresh
+            fresh = every
+        return self._kept(fresh, moved), failed
+
+    def _kept(self, sums: np.ndarray, moved: np.ndarray | None) -> Readout:
+        """The readout of ``sums`` (``(fields, n, k)``, :data:`_FIELDS`), whose totals are
+        kept (a copy: a readout's cells may be set by its user) where the read was told
+        ``moved``: only such a read leaves rows unread."""
+        if moved is not None:
+            self._last = sums[_KEPT]
+        return _readout(sums)
+
+
+def _reads(
+    gdef: GroupDef,
+    items: list[Unit],
+    at: np.ndarray,
+    reads: FdReads,
+    pick: np.ndarray | None,
+    failed: list[tuple[int, Unit, OSError]],
+) -> tuple[list[bytes], np.ndarray]:
+    """The reads of one group kind's units at the indices ``pick`` (every one where
+    None): their words, and the indices of the units read fine; failures go to
+    ``failed``."""
+    idx = None if pick is None else pick.tolist()
+    some = items if idx is None else [items[i] for i in idx]
+    where = np.arange(len(items)) if pick is None else pick
+    got = reads.read(idx)
+    if got is not None:
+        return got, where
+    # One by one: failures and short reads sorted out.
+    bufs, _, ok = read_all(some, at[where], failed, gdef.width * 8)
+    if len(ok) != len(some):
+        fine = {id(u) for u in ok}
+        where = where[np.fromiter((id(u) in fine for u in some), bool, len(some))]
+    return bufs, where
 
 
 def _cells(k: int, at: np.ndarray, gdef: GroupDef) -> np.ndarray:
@@ -258,12 +315,13 @@ GroupCounts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _interval_and_total(
-    multi: np.ndarray | None, gdef: GroupDef, bufs: list[bytes], store: Store, slots: np.ndarray
+    multi: np.ndarray | None, gdef: GroupDef, words: np.ndarray, store: Store, slots: np.ndarray
 ) -> GroupCounts:
-    """The counts of the reads ``bufs`` of the units in ``slots`` of ``store`` (one group
-    kind), since their previous reads and since their opening ones at once (one delta of
-    the ``(units, 2, width)`` words); the reads become the units' previous ones."""
-    cur = np.frombuffer(b"".join(bufs), WORD).reshape(-1, 1, gdef.width)
+    """The counts of the words read now (``words``, ``(units, width)``) of the units in
+    ``slots`` of ``store`` (one group kind), since their previous reads and since their
+    opening ones at once (one delta of the ``(units, 2, width)`` words); the words become
+    the units' previous ones."""
+    cur = words.reshape(-1, 1, gdef.width)
     held = store.words[slots]  # previous, opening
     store.words[slots, 0] = cur[:, 0]
     return _counts(multi, _delta(cur, held))
@@ -271,6 +329,9 @@ def _interval_and_total(
 
 #: Readout's fields in the order :func:`_per_unit` lays them out.
 _FIELDS = ("raw", "delta", "total", "enabled", "total_enabled", "running", "total_running", "nread")
+#: The fields of :data:`_FIELDS` a row that did not run keeps from its last read: the
+#: totals since attach and the units read (the others, the interval's, are 0).
+_KEPT = [_FIELDS.index(f) for f in ("total", "total_enabled", "total_running", "nread")]
 
 
 def _per_unit(counts: GroupCounts) -> np.ndarray:

@@ -206,11 +206,14 @@ class FdReads:
         same = all(u.store is store and u.group.fds for u in units)
         self.fds: list[int] | None = [u.group.fds[0] for u in units] if same else None
 
-    def read(self) -> list[bytes] | None:
-        """The words of each unit in order, or None (see the class doc)."""
+    def read(self, pick: Sequence[int] | None = None) -> list[bytes] | None:
+        """The words of each unit in order (of the units at the indices ``pick`` only,
+        where given), or None (see the class doc)."""
         fds, store, n = self.fds, self.store, self.nbytes
         if fds is None or store is None or store.released != self.released:
             return None
+        if pick is not None:
+            fds = [fds[i] for i in pick]
         try:
             bufs = store.backend.read_leaders(fds, n)
         except OSError:
