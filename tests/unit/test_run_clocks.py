@@ -138,3 +138,25 @@ def test_a_spawned_command_s_tree_is_read_at_every_refresh(env: FakeEnv) -> None
         f = s.refresh()
     assert cycles(f, 10)[0] == 1e9
     assert np.all(f.counter_status[row(f, 10)] == Status.OK)
+
+
+def test_counters_that_stood_while_the_clock_moved_are_looked_at_at_once(env: FakeEnv) -> None:
+    """Process rows: counters that end under a running process (a set-user-ID exec ends
+    them) are found at the next refresh, not in the sweep's turn (1 in 16): its clock
+    moved while they stood, so its ``stat`` is read, shows CPU time, and the interval's
+    counts are '?'."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    b.run_clocks[10] = 1
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.counter_status[row(f, 10)].tolist() == [Status.OK] * 3
+    b.kill(10)  # FAKE: its counters keep their final counts, as ended ones do...
+    b.run_clocks[10] = 2  # ...while it runs on
+    fp.set_stat(10, "app", utime=50)
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert f.counter_status[row(f, 10)].tolist() == [Status.UNREADABLE] * 3

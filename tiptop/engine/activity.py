@@ -31,7 +31,9 @@ Two things can hide a change from the counters, and the rules cover both:
   with ``-H``) are swept: an exec by any other thread first makes it the leader (fs/exec.c
   ``de_thread()``: it takes the leader's PID) and ends every other thread, whose exits
   their pidfds or counters show; so the row left counting nothing is the leader's
-  (``engine.count.counters.Counts.activity``).
+  (``engine.count.counters.Counts.activity``). A process row whose process's CPU-time
+  clock was read before its counters (``engine.count.counters.RunClocks``) needs no
+  turn: it is due exactly when that clock moved while its counters stood.
 
 A task without counters (waiting for fds, refused: :attr:`uncounted`) is read when its
 run time moved, while no PID was made since the last scan (where that run time is a

@@ -148,7 +148,10 @@ class Attacher:
                     f"read-failed:{e.errno}",
                     f"reading counters failed ({_errname(e)}): reopening them",
                 )
-        return Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
+        counts = Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
+        if clocks is not None and not self.threads:  # a row's clock is its own process's
+            counts.clocked, counts.moved = clocks.told(), moved
+        return counts
 
     def _unspawned(self, t: Task, st: TaskCounters) -> bool:
         """Whether ``t``'s groups are on its process's own threads only, counting since

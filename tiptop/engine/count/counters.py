@@ -151,6 +151,7 @@ class RunClocks:
         self.pids = list(first)
         self._last = np.fromiter((st.ran for st in self._states), np.int64, len(picked))
         self._now = self._last
+        self._told = np.zeros(len(picked), bool)
 
     def moved(self, run_times: Callable[[Sequence[int]], list[int]]) -> np.ndarray:
         """Per row of the reading: whether its groups are to be read now, its process's
@@ -158,9 +159,20 @@ class RunClocks:
         not covered here."""
         now = np.array(run_times(self.pids), np.int64)[self._at]
         self._now = now
+        #: Rows whose clock was read now and at their groups' last read.
+        self._told = (now != 0) & (self._last != 0)
         moved = np.ones(self.n, bool)
-        moved[self.rows[(now == self._last) & (now != 0)]] = False
+        moved[self.rows[self._told & (now == self._last)]] = False
         return moved
+
+    def told(self) -> np.ndarray:
+        """Per row of the reading: whether the last :meth:`moved` said from its process's
+        clock whether it ran: covered here, the clock read then and at its groups' last
+        read (not the first read after their opening; a clock that reads 0, a kernel
+        thread's that never ran, says nothing)."""
+        told = np.zeros(self.n, bool)
+        told[self.rows[self._told]] = True
+        return told
 
     def read(self, failed: Iterable[int]) -> None:
         """The rows' groups were read as :meth:`moved` said, those of the rows ``failed``
@@ -256,6 +268,12 @@ class Counts:
     #: Rows whose task leads its thread group (tid == pid), the only ones a sweep looks at
     #: (:meth:`activity`); None: every row.
     leaders: np.ndarray | None = None
+    #: Process rows whose process's CPU-time clock was read before their groups
+    #: (``RunClocks.told``), which no sweep looks at (:meth:`activity`); None: none.
+    clocked: np.ndarray | None = None
+    #: Per row, whether its groups were read: its clock moved, or none to go by; None:
+    #: every row's were.
+    moved: np.ndarray | None = None
 
     def take(self, rows: Sequence[int]) -> Counts:
         """The counts of some rows, in the given order."""
@@ -269,16 +287,23 @@ class Counts:
             self.tids[idx],
             self.window,
             None if self.leaders is None else self.leaders[idx],
+            None if self.clocked is None else self.clocked[idx],
+            None if self.moved is None else self.moved[idx],
         )
 
     def activity(self, sweep: int, turn: int) -> Activity:
         """What these counts say of the tasks for the next scan (``engine.activity``): the
         thread-group leaders that did not run whose tid is ``turn`` modulo ``sweep`` are
-        due a look (why leaders only: ``engine.activity``, "Counters that stopped")."""
+        due a look (why leaders only: ``engine.activity``, "Counters that stopped"); but a
+        process row whose clock was read is due exactly when its clock moved while its
+        counters say it did not run (counters that ended, or it ran just before their
+        last read), never by turn."""
         tids, still = self.tids, self.did_not_run
         due = still & (tids % sweep == turn)
         if self.leaders is not None:
             due &= self.leaders
+        if self.clocked is not None and self.moved is not None:
+            due = np.where(self.clocked, still & self.moved, due)
         return Activity(
             did_not_run=set(tids[still].tolist()),
             not_due=set(tids[still & ~due].tolist()),
