@@ -22,7 +22,7 @@ from tests.system.test_skipped_reads import CHILD as NAMED_CHILD
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.tasks import Task, TaskScanner
-from tiptop.kernel.procfs import Stat, process_cpu_ns, read_stat
+from tiptop.kernel.procfs import Stat, process_cpu_ns, process_cpu_times, read_stat
 
 #: Above the largest pid_max (2^22, proc(5) /proc/sys/kernel/pid_max): never a live pid.
 NO_PID = 4194305
@@ -90,6 +90,16 @@ def test_the_clock_is_every_threads_run_time(child: subprocess.Popen[str]) -> No
     # the process's own schedstat is its main thread's: the spin is not in it
     assert int(Path(f"/proc/{child.pid}/schedstat").read_text().split()[0]) - main < 50_000_000
     assert process_cpu_ns(NO_PID) == 0
+
+
+def test_the_clocks_of_many_read_on_past_a_gone_process(child: subprocess.Popen[str]) -> None:
+    """``process_cpu_times``: each process's clock in order, 0 for a PID that cannot be,
+    and the ones after it read (the loop takes up again after the error)."""
+    ours, theirs = os.getpid(), child.pid
+    got = process_cpu_times([theirs, NO_PID, ours, NO_PID, theirs])
+    assert got[1] == got[3] == 0
+    assert got[0] == got[4] == _threads_ns(theirs)  # asleep: its clock stands
+    assert got[2] > 0
 
 
 def test_another_users_process_clock_is_readable() -> None:

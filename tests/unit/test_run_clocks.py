@@ -76,6 +76,35 @@ def test_a_process_whose_clock_stands_is_not_read_and_loses_nothing(env: FakeEnv
     assert cycles(f, 20)[1] == 4e9
 
 
+def test_a_standing_clock_s_row_is_not_read_when_the_reading_is_made_anew(
+    env: FakeEnv,
+) -> None:
+    """A new task makes a new reading (another row set), which has no sums of its own to
+    keep: the rows whose clock stood still are not read, their totals made from their
+    groups' last words."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    b.run_clocks[10] = 5
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    first = s._attacher._reading
+    fp.add(20, "new")
+    b.script(20, CY, 2e9)
+    for _ in range(2):  # 20 found, then its groups read with 10's in a new reading
+        b.clock.advance(1.0)
+        f = s.refresh()
+        assert cycles(f, 10) == (0.0, 1e9)
+    assert s._attacher._reading is not first
+    b.run_clocks[10] = 6
+    b.clock.advance(1.0)
+    f = s.refresh()
+    assert cycles(f, 10) == (3e9, 4e9)
+    assert cycles(f, 20) == (2e9, 4e9)
+
+
 def test_one_clock_a_process_for_its_thread_rows(env: FakeEnv) -> None:
     """-H: the process's clock is read once for all its thread rows, and when it moves
     every thread's groups are read (which thread ran, it cannot say)."""

@@ -217,11 +217,14 @@ class Reading:
 
         ``moved`` (per row; None: every row) says which rows' units are read: the others'
         task did not run since their last read (``engine.count.counters.RunClocks``), so
-        they counted nothing over the interval and their totals are those of the last
-        read, kept here (:attr:`_last`)."""
+        they counted nothing over the interval and their totals are those of their last
+        read: kept here from this reading's last read (:attr:`_last`), or, at its first
+        (a new reading: other rows, or a task's units changed), made from their units'
+        previous words, which their read would have given."""
         n, k = self.n, len(self.plan.aliases)
-        rows = None  # the rows read, where not every one is
-        if moved is not None and self._last is not None and not moved.all():
+        some = moved is not None and not moved.all()
+        rows = None  # the rows read and summed, where the others' sums are kept
+        if some and moved is not None and self._last is not None:
             rows = np.flatnonzero(moved)
         # Where each row read sums: its own place, or its place among the rows read.
         place = None if rows is None else np.zeros(n, np.intp)
@@ -234,14 +237,23 @@ class Reading:
             if kind is None:
                 continue
             items, at, slots, cells, reads = kind
-            pick = None if moved is None or place is None else np.flatnonzero(moved[at])
+            pick = np.flatnonzero(moved[at]) if some and moved is not None else None
             before = len(failed)
-            bufs, ok = _reads(gdef, items, at, reads, pick, failed)
-            if place is not None or len(failed) != before:  # the slots and rows of those read
-                slots, cells = slots[ok], _cells(k, (at if place is None else place[at])[ok], gdef)
+            bufs, took = _reads(gdef, items, at, reads, pick, failed)
+            words = np.frombuffer(b"".join(bufs), WORD).reshape(-1, gdef.width)
+            if pick is not None and rows is None:  # the units not read at their last words
+                last = items[0].store.words[slots, 0]  # a copy
+                last[took] = words
+                fine = np.ones(len(items), bool)
+                fine[pick] = False
+                fine[took] = True
+                took = np.flatnonzero(fine)
+                words = last[took]
+            if pick is not None or len(failed) != before:  # the slots and rows summed
+                sums_at = at if place is None else place[at]
+                slots, cells = slots[took], _cells(k, sums_at[took], gdef)
             if not len(slots):
                 continue
-            words = np.frombuffer(b"".join(bufs), WORD).reshape(-1, gdef.width)
             counts = _interval_and_total(self.plan.multi_in[g], gdef, words, items[0].store, slots)
             per_unit = _per_unit(counts)
             if cells is None:  # each row's cells are its one unit's
