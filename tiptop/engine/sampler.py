@@ -49,7 +49,7 @@ from tiptop.engine.scan.times import TimeReader
 from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
-from tiptop.kernel.procfs import names_this_process
+from tiptop.kernel.procfs import clocks_readable
 from tiptop.messages import MessageLog
 from tiptop.screens.frames import RowLabels
 from tiptop.screens.model import ScreenSpec
@@ -116,9 +116,8 @@ class Sampler(FrameSource):
         (``engine.count.counters.RunClocks``): its PIDs are the ones system calls take
         (this PID namespace's ``/proc``) and its groups are on its own threads (``-H``,
         or ``inherit_thread`` for process rows; a spawned tree's are told apart per row)."""
-        root = self.host.proc_root
         own = self.config.threads or self._inherit_thread
-        return own and root == "/proc" and names_this_process(root)
+        return own and clocks_readable(self.host.proc_root)
 
     # ------------------------------------------------------------------ parts
     def _plan_screen(self) -> None:

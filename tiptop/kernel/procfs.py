@@ -256,6 +256,13 @@ def process_cpu_times(pids: Sequence[int]) -> list[int]:
             add(0)
 
 
+def clocks_readable(proc_root: str) -> bool:
+    """Whether the processes listed under ``proc_root`` have CPU-time clocks this process
+    can read by their PIDs (:func:`process_cpu_ns`): it is ``/proc``, of this PID
+    namespace (:func:`names_this_process`), not another tree laid out like it."""
+    return proc_root == "/proc" and names_this_process(proc_root)
+
+
 def names_this_process(proc_root: str) -> bool:
     """Whether ``PROC_ROOT/self`` names this process: a ``/proc`` of this process's PID
     namespace, whose PIDs are the ones system calls take."""

@@ -148,10 +148,20 @@ class Attacher:
                     f"read-failed:{e.errno}",
                     f"reading counters failed ({_errname(e)}): reopening them",
                 )
-        counts = Counts(readout, r.retired(), still, exited, marks, r.tids, window, r.leaders)
-        if clocks is not None and not self.threads:  # a row's clock is its own process's
-            counts.clocked, counts.moved = clocks.told(), moved
-        return counts
+        # Only a process row's clock is its own: -H rows share their process's.
+        own = clocks if not self.threads else None
+        return Counts(
+            readout,
+            r.retired(),
+            still,
+            exited,
+            marks,
+            r.tids,
+            window,
+            r.leaders,
+            clocked=None if own is None else own.told(),
+            moved=None if own is None else moved,
+        )
 
     def _unspawned(self, t: Task, st: TaskCounters) -> bool:
         """Whether ``t``'s groups are on its process's own threads only, counting since

@@ -58,8 +58,8 @@ from tiptop.kernel.procfs import (
     CLK_TCK,
     Facts,
     Stat,
+    clocks_readable,
     list_threads,
-    names_this_process,
     parse_stat,
     read_facts,
     read_file,
@@ -154,7 +154,7 @@ class TaskScanner:
         self.tree: dict[int, list[int]] = {}
         self.threads = threads
         if cpu_clock is None:
-            cpu_clock = proc_root == "/proc" and names_this_process(proc_root)
+            cpu_clock = clocks_readable(proc_root)
         #: Processes' CPU-time clocks can be read (see the class doc).
         self._cpu_clock = cpu_clock
         #: A row's time on a CPU (``engine.activity``'s rules read it).
