@@ -48,6 +48,20 @@ def cycles(f: Frame, tid: int) -> tuple[float, float]:
     return float(f.counter_delta[i, 0]), float(f.values[i, TOTAL])
 
 
+def one_app(env: FakeEnv, clock: int = 0) -> tuple[Sampler, Frame]:
+    """Process 10 counting 1e9 cycles a second, its FAKE clock at ``clock`` (0: unset, it
+    cannot say), sampled once: the sampler and its first frame (its groups read)."""
+    fp, b = env
+    fp.add(10, "app")
+    b.script(10, CY, 1e9)
+    if clock:
+        b.run_clocks[10] = clock
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    return s, s.refresh()
+
+
 def test_a_process_whose_clock_stands_is_not_read_and_loses_nothing(env: FakeEnv) -> None:
     """While its clock stands, its groups are not read: its counts stand (0 over the
     interval, its total kept, status OK) though the fake's moved; once the clock moves,
@@ -83,13 +97,7 @@ def test_a_standing_clock_s_row_is_not_read_when_the_reading_is_made_anew(
     keep: the rows whose clock stood still are not read, their totals made from their
     groups' last words."""
     fp, b = env
-    fp.add(10, "app")
-    b.script(10, CY, 1e9)
-    b.run_clocks[10] = 5
-    s = make(env)
-    s.start()
-    b.clock.advance(1.0)
-    s.refresh()
+    s, _ = one_app(env, clock=5)
     first = s._attacher._reading
     fp.add(20, "new")
     b.script(20, CY, 2e9)
@@ -134,13 +142,8 @@ def test_after_a_failed_read_the_group_is_read_again_though_the_clock_stood(
     """A read that failed while the group stays open (still changing after every try,
     ECHILD) leaves nothing to go by: the next refresh reads it though the clock stood,
     and gets what it counted over both intervals."""
-    fp, b = env
-    fp.add(10, "app")
-    b.script(10, CY, 1e9)
-    s = make(env)
-    s.start()
-    b.clock.advance(1.0)
-    s.refresh()
+    _, b = env
+    s, _ = one_app(env)
     b.run_clocks[10] = 1_000
     b.read_errors[10] = errno.ECHILD
     b.clock.advance(1.0)
@@ -175,13 +178,7 @@ def test_counters_that_stood_while_the_clock_moved_are_looked_at_at_once(env: Fa
     moved while they stood, so its ``stat`` is read, shows CPU time, and the interval's
     counts are '?'."""
     fp, b = env
-    fp.add(10, "app")
-    b.script(10, CY, 1e9)
-    b.run_clocks[10] = 1
-    s = make(env)
-    s.start()
-    b.clock.advance(1.0)
-    f = s.refresh()
+    s, f = one_app(env, clock=1)
     assert f.counter_status[row(f, 10)].tolist() == [Status.OK] * 3
     b.kill(10)  # FAKE: its counters keep their final counts, as ended ones do...
     b.run_clocks[10] = 2  # ...while it runs on
