@@ -208,36 +208,42 @@ def test_every_kernel_runs_here() -> None:
             assert run.counts[1] > 0 and run.running[1] > 0, (kernel, run)
 
 
-def _steal_burst(monkeypatch: pytest.MonkeyPatch, repeats: int) -> list[Row]:
+def _steal_burst(monkeypatch: pytest.MonkeyPatch, repeats: int) -> tuple[list[Row], float]:
     """The self-test with ``REPEATS`` = ``repeats``, the first run of the largest ``loop`` size
     disturbed as a burst of steal time disturbs it on a busy VM: its counts read 20% more (a
-    fake: this machine cannot steal on demand). Its rows."""
+    fake: this machine cannot steal on demand). Its rows, and the disturbed run's task-clock."""
     from tiptop.selftest import report
     from tiptop.selftest.checks import SIZES
 
     real = report.measure
-    hit: list[int] = []
+    hit: list[float] = []
 
     def disturbed(child: KernelChild, kernel: str, n: int, *args: Any, **kwargs: Any) -> Run:
         run = real(child, kernel, n, *args, **kwargs)
         if kernel == "loop" and n == SIZES["loop"][-1] and not hit:
-            hit.append(n)
             run.counts = run.counts * 1.2
+            hit.append(float(run.counts[0]))
         return run
 
     monkeypatch.setattr(report, "measure", disturbed)
     monkeypatch.setattr(report, "REPEATS", repeats)
     rows = run_selftest(screen("tc", counters={"TC": "task-clock"}), Host.read())
     assert hit, "the loop kernel never ran at its largest size"
-    return rows
+    return rows, hit[0]
 
 
 def test_one_disturbed_run_does_not_move_the_slope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One run in 20% high (as a steal burst makes task-clock) leaves task-clock within 5%:
-    of ``REPEATS`` runs of a size the least disturbed is fitted. With one run per size the
-    slope is more than 5% high."""
-    tc = next(r for r in _steal_burst(monkeypatch, 3) if r.alias == "TC")
-    assert tc.kind in ("exact", "within") or _stolen(tc), tc
-    once = next(r for r in _steal_burst(monkeypatch, 1) if r.alias == "TC")
+    """One run in 20% high (as a steal burst makes task-clock) is not the run fitted: of
+    ``REPEATS`` runs of a size the median by excess is. With one run per size it is, and the
+    slope is more than 5% high. The verdict itself is not asserted: the machine may disturb
+    another run of that size too (a loaded CI VM did, +7.7% with no steal seen), which the
+    undisturbed self-test's own tests judge."""
+    rows, inflated = _steal_burst(monkeypatch, 3)
+    tc = next(r for r in rows if r.alias == "TC")
+    assert len(tc.counts) == 4, tc
+    assert tc.counts[-1] != inflated, tc
+    rows, inflated = _steal_burst(monkeypatch, 1)
+    once = next(r for r in rows if r.alias == "TC")
+    assert once.counts[-1] == inflated, once
     assert once.slope is not None and once.predicted is not None, once
     assert once.slope > 1.05 * once.predicted, once
