@@ -129,6 +129,43 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
     assert r.stdout.endswith("\n\n") and r.stdout.count("\n\n") == 4  # preamble + 3 blocks
 
 
+#: What a plain ``tiptop -b`` has no use for, each imported only by the path that needs it:
+#: every start pays for what it imports (benchmarks/README.md, "Start-up"). numpy.ma came
+#: with ``np.unique`` (9 ms).
+NOT_AT_START = (
+    "numpy.ma",
+    "csv",
+    "json",
+    "yaml",
+    "urwid",
+    "xml.etree.ElementTree",
+    "tiptop.live",
+    "tiptop.exporter",
+    "tiptop.recording",
+    "tiptop.where",
+    "tiptop.selftest",
+)
+
+
+def test_a_batch_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """``tiptop -b -n 1`` on the default screen, in process: none of ``NOT_AT_START``."""
+    code = (
+        "import contextlib, io, runpy, sys\n"
+        "sys.argv = ['tiptop', '-b', '-n', '1', '-d', '0.1']\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    runpy.run_module('tiptop', run_name='__main__')\n"
+        "print(' '.join(sys.modules))\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path)}
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "tiptop.engine.sampler" in loaded, r.stdout
+    assert sorted(loaded.intersection(NOT_AT_START)) == []
+
+
 def test_no_pmu_starts_on_state_and_says_so(tmp_path: Path) -> None:
     (tmp_path / ".tiptoprc").write_text(NO_PMU_RC)
     r = run("-W", str(tmp_path), "-b", "-n", "1", "-d", "0.1", "-i")
