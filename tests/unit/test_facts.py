@@ -1,10 +1,9 @@
 """tiptop.kernel.procfs.read_facts: the real uid, user name and command line of a process
-identity, through psutil, on the real /proc and on a fake one; and the scanner reading them
-once per identity."""
+identity, read by hand, on the real /proc and on a fake one, against psutil's; and the
+scanner reading them once per identity."""
 
 from __future__ import annotations
 
-import builtins
 import errno
 import os
 import pwd
@@ -17,34 +16,34 @@ import pytest
 from tests.fakeproc import FakeProc
 from tiptop.engine.scan.tasks import Facts, TaskScanner
 from tiptop.errors import TaskGone
-from tiptop.kernel.procfs import join_cmdline, read_facts
+from tiptop.kernel.procfs import cmdline_text, read_facts
 from tiptop.outside import decoded
 
 
 def test_own_process() -> None:
+    """The facts psutil gives of this process: its real uid, its user's name, its
+    arguments (joined by spaces)."""
     f = read_facts("/proc", os.getpid(), "ignored")
-    assert f.uid == os.getuid()
-    assert f.user == pwd.getpwuid(os.getuid()).pw_name
-    # An oracle independent of psutil: the raw bytes, NULs as spaces.
-    raw = Path("/proc/self/cmdline").read_bytes().rstrip(b"\0").replace(b"\0", b" ")
-    assert f.cmdline == decoded(raw)
+    p = psutil.Process()
+    assert (f.uid, f.user) == (p.uids().real, p.username()) == (os.getuid(), _name())
+    assert f.cmdline == decoded(os.fsencode(" ".join(p.cmdline())))
 
 
-def test_fake_tree_unknown_uid_long_cmdline_and_procfs_path_restored(tmp_path: Path) -> None:
+def _name() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def test_fake_tree_unknown_uid_long_cmdline(tmp_path: Path) -> None:
     """On another /proc tree: a uid the passwd database does not know shows as its number;
-    a command line longer than one page is read whole; psutil's PROCFS_PATH is back to
-    what it was afterwards, also after a failed read."""
+    a command line longer than one page is read whole; a gone pid is ``TaskGone``."""
     unknown = next(u for u in range(54321, 60000) if not _has_user(u))
     fp = FakeProc(tmp_path)
-    long_arg = "x" * 5000
+    long_arg = "x" * 70000
     fp.add(10, "job", uid=unknown, cmdline=b"job\0" + long_arg.encode() + b"\0\0\0")
-    before = psutil.PROCFS_PATH
     f = read_facts(str(tmp_path), 10, "job")
     assert f == Facts(unknown, str(unknown), f"job {long_arg}")
-    assert before == psutil.PROCFS_PATH
     with pytest.raises(TaskGone):
         read_facts(str(tmp_path), 11, "gone")
-    assert before == psutil.PROCFS_PATH
 
 
 def _has_user(uid: int) -> bool:
@@ -55,34 +54,36 @@ def _has_user(uid: int) -> bool:
     return True
 
 
-def test_join_cmdline() -> None:
-    assert join_cmdline([], "kworker/0:1") == "[kworker/0:1]"
-    assert join_cmdline(["", ""], "k") == "[k]"
-    assert join_cmdline(["a", "b c", "", ""], "k") == "a b c"
-    assert join_cmdline(["tab\there"], "k") == "tab\\there"
-    # psutil decodes with surrogateescape: the byte 0xff comes back as its escape, and
-    # so do the C1 controls a terminal obeys (U+009B CSI, U+009D OSC).
-    assert join_cmdline([os.fsdecode(b"\xff")], "k") == "\\xff"
-    assert join_cmdline(["\x9b2J", "\x9d0;t\x9c"], "k") == "\\x9b2J \\x9d0;t\\x9c"
+def test_cmdline_text() -> None:
+    assert cmdline_text(b"", "kworker/0:1") == "[kworker/0:1]"
+    assert cmdline_text(b"\0\0", "k") == "[k]"
+    assert cmdline_text(b"a\0b c\0\0\0", "k") == "a b c"
+    assert cmdline_text(b"a\0\0b\0", "k") == "a  b"  # an empty argument between
+    assert cmdline_text(b"nginx: worker process", "k") == "nginx: worker process"
+    assert cmdline_text(b"tab\there\0", "k") == "tab\\there"
+    # Bytes that are not UTF-8 as their escapes, and so the C1 controls a terminal obeys
+    # (U+009B CSI, U+009D OSC).
+    assert cmdline_text(b"\xff\0", "k") == "\\xff"
+    assert cmdline_text("\x9b2J\0\x9d0;t\x9c".encode(), "k") == "\\x9b2J \\x9d0;t\\x9c"
 
 
 def test_access_denied_is_permission_error_and_the_scan_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """psutil's AccessDenied on a process's status (a hidepid /proc) is PermissionError:
-    the scanner leaves that process out and keeps the others."""
+    """A process's status that may not be read (a hidepid /proc) is PermissionError: the
+    scanner leaves that process out and keeps the others."""
     fp = FakeProc(tmp_path)
     fp.add(10, "hidden")
     fp.add(11, "open", cmdline=b"open\0")
     denied = f"{tmp_path}/10/status"
-    real_open = builtins.open
+    real_open = os.open
 
-    def fake_open(file: Any, *args: Any, **kw: Any) -> Any:
-        if str(file) == denied:  # what a hidepid=1 /proc answers (proc(5) "hidepid")
-            raise PermissionError(errno.EACCES, "Permission denied", file)
-        return real_open(file, *args, **kw)
+    def fake_open(path: Any, *args: Any, **kw: Any) -> int:
+        if str(path) == denied:  # what a hidepid=1 /proc answers (proc(5) "hidepid")
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(path, *args, **kw)
 
-    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(os, "open", fake_open)
     with pytest.raises(PermissionError):
         read_facts(str(tmp_path), 10, "hidden")
     scan = TaskScanner(str(tmp_path)).scan()

@@ -1,38 +1,31 @@
-"""Reading ``/proc``: the stat line (proc(5) numbering) and thread lists by hand, the facts
-of a process identity through psutil.
+"""Reading ``/proc`` by hand: the stat line (proc(5) numbering), thread lists, and the
+facts of a process identity.
 
-Two kinds of read, two ways. The *per-refresh* reads, one ``/proc/PID/stat`` per task (and
-``/proc/PID/task`` with ``-H``), are hand-written: they are the scanner's whole cost, paid
-for every task at every refresh, and psutil's ``Process.cpu_times()`` wraps the same read
-in more Python (and a ``Process`` per task; benchmarks/README.md has the figures). Nor
-does it give what the scanner keys on: its times are float seconds, not the exact clock
-ticks the %CPU deltas are taken from, and its ``create_time()`` is seconds since the epoch,
-not the ``starttime`` of the task identity.
+The *per-refresh* reads, one ``/proc/PID/stat`` per task (and ``/proc/PID/task`` with
+``-H``), are the scanner's whole cost, paid for every task at every refresh; psutil's
+``Process.cpu_times()`` wraps the same read in more Python (and a ``Process`` per task;
+benchmarks/README.md has the figures). Nor does it give what the scanner keys on: its times
+are float seconds, not the exact clock ticks the %CPU deltas are taken from, and its
+``create_time()`` is seconds since the epoch, not the ``starttime`` of the task identity.
 
 The facts read *once per process identity* (at discovery, and again after an ``execve``),
-the real uid, the user name and the command line, come from psutil (:func:`read_facts`):
-``Process.uids().real``, ``username()`` (the number when the passwd database has no name)
-and ``cmdline()`` (the whole of it, however long). That costs more than hand-written
-status + cmdline reads would, but once per process, not per refresh. psutil reads the
-global ``psutil.PROCFS_PATH``; :func:`read_facts` points it at another tree (the tests'
-fake /proc) only for the duration of a read.
+the real uid, the user name and the command line (:func:`read_facts`), are two reads as
+well: ``Uid:`` of ``status`` and the whole of ``cmdline``, what psutil's ``uids()`` and
+``cmdline()`` read, without the ``Process`` psutil builds first from ``stat`` (65-134 us a
+process against 21-29 us; each start pays it for every process on the machine).
 
-Every read of a task that has vanished (ENOENT/ESRCH, psutil's ``NoSuchProcess``) raises
-``TaskGone``; permission errors (psutil's ``AccessDenied``) are ``PermissionError``.
+Every read of a task that has vanished (ENOENT/ESRCH) raises ``TaskGone``; a ``status``
+that may not be read (a ``hidepid`` /proc, proc(5)) raises ``PermissionError``.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import threading
+import pwd
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
-
-import psutil
 
 from tiptop.errors import TaskGone
 from tiptop.outside import decoded, printable
@@ -140,60 +133,60 @@ class Facts(NamedTuple):
 
 #: uid -> login name: a passwd lookup may go through NSS (LDAP, sssd), so it is cached.
 _NAMES: dict[int, str] = {}
-_PROCFS_LOCK = threading.Lock()
-
-
-@contextmanager
-def _procfs(proc_root: str) -> Iterator[None]:
-    """psutil reads ``psutil.PROCFS_PATH`` (a global, "/proc"): point it at ``proc_root``
-    meanwhile when that is another tree (tests' fake /proc), then put it back."""
-    if proc_root == psutil.PROCFS_PATH:
-        yield
-        return
-    with _PROCFS_LOCK:
-        saved, psutil.PROCFS_PATH = psutil.PROCFS_PATH, proc_root
-        try:
-            yield
-        finally:
-            psutil.PROCFS_PATH = saved
 
 
 def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
-    """The real uid, user name and command line of process ``pid``, through psutil.
+    """The real uid, user name and command line of process ``pid`` under ``proc_root``.
 
     ``TaskGone`` when it has vanished, ``PermissionError`` when its status may not be read;
     a command line that may not be read shows as an empty one (``[comm]``)."""
+    status = read_file(f"{proc_root}/{pid}/status")
     try:
-        with _procfs(proc_root):
-            p = psutil.Process(pid)
-            with p.oneshot():
-                uid = p.uids().real
-                user = _NAMES.get(uid)
-                if user is None:
-                    if len(_NAMES) >= 4096:
-                        _NAMES.clear()
-                    # str(uid) when unknown; a name from NSS (LDAP, sssd) is outside text
-                    user = _NAMES[uid] = printable(p.username())
-                try:
-                    args = p.cmdline()
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    args = []
-    except psutil.AccessDenied as e:
-        raise PermissionError(errno.EACCES, str(e)) from None
-    except psutil.NoSuchProcess as e:  # ZombieProcess included: its status is gone
-        raise TaskGone(str(e)) from None
-    return Facts(uid, user, join_cmdline(args, comm))
+        uid = int(status.split(b"\nUid:", 1)[1].split(None, 1)[0])
+    except (IndexError, ValueError):
+        raise TaskGone(f"{proc_root}/{pid}/status: no Uid line") from None
+    user = _NAMES.get(uid)
+    if user is None:
+        if len(_NAMES) >= 4096:
+            _NAMES.clear()
+        _NAMES[uid] = user = user_name(uid)
+    return Facts(uid, user, cmdline_text(_read_whole(f"{proc_root}/{pid}/cmdline"), comm))
 
 
-def join_cmdline(args: list[str], comm: str) -> str:
-    """psutil's ``cmdline()`` list as one printable line (``tiptop.outside``): arguments
-    joined by spaces, trailing empty ones (padding NULs) dropped, bytes that are not UTF-8
-    and what a terminal may obey shown as escapes; ``[comm]`` when empty (kernel threads,
-    zombies), as ps(1) does."""
-    while args and not args[-1]:
-        args = args[:-1]
-    # psutil decodes with the file system encoding and surrogateescape: back to the bytes.
-    text = decoded(os.fsencode(" ".join(args)))
+def user_name(uid: int) -> str:
+    """The login name of ``uid`` (getpwuid(3)), or the number when the passwd database has
+    none; a name from NSS (LDAP, sssd) is outside text, made printable."""
+    try:
+        return printable(pwd.getpwuid(uid).pw_name)
+    except KeyError:
+        return str(uid)
+
+
+def _read_whole(path: str) -> bytes:
+    """The whole of a /proc file of any length (a command line may exceed a page); empty
+    when it cannot be read (gone, or another user's under ``hidepid``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    parts: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 65536):
+            parts.append(chunk)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
+def cmdline_text(raw: bytes, comm: str) -> str:
+    """A ``/proc/PID/cmdline`` as one printable line (``tiptop.outside``): its arguments,
+    NUL-separated, joined by spaces, trailing NULs (empty arguments, padding) dropped; bytes
+    that are not UTF-8 and what a terminal may obey shown as escapes; ``[comm]`` when empty
+    (kernel threads, zombies), as ps(1) does. A process that rewrote its arguments as one
+    space-separated string (setproctitle) reads the same way."""
+    text = decoded(raw.rstrip(b"\0").replace(b"\0", b" "))
     return text if text else f"[{comm}]"
 
 

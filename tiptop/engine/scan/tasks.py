@@ -8,15 +8,15 @@ a non-root user sees the processes whose *real* uid (``Uid:`` of ``/proc/PID/sta
 is its effective uid; root sees everything. ``-u`` filters on top of that.
 
 A task that ran costs one ``stat`` read by hand (per process in process mode: its ``stat``
-sums every thread's times, proc(5)). A process identity's real uid, user name and command line come
-from psutil (``facts_reader``), at discovery and when ``comm`` changes (an ``execve``).
+sums every thread's times, proc(5)). A process identity's real uid, user name and command line
+are read (``facts_reader``) at discovery and when ``comm`` changes (an ``execve``).
 %CPU comes from ``utime``/``stime`` deltas (fields 14 and 15, in ``sysconf(_SC_CLK_TCK)``
 ticks), seeded at discovery so the first value covers a real interval. A task seen ended
 (a zombie not reaped yet) has its final CPU times taken, so its last interval's %CPU is
 right, and is then reported gone. A task that vanishes between two looks (ENOENT/ESRCH) is
 dropped silently (a task reaped before we saw it a zombie has ``final`` unset: the sampler
 then takes its last %CPU from its counters' on-CPU time), and so is one whose files we may
-not read (EACCES). Reading the files (and calling psutil) is ``tiptop.kernel.procfs``.
+not read (EACCES). Reading the files is ``tiptop.kernel.procfs``.
 
 *Skipped reads.* ``scan(activity)`` takes what the counters said of the last scan's tasks
 (``engine.activity``: which did not run, which have no counters, which exited, which are
@@ -117,7 +117,7 @@ class TaskScanner:
     ``match_cmdline``) restrict discovery as ``-p`` does. ``euid`` defaults to ours;
     0 means every process is visible. ``stat_reader`` reads one stat file (tests inject
     failures through it); ``facts_reader(pid, comm)`` reads the facts of a new process
-    identity (by default :func:`~tiptop.kernel.procfs.read_facts`, psutil, under ``proc_root``).
+    identity (by default :func:`~tiptop.kernel.procfs.read_facts` under ``proc_root``).
     ``cpu_clock``: processes' CPU-time clocks are read (``procfs.process_cpu_ns``): a
     process row's run time (``task.run_time_reader``; a ``-H`` row's is its thread's
     ``schedstat``), and whether one of ours that is not watched ran; by default where
