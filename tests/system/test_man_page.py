@@ -61,3 +61,19 @@ def test_every_key_of_the_live_help_has_an_entry() -> None:
     tagged = {t for tag in entries("KEYS") for t in tag}
     missing = [label([k]) for b in BINDINGS for k in b.keys]
     assert [k for k in missing if k not in tagged] == []
+
+
+def test_every_time_share_has_an_entry_and_the_bounds_are_the_codes() -> None:
+    """Issue 47: the man page explains each part of a task's time (its column and variable)
+    and states the time level's bounds as tiptop/screens/timetree.py has them."""
+    from tiptop.screens.timetree import IO_BOUND, SLEEP_BOUND, THROTTLED_BOUND, WAIT_BOUND
+    from tiptop.screens.variables import TIME_NAMES
+
+    tagged = {t for tag in entries("WHERE THE TIME GOES") for t in tag}
+    assert TIME_NAMES - tagged == set(), tagged
+    assert {"%RUN", "%WAIT", "%THRT", "%IO", "%SLEEP", "LIMIT"} - tagged == set(), tagged
+    text = " ".join(MAN.read_text().split())
+    assert f"asleep more than {100 * SLEEP_BOUND:g}% of the interval" in text
+    assert f"waited for a CPU more than {100 * WAIT_BOUND:g}% of its busy time" in text
+    assert THROTTLED_BOUND == 0.5 and "more than half of that wait" in text
+    assert f"blocked on I/O more than {100 * IO_BOUND:g}% of its busy time" in text
