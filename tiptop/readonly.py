@@ -15,7 +15,7 @@ one of its fields is an error (``typing.dataclass_transform`` with ``frozen_defa
   dropped here, the bulk of what records cost each start (benchmarks/README.md,
   "Start-up"). The guard they gave is the type checker's, which CI runs on tiptop/.
 * given one ``__repr__``, shared, in place of one compiled per class: the same text as a
-  dataclass's (``Name(field=value, ...)``), 65 fewer ``exec`` a start.
+  dataclass's (``Name(field=value, ...)``), one ``exec`` fewer a record at import.
 
 A record that is compared, or used as a key, by value (a screen's specs, a counter's
 ``Attr``, the sampler's settings) stays ``@dataclass(frozen=True)``; mutable working state

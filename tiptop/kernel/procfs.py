@@ -11,8 +11,8 @@ are float seconds, not the exact clock ticks the %CPU deltas are taken from, and
 The facts read *once per process identity* (at discovery, and again after an ``execve``),
 the real uid, the user name and the command line (:func:`read_facts`), are two reads as
 well: ``Uid:`` of ``status`` and the whole of ``cmdline``, what psutil's ``uids()`` and
-``cmdline()`` read, without the ``Process`` psutil builds first from ``stat`` (65-134 us a
-process against 21-29 us; each start pays it for every process on the machine).
+``cmdline()`` read, without the ``Process`` psutil builds first from ``stat``: each start
+reads them for every process on the machine (benchmarks/README.md has both costs).
 
 Every read of a task that has vanished (ENOENT/ESRCH) raises ``TaskGone``; a ``status``
 that may not be read (a ``hidepid`` /proc, proc(5)) raises ``PermissionError``.

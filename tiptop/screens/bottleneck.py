@@ -140,7 +140,8 @@ class BoundPath:
             ]
             for n in nodes
         ]
-        # sorted(set()), not np.unique: np.unique imports numpy.ma, 9 ms of every start-up.
+        # Not np.unique: it imports numpy.ma, which a start has no other use for
+        # (benchmarks/README.md, "Start-up").
         self.used = np.array(sorted({c for c in self.col.tolist() if c >= 0}), np.intp)
 
     def shares(self, values: np.ndarray, status: np.ndarray) -> np.ndarray:
