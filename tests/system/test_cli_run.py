@@ -131,7 +131,7 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
 
 #: What a plain ``tiptop -b`` has no use for, each imported only by the path that needs it:
 #: every start pays for what it imports (benchmarks/README.md, "Start-up"). numpy.ma came
-#: with ``np.unique`` (9 ms).
+#: with ``np.unique``.
 NOT_AT_START = (
     "numpy.ma",
     "csv",
