@@ -222,13 +222,14 @@ class Reading:
         (a new reading: other rows, or a task's units changed), made from their units'
         previous words, which their read would have given."""
         n, k = self.n, len(self.plan.aliases)
-        some = moved is not None and not moved.all()
-        rows = None  # the rows read and summed, where the others' sums are kept
-        if some and moved is not None and self._last is not None:
-            rows = np.flatnonzero(moved)
-        # Where each row read sums: its own place, or its place among the rows read.
-        place = None if rows is None else np.zeros(n, np.intp)
-        if place is not None and rows is not None:
+        # Per row, whether its units are read, where some are not; None: every row's.
+        partly = None if moved is None or moved.all() else moved
+        # The rows read and summed, where the others' sums are kept, and where each of
+        # them sums among them (its own place where None).
+        rows = place = None
+        if partly is not None and self._last is not None:
+            rows = np.flatnonzero(partly)
+            place = np.zeros(n, np.intp)
             place[rows] = np.arange(len(rows))
         m = n if rows is None else len(rows)
         sums = np.zeros((len(_FIELDS), m * k))
@@ -237,7 +238,7 @@ class Reading:
             if kind is None:
                 continue
             items, at, slots, cells, reads = kind
-            pick = np.flatnonzero(moved[at]) if some and moved is not None else None
+            pick = None if partly is None else np.flatnonzero(partly[at])
             before = len(failed)
             bufs, took = _reads(gdef, items, at, reads, pick, failed)
             words = np.frombuffer(b"".join(bufs), WORD).reshape(-1, gdef.width)
