@@ -23,7 +23,7 @@ from tests.helpers import hardware_pmu_error, nobody_command
 from tiptop.events import resolve
 from tiptop.events.sysfs import alias_pmus
 from tiptop.host import Host
-from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group
+from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group, perf_event_open
 from tiptop.kernel.explain import NO_PMU
 
 PAGE = mmap.PAGESIZE
@@ -135,18 +135,38 @@ def test_failed_member_closes_leader_and_says_which() -> None:
 
 
 def test_interrupted_open_closes_what_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not only a kernel error: whatever stops ``open_group`` half way (here Ctrl-C while
-    it asks for the event ids) leaves no fd open."""
+    """Not only a kernel error: whatever stops ``open_group`` half way (here Ctrl-C once
+    the leader is open, before the member) leaves no fd open."""
     from tiptop.kernel import group
 
-    def interrupted(fd: int) -> int:
-        raise KeyboardInterrupt
+    opened: list[int] = []
 
-    monkeypatch.setattr(group, "event_id", interrupted)
+    def interrupted(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -> int:
+        if opened:
+            raise KeyboardInterrupt
+        opened.append(perf_event_open(attr, pid, cpu, group_fd, flags))
+        return opened[0]
+
+    monkeypatch.setattr(group, "perf_event_open", interrupted)
     fds_before = len(os.listdir("/proc/self/fd"))
     with pytest.raises(KeyboardInterrupt):
         open_group(0, [TASK_CLOCK, PAGE_FAULTS])
+    assert opened  # the leader had opened
     assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
+def test_a_groups_ids_are_the_kernels_and_rise_in_open_order() -> None:
+    """The ids a group read lists are what ``PERF_EVENT_IOC_ID`` says of each member, and
+    they rise in open order: what a unit's first read checks instead of asking them
+    (``engine.count.units``; kernel/events/core.c, ``perf_event_alloc()``)."""
+    from tiptop.kernel.group import event_id
+
+    with open_group(0, [TASK_CLOCK, PAGE_FAULTS, TASK_CLOCK]) as g:
+        words = np.frombuffer(g.read_raw(), np.uint64)
+        listed = words[4::2].tolist()
+        assert listed == [event_id(fd) for fd in g.fds] == list(g.ids)
+        assert listed == sorted(set(listed))
+        assert g.read().values.size == 3
 
 
 def test_hardware_event_without_pmu_is_enoent() -> None:

@@ -3,8 +3,10 @@
 Follows ``tiptop/kernel/backend.py``. Every group uses ``PERF_FORMAT_GROUP | ID |
 TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING``, so a read returns
 ``nr, time_enabled, time_running, {value, id} * nr`` (perf_event_open(2), "read_format"),
-which is parsed with ``numpy.frombuffer``. Values are mapped to members by the ids from
-``PERF_EVENT_IOC_ID`` rather than by position.
+which is parsed with ``numpy.frombuffer``. The kernel lists the leader, then the members
+in the order they joined (kernel/events/core.c, ``perf_read_group()``), which is open order;
+a group's ids (``PERF_EVENT_IOC_ID``) are asked only when :meth:`CounterGroup.read` maps
+values by them, not at each open.
 """
 
 from __future__ import annotations
@@ -78,16 +80,20 @@ class CounterGroup:
 
     __slots__ = ("_bufsize", "_ids", "fds", "n_fds", "tid")
 
-    def __init__(self, tid: int, fds: list[int], ids: Sequence[int]) -> None:
+    def __init__(self, tid: int, fds: list[int]) -> None:
         self.tid = tid
         self.fds = fds
         self.n_fds = len(fds)
-        self._ids = tuple(ids)
+        self._ids: tuple[int, ...] | None = None
         self._bufsize = group_read_size(len(fds))
 
     @property
     def ids(self) -> tuple[int, ...]:
-        """Kernel event ids, members in open order."""
+        """Kernel event ids, members in open order: asked of the kernel at the first use
+        (one ioctl a member, which a refresh's reads by position never need), then kept,
+        as an open event's id never changes."""
+        if self._ids is None:
+            self._ids = tuple(event_id(fd) for fd in self.fds)
         return self._ids
 
     def read_raw(self) -> bytes:
@@ -114,7 +120,7 @@ class CounterGroup:
     def read(self) -> GroupReading:
         """Cumulative counts and times since the group was opened."""
         try:
-            return parse_group_read(self.read_raw(), self._ids)
+            return parse_group_read(self.read_raw(), self.ids)
         except ValueError as e:
             raise OSError(errno.EIO, str(e)) from None
 
@@ -211,7 +217,6 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1, flags: int = 0
                 # kernel/errors.translate(); OSError declares no such attribute.
                 e.member = k  # type: ignore[attr-defined]
                 raise
-        ids = [event_id(fd) for fd in fds]
         if enable_after:
             fcntl.ioctl(fds[0], Ioctl.ENABLE, PERF_IOC_FLAG_GROUP)
         opened = True
@@ -219,7 +224,7 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1, flags: int = 0
         if not opened:  # whatever stopped us, nothing stays open
             for fd in reversed(fds):
                 os.close(fd)
-    return CounterGroup(tid, fds, ids)
+    return CounterGroup(tid, fds)
 
 
 def open_cgroup_group(cgroup_fd: int, cpu: int, attrs: Sequence[Attr]) -> CounterGroup:

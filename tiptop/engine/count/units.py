@@ -18,6 +18,7 @@ import errno
 import struct
 import time
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -97,6 +98,11 @@ class Stores:
         return st
 
 
+def _rising(ids: tuple[int, ...]) -> bool:
+    """Whether each id is above the one before it."""
+    return all(a < b for a, b in pairwise(ids))
+
+
 def _closed() -> bytes:
     raise OSError(errno.EBADF, "counter group is closed")
 
@@ -119,8 +125,10 @@ class Unit:
             first = _read(self)
             # The words are used by position: the kernel lists the leader then the
             # siblings in attach order (kernel/events/core.c, perf_read_group()), which is
-            # open order. Checked once here, by id.
-            if struct.unpack_from(f"<{len(first) // 8}Q", first)[4::2] != tuple(group.ids):
+            # open order. Checked once here by the ids listed, which rise in open order:
+            # the kernel numbers each event as it makes it (perf_event_alloc(), one
+            # counter for all), so no id is asked of it per member (PERF_EVENT_IOC_ID).
+            if not _rising(struct.unpack_from(f"<{len(first) // 8}Q", first)[4::2]):
                 raise translate(OSError(errno.EIO, "group read out of open order"))
             opened = True
         finally:
