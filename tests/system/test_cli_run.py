@@ -134,6 +134,9 @@ def test_batch_prints_exactly_n_full_intervals() -> None:
 #: with ``np.unique``.
 NOT_AT_START = (
     "numpy.ma",
+    "tempfile",  # and shutil, random: cffi's generation only (kernel._ffi.generate)
+    "shutil",
+    "random",
     "csv",
     "json",
     "yaml",

@@ -14,12 +14,9 @@ layout is proven by ``tests/unit/test_perf_ffi.py``. glibc has no wrapper for th
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import os
 import platform
-import tempfile
 import threading
 from typing import Any, TypeAlias
 
@@ -267,7 +264,12 @@ def pfm_lib() -> CData:
 def generate() -> str:
     """The text of ``tiptop/kernel/_perf_cffi.py``: :data:`CDEF` compiled by cffi for the
     out-of-line ABI mode (``FFI.set_source(name, None)``), a module that needs only
-    ``_cffi_backend`` at run time (``python3 -m tiptop.kernel.ffi_gen`` writes it)."""
+    ``_cffi_backend`` at run time (``python3 -m tiptop.kernel.ffi_gen`` writes it). A
+    developer's step: what it imports is not loaded by a run of tiptop."""
+    import contextlib
+    import io
+    import tempfile
+
     import cffi
 
     builder = cffi.FFI()
