@@ -5,6 +5,9 @@ Every probe opens the event on tiptop itself (``pid=0, cpu=-1``) with the attr t
 uses, counting user mode only, which is what ``perf_event_paranoid <= 2`` allows any user
 (perf_event_open(2), "the perf_event_paranoid file"), or kernel mode too for kernel-only
 events where that is allowed; a failure is reported with its real errno.
+
+psutil (the machine's CPUs, memory and processes) is imported by the ``--check`` steps that
+ask it: a run that falls back to the ``state`` screen imports this module for its probe.
 """
 
 from __future__ import annotations
@@ -15,8 +18,6 @@ import os
 import platform
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
-
-import psutil
 
 from tiptop import vocab
 from tiptop.errors import EventError
@@ -267,6 +268,8 @@ def screen_lines(loaded: Loaded, host: Host) -> list[str]:
 
 def _machine() -> str:
     """CPUs (logical, and physical cores where psutil can tell) and memory, from psutil."""
+    import psutil
+
     logical = psutil.cpu_count(logical=True) or "?"
     physical = psutil.cpu_count(logical=False) or "?"
     try:
@@ -278,6 +281,8 @@ def _machine() -> str:
 
 def _open_fds() -> int | str:
     """How many files tiptop itself has open (they count against the limit too)."""
+    import psutil
+
     try:
         return psutil.Process().num_fds()
     except psutil.Error:
@@ -364,6 +369,8 @@ def time_accounting(host: Host) -> tuple[str, list[str]]:
 
 def _fd_budget(host: Host) -> tuple[str, list[str]]:
     """The fd budget line, and the advice it calls for (none when every task fits)."""
+    import psutil
+
     advice: list[str] = []
     soft, hard = host.fd_soft, host.fd_hard
     # A counted task holds one fd per event and a pidfd, given up when fds run short

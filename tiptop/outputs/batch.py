@@ -26,8 +26,6 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
-import psutil
-
 from tiptop.choices import Format
 from tiptop.errors import TiptopError
 from tiptop.frame import Frame, FrameSource
@@ -52,13 +50,12 @@ Taken = TypeVar("Taken", contravariant=True)
 
 def preamble(options: Options, screen_index: int, screen_name: str, now: float) -> list[str]:
     """The lines printed once before the header (docs/original.md 6.1), not the header.
-    Uptime is now less psutil's boot time (``btime`` of /proc/stat, proc(5)); 0 if unknown."""
+    Uptime and load are what the original took from sysinfo(2): the boot-time clock
+    (``CLOCK_BOOTTIME``, clock_gettime(2), sysinfo's uptime) and getloadavg(3)
+    (/proc/loadavg, proc(5))."""
+    up = int(time.clock_gettime(time.CLOCK_BOOTTIME))
     try:
-        up = max(int(time.time() - psutil.boot_time()), 0)
-    except (OSError, RuntimeError, ValueError):
-        up = 0
-    try:
-        load = psutil.getloadavg()
+        load = os.getloadavg()
     except OSError:
         load = (0.0, 0.0, 0.0)
     lines = [
