@@ -17,7 +17,7 @@ figures taken side by side):
 * live: the tool in a 200x50 tmux terminal, CPU between two screen updates over the
   refreshes counted in between;
 * start-up: CPU of a whole ``tiptop -b -n 1`` (median of 5), with 200 sleeping processes;
-  under it, "py + deps": the CPU of ``python3 -c "import numpy, psutil, _cffi_backend"``
+  under it, "py + deps": the CPU of ``python3 -c "import numpy, _cffi_backend"``
   (median of 5), what ours pays before its own code on this machine;
 * idle: CPU % of one core of the live tool at ``-d 5`` with 200 sleeping processes.
 
