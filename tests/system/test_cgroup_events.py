@@ -141,3 +141,117 @@ def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
                     break
                 except OSError:
                     time.sleep(0.1)
+
+
+#: Burns the CPU seconds of each line it reads, in process (no child to count), then says
+#: so; ``end`` ends it.
+BURNER = """
+import sys, time
+for line in sys.stdin:
+    if line.strip() == "end":
+        break
+    end = time.process_time() + float(line)
+    while time.process_time() < end:
+        pass
+    print("done", flush=True)
+"""
+
+
+def _burner_in(cgroup: Path) -> subprocess.Popen[str]:
+    """A burner of user nobody's in ``cgroup``: the shell moves itself there, as root,
+    before it becomes nobody's python, so that no scan of nobody's tasks sees it anywhere
+    else."""
+    move_then_run = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+    return subprocess.Popen(
+        ["sh", "-c", move_then_run, str(cgroup), *NOBODY, "python3", "-c", BURNER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _usage(cgroup: Path) -> float:
+    """CPU seconds of ``cgroup``'s tasks and its descendants' (``usage_usec`` of its
+    ``cpu.stat``, hierarchical: Documentation/admin-guide/cgroup-v2.rst)."""
+    for line in (cgroup / "cpu.stat").read_text().splitlines():
+        if line.startswith("usage_usec "):
+            return int(line.split()[1]) / 1e6
+    raise AssertionError(f"no usage_usec in {cgroup}/cpu.stat")
+
+
+def _writes(path: Path, n: int) -> None:
+    """Wait for ``n`` more writes of the textfile (each a new file renamed over it)."""
+    for _ in range(n):
+        _wait(_replaced(path, path.stat().st_ino), 10, "a write of the textfile")
+
+
+def _replaced(path: Path, inode: int) -> Callable[[], bool]:
+    """Whether ``path`` is another file than inode ``inode`` now."""
+    return lambda: path.stat().st_ino != inode
+
+
+def test_a_leaf_that_gains_a_child_cgroup_is_not_counted_twice(tmp_path: Path) -> None:
+    """The kernel counts a child cgroup's tasks into its parent's events: once the
+    followed leaf gains a child, its series counts its own task only (by the task's own
+    counters) and the child's series the child's task, each as its cgroup's ``cpu.stat``
+    says (the parent's usage less the child's), not the child's time twice."""
+    root = unified_root()
+    if os.geteuid() != 0 or root is None:
+        pytest.skip("needs root and a cgroup v2 hierarchy to make cgroups in")
+    parent = Path(root) / f"tt53split{os.getpid()}"
+    child = parent / "c"
+    textfile = tmp_path / "t.prom"
+    burners: list[subprocess.Popen[str]] = []
+    exporter = None
+    try:
+        parent.mkdir()
+        burners.append(_burner_in(parent))
+        exporter = subprocess.Popen(
+            [*TIPTOP, "--textfile", str(textfile), "--by", "cgroup", "-S", "sched", *ARGS],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait(lambda: parent.name in _exported(textfile), 60, "the parent's series")
+        child.mkdir()
+        burners.append(_burner_in(child))
+        _wait(lambda: len(_exported(textfile).keys() - {parent.name}) > 0, 30, "the child's")
+        (child_label,) = [k for k in _exported(textfile) if k != parent.name and "tt53" in k]
+        _writes(textfile, 3)  # the parent's task has its own counters and their baseline
+        before = _exported(textfile)
+        usage0 = [_usage(parent), _usage(child)]
+        for b in burners:
+            assert b.stdin is not None
+            b.stdin.write(f"{BURN * 5}\n")
+            b.stdin.flush()
+        for b in burners:
+            assert b.stdout is not None and b.stdout.readline() == "done\n"
+        usage1 = [_usage(parent), _usage(child)]
+        _writes(textfile, 2)
+        after = _exported(textfile)
+        used_child = usage1[1] - usage0[1]
+        used_own = usage1[0] - usage0[0] - used_child  # the parent's usage holds the child's
+        counted_own = after[parent.name] - before[parent.name]
+        counted_child = after[child_label] - before[child_label]
+        print(f"own: cpu.stat {used_own:.3f} s, counted {counted_own:.3f} s")
+        print(f"child: cpu.stat {used_child:.3f} s, counted {counted_child:.3f} s")
+        assert used_own > BURN * 5 * 0.9 and used_child > BURN * 5 * 0.9
+        assert abs(counted_child - used_child) <= 0.02 * used_child + 0.01
+        assert abs(counted_own - used_own) <= 0.02 * used_own + 0.01
+        assert exporter.poll() is None
+    finally:
+        if exporter is not None:
+            exporter.send_signal(signal.SIGTERM)
+            _out, err = exporter.communicate(timeout=30)
+            print(err)
+        for b in burners:
+            b.kill()
+            b.wait()
+        for d in (child, parent):
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)

@@ -6,6 +6,7 @@ what rows by cgroup and the exporter make of the counts."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -173,3 +174,29 @@ def test_rows_and_the_exporter_take_the_cgroups_counts() -> None:
     assert fams["tiptop_cycles_total"][key] == pytest.approx(1e7)
     assert all(v == 1.0 for v in fams["tiptop_event_read_ok"].values())
     assert all(v == 0.5 for v in fams["tiptop_event_running_ratio"].values())
+
+
+def test_a_leaf_that_gains_a_child_cgroup_is_no_longer_counted_whole(tmp_path: Path) -> None:
+    """The kernel counts a child cgroup's tasks into its parent's events: a followed leaf
+    that gains a child is closed at that read, its interval not given, its path handed
+    to the sampler (``split``) and said once; it is not counted whole again while it
+    lives, even with its children gone; the child is a leaf of its own."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "probe" / "child").mkdir(parents=True)
+    if os.stat(tmp_path / "probe").st_nlink != 3:
+        pytest.skip("this file system does not count subdirectories in a directory's links")
+    c, _opened, groups, log = counters(tmp_path)
+    assert c.covers("/a") and c.covers("/b")
+    assert set(c.read()) == {"/a", "/b"} and c.split == []
+    (tmp_path / "a" / "child").mkdir()
+    read = c.read()
+    assert set(read) == {"/b"} and c.split == ["/a"]
+    assert [g.closed for g in groups] == [True, True, False, False]  # /a's two CPUs
+    assert c.fds_used == 2 * 2 + 1
+    assert set(c.read()) == {"/b"} and c.split == []  # said at one read only
+    assert c.covers("/a/child")
+    (tmp_path / "a" / "child").rmdir()
+    assert not c.covers("/a")  # a leaf again, but its tasks count themselves now
+    said = log.lines()
+    assert len(said) == 1 and "'/a' gained child cgroups" in said[0]

@@ -341,10 +341,14 @@ class Sampler(FrameSource):
     def _read_cgroups(self, activity: Activity, known: list[Task], turn: int) -> Activity:
         """Read the cgroups counted whole (:attr:`cgroup_counts`); the tasks of those that
         did not run did not either (``engine.count.cgroups``): to the activity's tasks
-        that did not run, with the same sweep (``engine.activity``)."""
+        that did not run, with the same sweep (``engine.activity``). The tasks of a cgroup
+        no longer counted whole get counters of their own at this refresh's attach."""
         assert self._cgroups is not None
         counters, path_of = self._cgroups
         self.cgroup_counts = read = counters.read()
+        if counters.split:  # cgroups that gained children: their tasks count themselves
+            split = set(counters.split)
+            self._attacher.count_own([t for t in known if path_of(t.pid) in split])
         idle = {path for path, c in read.items() if c.idle}
         if not idle:
             return activity

@@ -170,6 +170,16 @@ class Attacher:
         return bool(st.units) and not st.spawned and t.pid not in self.trees
 
     # ------------------------------------------------------------------ lifecycle
+    def count_own(self, tasks: Sequence[Task]) -> None:
+        """Open counters of their own on ``tasks``, counted with their cgroup until now
+        (:attr:`elsewhere`), at the next :meth:`attach`: their cgroup is no longer counted
+        whole (``engine.count.cgroups``, a cgroup that gained children). A task with
+        counters already, refused them, or gone, is left as it is."""
+        for t in tasks:
+            st = self._counters.get(t.key)
+            if st is not None and not st.units and not st.denied:
+                self._pending[t.key] = t
+
     def reopen(self, tasks: Sequence[Task]) -> None:
         """Close the groups of ``tasks``, whose counters ended while they run
         (``engine.sampler.counters_ended``), keeping what they counted, and open them again

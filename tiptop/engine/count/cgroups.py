@@ -25,7 +25,11 @@ as without cgroup events, and the first one says so once in the message log.
 *Lifetime.* A cgroup is followed from the first task of it the sampler would have opened
 counters on (:meth:`CgroupCounters.covers`) until its directory is gone (its inode checked
 at every read), also while none of its tasks is shown: what its short jobs did between two
-refreshes is counted. The sampler reads them with its tasks' counters
+refreshes is counted. One that gains a child cgroup (its link count, by the same stat)
+is closed at that read, its interval not shown: its events would count the child's tasks
+too, which are counted with their own cgroup or by themselves. Its tasks then get counters
+of their own (:attr:`CgroupCounters.split`), and it is not counted whole again while its
+directory lives. The sampler reads them with its tasks' counters
 (``engine.sampler``): a cgroup whose events were enabled for no time did not run
 (:attr:`~tiptop.frame.CgroupCounts.idle`), so neither did any of its tasks, which the scan
 then need not look at, as a task's own counters say of it (``engine.activity``). Its first
@@ -89,6 +93,9 @@ class CgroupCounters:
     #: The plan's attrs as opened on a cgroup: no inheritance (a per-CPU event).
     _attrs: list[tuple[Attr, ...]] = field(default_factory=list)
     fds_used: int = 0
+    #: The cgroups the last :meth:`read` stopped counting whole because they gained
+    #: child cgroups (:meth:`_split`): their tasks are to get counters of their own.
+    split: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._attrs = [
@@ -167,13 +174,18 @@ class CgroupCounters:
         frac = np.divide(running, enabled, out=np.ones((n, k)), where=enabled > 0)
         idle = ~fresh & (enabled.sum(axis=1) == 0) & ~bad.any(axis=1)
         out: dict[str, CgroupCounts] = {}
+        self.split = []
         for c, cg in enumerate(followed):
             cg.fresh = False
             cg.total += np.where(ok[c], scaled[c], 0.0)
+            now_dir = _stat(self._dir(cg.path))
+            if now_dir is not None and now_dir.st_ino == cg.inode and now_dir.st_nlink > 2:
+                self._split(cg)  # this interval counted its children's tasks too: not shown
+                continue
             out[cg.path] = CgroupCounts(
                 raw[c], scaled[c], frac[c], cg.total.copy(), ok[c], bool(idle[c])
             )
-            if _inode(self._dir(cg.path)) != cg.inode:
+            if now_dir is None or now_dir.st_ino != cg.inode:
                 self._close(cg)
         return out
 
@@ -247,6 +259,21 @@ class CgroupCounters:
         self.fds_used += fds + 1
         return True
 
+    def _split(self, cg: _Cgroup) -> None:
+        """``cg`` has child cgroups now (a container's runtime or systemd made them under
+        it): the kernel counts their tasks into its events too, and those tasks are counted
+        by their own cgroup or their own counters, so its events would count them twice.
+        It is closed and never counted whole again while its directory lives; its tasks
+        get their own counters (:attr:`split`, which the sampler reads)."""
+        self._close(cg)
+        self._leaf[cg.path] = False
+        self.split.append(cg.path)
+        self.messages.say(
+            "cgroup-events:children",
+            f"cgroup {cg.path!r} gained child cgroups, whose tasks its events would count "
+            "too: its own tasks are counted one by one from now",
+        )
+
     def _close(self, cg: _Cgroup) -> None:
         for row in cg.groups:
             for g in row:
@@ -259,10 +286,19 @@ class CgroupCounters:
 
 def _inode(where: str) -> int:
     """The inode of a cgroup's directory; 0 when it is gone."""
+    now = _stat(where)
+    return 0 if now is None else now.st_ino
+
+
+def _stat(where: str) -> os.stat_result | None:
+    """A cgroup directory's inode and link count; None when it is gone. A directory of
+    cgroupfs links to itself, its parent's entry and each child cgroup's ``..``: its link
+    count is 2 plus its child cgroups (fs/kernfs/inode.c, ``kernfs_refresh_inode()``), so
+    the stat that tells a removed cgroup also tells one that gained children."""
     try:
-        return os.stat(where).st_ino
+        return os.stat(where)
     except OSError:
-        return 0
+        return None
 
 
 def _is_leaf(where: str) -> bool:
