@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import TIPTOP
 from tests.system.exporter_support import samples
-from tiptop.kernel.cgroup import unified_root, usage_seconds
+from tiptop.kernel.cgroup import read_cpu_stat, unified_root, usage_seconds
 
 CGROUPS, JOBS, BURN = 10, 20, 0.1
 #: The ``sched`` screen's counters: task-clock, context-switches, cpu-migrations,
@@ -71,6 +71,31 @@ def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def _writes(path: Path, n: int) -> None:
+    """Wait for ``n`` more writes of the textfile (each a new file renamed over it)."""
+    for _ in range(n):
+        _wait(_replaced(path, path.stat().st_ino), 10, "a write of the textfile")
+
+
+def _replaced(path: Path, inode: int) -> Callable[[], bool]:
+    """Whether ``path`` is another file than inode ``inode`` now."""
+    return lambda: path.stat().st_ino != inode
+
+
+def _remove(cgroups: list[Path]) -> None:
+    """Remove the cgroups made here, children first (each empties as its killed tasks are
+    reaped: tried for up to 5 s)."""
+    for d in cgroups:
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
     root = unified_root()
     if os.geteuid() != 0 or root is None:
@@ -110,10 +135,7 @@ def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
             fds = max(fds, _perf_fds(exporter.pid))
             assert shell.stdout.readline() == "done\n"
         usage1 = [usage_seconds(root, f"/{d.name}") for d in made]
-        written = textfile.stat().st_ino
-        _wait(lambda: textfile.stat().st_ino != written, 10, "a write after the jobs")
-        written = textfile.stat().st_ino
-        _wait(lambda: textfile.stat().st_ino != written, 10, "a second write")
+        _writes(textfile, 2)
         after = _exported(textfile)
         for label, u0, u1 in zip(labels, usage0, usage1, strict=True):
             assert u0 is not None and u1 is not None
@@ -132,15 +154,7 @@ def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
         for shell in shells:
             shell.kill()
             shell.wait()
-        for d in made:
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        _remove(made)
 
 
 #: Burns the CPU seconds of each line it reads, in process (no child to count), then says
@@ -173,21 +187,9 @@ def _burner_in(cgroup: Path) -> subprocess.Popen[str]:
 def _usage(cgroup: Path) -> float:
     """CPU seconds of ``cgroup``'s tasks and its descendants' (``usage_usec`` of its
     ``cpu.stat``, hierarchical: Documentation/admin-guide/cgroup-v2.rst)."""
-    for line in (cgroup / "cpu.stat").read_text().splitlines():
-        if line.startswith("usage_usec "):
-            return int(line.split()[1]) / 1e6
-    raise AssertionError(f"no usage_usec in {cgroup}/cpu.stat")
-
-
-def _writes(path: Path, n: int) -> None:
-    """Wait for ``n`` more writes of the textfile (each a new file renamed over it)."""
-    for _ in range(n):
-        _wait(_replaced(path, path.stat().st_ino), 10, "a write of the textfile")
-
-
-def _replaced(path: Path, inode: int) -> Callable[[], bool]:
-    """Whether ``path`` is another file than inode ``inode`` now."""
-    return lambda: path.stat().st_ino != inode
+    stat = read_cpu_stat(str(cgroup))
+    assert stat is not None, f"no usage_usec in {cgroup}/cpu.stat"
+    return stat.usage
 
 
 def test_a_leaf_that_gains_a_child_cgroup_is_not_counted_twice(tmp_path: Path) -> None:
@@ -246,12 +248,4 @@ def test_a_leaf_that_gains_a_child_cgroup_is_not_counted_twice(tmp_path: Path) -
         for b in burners:
             b.kill()
             b.wait()
-        for d in (child, parent):
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        _remove([child, parent])
