@@ -23,10 +23,10 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
 from tiptop.readonly import readonly
-from tiptop.workload import Workload
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
+    from tiptop.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,11 @@ NOT_AT_START = (
     "tempfile",  # and shutil, random: cffi's generation only (kernel._ffi.generate)
     "shutil",
     "random",
+    "threading",  # kernel._ffi's one lock is _thread's
+    "numpy.typing",  # annotations only
+    "tiptop.workload",  # a frame's cgroup rows name them; a batch run of tasks has none
+    "tiptop.engine.count.cgroups",  # --by cgroup as root
+    "tiptop.table.tree",  # a folded view
     "csv",
     "json",
     "yaml",

@@ -33,6 +33,7 @@ monitor (perf, a second tiptop) holds groups on the same tasks (``_note_unschedu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,7 +41,6 @@ from tiptop.cells import Code
 from tiptop.engine.activity import Activity
 from tiptop.engine.assemble import assemble, labels_of
 from tiptop.engine.count.attach import Attacher, Counts
-from tiptop.engine.count.cgroups import CgroupCounters
 from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.scan.task import same_tasks
@@ -53,6 +53,9 @@ from tiptop.kernel.procfs import clocks_readable
 from tiptop.messages import MessageLog
 from tiptop.screens.frames import RowLabels
 from tiptop.screens.model import ScreenSpec
+
+if TYPE_CHECKING:
+    from tiptop.engine.count.cgroups import CgroupCounters
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
 #: ``schedstat``, and their ``stat`` when they ran (``engine.scan.task.slept``).

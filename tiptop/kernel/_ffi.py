@@ -14,10 +14,10 @@ layout is proven by ``tests/unit/test_perf_ffi.py``. glibc has no wrapper for th
 
 from __future__ import annotations
 
+import _thread
 import errno
 import os
 import platform
-import threading
 from typing import Any, TypeAlias
 
 from tiptop.errors import EventError, TiptopError
@@ -233,7 +233,10 @@ def keep_heap(nbytes: int) -> bool:
 
 # ----------------------------------------------------------------------------- libpfm4
 
-_pfm_lock = threading.Lock()
+#: ``threading.Lock`` is this same lock type (its documentation: "a factory function which
+#: returns an instance of the most efficient version of the concrete Lock class"); taken
+#: from ``_thread``, the module beneath it, because a run needs no other part of threading.
+_pfm_lock = _thread.allocate_lock()
 _pfm: CData = None
 
 

@@ -44,10 +44,14 @@ al., ICPE 2017: stall cycles on outstanding loads track memory-bound time).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from tiptop.readonly import readonly
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["ADVICE", "TOLERANCE", "TREES", "Node", "Tree", "exceeds"]
 

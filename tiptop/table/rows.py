@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -22,7 +22,9 @@ from tiptop.table.select import (
     over_threshold,
     shown_rows,
 )
-from tiptop.table.tree import Tree, tree
+
+if TYPE_CHECKING:
+    from tiptop.table.tree import Tree
 
 
 class Row:
@@ -141,6 +143,8 @@ def rows(frame: Frame, screen: ScreenSpec, view: View) -> RowList:
     columns = screen.columns
     shape: Tree | None = None
     if view.folding is not None and frame.members is not None:
+        from tiptop.table.tree import tree  # only a folded view: a batch run never does
+
         shape = tree(frame, len(columns), view, view.folding)
         frame, idx = shape.frame, shape.order
     else:

@@ -80,7 +80,6 @@ from tiptop.kernel.explain import (
 )
 from tiptop.messages import MessageLog
 from tiptop.screens.columns import screen_columns
-from tiptop.screens.deviations import smt_caveat
 from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
@@ -242,7 +241,11 @@ class Planner:
         note = screen.variant.note() if screen.variant is not None else None
         if note:
             self.log.say(f"variant:{screen.name}", note, notice=True)
-        caveat = smt_caveat(screen.variant) if self.host.smt_active else None
+        caveat = None
+        if self.host.smt_active:
+            from tiptop.screens.deviations import smt_caveat  # its table: only with SMT on
+
+            caveat = smt_caveat(screen.variant)
         if caveat:  # what this machine is: a notice, not an error
             self.log.say(f"smt:{screen.name}", f"screen {screen.name!r}: {caveat}", notice=True)
         aliases = tuple(c.alias for c in screen.counters)
