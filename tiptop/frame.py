@@ -22,14 +22,14 @@ import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, valued
 from tiptop.messages import MessageLog
-from tiptop.readonly import readonly
+from tiptop.readonly import by_value, mutable, readonly
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
     from tiptop.workload import Workload
 
 
-@dataclass(frozen=True)
+@by_value
 class SamplerConfig:
     """What a frame source watches and how: ``threads`` (-H), ``kernel`` (-K),
     ``only_pid``, ``only_name``, ``match_cmdline`` (-c), ``uid`` (-u), ``collect`` (False
@@ -75,7 +75,7 @@ class Context:
     pressure: tuple[Pressure, ...] = ()
 
 
-@dataclass(eq=False)
+@mutable
 class CgroupCounts:
     """One cgroup's counters over one refresh, counted whole by the kernel's cgroup events
     (``tiptop.engine.count.cgroups``), per counter alias of the screen (arrays of k): what

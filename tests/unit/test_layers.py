@@ -189,8 +189,8 @@ def test_type_checking_imports_are_exempt() -> None:
 
 #: Bases whose subclasses declare fields by design (the checker below skips them).
 DECLARING_BASES = frozenset({"Protocol", "NamedTuple", "TypedDict"})
-#: Decorators whose classes declare fields by design: dataclasses and read-only records.
-DECLARING_DECORATORS = frozenset({"dataclass", "readonly"})
+#: Decorators whose classes declare fields by design: dataclasses and records (tiptop.readonly).
+DECLARING_DECORATORS = frozenset({"dataclass", "readonly", "by_value", "mutable"})
 
 
 def _base_name(node: ast.expr) -> str | None:

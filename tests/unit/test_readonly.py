@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from mypy import api as mypy_api
 
-from tiptop.readonly import readonly
+from tiptop.readonly import by_value, mutable, readonly
 from tiptop.screens.frames import RowLabels
 from tiptop.screens.syntax import parse
 
@@ -74,17 +74,70 @@ def test_only_init_is_made() -> None:
     assert repr(Own(1)) == "own"
 
 
+def test_value_records_compare_and_hash_by_value_and_make_three() -> None:
+    """``@by_value``: equal fields are equal records with one hash (a memo's key), as
+    ``frozen=True`` made them; what is compiled is ``__init__``, ``__eq__`` and
+    ``__hash__``, not ``__setattr__``/``__delattr__`` nor a ``__repr__`` of its own; a field
+    with ``compare=False`` takes no part, as in a dataclass."""
+
+    @by_value
+    class Key:
+        x: int
+        s: str
+        note: str = dataclasses.field(default="", compare=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        x: int
+        s: str
+        note: str = dataclasses.field(default="", compare=False)
+
+    made = {
+        name
+        for name in ("__init__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__repr__")
+        if name in vars(Key)
+    }
+    assert made == {"__init__", "__eq__", "__hash__", "__repr__"}
+    assert vars(Key)["__repr__"] is vars(RowLabels)["__repr__"]
+    a, b, c = Key(1, "a", "x"), Key(1, "a", "y"), Key(2, "a")
+    assert a == b and hash(a) == hash(b) == hash(Frozen(1, "a")) and a != c
+    assert {a: 1}[b] == 1 and len({a, b, c}) == 2
+    assert dataclasses.replace(a, x=2) == c
+    assert repr(a) == repr(Frozen(1, "a", "x")).replace("Frozen", "Key")
+
+
+def test_working_records_are_told_apart_by_identity() -> None:
+    """``@mutable``: assigned as it goes, ``==`` is identity, ``__init__`` alone compiled."""
+
+    @mutable
+    class Work:
+        n: int = 0
+        seen: list[int] = dataclasses.field(default_factory=list)
+
+    a, b = Work(), Work()
+    a.n += 1
+    a.seen.append(3)
+    assert (a.n, b.n, b.seen) == (1, 0, []) and a != Work(1, [3]) and a == a
+    assert {n for n in ("__init__", "__eq__", "__hash__") if n in vars(Work)} == {"__init__"}
+    assert repr(a).endswith("Work(n=1, seen=[3])")
+
+
 def test_the_type_checker_refuses_an_assignment(tmp_path: Path) -> None:
-    """For mypy a read-only record is frozen (``dataclass_transform(frozen_default=True)``):
-    the guard that ``frozen=True`` gave at run time."""
+    """For mypy a read-only record, and one compared by value, is frozen
+    (``dataclass_transform(frozen_default=True)``): the guard that ``frozen=True`` gave at
+    run time. A working record is not."""
     src = tmp_path / "use.py"
     src.write_text(
-        "from tiptop.readonly import readonly\n\n\n"
+        "from tiptop.readonly import by_value, mutable, readonly\n\n\n"
         "@readonly\nclass Rec:\n    x: int\n\n\n"
-        "r = Rec(1)\nr.x = 2\n"
+        "@by_value\nclass Key:\n    x: int\n\n\n"
+        "@mutable\nclass Work:\n    x: int\n\n\n"
+        "r, k, w = Rec(1), Key(1), Work(1)\nr.x = 2\nk.x = 2\nw.x = 2\n"
     )
     out, err, status = mypy_api.run(
         ["--no-incremental", "--python-version", "3.11", "--follow-imports", "silent", str(src)]
     )
     assert status == 1, out + err
-    assert 'use.py:10: error: Property "x" defined in "Rec" is read-only' in out
+    assert 'use.py:20: error: Property "x" defined in "Rec" is read-only' in out
+    assert 'use.py:21: error: Property "x" defined in "Key" is read-only' in out
+    assert "use.py:22" not in out and "Found 2 errors" in out

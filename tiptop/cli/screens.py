@@ -12,7 +12,7 @@ import os
 import platform
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
@@ -20,10 +20,11 @@ from tiptop.host import Host
 from tiptop.kernel.explain import no_pmu_line
 from tiptop.options import Options
 from tiptop.outside import printable, shown
+from tiptop.readonly import mutable
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
 
-@dataclass(eq=False)
+@mutable
 class ScreenSet:
     """The screens in the original's order and what the config file said."""
 

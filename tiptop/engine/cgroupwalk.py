@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,6 +53,7 @@ from tiptop.kernel.cgroup import (
     walk_hierarchy,
 )
 from tiptop.messages import MessageLog
+from tiptop.readonly import mutable
 from tiptop.screens.evaluate import CounterCells, evaluator_for
 from tiptop.screens.frames import FrameFacts, RowLabels, evaluated_frame
 from tiptop.screens.model import ScreenSpec
@@ -67,7 +67,7 @@ _NO_CPU = CpuStat(0.0, 0.0, 0.0, 0.0)
 SWEEP = 16
 
 
-@dataclass(eq=False)
+@mutable
 class _Followed:
     """One cgroup followed by the walk: where it is, its ``cgroup.procs`` fd, its
     ``cpu.stat`` at the last read and what the latest refresh found of it."""
@@ -88,7 +88,7 @@ class _Followed:
     shown: bool = False
 
 
-@dataclass(eq=False)
+@mutable
 class _Row:
     """One row of a refresh before it is a frame's: the cgroup, its CPU over the interval
     (seconds; None where not known) and its counts."""

@@ -4,16 +4,15 @@ counting session opens it with (:func:`counting_attr`, shared by the sampler's p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
+from tiptop.readonly import by_value
 
 #: PMUs whose events refuse any exclude_* bit with EINVAL (``PERF_PMU_CAP_NO_EXCLUDE``: the
 #: ``msr`` PMU, arch/x86/events/msr.c; ``perf_try_init_event()`` in kernel/events/core.c).
 NO_EXCLUDE_PMUS = frozenset({"msr"})
 
 
-@dataclass(frozen=True)
+@by_value
 class EventBinding:
     """What one event name means here: the PMU, the attr to open, and how to show counts.
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from tiptop.errors import EventError
 from tiptop.kernel.explain import NO_PMU
+from tiptop.readonly import by_value
 
 _FORMAT_RE = re.compile(r"^(config[123]?):\s*([0-9,\-\s]+)$")
 _FIELDS = ("config", "config1", "config2", "config3")
@@ -76,7 +76,7 @@ def is_hybrid(sysfs_root: str) -> bool:
     return bool(cores) and cores != ["cpu"]
 
 
-@dataclass(frozen=True)
+@by_value
 class Format:
     """Where one term's bits go: ``field`` (config..config3) and (low, high) ranges."""
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from functools import lru_cache
 
@@ -56,7 +56,7 @@ from tiptop import vocab
 from tiptop.cells import Code
 from tiptop.choices import SeriesBy
 from tiptop.frame import CgroupCounts, Frame
-from tiptop.readonly import readonly
+from tiptop.readonly import mutable, readonly
 from tiptop.screens.model import CounterSpec, NamedEvent
 from tiptop.workload import Workload
 
@@ -196,7 +196,7 @@ TIME_METRICS = (
 )
 
 
-@dataclass(eq=False)
+@mutable
 class _Group:
     """The running totals of one label set (index 0: CPU seconds, then one per counter,
     then one per :data:`TIME_METRICS`)."""
@@ -230,7 +230,7 @@ class _Grouping:
         return self.pid is frame.pid and self.name is frame.name and self.user is frame.user
 
 
-@dataclass(eq=False)
+@mutable
 class Aggregator:
     """Counter totals per label set, fed one frame per refresh."""
 

@@ -41,11 +41,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import bcrypt
 
 from tiptop.exporter.httpd import RESPONSE_TIMEOUT, Deferred, Reply, Request
+from tiptop.readonly import mutable
 
 #: bcrypt reads at most this many bytes of a password (its key schedule, Provos and
 #: Mazieres 1999); a longer one is refused.
@@ -108,7 +109,7 @@ def client_key(address: str) -> str:
     return str(ip)
 
 
-@dataclass(eq=False)
+@mutable
 class _Address:
     """One client address, as of ``at``: the checks it asked for and those that failed,
     each less those forgiven."""
@@ -118,7 +119,7 @@ class _Address:
     at: float = 0.0
 
 
-@dataclass(eq=False)
+@mutable
 class BasicAuth:
     """The users and their bcrypt hashes; :meth:`gate` answers a request's credentials."""
 
@@ -244,7 +245,7 @@ class BasicAuth:
                 kept.popitem(last=False)
 
 
-@dataclass(eq=False)
+@mutable
 class _Attempt:
     """A credential to check: the user's name, ``user:password`` as sent, the hash it is
     checked against (the decoy for an unknown user), their digest, the client's address,

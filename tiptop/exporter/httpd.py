@@ -68,10 +68,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import TiptopError
-from tiptop.readonly import readonly
+from tiptop.readonly import by_value, mutable, readonly
 
 #: Seconds a client has, from its connection, to send the request line and headers.
 REQUEST_TIMEOUT = 5.0
@@ -113,7 +113,7 @@ def client_limit(fd_soft: int) -> int:
     return max(4, min(MAX_CLIENTS, fd_soft // 4))
 
 
-@dataclass(frozen=True)
+@by_value
 class Request:
     """A parsed request: method, target (path and query), headers (names lower-case) and
     the client's address (its IP address, as accept(2) gave it)."""
@@ -156,7 +156,7 @@ BUSY = Reply(
 )
 
 
-@dataclass(eq=False)
+@mutable
 class _Job:
     """Deferred work for one connection, and once done its reply."""
 
@@ -248,7 +248,7 @@ class _Checkers:
         self._waker.close()
 
 
-@dataclass(eq=False)
+@mutable
 class _Client:
     """One accepted connection: what it sent so far, or the answer still to send."""
 

@@ -46,7 +46,6 @@ import re
 import ssl
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import yaml
 
@@ -54,6 +53,7 @@ from tiptop.errors import UsageError
 from tiptop.exporter.basicauth import BasicAuth, check_seconds, cost_of, time_cost_4
 from tiptop.exporter.httpd import RESPONSE_TIMEOUT, Deferred, Reply, Request
 from tiptop.files import file_kind
+from tiptop.readonly import by_value
 
 #: exporter-toolkit's ``client_auth_type`` values honoured -> ssl verify mode.
 CLIENT_AUTH = {
@@ -90,7 +90,7 @@ class WebConfigError(UsageError):
     """The file is unreadable or wrong (exit code 2)."""
 
 
-@dataclass(frozen=True)
+@by_value
 class WebConfig:
     """What ``--web-config`` asks: a TLS context, users (None: no authentication), and what
     to say at start-up about it."""

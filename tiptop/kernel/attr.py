@@ -1,4 +1,5 @@
-"""``Attr``: a ``struct perf_event_attr`` as a frozen dataclass; pure Python.
+"""``Attr``: a ``struct perf_event_attr`` as a read-only record compared by value
+(``tiptop.readonly.by_value``); pure Python.
 
 Only the fields tiptop uses: counting, and sampling one task for ``--where``
 (``sample_period``, ``sample_type``, ``freq``, its call chains, its context switches).
@@ -10,7 +11,8 @@ perf_event_open(2).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+
+from tiptop.readonly import by_value
 
 # read_format bits (perf_event_open(2), "read_format").
 FORMAT_TOTAL_TIME_ENABLED = 1 << 0
@@ -26,7 +28,7 @@ SAMPLE_CALLCHAIN = 1 << 5
 GROUP_READ_FORMAT = FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING | FORMAT_ID | FORMAT_GROUP
 
 
-@dataclass(frozen=True)
+@by_value
 class Attr:
     """The parts of ``perf_event_attr`` tiptop sets. ``replace`` gives a modified copy."""
 

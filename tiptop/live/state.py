@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tiptop.frame import FrameSource
 from tiptop.options import Options
+from tiptop.readonly import mutable
 from tiptop.table import Folding, View
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ SAID_KEPT = 100
 START_REFRESHES = 3
 
 
-@dataclass(eq=False)
+@mutable
 class Status:
     """The status line's words: shown until the next key, or for a time (a hint), or for
     some refreshes (the start-up notice); each one said is kept (the last
@@ -68,7 +69,7 @@ class Status:
                 self.clear()
 
 
-@dataclass(eq=False)
+@mutable
 class LiveState:
     """The live session's changeable state (docs/original.md section 5.3, ``handle_key()``)."""
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.errors import printable
 from tiptop.messages import MessageLog
+from tiptop.readonly import mutable
 from tiptop.recording import format as fmt
 from tiptop.recording.index import Recording
 from tiptop.recording.replay import counter_cells, counter_map, row_facts
@@ -57,7 +57,7 @@ _BUILTIN_KEYS = {
 _UNKNOWN_UNLESS_READ = frozenset(("run", "wait", "thr", "io", "lim", "cpus"))
 
 
-@dataclass(eq=False)
+@mutable
 class Series:
     """One task's line: its label, its points (times and values; nan: a gap) and the CPU
     seconds it used over the range."""

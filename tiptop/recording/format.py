@@ -21,14 +21,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tiptop.cells import STATUS_DTYPE, Status
 from tiptop.frame import Context, Pressure
 from tiptop.outside import printable, shown
-from tiptop.readonly import readonly
+from tiptop.readonly import mutable, readonly
 from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
 from tiptop.screens.printf import check_formats
 from tiptop.workload import FIELDS, KINDS, Workload, WorkloadKind
@@ -194,7 +194,7 @@ class RecordedOptions:
     cgroups: bool = False
 
 
-@dataclass(eq=False)
+@mutable
 class Header:
     """A session's header line, each value checked (a wrong one is left at its default and
     said in ``problems``)."""
@@ -345,7 +345,7 @@ def workloads_from(d: Mapping[str, object]) -> dict[int, Workload]:
 # --------------------------------------------------------------------------- frames
 
 
-@dataclass(eq=False)
+@mutable
 class FrameLine:
     """One frame line, checked: every per-task list an array of the task count's length
     (optional ones None), per counter alias its arrays."""

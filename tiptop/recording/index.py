@@ -8,10 +8,11 @@ import bisect
 import json
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from tiptop.outside import printable
+from tiptop.readonly import mutable
 from tiptop.recording import format as fmt
 from tiptop.recording.inflate import Store
 from tiptop.screens.model import ScreenSpec
@@ -36,7 +37,7 @@ UNKNOWN = Workload(WorkloadKind.OTHER, "?")
 MAX_NOTES = 20
 
 
-@dataclass(eq=False)
+@mutable
 class Recording:
     """A loaded recording: its first header, its screens, and per frame where its line is,
     its time and the screen it was shown under."""

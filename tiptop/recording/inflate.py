@@ -16,10 +16,11 @@ import bisect
 import os
 import stat
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import TiptopError
 from tiptop.outside import printable
+from tiptop.readonly import mutable
 
 #: A gzip member's first bytes: magic and method deflate (RFC 1952, 2.3.1).
 MAGIC = b"\x1f\x8b\x08"
@@ -59,7 +60,7 @@ def open_recording(path: str, flag: str) -> int:
     return fd
 
 
-@dataclass(eq=False)
+@mutable
 class Member:
     """One gzip member: where it starts, and inflate states saved along it
     (decompressed offset, compressed offset, state)."""

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import SpecError
 from tiptop.outside import printable, shown
+from tiptop.readonly import mutable
 from tiptop.screens.columns import compiled
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.gating import gate
@@ -40,7 +41,7 @@ from tiptop.vocab import TYPE_NAMES, PerfType
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
 
-@dataclass(eq=False)
+@mutable
 class RawItem:
     """One ``<counter>`` or ``<column>`` as written: attribute text and where it is."""
 
@@ -52,7 +53,7 @@ class RawItem:
     value_pos: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
 
-@dataclass(eq=False)
+@mutable
 class RawScreen:
     """One ``<screen>`` as written; ``arch``/``model`` gate the whole screen (our addition)."""
 
@@ -212,7 +213,7 @@ def build_config(
     return config
 
 
-@dataclass(eq=False)
+@mutable
 class _Building:
     """A screen being built, in document order: what is declared so far, and where
     problems go."""

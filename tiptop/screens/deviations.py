@@ -9,9 +9,9 @@ shown in its screen's description (``builtin_gen`` appends it) and in docs/scree
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
+from tiptop.readonly import by_value
 from tiptop.screens.gating import gate
 from tiptop.screens.model import Target, VariantChoice
 
@@ -28,7 +28,7 @@ class DeviationKind(StrEnum):
     SMT = "smt"
 
 
-@dataclass(frozen=True)
+@by_value
 class Deviation:
     """One difference kept on purpose.
 

@@ -1,8 +1,9 @@
 """The records a configuration file turns into: screens, counters, columns, options.
 
-Pure data (frozen dataclasses), shared by the XML and YAML readers, the exporters, the
-built-in screens and the sampler. Records end in ``Spec`` to keep them apart from runtime
-objects. Imports nothing from tiptop but ``errors``.
+Pure data (read-only records compared by value, ``tiptop.readonly``), shared by the XML and
+YAML readers, the exporters, the built-in screens and the sampler. Records end in ``Spec``
+to keep them apart from runtime objects. Imports from tiptop only ``errors``, ``vocab``
+and ``readonly``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
+from tiptop.readonly import by_value
 from tiptop.vocab import event_name
 
 
@@ -18,7 +20,7 @@ def delta_key(alias: str) -> str:
     return f"delta({alias})"
 
 
-@dataclass(frozen=True)
+@by_value
 class NumericEvent:
     """An event given the original's way: a ``perf_event_attr`` type and config number."""
 
@@ -26,7 +28,7 @@ class NumericEvent:
     config: int
 
 
-@dataclass(frozen=True)
+@by_value
 class NamedEvent:
     """An event given by name (``cycles``, ``cpu/event=0x3c/``, ``FP_ASSIST.ANY``), resolved
     against this machine by ``tiptop.events`` when a screen is bound, never while loading."""
@@ -34,7 +36,7 @@ class NamedEvent:
     name: str
 
 
-@dataclass(frozen=True)
+@by_value
 class Target:
     """The CPU that ``arch``/``model`` gating compares against: ``arch`` is ``"x86"``,
     ``"arm64"``..., ``model`` the original's ``%02X_%02X`` family_model string or ``None``;
@@ -52,7 +54,7 @@ class Target:
         return f"{self.model} r{self.revision >> 4}p{self.revision & 0xF}"
 
 
-@dataclass(frozen=True)
+@by_value
 class VariantChoice:
     """Which variant of one built-in screen name this CPU got, and why: the variants are
     gated by ``arch``/``model`` (``tiptop.screens.gating.gate``) and the first that admits
@@ -111,7 +113,7 @@ class VariantChoice:
         )
 
 
-@dataclass(frozen=True)
+@by_value
 class CounterSpec:
     """One ``<counter>``: an alias bound to an event.
 
@@ -142,7 +144,7 @@ class CounterSpec:
         return event_name(self.event.type, self.event.config) or self.config
 
 
-@dataclass(frozen=True)
+@by_value
 class ColumnSpec:
     """One ``<column>``: a header, a printf format for one double, and an expression.
 
@@ -175,7 +177,7 @@ class ColumnSpec:
         }
 
 
-@dataclass(frozen=True)
+@by_value
 class ScreenSpec:
     """A named set of counters and the columns computed from them."""
 

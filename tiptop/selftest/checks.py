@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from fractions import Fraction
 
-from tiptop.readonly import readonly
+from tiptop.readonly import mutable, readonly
 from tiptop.vocab import HwId, PerfType, SwId
 
 #: Iteration counts per kernel: four sizes, the largest 8 times the smallest.
@@ -99,7 +99,7 @@ def check_for(type_: int, config: int) -> Check | None:
     return CHECKS.get((type_, config))
 
 
-@dataclass(eq=False)
+@mutable
 class Fit:
     """A least-squares line through exact points, and its r-squared (1.0 for a perfect line;
     nan when every count is the same)."""
@@ -127,7 +127,7 @@ def fit(xs: list[int], ys: list[float]) -> Fit:
     return Fit(slope, intercept, r2)
 
 
-@dataclass(eq=False)
+@mutable
 class Row:
     """One event's line of the report."""
 

@@ -19,7 +19,6 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from tiptop.engine.count.units import Stores, Unit
 from tiptop.errors import CounterError, TiptopError
 from tiptop.kernel.backend import Backend
 from tiptop.kernel.procfs import CLK_TCK
+from tiptop.readonly import mutable
 
 #: Seconds to wait for the child at any step (the emulated guest is ~100x slower).
 WAIT_S = 120.0
@@ -39,7 +39,7 @@ class ChildError(TiptopError):
     """The kernel child could not start, was refused its code, or died."""
 
 
-@dataclass(eq=False)
+@mutable
 class Run:
     """One kernel run: per alias, the scaled count and the group's Δtime_running; the child's
     CPU time (``/proc/PID/schedstat``, ns; nan when unreadable); aliases not opened here;

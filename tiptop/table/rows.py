@@ -4,13 +4,13 @@ for), :func:`rows`, the header and one row's line (docs/original.md 6.2 and 6.3)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from tiptop.cells import Code
 from tiptop.frame import Frame
+from tiptop.readonly import mutable
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.model import ScreenSpec
 from tiptop.screens.printf import RowFormat, row_format
@@ -258,7 +258,7 @@ class RowList(Sequence[Row]):
         )
 
 
-@dataclass(eq=False)
+@mutable
 class _Block:
     """The cell arrays of the visible rows, in display order (shared by their Rows)."""
 

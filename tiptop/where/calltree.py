@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from tiptop.readonly import readonly
+from tiptop.readonly import mutable, readonly
 from tiptop.where.resolve import Site
 
 #: A node's place in its tree: the sites from the first level down to it.
@@ -46,7 +46,7 @@ class View(enum.Enum):
         return View.TOP_DOWN if self is View.BOTTOM_UP else View.BOTTOM_UP
 
 
-@dataclass(eq=False)
+@mutable
 class Node:
     """One node of a tree being built: its site, the weight through it, its children by
     site."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Group
 from tiptop.kernel.group import open_cgroup_group
 from tiptop.messages import MessageLog
+from tiptop.readonly import mutable
 
 #: The most cgroups counted at once, whatever the fds allow.
 MAX_CGROUPS = 1024
@@ -60,7 +61,7 @@ MAX_CGROUPS = 1024
 Opener = Callable[[int, int, Sequence[Attr]], Group]
 
 
-@dataclass(eq=False)
+@mutable
 class _Cgroup:
     """One followed cgroup: its directory, its groups per plan group and CPU, and their
     last reads (values, then enabled and running times)."""
@@ -76,7 +77,7 @@ class _Cgroup:
     fds: int = 0
 
 
-@dataclass(eq=False)
+@mutable
 class CgroupCounters:
     """The cgroup events of the followed cgroups (module docstring). ``mount`` is the v2
     hierarchy's mount, ``cpus`` the CPUs counted, ``max_fds`` the fds they may take."""

@@ -6,7 +6,7 @@ The reading itself, and the numbers, are ``engine.count.readout``'s."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from tiptop.engine.activity import Activity
 from tiptop.engine.count.readout import CounterPlan, Reading, Readout, unit_totals
 from tiptop.engine.count.units import Unit
 from tiptop.engine.scan.task import Identity, Task, same_tasks
+from tiptop.readonly import mutable
 
 
 class Changes:
@@ -246,7 +247,7 @@ class RowReading:
         return [s.retired for s in self.states]
 
 
-@dataclass(eq=False)
+@mutable
 class Counts:
     """What one refresh read for its rows: the readout, each row's retired totals, and
     what it says of each row's task for the next scan (:meth:`activity`)."""

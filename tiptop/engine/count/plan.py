@@ -57,7 +57,7 @@ are ``?``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -79,12 +79,13 @@ from tiptop.kernel.explain import (
     no_pmu_line,
 )
 from tiptop.messages import MessageLog
+from tiptop.readonly import mutable
 from tiptop.screens.columns import screen_columns
 from tiptop.screens.evaluate import Evaluator
 from tiptop.screens.model import NamedEvent, ScreenSpec
 
 
-@dataclass(eq=False)
+@mutable
 class ScreenPlan:
     """A screen bound to this machine: the counter plan and the compiled columns."""
 

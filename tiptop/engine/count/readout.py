@@ -22,7 +22,6 @@ so its ``Δrunning < Δenabled`` is not multiplexing and scaling would invent co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -30,7 +29,7 @@ import numpy as np
 from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.count.units import WORD, FdReads, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
-from tiptop.readonly import readonly
+from tiptop.readonly import mutable, readonly
 
 _HALF = np.uint64(1 << 63)
 
@@ -49,7 +48,7 @@ class GroupDef:
         return 3 + 2 * len(self.attrs)
 
 
-@dataclass(eq=False)
+@mutable
 class CounterPlan:
     """What to open on each task for a screen, and how members map to aliases."""
 
@@ -82,7 +81,7 @@ class CounterPlan:
         return sum(len(g.attrs) for g in self.groups)
 
 
-@dataclass(eq=False)
+@mutable
 class Readout:
     """Per (row, alias) sums over the rows' units, as flat ``(n, k)`` float64 matrices."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import CLK_TCK, Stat, process_cpu_ns, read_file
+from tiptop.readonly import mutable
 
 #: A task's identity: ``(tid, starttime)`` (see the module doc).
 Identity = tuple[int, int]
@@ -65,7 +66,7 @@ class Task:
         self.key = (self.tid, self.starttime)
 
 
-@dataclass(eq=False)
+@mutable
 class Scan:
     """The result of one :meth:`TaskScanner.scan`."""
 
