@@ -2,7 +2,7 @@
 # step of what CI runs, so that a failure there is one `make TARGET` here.
 #
 #   make lint       ruff check and ruff format --check
-#   make typecheck  mypy over tiptop/, tests/ and build_backend/ (pyproject.toml [tool.mypy])
+#   make typecheck  mypy over tiptop/, tests/, build_backend/ and benchmarks/ (pyproject.toml [tool.mypy])
 #   make unit       the fast room: fakes, hand-built frames, no processes
 #   make system     the real kernel, tiptop in subprocesses, tmux, Prometheus where installed
 #   make test       both rooms: the README's test command

@@ -73,6 +73,7 @@ def make_frame(rng: np.random.Generator, it: int, n: int, busy: float, totals: n
         time_threads=np.ones(n),
         cpu_limit=np.full(n, np.nan),
         cpus_allowed=np.full(n, np.nan),
+        tasks_total=n,
     )
 
 
