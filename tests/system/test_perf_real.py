@@ -23,7 +23,8 @@ from tests.helpers import hardware_pmu_error, nobody_command
 from tiptop.events import resolve
 from tiptop.events.sysfs import alias_pmus
 from tiptop.host import Host
-from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group, perf_event_open
+from tiptop.kernel import Attr, PerfBackend, explain_open_error, open_group
+from tiptop.kernel._ffi import CData, open_struct
 from tiptop.kernel.explain import NO_PMU
 
 PAGE = mmap.PAGESIZE
@@ -141,13 +142,13 @@ def test_interrupted_open_closes_what_it_opened(monkeypatch: pytest.MonkeyPatch)
 
     opened: list[int] = []
 
-    def interrupted(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -> int:
+    def interrupted(c: CData, pid: CData, cpu: CData, group_fd: CData, flags: CData) -> int:
         if opened:
             raise KeyboardInterrupt
-        opened.append(perf_event_open(attr, pid, cpu, group_fd, flags))
+        opened.append(open_struct(c, pid, cpu, group_fd, flags))
         return opened[0]
 
-    monkeypatch.setattr(group, "perf_event_open", interrupted)
+    monkeypatch.setattr(group, "open_struct", interrupted)
     fds_before = len(os.listdir("/proc/self/fd"))
     with pytest.raises(KeyboardInterrupt):
         open_group(0, [TASK_CLOCK, PAGE_FAULTS])

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from tiptop.kernel import parse_group_read
+from tiptop.kernel import _ffi, parse_group_read
 from tiptop.kernel.group import group_read_size
 
 
@@ -104,17 +104,23 @@ def test_opened_attrs_are_made_once_per_plan_tuple_and_for_what_a_list_holds() -
 
     attrs = (Attr(type=1, config=0), Attr(type=1, config=2))
     opened = _as_opened(attrs)
-    assert [(a.config, a.disabled, a.read_format) for a in opened] == [
+    assert [(a.config, a.disabled, a.read_format) for a in opened.attrs] == [
         (0, True, GROUP_READ_FORMAT),  # enabled with the whole group once it is in
         (2, False, GROUP_READ_FORMAT),
     ]
+    assert opened.enable_after
+    # Each struct holds what its attr lays out (the bytes handed to the kernel).
+    assert [bytes(_ffi.ffi.buffer(c)) for c in opened.structs] == [
+        _ffi.attr_bytes(a) for a in opened.attrs
+    ]
     assert _as_opened(attrs) is opened  # kept: the plan opens it on every task
     assert _as_opened(tuple(attrs)) is opened  # an equal tuple is the same group
-    assert not _as_opened((Attr(type=1, config=0, enable_on_exec=True),))[0].disabled
+    on_exec = _as_opened((Attr(type=1, config=0, enable_on_exec=True),))
+    assert not on_exec.attrs[0].disabled and not on_exec.enable_after
     mutable = list(attrs)
     assert _as_opened(mutable) is opened  # looked up by what the list holds now
     mutable[0] = Attr(type=1, config=5)
-    assert _as_opened(mutable)[0].config == 5
+    assert _as_opened(mutable).attrs[0].config == 5
 
 
 def test_opened_attrs_kept_are_never_another_group_s() -> None:
@@ -132,4 +138,5 @@ def test_opened_attrs_kept_are_never_another_group_s() -> None:
         (lead, member.replace(read_format=0)),
     ]
     for attrs in groups:
-        assert _as_opened(attrs) == OpenedAttrs()(attrs), attrs
+        kept, fresh = _as_opened(attrs), OpenedAttrs()(attrs)
+        assert (kept.attrs, kept.enable_after) == (fresh.attrs, fresh.enable_after), attrs

@@ -179,23 +179,35 @@ def attr_bytes(attr: Attr) -> bytes:
 
 
 def perf_event_open(attr: Attr, pid: int, cpu: int, group_fd: int, flags: int) -> int:
-    """Open one event; returns the fd or raises ``OSError`` with the kernel's errno.
+    """Open one event; returns the fd or raises ``OSError`` with the kernel's errno
+    (:func:`open_struct` of a new struct for ``attr``)."""
+    return open_struct(new_attr(attr), c_int(pid), c_int(cpu), c_int(group_fd), c_flags(flags))
+
+
+def c_int(n: int) -> CData:
+    """``n`` as a C ``int``: what a variadic call needs told (``syscall(2)``'s arguments)."""
+    return ffi.cast("int", n)
+
+
+def c_flags(n: int) -> CData:
+    """``n`` as the C ``unsigned long`` of perf_event_open's ``flags``."""
+    return ffi.cast("unsigned long", n)
+
+
+def open_struct(c: CData, pid: CData, cpu: CData, group_fd: CData, flags: CData) -> int:
+    """perf_event_open(2) of the filled struct ``c`` (:func:`new_attr`), the other
+    arguments given as their C types (:func:`c_int`, :func:`c_flags`), so that a caller
+    opening one struct on many tasks casts each argument once and fills the struct once
+    (the kernel only reads it, but for ``size`` below); the fd, or ``OSError`` with the
+    kernel's errno.
 
     E2BIG means our struct is larger than this kernel's and the extra bytes are not zero;
     the kernel then writes the size it expects into ``size`` (perf_event_open(2), E2BIG),
-    so retry once with that size when every byte past it is zero.
+    so retry once with that size when every byte past it is zero; the struct keeps it.
     """
     nr = _NR or ffi.cast("long", syscall_number())
-    c = new_attr(attr)
     for _attempt in range(2):
-        fd = _libc.syscall(
-            nr,
-            c,
-            ffi.cast("int", pid),
-            ffi.cast("int", cpu),
-            ffi.cast("int", group_fd),
-            ffi.cast("unsigned long", flags),
-        )
+        fd = _libc.syscall(nr, c, pid, cpu, group_fd, flags)
         if fd >= 0:
             return int(fd)
         err = ffi.errno

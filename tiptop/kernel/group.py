@@ -21,7 +21,7 @@ from itertools import repeat
 
 import numpy as np
 
-from tiptop.kernel._ffi import perf_event_open
+from tiptop.kernel._ffi import CData, c_flags, c_int, new_attr, open_struct
 from tiptop.kernel.attr import GROUP_READ_FORMAT, Attr
 from tiptop.kernel.backend import GroupReading
 from tiptop.kernel.consts import (
@@ -32,6 +32,7 @@ from tiptop.kernel.consts import (
 )
 from tiptop.kernel.errors import translate, translated
 from tiptop.kernel.procfs import open_pidfd, process_cpu_times
+from tiptop.readonly import readonly
 
 _U64 = np.dtype("<u8")
 _HEADER = 3  # nr, time_enabled, time_running
@@ -148,21 +149,33 @@ def _enabled_after(attrs: Sequence[Attr]) -> bool:
     return not attrs[0].disabled and not attrs[0].enable_on_exec
 
 
-class OpenedAttrs:
-    """The attrs :func:`open_group` opens for the attrs it is given: the group read format
-    on each, the leader ``disabled`` when the group is enabled once whole
-    (:func:`_enabled_after`), kept by the given attrs' value.
+@readonly
+class OpenedGroup:
+    """What :func:`open_group` opens for the attrs it is given: ``attrs`` with the group
+    read format on each and the leader ``disabled`` when the group is enabled once whole
+    (``enable_after``, :func:`_enabled_after`), and their C structs, filled."""
 
-    A plan opens the same attrs on every task, and each ``Attr.replace`` makes a new Attr
-    (whose struct ``_ffi`` would then lay out afresh). What is made depends on the given
-    attrs only, which are frozen and compared by value (a list is looked up as the tuple
-    of what it holds when called), so an entry is never stale; the memo grows with the
-    distinct groups opened (a few per screen, whatever the number of tasks)."""
+    attrs: tuple[Attr, ...]
+    structs: tuple[CData, ...]
+    enable_after: bool
+
+
+class OpenedAttrs:
+    """The :class:`OpenedGroup` for the attrs :func:`open_group` is given, kept by the given
+    attrs' value.
+
+    A plan opens the same attrs on every task: each ``Attr.replace`` would make new Attrs,
+    and each open a struct to fill. What is made depends on the given attrs only, which
+    are read-only and compared by value (a list is looked up as the tuple of what it holds
+    when called), and the kernel only reads a struct (but for ``size``, which it sets to
+    the one it wants once for all: ``_ffi.open_struct``), so an entry is never stale; the
+    memo grows with the distinct groups opened (a few per screen, whatever the number of
+    tasks)."""
 
     def __init__(self) -> None:
-        self._made: dict[tuple[Attr, ...], tuple[Attr, ...]] = {}
+        self._made: dict[tuple[Attr, ...], OpenedGroup] = {}
 
-    def __call__(self, attrs: Sequence[Attr]) -> tuple[Attr, ...]:
+    def __call__(self, attrs: Sequence[Attr]) -> OpenedGroup:
         key = attrs if type(attrs) is tuple else tuple(attrs)
         made = self._made.get(key)
         if made is None:
@@ -170,7 +183,7 @@ class OpenedAttrs:
         return made
 
     @staticmethod
-    def _make(attrs: tuple[Attr, ...]) -> tuple[Attr, ...]:
+    def _make(attrs: tuple[Attr, ...]) -> OpenedGroup:
         enable_after = _enabled_after(attrs)
         made = []
         for k, attr in enumerate(attrs):
@@ -179,11 +192,13 @@ class OpenedAttrs:
             if k == 0 and enable_after:
                 attr = attr.replace(disabled=True)
             made.append(attr)
-        return tuple(made)
+        return OpenedGroup(tuple(made), tuple(new_attr(a) for a in made), enable_after)
 
 
 #: What every group of this process is opened with (:func:`open_group`).
 _as_opened = OpenedAttrs()
+#: A leader's ``group_fd``: none (perf_event_open(2)).
+_NO_GROUP = c_int(-1)
 
 
 def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1, flags: int = 0) -> CounterGroup:
@@ -204,20 +219,24 @@ def open_group(tid: int, attrs: Sequence[Attr], *, cpu: int = -1, flags: int = 0
     """
     if not attrs:
         raise ValueError("a counter group needs at least one event")
-    enable_after = _enabled_after(attrs)
+    group = _as_opened(attrs)
+    # Each argument cast to its C type once for the whole group (_ffi.open_struct).
+    on, where, how = c_int(tid), c_int(cpu), c_flags(PERF_FLAG_FD_CLOEXEC | flags)
+    leader = _NO_GROUP
     fds: list[int] = []
     opened = False
     try:
-        for k, attr in enumerate(_as_opened(attrs)):
-            leader = fds[0] if fds else -1
+        for k, struct in enumerate(group.structs):
             try:
-                fds.append(perf_event_open(attr, tid, cpu, leader, PERF_FLAG_FD_CLOEXEC | flags))
+                fds.append(open_struct(struct, on, where, leader, how))
             except OSError as e:
                 # The failing member's index rides on the kernel's OSError to
                 # kernel/errors.translate(); OSError declares no such attribute.
                 e.member = k  # type: ignore[attr-defined]
                 raise
-        if enable_after:
+            if k == 0:
+                leader = c_int(fds[0])
+        if group.enable_after:
             fcntl.ioctl(fds[0], Ioctl.ENABLE, PERF_IOC_FLAG_GROUP)
         opened = True
     finally:
@@ -242,8 +261,10 @@ class PerfBackend:
 
     def open_group(self, tid: int, attrs: Sequence[Attr]) -> CounterGroup:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
-        with translated():
+        try:  # not ``with translated()``: a context manager's enter and exit, per task
             return open_group(tid, attrs)
+        except OSError as e:
+            raise translate(e) from None
 
     @staticmethod
     def read_leaders(fds: Sequence[int], nbytes: int) -> list[bytes]:
