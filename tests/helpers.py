@@ -10,6 +10,8 @@ import platform
 import struct
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 _NR = {"x86_64": 298, "aarch64": 241}
@@ -161,3 +163,18 @@ def nobody_command(args: list[str]) -> tuple[list[str], dict[str, str]]:
     cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, *args]
     env = {**os.environ, "PYTHONPATH": f"{REPO}:{nobody_site()}", "HOME": "/tmp"}
     return cmd, env
+
+
+def removed(*cgroups: Path) -> None:
+    """Remove cgroups a test made, in the order given (children first), each once the
+    tasks killed in it are gone (a cgroup with a task cannot be removed: EBUSY), trying
+    for 5 s; one already gone is done."""
+    for cgroup in cgroups:
+        for _ in range(50):
+            try:
+                cgroup.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)

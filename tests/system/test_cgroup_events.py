@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TIPTOP
+from tests.helpers import TIPTOP, removed
 from tests.system.exporter_support import samples
 from tiptop.kernel.cgroup import read_cpu_stat, unified_root, usage_seconds
 
@@ -82,20 +82,6 @@ def _replaced(path: Path, inode: int) -> Callable[[], bool]:
     return lambda: path.stat().st_ino != inode
 
 
-def _remove(cgroups: list[Path]) -> None:
-    """Remove the cgroups made here, children first (each empties as its killed tasks are
-    reaped: tried for up to 5 s)."""
-    for d in cgroups:
-        for _ in range(50):
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.1)
-
-
 def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
     root = unified_root()
     if os.geteuid() != 0 or root is None:
@@ -154,7 +140,7 @@ def test_cgroup_events_count_every_job_of_ten_cgroups(tmp_path: Path) -> None:
         for shell in shells:
             shell.kill()
             shell.wait()
-        _remove(made)
+        removed(*made)
 
 
 #: Burns the CPU seconds of each line it reads, in process (no child to count), then says
@@ -248,4 +234,4 @@ def test_a_leaf_that_gains_a_child_cgroup_is_not_counted_twice(tmp_path: Path) -
         for b in burners:
             b.kill()
             b.wait()
-        _remove([child, parent])
+        removed(child, parent)

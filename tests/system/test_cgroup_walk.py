@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tests.helpers import TIPTOP
+from tests.helpers import TIPTOP, removed
 from tests.system.exporter_support import samples
-from tests.system.test_exporter_cgroup import made_cgroup, removed
+from tests.system.test_exporter_cgroup import made_cgroup
 from tiptop.kernel.cgroup import usage_seconds
 
 #: Burns ``float(argv[1])`` s of CPU once at the start, then one more time per line read

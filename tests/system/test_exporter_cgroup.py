@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import removed
 from tests.system.exporter_support import samples, serving, wait_for
 from tiptop.kernel.cgroup import unified_root, usage_seconds
 
@@ -42,17 +43,6 @@ def made_cgroup(prefix: str = "tt37cg") -> Path:
     except OSError as exc:
         pytest.skip(f"cannot make a cgroup here: {exc.strerror}")
     return path
-
-
-def removed(cgroup: Path) -> None:
-    """Remove a cgroup :func:`made_cgroup` made, once the tasks killed in it are gone
-    (a cgroup with a task cannot be removed: EBUSY), trying for 5 s."""
-    for _ in range(50):
-        try:
-            cgroup.rmdir()
-            return
-        except OSError:
-            time.sleep(0.1)
 
 
 def exported(text: str, label: str) -> float:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import removed
 from tests.support import runtimes as rt
 from tests.system.exporter_support import Prometheus, prometheus_missing, samples, serving, wait_for
 from tiptop.kernel.cgroup import unified_root
@@ -75,13 +76,7 @@ def pod_cgroup() -> Iterator[Path]:
                 made.append(where)
         yield where
     finally:
-        for d in reversed(made):
-            for _ in range(50):  # its tasks may take a moment to leave
-                try:
-                    d.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        removed(*reversed(made))  # its tasks may take a moment to leave
 
 
 @contextmanager

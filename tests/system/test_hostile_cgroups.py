@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import removed
 from tests.system.exporter_support import samples, serving, wait_for
 from tests.system.hostile import NOBODY, needs_root, run_measured
 from tests.system.test_exporter_cgroup import made_cgroup
@@ -60,14 +60,7 @@ def delegated(name: bytes) -> Iterator[tuple[int, Path]]:
         if victim is not None:
             victim.kill()
             victim.wait()
-        for _ in range(50):
-            try:
-                if os.path.isdir(inner):
-                    os.rmdir(inner)
-                deleg.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        removed(Path(inner), deleg)
 
 
 @pytest.mark.parametrize("name", [NOT_UTF8, ESCAPES], ids=["not-utf8", "escapes"])

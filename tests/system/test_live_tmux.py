@@ -445,8 +445,8 @@ def test_cgroup_rows_as_a_tree_in_a_real_terminal(tmp_path: Path) -> None:
     ``G`` shows rows by cgroup as a tree, ``*`` hides every cgroup's tasks, ``/`` finds
     the cgroup's row by its name, ``=`` shows its two tasks beneath it (by their PIDs),
     and ``=`` on one of them hides them again, the highlight back on the cgroup's row."""
-    from tests.helpers import TIPTOP
-    from tests.system.test_exporter_cgroup import made_cgroup, removed
+    from tests.helpers import TIPTOP, removed
+    from tests.system.test_exporter_cgroup import made_cgroup
     from tests.system.test_hostile_cgroups import SPIN
 
     cg = made_cgroup("tt48tree")

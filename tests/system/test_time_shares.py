@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run
+from tests.helpers import removed, run
 from tiptop.host import Host
 
 #: A CPU loop for ``seconds`` of wall time (forever without), that first stops itself when
@@ -190,11 +190,7 @@ def test_a_loop_under_a_cgroups_limit_is_throttled() -> None:
             assert set(s.nodes) == {"Throttled"}, s
             assert "throttled by its cgroup's CPU limit (0.2 CPU): " in why(loop.pid)
     finally:
-        for _ in range(50):  # the killed loop leaves its cgroup when it is reaped
-            with contextlib.suppress(OSError):
-                group.rmdir()
-                break
-            time.sleep(0.1)
+        removed(group)  # the killed loop leaves its cgroup when it is reaped
 
 
 @root_only
