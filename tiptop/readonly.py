@@ -42,7 +42,7 @@ _Record = TypeVar("_Record")
 @dataclass_transform(frozen_default=True, eq_default=False)
 def readonly(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a read-only record told apart by identity (the module's docstring)."""
-    return _shared_repr(cls, dataclasses.dataclass(cls, eq=False, repr=False))
+    return _shared_repr(dataclasses.dataclass(cls, eq=False, repr=False))
 
 
 @dataclass_transform(frozen_default=True, eq_default=True)
@@ -50,20 +50,20 @@ def by_value(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a read-only record compared and hashed by value (the module's
     docstring): ``unsafe_hash`` gives it the ``__hash__`` that ``frozen=True`` gave, from
     the fields compared."""
-    return _shared_repr(cls, dataclasses.dataclass(cls, unsafe_hash=True, repr=False))
+    return _shared_repr(dataclasses.dataclass(cls, unsafe_hash=True, repr=False))
 
 
 @dataclass_transform(eq_default=False)
 def mutable(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a record of working state told apart by identity (the module's
     docstring)."""
-    return _shared_repr(cls, dataclasses.dataclass(cls, eq=False, repr=False))
+    return _shared_repr(dataclasses.dataclass(cls, eq=False, repr=False))
 
 
-def _shared_repr(cls: type[_Record], record: type[_Record]) -> type[_Record]:
-    """``record`` (``cls`` made a dataclass) given :func:`_record_repr` unless ``cls``
-    wrote its own ``__repr__``."""
-    if "__repr__" not in cls.__dict__:
+def _shared_repr(record: type[_Record]) -> type[_Record]:
+    """``record``, a dataclass made with ``repr=False``, given :func:`_record_repr` unless
+    it wrote its own ``__repr__``."""
+    if "__repr__" not in record.__dict__:
         # setattr: to the type checker a class's methods are not assigned after it is made.
         setattr(record, "__repr__", _record_repr)  # noqa: B010
     return record
