@@ -16,10 +16,11 @@ from tests.helpers import run
 BUSY = "while True: pass"
 #: The rows asked for (at -d 0.01, about 10 s when nothing is late).
 ROWS = 1000
-#: Percentage points above 100 that a task-clock rate may read: the task-clock and the
-#: group's time_enabled are two clocks of one context that stop a few hundred ns apart
-#: (kernel/events/core.c, task_clock_event_update and update_context_time).
-SLACK = 0.5
+#: Percentage points above 100 a task-clock rate may read: float rounding alone. The
+#: window is never less than the task-clock's own count (``engine.count.readout``
+#: ``on_cpu_seconds``), which a read takes after time_enabled: with time_enabled alone, CI
+#: read 100.93% once in 1000 rows, a vCPU stopped by its host between the two.
+SLACK = 1e-6
 
 
 def test_one_busy_thread_reads_at_most_100_percent_at_d_0_01_under_load() -> None:

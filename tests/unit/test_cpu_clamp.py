@@ -9,6 +9,8 @@ import numpy as np
 from tiptop.engine.assemble import row_facts
 from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout
 from tiptop.engine.scan.task import Task
+from tiptop.kernel.attr import Attr
+from tiptop.vocab import PerfType, SwId
 
 
 def task(tid: int, pid: int, threads: int, user: float, system: float) -> Task:
@@ -34,10 +36,14 @@ def readout(enabled_ns: list[float]) -> tuple[Readout, CounterPlan]:
         total_running=ena,
         nread=read,
     )
-    plan = CounterPlan(
-        ("TC",), [GroupDef("", (), np.array([0]))], np.array([True]), np.array([False])
+    return r, plan_of(Attr(PerfType.SOFTWARE, SwId.TASK_CLOCK))
+
+
+def plan_of(attr: Attr) -> CounterPlan:
+    """A plan of one software counter, alias ``TC``."""
+    return CounterPlan(
+        ("TC",), [GroupDef("", (attr,), np.array([0]))], np.array([True]), np.array([False])
     )
-    return r, plan
 
 
 def test_a_thread_over_100_takes_its_counters_time_or_is_clamped() -> None:
@@ -54,3 +60,21 @@ def test_a_process_may_use_one_cpu_per_thread() -> None:
     r, plan = readout([np.nan, np.nan])
     f = row_facts(rows, r, plan, 0.01, None, threads=False)
     assert f.cpu_total.tolist() == [180.0, 200.0]
+
+
+def test_a_rows_window_reaches_its_task_clock() -> None:
+    """A read stamps time_enabled before it reads the task-clock (kernel/events/core.c,
+    ``__perf_event_read``), so a vCPU stopped by its host between the two reads the clock
+    ahead (CI read 100.93% at -d 0.01): the row's window is never less than its
+    task-clock's count, and its rate stays within 100%."""
+    rows = [task(11, 10, 1, 100.0, 0.0), task(12, 10, 1, 50.0, 0.0)]
+    r, plan = readout([10.0e6, 5.0e6])
+    r.raw = np.array([[10.093e6], [4.9e6]])  # the first read 93 us late
+    f = row_facts(rows, r, plan, 0.01, None, threads=True, window=0.01)
+    assert f.window is not None
+    assert f.window.tolist() == [0.010093, 0.01]
+    assert (r.raw[:, 0] / 1e9 / f.window).tolist() == [1.0, 0.49]
+    other = plan_of(Attr(PerfType.SOFTWARE, SwId.CONTEXT_SWITCHES))
+    f = row_facts(rows, r, other, 0.01, None, threads=True, window=0.01)
+    assert f.window is not None
+    assert f.window.tolist() == [0.01, 0.01]  # a count of switches is no clock

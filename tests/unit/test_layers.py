@@ -40,7 +40,17 @@ RULES: dict[str, set[str]] = {
     "screens": {"errors", "cells", "vocab", "frame"},
     "frame": {"cells", "messages"},
     # the refresh cycle; its own modules are ordered by ENGINE_ORDER below
-    "engine": {"kernel", "events", "screens", "frame", "cells", "errors", "host", "messages"},
+    "engine": {
+        "kernel",
+        "events",
+        "screens",
+        "frame",
+        "cells",
+        "errors",
+        "host",
+        "messages",
+        "vocab",
+    },
     "table": {"frame", "screens", "cells", "errors"},
     "options": {"errors", "screens", "cells", "table", "frame"},
     # --check, --list-events

@@ -144,9 +144,10 @@ def row_facts(
     Each row's counter ``window`` (what ``INTERVAL`` reads in the columns' rates) is the
     time between the counters' last two reads (``window``; the scan's ``interval`` before
     there were two), and never less than the row's own on-CPU time in it (its groups'
-    Δtime_enabled): a row is read a little earlier or later within each pass over the
-    groups, so the pass's window alone can be shorter than the row's, and a task cannot
-    run longer than its own window (one thread's task-clock rate stays within 100%)."""
+    Δtime_enabled, or its task-clock's count: ``on_cpu_seconds``): a row is read a
+    little earlier or later within each pass over the groups, so the pass's window alone
+    can be shorter than the row's, and a task cannot run longer than its own window (one
+    thread's task-clock rate stays within 100%)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = floats([t.cpu_total for t in rows])

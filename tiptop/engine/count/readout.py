@@ -30,8 +30,10 @@ from tiptop.cells import STATUS_DTYPE, Code
 from tiptop.engine.count.units import WORD, FdReads, Store, Unit, read_all
 from tiptop.kernel.attr import Attr
 from tiptop.readonly import mutable, readonly
+from tiptop.vocab import PerfType, SwId
 
 _HALF = np.uint64(1 << 63)
+_CLOCKS = (SwId.CPU_CLOCK, SwId.TASK_CLOCK)
 
 
 @readonly
@@ -74,6 +76,17 @@ class CounterPlan:
         """Per group: which of its members are summed over several PMUs (``multi``), or
         None where none is."""
         return [m if (m := self.multi[g.alias_index]).any() else None for g in self.groups]
+
+    @cached_property
+    def on_cpu_clocks(self) -> np.ndarray:
+        """Per alias: a software ``task-clock`` or ``cpu-clock``, which counts the
+        nanoseconds a task-bound event runs (perf_event_open(2), PERF_COUNT_SW_*_CLOCK)."""
+        clocks = np.zeros(len(self.aliases), bool)
+        for g in self.groups:
+            for attr, alias in zip(g.attrs, g.alias_index.tolist(), strict=True):
+                if attr.type == PerfType.SOFTWARE and attr.config in _CLOCKS:
+                    clocks[alias] = True
+        return clocks
 
     @property
     def fds_per_thread(self) -> int:
@@ -133,10 +146,18 @@ def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
     a per-task event's context clock only ticks while the task is on a CPU
     (``update_context_time()`` in kernel/events/core.c runs only while the task's context is
     scheduled in), and an inherited group's read adds its children's times (kernel/events/core.c
-    ``__perf_read_group_add``). nan for a row with nothing read."""
+    ``__perf_read_group_add``). A task-clock or cpu-clock the screen counts raises it to its
+    own Δcount: a read stamps time_enabled first and reads the members after
+    (``__perf_event_read``: ``perf_event_update_time``, then ``perf_pmu_read``), each clock
+    at its own ``perf_clock()``, so a vCPU its host stops between the two (steal time)
+    reads the clock ahead of time_enabled by as long as it stopped. nan for a row with
+    nothing read."""
     per_alias = readout.enabled / plan.groups_per_alias[None, :]
-    secs = per_alias.max(axis=1, initial=0.0) / 1e9
-    return np.where(readout.nread.max(axis=1, initial=0.0) > 0, secs, np.nan)
+    ns = per_alias.max(axis=1, initial=0.0)
+    clocks = plan.on_cpu_clocks
+    if clocks.any():
+        ns = np.maximum(ns, readout.raw[:, clocks].max(axis=1))
+    return np.where(readout.nread.max(axis=1, initial=0.0) > 0, ns / 1e9, np.nan)
 
 
 def _delta(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
