@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tiptop.engine.assemble import row_facts
-from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout
+from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout, _ran
 from tiptop.engine.scan.task import Task
 from tiptop.kernel.attr import Attr
 from tiptop.vocab import PerfType, SwId
@@ -35,6 +35,7 @@ def readout(enabled_ns: list[float]) -> tuple[Readout, CounterPlan]:
         total_enabled=ena,
         total_running=ena,
         nread=read,
+        longest=ena[:, 0],
     )
     return r, plan_of(Attr(PerfType.SOFTWARE, SwId.TASK_CLOCK))
 
@@ -62,19 +63,29 @@ def test_a_process_may_use_one_cpu_per_thread() -> None:
     assert f.cpu_total.tolist() == [180.0, 200.0]
 
 
-def test_a_rows_window_reaches_its_task_clock() -> None:
+def test_a_rows_window_is_at_least_its_longest_thread() -> None:
+    """A thread cannot run longer than its window; a process's threads run side by side,
+    so the floor is its longest thread's time (``Readout.longest``), not their sum: two
+    busy threads over 10 ms sum 20 ms (a floor at the sum read %TASK 100 for them)."""
+    rows = [task(10, 10, 2, 200.0, 0.0), task(20, 20, 1, 100.0, 0.0)]
+    r, plan = readout([20.0e6, 10.2e6])
+    r.longest = np.array([10.0e6, 10.2e6])  # process 10: 2 threads of 10 ms
+    f = row_facts(rows, r, plan, 0.01, None, threads=False, window=0.01)
+    assert f.window is not None
+    assert f.window.tolist() == [0.01, 0.0102]
+
+
+def test_a_unit_ran_as_long_as_its_task_clock_says() -> None:
     """A read stamps time_enabled before it reads the task-clock (kernel/events/core.c,
     ``__perf_event_read``), so a vCPU stopped by its host between the two reads the clock
-    ahead (CI read 100.93% at -d 0.01): the row's window is never less than its
-    task-clock's count, and its rate stays within 100%."""
-    rows = [task(11, 10, 1, 100.0, 0.0), task(12, 10, 1, 50.0, 0.0)]
-    r, plan = readout([10.0e6, 5.0e6])
-    r.raw = np.array([[10.093e6], [4.9e6]])  # the first read 93 us late
-    f = row_facts(rows, r, plan, 0.01, None, threads=True, window=0.01)
-    assert f.window is not None
-    assert f.window.tolist() == [0.010093, 0.01]
-    assert (r.raw[:, 0] / 1e9 / f.window).tolist() == [1.0, 0.49]
-    other = plan_of(Attr(PerfType.SOFTWARE, SwId.CONTEXT_SWITCHES))
-    f = row_facts(rows, r, other, 0.01, None, threads=True, window=0.01)
-    assert f.window is not None
-    assert f.window.tolist() == [0.01, 0.01]  # a count of switches is no clock
+    ahead (a full CI run read %TASK 100.93 at -d 0.01): a unit ran the larger of the two;
+    a count of context switches is no clock."""
+    ena = np.array([[10.0e6, 50.0e6], [5.0e6, 9.0e6]])  # (units, interval/total)
+    v = np.array([[[10.093e6, 7.0]], [[4.9e6, 3.0]]]).reshape(2, 1, 2)  # TC, CS
+    v = np.concatenate([v, v], axis=1)  # the same words since attach: unused here
+    counts = (v, v, ena, ena)
+    assert _ran(counts, np.array([True, False])).tolist() == [10.093e6, 5.0e6]
+    assert _ran(counts, np.array([False, False])).tolist() == [10.0e6, 5.0e6]
+    clock = plan_of(Attr(PerfType.SOFTWARE, SwId.TASK_CLOCK)).on_cpu_clocks
+    switches = plan_of(Attr(PerfType.SOFTWARE, SwId.CONTEXT_SWITCHES)).on_cpu_clocks
+    assert (clock.tolist(), switches.tolist()) == ([True], [False])

@@ -245,7 +245,7 @@ def test_only_thread_group_leaders_are_due_a_sweep() -> None:
     tids = np.array([32, 33, 48, 49], np.int64)  # turns 0, 1, 0, 1 of 16
     leaders = np.array([True, False, False, True])
     ones = np.ones((4, 1))
-    readout = Readout(*(ones,) * 4, ones, ones, ones, ones)
+    readout = Readout(*(ones,) * 8, longest=np.ones(4))
     counts = Counts(readout, [None] * 4, np.ones(4, bool), set(), {}, tids, 0.0, leaders)
     act = counts.activity(16, 0)
     assert (act.did_not_run, act.not_due) == ({32, 33, 48, 49}, {33, 48, 49})

@@ -143,11 +143,11 @@ def row_facts(
 
     Each row's counter ``window`` (what ``INTERVAL`` reads in the columns' rates) is the
     time between the counters' last two reads (``window``; the scan's ``interval`` before
-    there were two), and never less than the row's own on-CPU time in it (its groups'
-    Δtime_enabled, or its task-clock's count: ``on_cpu_seconds``): a row is read a
-    little earlier or later within each pass over the groups, so the pass's window alone
-    can be shorter than the row's, and a task cannot run longer than its own window (one
-    thread's task-clock rate stays within 100%)."""
+    there were two), and never less than the longest one of its threads ran in it
+    (``Readout.longest``): a row is read a little earlier or later within each pass over
+    the groups, so the pass's window alone can be shorter than the row's, and a thread
+    cannot run longer than its own window (one thread's task-clock rate stays within
+    100%; a process's threads run side by side, so their sum is no bound)."""
     n = len(rows)
     ok = np.zeros(n, STATUS_DTYPE)
     ticks = floats([t.cpu_total for t in rows])
@@ -176,7 +176,7 @@ def row_facts(
         cpu_user=user,
         processor=floats([t.processor for t in rows]),
         interval=interval,
-        window=np.fmax(np.full(n, window if window > 0 else interval), on_cpu),
+        window=np.fmax(np.full(n, window if window > 0 else interval), readout.longest / 1e9),
         total_status=np.where(reaped & ~counted, unknown, ok).astype(STATUS_DTYPE),
         split_status=unknown,
     )

@@ -112,11 +112,16 @@ class Attacher:
         self._read_at = now
         r = self._reading
         if r is None or not r.holds(rows):
-            r = self._reading = RowReading(plan, rows, self._counters, self._changes, self._clocked)
+            trees = () if self.threads else self.trees
+            r = self._reading = RowReading(
+                plan, rows, self._counters, self._changes, self._clocked, trees
+            )
         states = r.states
         clocks = r.clocks
         moved = None if clocks is None else clocks.moved(self.backend.run_times)
         readout, failed = r.reading.read(moved)
+        if r.inherited.any():  # a tree's one unit is no bound of its window (RowReading)
+            readout.longest[r.inherited] = 0.0
         if clocks is not None:
             clocks.read(i for i, _, _ in failed)
         exited = self._exits.ended()

@@ -5,7 +5,7 @@ The reading itself, and the numbers, are ``engine.count.readout``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import field
 
 import numpy as np
@@ -202,6 +202,7 @@ class RowReading:
         counters: dict[Identity, TaskCounters],
         changes: Changes,
         clocked: Clocked | None = None,
+        trees: Container[int] = (),
     ) -> None:
         self.rows = list(rows)
         self.tids = np.fromiter((t.tid for t in rows), np.int64, len(rows))
@@ -211,6 +212,9 @@ class RowReading:
         none = TaskCounters(Changes())  # a row without counters
         self.states = [counters.get(t.key) or none for t in rows]
         self.reading = Reading(plan, [s.units for s in self.states])
+        #: Rows that stand for a process tree (``trees``: their pids): their groups are
+        #: inherited, so one unit's time adds its children's, which may run side by side.
+        self.inherited = np.fromiter((t.pid in trees for t in rows), bool, len(rows))
         #: The rows read only when their process ran, where ``clocked`` says so of some.
         self.clocks = None if clocked is None else RunClocks(rows, self.states, clocked)
         # Rows without a pidfd or spawned, whose idleness says less (``Attacher.read``):

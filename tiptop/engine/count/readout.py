@@ -106,6 +106,10 @@ class Readout:
     total_enabled: np.ndarray
     total_running: np.ndarray
     nread: np.ndarray  # units read that hold the alias
+    #: Per row ``(n,)``: the longest one of its units ran over the interval, in ns
+    #: (:func:`_ran`): what its counter window cannot be shorter than, where a unit is
+    #: one thread's (``engine.assemble.row_facts``).
+    longest: np.ndarray
 
     def take(self, rows: Sequence[int]) -> Readout:
         """The readout of some rows, in the given order."""
@@ -146,18 +150,25 @@ def on_cpu_seconds(readout: Readout, plan: CounterPlan) -> np.ndarray:
     a per-task event's context clock only ticks while the task is on a CPU
     (``update_context_time()`` in kernel/events/core.c runs only while the task's context is
     scheduled in), and an inherited group's read adds its children's times (kernel/events/core.c
-    ``__perf_read_group_add``). A task-clock or cpu-clock the screen counts raises it to its
-    own Δcount: a read stamps time_enabled first and reads the members after
-    (``__perf_event_read``: ``perf_event_update_time``, then ``perf_pmu_read``), each clock
-    at its own ``perf_clock()``, so a vCPU its host stops between the two (steal time)
-    reads the clock ahead of time_enabled by as long as it stopped. nan for a row with
-    nothing read."""
+    ``__perf_read_group_add``). A process row sums its threads'. nan for a row with nothing
+    read."""
     per_alias = readout.enabled / plan.groups_per_alias[None, :]
-    ns = per_alias.max(axis=1, initial=0.0)
-    clocks = plan.on_cpu_clocks
+    secs = per_alias.max(axis=1, initial=0.0) / 1e9
+    return np.where(readout.nread.max(axis=1, initial=0.0) > 0, secs, np.nan)
+
+
+def _ran(counts: GroupCounts, clocks: np.ndarray) -> np.ndarray:
+    """Per unit of one group kind, the ns it ran over the interval: its Δtime_enabled, or
+    the Δcount of a task-clock or cpu-clock member (``clocks``, per member) where larger.
+    A read stamps time_enabled first and reads the members after (kernel/events/core.c
+    ``__perf_event_read``: ``perf_event_update_time``, then ``perf_pmu_read``), each clock
+    at its own ``perf_clock()``: a vCPU its host stops between the two reads the clock
+    ahead of time_enabled by as long as it stopped."""
+    v, _, ena, _ = counts
+    ran = ena[:, 0]
     if clocks.any():
-        ns = np.maximum(ns, readout.raw[:, clocks].max(axis=1))
-    return np.where(readout.nread.max(axis=1, initial=0.0) > 0, ns / 1e9, np.nan)
+        ran = np.maximum(ran, v[:, 0][:, clocks].max(axis=1))
+    return ran
 
 
 def _delta(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
@@ -224,6 +235,8 @@ class Reading:
             cells = None if one_each else _cells(len(plan.aliases), at, plan.groups[g])
             reads = FdReads(items, plan.groups[g].width * 8)
             self.kinds.append((items, at, slots, cells, reads))
+        #: Per group kind: which of its members are on-CPU clocks (:func:`_ran`).
+        self.clocks = [plan.on_cpu_clocks[g.alias_index] for g in plan.groups]
         #: The :data:`_KEPT` fields of the ``(fields, n, k)`` sums of the last read told
         #: which rows moved (:meth:`read`): the rows and units are fixed for the
         #: reading's life, so they are stale never; None before one.
@@ -253,6 +266,7 @@ class Reading:
             place[rows] = np.arange(len(rows))
         m = n if rows is None else len(rows)
         sums = np.zeros((len(_FIELDS), m * k))
+        longest = np.zeros(m)
         failed: list[tuple[int, Unit, OSError]] = []
         for g, (gdef, kind) in enumerate(zip(self.plan.groups, self.kinds, strict=True)):
             if kind is None:
@@ -270,15 +284,18 @@ class Reading:
                 fine[took] = True
                 took = np.flatnonzero(fine)
                 words = last[took]
+            unit_rows = at
             if pick is not None or len(failed) != before:  # the slots and rows summed
-                sums_at = at if place is None else place[at]
-                slots, cells = slots[took], _cells(k, sums_at[took], gdef)
+                unit_rows = (at if place is None else place[at])[took]
+                slots, cells = slots[took], _cells(k, unit_rows, gdef)
             if not len(slots):
                 continue
             counts = _interval_and_total(self.plan.multi_in[g], gdef, words, items[0].store, slots)
             per_unit = _per_unit(counts)
+            ran = _ran(counts, self.clocks[g])
             if cells is None:  # each row's cells are its one unit's
-                return self._kept(per_unit, moved), failed
+                return self._kept(per_unit, ran, moved), failed
+            np.maximum.at(longest, unit_rows, ran)
             # One bincount per field sums a row's units (a multi-threaded process's), also
             # where no row repeats (benchmarks/README.md, "Measured and dropped").
             flat = per_unit.reshape(len(_FIELDS), -1)
@@ -291,15 +308,18 @@ class Reading:
             every[_KEPT] = self._last
             every[:, rows] = fresh
             fresh = every
-        return self._kept(fresh, moved), failed
+            ran_all = np.zeros(n)
+            ran_all[rows] = longest
+            longest = ran_all
+        return self._kept(fresh, longest, moved), failed
 
-    def _kept(self, sums: np.ndarray, moved: np.ndarray | None) -> Readout:
-        """The readout of ``sums`` (``(fields, n, k)``, :data:`_FIELDS`), whose totals are
-        kept (a copy: a readout's cells may be set by its user) where the read was told
-        ``moved``: only such a read leaves rows unread."""
+    def _kept(self, sums: np.ndarray, longest: np.ndarray, moved: np.ndarray | None) -> Readout:
+        """The readout of ``sums`` (``(fields, n, k)``, :data:`_FIELDS`) and ``longest``,
+        whose totals are kept (a copy: a readout's cells may be set by its user) where the
+        read was told ``moved``: only such a read leaves rows unread."""
         if moved is not None:
             self._last = sums[_KEPT]
-        return _readout(sums)
+        return _readout(sums, longest)
 
 
 def _reads(
@@ -381,9 +401,9 @@ def _per_unit(counts: GroupCounts) -> np.ndarray:
     return out
 
 
-def _readout(fields: np.ndarray) -> Readout:
-    """The readout of ``(fields, n, k)`` sums in :data:`_FIELDS` order."""
-    return Readout(**dict(zip(_FIELDS, fields, strict=True)))
+def _readout(fields: np.ndarray, longest: np.ndarray) -> Readout:
+    """The readout of ``(fields, n, k)`` sums in :data:`_FIELDS` order and ``longest``."""
+    return Readout(**dict(zip(_FIELDS, fields, strict=True)), longest=longest)
 
 
 def unit_totals(plan: CounterPlan, units: Sequence[Unit]) -> np.ndarray:
