@@ -112,9 +112,8 @@ class Attacher:
         self._read_at = now
         r = self._reading
         if r is None or not r.holds(rows):
-            trees = () if self.threads else self.trees
             r = self._reading = RowReading(
-                plan, rows, self._counters, self._changes, self._clocked, trees
+                plan, rows, self._counters, self._changes, self._clocked, self.trees
             )
         states = r.states
         clocks = r.clocks
