@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.support.fake_backend import FakeBackend
 from tiptop.engine.assemble import row_facts
-from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout, _ran
+from tiptop.engine.count.readout import CounterPlan, GroupDef, Readout, _ran, read_units
+from tiptop.engine.count.units import Stores, Unit
 from tiptop.engine.scan.task import Task
 from tiptop.kernel.attr import Attr
+from tiptop.kernel.backend import GroupReading
 from tiptop.vocab import PerfType, SwId
 
 
@@ -89,3 +92,33 @@ def test_a_unit_ran_as_long_as_its_task_clock_says() -> None:
     clock = plan_of(Attr(PerfType.SOFTWARE, SwId.TASK_CLOCK)).on_cpu_clocks
     switches = plan_of(Attr(PerfType.SOFTWARE, SwId.CONTEXT_SWITCHES)).on_cpu_clocks
     assert (clock.tolist(), switches.tolist()) == ([True], [False])
+
+
+def test_a_rows_longest_is_its_longest_unit_read() -> None:
+    """``Readout.longest`` from real reads (fake groups): a row of two threads that ran
+    10 and 30 ms takes 30 (their sum 40 is no bound), a row of one thread 20; a
+    task-clock read 5 ms ahead of time_enabled gives its own count; with a switch count
+    instead of a clock, time_enabled alone. Several units a row or one each: alike."""
+
+    def units(plan: CounterPlan, *ran: tuple[int, int]) -> list[Unit]:
+        """A unit per ``(Δtime_enabled, Δcount)`` in ms, its first read all zeros."""
+        made = []
+        for enabled, count in ran:
+            g = b.open_group(1, [plan.groups[0].attrs[0]])
+            ms = 10**6
+            first = GroupReading(np.zeros(1, np.uint64), 0, 0)
+            then = GroupReading(np.array([count * ms], np.uint64), enabled * ms, enabled * ms)
+            g.read = iter([first, then]).__next__  # type: ignore[method-assign]
+            made.append(Unit(g, 0, stores))
+        return made
+
+    b = FakeBackend()
+    stores = Stores(b)
+    clock = plan_of(Attr(PerfType.SOFTWARE, SwId.TASK_CLOCK))
+    switches = plan_of(Attr(PerfType.SOFTWARE, SwId.CONTEXT_SWITCHES))
+    r, _ = read_units(clock, [units(clock, (10, 10), (30, 30)), units(clock, (20, 20))])
+    assert r.longest.tolist() == [30e6, 20e6]
+    r, _ = read_units(clock, [units(clock, (10, 15)), units(clock, (20, 20))])
+    assert r.longest.tolist() == [15e6, 20e6]  # one unit a row: the other way to the cells
+    r, _ = read_units(switches, [units(switches, (10, 15), (12, 3)), units(switches, (20, 9))])
+    assert r.longest.tolist() == [12e6, 20e6]
