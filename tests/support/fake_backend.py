@@ -230,6 +230,11 @@ class FakeBackend:
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
+        #: Each :meth:`open_from` call's CPU, in order; the CPU now (None: unmoved).
+        self.moves: list[int | None] = []
+        self.cpu: int | None = None
+        #: ``(tid, CPU)`` of every successful open: the CPU it was made from.
+        self.opened_from: list[tuple[int, int | None]] = []
         #: Hand out fake pidfds (``open_pidfd``): off unless a test asks for them.
         self.pidfds = False
         #: FAKE CPU-time clocks (ns) by pid (``run_times``): a pid not here says 0 (cannot
@@ -302,6 +307,12 @@ class FakeBackend:
         """The FAKE CPU-time clock of each of ``pids`` (:attr:`run_clocks`), 0 where unset."""
         return [self.run_clocks.get(pid, 0) for pid in pids]
 
+    def open_from(self, cpu: int | None) -> None:
+        """Where the opens that follow are made from: a FAKE move, recorded in
+        :attr:`moves` and with each open in :attr:`opened_from`."""
+        self.moves.append(cpu)
+        self.cpu = cpu
+
     def exit_task(self, tid: int) -> None:
         """Make ``tid``'s fake pidfd readable, as its task's exit would."""
         os.write(self._exit_pipes.pop(tid), b"x")
@@ -343,6 +354,7 @@ class FakeBackend:
         self.groups.add(g)
         self.leaders[fds[0]] = g
         self.opens.append((tid, tuple(attrs)))
+        self.opened_from.append((tid, self.cpu))
         return g
 
     def _new_fd(self) -> int:

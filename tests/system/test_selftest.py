@@ -163,6 +163,9 @@ class _Inflating:
     def run_times(self, pids: Sequence[int]) -> list[int]:
         return self.real.run_times(pids)
 
+    def open_from(self, cpu: int | None) -> None:
+        self.real.open_from(cpu)
+
 
 def test_wrong_counts_are_off_and_exit_1() -> None:
     """Counts inflated by 1% through the engine's reads: page-faults is "off by +1.x%"."""

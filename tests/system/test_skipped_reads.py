@@ -111,6 +111,9 @@ class ReadsSeen:
         self.pids.append(list(pids))
         return self.real.run_times(pids)
 
+    def open_from(self, cpu: int | None) -> None:
+        self.real.open_from(cpu)
+
 
 def leaders(s: Sampler) -> set[int]:
     """The leader fds of every group the sampler holds open."""

@@ -175,6 +175,9 @@ class _Refusing:
     def run_times(self, pids: Sequence[int]) -> list[int]:
         return [0] * len(pids)
 
+    def open_from(self, cpu: int | None) -> None:
+        pass
+
 
 def test_nothing_opens_exit_2_with_reasons(tmp_path: Path) -> None:
     """No event opens: no child is started, every row says why, exit 2."""

@@ -93,3 +93,10 @@ class Backend(Protocol):
         task-bound group on one of them counted anything (``engine.count.counters``,
         ``RunClocks``)."""
         ...
+
+    def open_from(self, cpu: int | None) -> None:
+        """Make the opens that follow from CPU ``cpu``, where the tasks to be opened last
+        ran (a cheaper open there: :meth:`tiptop.kernel.group.PerfBackend.open_from`);
+        None: back to every CPU the caller was allowed before. A no-op where nothing
+        gains from it."""
+        ...

@@ -259,6 +259,11 @@ def open_cgroup_group(cgroup_fd: int, cpu: int, attrs: Sequence[Attr]) -> Counte
 class PerfBackend:
     """The real kernel backend (``tiptop.kernel.backend.Backend``)."""
 
+    def __init__(self) -> None:
+        #: The CPUs the calling thread was allowed before :meth:`open_from` moved it: read
+        #: at the first move of a batch of opens, given back and forgotten at its end.
+        self._allowed: set[int] | None = None
+
     def open_group(self, tid: int, attrs: Sequence[Attr]) -> CounterGroup:
         """See :func:`open_group`; errors come as their kinds (``tiptop.kernel.errors``)."""
         try:  # not ``with translated()``: a context manager's enter and exit, per task
@@ -280,3 +285,27 @@ class PerfBackend:
     def run_times(pids: Sequence[int]) -> list[int]:
         """Each process's CPU-time clock (``procfs.process_cpu_times``)."""
         return process_cpu_times(pids)
+
+    def open_from(self, cpu: int | None) -> None:
+        """Run the calling thread on CPU ``cpu`` (sched_setaffinity(2)) until
+        ``open_from(None)`` gives it back the CPUs it was allowed before the first move.
+
+        The kernel installs a task's first event, and enables a group, by a function call
+        on the CPU the task last ran on (kernel/events/core.c ``perf_install_in_context``
+        and ``event_function_call``, through ``task_function_call``): a cross-CPU
+        interrupt whose handling the opener waits for, or a plain call where that CPU is
+        its own (kernel/smp.c ``smp_call_function_single``). Opening the tasks that last
+        ran on a CPU from that CPU spares two such interrupts a task
+        (benchmarks/README.md has the figures). A CPU this thread may not run on is not
+        moved to; a move the kernel refuses (an offline CPU) is left undone."""
+        if cpu is None:
+            if self._allowed is not None:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(0, self._allowed)
+                self._allowed = None
+            return
+        if self._allowed is None:
+            self._allowed = os.sched_getaffinity(0)
+        if cpu in self._allowed:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, (cpu,))

@@ -46,6 +46,10 @@ from tiptop.messages import MessageLog
 RACE_TRIES = 5
 #: pidfds given up at least at a time when counters need their fds (``Attacher._room``).
 SHED = 64
+#: Tasks to open that last ran on one CPU for the opener to move there first
+#: (``Attacher._placed``): a move costs it less than one task opened from another CPU
+#: (benchmarks/README.md), so a few pay for it even where some have moved since.
+NEAR = 4
 #: ``explain(error, what, pmu)``: one line for a failed open (``Planner.explain``).
 Explain = Callable[[OSError, str, "str | None"], str]
 
@@ -219,15 +223,45 @@ class Attacher:
         self._reclaimable = True  # until a reclaim finds nothing to close (``_reclaim``)
         if self._shed and not todo and self.fds_used + SHED < self.fd_budget:
             self._shed = False  # nothing waits and fds are spare: new tasks get pidfds
+        try:
+            for cpu, part in self._placed(todo):
+                if cpu is not None:
+                    self.backend.open_from(cpu)
+                self._open_tasks(part, scan.tasks, tree)
+        finally:
+            self.backend.open_from(None)
+        if self._read_at is None:  # the groups opened now are the first reads
+            self._read_at = self._clock()
+
+    def _open_tasks(
+        self, todo: list[Task], tasks: Sequence[Task], tree: dict[int, list[int]]
+    ) -> None:
+        """Open the groups of ``todo``, in order, as fds allow."""
         fpt = self.plan.fds_per_thread
         for t in todo:
             if not self._busy(t) and self._no_room(fpt) and t.tid not in self._spawned.waiting:
                 # Waiting, not busy (so it reclaims nothing), and not one thread's groups
                 # fit: what _open_task() would find, without listing its threads.
                 continue
-            self._open_task(t, scan.tasks, tree)
-        if self._read_at is None:  # the groups opened now are the first reads
-            self._read_at = self._clock()
+            self._open_task(t, tasks, tree)
+
+    def _placed(self, todo: list[Task]) -> list[tuple[int | None, list[Task]]]:
+        """``todo`` in parts, each with the CPU to open it from (``Backend.open_from``),
+        or None: from wherever. The tasks that last ran on one CPU, where at least
+        ``NEAR`` did, are a part opened from that CPU (each of its tasks then costs the
+        kernel no cross-CPU call), the others a last part. Busy first, from wherever,
+        when their fds may not all fit: the order then says which tasks get them."""
+        need = sum(t.num_threads for t in todo) * self.plan.fds_per_thread + len(todo)
+        if len(todo) < NEAR or self.fds_used + need > self.fd_budget:
+            return [(None, todo)]
+        on: dict[int, list[Task]] = {}
+        for t in todo:
+            on.setdefault(t.processor, []).append(t)
+        parts: list[tuple[int | None, list[Task]]] = [
+            (cpu, part) for cpu, part in on.items() if len(part) >= NEAR
+        ]
+        rest = [t for part in on.values() if len(part) < NEAR for t in part]
+        return [*parts, (None, rest)] if rest or not parts else parts
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
