@@ -230,9 +230,8 @@ class FakeBackend:
         self.open_fds = 0
         self.groups: set[FakeGroup] = set()
         self.opens: list[tuple[int, tuple[Attr, ...]]] = []
-        #: Each :meth:`open_from` call's CPU, in order; the CPU now (None: unmoved).
+        #: Each :meth:`open_from` call's CPU, in order.
         self.moves: list[int | None] = []
-        self.cpu: int | None = None
         #: ``(tid, CPU)`` of every successful open: the CPU it was made from.
         self.opened_from: list[tuple[int, int | None]] = []
         #: Hand out fake pidfds (``open_pidfd``): off unless a test asks for them.
@@ -311,7 +310,11 @@ class FakeBackend:
         """Where the opens that follow are made from: a FAKE move, recorded in
         :attr:`moves` and with each open in :attr:`opened_from`."""
         self.moves.append(cpu)
-        self.cpu = cpu
+
+    @property
+    def cpu(self) -> int | None:
+        """The CPU the opens are made from now (the last :meth:`open_from`; None: unmoved)."""
+        return self.moves[-1] if self.moves else None
 
     def exit_task(self, tid: int) -> None:
         """Make ``tid``'s fake pidfd readable, as its task's exit would."""

@@ -13,21 +13,17 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.builders import screen
 from tiptop.engine.sampler import Sampler, SamplerConfig
 from tiptop.kernel.group import PerfBackend
-from tiptop.screens.model import ColumnSpec, CounterSpec, NamedEvent, ScreenSpec
+from tiptop.kernel.procfs import read_stat
 
 #: Sleepers, each opened once: the opens from elsewhere make about two calls each.
 SLEEPERS = 60
 #: Their command line, which no other process has (``-c``-style match on it).
 ARGS = ("sleep", "7654.321")
 
-SCREEN = ScreenSpec(
-    "sw",
-    "software",
-    counters=(CounterSpec("TC", NamedEvent("task-clock"), "task-clock"),),
-    columns=(ColumnSpec("   TC", "%8.0f", "delta(TC)"),),
-)
+SCREEN = screen("sw", counters={"TC": "task-clock"}, columns=[("   TC", "%8.0f", "delta(TC)")])
 
 
 def calls_on(cpu: int) -> int | None:
@@ -44,8 +40,7 @@ def calls_on(cpu: int) -> int | None:
 
 def this_cpu() -> int:
     """The CPU the calling thread runs on (proc(5) ``stat`` field 39)."""
-    with open("/proc/thread-self/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[36])
+    return read_stat("/proc/thread-self/stat").processor
 
 
 @pytest.fixture

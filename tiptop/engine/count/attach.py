@@ -251,8 +251,10 @@ class Attacher:
         ``NEAR`` did, are a part opened from that CPU (each of its tasks then costs the
         kernel no cross-CPU call), the others a last part. Busy first, from wherever,
         when their fds may not all fit: the order then says which tasks get them."""
+        if len(todo) < NEAR:
+            return [(None, todo)]
         need = sum(t.num_threads for t in todo) * self.plan.fds_per_thread + len(todo)
-        if len(todo) < NEAR or self.fds_used + need > self.fd_budget:
+        if self.fds_used + need > self.fd_budget:
             return [(None, todo)]
         on: dict[int, list[Task]] = {}
         for t in todo:
@@ -261,7 +263,7 @@ class Attacher:
             (cpu, part) for cpu, part in on.items() if len(part) >= NEAR
         ]
         rest = [t for part in on.values() if len(part) < NEAR for t in part]
-        return [*parts, (None, rest)] if rest or not parts else parts
+        return [*parts, (None, rest)] if rest else parts
 
     def close(self) -> None:
         """Close every fd (the tasks are forgotten; spawned counters too)."""
