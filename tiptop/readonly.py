@@ -1,4 +1,4 @@
-"""Records: dataclasses that compile only what they use when their module is imported.
+"""Records: dataclasses that compile nothing for construction when their module is imported.
 
 On Python 3.11 a dataclass gets each method it is given compiled from source (``exec``) as
 its module is imported: ``__init__``, ``__repr__``, ``__eq__``, and for ``frozen=True``
@@ -6,23 +6,24 @@ also ``__setattr__``, ``__delattr__`` and ``__hash__``. A run imports about a hu
 records; what they cost is the bulk of what our own modules cost at each start
 (benchmarks/README.md, "Start-up"). Three kinds, each given one ``__repr__``, shared, in
 place of one compiled per class (the same text as a dataclass's, ``Name(field=value,
-...)``; a record's own ``__repr__`` stays):
+...)``; a record's own ``__repr__`` stays), and an ``__init__`` made from its fields
+without compiling (:func:`_assigning_init`; a record's own ``__init__`` stays):
 
 * ``@readonly``: made once, then only read (a result, a plan, a parse tree, the options).
   For the type checker it is ``@dataclass(frozen=True)``: assigning one of its fields is an
   error (``typing.dataclass_transform`` with ``frozen_default``, PEP 681). At run time it is
-  compared and hashed by identity, so only ``__init__`` is compiled. None of these records
+  compared and hashed by identity, so nothing else is made. None of these records
   is compared by value, and many hold numpy arrays or compiled functions, whose ``==`` has
   no single truth value: a generated ``__eq__`` would raise, and a generated ``__hash__``
   would fail on the array.
 * ``@by_value``: read-only too, and compared and hashed by value (a screen's specs, a
-  counter's ``Attr``, the sampler's settings: keys of memos and of the plan). ``__init__``,
-  ``__eq__`` and ``__hash__`` are compiled; ``frozen=True``'s ``__setattr__`` and
-  ``__delattr__`` are not, the type checker's guard standing for them as for
-  ``@readonly``.
+  counter's ``Attr``, the sampler's settings: keys of memos and of the plan). ``__eq__``
+  and ``__hash__`` are compiled; ``frozen=True``'s ``__setattr__`` and ``__delattr__`` are
+  not, the type checker's guard standing for them as for ``@readonly``.
 * ``@mutable``: working state (a scan, a frame being filled), assigned as it goes and
-  compared by identity: ``__init__`` alone. The records made per task, which keep their
-  fields in ``__slots__``, stay ``@dataclass(eq=False, slots=True)``.
+  compared by identity. The records made per task, which keep their fields in
+  ``__slots__`` and are made by the hundred each refresh, stay
+  ``@dataclass(eq=False, slots=True)``: their compiled ``__init__`` is the faster one.
 
 The guard that ``frozen=True`` gave at run time is the type checker's, which CI runs on
 tiptop/.
@@ -31,6 +32,7 @@ tiptop/.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, dataclass_transform
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ _Record = TypeVar("_Record")
 @dataclass_transform(frozen_default=True, eq_default=False)
 def readonly(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a read-only record told apart by identity (the module's docstring)."""
-    return _shared_repr(dataclasses.dataclass(cls, eq=False, repr=False))
+    return _made(dataclasses.dataclass(cls, init=False, eq=False, repr=False))
 
 
 @dataclass_transform(frozen_default=True, eq_default=True)
@@ -50,23 +52,86 @@ def by_value(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a read-only record compared and hashed by value (the module's
     docstring): ``unsafe_hash`` gives it the ``__hash__`` that ``frozen=True`` gave, from
     the fields compared."""
-    return _shared_repr(dataclasses.dataclass(cls, unsafe_hash=True, repr=False))
+    return _made(dataclasses.dataclass(cls, init=False, unsafe_hash=True, repr=False))
 
 
 @dataclass_transform(eq_default=False)
 def mutable(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a record of working state told apart by identity (the module's
     docstring)."""
-    return _shared_repr(dataclasses.dataclass(cls, eq=False, repr=False))
+    return _made(dataclasses.dataclass(cls, init=False, eq=False, repr=False))
 
 
-def _shared_repr(record: type[_Record]) -> type[_Record]:
-    """``record``, a dataclass made with ``repr=False``, given :func:`_record_repr` unless
-    it wrote its own ``__repr__``."""
+def _made(record: type[_Record]) -> type[_Record]:
+    """``record``, a dataclass made with ``init=False`` and ``repr=False``, given
+    :func:`_assigning_init`'s ``__init__`` and :func:`_record_repr`, each unless it wrote
+    its own."""
+    # setattr: to the type checker a class's methods are not assigned after it is made.
+    if "__init__" not in record.__dict__:
+        setattr(record, "__init__", _assigning_init(record))  # noqa: B010
     if "__repr__" not in record.__dict__:
-        # setattr: to the type checker a class's methods are not assigned after it is made.
         setattr(record, "__repr__", _record_repr)  # noqa: B010
     return record
+
+
+def _assigning_init(record: type) -> Callable[..., None]:
+    """The ``__init__`` a dataclass would compile for ``record``, made from its fields
+    instead, so that importing a record compiles nothing (Python's dataclasses
+    documentation, "__init__", "default_factory", "kw_only", "__post_init__"): the fields
+    with ``init`` are its parameters, in order, those with ``kw_only`` by keyword only; a
+    field not given takes its ``default`` or a new ``default_factory()``, one without
+    ``init`` too; then the record's ``__post_init__``, when it has one. An ``InitVar`` is
+    not supported: no record has one. The values go into the instance's ``__dict__`` at
+    once (a record is never frozen at run time)."""
+    fields = dataclasses.fields(record)
+    params = [f for f in fields if f.init]
+    positional = tuple(f.name for f in params if not f.kw_only)
+    accepted = frozenset(f.name for f in params)
+    required = tuple(f.name for f in params if _default_of(f) is None)
+    optional = tuple((f.name, d) for f in params if (d := _default_of(f)) is not None)
+    derived = tuple((f.name, d) for f in fields if not f.init and (d := _default_of(f)) is not None)
+    post_init: Callable[[object], None] | None = getattr(record, "__post_init__", None)
+    name = f"{record.__qualname__}.__init__()"
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{name} takes {len(positional) + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
+        values = dict(zip(positional, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in accepted:
+                raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
+            if key in values:
+                raise TypeError(f"{name} got multiple values for argument {key!r}")
+            values[key] = value
+        if len(values) < len(accepted):
+            for key, default in optional:
+                if key not in values:
+                    values[key] = default()
+            missing = [key for key in required if key not in values]
+            if missing:
+                raise TypeError(f"{name} missing required arguments: {', '.join(missing)}")
+        for key, default in derived:
+            values[key] = default()
+        self.__dict__.update(values)
+        if post_init is not None:
+            post_init(self)
+
+    __init__.__qualname__ = f"{record.__qualname__}.__init__"
+    return __init__
+
+
+def _default_of(f: dataclasses.Field[object]) -> Callable[[], object] | None:
+    """What makes field ``f``'s value when none is given: its ``default_factory``, or a
+    function giving its ``default``; None when it has neither."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+        return lambda: default
+    return None
 
 
 def _record_repr(self: DataclassInstance) -> str:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from mypy import api as mypy_api
 
 from tiptop.readonly import by_value, mutable, readonly
@@ -33,11 +36,12 @@ def test_equal_parse_trees_are_two_trees() -> None:
     assert parse("delta(INSN) / 2") != parse("delta(INSN) / 2")
 
 
-def test_only_init_is_made() -> None:
-    """What each record costs at import: ``__init__`` alone; no ``__eq__``, ``__hash__``,
-    ``__setattr__`` or ``__delattr__`` (frozen=True made all four), and one ``__repr__``
-    shared by all records, writing what a dataclass's writes. A record's own ``__repr__``
-    stays."""
+def test_nothing_is_compiled() -> None:
+    """What each record costs at import: no ``__eq__``, ``__hash__``, ``__setattr__`` or
+    ``__delattr__`` (frozen=True made all four); an ``__init__`` whose code is every
+    record's (made from the fields, not compiled per class); one ``__repr__`` shared by
+    all records, writing what a dataclass's writes. A record's own ``__repr__`` and
+    ``__init__`` stay."""
 
     @readonly
     class Rec:
@@ -52,6 +56,9 @@ def test_only_init_is_made() -> None:
     @readonly
     class Own:
         x: int
+
+        def __init__(self, x: int) -> None:
+            object.__setattr__(self, "x", x + 1)
 
         def __repr__(self) -> str:
             return "own"
@@ -68,17 +75,18 @@ def test_only_init_is_made() -> None:
         if name in vars(Rec)
     }
     assert made == {"__init__"}
+    assert vars(Rec)["__init__"].__code__ is vars(Other)["__init__"].__code__
     assert vars(Rec)["__repr__"] is vars(Other)["__repr__"]
     assert repr(Rec(3, "a'b", 7)) == repr(Plain(3, "a'b", 7)).replace("Plain", "Rec")
-    assert repr(Other(0.5)) == "test_only_init_is_made.<locals>.Other(y=0.5)"
-    assert repr(Own(1)) == "own"
+    assert repr(Other(0.5)) == "test_nothing_is_compiled.<locals>.Other(y=0.5)"
+    assert repr(Own(1)) == "own" and Own(1).x == 2
 
 
 def test_value_records_compare_and_hash_by_value_and_make_three() -> None:
     """``@by_value``: equal fields are equal records with one hash (a memo's key), as
-    ``frozen=True`` made them; what is compiled is ``__init__``, ``__eq__`` and
-    ``__hash__``, not ``__setattr__``/``__delattr__`` nor a ``__repr__`` of its own; a field
-    with ``compare=False`` takes no part, as in a dataclass."""
+    ``frozen=True`` made them; what is made is ``__init__``, ``__eq__`` and ``__hash__``,
+    not ``__setattr__``/``__delattr__`` nor a ``__repr__`` of its own; a field with
+    ``compare=False`` takes no part, as in a dataclass."""
 
     @by_value
     class Key:
@@ -107,7 +115,7 @@ def test_value_records_compare_and_hash_by_value_and_make_three() -> None:
 
 
 def test_working_records_are_told_apart_by_identity() -> None:
-    """``@mutable``: assigned as it goes, ``==`` is identity, ``__init__`` alone compiled."""
+    """``@mutable``: assigned as it goes, ``==`` is identity, ``__init__`` alone made."""
 
     @mutable
     class Work:
@@ -120,6 +128,69 @@ def test_working_records_are_told_apart_by_identity() -> None:
     assert (a.n, b.n, b.seen) == (1, 0, []) and a != Work(1, [3]) and a == a
     assert {n for n in ("__init__", "__eq__", "__hash__") if n in vars(Work)} == {"__init__"}
     assert repr(a).endswith("Work(n=1, seen=[3])")
+
+
+def _fields_of(record: Any) -> dict[str, object]:
+    return {f.name: getattr(record, f.name, "unset") for f in dataclasses.fields(record)}
+
+
+def _outcome(make: Callable[..., object], args: tuple, kwargs: dict) -> object:
+    """The fields ``make(*args, **kwargs)`` gives, or that it raised ``TypeError``."""
+    try:
+        return _fields_of(make(*args, **kwargs))
+    except TypeError:
+        return TypeError
+
+
+CALLS: list[tuple[tuple, dict]] = [
+    ((1,), {}),
+    ((1, "s"), {}),
+    ((1, "s", [2]), {}),
+    ((1,), {"tags": [3], "opt": "t"}),
+    ((), {"x": 1, "flag": True}),
+    ((), {}),
+    ((1, "s", [2], 4), {}),
+    ((1,), {"x": 2}),
+    ((1,), {"nope": 2}),
+    ((1,), {"derived": 2}),
+    ((1, "s", [2], True), {}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_init_does_what_the_compiled_one_does(args: tuple, kwargs: dict) -> None:
+    """For each call, a record's ``__init__`` gives the fields a dataclass's compiled one
+    gives, or raises ``TypeError`` where it does: positional then keyword arguments,
+    defaults, a new ``default_factory()`` each time, a field without ``init`` made from
+    its factory, a keyword-only field, ``__post_init__``; too many, unknown, repeated or
+    missing arguments refused."""
+
+    def body() -> dict[str, object]:
+        return {
+            "__annotations__": {
+                "x": "int",
+                "opt": "str",
+                "tags": "list[int]",
+                "derived": "list[int]",
+                "flag": "bool",
+                "post": "int",
+            },
+            "opt": "o",
+            "tags": dataclasses.field(default_factory=list),
+            "derived": dataclasses.field(default_factory=lambda: [9], init=False),
+            "flag": dataclasses.field(default=False, kw_only=True),
+            "post": dataclasses.field(default=0, init=False),
+            "__post_init__": lambda self: setattr(self, "post", self.x * 10),
+        }
+
+    ours: type = readonly(type("Rec", (), body()))
+    compiled: type = dataclasses.dataclass(type("Rec", (), body()), eq=False)
+    want = _outcome(compiled, args, kwargs)
+    assert _outcome(ours, args, kwargs) == want
+    if want is not TypeError:
+        a, b = ours(*args, **kwargs), ours(*args, **kwargs)
+        assert a.derived is not b.derived
+        assert len(args) > 2 or "tags" in kwargs or a.tags is not b.tags
 
 
 def test_the_type_checker_refuses_an_assignment(tmp_path: Path) -> None:
