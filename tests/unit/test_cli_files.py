@@ -18,7 +18,7 @@ from tiptop.host import Host
 from tiptop.options import Options
 from tiptop.screens import Target, load_file
 
-LOADED = ScreenSet(screens=[SCREEN], options={"delay": "3"})
+LOADED = ScreenSet(entries=[SCREEN], options={"delay": "3"})
 
 
 def test_export_writes_and_replaces_a_regular_file(tmp_path: Path) -> None:

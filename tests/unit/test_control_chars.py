@@ -40,7 +40,7 @@ def clean(text: str) -> bool:
 @pytest.fixture
 def loaded() -> ScreenSet:
     cfg = load_text(RC, Target(), path="rc.yaml", yaml=True)
-    return ScreenSet(screens=list(cfg.screens), problems=[str(p) for p in cfg.problems])
+    return ScreenSet(entries=list(cfg.screens), problems=[str(p) for p in cfg.problems])
 
 
 def test_loaded_text_keeps_escapes_and_formats_refuse_them(loaded: ScreenSet) -> None:

@@ -111,7 +111,7 @@ def test_check_lists_the_variant_and_the_screens_not_offered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(diagnose, "screen_status", lambda s, h: "runs here")
-    loaded = ScreenSet(screens=builtin_screens(UNKNOWN), variants=builtin_variants(UNKNOWN))
+    loaded = ScreenSet(entries=builtin_screens(UNKNOWN), variants=builtin_variants(UNKNOWN))
     lines = diagnose.screen_lines(loaded, Host())
     i = next(k for k, line in enumerate(lines) if line.endswith(" topdown: runs here"))
     v = builtin_variants(UNKNOWN)["topdown"]

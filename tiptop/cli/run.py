@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from tiptop.choices import SeriesBy
-from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, host_target, pick_screen
+from tiptop.cli.screens import ScreenSet, export_current, fallback_screen, pick_screen
 from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Options
@@ -146,7 +146,7 @@ def run_monitor(
         opts = dataclasses.replace(opts, only_pid=child.pid, only_name=None, show_idle=True)
     sampler = None
     try:
-        sampler = _frame_source(opts, screen, index, host, problems, said, live, loaded.screens)
+        sampler = _frame_source(opts, screen, index, host, problems, said, live, loaded)
         if child is not None:
             why = spawn.changes_credentials(list(opts.command), host.euid, os.getegid())
             sampler.attach_spawned(child.pid, why)
@@ -171,7 +171,7 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
     from tiptop import table
     from tiptop.screens.printf import check_formats
 
-    index, screen = pick_screen(loaded.screens, opts.screen)
+    index, screen = pick_screen(loaded, opts.screen)
     if opts.why is not None:
         from tiptop.cli.why import why_setup
 
@@ -180,7 +180,7 @@ def _chosen_screen(opts: Options, loaded: ScreenSet, host: Host) -> tuple[Option
     opts = dataclasses.replace(
         opts,
         pid_width=table.pid_width_for(read_pid_max()),
-        target=host_target(host.cpuinfo),
+        target=loaded.target,
         config_path=loaded.path,
     )
     check_privileges(opts, host)
@@ -206,11 +206,12 @@ def _frame_source(
     problems: Sequence[str],
     said: list[str],
     live: bool,
-    numbering: Sequence[ScreenSpec] = (),
+    loaded: ScreenSet,
 ) -> FrameSource:
-    """The sampler, wrapped by the recorder (``--record``) and by the cgroup rows (live, or
-    ``--by cgroup``), in that order: a recording holds the task rows, and then who runs in
-    each one's cgroup, so that its replay shows rows by cgroup too."""
+    """The sampler, wrapped by the recorder (``--record``, which numbers the screens as
+    ``loaded`` does) and by the cgroup rows (live, or ``--by cgroup``), in that order: a
+    recording holds the task rows, and then who runs in each one's cgroup, so that its
+    replay shows rows by cgroup too."""
     sampler = make_sampler(opts, screen, host, problems, said)
     source: FrameSource = sampler
     membership = None
@@ -225,7 +226,7 @@ def _frame_source(
         if opts.record:
             from tiptop.cli.record import record_source
 
-            source = record_source(opts, opts.record, source, index, numbering, membership)
+            source = record_source(opts, opts.record, source, index, loaded.screens, membership)
         if membership is not None:
             from tiptop.cli.cgroups import cgroup_events
             from tiptop.sources.bycgroup import CgroupSource

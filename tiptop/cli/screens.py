@@ -13,6 +13,7 @@ import platform
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from tiptop.errors import TiptopError, UsageError
 from tiptop.files import open_regular
@@ -23,18 +24,51 @@ from tiptop.outside import printable, shown
 from tiptop.readonly import mutable
 from tiptop.screens.model import ScreenSpec, Target, VariantChoice
 
+if TYPE_CHECKING:
+    from tiptop.screens.loader import BuiltinScreen
+
 
 @mutable
 class ScreenSet:
-    """The screens in the original's order and what the config file said."""
+    """The screens in the original's order and what the config file said.
 
-    screens: list[ScreenSpec] = field(default_factory=list)
+    A built-in screen is built when first asked for (:meth:`screen`, :attr:`screens`):
+    building checks a screen and parses its columns, and a run shows one screen of about
+    ten, which the others would cost it at every start (benchmarks/README.md,
+    "Start-up"). Each is built once and kept here; what is built never goes stale (the
+    package's own data, for this CPU)."""
+
+    entries: Sequence[ScreenSpec | BuiltinScreen] = ()
     options: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     path: str | None = None
     #: Per built-in screen name: which variant this CPU got and why
     #: (``tiptop.screens.loader.builtin_variants``); empty with ``--only-conf``.
     variants: dict[str, VariantChoice] = field(default_factory=dict)
+    #: The CPU the screens were gated for (``arch``/``model``, :func:`host_target`).
+    target: Target = field(default_factory=Target)
+    #: The built-in entries built so far, by index.
+    _built: dict[int, ScreenSpec] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """Each screen's name, in order, none built."""
+        return [e.name for e in self.entries]
+
+    def screen(self, index: int) -> ScreenSpec:
+        """Screen ``index``, built if it was not."""
+        entry = self.entries[index]
+        if isinstance(entry, ScreenSpec):
+            return entry
+        built = self._built.get(index)
+        if built is None:
+            built = self._built[index] = entry.build()
+        return built
+
+    @property
+    def screens(self) -> list[ScreenSpec]:
+        """Every screen, built: a new list (live mode adds to its own)."""
+        return [self.screen(i) for i in range(len(self.entries))]
 
 
 #: The first CPU's Main ID Register (Documentation/ABI/testing/sysfs-devices-system-cpu).
@@ -191,7 +225,7 @@ def load_screens(
     from tiptop.screens import loader
 
     target = target or host_target()
-    result = ScreenSet()
+    result = ScreenSet(target=target)
     notes: list[str] = []
     path = config_path(config_dir, notes)
     result.problems = list(notes)
@@ -202,10 +236,10 @@ def load_screens(
         result.options = dict(conf.options)
         conf_screens = list(conf.screens)
         result.problems += [str(p) for p in conf.problems]
-    builtins: list[ScreenSpec] = []
+    builtins: list[BuiltinScreen] = []
     if not only_conf:
-        builtins = list(loader.builtin_screens(target))
         result.variants = loader.builtin_variants(target)
+        builtins = loader.builtin_entries(target, result.variants)
     # A config screen named like a built-in replaces it in the built-in's place, so a file
     # written by --export or the W key (every screen, built-ins included) loads back as
     # the same list; the original appended copies (docs/original.md section 8, defect 13).
@@ -214,38 +248,40 @@ def load_screens(
         by_name.setdefault(s.name, s)
     used: set[int] = set()
 
-    def swap(builtin: ScreenSpec) -> ScreenSpec:
+    def swap(builtin: BuiltinScreen) -> ScreenSpec | BuiltinScreen:
         mine = by_name.get(builtin.name)
         if mine is None:
             return builtin
         used.add(id(mine))
         return mine
 
-    first = [swap(s) for s in builtins if s.name in ("default", "branch")]
-    rest = [swap(s) for s in builtins if s.name not in ("default", "branch")]
+    first = [swap(b) for b in builtins if b.name in ("default", "branch")]
+    rest = [swap(b) for b in builtins if b.name not in ("default", "branch")]
     conf_screens = [s for s in conf_screens if id(s) not in used]
-    result.screens = first + conf_screens + rest
-    if not result.screens:
+    result.entries = [*first, *conf_screens, *rest]
+    if not result.entries:
         raise TiptopError("no screen to show (--only-conf without screens in the config file)")
     return result
 
 
-def pick_screen(screens: Sequence[ScreenSpec], wanted: str | None) -> tuple[int, ScreenSpec]:
-    """``-S``: a number, else the first screen whose name contains the text."""
+def pick_screen(loaded: ScreenSet, wanted: str | None) -> tuple[int, ScreenSpec]:
+    """``-S``: a number, else the first screen whose name contains the text; only that
+    screen is built."""
     if wanted is None:
-        return 0, screens[0]
+        return 0, loaded.screen(0)
+    names = loaded.names
     try:
         index = int(wanted, 10)
     except ValueError:
-        for i, s in enumerate(screens):
-            if wanted in s.name:
-                return i, s
+        for i, name in enumerate(names):
+            if wanted in name:
+                return i, loaded.screen(i)
         raise UsageError(
             f"-S: no screen named like '{shown(wanted)}' (see --list-screens)"
         ) from None
-    if not 0 <= index < len(screens):
-        raise UsageError(f"-S: no screen number {index} (0 to {len(screens) - 1})")
-    return index, screens[index]
+    if not 0 <= index < len(names):
+        raise UsageError(f"-S: no screen number {index} (0 to {len(names) - 1})")
+    return index, loaded.screen(index)
 
 
 def format_list(screens: ScreenSet, host: Host | None) -> str:
@@ -319,7 +355,7 @@ def fallback_screen(
     ok, total, reason = diagnose.screen_counters(screen, host)
     if total == 0 or ok > 0:
         return index, screen
-    by_name = {s.name: i for i, s in enumerate(loaded.screens)}
+    by_name = {name: i for i, name in enumerate(loaded.names)}
     for name in (n for n in FALLBACK_SCREENS if n in by_name):
         if diagnose.no_pmu_note([reason]):  # the short line; --check says the whole
             say(no_pmu_line(f"showing screen '{name}'"))
@@ -328,7 +364,7 @@ def fallback_screen(
                 f"screen '{screen.name}' cannot count here ({reason}); "
                 f"starting on screen '{name}' (no hardware events)"
             )
-        return by_name[name], loaded.screens[by_name[name]]
+        return by_name[name], loaded.screen(by_name[name])
     return index, screen
 
 

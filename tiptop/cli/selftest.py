@@ -17,7 +17,7 @@ def run_selftest_command(
     """Pick the screen as the monitor would, run the self-test, print; 0, 1 or 2."""
     from tiptop.selftest.report import selftest_main
 
-    index, screen = pick_screen(loaded.screens, opts.screen)
+    index, screen = pick_screen(loaded, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)
     text, code = selftest_main(screen, host, opts.format)

@@ -123,7 +123,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     # (Host.fd_budget) leaves them free, so clients never starve the sampler.
     server = (2 + 2 * (web is not None and web.auth is not None)) if clients else 0
     host = dataclasses.replace(host, fds_in_use=host.fds_in_use + clients + server)
-    index, screen = pick_screen(loaded.screens, opts.screen)
+    index, screen = pick_screen(loaded, opts.screen)
     if opts.screen is None:
         index, screen = fallback_screen(loaded, index, screen, say, host)
     check_privileges(opts, host)

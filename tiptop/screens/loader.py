@@ -19,13 +19,16 @@ from dataclasses import replace
 
 from tiptop.errors import SpecError
 from tiptop.outside import printable
-from tiptop.screens.build import RawScreen, build_config
+from tiptop.readonly import readonly
+from tiptop.screens.build import RawScreen, build_screen
 from tiptop.screens.gating import gate
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target, VariantChoice
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
 
 __all__ = [
     "BUILTIN_FILES",
+    "BuiltinScreen",
+    "builtin_entries",
     "builtin_screens",
     "builtin_variants",
     "export_xml",
@@ -132,25 +135,53 @@ def find_config(
     return None
 
 
-def builtin_screens(target: Target) -> list[ScreenSpec]:
-    """The built-in screens for ``target``: ``default``, ``branch``, then the others.
+@readonly
+class BuiltinScreen:
+    """A built-in screen as this CPU gets it, not built yet: the first variant of its name
+    that admits ``target`` (:func:`choose_variant`), from the package-data file ``file``.
+    Building checks the screen and parses its columns (``tiptop.screens.build``), what a
+    built-in costs at start-up, so a run builds only the screens it shows
+    (``tiptop.cli.screens.ScreenSet``)."""
 
-    A file may hold several variants of one screen gated by ``arch``/``model``; the first
-    variant that admits ``target`` is kept, the others are skipped. Each kept screen
-    records the choice (``ScreenSpec.variant``, :func:`builtin_variants`).
-    """
+    name: str
+    raw: RawScreen
+    file: str
+    target: Target
+    variant: VariantChoice | None
+
+    def build(self) -> ScreenSpec:
+        """The checked screen, as :func:`builtin_screens` lists it."""
+        problems: list[SpecError] = []
+        screen = build_screen(self.raw, self.target, f"builtin:{self.file}", problems)
+        assert screen is not None, "a built-in screen is listed only where its gate admits"
+        return replace(screen, source="builtin", variant=self.variant)
+
+
+def builtin_entries(
+    target: Target, variants: Mapping[str, VariantChoice] | None = None
+) -> list[BuiltinScreen]:
+    """The built-in screens for ``target``, not built: ``default``, ``branch``, then the
+    others, each name once. A file may hold several variants of one screen gated by
+    ``arch``/``model``; the first variant that admits ``target`` is kept, the others are
+    skipped. Each records the choice (``variants``, by default :func:`builtin_variants`)."""
     from tiptop.screens.builtin_data import SCREENS
 
-    choices = builtin_variants(target)
-    out: list[ScreenSpec] = []
+    choices = builtin_variants(target) if variants is None else variants
+    out: list[BuiltinScreen] = []
     names: set[str] = set()
-    for name in BUILTIN_FILES:
-        config = build_config([], list(SCREENS[name]), target, f"builtin:{name}")
-        for s in config.screens:
-            if s.name not in names:
-                names.add(s.name)
-                out.append(replace(s, source="builtin", variant=choices.get(s.name)))
+    for file in BUILTIN_FILES:
+        for raw in SCREENS[file]:
+            # The name as build_screen() makes it.
+            name = printable(raw.name or "(no name)")
+            if name not in names and gate(raw.arch, raw.model, target) is None:
+                names.add(name)
+                out.append(BuiltinScreen(name, raw, file, target, choices.get(name)))
     return out
+
+
+def builtin_screens(target: Target) -> list[ScreenSpec]:
+    """The built-in screens for ``target``, built (:func:`builtin_entries`)."""
+    return [entry.build() for entry in builtin_entries(target)]
 
 
 def builtin_variants(target: Target) -> dict[str, VariantChoice]:
