@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import KW_ONLY
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -122,12 +122,15 @@ class Members:
 RowField = np.ndarray | list[str] | None
 
 
-@dataclass(eq=False, kw_only=True)
+@mutable
 class Frame:
     """The numbers of one refresh. Row arrays have length ``n``; matrices are ``(n, k)``.
 
     Every field is filled: a frame with rows is made by ``tiptop.screens.frames`` (the one
     constructor, whatever the source), an empty one by :meth:`empty`."""
+
+    # Every field by keyword: forty-odd of them, too many to give in order.
+    _: KW_ONLY
 
     #: 0-based refresh number since the screen (or filter) last changed.
     iteration: int
