@@ -140,13 +140,19 @@ def build_options(
     return out
 
 
+def screen_name(raw: RawScreen) -> str:
+    """The name ``raw`` gets once built (:func:`build_screen`), by which a screen is
+    picked, listed and replaced."""
+    return printable(raw.name or "(no name)")
+
+
 def build_screen(
     raw: RawScreen, target: Target, path: str | None, problems: list[SpecError]
 ) -> ScreenSpec | None:
     """The checked screen, or ``None`` when its own gate excludes ``target``."""
     # Names, descriptions and headers are printed to terminals (batch mode, messages): a
     # control character in them is kept as its escape (``\x1b``), never obeyed.
-    name = printable(raw.name or "(no name)")
+    name = screen_name(raw)
     desc = printable(raw.desc if raw.desc is not None else "(no desc)")
     why = gate(raw.arch, raw.model, target)
     if why is not None:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from tiptop.errors import SpecError
 from tiptop.outside import printable
 from tiptop.readonly import readonly
-from tiptop.screens.build import RawScreen, build_screen
+from tiptop.screens.build import RawScreen, build_screen, screen_name
 from tiptop.screens.gating import gate
 from tiptop.screens.model import ConfigSpec, ScreenSpec, Target, VariantChoice
 from tiptop.screens.xmlrc import MAX_BYTES, export_xml, load_xml
@@ -171,8 +171,7 @@ def builtin_entries(
     names: set[str] = set()
     for file in BUILTIN_FILES:
         for raw in SCREENS[file]:
-            # The name as build_screen() makes it.
-            name = printable(raw.name or "(no name)")
+            name = screen_name(raw)
             if name not in names and gate(raw.arch, raw.model, target) is None:
                 names.add(name)
                 out.append(BuiltinScreen(name, raw, file, target, choices.get(name)))
@@ -192,7 +191,7 @@ def builtin_variants(target: Target) -> dict[str, VariantChoice]:
     raws: dict[str, list[RawScreen]] = {}
     for name in BUILTIN_FILES:
         for raw in SCREENS[name]:
-            raws.setdefault(printable(raw.name or "(no name)"), []).append(raw)
+            raws.setdefault(screen_name(raw), []).append(raw)
     return {name: choose_variant(name, rs, target) for name, rs in raws.items()}
 
 
