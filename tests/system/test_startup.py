@@ -88,6 +88,35 @@ def test_what_start_up_made_is_frozen(tmp_path: Path) -> None:
     assert int(frozen) > 10 * max(int(tracked), 1000)
 
 
+_NUMPY_PAUSED = (
+    "import gc, sys\n"
+    "runs = []\n"
+    "def seen(phase, info): runs.append(phase == 'start' and 'numpy' in sys.modules)\n"
+    "gc.callbacks.append(seen)\n"
+    "gc.disable() if sys.argv[1] == 'off' else None\n"
+    "import tiptop\n"
+    "print(sum(runs), gc.get_freeze_count(), gc.isenabled(), 'numpy' in sys.modules)\n"
+)
+
+
+@pytest.mark.parametrize("before", ["on", "off"])
+def test_numpy_is_imported_with_the_collector_paused_then_frozen(before: str) -> None:
+    """numpy's import (~30,000 objects that live as long as the process) runs no
+    collection (33 here without the pause), leaves its objects frozen, and the collector as
+    the importer had it."""
+    r = subprocess.run(
+        [sys.executable, "-c", _NUMPY_PAUSED, before],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    collections, frozen, enabled, numpy_loaded = r.stdout.split()
+    assert (collections, enabled, numpy_loaded) == ("0", str(before == "on"), "True")
+    assert int(frozen) > 20_000
+
+
 def _env(home: Path) -> dict[str, str]:
     """The environment with no configuration file to find (HOME and XDG in ``home``)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TIPTOP", "XDG_CONFIG_HOME")}
