@@ -1,4 +1,4 @@
-"""Records: dataclasses that compile nothing for construction when their module is imported.
+"""Records: dataclasses that compile nothing when their module is imported.
 
 On Python 3.11 a dataclass gets each method it is given compiled from source (``exec``) as
 its module is imported: ``__init__``, ``__repr__``, ``__eq__``, and for ``frozen=True``
@@ -17,9 +17,11 @@ without compiling (:func:`_assigning_init`; a record's own ``__init__`` stays):
   no single truth value: a generated ``__eq__`` would raise, and a generated ``__hash__``
   would fail on the array.
 * ``@by_value``: read-only too, and compared and hashed by value (a screen's specs, a
-  counter's ``Attr``, the sampler's settings: keys of memos and of the plan). ``__eq__``
-  and ``__hash__`` are compiled; ``frozen=True``'s ``__setattr__`` and ``__delattr__`` are
-  not, the type checker's guard standing for them as for ``@readonly``.
+  counter's ``Attr``, the sampler's settings: keys of memos and of the plan). Its
+  ``__eq__`` and ``__hash__`` are made from its fields too (:func:`_value_methods`: what a
+  dataclass compiles with ``eq=True, unsafe_hash=True``); ``frozen=True``'s
+  ``__setattr__`` and ``__delattr__`` are not made, the type checker's guard standing for
+  them as for ``@readonly``.
 * ``@mutable``: working state (a scan, a frame being filled), assigned as it goes and
   compared by identity. The records made per task, which keep their fields in
   ``__slots__`` and are made by the hundred each refresh, stay
@@ -32,6 +34,7 @@ tiptop/.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, dataclass_transform
 
@@ -50,9 +53,14 @@ def readonly(cls: type[_Record]) -> type[_Record]:
 @dataclass_transform(frozen_default=True, eq_default=True)
 def by_value(cls: type[_Record]) -> type[_Record]:
     """``cls`` made a read-only record compared and hashed by value (the module's
-    docstring): ``unsafe_hash`` gives it the ``__hash__`` that ``frozen=True`` gave, from
-    the fields compared."""
-    return _made(dataclasses.dataclass(cls, init=False, unsafe_hash=True, repr=False))
+    docstring): its ``__hash__`` is the one ``frozen=True`` gave, from the fields
+    compared."""
+    record = _made(dataclasses.dataclass(cls, init=False, eq=False, repr=False))
+    eq, hash_ = _value_methods(record)
+    if "__eq__" not in record.__dict__:
+        setattr(record, "__eq__", eq)  # noqa: B010
+    setattr(record, "__hash__", hash_)  # noqa: B010
+    return record
 
 
 @dataclass_transform(eq_default=False)
@@ -121,6 +129,44 @@ def _assigning_init(record: type) -> Callable[..., None]:
 
     __init__.__qualname__ = f"{record.__qualname__}.__init__"
     return __init__
+
+
+def _value_methods(
+    record: type,
+) -> tuple[Callable[[object, object], object], Callable[[object], int]]:
+    """The ``__eq__`` and ``__hash__`` a dataclass would compile for ``record`` with
+    ``eq=True, unsafe_hash=True`` (Python's dataclasses documentation, "eq",
+    "unsafe_hash", "field"), made from its fields instead: equal when ``other`` is of the
+    very same class and the fields with ``compare`` are equal, as tuples; the hash of the
+    tuple of the fields with ``hash``, or with ``compare`` where ``hash`` is None. The
+    values are taken from the instance's ``__dict__``, where its ``__init__`` put them:
+    faster than an attribute lookup each, though not than the compiled methods."""
+    fields = dataclasses.fields(record)
+    compared = _values_of(tuple(f.name for f in fields if f.compare))
+    hashed = _values_of(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    def __eq__(self: object, other: object) -> object:
+        if other.__class__ is self.__class__:
+            return compared(self.__dict__) == compared(other.__dict__)
+        return NotImplemented
+
+    def __hash__(self: object) -> int:
+        return hash(hashed(self.__dict__))
+
+    __eq__.__qualname__ = f"{record.__qualname__}.__eq__"
+    __hash__.__qualname__ = f"{record.__qualname__}.__hash__"
+    return __eq__, __hash__
+
+
+def _values_of(names: tuple[str, ...]) -> Callable[[dict[str, object]], tuple[object, ...]]:
+    """A function giving the tuple of a mapping's values at ``names``: ``itemgetter``'s own
+    tuple from two names on, one made for fewer (it gives one name's value bare)."""
+    if len(names) >= 2:
+        return operator.itemgetter(*names)
+    if names:
+        (name,) = names
+        return lambda values: (values[name],)
+    return lambda values: ()
 
 
 def _default_of(f: dataclasses.Field[object]) -> Callable[[], object] | None:

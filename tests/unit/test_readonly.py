@@ -193,6 +193,47 @@ def test_init_does_what_the_compiled_one_does(args: tuple, kwargs: dict) -> None
         assert len(args) > 2 or "tags" in kwargs or a.tags is not b.tags
 
 
+def _value_body(shape: str) -> dict[str, object]:
+    """A class body of fields ``shape`` names: ``c`` compared, ``n`` not compared, ``h``
+    compared and kept out of the hash, ``o`` not compared but hashed."""
+    made = {
+        "c": dataclasses.field(),
+        "n": dataclasses.field(compare=False),
+        "h": dataclasses.field(hash=False),
+        "o": dataclasses.field(compare=False, hash=True),
+    }
+    names = [f"{kind}{i}" for i, kind in enumerate(shape)]
+    body: dict[str, object] = {"__annotations__": dict.fromkeys(names, "object")}
+    for name in names:
+        body[name] = copy.copy(made[name[0]])
+    return body
+
+
+VALUES = [(1, 1), (1, 2), (float("nan"), float("nan")), ((1, 2), (1, 2)), ("a", "b")]
+
+
+@pytest.mark.parametrize("shape", ["", "c", "cc", "cn", "nc", "ccc", "ch", "co", "n", "cnh"])
+def test_value_eq_and_hash_are_what_a_dataclass_compiles(shape: str) -> None:
+    """``@by_value``'s ``__eq__`` and ``__hash__``, made from the fields, answer as those a
+    dataclass compiles with ``eq=True, unsafe_hash=True`` for every pair of records drawn
+    from ``VALUES`` (NaN: the same object is equal in a tuple), against another class with
+    the same fields (never equal: NotImplemented both ways), with a field compared or not,
+    hashed or not."""
+    ours: type = by_value(type("Key", (), _value_body(shape)))
+    compiled: type = dataclasses.dataclass(type("Key", (), _value_body(shape)), unsafe_hash=True)
+    other: type = by_value(type("Key", (), _value_body(shape)))
+    nan = VALUES[2][0]
+    for first, second in VALUES:
+        a = [first if i % 2 == 0 else second for i in range(len(shape))]
+        b = [second if i % 2 == 0 else first for i in range(len(shape))]
+        for x, y in ((a, a), (a, b), ([nan] * len(shape), [nan] * len(shape))):
+            assert (ours(*x) == ours(*y)) is (compiled(*x) == compiled(*y))
+            assert (ours(*x) != ours(*y)) is (compiled(*x) != compiled(*y))
+            assert hash(ours(*x)) == hash(compiled(*x))
+        assert ours(*a) != other(*a) and ours(*a).__eq__(compiled(*a)) is NotImplemented
+    assert vars(ours)["__eq__"].__code__ is vars(other)["__eq__"].__code__
+
+
 def test_the_type_checker_refuses_an_assignment(tmp_path: Path) -> None:
     """For mypy a read-only record, and one compared by value, is frozen
     (``dataclass_transform(frozen_default=True)``): the guard that ``frozen=True`` gave at
