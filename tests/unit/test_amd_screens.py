@@ -8,16 +8,18 @@ columns compute, and how many of the 6 core counters each screen takes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.support import host_at
-from tests.support.fake_backend import FakeBackend
+from tests.support.fake_backend import FakeBackend, FakeGroup
 from tiptop.cells import Status
 from tiptop.engine.count.plan import Planner
 from tiptop.events import resolve
+from tiptop.kernel.attr import Attr
 from tiptop.messages import MessageLog
 from tiptop.screens import NamedEvent, ScreenSpec, Target, builtin_screens, compile_column
 from tiptop.screens.bottleneck import is_path
@@ -256,6 +258,29 @@ def test_topdown2_packs_into_two_whole_groups_on_six_counters(gen: int) -> None:
     for c in s.columns:
         used = compile_column(c.expr).aliases
         assert any(used <= g for g in groups), c.header
+
+
+@pytest.mark.parametrize("gen", [4, 5])
+def test_the_groups_opened_per_task_hold_the_attrs_that_were_tried(gen: int) -> None:
+    """The plan's groups hold the very Attr objects its packing tried on ourselves, so that
+    the open memo (kernel.group.OpenedAttrs) matches each task's group to its key by
+    identity, not by comparing 25 fields per attr, five attrs per task."""
+    tried: list[Attr] = []
+
+    class Recording(FakeBackend):
+        def open_group(self, tid: int, attrs: Sequence[Attr]) -> FakeGroup:
+            group = super().open_group(tid, attrs)
+            tried.extend(attrs)
+            return group
+
+    backend = Recording()
+    backend.max_group_size[4] = 6
+    plan = Planner(
+        backend, host_at("/proc", AMD_SYSFS), MessageLog(), threads=False, kernel=False
+    ).plan(screens(ZEN[gen][0])["topdown2"])
+    assert len(plan.plan.groups) == 2
+    opened = {id(a) for a in tried}
+    assert all(id(a) in opened for g in plan.plan.groups for a in g.attrs)
 
 
 #: Counts that add up: width * cycles = dispatched + front-end + back-end + SMT slots.

@@ -56,6 +56,7 @@ are ``?``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import field
 
@@ -200,10 +201,6 @@ class Planner:
             group.close()
         return True
 
-    def _opens_bindings(self, bindings: list[EventBinding]) -> bool:
-        """:meth:`_opens` for bindings, with the attrs they are opened with."""
-        return self._opens([self.attr(b) for b in bindings])
-
     def probe(self, b: EventBinding, alias: str = "", leader: EventBinding | None = None) -> bool:
         """Open the event once on ourselves, after ``leader`` in one group when given (a
         metric event under its ``slots``); report a failure once (about ``alias``)."""
@@ -233,6 +230,12 @@ class Planner:
             else:
                 self.log.say(f"probe:{b.pmu}:{b.name}:{e.errno}", why, subject=alias)
             return False
+
+    def _opens_bindings(
+        self, attrs: dict[EventBinding, Attr], bindings: list[EventBinding]
+    ) -> bool:
+        """:meth:`_opens` for ``bindings``, with their ``attrs``."""
+        return self._opens([attrs[b] for b in bindings])
 
     # ------------------------------------------------------------------ screens
     def plan(self, screen: ScreenSpec) -> ScreenPlan:
@@ -355,14 +358,20 @@ class Planner:
         groups: list[GroupDef] = []
         split: dict[str, tuple[int, int]] = {}
         for pmu, members in by_pmu.items():
-            packed = pack(members, column_of, self._opens_bindings, self.td.head(members))
+            # One Attr per binding, the same objects in the groups tried here and in those
+            # opened on every task: the open memo (kernel.group.OpenedAttrs) then matches a
+            # task's group to its key by identity (a tuple compares items by ``is`` first),
+            # not field by field.
+            attrs = {b: self.attr(b) for _, b in members}
+            opens = functools.partial(self._opens_bindings, attrs)
+            packed = pack(members, column_of, opens, self.td.head(members))
             if len(packed) > 1:  # said with the running fraction (engine.sampler)
                 split[pmu] = (len(members), len(packed))
             for ms in packed:
                 groups.append(
                     GroupDef(
                         pmu,
-                        tuple(self.attr(b) for _, b in ms),
+                        tuple(attrs[b] for _, b in ms),
                         np.array([j for j, _ in ms], np.int64),
                     )
                 )
