@@ -30,12 +30,17 @@ def test_page_faults_exact(child: Child) -> None:
     try:
         s.start()
         child.do("pages 1")  # first-use faults of the command loop, outside the slopes
+        child.settle()
         s.refresh()
         got: dict[int, int] = {}
         for n in (100, 1000, 5000):
             for _ in range(3):  # the least of 3: the interpreter's own faults only add
                 s.refresh()
                 child.do(f"pages {n}")
+                # Off its CPU before the read: until it leaves, the time it ran since its
+                # last tick is not on its process's clock, which can then read as stood,
+                # and that run's counts come at the next read (``RunClocks``).
+                child.settle()
                 f = s.refresh()
                 i = only(f, child.pid)
                 assert f.status[i, 1] == Status.OK

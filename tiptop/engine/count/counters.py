@@ -129,6 +129,18 @@ class RunClocks:
     in place of a ``read(2)`` per group (benchmarks/README.md has both costs). Its counts
     are never lost: a group read later gives all it counted since its last read.
 
+    One exception, and what it costs. The clock read from another process leaves out the
+    time a thread now on a CPU ran since the scheduler last charged it (at its last tick
+    or switch: ``thread_group_cputime()`` adds only the caller's own pending time, since
+    Linux 4.8's "sched/cputime: Improve scalability by not accounting thread group tasks
+    pending runtime"). So a process that slept all the interval, then woke less than a
+    tick before the read and is still on a CPU, reads as stood: that run's counts are
+    taken at its next read, with that interval's, as its CPU time is by ``/proc`` (its
+    ``stat`` times are the same clock's). Measured here: 2 ms runs read the moment they
+    end, the clock stood in 0.3-1% of them; read once the task was off its CPU, in none
+    of 8000 (tests/system/scripted_child.py ``Child.settle``). Where the tick is off
+    (``nohz_full`` CPUs) the scheduler charges a lone running task once a second.
+
     That holds for groups on the process's own threads only, which is the attacher's rule
     (:data:`Clocked`): per-thread groups (``-H``) and process rows' groups with
     ``inherit_thread`` (a thread made later counts into its creator's group, and its time
