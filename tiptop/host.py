@@ -87,6 +87,12 @@ class Host:
     #: False where the file is absent). Before Ice Lake a task's top-down counts are then not
     #: its own (tiptop/screens/deviations.py, kind ``smt``).
     smt_active: bool = False
+    #: Some CPUs run without the scheduler's tick (``nohz_full=``: sysfs
+    #: ``devices/system/cpu/nohz_full`` lists them, Documentation/timers/no_hz.rst; False
+    #: where it lists none or is absent). There a lone running task's CPU time is charged
+    #: about once a second, so its process's CPU-time clock can stand while it runs
+    #: (``engine.count.counters.RunClocks`` is then not used).
+    tickless: bool = False
     #: The clock the engine reads.
     clock: Clock = Clock()
     #: CPUs online (``sysconf(_SC_NPROCESSORS_ONLN)``).
@@ -124,6 +130,7 @@ class Host:
             in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
             cpuinfo=os.path.join(proc_root, "cpuinfo"),
             smt_active=_read_smt_active(sysfs_root),
+            tickless=_read_tickless(sysfs_root),
             cpus=os.sysconf("SC_NPROCESSORS_ONLN"),
             delayacct=_read_delayacct(proc_root),
             cpu_cgroups=cpu_cgroups(proc_root),
@@ -236,6 +243,18 @@ def _read_smt_active(sysfs_root: str) -> bool:
             return f.read().strip() == "1"
     except OSError:
         return False
+
+
+def _read_tickless(sysfs_root: str) -> bool:
+    """``devices/system/cpu/nohz_full`` lists some CPU (drivers/base/cpu.c prints the mask
+    as a CPU list, empty when none; older kernels print ``(null)``); False when absent (a
+    kernel without ``CONFIG_NO_HZ_FULL``) or unreadable."""
+    try:
+        with open(os.path.join(sysfs_root, "devices/system/cpu/nohz_full")) as f:
+            listed = f.read().strip()
+    except OSError:
+        return False
+    return listed not in ("", "(null)")
 
 
 def _cap_eff(proc_root: str) -> int:

@@ -5,6 +5,7 @@ process whose CPU-time clock stands has its groups left unread, and loses nothin
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,7 @@ from tests.system.scripted_child import Child
 from tiptop.cells import Status
 from tiptop.engine.sampler import SWEEP, Sampler, SamplerConfig
 from tiptop.frame import Frame
+from tiptop.host import Host
 from tiptop.kernel.attr import Attr
 from tiptop.kernel.backend import Group
 from tiptop.kernel.group import PerfBackend
@@ -234,6 +236,17 @@ def test_counters_ended_by_an_exec_under_a_running_task_are_reopened(child: Chil
         s.close()
 
 
+def quiet_refreshes(s: Sampler, pid: int, n: int) -> None:
+    """``n`` refreshes 20 ms apart, each showing ``pid``'s row with 0 %CPU and 0 task-clock,
+    both valid (it sleeps)."""
+    for _ in range(n):
+        time.sleep(0.02)
+        f = s.refresh()
+        i = row(f, pid)
+        assert f.values[i].tolist() == [0.0, 0.0]
+        assert f.status[i].tolist() == [Status.OK, Status.OK]
+
+
 def test_a_quiet_process_s_group_is_left_unread_and_its_run_counted_whole(child: Child) -> None:
     """While the child sleeps its CPU-time clock stands, and its group is not read
     (``RunClocks``): 0 task-clock, status OK. Once it spins, the next read gives the whole
@@ -249,12 +262,7 @@ def test_a_quiet_process_s_group_is_left_unread_and_its_run_counted_whole(child:
         counted = sum(float(s.refresh().values[0, 1]) for _ in range(2))
         (leader,) = leaders(s)
         b.fds.clear()
-        for _ in range(5):
-            time.sleep(0.02)
-            f = s.refresh()
-            i = row(f, child.pid)
-            assert f.values[i].tolist() == [0.0, 0.0]
-            assert f.status[i].tolist() == [Status.OK, Status.OK]
+        quiet_refreshes(s, child.pid, 5)
         assert b.fds == [] and b.pids[-5:] == [[child.pid]] * 5
         child.do("spin 0.3")
         child.settle()
@@ -265,6 +273,26 @@ def test_a_quiet_process_s_group_is_left_unread_and_its_run_counted_whole(child:
         counted += spin + float(s.refresh().values[0, 1])
         ran = process_cpu_ns(child.pid) - began
         assert counted == pytest.approx(ran, rel=0.01), (counted, ran)
+    finally:
+        s.close()
+
+
+def test_where_cpus_run_tickless_a_quiet_process_s_group_is_read(child: Child) -> None:
+    """On a host with ``nohz_full`` CPUs (``Host.tickless``) a running task's time may be
+    off its clock for a second, so no clock is read and the quiet child's group is read at
+    every refresh, as the C original reads every counter: 0 task-clock, status OK."""
+    b = ReadsSeen()
+    host = dataclasses.replace(Host.read(raise_fds=False), tickless=True)
+    s = Sampler(screen(), SamplerConfig(only_pid=child.pid), host=host, backend=b)
+    try:
+        child.settle()
+        s.start()
+        for _ in range(2):
+            s.refresh()
+        (leader,) = leaders(s)
+        b.fds.clear()
+        quiet_refreshes(s, child.pid, 3)
+        assert b.fds == [leader] * 3 and b.pids == []
     finally:
         s.close()
 

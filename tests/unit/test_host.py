@@ -54,6 +54,17 @@ def test_read_smt_active_from_sysfs(tmp_path: Path) -> None:
             assert Host.read(raise_fds=False).smt_active is (f.read().strip() == "1")
 
 
+def test_read_tickless_cpus_from_sysfs(tmp_path: Path) -> None:
+    """``devices/system/cpu/nohz_full`` (Documentation/timers/no_hz.rst): a CPU list is
+    tickless; empty, ``(null)`` (older kernels) or absent is not."""
+    cpu = tmp_path / "devices" / "system" / "cpu"
+    cpu.mkdir(parents=True)
+    for text, tickless in (("2-7\n", True), ("1\n", True), ("\n", False), ("(null)\n", False)):
+        (cpu / "nohz_full").write_text(text)
+        assert Host.read(sysfs_root=str(tmp_path), raise_fds=False).tickless is tickless, text
+    assert Host.read(sysfs_root=str(tmp_path / "missing"), raise_fds=False).tickless is False
+
+
 def test_read_raises_the_soft_fd_limit() -> None:
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:

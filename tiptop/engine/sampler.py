@@ -117,10 +117,12 @@ class Sampler(FrameSource):
     def _run_clocks(self) -> bool:
         """Whether a process's CPU-time clock says that its groups counted nothing
         (``engine.count.counters.RunClocks``): its PIDs are the ones system calls take
-        (this PID namespace's ``/proc``) and its groups are on its own threads (``-H``,
-        or ``inherit_thread`` for process rows; a spawned tree's are told apart per row)."""
+        (this PID namespace's ``/proc``), its groups are on its own threads (``-H``,
+        or ``inherit_thread`` for process rows; a spawned tree's are told apart per row),
+        and no CPU runs without the scheduler's tick, which would leave a running task's
+        time off its clock for up to a second (``Host.tickless``)."""
         own = self.config.threads or self._inherit_thread
-        return own and clocks_readable(self.host.proc_root)
+        return own and not self.host.tickless and clocks_readable(self.host.proc_root)
 
     # ------------------------------------------------------------------ parts
     def _plan_screen(self) -> None:

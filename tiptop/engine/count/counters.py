@@ -138,8 +138,10 @@ class RunClocks:
     taken at its next read, with that interval's, as its CPU time is by ``/proc`` (its
     ``stat`` times are the same clock's). Measured here: 2 ms runs read the moment they
     end, the clock stood in 0.3-1% of them; read once the task was off its CPU, in none
-    of 8000 (tests/system/scripted_child.py ``Child.settle``). Where the tick is off
-    (``nohz_full`` CPUs) the scheduler charges a lone running task once a second.
+    of 8000 (tests/system/scripted_child.py ``Child.settle``). Where some CPUs run without
+    the tick (``nohz_full``), the scheduler charges a lone running task there about once a
+    second: a whole refresh's run could be late, so the sampler reads every group there
+    (``Host.tickless``).
 
     That holds for groups on the process's own threads only, which is the attacher's rule
     (:data:`Clocked`): per-thread groups (``-H``) and process rows' groups with
