@@ -136,9 +136,9 @@ class RunClocks:
     pending runtime"). So a process that slept all the interval, then woke less than a
     tick before the read and is still on a CPU, reads as stood: that run's counts are
     taken at its next read, with that interval's, as its CPU time is by ``/proc`` (its
-    ``stat`` times are the same clock's). Measured here: 2 ms runs read the moment they
-    end, the clock stood in 0.3-1% of them; read once the task was off its CPU, in none
-    of 8000 (tests/system/scripted_child.py ``Child.settle``). Where some CPUs run without
+    ``stat`` times are the same clock's). A test that needs a run's counts in its own
+    interval waits for the task off its CPU (tests/system/scripted_child.py
+    ``Child.settle``; commit 27c8a53 has the measure). Where some CPUs run without
     the tick (``nohz_full``), the scheduler charges a lone running task there about once a
     second: a whole refresh's run could be late, so the sampler reads every group there
     (``Host.tickless``).
