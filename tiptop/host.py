@@ -181,12 +181,19 @@ def fd_reserve(limit: int) -> int:
     return min(64, max(8, limit // 8))
 
 
-def _read_delayacct(proc_root: str) -> bool | None:
+def _one_line(root: str, path: str) -> str | None:
+    """The text of the kernel's one-line file ``ROOT/PATH`` (a /proc setting, a sysfs
+    attribute), stripped; None when absent or unreadable."""
     try:
-        with open(os.path.join(proc_root, "sys/kernel/task_delayacct")) as f:
-            return f.read().strip() == "1"
+        with open(os.path.join(root, path)) as f:
+            return f.read().strip()
     except OSError:
         return None
+
+
+def _read_delayacct(proc_root: str) -> bool | None:
+    text = _one_line(proc_root, "sys/kernel/task_delayacct")
+    return None if text is None else text == "1"
 
 
 def cpu_cgroups(proc_root: str = "/proc") -> CpuCgroups | None:
@@ -229,32 +236,23 @@ def _lists_cpu(point: str) -> bool:
 
 
 def _read_paranoid(proc_root: str) -> int | None:
+    text = _one_line(proc_root, "sys/kernel/perf_event_paranoid")
     try:
-        with open(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
+        return None if text is None else int(text)
+    except ValueError:
         return None
 
 
 def _read_smt_active(sysfs_root: str) -> bool:
     """``devices/system/cpu/smt/active`` is 1; False when it is 0, absent or unreadable."""
-    try:
-        with open(os.path.join(sysfs_root, "devices/system/cpu/smt/active")) as f:
-            return f.read().strip() == "1"
-    except OSError:
-        return False
+    return _one_line(sysfs_root, "devices/system/cpu/smt/active") == "1"
 
 
 def _read_tickless(sysfs_root: str) -> bool:
     """``devices/system/cpu/nohz_full`` lists some CPU (drivers/base/cpu.c prints the mask
     as a CPU list, empty when none; older kernels print ``(null)``); False when absent (a
     kernel without ``CONFIG_NO_HZ_FULL``) or unreadable."""
-    try:
-        with open(os.path.join(sysfs_root, "devices/system/cpu/nohz_full")) as f:
-            listed = f.read().strip()
-    except OSError:
-        return False
-    return listed not in ("", "(null)")
+    return _one_line(sysfs_root, "devices/system/cpu/nohz_full") not in (None, "", "(null)")
 
 
 def _cap_eff(proc_root: str) -> int:
