@@ -1,5 +1,5 @@
 """``python -m tiptop``: the same as the ``tiptop`` command."""
 
-from tiptop.cli import main
+from tiptop.cli import command
 
-raise SystemExit(main())
+command()

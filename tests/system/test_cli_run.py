@@ -159,11 +159,12 @@ NOT_AT_START = (
 def test_a_batch_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     """``tiptop -b -n 1`` on the default screen, in process: none of ``NOT_AT_START`` but
     what the dependencies import themselves (numpy 1.x imported numpy.ma)."""
+    # main(), not ``python -m tiptop``: the command ends its process at once (exit_now).
     run_tiptop = (
-        "import contextlib, io, runpy, sys\n"
-        "sys.argv = ['tiptop', '-b', '-n', '1', '-d', '0.1']\n"
-        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-        "    runpy.run_module('tiptop', run_name='__main__')\n"
+        "import contextlib, io, sys\n"
+        "from tiptop.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['-b', '-n', '1', '-d', '0.1'])\n"
     )
     floor = "import sys, numpy, _cffi_backend\n"
     env = {**os.environ, "HOME": str(tmp_path)}

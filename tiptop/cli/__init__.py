@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, NoReturn
 
 from tiptop import __version__
 from tiptop.cli.run import read_pid_max, run_monitor
@@ -37,6 +37,9 @@ from tiptop.outside import printable
 __all__ = [
     "USAGE",
     "ScreenSet",
+    "command",
+    "command_ptiptop",
+    "exit_now",
     "export_current",
     "host_target",
     "load_screens",
@@ -157,6 +160,33 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
 def main_ptiptop() -> int:
     """``ptiptop PATTERN... [OPTIONS]``: unknown arguments are ``-p`` patterns."""
     return main(sys.argv[1:], prog="ptiptop")
+
+
+def command() -> NoReturn:
+    """The ``tiptop`` command and ``python -m tiptop``: :func:`main`, then :func:`exit_now`."""
+    exit_now(main())
+
+
+def command_ptiptop() -> NoReturn:
+    """The ``ptiptop`` command: :func:`main_ptiptop`, then :func:`exit_now`."""
+    exit_now(main_ptiptop())
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with status ``code`` once stdout and stderr are flushed, without the
+    interpreter's teardown (``os._exit``, the os module's documentation: no cleanup
+    handlers, no flushing of stdio buffers). That teardown frees, object by object, every
+    module and record the run made, which the kernel takes back at once at exit (exit(2)):
+    CPU each start paid for nothing (benchmarks/README.md, issue 53, twelfth stop). What a
+    run writes is written before :func:`main` returns: every file it opens is closed on its
+    way out (``with``, or the writers' ``close()``; ``-o`` and ``-E`` by
+    ``cli.run._close_outputs``), the ``-- CMD`` child is waited for, and the live display
+    has put the terminal back. :func:`main` called in a process that goes on (the tests) is
+    left as it was."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _err_line(prog: str, message: str) -> None:
