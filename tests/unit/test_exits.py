@@ -38,3 +38,26 @@ def test_nothing_ready_nothing_told() -> None:
         assert fd is not None
         watch.forget(fd)
     watch.close()
+
+
+def test_pidfds_forgotten_after_the_set_is_closed_are_closed_and_a_new_set_watches() -> None:
+    """``Attacher.close`` closes the set before its pidfds: forgetting them then closes each
+    fd (none is left open, none raises), and a later watch works in a new set."""
+    watch = ExitWatch(lambda tid, thread: os.eventfd(1))
+    fds = [watch.watch(_task(tid), False) for tid in (7, 8)]
+    watch.close()
+    for fd in fds:
+        assert fd is not None
+        watch.forget(fd)
+        try:
+            os.fstat(fd)
+        except OSError:
+            pass
+        else:
+            raise AssertionError(f"fd {fd} left open")
+    assert len(watch) == 0
+    fd = watch.watch(_task(9), False)
+    assert fd is not None
+    assert watch.ended() == {(9, 1)}
+    watch.forget(fd)
+    watch.close()

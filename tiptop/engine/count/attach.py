@@ -266,14 +266,16 @@ class Attacher:
         return [*parts, (None, rest)] if rest else parts
 
     def close(self) -> None:
-        """Close every fd (the tasks are forgotten; spawned counters too)."""
+        """Close every fd (the tasks are forgotten; spawned counters too). The exit watch's
+        epoll set goes first, so that no pidfd is taken out of it one by one
+        (``ExitWatch.close``)."""
         self._reading = None
+        self._exits.close()
         for st in self._counters.values():
             self._close(st)
         self._counters.clear()
         self._pending.clear()
         self._spawned.close()
-        self._exits.close()
         self.fds_used = 0
 
     # ------------------------------------------------------------------ spawned

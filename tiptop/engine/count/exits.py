@@ -87,7 +87,7 @@ class ExitWatch:
         return freed
 
     def forget(self, fd: int) -> None:
-        """Stop watching and close ``fd``."""
+        """Stop watching and close ``fd`` (only closed once the epoll set is)."""
         if self._epoll is not None:
             self._epoll.unregister(fd)
         del self._owner[fd]
@@ -102,7 +102,10 @@ class ExitWatch:
         return {owner[fd] for fd, _ in self._epoll.poll(0, len(owner)) if fd in owner}
 
     def close(self) -> None:
-        """Close the epoll set (its pidfds are each forgotten by their owner first)."""
+        """Close the epoll set; its pidfds stay open until their owners forget them. Closing
+        the set first takes them all out of it at once (the kernel frees its interest list
+        with it, epoll(7)), where forgetting them first was one ``EPOLL_CTL_DEL`` each. A
+        later :meth:`watch` makes a new set."""
         if self._epoll is not None:
             self._epoll.close()
             self._epoll = None
