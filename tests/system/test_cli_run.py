@@ -239,6 +239,56 @@ def test_output_to_full_device_is_one_line() -> None:
     assert r.stderr == "tiptop: cannot write output: No space left on device\n"
 
 
+def _with_closed(redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run`, an fd closed first by the shell's ``redirect`` (``>&-``, ``2>&-``)."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", *TIPTOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("-b", "-n", "1", "-d", "0.1", "-S", "sched"), "cannot write output: Bad file descriptor"),
+        (("--version",), "Bad file descriptor"),
+    ],
+)
+def test_closed_stdout_is_one_line(args: tuple[str, ...], line: str) -> None:
+    """``tiptop >&-``: Python starts with ``sys.stdout`` None, whose first write was a
+    traceback; now the run ends on one line, as cat(1) does (EBADF)."""
+    r = _with_closed(">&-", *args)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"tiptop: {line}\n")
+
+
+def test_with_stdout_closed_no_file_of_tiptop_s_takes_fd_1(tmp_path: Path) -> None:
+    """``tiptop -b -o FILE -- CMD >&-``: /dev/null holds fd 1 before tiptop opens
+    anything, so ``-o``'s file, the first it opens, is not fd 1 (open(2) gives the lowest
+    free fd), where a write meant for stdout would land; CMD still gets fd 1 closed, as
+    the user gave it (the hold is close-on-exec)."""
+    out = tmp_path / "out.txt"
+    probe = (
+        "import os, sys\n"
+        "print(os.readlink(f'/proc/{os.getppid()}/fd/1'), os.path.exists('/proc/self/fd/1'),"
+        " file=sys.stderr)\n"
+    )
+    args = ("-b", "-n", "1", "-d", "0.1", "-S", "sched", "-o", str(out))
+    r = _with_closed(">&-", *args, "--", sys.executable, "-c", probe)
+    assert (r.returncode, r.stderr) == (0, "/dev/null False\n")
+    assert re.search(r"^Screen \d+: sched$", out.read_text(), re.M)
+
+
+def test_closed_stderr_leaves_the_run_alone() -> None:
+    """``tiptop -b 2>&-``: what it would say goes nowhere, and the run ends as usual (its
+    exit once flushed stderr, None, and ended with status 1)."""
+    r = _with_closed("2>&-", "-b", "-n", "1", "-d", "0.1", "-S", "sched")
+    assert r.returncode == 0 and r.stderr == ""
+    assert re.search(r"^Screen \d+: sched$", r.stdout, re.M), r.stdout
+
+
 def test_no_such_pid() -> None:
     r = run("-b", "-n", "1", "-p", "999999")
     assert (r.returncode, r.stdout) == (1, "")

@@ -10,6 +10,8 @@ code (2 for usage errors), never a traceback. ``-h``, ``-v``, ``--version`` and
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -138,6 +140,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "tiptop"
         if "ptiptop" not in prog:
             prog = "tiptop"
+    _closed_standard_streams()
     _tolerant_stdout()
     try:
         code = _main(list(argv), prog)
@@ -201,6 +204,47 @@ def _devnull_stdout() -> None:
     fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, sys.stdout.fileno())
     os.close(fd)
+
+
+class _Refusing(io.StringIO):
+    """Standard output closed before tiptop started (``tiptop -b >&-``): each write fails
+    as write(2) to a closed fd does, EBADF, so that the run ends on one line as at any
+    failed write; a run that writes nothing there (``--serve``, ``-b -o FILE``) goes on."""
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+class _Discarding(io.StringIO):
+    """Standard error closed before tiptop started (``2>&-``): what tiptop says there goes
+    nowhere, as the user asked, and the run goes on."""
+
+    def write(self, s: str) -> int:
+        return len(s)
+
+
+def _closed_standard_streams() -> None:
+    """Where stdin, stdout or stderr was closed before tiptop started (``tiptop -b >&-``):
+    /dev/null holds the fd, so that no file tiptop opens later takes its number (open(2)
+    gives the lowest free one) and gets what is written to the standard fd directly (the
+    interpreter's fatal errors, the C library's), as glibc does for set-user-ID programs
+    (csu/check_fds.c); the hold is close-on-exec (PEP 446), so a ``-- CMD`` gets the fd
+    closed, as the user gave it. And stand-ins take the place of the None that Python left
+    in ``sys.stdout`` and ``sys.stderr`` (the sys module's documentation, its note on
+    ``__stdout__``), whose first write was a traceback."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # no /dev/null (a bare chroot): left closed
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd, inheritable=False)
+                    os.close(null)
+    if sys.stdout is None:
+        sys.stdout = _Refusing()
+    if sys.stderr is None:
+        sys.stderr = _Discarding()
 
 
 def _tolerant_stdout() -> None:
