@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import shutil
 import signal
@@ -287,6 +288,30 @@ def test_closed_stderr_leaves_the_run_alone() -> None:
     r = _with_closed("2>&-", "-b", "-n", "1", "-d", "0.1", "-S", "sched")
     assert r.returncode == 0 and r.stderr == ""
     assert re.search(r"^Screen \d+: sched$", r.stdout, re.M), r.stdout
+
+
+@pytest.mark.parametrize("stdin", ["</dev/null", "<&-"])
+def test_live_mode_without_a_terminal_on_stdin_is_one_line(stdin: str) -> None:
+    """Live mode on a terminal (a pty as stdout) with stdin not one, or closed: one line
+    where urwid's raw display failed, a traceback (stdin closed) or "Operation not
+    permitted"."""
+    master, slave = pty.openpty()
+    try:
+        r = subprocess.run(
+            ["sh", "-c", f'exec "$@" {stdin}', "sh", *TIPTOP, "-d", "0.5", "-n", "1"],
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert (r.returncode, r.stderr) == (
+        1,
+        "tiptop: live mode reads keys from standard input, which is not a terminal "
+        "(-b prints batch output)\n",
+    )
 
 
 def test_no_such_pid() -> None:
