@@ -279,7 +279,7 @@ def _main(argv: list[str], prog: str) -> int:
     opts, warnings = merge(loaded.options, actions, command)
     # The run's mode, once; an option another mode owns is one line here (status 2).
     opts = settle(opts, actions, tty=sys.stdout.isatty())
-    if opts.live and not os.isatty(0):  # urwid's raw display reads keys there, a tty's
+    if opts.live and not os.isatty(0):  # urwid's raw display reads keys from it, raw
         raise TiptopError(
             "live mode reads keys from standard input, which is not a terminal "
             "(-b prints batch output)"

@@ -87,7 +87,7 @@ class ExitWatch:
         return freed
 
     def forget(self, fd: int) -> None:
-        """Stop watching and close ``fd`` (only closed once the epoll set is)."""
+        """Stop watching and close ``fd`` (once the epoll set is closed: only close it)."""
         if self._epoll is not None:
             self._epoll.unregister(fd)
         del self._owner[fd]
