@@ -240,10 +240,16 @@ def test_output_to_full_device_is_one_line() -> None:
     assert r.stderr == "tiptop: cannot write output: No space left on device\n"
 
 
+def _redirected(redirect: str, *args: str) -> list[str]:
+    """tiptop's command line with ``args``, run by a shell that applies ``redirect``
+    first (``>&-``, ``2>&-``, ``</dev/null``)."""
+    return ["sh", "-c", f'exec "$@" {redirect}', "sh", *TIPTOP, *args]
+
+
 def _with_closed(redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
     """:func:`run`, an fd closed first by the shell's ``redirect`` (``>&-``, ``2>&-``)."""
     return subprocess.run(
-        ["sh", "-c", f'exec "$@" {redirect}', "sh", *TIPTOP, *args],
+        _redirected(redirect, *args),
         capture_output=True,
         text=True,
         timeout=60,
@@ -298,7 +304,7 @@ def test_live_mode_without_a_terminal_on_stdin_is_one_line(stdin: str) -> None:
     master, slave = pty.openpty()
     try:
         r = subprocess.run(
-            ["sh", "-c", f'exec "$@" {stdin}', "sh", *TIPTOP, "-d", "0.5", "-n", "1"],
+            _redirected(stdin, "-d", "0.5", "-n", "1"),
             stdout=slave,
             stderr=subprocess.PIPE,
             text=True,

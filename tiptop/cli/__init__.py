@@ -236,11 +236,9 @@ def _closed_standard_streams() -> None:
         try:
             os.fstat(fd)
         except OSError:
+            # open(2) gives the lowest free fd: this one, those below being open by now.
             with contextlib.suppress(OSError):  # no /dev/null (a bare chroot): left closed
-                null = os.open(os.devnull, os.O_RDWR)
-                if null != fd:
-                    os.dup2(null, fd, inheritable=False)
-                    os.close(null)
+                os.open(os.devnull, os.O_RDWR)
     if sys.stdout is None:
         sys.stdout = _Refusing()
     if sys.stderr is None:
