@@ -182,6 +182,44 @@ def test_a_filtered_out_process_is_read_only_when_it_ran(monkeypatch: pytest.Mon
         child.p.wait()
 
 
+def _never_ran() -> list[int]:
+    """The processes whose CPU-time clock reads 0: kernel threads that never ran (the
+    workqueues' rescuers, ``kworker/R-*``, on Linux 6.x; ``schedstat`` "0 0 N")."""
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    return [
+        p
+        for p, ns in zip(pids, process_cpu_times(pids), strict=True)
+        if ns == 0 and Path(f"/proc/{p}/schedstat").exists()
+    ]
+
+
+def test_a_kernel_thread_that_never_ran_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filtered out by a name, a kernel thread whose clock reads 0 (it never ran) is read
+    at its first looks and then no more while no PID is made: its 0 is a clock that
+    stands, not one that cannot be read (a gone process's, -1 to ``stood``). Before,
+    each such thread's ``stat`` was read at every refresh of ``-p NAME``."""
+    monkeypatch.setattr(ProcListing, "_last_made", lambda self: b"7")  # no PID made
+    idle = set(_never_ran())
+    if not idle:
+        pytest.skip("no kernel thread here whose CPU-time clock reads 0")
+    reads: list[int] = []
+
+    def reader(path: str) -> Stat:
+        pid = int(path.split("/")[2])
+        if pid in idle:
+            reads.append(pid)
+        return read_stat(path)
+
+    sc = TaskScanner(only_name="tp-matches-nothing", stat_reader=reader)
+    for _ in range(2):
+        sc.scan()
+    reads.clear()
+    for _ in range(3):
+        sc.scan()
+    assert reads == []
+    assert process_cpu_ns(NO_PID, gone=-1) == -1
+
+
 def _asleep(pid: int) -> None:
     """Until ``pid``'s clock stands over 50 ms (every thread of it asleep)."""
     for _ in range(200):

@@ -217,11 +217,13 @@ def open_pidfd(tid: int, thread: bool) -> int | None:
 CPUCLOCK_SCHED = 2
 
 
-def process_cpu_ns(pid: int) -> int:
+def process_cpu_ns(pid: int, gone: int = 0) -> int:
     """Process ``pid``'s time on a CPU so far, all its threads' (ns), from its CPU-time
-    clock (clock_getcpuclockid(3), clock_gettime(2)); 0 when it has none (gone, or not a
-    process of this PID namespace). The clock id is glibc's and the kernel's encoding,
-    ``make_process_cpuclock(pid, CPUCLOCK_SCHED)`` (include/linux/posix-timers.h).
+    clock (clock_getcpuclockid(3), clock_gettime(2)); ``gone`` when it has none (gone, or
+    not a process of this PID namespace): a kernel thread that never ran reads 0 (its
+    ``schedstat`` "0 0 N"), so a caller that tells the two apart passes -1. The clock id
+    is glibc's and the kernel's encoding, ``make_process_cpuclock(pid, CPUCLOCK_SCHED)``
+    (include/linux/posix-timers.h).
 
     One system call, no path walked and no fd held, where a ``schedstat`` read opens,
     reads and closes a file (benchmarks/README.md has both costs); and any process may read
@@ -230,7 +232,7 @@ def process_cpu_ns(pid: int) -> int:
     try:
         return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED)
     except OSError:
-        return 0
+        return gone
 
 
 def process_cpu_times(pids: Sequence[int]) -> list[int]:

@@ -135,17 +135,19 @@ class Proc:
     #: owner when examined (:func:`dir_mark`); None for our own processes.
     foreign: tuple[int, int] | None = None
     #: Its CPU-time clock (ns) at its last look where that was asked (ours but not
-    #: watched: ``-p``, a name filter; or watched with ``-H``), 0 before one (:func:`stood`).
-    ran: int = 0
+    #: watched: ``-p``, a name filter; or watched with ``-H``), -1 before one (:func:`stood`).
+    ran: int = -1
 
 
 def stood(p: Proc) -> bool:
     """Whether process ``p``'s CPU-time clock (``procfs.process_cpu_ns``) is the one seen
     at its last look, which it becomes: then it did not run since, so it did not exec nor
-    rename itself, and its ``stat`` holds nothing its filter reads. A 0 (gone) says no."""
-    ran = process_cpu_ns(p.pid)
+    rename itself, and its ``stat`` holds nothing its filter reads. A clock that stays 0
+    is a kernel thread's that never ran (the workqueues' rescuers: ``kworker/R-*``), which
+    stands too; a process gone reads -1 and says no."""
+    ran = process_cpu_ns(p.pid, gone=-1)
     was, p.ran = p.ran, ran
-    return ran != 0 and ran == was
+    return ran >= 0 and ran == was
 
 
 def dir_mark(path: str) -> tuple[int, int] | None:
