@@ -107,13 +107,18 @@ def _assigning_init(record: type) -> Callable[..., None]:
                 f"{name} takes {len(positional) + 1} positional arguments but "
                 f"{len(args) + 1} were given"
             )
-        values = dict(zip(positional, args, strict=False))
-        for key, value in kwargs.items():
-            if key not in accepted:
-                raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
-            if key in values:
+        # The keys are checked as sets (one C call each, not a Python loop per key): most
+        # records of a refresh are made by keyword, ``Frame`` with some forty.
+        if not accepted.issuperset(kwargs):
+            key = next(k for k in kwargs if k not in accepted)
+            raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
+        values = kwargs  # a new dict at each call (the language reference, "Function definitions")
+        if args:
+            values = dict(zip(positional, args, strict=False))
+            if not values.keys().isdisjoint(kwargs):
+                key = next(k for k in kwargs if k in values)
                 raise TypeError(f"{name} got multiple values for argument {key!r}")
-            values[key] = value
+            values.update(kwargs)
         if len(values) < len(accepted):
             for key, default in optional:
                 if key not in values:
