@@ -113,6 +113,28 @@ def test_a_standing_clock_s_row_is_not_read_when_the_reading_is_made_anew(
     assert cycles(f, 20) == (2e9, 4e9)
 
 
+def test_a_reading_made_anew_where_no_row_ran_keeps_every_total(env: FakeEnv) -> None:
+    """Another row set (a process gone) makes a new reading; where no row of it ran, none
+    is read, and each row's total is still made from its groups' last words (a reading
+    with sums of its own skips them then: ``Reading.read``)."""
+    fp, b = env
+    for pid, clock in ((10, 5), (20, 7)):
+        fp.add(pid, "app")
+        b.script(pid, CY, 1e9)
+        b.run_clocks[pid] = clock
+    s = make(env)
+    s.start()
+    b.clock.advance(1.0)
+    s.refresh()
+    first = s._attacher._reading
+    fp.remove(20)
+    for _ in range(3):  # 20 shown gone, then 10 alone in a new reading, then kept
+        b.clock.advance(1.0)
+        f = s.refresh()
+        assert cycles(f, 10) == (0.0, 1e9)
+    assert s._attacher._reading is not first
+
+
 def test_one_clock_a_process_for_its_thread_rows(env: FakeEnv) -> None:
     """-H: the process's clock is read once for all its thread rows, and when it moves
     every thread's groups are read (which thread ran, it cannot say)."""

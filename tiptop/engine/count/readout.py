@@ -273,6 +273,8 @@ class Reading:
                 continue
             items, at, slots, cells, reads = kind
             pick = None if partly is None else np.flatnonzero(partly[at])
+            if pick is not None and rows is not None and not len(pick):
+                continue  # none of its units' rows ran: their sums are kept below
             before = len(failed)
             bufs, took = _reads(gdef, items, at, reads, pick, failed)
             words = np.frombuffer(b"".join(bufs), WORD).reshape(-1, gdef.width)
