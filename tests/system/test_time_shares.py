@@ -178,7 +178,10 @@ def cpu_cgroup(tmp_name: str) -> Path:
 
 @root_only
 def test_a_loop_under_a_cgroups_limit_is_throttled() -> None:
-    """0.2 CPU: on a CPU 20 +- 5%, throttled >= 70%; ``--why`` names the cgroup's limit."""
+    """0.2 CPU: on a CPU 20 +- 5%, throttled >= 60%; ``--why`` names the cgroup's limit.
+    The limit holds it 80% of each period; once let go it may still wait for a CPU that
+    another task holds (a wait for a CPU, not throttling), which on a loaded machine is
+    part of the rest."""
     group = cpu_cgroup(f"tiptop-test-{os.getpid()}")
     try:
         loop = start(LOOP, "go", "60", nice=-20, cgroup=str(group / "cgroup.procs"))
@@ -186,7 +189,7 @@ def test_a_loop_under_a_cgroups_limit_is_throttled() -> None:
             time.sleep(0.5)
             s = shares(loop.pid, refreshes=4, skip=1)[loop.pid]  # the first: no cgroup diff yet
             assert abs(s["%RUN"] - 20.0) <= 5.0, s
-            assert s["%THRT"] >= 70.0 and s["%THRT"] <= s["%WAIT"] + 0.5, s
+            assert s["%THRT"] >= 60.0 and s["%THRT"] <= s["%WAIT"] + 0.5, s
             assert set(s.nodes) == {"Throttled"}, s
             assert "throttled by its cgroup's CPU limit (0.2 CPU): " in why(loop.pid)
     finally:
