@@ -127,19 +127,26 @@ class Level1(ScriptedSampler):
 TD1 = next(s for s in ZEN4 if s.name == "topdown")
 
 
+def level1_app(main: Level1, extra: type[Counted], made: list[tuple[int, str, Counted]]) -> LiveApp:
+    """Live mode on ``topdown`` from ``main`` after one refresh, the ``t`` window's extra
+    sources made as ``extra`` (each recorded in ``made``)."""
+    app = LiveApp(
+        Options(show_idle=True),
+        main,
+        [TD1, TD2],
+        Services(host=Host(), drill=lambda _settings, pid, s: extra(made, pid, s)),
+    )
+    app.refresh()
+    return app
+
+
 def test_level_2_is_counted_for_the_selected_task_alone() -> None:
     """On ``topdown`` the window asks for a ``topdown2`` source on the selected process
     only, shows level 1 until it has counted, then its level 2; closing the window
     releases it; the main source is never reconfigured."""
     made: list[tuple[int, str, Counted]] = []
     main = Level1(1)
-    app = LiveApp(
-        Options(show_idle=True),
-        main,
-        [TD1, TD2],
-        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
-    )
-    app.refresh()
+    app = level1_app(main, Counted, made)
     keys(app, "t")  # opens it; the key's refresh already counts once
     assert [(pid, name) for pid, name, _ in made] == [(4242, "topdown2")]
     extra = made[0][2]
@@ -178,13 +185,7 @@ def test_the_extra_source_takes_the_settings_changed_live() -> None:
 
 def test_until_the_extra_source_counts_level_1_is_shown() -> None:
     made: list[tuple[int, str, Counted]] = []
-    app = LiveApp(
-        Options(show_idle=True),
-        Level1(1),
-        [TD1, TD2],
-        Services(host=Host(), drill=lambda _settings, pid, s: Counted(made, pid, s)),
-    )
-    app.refresh()
+    app = level1_app(Level1(1), Counted, made)
     app.apply(Reaction(opens=TreeWindow(("t",))))  # no refresh: the extra source has no frame yet
     body = [ln[1:].rstrip(" │") for ln in text(app, SIZE)]
     assert "PID 4242 (chase): bottleneck BE 45% of slots" in body
@@ -208,3 +209,52 @@ def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
         "PID 4242 (chase): bottleneck BE/Mem 36% of slots (counts scaled: they ran 50% of the time)"
     )
     assert body[i + 1].startswith("events ran: CYC 50%, RET 50%, UC 50%")
+
+
+#: A machine without a PMU: every count of the task missing (``CYC`` is in every node),
+#: where its time went known (% of the interval: run, wait, throttled, I/O).
+NO_PMU: dict[str, Any] = {"missing": "CYC", "time": [98.0, 0.0, 0.0, 0.0]}
+NO_PMU_LINE = "CYC: no PMU named 'cpu' on this machine"
+#: A terminal where the window holds the whole tree, its last line included.
+TALL = (150, 40)
+
+
+class Uncounted(Counted):
+    """The extra source on a machine without a PMU (:data:`NO_PMU`)."""
+
+    def __init__(self, made: list[tuple[int, str, Counted]], pid: int, screen: ScreenSpec) -> None:
+        super().__init__(made, pid, screen)
+        self.frame = NO_PMU
+        self.messages.say("open:CYC", NO_PMU_LINE, ["CYC"])
+
+
+class Level1Uncounted(Level1):
+    """The main source on that machine."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.messages.say("open:CYC", NO_PMU_LINE, ["CYC"])
+
+    def refresh(self) -> Frame:
+        self.refreshes += 1
+        return _frame(screen=TD1, **NO_PMU)
+
+
+def test_level_2_without_counts_says_why_last() -> None:
+    """Without a PMU the window still shows where the task's time went, and its last line
+    says why the top-down counts are missing, before the extra source has counted and
+    once it has (an AMD Zen 4 machine without a PMU: its ``topdown`` has a ``topdown2``)."""
+    made: list[tuple[int, str, Counted]] = []
+    app = level1_app(Level1Uncounted(1), Uncounted, made)
+    app.apply(Reaction(opens=TreeWindow(("t",))))  # no refresh: the extra source has no frame yet
+    for note in (
+        "level 2: counting screen 'topdown2' on PID 4242 alone",
+        "level 2 from screen 'topdown2', counted on PID 4242 alone",
+    ):
+        body = [ln[1:].rstrip(" │") for ln in text(app, TALL)]
+        assert "PID 4242 (chase): running 98% of its time; top-down: counts missing ('?')" in body
+        end = body.index(note)
+        assert body[end + 1] == f"top-down counts missing: {NO_PMU_LINE}"
+        assert body[end + 2].startswith("─")  # the last line: the box's bottom follows
+        app.refresh()  # the extra source counts: its level 2, and the same line last
+    assert made and made[0][2].refreshes >= 1

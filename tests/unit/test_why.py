@@ -20,7 +20,7 @@ from tiptop.outputs.batch import make_writer
 from tiptop.outputs.why import WhyWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.variables import RowFacts
+from tiptop.screens.variables import RowFacts, TimeFacts
 from tiptop.table.why import deeper, task_tree, tree_lines, tree_record, why_screen
 
 ZEN4 = builtin_screens(Target("x86", "19_11"))
@@ -44,14 +44,25 @@ COUNTS = {
 }
 
 
-def _frame(running: float = 1.0, missing: str | None = None, screen: ScreenSpec = TD2) -> Frame:
+def _frame(
+    running: float = 1.0,
+    missing: str | None = None,
+    screen: ScreenSpec = TD2,
+    time: list[float] | None = None,
+) -> Frame:
     aliases = [c.alias for c in screen.counters]
     d = np.array([[COUNTS[a] for a in aliases]])
     st = np.zeros(d.shape, np.uint8)
     if missing:
         st[0, aliases.index(missing)] = Status.UNREADABLE
     z = np.zeros(1)
-    facts = RowFacts(np.full(1, 99.0), z, z, z, 1.0, st[0, :1] * 0, st[0, :1] * 0)
+    spent = None  # where its time went, % of the interval: run, wait, throttled, I/O
+    if time is not None:
+        percent = np.array([time], float)
+        spent = TimeFacts(
+            percent, np.zeros(percent.shape, np.uint8), np.ones(1), z + np.nan, z + np.nan
+        )
+    facts = RowFacts(np.full(1, 99.0), z, z, z, 1.0, st[0, :1] * 0, st[0, :1] * 0, time=spent)
     cells = Evaluator(screen, aliases).evaluate(
         facts, CounterCells(d, st, d, st, np.full(d.shape, running))
     )
@@ -62,6 +73,8 @@ def _frame(running: float = 1.0, missing: str | None = None, screen: ScreenSpec 
         "status": cells.status[0].tolist(),
         "running": cells.running[0].tolist(),
     }
+    if time is not None:
+        row["time"] = time
     frame = builders.frame([row], screen)
     frame.counter_status = st  # the reads' statuses, as the sampler's frame has them
     return frame

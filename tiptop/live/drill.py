@@ -68,9 +68,9 @@ class Drill:
         if extra is None or extra.tree is None:
             why = f": {extra.reason}" if extra is not None and extra.reason else ""
             note = f"level 2: counting screen '{deeper}' on PID {pid} alone{why}"
-            return DrillDown(drill.tree, None, note)
+            return DrillDown(drill.tree, None, note, drill.missing)
         note = f"level 2 from screen '{deeper}', counted on PID {pid} alone"
-        return DrillDown(extra.tree, None, note)
+        return DrillDown(extra.tree, None, note, extra.missing)
 
     def _open(self, settings: Options, pid: int, screen: ScreenSpec) -> None:
         key = (settings.sampler_config(), pid, screen.name)

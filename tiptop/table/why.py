@@ -353,12 +353,14 @@ def tree_record(tree: TaskTree) -> dict[str, object]:
 
 @readonly
 class DrillDown:
-    """What the live drill-down window shows: the tree, or the one line why not, and a
-    note on a deeper level another screen has."""
+    """What the live drill-down window shows: the tree, or the one line why not, a note on
+    a deeper level another screen has, and why the tree's top-down counts are missing
+    where the time shares stand without them (``missing``: no PMU)."""
 
     tree: TaskTree | None
     reason: str | None = None
     note: str | None = None
+    missing: str | None = None
 
 
 def drill_down(
@@ -385,11 +387,12 @@ def drill_down(
         return DrillDown(None, f"PID {pid}: no row this refresh")
     more = deeper(screen, screens)
     note = f"level 2 is on screen '{more}' (+/- to switch)" if more else None
+    missing = None
     if tree.topdown_status not in VALUED:
         i = int(np.flatnonzero(frame.tid == pid)[0])
         lost = [a for a, s in zip(frame.counters, frame.counter_status[i], strict=True) if s]
         why = about(lost) or "its counters could not be read"
         if not tree.timed:
             return DrillDown(None, f"PID {pid} ({tree.command}): counts missing: {why}")
-        note = f"top-down counts missing: {why}"  # where its time went is known still
-    return DrillDown(tree, None, note)
+        missing = f"top-down counts missing: {why}"  # where its time went is known still
+    return DrillDown(tree, None, note, missing)

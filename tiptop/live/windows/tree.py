@@ -35,7 +35,8 @@ def tree_markup(drill: DrillDown) -> list[Markup]:
     alone when there is no tree; else the summary, the time each event ran when they were
     multiplexed, one line per node (``*`` on the critical
     path, label, share, a bar, ``>bound``, ``over`` highlighted, what usually helps), then
-    what the bottleneck means and the note on a deeper level."""
+    what the bottleneck means, the note on a deeper level and why the top-down counts are
+    missing (last: the whole line, however long)."""
     if drill.tree is None:
         alone: list[Markup] = [drill.reason or "no top-down tree"]
         return alone + ([drill.note] if drill.note else [])
@@ -52,8 +53,7 @@ def tree_markup(drill: DrillDown) -> list[Markup]:
     b = tree.bottleneck
     if b is not None:
         lines += ["", f"{b.label}: {b.meaning}"]
-    if drill.note:
-        lines.append(drill.note)
+    lines += [line for line in (drill.note, drill.missing) if line]
     return lines
 
 
