@@ -212,8 +212,8 @@ def test_multiplexed_counts_show_the_time_each_event_ran() -> None:
 
 
 #: A machine without a PMU: every count of the task missing (``CYC`` is in every node),
-#: where its time went known (% of the interval: run, wait, throttled, I/O).
-NO_PMU: dict[str, Any] = {"missing": "CYC", "time": [98.0, 0.0, 0.0, 0.0]}
+#: where its time went known (fractions of the interval: run, wait, throttled, I/O).
+NO_PMU: dict[str, Any] = {"missing": "CYC", "time": [0.98, 0.0, 0.0, 0.0]}
 NO_PMU_LINE = "CYC: no PMU named 'cpu' on this machine"
 #: A terminal where the window holds the whole tree, its last line included.
 TALL = (150, 40)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.support import builders
+from tests.unit.test_time_level import times
 from tiptop.cells import Status
 from tiptop.choices import Format
 from tiptop.frame import Frame
@@ -20,7 +21,7 @@ from tiptop.outputs.batch import make_writer
 from tiptop.outputs.why import WhyWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.evaluate import CounterCells, Evaluator
-from tiptop.screens.variables import RowFacts, TimeFacts
+from tiptop.screens.variables import RowFacts
 from tiptop.table.why import deeper, task_tree, tree_lines, tree_record, why_screen
 
 ZEN4 = builtin_screens(Target("x86", "19_11"))
@@ -50,18 +51,16 @@ def _frame(
     screen: ScreenSpec = TD2,
     time: list[float] | None = None,
 ) -> Frame:
+    """One row, task 4242 ``chase``, of ``screen`` from :data:`COUNTS`: ``missing`` an
+    alias whose count could not be read, ``time`` where its time went (fractions of the
+    interval: run, wait, throttled, I/O; unknown by default)."""
     aliases = [c.alias for c in screen.counters]
     d = np.array([[COUNTS[a] for a in aliases]])
     st = np.zeros(d.shape, np.uint8)
     if missing:
         st[0, aliases.index(missing)] = Status.UNREADABLE
     z = np.zeros(1)
-    spent = None  # where its time went, % of the interval: run, wait, throttled, I/O
-    if time is not None:
-        percent = np.array([time], float)
-        spent = TimeFacts(
-            percent, np.zeros(percent.shape, np.uint8), np.ones(1), z + np.nan, z + np.nan
-        )
+    spent = None if time is None else times([time])
     facts = RowFacts(np.full(1, 99.0), z, z, z, 1.0, st[0, :1] * 0, st[0, :1] * 0, time=spent)
     cells = Evaluator(screen, aliases).evaluate(
         facts, CounterCells(d, st, d, st, np.full(d.shape, running))
@@ -74,7 +73,7 @@ def _frame(
         "running": cells.running[0].tolist(),
     }
     if time is not None:
-        row["time"] = time
+        row["time"] = [100.0 * x for x in time]
     frame = builders.frame([row], screen)
     frame.counter_status = st  # the reads' statuses, as the sampler's frame has them
     return frame
