@@ -15,7 +15,7 @@ import pytest
 
 from tiptop.engine.scan.tasks import CLK_TCK, Facts, TaskScanner
 from tiptop.errors import TaskGone
-from tiptop.kernel.procfs import read_facts
+from tiptop.kernel.procfs import CMDLINE_READ, read_facts
 
 #: Above the largest pid_max (2^22, proc(5) /proc/sys/kernel/pid_max): never a live pid.
 NO_PID = 4194305
@@ -42,6 +42,32 @@ def test_real_child_cmdline_is_one_safe_line() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_real_child_cmdline_longer_than_one_read() -> None:
+    """A command line longer than one read (``procfs.CMDLINE_READ``) is read whole, to
+    its last byte; one of exactly that length too, whose full first read is followed by
+    an empty one."""
+    code = "import time; time.sleep(30)"
+    argv = [sys.executable, "-c", code]
+    for size in (3 * CMDLINE_READ + 123, CMDLINE_READ):
+        # /proc/PID/cmdline holds each argument and its NUL: arguments of at most 60000
+        # bytes (one may not exceed 32 pages: execve(2), "Limits on size of arguments").
+        args: list[str] = []
+        left = size - sum(len(a.encode()) + 1 for a in argv)
+        while left > 0:
+            n = min(60000, left) - 1
+            args.append("x" * (n - 1) + "Z" if n > 0 else "")
+            left -= n + 1
+        child = subprocess.Popen([*argv, *args])
+        try:
+            _wait_cmdline(child.pid, args[-1].encode() + b"\0")
+            assert len(Path(f"/proc/{child.pid}/cmdline").read_bytes()) == size
+            f = read_facts("/proc", child.pid, "python3")
+            assert f.cmdline == " ".join([*argv, *args])
+        finally:
+            child.kill()
+            child.wait()
 
 
 def test_zombie_and_vanished() -> None:

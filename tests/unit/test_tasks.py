@@ -56,6 +56,30 @@ def test_ownership_non_root_sees_own_real_uid_only(tmp_path: Path) -> None:
     assert only == {"other"}
 
 
+def test_root_without_u_marks_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mark (``dir_mark``: a stat(2) of ``/proc/PID``) is kept for another user's
+    process only: root without ``-u`` owns all and takes none; a user, or root with
+    ``-u``, takes one for each process examined."""
+    from tiptop.engine.scan import tasks
+
+    fp = FakeProc(tmp_path)
+    for pid, owner in ((10, 1000), (11, 0), (12, 1001)):
+        fp.add(pid, f"p{pid}", uid=owner)
+    marked: list[str] = []
+    real = tasks.dir_mark
+
+    def counted(path: str) -> tuple[int, int] | None:
+        marked.append(path)
+        return real(path)
+
+    monkeypatch.setattr(tasks, "dir_mark", counted)
+    cases: list[tuple[int, int | None, int]] = [(0, None, 0), (0, 1001, 3), (1000, None, 3)]
+    for euid, uid, marks in cases:
+        marked.clear()
+        TaskScanner(str(tmp_path), euid=euid, uid=uid).scan()
+        assert len(marked) == marks, (euid, uid)
+
+
 def test_name_and_cmdline_full_and_safe(tmp_path: Path) -> None:
     fp = FakeProc(tmp_path)
     fp.add(10, "tmux: server", cmdline=b"tmux\0new\0-s\0a b\nc\0")

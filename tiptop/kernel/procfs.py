@@ -150,7 +150,7 @@ def read_facts(proc_root: str, pid: int, comm: str) -> Facts:
         if len(_NAMES) >= 4096:
             _NAMES.clear()
         _NAMES[uid] = user = user_name(uid)
-    return Facts(uid, user, cmdline_text(_read_whole(f"{proc_root}/{pid}/cmdline"), comm))
+    return Facts(uid, user, cmdline_text(_read_cmdline(f"{proc_root}/{pid}/cmdline"), comm))
 
 
 def user_name(uid: int) -> str:
@@ -162,17 +162,26 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def _read_whole(path: str) -> bytes:
-    """The whole of a /proc file of any length (a command line may exceed a page); empty
-    when it cannot be read (gone, or another user's under ``hidepid``)."""
+#: Bytes asked of a command line at each read (:func:`_read_cmdline`).
+CMDLINE_READ = 65536
+
+
+def _read_cmdline(path: str) -> bytes:
+    """The whole of a ``/proc/PID/cmdline`` of any length (it may exceed a page); empty
+    when it cannot be read (gone, or another user's under ``hidepid``). A read shorter
+    than asked was at its end: the kernel fills what is asked but for the file's end or
+    memory it cannot read, which a read again would not get either (fs/proc/base.c,
+    ``get_mm_cmdline()``), so one read suffices for all but the longest."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return b""
     parts: list[bytes] = []
     try:
-        while chunk := os.read(fd, 65536):
+        while chunk := os.read(fd, CMDLINE_READ):
             parts.append(chunk)
+            if len(chunk) < CMDLINE_READ:
+                break
     except OSError:
         return b""
     finally:

@@ -183,8 +183,10 @@ class TaskScanner:
     # ------------------------------------------------------------------ processes
     def _examine(self, pid: int, st: Stat) -> Proc:
         """A process seen for the first time (or after an exec): ownership and filters."""
-        # Before the facts: an owner change after this look shows at the next one.
-        mark = dir_mark(f"{self.proc_root}/{pid}")
+        # Before the facts: an owner change after this look shows at the next one. Root
+        # without -u owns every process: no mark is ever kept, so none is taken.
+        every = self.euid == 0 and self.uid is None
+        mark = None if every else dir_mark(f"{self.proc_root}/{pid}")
         uid, user, cmdline = self._read_facts(pid, st.comm)
         ours = (self.euid == 0 or uid == self.euid) and (self.uid is None or uid == self.uid)
         watched = ours
