@@ -140,3 +140,38 @@ def test_opened_attrs_kept_are_never_another_group_s() -> None:
     for attrs in groups:
         kept, fresh = _as_opened(attrs), OpenedAttrs()(attrs)
         assert (kept.attrs, kept.enable_after) == (fresh.attrs, fresh.enable_after), attrs
+
+
+def test_opened_attrs_find_a_plan_tuple_by_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuple a plan hands for every task is found again without hashing or comparing
+    its attrs; an equal tuple made anew is found by value; past ``GIVEN_KEPT`` tuples kept
+    by identity, each is still given its own group."""
+    from tiptop.kernel import group
+    from tiptop.kernel.attr import Attr
+
+    memo = group.OpenedAttrs()
+    attrs = (Attr(type=1, config=0), Attr(type=1, config=2))
+    opened = memo(attrs)
+    calls: list[str] = []
+    eq, hash_ = Attr.__eq__, Attr.__hash__
+
+    def counted_eq(a: object, b: object) -> object:
+        calls.append("eq")
+        return eq(a, b)
+
+    def counted_hash(a: Attr) -> int:
+        calls.append("hash")
+        return hash_(a)
+
+    monkeypatch.setattr(Attr, "__eq__", counted_eq)
+    monkeypatch.setattr(Attr, "__hash__", counted_hash)
+    assert memo(attrs) is opened
+    assert calls == []
+    assert memo((Attr(type=1, config=0), Attr(type=1, config=2))) is opened
+    assert calls.count("hash") == 2
+    for k in range(group.GIVEN_KEPT + 3):
+        other = (Attr(type=1, config=k),)
+        assert memo(other).attrs[0].config == k
+        assert memo(other) is memo(other)
+    assert len(memo._given) <= group.GIVEN_KEPT
+    assert memo(attrs) is opened

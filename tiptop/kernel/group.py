@@ -130,8 +130,13 @@ class CounterGroup:
         fds, self.fds = self.fds, []
         self.n_fds = 0
         for fd in reversed(fds):
-            with contextlib.suppress(OSError):
+            # try, not contextlib.suppress: a context manager's enter and exit per fd,
+            # where a try costs nothing until it catches ("zero-cost" exceptions, What's
+            # New in Python 3.11); a run's end closes thousands.
+            try:  # noqa: SIM105
                 os.close(fd)
+            except OSError:
+                pass
 
     def __enter__(self) -> CounterGroup:
         return self
@@ -160,6 +165,10 @@ class OpenedGroup:
     enable_after: bool
 
 
+#: The most attrs tuples :class:`OpenedAttrs` keeps by identity.
+GIVEN_KEPT = 64
+
+
 class OpenedAttrs:
     """The :class:`OpenedGroup` for the attrs :func:`open_group` is given, kept by the given
     attrs' value.
@@ -170,16 +179,30 @@ class OpenedAttrs:
     when called), and the kernel only reads a struct (but for ``size``, which it sets to
     the one it wants once for all: ``_ffi.open_struct``), so an entry is never stale; the
     memo grows with the distinct groups opened (a few per screen, whatever the number of
-    tasks)."""
+    tasks).
+
+    A plan hands the very same tuple for every task: looked up first by identity (one dict
+    lookup in C, where a lookup by value hashes and compares each ``Attr`` in Python),
+    that tuple kept beside its group so that its ``id`` is never another's. Each new plan
+    (a screen switched to) brings new tuples: past ``GIVEN_KEPT`` they are all forgotten,
+    and found again by value."""
 
     def __init__(self) -> None:
         self._made: dict[tuple[Attr, ...], OpenedGroup] = {}
+        self._given: dict[int, tuple[Sequence[Attr], OpenedGroup]] = {}
 
     def __call__(self, attrs: Sequence[Attr]) -> OpenedGroup:
+        given = self._given.get(id(attrs))
+        if given is not None and given[0] is attrs:
+            return given[1]
         key = attrs if type(attrs) is tuple else tuple(attrs)
         made = self._made.get(key)
         if made is None:
             made = self._made[key] = self._make(key)
+        if type(attrs) is tuple:  # a list may change: only tuples are kept by identity
+            if len(self._given) >= GIVEN_KEPT:
+                self._given.clear()
+            self._given[id(attrs)] = (attrs, made)
         return made
 
     @staticmethod
