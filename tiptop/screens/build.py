@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from tiptop.errors import SpecError
 from tiptop.outside import printable, shown
@@ -41,7 +41,9 @@ from tiptop.vocab import TYPE_NAMES, PerfType
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
 
-@mutable
+# A dataclass's compiled __init__ (tiptop.readonly's docstring): every start makes the
+# built-in screens' 600-odd items (tiptop.screens.builtin_data).
+@dataclass(eq=False, slots=True)
 class RawItem:
     """One ``<counter>`` or ``<column>`` as written: attribute text and where it is."""
 

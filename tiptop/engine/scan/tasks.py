@@ -35,7 +35,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Set
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 
 from tiptop.engine.activity import Activity
@@ -66,6 +66,7 @@ from tiptop.kernel.procfs import (
     read_stat,
     uptime_ticks,
 )
+from tiptop.readonly import mutable
 
 __all__ = [
     "CLK_TCK",
@@ -82,9 +83,10 @@ __all__ = [
 ]
 
 
-@dataclass(eq=False, slots=True)
+@mutable
 class _Walk:
-    """One scan's working state, shared by its steps (:meth:`TaskScanner.scan`)."""
+    """One scan's working state, shared by its steps (:meth:`TaskScanner.scan`). Made once
+    a scan: a record that compiles nothing at import (``tiptop.readonly``)."""
 
     old: dict[int, Task]
     interval: float
