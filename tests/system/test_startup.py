@@ -45,6 +45,19 @@ def test_batch_imports_no_urwid_and_no_yaml(tmp_path: Path) -> None:
     assert {"tiptop.outputs.records", "tiptop.outputs.why", "tiptop.table.why"} & mods == set()
 
 
+def test_time_reads_are_imported_by_a_screen_with_time_columns_only(tmp_path: Path) -> None:
+    """The readers of where a task's time went (``engine.scan.times``, with the cgroup
+    reads it brings) come with a screen that shows it (``state``), not with one that does
+    not (``default``, its counters '?' where they do not open)."""
+    readers = {"tiptop.engine.scan.times", "tiptop.kernel.cgroup"}
+    for screen, wanted in (("default", set()), ("state", readers)):
+        args = ("-S", screen, "-b", "-n", "1", "-d", "0.01")
+        r, mods = imported(*args, cwd=tmp_path, env=_env(tmp_path))
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "tiptop.engine.sampler" in mods  # it sampled (and importtime was read)
+        assert readers & mods == wanted, screen
+
+
 def test_csv_output_brings_its_writer(tmp_path: Path) -> None:
     args = ("-b", "-n", "1", "-d", "0.01", "--format", "csv")
     r, mods = imported(*args, cwd=tmp_path, env=_env(tmp_path))

@@ -45,7 +45,6 @@ from tiptop.engine.count.plan import Planner, ScreenPlan
 from tiptop.engine.count.readout import CounterPlan
 from tiptop.engine.scan.task import same_tasks
 from tiptop.engine.scan.tasks import Scan, Task, TaskScanner
-from tiptop.engine.scan.times import TimeReader
 from tiptop.frame import CgroupCounts, Frame, FrameSource, SamplerConfig
 from tiptop.host import Host
 from tiptop.kernel.backend import Backend
@@ -56,6 +55,7 @@ from tiptop.screens.model import ScreenSpec
 
 if TYPE_CHECKING:
     from tiptop.engine.count.cgroups import CgroupCounters
+    from tiptop.engine.scan.times import TimeReader
 
 #: Idle tasks are still looked at once every SWEEP refreshes (see ``refresh``): their
 #: ``schedstat``, and their ``stat`` when they ran (``engine.scan.task.slept``).
@@ -172,11 +172,13 @@ class Sampler(FrameSource):
         for pid, starttime in self._trees.items():  # spawned commands' process trees
             self._scanner.add_tree_root(pid, starttime)
         #: Where the rows' time went, read when the screen needs it (``engine.scan.times``).
-        self._times = (
-            TimeReader(self.host, cfg.threads, self.host.clock.monotonic)
-            if self._screen_plan.evaluator.reads_time
-            else None
-        )
+        self._times: TimeReader | None = None
+        if self._screen_plan.evaluator.reads_time:
+            # Imported here: its module and the cgroup reads it brings are a part of every
+            # start that a screen without a time column need not pay (benchmarks/README.md).
+            from tiptop.engine.scan.times import TimeReader
+
+            self._times = TimeReader(self.host, cfg.threads, self.host.clock.monotonic)
         self._started = False
         self._iteration = 0
         self._tasks_total = 0
