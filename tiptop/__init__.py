@@ -15,13 +15,31 @@ numpy's modules, types and functions live as long as the process, and the collec
 the import would trigger find next to no garbage among them (a few hundred objects of
 ~30,000). The collector is then on again as it was, and no later collection, nor the
 interpreter's at exit, traverses them (benchmarks/README.md, tenth stop).
+:func:`imports_frozen` does the same for ``tiptop.cli``'s imports, and
 ``tiptop.cli.run`` freezes what start-up made the same way.
 """
 
+import contextlib as _contextlib
 import gc as _gc
 import os as _os
+from collections.abc import Iterator as _Iterator
 
 __version__ = "0.1.0"
+
+
+@_contextlib.contextmanager
+def imports_frozen() -> _Iterator[None]:
+    """Imports of modules that live as long as the process, made with the collector
+    paused, then what they made frozen, and the collector as it was (the module's
+    docstring)."""
+    collecting = _gc.isenabled()
+    _gc.disable()
+    try:
+        yield
+    finally:
+        _gc.freeze()
+        if collecting:
+            _gc.enable()
 
 
 def _import_numpy_without_blas_threads() -> None:
@@ -29,15 +47,11 @@ def _import_numpy_without_blas_threads() -> None:
     collector paused, and freeze what the import made."""
     name = "OPENBLAS_NUM_THREADS"
     before = _os.environ.get(name)
-    collecting = _gc.isenabled()
     _os.environ[name] = "1"
-    _gc.disable()
     try:
-        import numpy  # noqa: F401  (imported for its side effect: loaded once, here)
+        with imports_frozen():
+            import numpy  # noqa: F401  (imported for its side effect: loaded once, here)
     finally:
-        _gc.freeze()
-        if collecting:
-            _gc.enable()
         if before is None:
             del _os.environ[name]
         else:

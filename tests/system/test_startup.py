@@ -30,6 +30,18 @@ def imported(*args: str, **kw: object) -> tuple[subprocess.CompletedProcess[str]
     return r, mods
 
 
+def python_code(code: str, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code args`` (no stdin, output captured as text)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        **kw,  # type: ignore[call-overload]
+    )
+
+
 def tops(mods: set[str], *names: str) -> list[str]:
     """The modules of ``mods`` that belong to the packages ``names``."""
     return sorted(m for m in mods if m.split(".")[0] in names)
@@ -87,15 +99,7 @@ def test_what_start_up_made_is_frozen(tmp_path: Path) -> None:
     """Start-up's objects (modules, classes, screens, the plan: ~29,000) live as long as the
     run: frozen out of the collector's reach (``gc.freeze``), so that neither a collection
     during the run nor those of the interpreter's exit traverse them again."""
-    r = subprocess.run(
-        [sys.executable, "-c", _FROZEN],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=_env(tmp_path),
-    )
+    r = python_code(_FROZEN, cwd=tmp_path, env=_env(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     _, frozen, _, tracked = r.stdout.splitlines()[-1].split()
     assert int(frozen) > 10 * max(int(tracked), 1000)
@@ -117,17 +121,31 @@ def test_numpy_is_imported_with_the_collector_paused_then_frozen(before: str) ->
     """numpy's import (~30,000 objects that live as long as the process) runs no
     collection (33 here without the pause), leaves its objects frozen, and the collector as
     the importer had it."""
-    r = subprocess.run(
-        [sys.executable, "-c", _NUMPY_PAUSED, before],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    r = python_code(_NUMPY_PAUSED, before)
     assert r.returncode == 0, r.stderr[-2000:]
     collections, frozen, enabled, numpy_loaded = r.stdout.split()
     assert (collections, enabled, numpy_loaded) == ("0", str(before == "on"), "True")
     assert int(frozen) > 20_000
+
+
+_CLI_PAUSED = (
+    "import gc, tiptop\n"
+    "runs = []\n"
+    "gc.callbacks.append(lambda phase, info: runs.append(phase))\n"
+    "frozen = gc.get_freeze_count()\n"
+    "import tiptop.cli\n"
+    "print(runs.count('start'), gc.get_freeze_count() - frozen, gc.isenabled())\n"
+)
+
+
+def test_the_commands_modules_are_imported_with_the_collector_paused_then_frozen() -> None:
+    """``tiptop.cli``'s imports (every command's own modules) run no collection (about
+    ten without the pause), leave what they made frozen, and the collector on again."""
+    r = python_code(_CLI_PAUSED)
+    assert r.returncode == 0, r.stderr[-2000:]
+    collections, frozen, enabled = r.stdout.split()
+    assert (collections, enabled) == ("0", "True")
+    assert int(frozen) > 3_000
 
 
 def _env(home: Path) -> dict[str, str]:
