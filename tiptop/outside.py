@@ -26,13 +26,27 @@ and newlines prometheus_client escapes). Making text printable again changes not
 
 from __future__ import annotations
 
-#: Each character a terminal may obey, as the escape that shows it (module docstring).
-_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
-_ESCAPES |= {ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"}
-_ESCAPES |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
-_ESCAPES |= {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
-# ``surrogateescape`` keeps byte 0xNN (0x80..0xff) of text that is not UTF-8 as U+DCNN.
-_ESCAPES |= {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
+from functools import cache
+
+#: Each ASCII character a terminal may obey, as the escape that shows it (module
+#: docstring): all that text of ASCII alone can hold.
+_ASCII_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+_ASCII_ESCAPES |= {ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"}
+
+
+@cache
+def _all_escapes() -> dict[int, str]:
+    """Each character a terminal may obey, as the escape that shows it (module docstring):
+    made when text that is not ASCII first comes (its 2,048 surrogates cost every start
+    that shows none a part of a millisecond), then kept: a constant, never stale."""
+    escapes = dict(_ASCII_ESCAPES)
+    escapes |= {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
+    escapes |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
+    escapes |= {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+    # ``surrogateescape`` keeps byte 0xNN (0x80..0xff) of text that is not UTF-8 as U+DCNN.
+    escapes |= {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
+    return escapes
+
 
 #: The most characters of a user's value quoted in a message (:func:`shown`).
 SHOWN_MAX = 60
@@ -41,7 +55,8 @@ SHOWN_MAX = 60
 def printable(text: str) -> str:
     """``text`` with every character a terminal may obey written as an escape (``\\n``,
     ``\\x1b``, ``\\x9b``): always one line, never a sequence a terminal acts on."""
-    return text.translate(_ESCAPES)
+    # ``isascii`` reads a flag of the string (no scan); ASCII needs the small table only.
+    return text.translate(_ASCII_ESCAPES if text.isascii() else _all_escapes())
 
 
 def decoded(raw: bytes) -> str:

@@ -70,6 +70,29 @@ def test_random_bytes_never_raise_and_come_out_clean() -> None:
         assert len(text.splitlines()) <= 1
 
 
+def test_every_character_is_escaped_the_same_ascii_or_not() -> None:
+    """Each of the first 65,536 code points alone, and after a non-ASCII one: the same
+    escape either way (the table for ASCII text is the whole table's ASCII part), a
+    character a terminal obeys or a surrogate never left as it is."""
+    for c in range(0x10000):
+        ch = chr(c)
+        alone, among = printable(ch), printable("\u00e9" + ch)[1:]
+        assert alone == among, hex(c)
+        assert (alone == ch) == (ch not in OBEYED and not 0xD800 <= c < 0xE000), hex(c)
+
+
+def test_ascii_text_never_makes_the_whole_table() -> None:
+    """Text of ASCII alone, the common case, is shown without the table of every escape
+    (2,048 surrogates), which the first text that is not ASCII makes."""
+    from tiptop.outside import _all_escapes
+
+    _all_escapes.cache_clear()  # as at start-up: not made yet
+    assert printable("top\x1b[2J\n") == "top\\x1b[2J\\n"
+    assert _all_escapes.cache_info().currsize == 0
+    assert printable("caf\u00e9\x9b") == "caf\u00e9\\x9b"
+    assert _all_escapes.cache_info().currsize == 1
+
+
 def test_shown_quotes_a_value_escaped_and_cut() -> None:
     assert shown("\x9b" * 100, 4) == "\\x9b\\x9b\\x9b\\x9b... (100 characters)"
 
