@@ -312,7 +312,7 @@ def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> N
 
     # As on the CPU that ``make cpus`` names (Host.read() in this process too): Zen 4's
     # ``topdown`` has a deeper screen; QEMU's generic EPYC's shows generic stall events,
-    # no tree, and no other screen has a top-down one.
+    # no tree, and no other screen has a top-down one: ``state`` is named.
     topdown = next(s for s in builtin_screens(host_target()) if s.name == "topdown")
     command = [*TIPTOP, "-d", "30", "-i", "-S", "topdown"]
     t = Tmux(command, tmp_path, cols=size[0], rows=size[1])
@@ -321,8 +321,10 @@ def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> N
         t.keys("t")
         t.wait(has("Top-down tree of PID"), "the drill-down window")
         body = read_window(t, "Top-down tree of PID")
-        if not has_tree(topdown):
-            assert body == "no top-down tree for this CPU: no screen has one", body
+        if not has_tree(topdown):  # the time screen has the tree that needs no PMU
+            assert body == "no top-down tree for this CPU: 'state' has where the time went (+/-)", (
+                body
+            )
         else:  # where its time went is known without a PMU: the summary, the machine's line
             assert re.match(r"PID \d+ \(.*\): ", body) and " machine: " in body, body
             if hardware_pmu_error() is not None:  # and it says, whole, what the tree lacks

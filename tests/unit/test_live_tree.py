@@ -17,6 +17,7 @@ from tiptop.live.reaction import Reaction
 from tiptop.live.services import Services
 from tiptop.live.windows.tree import TreeWindow
 from tiptop.options import Options
+from tiptop.screens import Target, builtin_screens
 from tiptop.screens.model import ScreenSpec
 
 SIZE = (150, 24)
@@ -88,6 +89,19 @@ def test_without_a_tree_one_line() -> None:
     top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
     assert "no top-down tree for this CPU: no screen has one" in lines[top + 1]
     assert "─" in lines[top + 2]
+
+
+def test_where_no_cpu_tree_is_it_names_the_time_screen() -> None:
+    """Zen 3 has no top-down screen: ``t`` on ``default`` points to ``state``, whose tree
+    (where the time went) needs no PMU."""
+    zen3 = builtin_screens(Target("x86", "19_01"))
+    app = LiveApp(Options(), ScriptedSampler(2), zen3, Services(host=Host()))
+    app.source.start()
+    app.refresh()
+    keys(app, "t")
+    lines = text(app, (100, 12))
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
+    assert "no top-down tree for this CPU: 'state' has where the time went (+/-)" in lines[top + 1]
 
 
 def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:

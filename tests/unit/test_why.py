@@ -22,7 +22,14 @@ from tiptop.outputs.why import WhyWriter
 from tiptop.screens import ScreenSpec, Target, builtin_screens
 from tiptop.screens.evaluate import CounterCells, Evaluator
 from tiptop.screens.variables import RowFacts
-from tiptop.table.why import deeper, task_tree, tree_lines, tree_record, why_screen
+from tiptop.table.why import (
+    deeper,
+    task_tree,
+    time_screen,
+    tree_lines,
+    tree_record,
+    why_screen,
+)
 
 ZEN4 = builtin_screens(Target("x86", "19_11"))
 TD2 = next(s for s in ZEN4 if s.name == "topdown2")
@@ -152,3 +159,9 @@ def test_which_screen() -> None:
     neoverse = builtin_screens(Target("arm64", "41_D40"))
     assert neoverse[why_screen(neoverse) or 0].name == "topdown"  # level 1 only there
     assert why_screen(builtin_screens(Target("x86", "19_01"))) is None  # Zen 3: no tree
+
+
+def test_the_time_screen_where_no_cpu_tree_is() -> None:
+    zen3 = builtin_screens(Target("x86", "19_01"))
+    assert zen3[time_screen(zen3) or 0].name == "state"
+    assert time_screen([s for s in zen3 if s.name != "state"]) is None

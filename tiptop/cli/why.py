@@ -13,17 +13,12 @@ from tiptop.cli.screens import ScreenSet
 from tiptop.errors import TiptopError
 from tiptop.host import Host
 from tiptop.options import Options
-from tiptop.table.why import deeper, has_tree, why_screen
+from tiptop.table.why import deeper, has_tree, time_screen, why_screen
 
 if TYPE_CHECKING:
     from tiptop.screens.model import ScreenSpec
 
-__all__ = ["TIME_SCREEN", "why_setup"]
-
-
-#: The screen ``--why`` falls back to where no top-down tree counts: where the task's time
-#: went, from the kernel's own accounting (no PMU needed).
-TIME_SCREEN = "state"
+__all__ = ["why_setup"]
 
 
 def why_setup(
@@ -67,12 +62,12 @@ def _pick(loaded: ScreenSet, host: Host, pid: int) -> tuple[int, ScreenSpec, str
         if not total or ok:
             return found, loaded.screens[found], None
         missing = reason.partition(": ")[2] or reason  # the reason, not the counter's alias
-    for i, s in enumerate(loaded.screens):
-        if s.name == TIME_SCREEN:
-            note = (
-                "(where its time goes, from the kernel's accounting; where it runs, a "
-                "hardware PMU would split that time into front end, bad speculation, back "
-                f"end and retiring: {missing}; --where {pid} says in which functions)"
-            )
-            return i, s, note
-    raise TiptopError(f"--why {pid}: no screen with a tree can count here ({missing})")
+    timed = time_screen(loaded.screens)
+    if timed is None:
+        raise TiptopError(f"--why {pid}: no screen with a tree can count here ({missing})")
+    note = (
+        "(where its time goes, from the kernel's accounting; where it runs, a "
+        "hardware PMU would split that time into front end, bad speculation, back "
+        f"end and retiring: {missing}; --where {pid} says in which functions)"
+    )
+    return timed, loaded.screens[timed], note

@@ -35,6 +35,7 @@ __all__ = [
     "share_text",
     "summary",
     "task_tree",
+    "time_screen",
     "tree_head",
     "tree_lines",
     "tree_record",
@@ -43,6 +44,10 @@ __all__ = [
 
 #: The screens ``--why`` prefers, deepest first.
 WHY_SCREENS = ("topdown2", "topdown")
+
+#: The screen ``--why`` and the live drill-down fall back to where no top-down tree counts:
+#: where the task's time went, from the kernel's own accounting (no PMU needed).
+TIME_SCREEN = "state"
 
 
 def _bound(screen: ScreenSpec) -> tuple[int, BoundPath] | None:
@@ -63,6 +68,15 @@ def why_screen(screens: Sequence[ScreenSpec]) -> int | None:
         for i, s in enumerate(screens):
             if s.name == name and has_tree(s):
                 return i
+    return None
+
+
+def time_screen(screens: Sequence[ScreenSpec]) -> int | None:
+    """The index of the time screen (``state``) when it is loaded with its tree of where
+    the time went; None otherwise."""
+    for i, s in enumerate(screens):
+        if s.name == TIME_SCREEN and has_tree(s):
+            return i
     return None
 
 
@@ -371,15 +385,25 @@ def drill_down(
     about: Callable[[Sequence[str]], str | None] = lambda _a: None,
 ) -> DrillDown:
     """The tree of process ``pid`` on ``screen``, or why there is none in one line: the
-    screen has no tree (and which screen has one, if any), no task is selected, or the
+    screen has no tree (and which screen has one: a top-down one, else the time screen
+    where no CPU tree is, as ``--why`` falls back to), no task is selected, or the
     counts are missing (``about(aliases)``: the message log's line about them, e.g. no
     PMU)."""
     if not has_tree(screen):
         other = why_screen(screens)
-        if other is None:
+        if other is not None:
+            name = screens[other].name
+            return DrillDown(
+                None, f"screen '{screen.name}' has no top-down tree: '{name}' has (+/-)"
+            )
+        # No PMU tree here: where the time went needs none, as --why's fallback.
+        timed = time_screen(screens)
+        if timed is None:
             return DrillDown(None, "no top-down tree for this CPU: no screen has one")
-        name = screens[other].name
-        return DrillDown(None, f"screen '{screen.name}' has no top-down tree: '{name}' has (+/-)")
+        name = screens[timed].name
+        return DrillDown(
+            None, f"no top-down tree for this CPU: '{name}' has where the time went (+/-)"
+        )
     if pid is None:
         return DrillDown(None, "no task selected (no row shown)")
     tree = task_tree(frame, screen, pid)
