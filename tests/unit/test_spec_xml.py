@@ -11,7 +11,6 @@ import pytest
 
 from tiptop.errors import SpecError
 from tiptop.screens import (
-    ConfigSpec,
     NamedEvent,
     NumericEvent,
     ScreenSpec,
@@ -246,4 +245,5 @@ def test_export_keeps_constants_and_whitespace_exactly() -> None:
 
 
 def test_empty_config() -> None:
-    assert load_text("<tiptop/>", Target()) == ConfigSpec(path=None)
+    empty = load_text("<tiptop/>", Target())
+    assert (empty.path, empty.options, empty.screens, empty.problems) == (None, {}, [], [])

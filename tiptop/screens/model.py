@@ -8,10 +8,10 @@ and ``readonly``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import SpecError
-from tiptop.readonly import by_value
+from tiptop.readonly import by_value, mutable
 from tiptop.vocab import event_name
 
 
@@ -206,7 +206,7 @@ class ScreenSpec:
         raise KeyError(alias)
 
 
-@dataclass
+@mutable
 class ConfigSpec:
     """A whole loaded file: options in file order (last one wins), screens, and every
     problem met while loading (each a :class:`SpecError` with path, line and column; the

@@ -27,15 +27,15 @@ so they moved, and its ``stat`` is read (``engine.count.exits``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from tiptop.kernel.procfs import names_this_process
+from tiptop.readonly import mutable
 
 #: Calls between two listings at most, whatever loadavg says (a PID chosen by the caller).
 RELIST = 16
 
 
-@dataclass(eq=False, slots=True)
+@mutable
 class _Kept:
     """A listing kept, and what it stands for: the last PID made when it was taken
     (``made``), whether that PID had shown by then (``settled``: the same one named at the
