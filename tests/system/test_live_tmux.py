@@ -322,9 +322,8 @@ def test_drill_down_opens_and_closes(tmp_path: Path, size: tuple[int, int]) -> N
         t.wait(has("Top-down tree of PID"), "the drill-down window")
         body = read_window(t, "Top-down tree of PID")
         if not has_tree(topdown):  # the time screen has the tree that needs no PMU
-            assert body == "no top-down tree for this CPU: 'state' has where the time went (+/-)", (
-                body
-            )
+            said = "no top-down tree for this CPU: 'state' has where the time went (+/-)"
+            assert body == said, body
         else:  # where its time went is known without a PMU: the summary, the machine's line
             assert re.match(r"PID \d+ \(.*\): ", body) and " machine: " in body, body
             if hardware_pmu_error() is not None:  # and it says, whole, what the tree lacks
