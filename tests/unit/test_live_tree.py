@@ -91,27 +91,27 @@ def test_without_a_tree_one_line() -> None:
     assert "─" in lines[top + 2]
 
 
+def window_line(screens: list[ScreenSpec]) -> str:
+    """The drill-down window's first line after ``t`` on the first of ``screens``."""
+    app = LiveApp(Options(), ScriptedSampler(2), screens, Services(host=Host()))
+    app.source.start()
+    app.refresh()
+    keys(app, "t")
+    lines = text(app, (100, 12))
+    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
+    return lines[top + 1]
+
+
 def test_where_no_cpu_tree_is_it_names_the_time_screen() -> None:
     """Zen 3 has no top-down screen: ``t`` on ``default`` points to ``state``, whose tree
     (where the time went) needs no PMU."""
-    zen3 = builtin_screens(Target("x86", "19_01"))
-    app = LiveApp(Options(), ScriptedSampler(2), zen3, Services(host=Host()))
-    app.source.start()
-    app.refresh()
-    keys(app, "t")
-    lines = text(app, (100, 12))
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
-    assert "no top-down tree for this CPU: 'state' has where the time went (+/-)" in lines[top + 1]
+    line = window_line(builtin_screens(Target("x86", "19_01")))
+    assert "no top-down tree for this CPU: 'state' has where the time went (+/-)" in line
 
 
 def test_on_a_screen_without_a_tree_it_names_the_one_with() -> None:
-    app = LiveApp(Options(), ScriptedSampler(2), [DEFAULT, TD2], Services(host=Host()))
-    app.source.start()
-    app.refresh()
-    keys(app, "t")
-    lines = text(app, (100, 12))
-    top = next(i for i, ln in enumerate(lines) if "Top-down tree of PID" in ln)
-    assert "screen 'default' has no top-down tree: 'topdown2' has (+/-)" in lines[top + 1]
+    line = window_line([DEFAULT, TD2])
+    assert "screen 'default' has no top-down tree: 'topdown2' has (+/-)" in line
 
 
 class Counted(TreeSource):
