@@ -23,9 +23,12 @@ without compiling (:func:`_assigning_init`; a record's own ``__init__`` stays):
   ``__setattr__`` and ``__delattr__`` are not made, the type checker's guard standing for
   them as for ``@readonly``.
 * ``@mutable``: working state (a scan, a frame being filled), assigned as it goes and
-  compared by identity. The records made per task, which keep their fields in
-  ``__slots__`` and are made by the hundred each refresh, stay
-  ``@dataclass(eq=False, slots=True)``: their compiled ``__init__`` is the faster one.
+  compared by identity.
+
+The records made by the hundred at each refresh or start (a task, the built-in screens'
+items) are :class:`Slotted` classes instead: their fields in ``__slots__`` and an
+``__init__`` written out, as fast as the one a dataclass compiles and compiled with their
+module's bytecode, not as it is imported; they are compared by identity.
 
 The guard that ``frozen=True`` gave at run time is the type checker's, which CI runs on
 tiptop/.
@@ -189,3 +192,25 @@ def _record_repr(self: DataclassInstance) -> str:
     """A record as a dataclass's generated ``__repr__`` writes it."""
     shown = (f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
     return f"{type(self).__qualname__}({', '.join(shown)})"
+
+
+class Slotted:
+    """Base of the records made by the hundred (the module's docstring): their fields are
+    the ``__slots__`` of the classes below it, set by their own ``__init__``; ``repr``
+    writes them as a dataclass's does, ``Name(field=value, ...)``, in ``__slots__``
+    order."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        names = (n for c in reversed(type(self).__mro__) for n in c.__dict__.get("__slots__", ()))
+        shown = (f"{n}={_slot_text(self, n)}" for n in names)
+        return f"{type(self).__qualname__}({', '.join(shown)})"
+
+
+def _slot_text(record: Slotted, name: str) -> str:
+    """The ``repr`` of ``record``'s slot ``name``, or ``<unset>`` where nothing was put."""
+    try:
+        return repr(getattr(record, name))
+    except AttributeError:
+        return "<unset>"

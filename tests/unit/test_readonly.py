@@ -253,3 +253,31 @@ def test_the_type_checker_refuses_an_assignment(tmp_path: Path) -> None:
     assert 'use.py:20: error: Property "x" defined in "Rec" is read-only' in out
     assert 'use.py:21: error: Property "x" defined in "Key" is read-only' in out
     assert "use.py:22" not in out and "Found 2 errors" in out
+
+
+def test_slotted_records_repr_their_slots_and_take_no_other_attribute() -> None:
+    """A :class:`~tiptop.readonly.Slotted` record (a task, made by the hundred each
+    refresh): its ``repr`` writes every slot, the subclass's after its bases', as a
+    dataclass's does; a slot its ``__init__`` left unset says so; and an attribute it does
+    not declare is refused (no ``__dict__``), as ``slots=True`` did."""
+    from tiptop.engine.scan.task import Task
+    from tiptop.readonly import Slotted
+
+    class Base(Slotted):
+        __slots__ = ("a",)
+
+        def __init__(self) -> None:
+            self.a = 1
+
+    class Rec(Base):
+        __slots__ = ("b", "c")
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.b = "x'y"
+
+    assert repr(Rec()).endswith('Rec(a=1, b="x\'y", c=<unset>)')
+    t = Task(7, 7, 1000, 0, "root", "t", "t", 1, "S", 0, 0, 0)
+    assert "tid=7" in repr(t) and "key=(7, 1000)" in repr(t) and "new=True" in repr(t)
+    with pytest.raises(AttributeError):
+        t.cpu_totl = 1.0  # type: ignore[attr-defined]

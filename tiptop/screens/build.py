@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import SpecError
 from tiptop.outside import printable, shown
-from tiptop.readonly import mutable
+from tiptop.readonly import Slotted, mutable
 from tiptop.screens.columns import compiled
 from tiptop.screens.expr import compile_column, evaluate_config
 from tiptop.screens.gating import gate
@@ -41,18 +41,27 @@ from tiptop.vocab import TYPE_NAMES, PerfType
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/=,+@\-]*\Z")
 
 
-# A dataclass's compiled __init__ (tiptop.readonly's docstring): every start makes the
-# built-in screens' 600-odd items (tiptop.screens.builtin_data).
-@dataclass(eq=False, slots=True)
-class RawItem:
-    """One ``<counter>`` or ``<column>`` as written: attribute text and where it is."""
+class RawItem(Slotted):
+    """One ``<counter>`` or ``<column>`` as written: attribute text and where it is. A
+    :class:`~tiptop.readonly.Slotted` record: every start makes the built-in screens'
+    600-odd items (tiptop.screens.builtin_data)."""
 
-    kind: str  # "counter" | "column"
-    attrs: dict[str, str]
-    line: int | None = None
-    column: int | None = None
-    #: Position (line, 1-based column) of each attribute value's first character.
-    value_pos: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    __slots__ = ("attrs", "column", "kind", "line", "value_pos")
+
+    def __init__(
+        self,
+        kind: str,
+        attrs: dict[str, str],
+        line: int | None = None,
+        column: int | None = None,
+        value_pos: dict[str, tuple[int | None, int | None]] | None = None,
+    ) -> None:
+        self.kind = kind  # "counter" | "column"
+        self.attrs = attrs
+        self.line = line
+        self.column = column
+        #: Position (line, 1-based column) of each attribute value's first character.
+        self.value_pos = {} if value_pos is None else value_pos
 
 
 @mutable

@@ -11,59 +11,96 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import CLK_TCK, Stat, process_cpu_ns, read_file
-from tiptop.readonly import mutable
+from tiptop.readonly import Slotted, mutable
 
 #: A task's identity: ``(tid, starttime)`` (see the module doc).
 Identity = tuple[int, int]
 
 
-@dataclass(eq=False, slots=True)
-class Task:
+class Task(Slotted):
     """One watched task (a process in process mode, a thread with ``-H``).
 
     The ``cpu_*`` values are percentages of one CPU over the last interval; ``new`` is true
     in the scan that discovered it (its CPU values then mean nothing yet).
     """
 
-    tid: int
-    pid: int
-    starttime: int
-    uid: int
-    user: str
-    name: str
-    cmdline: str
-    num_threads: int
-    state: str
-    processor: int
-    utime: int
-    stime: int
-    #: Lifetime-average %CPU at discovery (for busy-first attach).
-    cpu_lifetime: float = 0.0
-    cpu_total: float = 0.0
-    cpu_sys: float = 0.0
-    cpu_user: float = 0.0
-    new: bool = True
-    #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
-    #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
-    final: bool = False
-    #: Its time on a CPU (ns, :data:`RunTime`) at its discovery or when last found asleep
-    #: (:func:`slept`); 0 when that could not be read.
-    runtime: int = 0
-    #: Ticks it waited for block I/O (``stat`` field 42, :attr:`Stat.blkio`) at its last look.
-    blkio: int = 0
-    #: How many times its ``stat`` was read afresh (:func:`account`): what changed since a
-    #: mark taken earlier says whether it ran since (``engine.scan.times``).
-    looked: int = 0
-    #: The identity ``(tid, starttime)``, made once (looked up for every task at every
-    #: refresh); ``tid`` and ``starttime`` never change.
-    key: tuple[int, int] = field(init=False)
+    __slots__ = (
+        "blkio",
+        "cmdline",
+        "cpu_lifetime",
+        "cpu_sys",
+        "cpu_total",
+        "cpu_user",
+        "final",
+        "key",
+        "looked",
+        "name",
+        "new",
+        "num_threads",
+        "pid",
+        "processor",
+        "runtime",
+        "starttime",
+        "state",
+        "stime",
+        "tid",
+        "uid",
+        "user",
+        "utime",
+    )
 
-    def __post_init__(self) -> None:
-        self.key = (self.tid, self.starttime)
+    def __init__(
+        self,
+        tid: int,
+        pid: int,
+        starttime: int,
+        uid: int,
+        user: str,
+        name: str,
+        cmdline: str,
+        num_threads: int,
+        state: str,
+        processor: int,
+        utime: int,
+        stime: int,
+    ) -> None:
+        self.tid = tid
+        self.pid = pid
+        self.starttime = starttime
+        self.uid = uid
+        self.user = user
+        self.name = name
+        self.cmdline = cmdline
+        self.num_threads = num_threads
+        self.state = state
+        self.processor = processor
+        self.utime = utime
+        self.stime = stime
+        #: Lifetime-average %CPU at discovery (for busy-first attach).
+        self.cpu_lifetime = 0.0
+        self.cpu_total = 0.0
+        self.cpu_sys = 0.0
+        self.cpu_user = 0.0
+        self.new = True
+        #: Its final CPU times were read (seen as a zombie before its parent reaped it), so
+        #: its last interval's %CPU is exact; a task gone without that was reaped unseen.
+        self.final = False
+        #: Its time on a CPU (ns, :data:`RunTime`) at its discovery or when last found
+        #: asleep (:func:`slept`); 0 when that could not be read.
+        self.runtime = 0
+        #: Ticks it waited for block I/O (``stat`` field 42, :attr:`Stat.blkio`) at its
+        #: last look.
+        self.blkio = 0
+        #: How many times its ``stat`` was read afresh (:func:`account`): what changed since
+        #: a mark taken earlier says whether it ran since (``engine.scan.times``).
+        self.looked = 0
+        #: The identity ``(tid, starttime)``, made once (looked up for every task at every
+        #: refresh); ``tid`` and ``starttime`` never change.
+        self.key: Identity = (tid, starttime)
 
 
 @mutable
@@ -119,24 +156,37 @@ def account(t: Task, st: Stat, interval: float) -> None:
     t.looked += 1
 
 
-@dataclass(eq=False, slots=True)
-class Proc:
+class Proc(Slotted):
     """What the scanner knows of one process identity (watched or not): its facts, read
     once per identity, and whether it is watched."""
 
-    pid: int
-    starttime: int
-    comm: str
-    uid: int
-    user: str
-    cmdline: str
-    watched: bool
-    #: Not ours (another user's, or not the ``-u`` user's): its ``/proc/PID`` inode and
-    #: owner when examined (:func:`dir_mark`); None for our own processes.
-    foreign: tuple[int, int] | None = None
-    #: Its CPU-time clock (ns) at its last look where that was asked (ours but not
-    #: watched: ``-p``, a name filter; or watched with ``-H``), -1 before one (:func:`stood`).
-    ran: int = -1
+    __slots__ = ("cmdline", "comm", "foreign", "pid", "ran", "starttime", "uid", "user", "watched")
+
+    def __init__(
+        self,
+        pid: int,
+        starttime: int,
+        comm: str,
+        uid: int,
+        user: str,
+        cmdline: str,
+        watched: bool,
+        foreign: tuple[int, int] | None = None,
+    ) -> None:
+        self.pid = pid
+        self.starttime = starttime
+        self.comm = comm
+        self.uid = uid
+        self.user = user
+        self.cmdline = cmdline
+        self.watched = watched
+        #: Not ours (another user's, or not the ``-u`` user's): its ``/proc/PID`` inode and
+        #: owner when examined (:func:`dir_mark`); None for our own processes.
+        self.foreign = foreign
+        #: Its CPU-time clock (ns) at its last look where that was asked (ours but not
+        #: watched: ``-p``, a name filter; or watched with ``-H``), -1 before one
+        #: (:func:`stood`).
+        self.ran = -1
 
 
 def stood(p: Proc) -> bool:

@@ -9,24 +9,26 @@ that did not run and hands the scanner the ones it read afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tiptop.engine.activity import Activity
 from tiptop.engine.scan.listing import ProcListing
 from tiptop.engine.scan.task import Proc, RunTime, Task, rest, stood
 from tiptop.errors import TaskGone
 from tiptop.kernel.procfs import Stat, list_threads
+from tiptop.readonly import Slotted
 
 
-@dataclass(eq=False, slots=True)
-class AtRest:
+class AtRest(Slotted):
     """The threads of a process none of which ran, kept whole (:meth:`ThreadRows.at_rest`):
     its listing (``tids``: the very list ``ThreadRows.listed`` holds), its rows in that
     order and those of them that were runnable when last looked at."""
 
-    tids: list[int]
-    rows: list[tuple[int, Task]]
-    runnable: list[Task]
+    __slots__ = ("rows", "runnable", "tids")
+
+    def __init__(self, tids: list[int], rows: list[tuple[int, Task]], runnable: list[Task]) -> None:
+        self.tids = tids
+        self.rows = rows
+        self.runnable = runnable
 
 
 class ThreadRows:

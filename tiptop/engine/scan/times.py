@@ -40,7 +40,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,6 +50,7 @@ from tiptop.frame import Context, Pressure
 from tiptop.host import Host
 from tiptop.kernel import cgroup, machine
 from tiptop.kernel.procfs import CLK_TCK, list_threads, read_schedstat, read_stat, uptime_ticks
+from tiptop.readonly import Slotted, mutable
 from tiptop.screens.variables import IO, RUN, THROTTLED, TIME_PARTS, WAIT, TimeFacts
 
 __all__ = ["TimeReader"]
@@ -65,25 +65,28 @@ CGROUP_EXPIRY = 64
 Counts = tuple[int, int, int]
 
 
-@dataclass(eq=False, slots=True)
-class _Seen:
+class _Seen(Slotted):
     """What was read of one row's task last time: its scanner ``looked`` mark and each
     thread's counts."""
 
-    looked: int
-    threads: dict[int, Counts] = field(default_factory=dict)
-    #: No ``schedstat`` could be read for it.
-    unreadable: bool = False
-    #: Seconds of wait shown before the kernel credited them (a task queued all along,
-    #: see the module doc), taken off its main thread's next credited wait.
-    ahead: float = 0.0
-    #: Its process's cgroup in the ``cpu`` hierarchy ("" for none; None: not read yet),
-    #: read when it first ran and again whenever it waited (a process may be moved to
-    #: another cgroup: stale until then, which matters only to a task that waits).
-    cgroup: str | None = None
+    __slots__ = ("ahead", "cgroup", "looked", "threads", "unreadable")
+
+    def __init__(self, looked: int) -> None:
+        self.looked = looked
+        self.threads: dict[int, Counts] = {}
+        #: No ``schedstat`` could be read for it.
+        self.unreadable = False
+        #: Seconds of wait shown before the kernel credited them (a task queued all along,
+        #: see the module doc), taken off its main thread's next credited wait.
+        self.ahead = 0.0
+        #: Its process's cgroup in the ``cpu`` hierarchy ("" for none; None: not read
+        #: yet), read when it first ran and again whenever it waited (a process may be
+        #: moved to another cgroup: stale until then, which matters only to a task that
+        #: waits).
+        self.cgroup: str | None = None
 
 
-@dataclass(eq=False, slots=True)
+@mutable
 class _Cgroup:
     """One cgroup of the ``cpu`` controller: its throttled ns at its last read and when,
     and its CPU limit (None for none) as read at refresh ``limit_read``."""
