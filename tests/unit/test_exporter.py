@@ -152,9 +152,16 @@ def test_cgroup_line_of_v2_then_v1(tmp_path: Path) -> None:
     cache = CgroupCache(str(tmp_path))
     assert cache.label(7) == "sshd" and cache.label(8) == "/"
     (tmp_path / "7" / "cgroup").write_text("0::/system.slice/cron.service\n")
-    assert cache.label(7) == "sshd"  # read once while the process lives
-    cache.keep_only([8])
-    assert cache.label(7) == "cron"  # gone from a refresh: a reused PID is read again
+    assert cache.label(7) == "sshd"  # not read again while it does not run
+    cache.follow([7, 8])
+    assert cache.label(7) == "sshd" and cache.moves == 0
+    cache.follow([7, 8], ran=[7, 8])  # 8 was never asked: nothing to read again
+    assert cache.label(7) == "cron" and cache.moves == 1  # moved, found when it ran
+    cache.follow([7], ran=[7])
+    assert cache.moves == 1  # read again, the same cgroup: no move
+    (tmp_path / "7" / "cgroup").write_text("0::/system.slice/at.service\n")
+    cache.follow([8])
+    assert cache.label(7) == "at"  # gone from a refresh: a reused PID is read again
 
 
 def test_totals_keep_a_dead_tasks_counts() -> None:
@@ -435,6 +442,26 @@ def test_the_grouping_is_kept_only_while_the_row_labels_are_the_same() -> None:
     renamed = frame(rows((1, "x", 50.0, [0] * 5), (2, "v", 50.0, [0] * 5)), SCHED)
     snap = agg.update(renamed)
     assert sample(snap, "tiptop_cpu_seconds_total")[("x", "root", "/")] == pytest.approx(0.5)
+
+
+def test_a_process_moved_to_another_cgroup_is_counted_there_in_the_kept_rows() -> None:
+    """The same row-label lists (nothing renamed), but a process found in another cgroup
+    (``CgroupCache.moves``): the grouping is made again, and the refresh's CPU goes to
+    the new cgroup's series, not to the one it was first seen in."""
+    where = {1: "a", 2: "b"}
+    moves = [0]
+    agg = Aggregator(
+        metrics_for(SCHED.counters),
+        cgroup_of=lambda pid: where[pid],
+        cgroup_moves=lambda: moves[0],
+    )
+    one = frame(rows((1, "w", 50.0, [0] * 5), (2, "w", 50.0, [0] * 5)), SCHED)
+    agg.update(one)
+    where[1], moves[0] = "b", 1
+    snap = agg.update(one)
+    cpu = sample(snap, "tiptop_cpu_seconds_total")
+    assert cpu[("w", "root", "b")] == pytest.approx(1.5)  # 0.5 s then 1 s: both ran in b
+    assert cpu[("w", "root", "a")] == pytest.approx(0.5)  # its first refresh, in a
 
 
 def test_values_are_written_as_the_decimals_they_mean() -> None:

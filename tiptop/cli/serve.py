@@ -149,6 +149,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
         top=opts.plot_top,
         cmdline=opts.show_cmdline and opts.series_by is SeriesBy.PID,
         cgroup_of=cgroups.label,
+        cgroup_moves=lambda: cgroups.moves,
         breakdown=bool(screen.breakdown),
         cpu_since_birth=lambda pid: cpu_since_birth(host, pid),
         expiry=opts.series_expiry,
@@ -161,7 +162,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     source: FrameSource = sampler
 
     def forget_ended(frame: Frame) -> None:
-        cgroups.keep_only(frame.pid.tolist())
+        cgroups.follow(frame.pid.tolist(), frame.pid[frame.cpu_total > 0].tolist())
 
     keep: Callable[[Frame], None] | None = forget_ended
     if walker is not None:  # rows of whole cgroups: no task is looked at

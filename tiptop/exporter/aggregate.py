@@ -224,10 +224,18 @@ class _Grouping:
     groups: list[tuple[str, ...]]
     #: Each row's place in :attr:`groups`.
     group_of_row: np.ndarray
+    #: ``Aggregator.cgroup_moves`` when this was made.
+    moves: int
 
-    def made_from(self, frame: Frame) -> bool:
-        """Whether ``frame``'s row labels are the very lists this was made from."""
-        return self.pid is frame.pid and self.name is frame.name and self.user is frame.user
+    def made_from(self, frame: Frame, moves: int) -> bool:
+        """Whether ``frame``'s row labels are the very lists this was made from, and no
+        process was found moved to another cgroup since (``moves``)."""
+        return (
+            self.pid is frame.pid
+            and self.name is frame.name
+            and self.user is frame.user
+            and self.moves == moves
+        )
 
 
 @mutable
@@ -239,6 +247,10 @@ class Aggregator:
     top: int = 20
     cmdline: bool = False  # ``-c``: the command line as a label (pid mode only)
     cgroup_of: Callable[[int], str] = field(default=lambda pid: "/")
+    #: How many times ``cgroup_of`` found a process moved to another cgroup
+    #: (``tiptop.kernel.cgroup.CgroupCache.moves``): a grouping made before it changed is
+    #: stale.
+    cgroup_moves: Callable[[], int] = field(default=lambda: 0)
     #: The screen declares a breakdown (``ScreenSpec.breakdown``): export how many tasks
     #: of each group had it marked suspect (``tiptop_breakdown_suspect_tasks``).
     breakdown: bool = False
@@ -317,18 +329,21 @@ class Aggregator:
     def _grouping(self, frame: Frame) -> _Grouping:
         """The grouping of ``frame``'s rows. Kept while the frame's row labels are the very
         lists of the last refresh: the sampler hands the same ones while its rows, names
-        and users do not change (``tiptop.engine.sampler``, its row labels), and a
-        process's cgroup is read once (``tiptop.kernel.cgroup.CgroupCache``); ``by="pid"``
+        and users do not change (``tiptop.engine.sampler``, its row labels), and no
+        process was found moved to another cgroup (``cgroup_moves``); ``by="pid"``
         follows the CPU order, which changes every refresh, and is never kept."""
         kept = self._kept_grouping
-        if kept is not None and self.by is not SeriesBy.PID and kept.made_from(frame):
+        moves = self.cgroup_moves()
+        if kept is not None and self.by is not SeriesBy.PID and kept.made_from(frame, moves):
             return kept
         keys = self._keys(frame)
         index: dict[tuple[str, ...], int] = {}
         group_of_row = np.fromiter(
             (index.setdefault(key, len(index)) for key in keys), np.intp, len(keys)
         )
-        grouping = _Grouping(frame.pid, frame.name, frame.user, keys, list(index), group_of_row)
+        grouping = _Grouping(
+            frame.pid, frame.name, frame.user, keys, list(index), group_of_row, moves
+        )
         self._kept_grouping = grouping
         return grouping
 

@@ -77,39 +77,71 @@ def shorten(path: str) -> str:
 
 
 class CgroupCache:
-    """Cgroup path and shortened label per process, read once while the process is seen: a
-    PID missing from one refresh's rows is forgotten (stale then: the PID may be reused),
-    so a reused PID is read again."""
+    """Cgroup path and shortened label per process, read when first asked and again
+    whenever it ran (:meth:`follow`). A process is moved by a write of its PID into another
+    cgroup's ``cgroup.procs`` (Documentation/admin-guide/cgroup-v2.rst, "Processes"):
+    ``systemd-run``, ``cgexec`` and batch schedulers move a child between its fork and its
+    exec. One that did not run since it was read has nothing its cgroup would count, so
+    its label may wait for its next run. A PID missing from one refresh's rows is
+    forgotten (the PID may be reused)."""
 
     def __init__(self, proc_root: str = "/proc") -> None:
         self.proc_root = proc_root
         #: Per PID: its cgroup path and that path's label.
         self._known: dict[int, tuple[str, str]] = {}
+        #: How many times a process was found in another cgroup than the one read before:
+        #: what a consumer made of the labels before this changed is stale.
+        self.moves = 0
+
+    def _path(self, pid: int) -> str:
+        """Process ``pid``'s cgroup path, read now (``/`` when unreadable). By ``os.read``
+        (the file is read again each refresh its process ran): a buffered ``open`` costs
+        a ``fstat``, a ``lseek`` and an ``ioctl`` more. A read shorter than asked was at the
+        end: the file is made whole at its first read and handed out as asked
+        (fs/proc/base.c, ``proc_single_open()``; fs/seq_file.c, ``seq_read_iter()``)."""
+        try:
+            fd = os.open(f"{self.proc_root}/{pid}/cgroup", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return "/"
+        parts: list[bytes] = []
+        try:
+            while chunk := os.read(fd, 65536):
+                parts.append(chunk)
+                if len(chunk) < 65536:
+                    break
+        except OSError:
+            return "/"
+        finally:
+            os.close(fd)
+        return path_of(os.fsdecode(b"".join(parts)))
 
     def _read(self, pid: int) -> tuple[str, str]:
-        known = self._known.get(pid)
-        if known is None:
-            try:
-                with open(f"{self.proc_root}/{pid}/cgroup", "rb") as f:
-                    path = path_of(os.fsdecode(f.read()))
-            except OSError:
-                path = "/"
-            known = self._known[pid] = (path, shorten(path))
+        """Process ``pid``'s path and label, read now and kept."""
+        path = self._path(pid)
+        known = self._known[pid] = (path, shorten(path))
         return known
 
     def path(self, pid: int) -> str:
         """The cgroup path of process ``pid`` (:func:`path_of`; ``/`` when unreadable)."""
-        return self._read(pid)[0]
+        known = self._known.get(pid)
+        return (known or self._read(pid))[0]
 
     def label(self, pid: int) -> str:
         """The shortened cgroup of process ``pid`` (``/`` when unreadable)."""
-        return self._read(pid)[1]
+        known = self._known.get(pid)
+        return (known or self._read(pid))[1]
 
-    def keep_only(self, pids: Iterable[int]) -> None:
-        """Forget every process not in ``pids`` (the rows of the latest refresh)."""
+    def follow(self, pids: Iterable[int], ran: Iterable[int] = ()) -> None:
+        """One refresh's rows: forget every process not in ``pids``, and read again the
+        cgroup of each process in ``ran`` (CPU time over the refresh) already read."""
         alive = set(pids)
         for pid in [p for p in self._known if p not in alive]:
             del self._known[pid]
+        for pid in ran:
+            known = self._known.get(pid)
+            if known is not None and self._path(pid) != known[0]:
+                self._read(pid)
+                self.moves += 1
 
 
 def unified_root(sysfs_root: str = "/sys") -> str | None:

@@ -2,7 +2,8 @@
 (containers, systemd services, Kubernetes pods), its numbers summed from the per-task rows
 the sampler already has, so no privilege beyond what ``tiptop`` needs is asked for.
 
-The cgroup of each process is read once per process (``tiptop.kernel.cgroup``), and who
+The cgroup of each process is read when first seen and again whenever it ran
+(``tiptop.kernel.cgroup``: a process may be moved to another cgroup), and who
 runs in it (``tiptop.runtimes``: Kubernetes' namespace, pod and container, a docker or
 podman container's name, a systemd unit) once per cgroup; a row is a group of the cgroups
 that show the same name (``Workload.shown``: ``namespace/pod/container``, ``docker:web``,
@@ -196,8 +197,8 @@ def _window(frame: Frame, g: np.ndarray, m: int) -> np.ndarray | None:
 
 
 class Membership:
-    """Who runs in each task's cgroup: the cgroup of each process read once while it is
-    seen (``tiptop.kernel.cgroup.CgroupCache``), who runs in it once per cgroup
+    """Who runs in each task's cgroup: the cgroup of each process read when first seen and
+    again whenever it ran (``tiptop.kernel.cgroup.CgroupCache``), who runs in it once per cgroup
     (``tiptop.runtimes.Workloads``); the rows by cgroup and a recording (``--record``)
     ask it of the same frame, which is looked up once."""
 
@@ -226,7 +227,7 @@ class Membership:
         if frame is self._frame:
             return self._of
         pids = frame.pid.tolist()
-        self.cgroups.keep_only(pids)
+        self.cgroups.follow(pids, frame.pid[frame.cpu_total > 0].tolist())
         seen: dict[str, Workload] = {}
         out = []
         for pid in pids:
@@ -249,9 +250,10 @@ class Membership:
         return out
 
     def forget_gone(self, frame: Frame) -> None:
-        """Forget the processes that have no row in ``frame`` (a PID may be reused)."""
+        """Forget the processes that have no row in ``frame`` (a PID may be reused); read
+        again the cgroups of those that ran."""
         if frame is not self._frame:
-            self.cgroups.keep_only(frame.pid.tolist())
+            self.cgroups.follow(frame.pid.tolist(), frame.pid[frame.cpu_total > 0].tolist())
 
 
 class CgroupSource(SourceWrapper):
