@@ -4,6 +4,7 @@ command-line options (tiptop/exporter/, docs/exporter.md)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def test_cgroup_paths_are_shortened(path: str, label: str) -> None:
     assert shorten(path) == label
 
 
-def test_cgroup_line_of_v2_then_v1(tmp_path: Path) -> None:
+def test_cgroup_line_of_v2_then_v1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert path_of("0::/system.slice/a.service\n") == "/system.slice/a.service"
     assert path_of("4:memory:/x\n1:name=systemd:/system.slice/b.service\n") == (
         "/system.slice/b.service"
@@ -159,6 +160,17 @@ def test_cgroup_line_of_v2_then_v1(tmp_path: Path) -> None:
     assert cache.label(7) == "cron" and cache.moves == 1  # moved, found when it ran
     cache.follow([7], ran=[7])
     assert cache.moves == 1  # read again, the same cgroup: no move
+    (tmp_path / "7" / "cgroup").write_text("0::/system.slice/cups.service\n")
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted_open(path: str, *args: int) -> int:
+        opened.append(path)
+        return real_open(path, *args)
+
+    monkeypatch.setattr(os, "open", counted_open)
+    cache.follow([7, 7, 7], ran=[7, 7, 7])  # three thread rows of one process (-H)
+    assert len(opened) == 1 and cache.label(7) == "cups" and cache.moves == 2
     (tmp_path / "7" / "cgroup").write_text("0::/system.slice/at.service\n")
     cache.follow([8])
     assert cache.label(7) == "at"  # gone from a refresh: a reused PID is read again

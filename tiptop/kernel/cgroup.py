@@ -117,7 +117,10 @@ class CgroupCache:
 
     def _read(self, pid: int) -> tuple[str, str]:
         """Process ``pid``'s path and label, read now and kept."""
-        path = self._path(pid)
+        return self._keep(pid, self._path(pid))
+
+    def _keep(self, pid: int, path: str) -> tuple[str, str]:
+        """``path`` and its label, kept as process ``pid``'s."""
         known = self._known[pid] = (path, shorten(path))
         return known
 
@@ -133,14 +136,15 @@ class CgroupCache:
 
     def follow(self, pids: Iterable[int], ran: Iterable[int] = ()) -> None:
         """One refresh's rows: forget every process not in ``pids``, and read again the
-        cgroup of each process in ``ran`` (CPU time over the refresh) already read."""
+        cgroup of each process in ``ran`` (CPU time over the refresh) already read, once
+        however many of its threads' rows ran (``-H``)."""
         alive = set(pids)
         for pid in [p for p in self._known if p not in alive]:
             del self._known[pid]
-        for pid in ran:
+        for pid in set(ran):
             known = self._known.get(pid)
-            if known is not None and self._path(pid) != known[0]:
-                self._read(pid)
+            if known is not None and (path := self._path(pid)) != known[0]:
+                self._keep(pid, path)
                 self.moves += 1
 
 
