@@ -171,6 +171,9 @@ def test_cgroup_line_of_v2_then_v1(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(os, "open", counted_open)
     cache.follow([7, 7, 7], ran=[7, 7, 7])  # three thread rows of one process (-H)
     assert len(opened) == 1 and cache.label(7) == "cups" and cache.moves == 2
+    (tmp_path / "7" / "cgroup").unlink()  # it ran, then ended before the read
+    cache.follow([7], ran=[7])
+    assert cache.label(7) == "cups" and cache.moves == 2  # its last row stays in its cgroup
     (tmp_path / "7" / "cgroup").write_text("0::/system.slice/at.service\n")
     cache.follow([8])
     assert cache.label(7) == "at"  # gone from a refresh: a reused PID is read again

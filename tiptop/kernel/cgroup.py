@@ -93,8 +93,8 @@ class CgroupCache:
         #: what a consumer made of the labels before this changed is stale.
         self.moves = 0
 
-    def _path(self, pid: int) -> str:
-        """Process ``pid``'s cgroup path, read now (``/`` when unreadable). By ``os.read``
+    def _path(self, pid: int) -> str | None:
+        """Process ``pid``'s cgroup path, read now; None when unreadable. By ``os.read``
         (the file is read again each refresh its process ran): a buffered ``open`` costs
         a ``fstat``, a ``lseek`` and an ``ioctl`` more. A read shorter than asked was at the
         end: the file is made whole at its first read and handed out as asked
@@ -102,7 +102,7 @@ class CgroupCache:
         try:
             fd = os.open(f"{self.proc_root}/{pid}/cgroup", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            return "/"
+            return None
         parts: list[bytes] = []
         try:
             while chunk := os.read(fd, 65536):
@@ -110,14 +110,14 @@ class CgroupCache:
                 if len(chunk) < 65536:
                     break
         except OSError:
-            return "/"
+            return None
         finally:
             os.close(fd)
         return path_of(os.fsdecode(b"".join(parts)))
 
     def _read(self, pid: int) -> tuple[str, str]:
-        """Process ``pid``'s path and label, read now and kept."""
-        return self._keep(pid, self._path(pid))
+        """Process ``pid``'s path and label, read now and kept (``/`` when unreadable)."""
+        return self._keep(pid, self._path(pid) or "/")
 
     def _keep(self, pid: int, path: str) -> tuple[str, str]:
         """``path`` and its label, kept as process ``pid``'s."""
@@ -137,13 +137,15 @@ class CgroupCache:
     def follow(self, pids: Iterable[int], ran: Iterable[int] = ()) -> None:
         """One refresh's rows: forget every process not in ``pids``, and read again the
         cgroup of each process in ``ran`` (CPU time over the refresh) already read, once
-        however many of its threads' rows ran (``-H``)."""
+        however many of its threads' rows ran (``-H``). One that cannot be read now (it
+        ended during the refresh: its last row is still to be counted) keeps its cgroup."""
         alive = set(pids)
         for pid in [p for p in self._known if p not in alive]:
             del self._known[pid]
         for pid in set(ran):
             known = self._known.get(pid)
-            if known is not None and (path := self._path(pid)) != known[0]:
+            path = None if known is None else self._path(pid)
+            if known is not None and path is not None and path != known[0]:
                 self._keep(pid, path)
                 self.moves += 1
 
