@@ -108,6 +108,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     from tiptop.exporter.httpd import client_limit
     from tiptop.exporter.serve import Exporter
     from tiptop.kernel.cgroup import CgroupCache
+    from tiptop.sources.bycgroup import follow_rows
 
     address, textfile = _targets(opts, say)
     web = None
@@ -162,7 +163,7 @@ def run_serve(opts: Options, loaded: ScreenSet, host: Host, say: Callable[[str],
     source: FrameSource = sampler
 
     def forget_ended(frame: Frame) -> None:
-        cgroups.follow(frame.pid.tolist(), frame.pid[frame.cpu_total > 0].tolist())
+        follow_rows(cgroups, frame)
 
     keep: Callable[[Frame], None] | None = forget_ended
     if walker is not None:  # rows of whole cgroups: no task is looked at

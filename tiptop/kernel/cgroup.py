@@ -29,6 +29,7 @@ import time
 from collections.abc import Container, Iterable
 from typing import NamedTuple
 
+from tiptop.kernel.procfs import read_whole
 from tiptop.outside import printable
 
 _SUFFIXES = (".service", ".scope", ".slice")
@@ -94,30 +95,18 @@ class CgroupCache:
         self.moves = 0
 
     def _path(self, pid: int) -> str | None:
-        """Process ``pid``'s cgroup path, read now; None when unreadable. By ``os.read``
-        (the file is read again each refresh its process ran): a buffered ``open`` costs
-        a ``fstat``, a ``lseek`` and an ``ioctl`` more. A read shorter than asked was at the
-        end: the file is made whole at its first read and handed out as asked
-        (fs/proc/base.c, ``proc_single_open()``; fs/seq_file.c, ``seq_read_iter()``)."""
-        try:
-            fd = os.open(f"{self.proc_root}/{pid}/cgroup", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            return None
-        parts: list[bytes] = []
-        try:
-            while chunk := os.read(fd, 65536):
-                parts.append(chunk)
-                if len(chunk) < 65536:
-                    break
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        return path_of(os.fsdecode(b"".join(parts)))
+        """Process ``pid``'s cgroup path, read now; None when unreadable (the file is read
+        again each refresh its process ran: :func:`~tiptop.kernel.procfs.read_whole`)."""
+        raw = read_whole(f"{self.proc_root}/{pid}/cgroup")
+        return None if raw is None else path_of(os.fsdecode(raw))
 
-    def _read(self, pid: int) -> tuple[str, str]:
-        """Process ``pid``'s path and label, read now and kept (``/`` when unreadable)."""
-        return self._keep(pid, self._path(pid) or "/")
+    def _of(self, pid: int) -> tuple[str, str]:
+        """Process ``pid``'s path and label: as kept, else read now and kept (``/`` when
+        unreadable)."""
+        known = self._known.get(pid)
+        if known is None:
+            known = self._keep(pid, self._path(pid) or "/")
+        return known
 
     def _keep(self, pid: int, path: str) -> tuple[str, str]:
         """``path`` and its label, kept as process ``pid``'s."""
@@ -126,13 +115,11 @@ class CgroupCache:
 
     def path(self, pid: int) -> str:
         """The cgroup path of process ``pid`` (:func:`path_of`; ``/`` when unreadable)."""
-        known = self._known.get(pid)
-        return (known or self._read(pid))[0]
+        return self._of(pid)[0]
 
     def label(self, pid: int) -> str:
         """The shortened cgroup of process ``pid`` (``/`` when unreadable)."""
-        known = self._known.get(pid)
-        return (known or self._read(pid))[1]
+        return self._of(pid)[1]
 
     def follow(self, pids: Iterable[int], ran: Iterable[int] = ()) -> None:
         """One refresh's rows: forget every process not in ``pids``, and read again the
@@ -144,8 +131,10 @@ class CgroupCache:
             del self._known[pid]
         for pid in set(ran):
             known = self._known.get(pid)
-            path = None if known is None else self._path(pid)
-            if known is not None and path is not None and path != known[0]:
+            if known is None:
+                continue
+            path = self._path(pid)
+            if path is not None and path != known[0]:
                 self._keep(pid, path)
                 self.moves += 1
 

@@ -162,20 +162,24 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-#: Bytes asked of a command line at each read (:func:`_read_cmdline`).
+#: Bytes asked at each read of a file read whole (:func:`read_whole`): a command line, a
+#: cgroup file.
 CMDLINE_READ = 65536
 
 
-def _read_cmdline(path: str) -> bytes:
-    """The whole of a ``/proc/PID/cmdline`` of any length (it may exceed a page); empty
-    when it cannot be read (gone, or another user's under ``hidepid``). A read shorter
-    than asked was at its end: the kernel fills what is asked but for the file's end or
-    memory it cannot read, which a read again would not get either (fs/proc/base.c,
-    ``get_mm_cmdline()``), so one read suffices for all but the longest."""
+def read_whole(path: str) -> bytes | None:
+    """The whole of a ``/proc`` file of any length, by ``os.read`` (no buffered ``open``:
+    its ``fstat``, ``lseek`` and ``ioctl`` besides); None when it cannot be read (gone,
+    or another user's under ``hidepid``). A read shorter than asked was at its end, for
+    the files read so: the kernel fills what is asked but for the file's end (a command
+    line, or memory it cannot read, which a read again would not get either:
+    fs/proc/base.c, ``get_mm_cmdline()``; a file made whole at its first read:
+    ``proc_single_open()``, fs/seq_file.c ``seq_read_iter()``), so one read suffices for
+    all but the longest."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return b""
+        return None
     parts: list[bytes] = []
     try:
         while chunk := os.read(fd, CMDLINE_READ):
@@ -183,10 +187,16 @@ def _read_cmdline(path: str) -> bytes:
             if len(chunk) < CMDLINE_READ:
                 break
     except OSError:
-        return b""
+        return None
     finally:
         os.close(fd)
     return b"".join(parts)
+
+
+def _read_cmdline(path: str) -> bytes:
+    """The whole of a ``/proc/PID/cmdline`` (it may exceed a page); empty when it cannot
+    be read (:func:`read_whole`)."""
+    return read_whole(path) or b""
 
 
 def cmdline_text(raw: bytes, comm: str) -> str:

@@ -196,6 +196,14 @@ def _window(frame: Frame, g: np.ndarray, m: int) -> np.ndarray | None:
     return out
 
 
+def follow_rows(cgroups: CgroupCache, frame: Frame) -> list[int]:
+    """``cgroups`` told of ``frame``'s rows (``CgroupCache.follow``: the processes with no
+    row forgotten, those with CPU time over the refresh read again); the rows' PIDs."""
+    pids: list[int] = frame.pid.tolist()
+    cgroups.follow(pids, frame.pid[frame.cpu_total > 0].tolist())
+    return pids
+
+
 class Membership:
     """Who runs in each task's cgroup: the cgroup of each process read when first seen and
     again whenever it ran (``tiptop.kernel.cgroup.CgroupCache``), who runs in it once per cgroup
@@ -226,8 +234,7 @@ class Membership:
         """The workload of each row's process, its cgroup's looked up once per frame."""
         if frame is self._frame:
             return self._of
-        pids = frame.pid.tolist()
-        self.cgroups.follow(pids, frame.pid[frame.cpu_total > 0].tolist())
+        pids = follow_rows(self.cgroups, frame)
         seen: dict[str, Workload] = {}
         out = []
         for pid in pids:
@@ -253,7 +260,7 @@ class Membership:
         """Forget the processes that have no row in ``frame`` (a PID may be reused); read
         again the cgroups of those that ran."""
         if frame is not self._frame:
-            self.cgroups.follow(frame.pid.tolist(), frame.pid[frame.cpu_total > 0].tolist())
+            follow_rows(self.cgroups, frame)
 
 
 class CgroupSource(SourceWrapper):
