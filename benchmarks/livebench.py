@@ -146,30 +146,8 @@ def measure_idle(
     return res
 
 
-def measure_startup(
-    tools: list[Tool], args: list[str], repeats: int, out: Path
-) -> dict[str, float | str]:
-    """Median CPU ms of one whole ``-b -n 1`` run (start-up, first refresh, exit) of each
-    tool, tools alternated; a string when a tool failed."""
-    cpu: dict[str, list[float]] = {t.label: [] for t in tools}
-    res: dict[str, float | str] = {}
-    for r in range(repeats):
-        for tool in rotation(tools, r):
-            if tool.label in res:
-                continue
-            crashes: list[str] = []
-            run = run_retrying(tool, [*args, "-b", "-n", "1"], out / f"{tool.label}.start", crashes)
-            for c in crashes:
-                print(f"  (start-up: {tool.label} failed, run again: {c})")
-            if run.error:
-                res[tool.label] = run.error
-            else:
-                cpu[tool.label].append(run.cpu_s * 1e3)
-    for label, xs in cpu.items():
-        if label not in res:
-            res[label] = statistics.median(xs)
-    return res
-
+#: The label of the floor's runs among the start-up runs.
+FLOOR = "floor"
 
 #: What every start of ours pays before its own code: the interpreter with its site, and
 #: the dependencies a ``tiptop -b -n 1`` imports (``python3 -X importtime``: numpy, as
@@ -179,16 +157,71 @@ def measure_startup(
 FLOOR_CODE = "import numpy, _cffi_backend"
 
 
-def measure_floor(repeats: int, code: str = FLOOR_CODE) -> float:
-    """Median CPU ms (user + system, wait4(2)) of ``python3 -c CODE`` run ``repeats`` times:
-    the floor under the start-up row on this machine, measured in the same run."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    cpu: list[float] = []
-    for _ in range(repeats):
-        child = subprocess.Popen([sys.executable, "-c", code], env=env)
-        _, status, ru = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0:
-            raise RuntimeError(f"python3 -c {code!r} exited {child.returncode}")
-        cpu.append((ru.ru_utime + ru.ru_stime) * 1e3)
-    return statistics.median(cpu)
+def floor_tool(preload: dict[str, str], code: str = FLOOR_CODE) -> Tool:
+    """``python3 -c CODE`` as a tool run beside the others, with their preload (``preload``:
+    the shim, which ours loads too and a user's tiptop does not)."""
+    return Tool(FLOOR, (sys.executable, "-c", code), {**preload, "OPENBLAS_NUM_THREADS": "1"})
+
+
+def floor_run(floor: Tool) -> float:
+    """CPU ms (user + system, wait4(2)) of one run of ``floor`` (no arguments, no output)."""
+    cmd = floor.command([])
+    pid = os.posix_spawn(cmd[0], cmd, floor.environ())
+    _, status, ru = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} exited {os.waitstatus_to_exitcode(status)}")
+    return (ru.ru_utime + ru.ru_stime) * 1e3
+
+
+@dataclass
+class StartUp:
+    """CPU ms of each round's whole run of each tool, the floor's among them (a round's
+    runs follow each other), and the tools that failed."""
+
+    rounds: list[dict[str, float]]
+    errors: dict[str, str]
+
+    def median(self, label: str) -> float | str:
+        """The median of ``label``'s runs; its error when it failed."""
+        if label in self.errors:
+            return self.errors[label]
+        return statistics.median(r[label] for r in self.rounds)
+
+    def above_floor(self, label: str) -> float | str:
+        """The median over the rounds of ``label``'s run less the floor's in the same round:
+        the machine's speed, which moves by the minute on a shared VM, moves both alike,
+        which a difference of two medians taken over the whole run does not undo."""
+        if label in self.errors:
+            return self.errors[label]
+        return statistics.median(r[label] - r[FLOOR] for r in self.rounds)
+
+
+def measure_startup(
+    tools: list[Tool], floor: Tool, args: list[str], repeats: int, out: Path
+) -> StartUp:
+    """CPU of ``repeats`` whole ``-b -n 1`` runs (start-up, first refresh, exit) of each
+    tool, and as many of ``floor``, all alternated (:func:`rotation`); a tool that failed
+    is run no more and its rounds are dropped."""
+    rounds: list[dict[str, float]] = []
+    errors: dict[str, str] = {}
+    for r in range(repeats):
+        cpu: dict[str, float] = {}
+        for tool in rotation([*tools, floor], r):
+            if tool is floor:
+                cpu[FLOOR] = floor_run(floor)
+                continue
+            if tool.label in errors:
+                continue
+            crashes: list[str] = []
+            run = run_retrying(tool, [*args, "-b", "-n", "1"], out / f"{tool.label}.start", crashes)
+            for c in crashes:
+                print(f"  (start-up: {tool.label} failed, run again: {c})")
+            if run.error:
+                errors[tool.label] = run.error
+            else:
+                cpu[tool.label] = run.cpu_s * 1e3
+        rounds.append(cpu)
+    for cpu in rounds:
+        for label in errors:
+            cpu.pop(label, None)
+    return StartUp(rounds, errors)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -91,9 +92,23 @@ def test_start_up_floor_is_a_child_s_cpu() -> None:
     costs more than an empty program, and both cost something (a floor read from the wrong
     process, or from none, would be 0 for both)."""
     livebench = _bench("livebench")
-    empty = livebench.measure_floor(3, "pass")
-    deps = livebench.measure_floor(3)
+    empty = statistics.median(
+        livebench.floor_run(livebench.floor_tool({}, "pass")) for _ in range(3)
+    )
+    deps = statistics.median(livebench.floor_run(livebench.floor_tool({})) for _ in range(3))
     assert 0 < empty < deps
+
+
+def test_above_the_floor_is_taken_round_by_round() -> None:
+    """Ours above the floor is the median of each round's difference (50, 50, 30: 50), not
+    the difference of the two medians (100 - 60 = 40), which a machine slowing down between
+    rounds would move; a tool that failed shows its error."""
+    livebench = _bench("livebench")
+    rounds = [{"ours": 100.0, "floor": 50.0}, {"ours": 130.0, "floor": 80.0}]
+    st = livebench.StartUp([*rounds, {"ours": 90.0, "floor": 60.0}], {"C": "exit 1"})
+    assert st.above_floor("ours") == 50.0
+    assert st.median("ours") - st.median("floor") == 40.0
+    assert st.above_floor("C") == st.median("C") == "exit 1"
 
 
 def test_each_tool_takes_each_place_in_turn() -> None:
