@@ -201,7 +201,7 @@ def measure_startup(
 ) -> StartUp:
     """CPU of ``repeats`` whole ``-b -n 1`` runs (start-up, first refresh, exit) of each
     tool, and as many of ``floor``, all alternated (:func:`rotation`); a tool that failed
-    is run no more and its rounds are dropped."""
+    is run no more and its runs are dropped (its error stands for them)."""
     rounds: list[dict[str, float]] = []
     errors: dict[str, str] = {}
     for r in range(repeats):
